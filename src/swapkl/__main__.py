@@ -1,0 +1,5 @@
+import sys
+
+from swapkl.cli import main
+
+sys.exit(main())

@@ -1,0 +1,114 @@
+"""What every architecture adapter exposes: embed -> blocks -> final norm -> unembedding.
+
+An adapter never copies weights. It reproduces exactly what the stock transformers
+forward does between those stages (rotary embeddings computed at model level, the
+attention mask for each slot), so a variant can resume from the residual stream
+cached at any slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+
+@dataclass
+class BlockContext:
+    """Per-batch tensors every block needs besides the residual stream."""
+
+    position_ids: torch.Tensor
+    position_embeddings: tuple[torch.Tensor, torch.Tensor]
+    masks: dict[str, torch.Tensor | None] = field(default_factory=dict)
+
+
+class Adapter:
+    """Base adapter for decoder-only models laid out as ``<backbone>.layers``."""
+
+    #: ``config.model_type`` values handled by this adapter.
+    model_types: tuple[str, ...] = ()
+    #: attribute names on the causal-LM wrapper and on its backbone
+    backbone_attr = "model"
+    embed_attr = "embed_tokens"
+    norm_attr = "norm"
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.config = model.config
+        self.backbone = getattr(model, self.backbone_attr)
+
+    # -- structure -------------------------------------------------------
+    @property
+    def blocks(self) -> nn.ModuleList:
+        return self.backbone.layers
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def final_norm(self) -> nn.Module:
+        return getattr(self.backbone, self.norm_attr)
+
+    @property
+    def head(self) -> nn.Linear:
+        return self.model.get_output_embeddings()
+
+    @property
+    def max_positions(self) -> int | None:
+        return getattr(self.config, "max_position_embeddings", None)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.head.weight.shape[0])
+
+    # -- computation -----------------------------------------------------
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return getattr(self.backbone, self.embed_attr)(input_ids)
+
+    def mask_kind(self, slot: int) -> str:
+        """Which attention mask the stock forward hands to the block at ``slot``."""
+        return "full_attention"
+
+    def build_masks(self, h0: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor):
+        from transformers.masking_utils import create_causal_mask
+
+        return {
+            "full_attention": create_causal_mask(
+                config=self.config,
+                inputs_embeds=h0,
+                attention_mask=attention_mask,
+                past_key_values=None,
+                position_ids=position_ids,
+            )
+        }
+
+    def prepare(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, BlockContext]:
+        """Embeddings entering slot 0 and the context shared by all blocks."""
+        h0 = self.embed(input_ids)
+        position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0)
+        masks = self.build_masks(h0, attention_mask, position_ids)
+        h0 = self.embed_dropout(h0)
+        position_embeddings = self.backbone.rotary_emb(h0, position_ids=position_ids)
+        return h0, BlockContext(position_ids, position_embeddings, masks)
+
+    def embed_dropout(self, h: torch.Tensor) -> torch.Tensor:
+        return h
+
+    def run_block(self, block: int, slot: int, h: torch.Tensor, ctx: BlockContext) -> torch.Tensor:
+        """Run block ``block``'s weights at position ``slot`` of the stack."""
+        out = self.blocks[block](
+            h,
+            attention_mask=ctx.masks[self.mask_kind(slot)],
+            position_ids=ctx.position_ids,
+            position_embeddings=ctx.position_embeddings,
+            use_cache=False,
+        )
+        return out[0] if isinstance(out, tuple) else out
+
+    def run_order(self, order, start: int, h: torch.Tensor, ctx: BlockContext) -> torch.Tensor:
+        """Run ``order[start:]`` from the residual stream ``h`` entering slot ``start``."""
+        for slot in range(start, len(order)):
+            h = self.run_block(order[slot], slot, h, ctx)
+        return h

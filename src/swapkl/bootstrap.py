@@ -1,0 +1,38 @@
+"""Percentile bootstrap over sequences for token-weighted means.
+
+Every statistic in swapkl is a ratio ``sum_s x_s / sum_s n_s`` over sequences s (x_s is
+a per-sequence sum over valid positions, n_s the number of valid positions), so one
+resampling of sequence indices serves every variant of a checkpoint and the CIs of
+different variants are paired.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def resample_indices(n_seqs: int, n_boot: int, seed: int) -> np.ndarray:
+    """``[n_boot, n_seqs]`` indices drawn with replacement, deterministic given ``seed``."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n_seqs, size=(n_boot, n_seqs))
+
+
+def ratio_mean(sums: np.ndarray, counts: np.ndarray) -> float:
+    total = float(np.sum(counts))
+    return float(np.sum(sums) / total) if total > 0 else float("nan")
+
+
+def ratio_ci(sums: np.ndarray, counts: np.ndarray, idx: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of ``sum(sums)/sum(counts)`` under the resamplings ``idx``."""
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    if idx.shape[0] == 0 or counts.sum() == 0:
+        return float("nan"), float("nan")
+    den = counts[idx].sum(axis=1)
+    num = sums[idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats = num / den
+    stats = stats[np.isfinite(stats)]
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)

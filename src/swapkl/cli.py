@@ -1,0 +1,46 @@
+"""The ``swapkl`` command line. Each subcommand lives in :mod:`swapkl.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from swapkl import __version__
+from swapkl.commands import probe, provenance
+from swapkl.errors import SwapKLError
+
+COMMANDS = (probe, provenance)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="swapkl",
+        description="Protocol-dependent layer redundancy: replacement vs interchange KL probes, "
+                    "pruning and the pipeline's helpers.",
+    )
+    parser.add_argument("--version", action="version", version=f"swapkl {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        args.func(args)
+    except SwapKLError as e:
+        print(f"swapkl: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("swapkl: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

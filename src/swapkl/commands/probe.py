@@ -1,0 +1,70 @@
+"""``swapkl probe``: measure replacement / interchange / deletion KL for one checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+
+from swapkl.data import DataSpec
+
+
+def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    g = p.add_argument_group("data (exactly one of --tokens, --dataset, --text-file)")
+    g.add_argument(f"--{prefix}tokens", metavar="FILE.npy", help="int array [n_seqs, seq_len]; every position valid")
+    g.add_argument(f"--{prefix}dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
+    g.add_argument(f"--{prefix}dataset-config", metavar="CONFIG", help="dataset configuration, e.g. wikitext-2-raw-v1")
+    g.add_argument(f"--{prefix}split", default="test", help="dataset split (default: test)")
+    g.add_argument(f"--{prefix}text-file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
+    g.add_argument(f"--{prefix}n-seqs", type=int, default=32, help="number of windows (default: 32)")
+    g.add_argument(f"--{prefix}seq-len", type=int, default=128, help="tokens per window (default: 128)")
+    g.add_argument(f"--{prefix}min-tokens", type=int, default=16,
+                   help="paragraphs shorter than this are skipped (default: 16)")
+    g.add_argument(f"--{prefix}seed", dest=f"{prefix.replace('-', '_')}data_seed", type=int, default=0,
+                   help="seed of the window selection (default: 0)")
+
+
+def data_spec(args, prefix: str = "") -> DataSpec:
+    a = lambda k: getattr(args, prefix.replace("-", "_") + k)  # noqa: E731
+    return DataSpec(tokens=a("tokens"), dataset=a("dataset"), dataset_config=a("dataset_config"), split=a("split"),
+                    text_file=a("text_file"), n_seqs=a("n_seqs"), seq_len=a("seq_len"), min_tokens=a("min_tokens"),
+                    seed=a("data_seed"))
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="local checkpoint directory or hub id")
+    p.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="weight dtype; KL is always float32 or better (default: float32)")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument("--batch-size", type=int, default=8, help="sequences per forward batch (default: 8)")
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="also load non-safetensors (pickle) weights; recorded in provenance")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="run model code from the checkpoint; recorded in provenance")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("probe", help="measure swap/deletion KL for one checkpoint",
+                       description="Measure KL(p_base || p_variant) for replacement, interchange and deletion "
+                                   "variants of one checkpoint and write one long-format Parquet file.")
+    add_model_arguments(p)
+    p.add_argument("--protocols", default="replacement,interchange,deletion",
+                   help="comma-separated subset of replacement,interchange,deletion")
+    p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
+    add_data_arguments(p)
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default: 1000)")
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
+    p.add_argument("--progress-file", help="persist progress here so a killed run resumes")
+    p.add_argument("--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
+    p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+    p.set_defaults(func=run)
+
+
+def run(args) -> None:
+    from swapkl.probe import run_probe
+
+    run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
+              data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
+              n_boot=args.bootstrap, seed=args.bootstrap_seed, repr_out=args.repr_out,
+              progress_path=args.progress_file, allow_pickle=args.allow_pickle,
+              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens)

@@ -1,0 +1,21 @@
+"""``swapkl provenance FILE``: print the provenance stored in a swapkl Parquet file."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("provenance", help="print the provenance of a swapkl Parquet file",
+                       description="Print the provenance (versions, model, revision, hashes, seed, dtype, device) "
+                                   "recorded in a Parquet file written by swapkl.")
+    p.add_argument("file", help="a Parquet file written by swapkl")
+    p.add_argument("--json", action="store_true", help="print JSON instead of aligned text")
+    p.set_defaults(func=run)
+
+
+def run(args) -> None:
+    from swapkl import provenance
+
+    prov = provenance.read(args.file)
+    print(json.dumps(prov, indent=2, sort_keys=True) if args.json else provenance.format_text(prov))

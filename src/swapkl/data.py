@@ -1,0 +1,167 @@
+"""Token windows for probing: a token array, a `datasets` dataset, or a local text file.
+
+Selection rule for text (documented in the README):
+
+1. Split the text into paragraphs. Dataset rows are paragraphs (WikiText layout: blank
+   rows and ``= Heading =`` rows are dropped). A text file's paragraphs are separated by
+   blank lines.
+2. Tokenise each paragraph with the model's tokenizer, without special tokens.
+3. Keep paragraphs with at least ``min_tokens`` tokens and cut them to ``seq_len``.
+4. Draw ``n_seqs`` of them without replacement with ``numpy.random.default_rng(seed)``
+   (a permutation of the eligible paragraphs; the first ``n_seqs`` are kept in corpus order).
+5. Right-pad shorter windows; padded positions have attention mask 0 and never count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from swapkl.errors import SwapKLError
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    tokens: str | None = None
+    dataset: str | None = None
+    dataset_config: str | None = None
+    split: str = "test"
+    text_file: str | None = None
+    n_seqs: int = 32
+    seq_len: int = 128
+    min_tokens: int = 16
+    seed: int = 0
+
+    def describe(self) -> str:
+        if self.tokens:
+            return f"tokens:{self.tokens}"
+        if self.text_file:
+            return f"text_file:{self.text_file}"
+        return f"dataset:{self.dataset}/{self.dataset_config or ''}:{self.split}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Windows:
+    input_ids: np.ndarray  # [n_seqs, seq_len] int64
+    attention_mask: np.ndarray  # [n_seqs, seq_len] int64
+    source: str
+
+    @property
+    def sha256(self) -> str:
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.input_ids, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(self.attention_mask, dtype=np.int64).tobytes())
+        return h.hexdigest()
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.attention_mask.sum())
+
+
+def _check_spec(spec: DataSpec) -> None:
+    given = [x for x in (spec.tokens, spec.dataset, spec.text_file) if x]
+    if len(given) != 1:
+        raise SwapKLError("give exactly one data source: --tokens, --dataset or --text-file")
+    for name in ("n_seqs", "seq_len", "min_tokens"):
+        if getattr(spec, name) < 1:
+            raise SwapKLError(f"{name} must be at least 1, got {getattr(spec, name)}")
+
+
+def wikitext_paragraphs(rows) -> list[str]:
+    out = []
+    for row in rows:
+        t = row.strip()
+        if not t or (t.startswith("=") and t.endswith("=")):
+            continue
+        out.append(t)
+    return out
+
+
+def text_file_paragraphs(path: str) -> list[str]:
+    if not os.path.isfile(path):
+        raise SwapKLError(f"text file {path!r} does not exist")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
+
+
+def _dataset_paragraphs(spec: DataSpec) -> list[str]:
+    try:
+        import datasets
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise SwapKLError("reading a hub dataset needs the 'datasets' package: pip install 'swapkl[hub]'") from e
+    try:
+        ds = datasets.load_dataset(spec.dataset, spec.dataset_config, split=spec.split)
+    except Exception as e:
+        raise SwapKLError(f"cannot load dataset {spec.dataset}/{spec.dataset_config} split {spec.split!r}: {e}") from e
+    return wikitext_paragraphs(ds["text"])
+
+
+def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int = 0) -> Windows:
+    """Apply the documented selection rule to already-split paragraphs."""
+    eligible = []
+    for p in paragraphs:
+        ids = tokenize(p)
+        if len(ids) >= spec.min_tokens:
+            eligible.append(ids[: spec.seq_len])
+    if len(eligible) < spec.n_seqs:
+        raise SwapKLError(
+            f"{spec.describe()} has only {len(eligible)} paragraphs with at least {spec.min_tokens} tokens; "
+            f"{spec.n_seqs} are needed"
+        )
+    rng = np.random.default_rng(spec.seed)
+    chosen = np.sort(rng.permutation(len(eligible))[: spec.n_seqs])
+    ids = np.full((spec.n_seqs, spec.seq_len), pad_id, dtype=np.int64)
+    mask = np.zeros((spec.n_seqs, spec.seq_len), dtype=np.int64)
+    for row, k in enumerate(chosen):
+        w = eligible[k]
+        ids[row, : len(w)] = w
+        mask[row, : len(w)] = 1
+    return Windows(ids, mask, spec.describe())
+
+
+def load_token_file(path: str) -> Windows:
+    if not os.path.isfile(path):
+        raise SwapKLError(f"token file {path!r} does not exist")
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as e:
+        raise SwapKLError(f"token file {path!r} is not a readable .npy array: {e}") from e
+    if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.integer):
+        raise SwapKLError(f"token file {path!r} must hold an integer array [n_seqs, seq_len], got {arr.dtype} {arr.shape}")
+    if arr.size == 0:
+        raise SwapKLError(f"token file {path!r} is empty")
+    arr = arr.astype(np.int64)
+    return Windows(arr, np.ones_like(arr), f"tokens:{path}")
+
+
+def load_windows(spec: DataSpec, tokenizer=None) -> Windows:
+    """Windows for ``spec``; ``tokenizer`` is only needed for text sources."""
+    _check_spec(spec)
+    if spec.tokens:
+        return load_token_file(spec.tokens)
+    if tokenizer is None:
+        raise SwapKLError("this model directory has no tokenizer; use --tokens FILE.npy")
+    paragraphs = text_file_paragraphs(spec.text_file) if spec.text_file else _dataset_paragraphs(spec)
+    if not paragraphs:
+        raise SwapKLError(f"{spec.describe()} is empty")
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    return select_windows(paragraphs, lambda t: tokenizer(t, add_special_tokens=False)["input_ids"], spec, pad)
+
+
+def check_windows(w: Windows, vocab_size: int, max_positions: int | None) -> None:
+    """Token ids must lie in the vocabulary and windows must fit the model's positions."""
+    lo, hi = int(w.input_ids.min()), int(w.input_ids.max())
+    if lo < 0 or hi >= vocab_size:
+        bad = hi if hi >= vocab_size else lo
+        raise SwapKLError(f"token id {bad} in {w.source} is outside the model vocabulary [0, {vocab_size})")
+    if max_positions is not None and w.input_ids.shape[1] > max_positions:
+        raise SwapKLError(
+            f"seq_len {w.input_ids.shape[1]} exceeds the model's {max_positions} positions (max_position_embeddings)"
+        )

@@ -1,0 +1,111 @@
+"""The probe engine: one cached base pass per batch, then every variant resumes from
+the first slot it changes.
+
+Nothing before that slot is recomputed, no weights are copied (a moved block is the
+same module object called at another slot), and the unembedding + KL run in token
+chunks (see :mod:`swapkl.kl`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from swapkl.adapters import BlockContext, get_adapter
+from swapkl.errors import SwapKLError
+from swapkl.kl import BaseTargets, Unembedding, base_targets, kl_and_nll
+from swapkl.pairs import Variant
+
+
+@dataclass
+class BatchState:
+    """Everything a batch's variants need from the base pass."""
+
+    residuals: list[torch.Tensor]  # residuals[s]: stream entering slot s; residuals[L]: before final norm
+    ctx: BlockContext
+    valid: torch.Tensor  # [B, T] bool
+    token_seq: torch.Tensor  # [N] sequence index of each valid token
+    n_seqs: int
+    targets: BaseTargets
+    base_nll: torch.Tensor  # [N] float64
+
+
+@dataclass
+class SeqStats:
+    """Per-sequence sums over valid positions (float64 numpy-ready tensors)."""
+
+    kl_sum: torch.Tensor
+    tokens: torch.Tensor
+    nll_sum: torch.Tensor
+    nll_tokens: torch.Tensor
+
+
+class ProbeEngine:
+    def __init__(self, model, *, chunk_tokens: int = 2048):
+        self.model = model.eval()
+        self.adapter = get_adapter(model)
+        self.n_layers = self.adapter.n_layers
+        self.unemb = Unembedding.from_head(self.adapter.head)
+        self.chunk_tokens = int(chunk_tokens)
+        self.layer_evals = 0  # number of block evaluations so far (for benchmarks)
+
+    @torch.inference_mode()
+    def base_pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> BatchState:
+        a = self.adapter
+        h, ctx = a.prepare(input_ids, attention_mask)
+        residuals = [h]
+        for slot in range(self.n_layers):
+            h = a.run_block(slot, slot, h, ctx)
+            residuals.append(h)
+        self.layer_evals += self.n_layers
+        valid = attention_mask.bool()
+        # next-token labels: position t predicts token t+1 when that position is valid
+        nxt = torch.full_like(input_ids, -1)
+        nxt[:, :-1] = torch.where(valid[:, 1:], input_ids[:, 1:], torch.full_like(input_ids[:, 1:], -1))
+        labels = nxt[valid]
+        token_seq = torch.arange(input_ids.shape[0], device=input_ids.device).unsqueeze(1).expand_as(input_ids)[valid]
+        hf = a.final_norm(h)[valid]
+        targets = base_targets(self.unemb, hf, labels, self.chunk_tokens)
+        _, base_nll = kl_and_nll(self.unemb, hf, targets, self.chunk_tokens)
+        if not torch.isfinite(targets.negent).all():
+            raise SwapKLError("the base model produced non-finite logits")
+        return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0], targets, base_nll)
+
+    @torch.inference_mode()
+    def final_hidden(self, state: BatchState, variant: Variant) -> torch.Tensor:
+        """Residual stream after the last block of ``variant`` (before the final norm)."""
+        start = variant.first_changed_slot(self.n_layers)
+        h = self.adapter.run_order(variant.order, start, state.residuals[start], state.ctx)
+        self.layer_evals += len(variant.order) - start
+        return h
+
+    @torch.inference_mode()
+    def token_stats(self, state: BatchState, variant: Variant) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-valid-token KL and NLL of a variant (float64)."""
+        h = self.final_hidden(state, variant)
+        hv = self.adapter.final_norm(h)[state.valid]
+        kl, nll = kl_and_nll(self.unemb, hv, state.targets, self.chunk_tokens)
+        if not torch.isfinite(kl).all():
+            raise SwapKLError(f"variant {variant.key} produced non-finite logits")
+        return kl, nll
+
+    def seq_stats(self, state: BatchState, kl: torch.Tensor, nll: torch.Tensor) -> SeqStats:
+        """Sum per-token values into per-sequence sums (padding never counts)."""
+        b = state.n_seqs
+        idx = state.token_seq
+        z = torch.zeros(b, dtype=torch.float64, device=kl.device)
+        has = torch.isfinite(nll)
+        return SeqStats(
+            kl_sum=z.clone().index_add_(0, idx, kl),
+            tokens=z.clone().index_add_(0, idx, torch.ones_like(kl)),
+            nll_sum=z.clone().index_add_(0, idx, torch.where(has, nll, torch.zeros_like(nll))),
+            nll_tokens=z.clone().index_add_(0, idx, has.double()),
+        )
+
+    def variant_seq_stats(self, state: BatchState, variant: Variant) -> SeqStats:
+        kl, nll = self.token_stats(state, variant)
+        return self.seq_stats(state, kl, nll)
+
+    def base_seq_stats(self, state: BatchState) -> SeqStats:
+        return self.seq_stats(state, torch.zeros_like(state.base_nll), state.base_nll)

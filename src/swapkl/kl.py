@@ -1,0 +1,108 @@
+"""The one definition of KL(p_base || p_variant) and next-token NLL used everywhere.
+
+Logits are always formed in float32 from the final-normed hidden state (whatever the
+model dtype), and the vocabulary is processed in token chunks so ``[tokens x vocab]``
+never exists in float32 for all tokens at once.
+
+For each token of the base model we keep three small quantities instead of its
+distribution ``p``:
+
+* ``negent = sum_v p_v log p_v`` (float64),
+* ``pw = W^T p`` (the p-weighted unembedding rows, a d-vector, float64),
+* ``pb = p . b`` when the head has a bias.
+
+For a variant with final hidden state ``h`` and logits ``z = W h + b``:
+``KL = negent - (pw . h + pb) + logsumexp(z)``, since ``sum_v p_v z_v = pw . h + pb``.
+So every variant costs one unembedding and one logsumexp per token, and nothing of
+vocabulary size is stored between variants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class Unembedding:
+    """A float32 view of the LM head (a copy only when the model itself is low precision)."""
+
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+
+    @classmethod
+    def from_head(cls, head: torch.nn.Linear) -> "Unembedding":
+        bias = None if head.bias is None else head.bias.detach().float()
+        return cls(head.weight.detach().float(), bias)
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        return F.linear(h.float(), self.weight, self.bias)
+
+
+@dataclass
+class BaseTargets:
+    """Per-token summaries of the base distribution (see module docstring)."""
+
+    negent: torch.Tensor  # [N] float64
+    pw: torch.Tensor  # [N, d] float64
+    pb: torch.Tensor | None  # [N] float64
+    labels: torch.Tensor  # [N] long, next token id or -1 where there is none
+
+
+def _chunks(n: int, size: int):
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+def base_targets(unemb: Unembedding, h: torch.Tensor, labels: torch.Tensor, chunk: int) -> BaseTargets:
+    """Summaries of ``p_base`` for final-normed hidden states ``h`` [N, d]."""
+    n = h.shape[0]
+    negent = torch.empty(n, dtype=torch.float64, device=h.device)
+    pw = torch.empty(n, h.shape[1], dtype=torch.float64, device=h.device)
+    pb = None if unemb.bias is None else torch.empty(n, dtype=torch.float64, device=h.device)
+    for a, b in _chunks(n, chunk):
+        logp = torch.log_softmax(unemb.logits(h[a:b]), dim=-1)
+        p = logp.exp()
+        negent[a:b] = (p * logp).sum(-1, dtype=torch.float64)
+        pw[a:b] = (p @ unemb.weight).double()
+        if pb is not None:
+            pb[a:b] = (p @ unemb.bias).double()
+    return BaseTargets(negent, pw, pb, labels)
+
+
+def kl_and_nll(unemb: Unembedding, h: torch.Tensor, base: BaseTargets, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token KL(p_base || p_variant) and variant NLL of the next token, both float64 [N].
+
+    NLL is NaN where the token has no next token (label -1). Non-finite logits give a
+    non-finite KL; callers check.
+    """
+    n = h.shape[0]
+    kl = torch.empty(n, dtype=torch.float64, device=h.device)
+    nll = torch.full((n,), float("nan"), dtype=torch.float64, device=h.device)
+    for a, b in _chunks(n, chunk):
+        hc = h[a:b].float()
+        z = F.linear(hc, unemb.weight, unemb.bias)
+        lse = torch.logsumexp(z, dim=-1).double()
+        pz = (base.pw[a:b] * hc.double()).sum(-1)
+        if base.pb is not None:
+            pz = pz + base.pb[a:b]
+        kl[a:b] = base.negent[a:b] - pz + lse
+        lab = base.labels[a:b]
+        has = lab >= 0
+        if has.any():
+            zl = z.gather(1, lab.clamp(min=0).unsqueeze(1)).squeeze(1).double()
+            nll[a:b] = torch.where(has, lse - zl, nll[a:b])
+    return kl, nll
+
+
+def kl_from_logits(base_logits: torch.Tensor, variant_logits: torch.Tensor) -> torch.Tensor:
+    """Direct per-token KL(p_base || p_variant) from two logit tensors [..., V] (float64).
+
+    The textbook form, used for pruned-model KL on small batches and as documentation
+    of what :func:`kl_and_nll` computes.
+    """
+    lp = torch.log_softmax(base_logits.double(), dim=-1)
+    lq = torch.log_softmax(variant_logits.double(), dim=-1)
+    return (lp.exp() * (lp - lq)).sum(-1)

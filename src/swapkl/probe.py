@@ -1,0 +1,165 @@
+"""``run_probe``: one checkpoint, one set of windows -> one long-format Parquet file.
+
+Output schema (one row per measurement) is documented in the README; see
+:func:`_rows`. Representation metrics (BI, angular distance) go to a second file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+from tqdm.auto import tqdm
+
+from swapkl import provenance
+from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
+from swapkl.data import DataSpec, check_windows, load_windows
+from swapkl.engine import ProbeEngine, SeqStats
+from swapkl.errors import SwapKLError
+from swapkl.loading import load_model
+from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocols
+from swapkl.parquet_io import write_parquet
+from swapkl.progress import ProgressLog
+from swapkl.representation import representation_sums
+
+log = logging.getLogger(__name__)
+
+PROBE_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("protocol", pa.string()),
+    ("layer_i", pa.int64()), ("layer_j", pa.int64()), ("n_layers", pa.int64()),
+    ("kl_mean", pa.float64()), ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()),
+    ("nll_mean", pa.float64()), ("nll_ci_low", pa.float64()), ("nll_ci_high", pa.float64()),
+    ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
+    ("seq_kl_sum", pa.list_(pa.float64())), ("seq_tokens", pa.list_(pa.int64())),
+    ("seq_nll_sum", pa.list_(pa.float64())), ("seq_nll_tokens", pa.list_(pa.int64())),
+])
+REPR_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("metric", pa.string()),
+    ("layer_i", pa.int64()), ("width", pa.int64()), ("n_layers", pa.int64()),
+    ("value", pa.float64()), ("ci_low", pa.float64()), ("ci_high", pa.float64()),
+    ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
+])
+BASE = Variant("base", None, None, ())
+
+
+def step_of(revision: str | None) -> int | None:
+    m = re.fullmatch(r"step([0-9]+)", revision or "")
+    return int(m.group(1)) if m else None
+
+
+def _fingerprint(**parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _stats_dict(s: SeqStats) -> dict:
+    return {k: getattr(s, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens")}
+
+
+def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("replacement", "interchange", "deletion"),
+              pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
+              batch_size: int = 8, n_boot: int = 1000, seed: int = 0, repr_out: str | None = None,
+              progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
+              trust_remote_code: bool = False, chunk_tokens: int = 2048) -> None:
+    """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``)."""
+    protocols = parse_protocols(protocols)
+    parse_pair_set(pairs)
+    if batch_size < 1 or n_boot < 0:
+        raise SwapKLError(f"batch_size must be >= 1 and n_boot >= 0 (got {batch_size}, {n_boot})")
+    metadata = dict(metadata or {})
+    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                        trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    windows = load_windows(data, loaded.tokenizer)
+    check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+    n_layers = engine.n_layers
+    variants = [BASE] + build_variants(protocols, pairs, n_layers)
+    label = metadata.pop("model", None) or loaded.model_id
+    rev = metadata.pop("revision", None) or loaded.revision or "main"
+    prov = provenance.build(loaded, windows, seed=seed, n_boot=n_boot, protocols=protocols, pairs=pairs,
+                            batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
+                            **metadata)
+    fp = _fingerprint(weights=loaded.weights_sha256, tokens=windows.sha256, variants=[v.key for v in variants],
+                      dtype=dtype, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
+                      repr=repr_out is not None, versions=provenance.software_versions())
+    plog = ProgressLog(progress_path, fp)
+
+    ids_all = torch.from_numpy(windows.input_ids)
+    mask_all = torch.from_numpy(windows.attention_mask)
+    n_seqs = ids_all.shape[0]
+    batches = [(a, min(n_seqs, a + batch_size)) for a in range(0, n_seqs, batch_size)]
+    results: dict[str, list[dict]] = {v.key: [] for v in variants}
+    repr_parts: list[dict] = []
+    bar = tqdm(total=len(batches) * len(variants), desc=f"probe {label}@{rev}", unit="variant", disable=None)
+    try:
+        for b, (lo, hi) in enumerate(batches):
+            todo = [v for v in variants if plog.get(b, v.key) is None]
+            need_repr = repr_out is not None and plog.get(b, "repr") is None
+            bar.update(len(variants) - len(todo))
+            if todo or need_repr:
+                state = engine.base_pass(ids_all[lo:hi].to(loaded.device), mask_all[lo:hi].to(loaded.device))
+                if need_repr:
+                    sums = representation_sums(state.residuals, state.valid)
+                    plog.add(b, "repr", {"repr": {f"{m}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
+                                                  for (m, l, n), (s, c) in sums.items()}})
+                for v in todo:
+                    stats = engine.base_seq_stats(state) if v is BASE else engine.variant_seq_stats(state, v)
+                    plog.add(b, v.key, _stats_dict(stats))
+                    bar.update(1)
+                del state
+            for v in variants:
+                results[v.key].append(plog.get(b, v.key))
+            if repr_out is not None:
+                repr_parts.append(plog.get(b, "repr")["repr"])
+    finally:
+        bar.close()
+        plog.close()
+
+    idx = resample_indices(n_seqs, n_boot, seed)
+    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers)
+    table = pa.Table.from_pylist([_row(v, results[v.key], idx, meta) for v in variants], schema=PROBE_SCHEMA)
+    write_parquet(table, out, prov)
+    if repr_out is not None:
+        rows = _repr_rows(repr_parts, idx, meta)
+        write_parquet(pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov)
+    plog.close(remove=True)
+    log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), n_seqs, windows.n_tokens)
+
+
+def _cat(parts: list[dict], key: str) -> np.ndarray:
+    return np.concatenate([np.asarray(p[key], dtype=np.float64) for p in parts])
+
+
+def _row(v: Variant, parts: list[dict], idx: np.ndarray, meta: dict) -> dict:
+    kl, tok, nll, ntok = (_cat(parts, k) for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
+    kl_lo, kl_hi = ratio_ci(kl, tok, idx) if v.protocol != "base" else (0.0, 0.0)
+    nll_lo, nll_hi = ratio_ci(nll, ntok, idx)
+    return dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j,
+                kl_mean=ratio_mean(kl, tok), kl_ci_low=kl_lo, kl_ci_high=kl_hi,
+                nll_mean=ratio_mean(nll, ntok), nll_ci_low=nll_lo, nll_ci_high=nll_hi,
+                n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
+                seq_kl_sum=kl.tolist(), seq_tokens=tok.astype(np.int64).tolist(),
+                seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist())
+
+
+def _repr_rows(parts: list[dict], idx: np.ndarray, meta: dict) -> list[dict]:
+    rows = []
+    for key in parts[0]:
+        metric, l, n = key.split(":")
+        s = np.concatenate([np.asarray(p[key][0]) for p in parts])
+        c = np.concatenate([np.asarray(p[key][1]) for p in parts])
+        lo, hi = ratio_ci(s, c, idx)
+        rows.append(dict(meta, metric=metric, layer_i=int(l), width=int(n), value=ratio_mean(s, c),
+                         ci_low=lo, ci_high=hi, n_seqs=int(len(c)), n_tokens=int(c.sum())))
+    rows.sort(key=lambda r: (r["metric"], r["layer_i"], r["width"]))
+    return rows
+
+
+def results_frame(path: str) -> pd.DataFrame:
+    """Read a probe Parquet file into pandas."""
+    return pd.read_parquet(path)

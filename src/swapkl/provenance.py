@@ -1,0 +1,68 @@
+"""Provenance recorded in every Parquet file swapkl writes (key ``swapkl`` of the file metadata)."""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import pyarrow.parquet as pq
+
+from swapkl.errors import SwapKLError
+
+METADATA_KEY = b"swapkl"
+
+
+def software_versions() -> dict:
+    import torch
+    import transformers
+
+    from swapkl import __version__
+
+    return {
+        "swapkl_version": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
+
+
+def build(loaded=None, windows=None, **extra) -> dict:
+    """A provenance dict from a loaded model, token windows and extra fields (seed, config_hash...)."""
+    out = software_versions()
+    if loaded is not None:
+        out.update(
+            model_id=loaded.model_id,
+            revision=loaded.revision,
+            commit=loaded.commit,
+            weights_sha256=loaded.weights_sha256,
+            dtype=loaded.dtype,
+            device=loaded.device,
+            allow_pickle=loaded.allow_pickle,
+            trust_remote_code=loaded.trust_remote_code,
+        )
+    if windows is not None:
+        out.update(data_source=windows.source, tokens_sha256=windows.sha256,
+                   n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]))
+    out.update(extra)
+    return out
+
+
+def read(path: str) -> dict:
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except Exception as e:
+        raise SwapKLError(f"{path!r} is not a readable Parquet file: {e}") from e
+    if METADATA_KEY not in meta:
+        raise SwapKLError(f"{path!r} carries no swapkl provenance")
+    return json.loads(meta[METADATA_KEY])
+
+
+def format_text(prov: dict) -> str:
+    width = max((len(k) for k in prov), default=0)
+    lines = []
+    for k in sorted(prov):
+        v = prov[k]
+        if isinstance(v, (dict, list)):
+            v = json.dumps(v, sort_keys=True)
+        lines.append(f"{k:<{width}}  {v}")
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""Tiny random models of every supported architecture, built in the tests (no hub)."""
+
+from __future__ import annotations
+
+import torch
+from transformers import (
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+ARCHS = ("gpt_neox", "llama", "qwen3", "mistral")
+
+
+def tiny_model(arch: str, n_layers: int = 5, vocab: int = 97, hidden: int = 32, seed: int = 0, init: float = 0.3):
+    """A random float32 causal LM; ``init`` is large so that swaps change the output visibly."""
+    torch.manual_seed(seed)
+    common = dict(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=n_layers, num_attention_heads=4,
+                  intermediate_size=2 * hidden, max_position_embeddings=64, initializer_range=init)
+    if arch == "gpt_neox":
+        cfg = GPTNeoXConfig(rotary_pct=0.25, use_parallel_residual=True, tie_word_embeddings=False, **common)
+        model = GPTNeoXForCausalLM(cfg)
+    elif arch == "llama":
+        cfg = LlamaConfig(num_key_value_heads=2, **common)
+        model = LlamaForCausalLM(cfg)
+    elif arch == "qwen3":
+        # sliding attention on the upper layers exercises per-slot mask selection
+        cfg = Qwen3Config(num_key_value_heads=2, head_dim=8, use_sliding_window=True, sliding_window=6,
+                          max_window_layers=2, **common)
+        model = Qwen3ForCausalLM(cfg)
+    elif arch == "mistral":
+        cfg = MistralConfig(num_key_value_heads=2, sliding_window=6, **common)
+        model = MistralForCausalLM(cfg)
+    else:
+        raise ValueError(arch)
+    # default init leaves norms at 1 and biases at 0; perturb them so every parameter matters
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim == 1:
+                p.add_(0.1 * torch.randn_like(p))
+    return model.eval()
+
+
+def random_tokens(vocab: int, n_seqs: int, seq_len: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (n_seqs, seq_len), generator=g)
