@@ -1,0 +1,294 @@
+"""Reading and validating the inputs of ``swapkl aggregate``: probe and representation Parquets.
+
+A *probe file* holds one checkpoint's measurements for one rule, one row per variant (the
+schema is :data:`PROBE_COLUMNS`); a *representation file* holds the ShortGPT BI and angular
+distances of one checkpoint (:data:`REPR_COLUMNS`). Both carry their provenance as JSON under
+the Parquet key-value metadata key ``b"swapkl"``.
+
+Every problem found here raises :class:`~swapkl.errors.SwapKLError` with a one-line message
+that starts with the offending file's path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from swapkl.errors import SwapKLError
+from swapkl.provenance import METADATA_KEY as META_KEY
+
+PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base")
+PAIRED_PROTOCOLS = ("replacement", "interchange")
+REPR_METRICS = ("bi", "angular", "angular_last")
+
+PROBE_COLUMNS: dict[str, pa.DataType] = {
+    "model": pa.string(),
+    "revision": pa.string(),
+    "step": pa.int64(),
+    "protocol": pa.string(),
+    "layer_i": pa.int64(),
+    "layer_j": pa.int64(),
+    "n_layers": pa.int64(),
+    "kl_mean": pa.float64(),
+    "kl_ci_low": pa.float64(),
+    "kl_ci_high": pa.float64(),
+    "nll_mean": pa.float64(),
+    "nll_ci_low": pa.float64(),
+    "nll_ci_high": pa.float64(),
+    "n_seqs": pa.int64(),
+    "n_tokens": pa.int64(),
+    "seq_kl_sum": pa.list_(pa.float64()),
+    "seq_tokens": pa.list_(pa.int64()),
+    "seq_nll_sum": pa.list_(pa.float64()),
+    "seq_nll_tokens": pa.list_(pa.int64()),
+}
+SEQ_COLUMNS = ("seq_kl_sum", "seq_tokens", "seq_nll_sum", "seq_nll_tokens")
+
+REPR_COLUMNS: dict[str, pa.DataType] = {
+    "model": pa.string(),
+    "revision": pa.string(),
+    "step": pa.int64(),
+    "metric": pa.string(),
+    "layer_i": pa.int64(),
+    "width": pa.int64(),
+    "value": pa.float64(),
+    "ci_low": pa.float64(),
+    "ci_high": pa.float64(),
+    "n_seqs": pa.int64(),
+    "n_tokens": pa.int64(),
+    "n_layers": pa.int64(),
+}
+
+# kl_mean must equal sum(seq_kl_sum) / sum(seq_tokens) up to this tolerance (abs + rel * |kl|)
+_KL_ATOL = 1e-6
+_KL_RTOL = 1e-4
+
+
+@dataclass
+class ProbeInput:
+    """One validated probe file. ``seq_kl``/``seq_tokens`` are ``[n_rows, n_seqs]`` arrays aligned
+    with ``rows`` (rows of protocol deletion/base may hold zeros there when their lists were empty)."""
+
+    path: str
+    model: str
+    revision: str
+    step: int | None
+    n_layers: int
+    n_seqs: int
+    provenance: dict
+    rows: pd.DataFrame
+    seq_kl: np.ndarray
+    seq_tokens: np.ndarray
+
+
+@dataclass
+class ReprInput:
+    """One validated representation file."""
+
+    path: str
+    model: str
+    revision: str
+    step: int | None
+    n_layers: int
+    provenance: dict
+    rows: pd.DataFrame = field(repr=False)
+
+
+def _read(path: str, columns: dict[str, pa.DataType], what: str) -> tuple[pa.Table, dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise SwapKLError(f"{path}: {what} file not found")
+    try:
+        pf = pq.ParquetFile(p)
+        table = pf.read()
+    except (pa.ArrowException, OSError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise SwapKLError(f"{path}: not a readable Parquet file ({first})") from None
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise SwapKLError(f"{path}: {what} file lacks column(s) {', '.join(missing)}")
+    if table.num_rows == 0:
+        raise SwapKLError(f"{path}: {what} file has no rows")
+    cast = {}
+    for name, typ in columns.items():
+        col = table.column(name)
+        if col.type != typ:
+            try:
+                col = col.cast(typ)
+            except (pa.ArrowException, ValueError):
+                raise SwapKLError(f"{path}: column {name} has type {col.type}, expected {typ}") from None
+        cast[name] = col
+    table = pa.table(cast)
+    meta = (table.schema.metadata or {}) | (pf.schema_arrow.metadata or {})
+    if META_KEY not in meta:
+        raise SwapKLError(f"{path}: no swapkl provenance in the Parquet metadata (key 'swapkl')")
+    try:
+        prov = json.loads(meta[META_KEY])
+    except ValueError:
+        raise SwapKLError(f"{path}: swapkl provenance metadata is not valid JSON") from None
+    if not isinstance(prov, dict):
+        raise SwapKLError(f"{path}: swapkl provenance metadata is not a JSON object")
+    return table, prov
+
+
+def _single(path: str, df: pd.DataFrame, col: str):
+    vals = df[col].drop_duplicates()
+    if col != "step" and df[col].isna().any():
+        raise SwapKLError(f"{path}: column {col} has missing values")
+    if len(vals) != 1:
+        shown = ", ".join(str(v) for v in list(vals)[:4])
+        if col == "n_layers":
+            raise SwapKLError(f"{path}: mixed n_layers within one checkpoint ({shown})")
+        raise SwapKLError(f"{path}: expected one {col} per file, found {len(vals)} ({shown})")
+    v = vals.iloc[0]
+    return None if pd.isna(v) else v
+
+
+def _checkpoint_identity(path: str, df: pd.DataFrame) -> tuple[str, str, int | None, int]:
+    model = str(_single(path, df, "model"))
+    revision = str(_single(path, df, "revision"))
+    step = _single(path, df, "step")
+    n_layers = int(_single(path, df, "n_layers"))
+    if n_layers < 1:
+        raise SwapKLError(f"{path}: n_layers must be >= 1, got {n_layers}")
+    return model, revision, (None if step is None else int(step)), n_layers
+
+
+def _int_frame(table: pa.Table, names) -> pd.DataFrame:
+    return table.select(list(names)).to_pandas(
+        types_mapper={pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype()}.get)
+
+
+def _seq_matrix(path: str, table: pa.Table, name: str, n_rows: int, n_seqs: np.ndarray,
+                required: np.ndarray) -> np.ndarray:
+    """``[n_rows, max_n]`` float64 matrix of a list column; checks list lengths against n_seqs."""
+    col = table.column(name).combine_chunks()
+    if col.null_count:
+        bad = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise SwapKLError(f"{path}: row {bad}: {name} is null")
+    lengths = col.value_lengths().to_numpy(zero_copy_only=False).astype(np.int64)
+    ok = (lengths == n_seqs) | ((lengths == 0) & ~required)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise SwapKLError(
+            f"{path}: row {bad}: {name} has {lengths[bad]} entries but n_seqs is {n_seqs[bad]}")
+    width = int(n_seqs.max()) if n_rows else 0
+    out = np.zeros((n_rows, width), dtype=np.float64)
+    flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    for r in range(n_rows):
+        if lengths[r]:
+            out[r, : lengths[r]] = flat[starts[r]: starts[r] + lengths[r]]
+    return out
+
+
+def read_probe_file(path: str | Path) -> ProbeInput:
+    """Read and validate one probe Parquet (schema: :data:`PROBE_COLUMNS`)."""
+    path = str(path)
+    table, prov = _read(path, PROBE_COLUMNS, "probe")
+    scalar = [c for c in PROBE_COLUMNS if c not in SEQ_COLUMNS]
+    df = _int_frame(table, scalar)
+    model, revision, step, n_layers = _checkpoint_identity(path, df)
+
+    bad_proto = sorted(set(df["protocol"].dropna()) - set(PROBE_PROTOCOLS))
+    if df["protocol"].isna().any() or bad_proto:
+        raise SwapKLError(f"{path}: unknown protocol {bad_proto[0] if bad_proto else None!r}; "
+                          f"expected one of {', '.join(PROBE_PROTOCOLS)}")
+    for c in ("n_seqs", "n_tokens", "kl_mean"):
+        if df[c].isna().any():
+            raise SwapKLError(f"{path}: column {c} has missing values")
+    if not np.isfinite(df["kl_mean"].to_numpy(dtype=np.float64)).all():
+        row = int(np.flatnonzero(~np.isfinite(df["kl_mean"].to_numpy(dtype=np.float64)))[0])
+        raise SwapKLError(f"{path}: row {row}: kl_mean is not finite")
+    n_seqs_col = df["n_seqs"].to_numpy(dtype=np.int64)
+    if (n_seqs_col < 1).any():
+        raise SwapKLError(f"{path}: n_seqs must be >= 1")
+    if len(set(n_seqs_col.tolist())) != 1:
+        raise SwapKLError(f"{path}: rows disagree on n_seqs ({sorted(set(n_seqs_col.tolist()))}); "
+                          "all variants of a checkpoint must be measured on the same sequences")
+    n_seqs = int(n_seqs_col[0])
+
+    proto = df["protocol"].to_numpy(dtype=object)
+    li, lj = df["layer_i"], df["layer_j"]
+    needs_i = proto != "base"
+    needs_j = np.isin(proto, PAIRED_PROTOCOLS)
+    for r in range(len(df)):
+        i = None if pd.isna(li.iloc[r]) else int(li.iloc[r])
+        j = None if pd.isna(lj.iloc[r]) else int(lj.iloc[r])
+        where = f"{path}: row {r} ({proto[r]} {i},{j})"
+        if needs_i[r] and i is None:
+            raise SwapKLError(f"{where}: layer_i is missing")
+        if needs_j[r] and j is None:
+            raise SwapKLError(f"{where}: layer_j is missing")
+        for v in (i, j):
+            if v is not None and not 0 <= v < n_layers:
+                raise SwapKLError(f"{where}: layer index {v} out of range 0..{n_layers - 1}")
+        if proto[r] == "interchange" and not i < j:
+            raise SwapKLError(f"{where}: interchange rows need layer_i < layer_j")
+        if proto[r] == "replacement" and i == j:
+            raise SwapKLError(f"{where}: replacement needs layer_i != layer_j")
+    key = pd.DataFrame({"p": proto, "i": li.astype("Int64"), "j": lj.astype("Int64")})
+    dup = key.duplicated()
+    if dup.any():
+        r = int(np.flatnonzero(dup.to_numpy())[0])
+        raise SwapKLError(f"{path}: row {r}: variant {proto[r]} {li.iloc[r]},{lj.iloc[r]} appears twice")
+
+    required = needs_j
+    seq_kl = _seq_matrix(path, table, "seq_kl_sum", len(df), n_seqs_col, required)
+    seq_tok = _seq_matrix(path, table, "seq_tokens", len(df), n_seqs_col, required)
+    for name in ("seq_nll_sum", "seq_nll_tokens"):
+        _seq_matrix(path, table, name, len(df), n_seqs_col, np.zeros(len(df), dtype=bool))
+
+    # The per-sequence lists must describe the reported means (they feed the bootstrap).
+    rows_req = np.flatnonzero(required)
+    if len(rows_req):
+        tok = seq_tok[rows_req].sum(axis=1)
+        if (seq_tok[rows_req] < 0).any() or (tok <= 0).any():
+            r = int(rows_req[np.flatnonzero((tok <= 0) | (seq_tok[rows_req] < 0).any(axis=1))[0]])
+            raise SwapKLError(f"{path}: row {r}: seq_tokens must be >= 0 with a positive sum")
+        n_tok = df["n_tokens"].to_numpy(dtype=np.int64)[rows_req]
+        if (tok != n_tok).any():
+            r = int(rows_req[np.flatnonzero(tok != n_tok)[0]])
+            raise SwapKLError(f"{path}: row {r}: sum(seq_tokens)={int(seq_tok[r].sum())} "
+                              f"differs from n_tokens={int(df['n_tokens'].iloc[r])}")
+        kl_seq = seq_kl[rows_req].sum(axis=1) / tok
+        kl = df["kl_mean"].to_numpy(dtype=np.float64)[rows_req]
+        off = np.abs(kl_seq - kl) > _KL_ATOL + _KL_RTOL * np.abs(kl)
+        if off.any():
+            r = int(rows_req[np.flatnonzero(off)[0]])
+            raise SwapKLError(f"{path}: row {r}: kl_mean={df['kl_mean'].iloc[r]:.6g} but "
+                              f"sum(seq_kl_sum)/sum(seq_tokens)={kl_seq[np.flatnonzero(off)[0]]:.6g}")
+    return ProbeInput(path, model, revision, step, n_layers, n_seqs, prov, df, seq_kl, seq_tok)
+
+
+def read_repr_file(path: str | Path) -> ReprInput:
+    """Read and validate one representation Parquet (schema: :data:`REPR_COLUMNS`)."""
+    path = str(path)
+    table, prov = _read(path, REPR_COLUMNS, "representation")
+    df = _int_frame(table, REPR_COLUMNS)
+    model, revision, step, n_layers = _checkpoint_identity(path, df)
+    bad = sorted(set(df["metric"].dropna()) - set(REPR_METRICS))
+    if df["metric"].isna().any() or bad:
+        raise SwapKLError(f"{path}: unknown metric {bad[0] if bad else None!r}; "
+                          f"expected one of {', '.join(REPR_METRICS)}")
+    for c in ("layer_i", "width", "value"):
+        if df[c].isna().any():
+            raise SwapKLError(f"{path}: column {c} has missing values")
+    li = df["layer_i"].to_numpy(dtype=np.int64)
+    w = df["width"].to_numpy(dtype=np.int64)
+    out = (li < 0) | (w < 1) | (li + w > n_layers)
+    if out.any():
+        r = int(np.flatnonzero(out)[0])
+        raise SwapKLError(f"{path}: row {r}: blocks {li[r]}..{li[r] + w[r] - 1} out of range "
+                          f"0..{n_layers - 1}")
+    dup = df[["metric", "layer_i", "width"]].duplicated()
+    if dup.any():
+        r = int(np.flatnonzero(dup.to_numpy())[0])
+        raise SwapKLError(f"{path}: row {r}: {df['metric'].iloc[r]} {li[r]} width {w[r]} appears twice")
+    return ReprInput(path, model, revision, step, n_layers, prov, df)

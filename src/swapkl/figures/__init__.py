@@ -1,0 +1,21 @@
+"""Figures of swapkl results (matplotlib, Agg; each function writes a PNG and a PDF).
+
+One module per figure family:
+
+* :func:`plot_gap_trajectory` -- protocol gap vs training step (:mod:`.trajectory`);
+* :func:`plot_ratio_by_distance` -- I/R ratio by pair distance (:mod:`.ratio`);
+* :func:`plot_heatmaps` -- replacement and interchange KL matrices (:mod:`.heatmaps`);
+* :func:`plot_deletion_vs_bi` -- deletion KL vs ShortGPT BI per block (:mod:`.deletion`);
+* :func:`plot_training_curves` -- demo models' loss curves (:mod:`.training`).
+
+Shared look and deterministic saving live in :mod:`.style`.
+"""
+
+from swapkl.figures.deletion import plot_deletion_vs_bi
+from swapkl.figures.heatmaps import plot_heatmaps
+from swapkl.figures.ratio import plot_ratio_by_distance
+from swapkl.figures.training import plot_training_curves
+from swapkl.figures.trajectory import plot_gap_trajectory
+
+__all__ = ["plot_deletion_vs_bi", "plot_gap_trajectory", "plot_heatmaps", "plot_ratio_by_distance",
+           "plot_training_curves"]

@@ -1,0 +1,111 @@
+"""Replacement (directed) and interchange (symmetric) KL matrices of one checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.colors import LogNorm
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
+
+from swapkl.errors import SwapKLError
+from swapkl.figures.select import as_frame, rows
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.pairstats import CONDITIONAL_BELOW, STRONG_BELOW
+
+FLOOR = 1e-4  # KL values below this (or 0) are drawn at this value on the log colour scale
+MISSING_COLOUR = "#DDDDDD"
+DIAGONAL_COLOUR = "#FFFFFF"
+
+
+def kl_matrices(directed: pd.DataFrame, n_layers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, I)``: ``R[i, j] = r(i<-j)`` and the symmetric interchange matrix; NaN where not probed."""
+    R = np.full((n_layers, n_layers), np.nan)
+    I = np.full((n_layers, n_layers), np.nan)
+    for proto, mat in (("replacement", R), ("interchange", I)):
+        d = directed[directed["protocol"] == proto]
+        i = d["layer_i"].to_numpy(dtype=np.int64)
+        j = d["layer_j"].to_numpy(dtype=np.int64)
+        v = d["kl_mean"].to_numpy(dtype=np.float64)
+        mat[i, j] = v
+        if proto == "interchange":
+            mat[j, i] = v
+    return R, I
+
+
+def two_digits(v: float, *, up: bool) -> float:
+    """``v`` rounded up or down to two significant digits (colour-scale ends that read well)."""
+    e = 10.0 ** (np.floor(np.log10(v)) - 1)
+    return float(f"{(np.ceil(v / e) if up else np.floor(v / e)) * e:.2g}")
+
+
+def colorbar_ticks(vmin: float, vmax: float) -> list[float]:
+    """1-2-5 steps (decades alone over more than 3 decades) within [vmin, vmax], plus the two
+    class thresholds."""
+    lo, hi = int(np.floor(np.log10(vmin))), int(np.ceil(np.log10(vmax)))
+    subs = (1.0,) if hi - lo > 3 else (1.0, 2.0, 5.0)
+    ticks = {float(f"{m * 10.0 ** k:.12g}") for k in range(lo, hi + 1) for m in subs}
+    ticks |= {STRONG_BELOW, CONDITIONAL_BELOW}
+    ticks = sorted(t for t in ticks if vmin * 0.999 <= t <= vmax * 1.001)
+    for end in (vmin, vmax):  # label the ends too when no tick is near them
+        if not any(abs(np.log10(t / end)) < 0.15 for t in ticks):
+            ticks.append(float(f"{end:.2g}"))
+    return sorted(ticks)
+
+
+def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str, revision: str) -> None:
+    """Side-by-side heatmaps of r(i<-j) and d_inter(i, j) for one checkpoint, on one log colour
+    scale in nats; the class thresholds 0.05 and 0.10 are marked on the colour bar."""
+    agg = as_frame(agg)
+    d = rows(agg, "directed", model, revision)
+    n_layers = int(d["n_layers"].iloc[0])
+    R, I = kl_matrices(d, n_layers)
+    finite = np.concatenate([R[np.isfinite(R)], I[np.isfinite(I)]])
+    if finite.size == 0:
+        raise SwapKLError(f"aggregate has no replacement or interchange rows for {model} {revision}")
+    vmax = two_digits(max(float(finite.max()), CONDITIONAL_BELOW * 2), up=True)
+    vmin = two_digits(min(max(float(finite.min()), FLOOR), STRONG_BELOW / 2), up=False)
+    norm = LogNorm(vmin=vmin, vmax=vmax)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=MISSING_COLOUR)
+    dup = d["duplicate_of"].dropna()
+    with figure_style():
+        fig = new_figure(10.0, 4.9)
+        axes = fig.subplots(1, 2)
+        panels = [(R, "replacement r(i\u2190j): slot i runs block j", "block j run in slot i",
+                   "slot i overwritten"),
+                  (I, "interchange d_inter(i\u2194j): blocks i and j swap slots", "block j",
+                   "block i")]
+        for ax, (M, title, xlabel, ylabel) in zip(axes, panels):
+            shown = np.where(np.isfinite(M), np.maximum(M, vmin), np.nan)
+            diag = np.zeros((n_layers, n_layers, 4))
+            diag[np.arange(n_layers), np.arange(n_layers)] = matplotlib.colors.to_rgba(DIAGONAL_COLOUR)
+            im = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, norm=norm, origin="upper",
+                           interpolation="nearest")
+            ax.imshow(diag, origin="upper", interpolation="nearest")
+            ax.set_title(title)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            for axis in (ax.xaxis, ax.yaxis):
+                axis.set_major_locator(MaxNLocator(integer=True, nbins=min(n_layers, 12)))
+            ax.grid(False)
+        cb = fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.02)
+        cb.set_label("KL(p_base \u2016 p_variant) (nats, log scale)")
+        cb.set_ticks(colorbar_ticks(vmin, vmax))
+        cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        cb.ax.yaxis.set_minor_locator(NullLocator())
+        for t in (STRONG_BELOW, CONDITIONAL_BELOW):
+            cb.ax.axhline(t, color="white", linewidth=1.6)
+            cb.ax.axhline(t, color="black", linewidth=0.8, linestyle="--")
+        title = f"{model} @ {revision}: KL of replacement and interchange variants"
+        if len(dup):
+            title += f" (same weights as {dup.iloc[0]})"
+        fig.suptitle(title)
+        n_seqs, n_tokens = d["n_seqs"].iloc[0], d["n_tokens"].iloc[0]
+        floor = f"; values below {vmin:.2g} drawn at {vmin:.2g}" if (finite < vmin).any() else ""
+        add_note(fig, f"{n_layers} blocks; {int(n_seqs)} sequences, {int(n_tokens)} tokens; grey: pair "
+                      f"not probed; white diagonal: unmodified model; dashed lines on the colour bar: "
+                      f"swap-similarity thresholds {STRONG_BELOW:g} (strong) and {CONDITIONAL_BELOW:g} "
+                      f"(conditional){floor}")
+        save_figure(fig, out_png, out_pdf)

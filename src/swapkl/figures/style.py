@@ -1,0 +1,110 @@
+"""Shared look of swapkl figures and their deterministic, atomic saving.
+
+Figures are built on :class:`matplotlib.figure.Figure` directly (no pyplot, so no global
+figure manager and no GUI backend: PNGs are rendered by Agg). :func:`save_figure` writes the
+PNG and PDF without timestamps or version strings, so rerunning a figure gives byte-identical
+files, and writes both through temporary files so a failure leaves neither half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+import matplotlib
+from matplotlib.figure import Figure
+
+from swapkl.errors import SwapKLError
+
+# Okabe-Ito colour-blind-safe palette
+BLUE = "#0072B2"
+ORANGE = "#E69F00"
+GREEN = "#009E73"
+VERMILLION = "#D55E00"
+PURPLE = "#CC79A7"
+SKY = "#56B4E9"
+GREY = "#7F7F7F"
+
+REPLACEMENT_COLOUR = VERMILLION
+INTERCHANGE_COLOUR = BLUE
+SEQUENTIAL_CMAP = "viridis"
+
+PNG_DPI = 150
+
+RC = {
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 4,
+    "pdf.fonttype": 42,
+    "svg.hashsalt": "swapkl",
+    "savefig.dpi": PNG_DPI,
+}
+
+
+@contextlib.contextmanager
+def _quiet_font_subsetting():
+    """fontTools logs every PDF font subsetting step at INFO; keep it out of rule logs."""
+    logger = logging.getLogger("fontTools")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def figure_style():
+    """Context in which figures are built (swapkl's rcParams on top of matplotlib's defaults)."""
+    with matplotlib.rc_context(RC):
+        yield
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A figure of ``width`` x ``height`` inches with constrained layout."""
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def add_note(fig: Figure, text: str) -> None:
+    """A small grey note under the axes (data and settings)."""
+    fig.get_layout_engine().set(h_pad=0.06)
+    fig.supxlabel(text, fontsize=7, color="#444444", ha="center", wrap=True)
+
+
+def save_figure(fig: Figure, out_png: str | Path, out_pdf: str | Path) -> None:
+    """Write ``fig`` as PNG and PDF, byte-identical on reruns, atomically."""
+    targets = [(Path(out_png), "png", {"Software": None}),
+               (Path(out_pdf), "pdf", {"CreationDate": None, "ModDate": None, "Producer": None,
+                                       "Creator": None})]
+    tmps = []
+    try:
+        for path, fmt, meta in targets:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise SwapKLError(f"{path.parent}: cannot create the output folder ({e.strerror})") from None
+            tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+            tmps.append(tmp)
+            with figure_style(), _quiet_font_subsetting():
+                fig.savefig(tmp, format=fmt, dpi=PNG_DPI, metadata=meta)
+        for (path, _, _), tmp in zip(targets, tmps):
+            os.replace(tmp, path)
+    except OSError as e:
+        raise SwapKLError(f"{e.filename or out_png}: cannot write figure ({e.strerror or e})") from None
+    finally:
+        for tmp in tmps:
+            if tmp.exists():
+                tmp.unlink()

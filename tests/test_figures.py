@@ -1,0 +1,142 @@
+"""Figures: each writes a non-empty PNG and PDF, reruns are byte-identical, bad inputs are clear."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from probe_fixtures import probe_files, random_values, write_checkpoint
+from swapkl.aggregate import aggregate, read_aggregate
+from swapkl.commands import figures as figures_command
+from swapkl.errors import SwapKLError
+from swapkl.figures import (plot_deletion_vs_bi, plot_gap_trajectory, plot_heatmaps, plot_ratio_by_distance,
+                            plot_training_curves)
+from swapkl.figures.deletion import deletion_and_bi, spearman
+from swapkl.figures.heatmaps import kl_matrices
+from swapkl.figures.stepaxis import set_step_axis
+
+L = 6
+
+
+@pytest.fixture(scope="module")
+def agg_path(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fig")
+    files, reprs = [], []
+    pairs = [(i, j) for i in range(L) for j in range(i + 1, L) if j - i <= 2]
+    for k, rev in enumerate(["step0", "step1000", "step16000", "step16001"]):
+        repl, inter, dele = random_values(L, seed=k, pairs=pairs)
+        sha = "d" * 64 if rev in ("step16000", "step16001") else None
+        p = write_checkpoint(d / "in", model="toy", revision=rev, n_layers=L, repl=repl, inter=inter,
+                             deletion=dele, bi=list(np.random.default_rng(k).uniform(0.01, 0.4, L)),
+                             seed=k, weights_sha256=sha)
+        files += probe_files(p)
+        reprs.append(p["repr"])
+    out = d / "swapkl.parquet"
+    aggregate(files, reprs, out, pair_sets={"toy": ["adjacent", "within:2"]}, n_boot=50)
+    return out
+
+
+@pytest.fixture(scope="module")
+def training_logs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("logs")
+    logs = {}
+    for name, scale in (("demo-a", 1.0), ("demo-b", 0.7)):
+        lines = ["step,heldout_loss,train_loss"]
+        for s in range(0, 501, 50):
+            ho = f"{3 + 4 * scale * np.exp(-s / 150):.4f}" if s % 100 == 0 else ""
+            lines.append(f"{s},{ho},{2.9 + 4 * scale * np.exp(-s / 150):.4f}")
+        (d / f"{name}.csv").write_text("\n".join(lines) + "\n")
+        logs[name] = d / f"{name}.csv"
+    return logs
+
+
+def draw(kind, agg_path, training_logs, png, pdf):
+    if kind == "trajectory":
+        plot_gap_trajectory(agg_path, png, pdf, model="toy")
+    elif kind == "ratio":
+        plot_ratio_by_distance(read_aggregate(agg_path), png, pdf, model="toy")
+    elif kind == "heatmaps":
+        plot_heatmaps(agg_path, png, pdf, model="toy", revision="step1000")
+    elif kind == "deletion":
+        plot_deletion_vs_bi(agg_path, png, pdf, model="toy", revision="step1000")
+    else:
+        plot_training_curves(training_logs, png, pdf)
+
+
+@pytest.mark.parametrize("kind", ["trajectory", "ratio", "heatmaps", "deletion", "training"])
+def test_figure_written_and_byte_identical(kind, agg_path, training_logs, tmp_path):
+    png, pdf = tmp_path / "a" / f"{kind}.png", tmp_path / "a" / f"{kind}.pdf"
+    draw(kind, agg_path, training_logs, png, pdf)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 5_000
+    assert b"CreationDate" not in pdf.read_bytes()
+    png2, pdf2 = tmp_path / "b" / f"{kind}.png", tmp_path / "b" / f"{kind}.pdf"
+    draw(kind, agg_path, training_logs, png2, pdf2)
+    assert png.read_bytes() == png2.read_bytes()
+    assert pdf.read_bytes() == pdf2.read_bytes()
+    assert sorted(p.name for p in png.parent.iterdir()) == sorted([png.name, pdf.name])  # no temp files
+
+
+def test_unknown_model_or_revision(agg_path, tmp_path):
+    png, pdf = tmp_path / "x.png", tmp_path / "x.pdf"
+    with pytest.raises(SwapKLError, match="no summary rows for nope"):
+        plot_gap_trajectory(agg_path, png, pdf, model="nope")
+    with pytest.raises(SwapKLError, match="toy step5"):
+        plot_heatmaps(agg_path, png, pdf, model="toy", revision="step5")
+    assert not png.exists() and not pdf.exists()
+
+
+def test_training_log_errors(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("step,loss\n0,1.0\n")
+    with pytest.raises(SwapKLError, match="lacks column.*heldout_loss") as e:
+        plot_training_curves({"x": bad}, tmp_path / "t.png", tmp_path / "t.pdf")
+    assert str(bad) in str(e.value)
+    with pytest.raises(SwapKLError, match="not found"):
+        plot_training_curves({"x": tmp_path / "gone.csv"}, tmp_path / "t.png", tmp_path / "t.pdf")
+
+
+def test_heatmap_matrices(agg_path):
+    agg = read_aggregate(agg_path)
+    d = agg[(agg["kind"] == "directed") & (agg["revision"] == "step1000")]
+    R, I = kl_matrices(d, L)
+    row = d[(d["protocol"] == "replacement") & (d["layer_i"] == 3) & (d["layer_j"] == 1)]
+    assert R[3, 1] == row["kl_mean"].iloc[0]  # r(3<-1): slot 3 runs block 1
+    assert np.array_equal(I, I.T, equal_nan=True)
+    assert np.isnan(R[0, 5]) and np.isnan(np.diag(R)).all()  # |i-j| = 5 not probed
+
+
+def test_deletion_vs_bi_data_and_spearman(agg_path):
+    m = deletion_and_bi(read_aggregate(agg_path), "toy", "step1000")
+    assert m["layer"].tolist() == list(range(L))
+    x, y = m["bi"].to_numpy(), m["deletion_kl"].to_numpy()
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))  # no ties in this data
+    assert spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
+    assert np.isnan(spearman([1, 2], [2, 1]))
+
+
+def test_step_axis_shows_step0_left_of_first_step():
+    ax = Figure().subplots()
+    set_step_axis(ax, [0, 1000, 16000, 143000])
+    assert ax.get_xscale() == "symlog"
+    x0, x1, x2 = ax.transData.transform([(0, 0), (1000, 0), (143000, 0)])[:, 0]
+    assert x0 < x1 < x2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1k", "16k", "143k"]
+    ax2 = Figure().subplots()
+    set_step_axis(ax2, [1000, 2000])
+    assert ax2.get_xscale() == "log"
+
+
+def test_cli_figures(agg_path, tmp_path):
+    parser = argparse.ArgumentParser()
+    figures_command.add_parser(parser.add_subparsers())
+    png, pdf = tmp_path / "h.png", tmp_path / "h.pdf"
+    args = parser.parse_args(["figures", "heatmaps", "--aggregate", str(agg_path), "--model", "toy",
+                              "--revision", "step0", "--png", str(png), "--pdf", str(pdf)])
+    args.func(args)
+    assert png.stat().st_size > 0 and pdf.stat().st_size > 0
+    with pytest.raises(SwapKLError, match="NAME=CSV"):
+        figures_command.parse_logs(["demo.csv"])
