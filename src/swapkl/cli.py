@@ -7,10 +7,10 @@ import logging
 import sys
 
 from swapkl import __version__
-from swapkl.commands import aggregate, figures, probe, provenance
+from swapkl.commands import aggregate, figures, probe, provenance, prune
 from swapkl.errors import SwapKLError
 
-COMMANDS = (probe, aggregate, figures, provenance)
+COMMANDS = (probe, prune, aggregate, figures, provenance)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,261 @@
+"""Pruning figures: cost vs budget per guide, the I/R pruning ratio across models and along a
+training trajectory, and the agreement between the guides' per-layer scores.
+
+Every function takes the tables written by :mod:`swapkl.prune` (``results/pruning.parquet``, the
+agreement table) and writes one PNG and one PDF, byte-identical on reruns
+(:func:`swapkl.figures.style.save_figure`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from swapkl.errors import SwapKLError
+from swapkl.figures.style import (
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    PURPLE,
+    SKY,
+    VERMILLION,
+    add_note,
+    figure_style,
+    new_figure,
+    save_figure,
+)
+from swapkl.prune import ir_ratios
+
+#: guide -> (label, colour, line style, marker)
+GUIDE_STYLE = {
+    "interchange": ("Interchange-guided", BLUE, "-", "o"),
+    "replacement_max": ("Replacement-guided (max)", VERMILLION, "-", "s"),
+    "replacement_mean": ("Replacement-guided (mean)", VERMILLION, "--", "s"),
+    "deletion": ("Deletion-KL-guided", GREEN, "-", "^"),
+    "sleb_iterative": ("SLEB-iterative (calibration NLL)", SKY, "-", "D"),
+    "bi": ("ShortGPT BI (lowest first)", ORANGE, "-", "v"),
+    "angular": ("Gromov angular (contiguous block)", PURPLE, "-", "P"),
+    "anti_interchange": ("Anti-guided (highest interchange first)", GREY, ":", "x"),
+    "random_mean": ("Random (mean ± s.d. of draws; band: min–max)", "black", "--", "."),
+}
+MODEL_COLOURS = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, GREY)
+
+
+def _checkpoint(df: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
+    g = df[(df["model"] == model) & (df["revision"] == revision)]
+    if g.empty:
+        raise SwapKLError(f"no pruning rows for {model}@{revision}")
+    return g
+
+
+def _err(y, lo, hi) -> np.ndarray:
+    y, lo, hi = (np.asarray(v, dtype=np.float64) for v in (y, lo, hi))
+    return np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
+
+
+def _scale_for(ax, values) -> str:
+    """Symmetric-log y axis when the values span more than ~2 decades, else linear."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size and np.nanmax(np.abs(v)) > 300:
+        ax.set_yscale("symlog", linthresh=10)
+        return " (symmetric log scale, linear within ±10%)"
+    return ""
+
+
+def plot_delta_ppl(df: pd.DataFrame, model: str, revision: str, out_png, out_pdf) -> None:
+    """Delta PPL % (left) and KL to the base model (right) vs number of removed blocks, one line per guide."""
+    g = _checkpoint(df, model, revision)
+    budgets = sorted(set(g["budget"]) - {0})
+    guides = [k for k in GUIDE_STYLE if k in set(g["guide"])]
+    base = g[g["guide"] == "base"].iloc[0]
+    with figure_style():
+        fig = new_figure(12.0, 4.6)
+        ax_p, ax_k = fig.subplots(1, 2)
+        width = 0.6 / max(len(guides), 1)
+        for k, guide in enumerate(guides):
+            label, colour, ls, marker = GUIDE_STYLE[guide]
+            r = g[(g["guide"] == guide) & g["feasible"]].sort_values("budget")
+            if r.empty:
+                continue
+            x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(guides) - 1) / 2) * width
+            y = r["delta_ppl_pct"].to_numpy()
+            if guide == "random_mean":
+                sd = r["delta_ppl_pct_sd"].fillna(0.0).to_numpy()
+                ax_p.errorbar(x, y, yerr=sd, color=colour, ls=ls, marker=marker, capsize=2, label=label)
+                ax_p.fill_between(x, r["delta_ppl_pct_min"], r["delta_ppl_pct_max"], color=colour, alpha=0.08, lw=0)
+                ax_k.plot(x, r["kl_mean"], color=colour, ls=ls, marker=marker, label=label)
+                continue
+            ax_p.errorbar(x, y, yerr=_err(y, r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"]), color=colour,
+                          ls=ls, marker=marker, capsize=2, label=label)
+            kl = r["kl_mean"].to_numpy()
+            ax_k.errorbar(x, kl, yerr=_err(kl, r["kl_ci_low"], r["kl_ci_high"]), color=colour, ls=ls, marker=marker,
+                          capsize=2, label=label)
+        note = _scale_for(ax_p, g.loc[g["feasible"], "delta_ppl_pct"])
+        ax_p.axhline(0.0, color="black", lw=0.8)
+        ax_p.set_xlabel("Blocks removed (n)")
+        ax_p.set_ylabel("Perplexity increase over the unpruned model (%)" + ("\n" + note.strip() if note else ""))
+        ax_p.set_title("Perplexity cost on held-out text")
+        ax_k.set_xlabel("Blocks removed (n)")
+        ax_k.set_ylabel("KL(base ‖ pruned) on the probe windows (nats/token)")
+        ax_k.set_title("Output change against the unpruned model")
+        for ax in (ax_p, ax_k):
+            ax.set_xticks(budgets)
+        if guides:
+            handles, labels = ax_p.get_legend_handles_labels()
+            fig.legend(handles, labels, loc="outside right upper", frameon=False, title="Selection rule")
+        fig.suptitle(f"{model} @ {revision}: cost of removing blocks, by selection rule")
+        add_note(fig, (
+            f"Unpruned perplexity {base['ppl']:.2f} on {base['eval_split']} (sliding window {base['eval_window']}, "
+            f"stride {base['eval_stride']}, {base['n_eval_tokens']} scored tokens). Error bars: 95% bootstrap CI over "
+            f"evaluation windows (KL: over probe windows). Guided and random removals keep removed blocks more than "
+            f"{base['spacing']} index apart; BI, angular and SLEB do not."))
+        save_figure(fig, out_png, out_pdf)
+
+
+def _default_revision(g: pd.DataFrame) -> str:
+    revs = g.drop_duplicates("revision")
+    if len(revs) == 1:
+        return str(revs["revision"].iloc[0])
+    if revs["step"].notna().all():
+        return str(revs.sort_values("step")["revision"].iloc[-1])
+    if "main" in set(revs["revision"]):
+        return "main"
+    raise SwapKLError(f"model {g['model'].iloc[0]} has several revisions without steps; say which one to plot")
+
+
+def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, str] | None = None,
+                  n_boot: int = 1000, seed: int = 0) -> None:
+    """I/R pruning ratio (interchange-guided delta PPL % / replacement-guided (max) delta PPL %) vs budget,
+    one line per model (its last training step unless ``revisions`` says otherwise)."""
+    revisions = dict(revisions or {})
+    parts = []
+    for model, g in df.groupby("model", sort=True):
+        rev = revisions.get(model) or _default_revision(g)
+        parts.append(g[g["revision"] == rev])
+    if not parts:
+        raise SwapKLError("no pruning rows to plot")
+    ir = ir_ratios(pd.concat(parts), n_boot=n_boot, seed=seed)
+    if ir.empty:
+        raise SwapKLError("no checkpoint has both interchange- and replacement-guided rows")
+    with figure_style():
+        fig = new_figure(6.0, 4.2)
+        ax = fig.subplots()
+        models = list(dict.fromkeys(ir["model"]))
+        for k, model in enumerate(models):
+            r = ir[ir["model"] == model].sort_values("budget")
+            x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(models) - 1) / 2) * 0.08
+            y = r["ir_ratio"].to_numpy()
+            ax.errorbar(x, y, yerr=_err(y, r["ir_ci_low"], r["ir_ci_high"]), marker="o", capsize=2,
+                        color=MODEL_COLOURS[k % len(MODEL_COLOURS)], label=f"{model} @ {r['revision'].iloc[0]}")
+        ax.axhline(1.0, color="black", lw=0.8, ls="--", label="tie (same cost)")
+        ax.set_xticks(sorted(set(ir["budget"])))
+        ax.set_xlabel("Blocks removed (n)")
+        ax.set_ylabel("I/R pruning ratio (ΔPPL% I / ΔPPL% R)")
+        ax.set_title("Does the interchange protocol find cheaper removals?")
+        ax.legend(frameon=False)
+        add_note(fig, "I/R = perplexity increase (%) of interchange-guided removal divided by that of "
+                      "replacement-guided (max of both directions) removal, same number of blocks. Below 1: the "
+                      "blocks the interchange protocol calls equivalent are cheaper to remove. Error bars: 95% "
+                      f"paired bootstrap CI over evaluation windows ({n_boot} resamples).")
+        save_figure(fig, out_png, out_pdf)
+
+
+def plot_ir_trajectory(df: pd.DataFrame, model: str, out_png, out_pdf, *, budgets=None, n_boot: int = 1000,
+                       seed: int = 0) -> None:
+    """I/R pruning ratio vs training step of ``model``, one line per budget."""
+    g = df[df["model"] == model]
+    if g.empty:
+        raise SwapKLError(f"no pruning rows for model {model}")
+    if g["step"].isna().any():
+        raise SwapKLError(f"model {model} has revisions without a training step; a trajectory needs stepN revisions")
+    ir = ir_ratios(g, n_boot=n_boot, seed=seed)
+    if budgets is not None:
+        ir = ir[ir["budget"].isin(list(budgets))]
+    if ir.empty:
+        raise SwapKLError(f"model {model} has no checkpoint with both interchange- and replacement-guided rows")
+    with figure_style():
+        fig = new_figure(6.4, 4.2)
+        ax = fig.subplots()
+        for k, n in enumerate(sorted(set(ir["budget"]))):
+            r = ir[ir["budget"] == n].sort_values("step")
+            y = r["ir_ratio"].to_numpy()
+            ax.errorbar(r["step"].to_numpy(dtype=np.float64), y, yerr=_err(y, r["ir_ci_low"], r["ir_ci_high"]),
+                        marker="o", capsize=2, color=MODEL_COLOURS[k % len(MODEL_COLOURS)], label=f"n = {n}")
+        steps = np.sort(ir["step"].unique().astype(np.float64))
+        positive = steps[steps > 0]
+        if steps.size and positive.size and steps.max() / positive.min() > 20:
+            ax.set_xscale("symlog", linthresh=float(positive.min()))
+            xlab = "Training step (symmetric log scale)"
+        else:
+            xlab = "Training step"
+        ax.axhline(1.0, color="black", lw=0.8, ls="--", label="tie (same cost)")
+        ax.set_xlabel(xlab)
+        ax.set_ylabel("I/R pruning ratio (ΔPPL% I / ΔPPL% R)")
+        ax.set_title(f"{model}: protocol dependence of pruning over training")
+        ax.legend(title="blocks removed", frameon=False)
+        add_note(fig, "I/R = perplexity increase (%) of interchange-guided removal divided by that of "
+                      "replacement-guided (max) removal; one line per number of removed blocks n; below 1: interchange "
+                      "finds cheaper removals. Error bars: 95% paired bootstrap CI over "
+                      f"evaluation windows ({n_boot} resamples).")
+        save_figure(fig, out_png, out_pdf)
+
+
+AGREEMENT_LABELS = {
+    "interchange": "Interchange",
+    "replacement_max": "Replacement (max)",
+    "replacement_mean": "Replacement (mean)",
+    "deletion": "Deletion KL",
+    "sleb_single": "Single-removal NLL (SLEB)",
+    "bi": "ShortGPT BI",
+    "angular": "Angular (width 1)",
+}
+
+
+def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pdf) -> None:
+    """Spearman correlation between every two guides' per-layer scores (left) and each guide's
+    misranking rate against the deletion-cost ranking (right)."""
+    g = agr[(agr["model"] == model) & (agr["revision"] == revision)]
+    if g.empty:
+        raise SwapKLError(f"no agreement rows for {model}@{revision}")
+    names = [k for k in AGREEMENT_LABELS if k in set(g["guide"]) | set(g["reference"])]
+    names += sorted((set(g["guide"]) | set(g["reference"])) - set(names))
+    m = np.eye(len(names))
+    for _, r in g.iterrows():
+        m[names.index(r["guide"]), names.index(r["reference"])] = r["spearman"]
+    labels = [AGREEMENT_LABELS.get(n, n) for n in names]
+    vs = g[g["reference"] == "deletion"].set_index("guide")
+    bars = [n for n in names if n in vs.index]
+    with figure_style():
+        fig = new_figure(12.0, 5.0)
+        ax_h, ax_b = fig.subplots(1, 2, width_ratios=[1.3, 1])
+        im = ax_h.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1)
+        ax_h.set_xticks(range(len(names)), labels, rotation=45, ha="right")
+        ax_h.set_yticks(range(len(names)), labels)
+        ax_h.grid(False)
+        for i in range(len(names)):
+            for j in range(len(names)):
+                if np.isfinite(m[i, j]):
+                    ax_h.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                              color="white" if abs(m[i, j]) > 0.6 else "black")
+        fig.colorbar(im, ax=ax_h, label="Spearman ρ between per-layer scores")
+        ax_h.set_title("Rank agreement between guides")
+        y = np.arange(len(bars))
+        rates = vs.loc[bars, "misranking_rate"].to_numpy(dtype=np.float64)
+        ax_b.barh(y, rates, color=BLUE)
+        for k, v in enumerate(rates):
+            ax_b.text((0 if np.isnan(v) else v) + 0.01, k, "n/a" if np.isnan(v) else f"{v:.2f}", va="center",
+                      fontsize=7)
+        ax_b.set_yticks(y, [AGREEMENT_LABELS.get(n, n) for n in bars])
+        ax_b.invert_yaxis()
+        ax_b.axvline(0.5, color="black", lw=0.8, ls="--", label="unrelated ordering (0.5)")
+        ax_b.set_xlim(0, 1)
+        ax_b.set_xlabel("Misranking rate (share of layer pairs ordered\nunlike the deletion-KL ranking)")
+        ax_b.set_title("Against the deletion-cost ranking")
+        ax_b.legend(frameon=False, loc="lower right")
+        fig.suptitle(f"{model} @ {revision}: do the guides rank layers alike? (low score = safe to remove)")
+        add_note(fig, "Per-layer scores: pair guides s(i) = min over probed partners of d(i, j); deletion KL and "
+                      "single-removal calibration NLL increase of block i; BI; angular distance across block i. "
+                      "Misranking counts layer pairs that neither ranking ties.")
+        save_figure(fig, out_png, out_pdf)

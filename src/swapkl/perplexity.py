@@ -1,0 +1,244 @@
+"""Sliding-window perplexity of a model with blocks removed, with a bootstrap over windows.
+
+The evaluation text (documented rule):
+
+1. Paragraphs as in :mod:`swapkl.data`: a dataset's rows with blank rows and ``= Heading =``
+   rows dropped (WikiText layout), or a text file split at blank lines with runs of whitespace
+   collapsed to one space.
+2. Words are maximal runs of non-whitespace characters (``str.split()``). The text is the first
+   ``max_words`` words in order, paragraphs joined by a blank line (``"\\n\\n"``); a paragraph cut
+   by the limit keeps its first words. ``max_words=None`` keeps everything.
+3. The text is tokenised once with the model's tokenizer, without special tokens.
+
+Windows over the token sequence ``x_0 .. x_{N-1}`` (the Hugging Face sliding-window recipe):
+window k covers ``[b_k, e_k)`` with ``b_k = k * stride`` and ``e_k = min(b_k + window, N)``; the
+last window is the first with ``e_k = N``. Every token ``x_t`` with ``t >= 1`` is predicted exactly
+once, by the first window that contains it, from the context ``x_{b_k} .. x_{t-1}``: window 0
+scores ``x_1 .. x_{e_0 - 1}`` (``e_0 - 1`` predictions; ``x_0`` has no context and is never
+scored), window k > 0 scores ``x_{e_{k-1}} .. x_{e_k - 1}`` (``stride`` tokens except possibly the
+last window). So ``stride <= window`` is required; with ``stride == window`` the windows do not
+overlap and the first token of every window has no context, so it is not scored either.
+
+``PPL = exp(sum of NLL / number of scored tokens)`` (natural log). The 95% CI resamples windows
+with replacement (each window keeps its NLL sum and its token count) with
+``numpy.random.default_rng(seed)``; one set of resamplings is shared by every pruned model of a
+checkpoint, so CIs of differences and ratios are paired.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+import torch
+
+from swapkl.data import text_file_paragraphs, wikitext_paragraphs
+from swapkl.errors import SwapKLError
+from swapkl.pairs import Variant
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """Where the evaluation text comes from and how it is windowed."""
+
+    text_file: str | None = None
+    dataset: str | None = None
+    dataset_config: str | None = None
+    split: str = "test"
+    window: int = 512
+    stride: int = 256
+    max_words: int | None = 5000
+
+    @classmethod
+    def from_dict(cls, d: "dict | EvalSpec") -> "EvalSpec":
+        if isinstance(d, EvalSpec):
+            return d
+        if not isinstance(d, dict):
+            raise SwapKLError(f"eval_data must be a dict or EvalSpec, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise SwapKLError(f"unknown eval_data keys {unknown}: expected some of {sorted(known)}")
+        return cls(**d)
+
+    def describe(self) -> str:
+        if self.text_file:
+            return f"text_file:{self.text_file}"
+        return f"dataset:{self.dataset}/{self.dataset_config or ''}:{self.split}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def check(self) -> None:
+        if bool(self.text_file) == bool(self.dataset):
+            raise SwapKLError("evaluation text: give exactly one of text_file or dataset")
+        if self.window < 2:
+            raise SwapKLError(f"evaluation window must be at least 2 tokens, got {self.window}")
+        if not 1 <= self.stride <= self.window:
+            raise SwapKLError(
+                f"evaluation stride must be between 1 and the window ({self.window}), got {self.stride}; "
+                "a larger stride would leave tokens unscored"
+            )
+        if self.max_words is not None and self.max_words < 1:
+            raise SwapKLError(f"max_words must be at least 1, got {self.max_words}")
+
+
+@dataclass
+class EvalWindows:
+    input_ids: np.ndarray  # [W, window] int64, right-padded
+    attention_mask: np.ndarray  # [W, window] int64
+    score_mask: np.ndarray  # [W, window] bool: position t's prediction (of token t+1) is scored
+    n_text_tokens: int
+    source: str
+
+    @property
+    def n_windows(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def n_scored(self) -> int:
+        return int(self.score_mask.sum())
+
+    @property
+    def sha256(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        for a in (self.input_ids, self.attention_mask, self.score_mask.astype(np.int64)):
+            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+        return h.hexdigest()
+
+
+def first_words(paragraphs: list[str], max_words: int | None) -> str:
+    """The first ``max_words`` whitespace-separated words, paragraphs joined by a blank line."""
+    out, left = [], max_words
+    for p in paragraphs:
+        words = p.split()
+        if not words:
+            continue
+        if left is not None:
+            words = words[:left]
+            left -= len(words)
+        out.append(" ".join(words))
+        if left == 0:
+            break
+    return "\n\n".join(out)
+
+
+def eval_paragraphs(spec: EvalSpec) -> list[str]:
+    if spec.text_file:
+        return text_file_paragraphs(spec.text_file)
+    try:
+        import datasets
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise SwapKLError("reading a hub dataset needs the 'datasets' package: pip install 'swapkl[hub]'") from e
+    try:
+        ds = datasets.load_dataset(spec.dataset, spec.dataset_config, split=spec.split)
+    except Exception as e:
+        raise SwapKLError(f"cannot load dataset {spec.dataset}/{spec.dataset_config} split {spec.split!r}: {e}") from e
+    return wikitext_paragraphs(ds["text"])
+
+
+def sliding_windows(ids, window: int, stride: int, pad_id: int = 0, source: str = "") -> EvalWindows:
+    """Cut a 1-D token sequence into scored windows (see the module docstring)."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    n = len(ids)
+    if n < 2:
+        raise SwapKLError(f"evaluation text {source} has {n} token(s); at least 2 are needed")
+    if not 1 <= stride <= window:
+        raise SwapKLError(f"stride must be between 1 and the window ({window}), got {stride}")
+    rows, masks, scores = [], [], []
+    prev_end = 0
+    begin = 0
+    while True:
+        end = min(begin + window, n)
+        length = end - begin
+        row = np.full(window, pad_id, dtype=np.int64)
+        row[:length] = ids[begin:end]
+        mask = np.zeros(window, dtype=np.int64)
+        mask[:length] = 1
+        score = np.zeros(window, dtype=bool)
+        first_target = max(prev_end, begin + 1)  # first token this window scores
+        score[first_target - begin - 1: length - 1] = True
+        rows.append(row), masks.append(mask), scores.append(score)
+        prev_end = end
+        if end == n:
+            break
+        begin += stride
+    return EvalWindows(np.stack(rows), np.stack(masks), np.stack(scores), n, source)
+
+
+def load_eval_windows(spec: EvalSpec, tokenizer, max_positions: int | None = None) -> EvalWindows:
+    spec.check()
+    if max_positions is not None and spec.window > max_positions:
+        raise SwapKLError(
+            f"evaluation window {spec.window} exceeds the model's {max_positions} positions "
+            "(max_position_embeddings); choose a smaller window"
+        )
+    if tokenizer is None:
+        raise SwapKLError("the model has no tokenizer; sliding-window perplexity needs one")
+    if spec.text_file and not os.path.isfile(spec.text_file):
+        raise SwapKLError(f"evaluation text file {spec.text_file!r} does not exist")
+    text = first_words(eval_paragraphs(spec), spec.max_words)
+    if not text:
+        raise SwapKLError(f"evaluation text {spec.describe()} is empty")
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    return sliding_windows(ids, spec.window, spec.stride, pad, spec.describe())
+
+
+# ------------------------------------------------------------------------------------------ NLL
+
+
+def window_nll(engine, ew: EvalWindows, variants: list[Variant], *, batch_size: int = 8,
+               device: str = "cpu") -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Per-window NLL sums over the scored tokens.
+
+    Returns ``(base_nll_sum [W], tokens [W], [nll_sum [W] of each variant, in order])``. One cached base
+    pass per batch; each variant resumes from its first changed slot (:class:`ProbeEngine`).
+    """
+    w = ew.n_windows
+    base = np.zeros(w)
+    tokens = ew.score_mask.sum(1).astype(np.float64)
+    out = [np.zeros(w) for _ in variants]
+    ids_all = torch.from_numpy(ew.input_ids)
+    mask_all = torch.from_numpy(ew.attention_mask)
+    score_all = torch.from_numpy(ew.score_mask)
+    for lo in range(0, w, batch_size):
+        hi = min(w, lo + batch_size)
+        state = engine.base_pass(ids_all[lo:hi].to(device), mask_all[lo:hi].to(device))
+        sel = score_all[lo:hi].to(device)[state.valid]  # scored positions among the valid tokens
+        seq = state.token_seq[sel]
+
+        def sums(nll: torch.Tensor) -> np.ndarray:
+            z = torch.zeros(hi - lo, dtype=torch.float64, device=nll.device)
+            return z.index_add_(0, seq, nll[sel]).cpu().numpy()
+
+        base[lo:hi] = sums(state.base_nll)
+        for k, v in enumerate(variants):
+            _, nll = engine.token_stats(state, v)
+            out[k][lo:hi] = sums(nll)
+        del state
+    return base, tokens, out
+
+
+def perplexity(nll_sum, tokens) -> float:
+    return float(np.exp(np.sum(nll_sum) / np.sum(tokens)))
+
+
+def boot_log_ppl(nll_sum, tokens, idx: np.ndarray) -> np.ndarray:
+    """Mean NLL (log PPL) under each resampling of windows ``idx`` [n_boot, W]."""
+    nll_sum = np.asarray(nll_sum, dtype=np.float64)
+    tokens = np.asarray(tokens, dtype=np.float64)
+    return nll_sum[idx].sum(1) / tokens[idx].sum(1)
+
+
+def percentile_ci(stats: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    stats = np.asarray(stats, dtype=np.float64)
+    stats = stats[np.isfinite(stats)]
+    if stats.size == 0:
+        return float("nan"), float("nan")
+    a = (1.0 - level) / 2.0
+    lo, hi = np.quantile(stats, [a, 1.0 - a])
+    return float(lo), float(hi)

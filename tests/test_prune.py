@@ -1,0 +1,272 @@
+"""run_pruning end to end on a tiny model, checked against independent computations; aggregation,
+agreement statistics, the I/R ratio, the CLI and the figures."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from scipy import stats
+
+from swapkl import provenance
+from swapkl.agreement import AGREEMENT_SCHEMA, compare, misranking
+from swapkl.data import DataSpec
+from swapkl.errors import SwapKLError
+from swapkl.perplexity import first_words
+from swapkl.probe import run_probe
+from swapkl.prune import PRUNING_SCHEMA, aggregate_pruning, ir_ratios, read_pruning, run_pruning
+from test_perplexity import TEXT, char_tokenizer, hf_recipe_nll, save_tiny, stock_drop
+from tiny_models import random_tokens
+
+N_LAYERS = 6
+WINDOW, STRIDE, MAX_WORDS = 16, 8, 40
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp("prune")
+    model = save_tiny(d / "model", "llama", n_layers=N_LAYERS, seed=5)
+    np.save(d / "probe.npy", random_tokens(33, 6, 12, seed=21).numpy())
+    np.save(d / "calib.npy", random_tokens(33, 5, 12, seed=22).numpy())
+    (d / "eval.txt").write_text(TEXT)
+    probe_out, repr_out = d / "probe.parquet", d / "repr.parquet"
+    run_probe(str(d / "model"), str(probe_out), pairs="all", data=DataSpec(tokens=str(d / "probe.npy")),
+              device="cpu", n_boot=20, repr_out=str(repr_out), metadata={"revision": "step100"})
+    kw = dict(budgets=[1, 2], spacing=1, eval_data=dict(text_file=str(d / "eval.txt"), window=WINDOW, stride=STRIDE,
+                                                        max_words=MAX_WORDS),
+              calib_data=DataSpec(tokens=str(d / "calib.npy")), n_random=3, seed=0, n_boot=200, device="cpu",
+              batch_size=4, metadata={"model": "tiny", "revision": "step100", "config_sha256": "abc"})
+    out, agr = d / "pruning.parquet", d / "agreement.parquet"
+    run_pruning(str(d / "model"), [probe_out], str(repr_out), str(out), agreement_out=str(agr), **kw)
+    return dict(dir=d, model=model, probe=probe_out, repr=repr_out, out=out, agreement=agr, kw=kw)
+
+
+def _row(df, guide, budget, draw=None):
+    r = df[(df["guide"] == guide) & (df["budget"] == budget)]
+    if draw is not None:
+        r = r[r["random_draw"] == draw]
+    assert len(r) == 1, (guide, budget, draw)
+    return r.iloc[0]
+
+
+def test_output_has_documented_columns_and_rows(setup):
+    t = pq.read_table(setup["out"])
+    assert t.schema.names == PRUNING_SCHEMA.names
+    df = t.to_pandas()
+    guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
+              "angular", "sleb_iterative", "random", "random_mean"}
+    assert set(df["guide"]) == guides
+    assert len(df) == 1 + 8 * 2 + 3 * 2 + 2
+    assert (df["model"] == "tiny").all() and (df["revision"] == "step100").all() and (df["step"] == 100).all()
+    assert df["eval_split"].str.startswith("text_file:").all()
+    assert df["calibration_split"].str.startswith("tokens:").all() and df["probe_split"].str.contains("probe.npy").all()
+    prov = provenance.read(str(setup["out"]))
+    assert prov["eval_split"] == df["eval_split"].iloc[0] and prov["config_sha256"] == "abc"
+    assert prov["calibration_split"] == df["calibration_split"].iloc[0]
+    for _, r in df[df["feasible"] & (df["guide"] != "random_mean")].iterrows():
+        assert len(r["removed_layers"]) == r["budget"]
+        assert r["ppl_ci_low"] <= r["ppl"] <= r["ppl_ci_high"]
+        assert r["delta_ppl_pct"] == pytest.approx(100 * (r["ppl"] / r["base_ppl"] - 1))
+
+
+def _independent_interchange_selection(probe: pd.DataFrame, n: int) -> list[int]:
+    inter = probe[probe["protocol"] == "interchange"]
+    s = {}
+    for i, j, v in zip(inter["layer_i"], inter["layer_j"], inter["kl_mean"]):
+        for layer in (int(i), int(j)):
+            s[layer] = min(s.get(layer, np.inf), v)
+    chosen = []
+    for layer in sorted(s, key=lambda k: (s[k], k)):
+        if all(abs(layer - c) > 1 for c in chosen):
+            chosen.append(layer)
+    return sorted(chosen[:n])
+
+
+def test_costs_match_independent_computation(setup):
+    df = read_pruning(setup["out"])
+    probe = pd.read_parquet(setup["probe"])
+    tok = char_tokenizer()
+    text = first_words([" ".join(p.split()) for p in TEXT.split("\n\n")], MAX_WORDS)
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    model = setup["model"]
+    base_sum, count = hf_recipe_nll(model, ids, WINDOW, STRIDE)
+    assert _row(df, "base", 0)["ppl"] == pytest.approx(np.exp(base_sum / count), rel=1e-5)
+    windows = torch.from_numpy(np.load(setup["dir"] / "probe.npy"))
+    with torch.no_grad():
+        lp = torch.log_softmax(model(input_ids=windows, use_cache=False).logits.double(), -1)
+    for guide in ("interchange", "bi", "sleb_iterative"):
+        r = _row(df, guide, 2)
+        if guide == "interchange":
+            assert list(r["removed_layers"]) == _independent_interchange_selection(probe, 2)
+        pruned = stock_drop(model, list(r["removed_layers"]))
+        s, c = hf_recipe_nll(pruned, ids, WINDOW, STRIDE)
+        assert r["ppl"] == pytest.approx(np.exp(s / c), rel=1e-5)
+        with torch.no_grad():
+            lq = torch.log_softmax(pruned(input_ids=windows, use_cache=False).logits.double(), -1)
+        kl = float((lp.exp() * (lp - lq)).sum(-1).mean())
+        assert r["kl_mean"] == pytest.approx(kl, rel=1e-5)
+
+
+def test_baseline_selections(setup):
+    df = read_pruning(setup["out"])
+    rep = pd.read_parquet(setup["repr"])
+    bi = rep[rep["metric"] == "bi"].sort_values(["value", "layer_i"])
+    assert list(_row(df, "bi", 2)["removed_layers"]) == sorted(bi["layer_i"].iloc[:2])
+    ang = rep[(rep["metric"] == "angular") & (rep["width"] == 2)].sort_values(["value", "layer_i"])
+    start = int(ang["layer_i"].iloc[0])
+    assert list(_row(df, "angular", 2)["removed_layers"]) == [start, start + 1]
+    s1, s2 = (set(_row(df, "sleb_iterative", n)["removed_layers"]) for n in (1, 2))
+    assert s1 < s2  # nested
+    for draw in range(3):
+        removed = list(_row(df, "random", 2, draw)["removed_layers"])
+        assert removed[1] - removed[0] > 1
+    draws = df[(df["guide"] == "random") & (df["budget"] == 2)]
+    rm = _row(df, "random_mean", 2)
+    assert rm["delta_ppl_pct"] == pytest.approx(draws["delta_ppl_pct"].mean())
+    assert rm["delta_ppl_pct_sd"] == pytest.approx(draws["delta_ppl_pct"].std(ddof=1))
+    assert rm["n_draws"] == 3 and rm["delta_ppl_pct_min"] == pytest.approx(draws["delta_ppl_pct"].min())
+    anti = list(_row(df, "anti_interchange", 1)["removed_layers"])
+    inter = _row(df, "interchange", 1)["removed_layers"]
+    assert anti != list(inter)
+
+
+def test_agreement_table(setup):
+    agr = pq.read_table(setup["agreement"])
+    assert agr.schema.names == AGREEMENT_SCHEMA.names
+    a = agr.to_pandas()
+    assert not (a["guide"] == a["reference"]).any()
+    vs = a[a["reference"] == "deletion"].set_index("guide")
+    assert {"interchange", "replacement_max", "bi", "sleb_single", "angular"} <= set(vs.index)
+    assert vs["misranking_rate"].between(0, 1).all()
+    probe = pd.read_parquet(setup["probe"])
+    dele = probe[probe["protocol"] == "deletion"].sort_values("layer_i")["kl_mean"].to_numpy()
+    rep = pd.read_parquet(setup["repr"])
+    bi = rep[rep["metric"] == "bi"].sort_values("layer_i")["value"].to_numpy()
+    assert vs.loc["bi", "spearman"] == pytest.approx(stats.spearmanr(bi, dele).statistic)
+    assert vs.loc["bi", "kendall"] == pytest.approx(stats.kendalltau(bi, dele).statistic)
+    discordant = sum((bi[i] - bi[j]) * (dele[i] - dele[j]) < 0 for i in range(N_LAYERS) for j in range(i + 1, N_LAYERS))
+    assert vs.loc["bi", "misranking_rate"] == pytest.approx(discordant / 15)
+
+
+def test_misranking_and_compare_units():
+    assert misranking([1, 2, 3], [1, 3, 2]) == (pytest.approx(1 / 3), 3)
+    assert misranking([1, 2, 3], [3, 2, 1])[0] == 1.0
+    assert misranking([1, 1, 2], [1, 2, 3]) == (0.0, 2)  # the tied pair is left out
+    c = compare([1, 2, np.nan, 4], [2, 4, 1, 8])
+    assert c["n_compared"] == 3 and c["spearman"] == pytest.approx(1.0) and c["misranking_rate"] == 0.0
+
+
+def _relabel(src, dst, revision: str, step: int):
+    t = pq.read_table(src)
+    n = t.num_rows
+    t = t.set_column(t.schema.get_field_index("revision"), "revision", pa.array([revision] * n))
+    t = t.set_column(t.schema.get_field_index("step"), "step", pa.array([step] * n, pa.int64()))
+    pq.write_table(t, dst)
+    return dst
+
+
+def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
+    other = _relabel(setup["out"], tmp_path / "step0.parquet", "step0", 0)
+    other_agr = _relabel(setup["agreement"], tmp_path / "step0_agr.parquet", "step0", 0)
+    out, agr_out = tmp_path / "pruning.parquet", tmp_path / "agr.parquet"
+    df = aggregate_pruning([setup["out"], other], str(out), agreement_inputs=[setup["agreement"], other_agr],
+                           agreement_out=str(agr_out))
+    assert list(dict.fromkeys(df["revision"])) == ["step0", "step100"]
+    assert pq.read_schema(out).names == PRUNING_SCHEMA.names and len(pd.read_parquet(agr_out)) > 0
+    with pytest.raises(SwapKLError, match="both hold tiny@step100"):
+        aggregate_pruning([setup["out"], setup["out"]], str(tmp_path / "dup.parquet"))
+
+    ir = ir_ratios(df, n_boot=100, seed=1)
+    assert set(ir["budget"]) == {1, 2} and len(ir) == 4
+    r = ir[(ir["revision"] == "step100") & (ir["budget"] == 2)].iloc[0]
+    expect = _row(df[df["revision"] == "step100"], "interchange", 2)["delta_ppl_pct"] / \
+        _row(df[df["revision"] == "step100"], "replacement_max", 2)["delta_ppl_pct"]
+    assert r["ir_ratio"] == pytest.approx(expect)
+
+    from swapkl.figures import pruning as fig
+
+    agr = pd.read_parquet(agr_out)
+    calls = {
+        "delta": lambda p, q: fig.plot_delta_ppl(df, "tiny", "step100", p, q),
+        "panel": lambda p, q: fig.plot_ir_panel(df, p, q, n_boot=50),
+        "traj": lambda p, q: fig.plot_ir_trajectory(df, "tiny", p, q, n_boot=50),
+        "agr": lambda p, q: fig.plot_agreement(agr, "tiny", "step100", p, q),
+    }
+    for name, call in calls.items():
+        png, pdf = tmp_path / f"{name}.png", tmp_path / f"{name}.pdf"
+        call(png, pdf)
+        assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
+    first = [(tmp_path / f"delta.{e}").read_bytes() for e in ("png", "pdf")]
+    calls["delta"](tmp_path / "delta.png", tmp_path / "delta.pdf")
+    assert first == [(tmp_path / f"delta.{e}").read_bytes() for e in ("png", "pdf")], "figure is not deterministic"
+
+def test_input_errors(setup, tmp_path):
+    kw = dict(setup["kw"])
+    d = setup["dir"]
+    model, probe, rep = str(d / "model"), [setup["probe"]], str(setup["repr"])
+    with pytest.raises(SwapKLError, match="calibration windows .* come from the evaluation text"):
+        run_pruning(model, probe, rep, str(tmp_path / "x.parquet"),
+                    **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"))})
+    with pytest.raises(SwapKLError, match=r"budget 4 is infeasible.*spacing 1.*3 of 6 layers"):
+        run_pruning(model, probe, rep, str(tmp_path / "x.parquet"), **{**kw, "budgets": [4]})
+    with pytest.raises(SwapKLError, match="exceeds the model's 64 positions"):
+        run_pruning(model, probe, rep, str(tmp_path / "x.parquet"),
+                    **{**kw, "eval_data": {**kw["eval_data"], "window": 65, "stride": 32}})
+    other = tmp_path / "other"
+    save_tiny(other, "llama", n_layers=N_LAYERS, seed=9)
+    with pytest.raises(SwapKLError, match="other weights"):
+        run_pruning(str(other), probe, rep, str(tmp_path / "x.parquet"), **kw)
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_cli_prune_and_aggregate(setup, tmp_path):
+    from swapkl.commands import prune as cmd
+
+    parser = argparse.ArgumentParser(prog="swapkl")
+    cmd.add_parser(parser.add_subparsers(dest="command", required=True))
+    d = setup["dir"]
+    out = tmp_path / "cli.parquet"
+    args = parser.parse_args([
+        "prune", "--model", str(d / "model"), "--probe", str(setup["probe"]), "--repr", str(setup["repr"]),
+        "--budgets", "1", "--n-random", "1", "--bootstrap", "20", "--device", "cpu",
+        "--eval-text-file", str(d / "eval.txt"), "--eval-window", str(WINDOW), "--eval-stride", str(STRIDE),
+        "--eval-max-words", str(MAX_WORDS), "--calib-tokens", str(d / "calib.npy"), "--out", str(out)])
+    args.func(args)
+    df = read_pruning(out)
+    assert set(df["budget"]) == {0, 1}
+    ref = read_pruning(setup["out"])
+    for guide in ("interchange", "sleb_iterative", "bi"):
+        assert list(_row(df, guide, 1)["removed_layers"]) == list(_row(ref, guide, 1)["removed_layers"])
+        assert _row(df, guide, 1)["ppl"] == pytest.approx(_row(ref, guide, 1)["ppl"], rel=1e-9)
+    agg = tmp_path / "agg.parquet"
+    args = parser.parse_args(["aggregate-pruning", "--inputs", str(out), "--out", str(agg)])
+    args.func(args)
+    assert len(pd.read_parquet(agg)) == len(df)
+    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    args = parser.parse_args(["plot-pruning", "delta", "--input", str(agg), "--model", str(df["model"].iloc[0]),
+                              "--revision", str(df["revision"].iloc[0]), "--out-png", str(png), "--out-pdf", str(pdf)])
+    args.func(args)
+    assert png.exists() and pdf.exists()
+    for sub in ("prune", "aggregate-pruning", "plot-pruning"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([sub, "--help"])
+
+
+
+def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
+    from swapkl.prune import _selections
+
+    # 5 layers, spacing 1: interchange picks 1 then 3 and blocks every other layer; budget 3 is feasible ({0,2,4})
+    rows = [("interchange", i, i + 1, v) for i, v in enumerate([0.5, 0.1, 0.2, 0.3])]
+    rows += [("deletion", i, None, v) for i, v in enumerate([0.1, 0.9, 0.2, 0.9, 0.3])]
+    probe = pd.DataFrame(rows, columns=["protocol", "layer_i", "layer_j", "kl_mean"])
+    sel, scores = _selections(probe, None, 5, [2, 3], 1, 2, 0, "angular", None)
+    assert sel[("interchange", 2, None)] == [1, 3] and sel[("interchange", 3, None)] is None
+    assert sel[("deletion", 3, None)] == [0, 2, 4]
+    assert set(scores) == {"interchange", "deletion"}
+    assert all(len(sel[("random", 3, k)]) == 3 for k in range(2))
