@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -68,9 +69,9 @@ def _check_spec(spec: DataSpec) -> None:
     given = [x for x in (spec.tokens, spec.dataset, spec.text_file) if x]
     if len(given) != 1:
         raise SwapKLError("give exactly one data source: --tokens, --dataset or --text-file")
-    for name in ("n_seqs", "seq_len", "min_tokens"):
-        if getattr(spec, name) < 1:
-            raise SwapKLError(f"{name} must be at least 1, got {getattr(spec, name)}")
+    for name, least in (("n_seqs", 1), ("seq_len", 2), ("min_tokens", 1)):
+        if getattr(spec, name) < least:
+            raise SwapKLError(f"{name} must be at least {least}, got {getattr(spec, name)}")
 
 
 def wikitext_paragraphs(rows) -> list[str]:
@@ -96,10 +97,17 @@ def _dataset_paragraphs(spec: DataSpec) -> list[str]:
         import datasets
     except ImportError as e:  # pragma: no cover - depends on the install
         raise SwapKLError("reading a hub dataset needs the 'datasets' package: pip install 'swapkl[hub]'") from e
+    # datasets' own progress bars would clutter logs and error output when stderr is not a TTY
+    quiet = not sys.stderr.isatty() and datasets.is_progress_bar_enabled()
+    if quiet:
+        datasets.disable_progress_bar()
     try:
         ds = datasets.load_dataset(spec.dataset, spec.dataset_config, split=spec.split)
     except Exception as e:
         raise SwapKLError(f"cannot load dataset {spec.dataset}/{spec.dataset_config} split {spec.split!r}: {e}") from e
+    finally:
+        if quiet:
+            datasets.enable_progress_bar()
     return wikitext_paragraphs(ds["text"])
 
 
@@ -137,6 +145,9 @@ def load_token_file(path: str) -> Windows:
         raise SwapKLError(f"token file {path!r} must hold an integer array [n_seqs, seq_len], got {arr.dtype} {arr.shape}")
     if arr.size == 0:
         raise SwapKLError(f"token file {path!r} is empty")
+    if arr.shape[1] < 2:
+        raise SwapKLError(f"token file {path!r} has windows of {arr.shape[1]} token; "
+                          "next-token KL needs at least 2")
     arr = arr.astype(np.int64)
     return Windows(arr, np.ones_like(arr), f"tokens:{path}")
 

@@ -82,35 +82,70 @@ def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str |
     return path, revision
 
 
-def _check_weight_files(path: str, allow_pickle: bool) -> None:
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def _check_weight_files(path: str, allow_pickle: bool) -> bool:
+    """Refuse pickle-only checkpoints (unless allowed) and truncated or corrupt safetensors files.
+
+    Returns whether the checkpoint has safetensors weights (then they are always the ones loaded).
+    """
     names = os.listdir(path)
-    st = [n for n in names if n.endswith(".safetensors")]
-    if not st and not allow_pickle:
-        raise SwapKLError(f"checkpoint {path!r} has no .safetensors weights; pickle weights load only with --allow-pickle")
+    st = sorted(n for n in names if n.endswith(".safetensors"))
+    if not st:
+        pickles = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
+        if not pickles:
+            raise SwapKLError(f"checkpoint {path!r} has no weight files (*.safetensors)")
+        if not allow_pickle:
+            raise SwapKLError(f"checkpoint {path!r} has only pickle weights ({', '.join(pickles)}); "
+                              "they load only with --allow-pickle")
+        return False
+    _check_shard_index(path)
     from safetensors import safe_open
 
-    for n in sorted(st):
+    for n in st:
+        file = os.path.join(path, n)
+        _check_safetensors_size(file)
         try:
-            with safe_open(os.path.join(path, n), framework="pt") as f:
-                keys = list(f.keys())
-                for k in keys:
+            with safe_open(file, framework="pt") as f:
+                for k in f.keys():
                     f.get_slice(k)
-            size = os.path.getsize(os.path.join(path, n))
-            _check_safetensors_size(os.path.join(path, n), size)
-        except SwapKLError:
-            raise
         except Exception as e:
-            raise SwapKLError(f"weight file {os.path.join(path, n)!r} is unreadable (truncated or corrupt): {e}") from e
+            raise SwapKLError(f"weight file {file!r} is corrupt: {e}") from e
+    return True
 
 
-def _check_safetensors_size(path: str, size: int) -> None:
-    """The header's largest data offset must fit in the file (catches truncation)."""
+def _check_shard_index(path: str) -> None:
+    """Every shard named by ``model.safetensors.index.json`` must be present."""
+    index = os.path.join(path, "model.safetensors.index.json")
+    if not os.path.isfile(index):
+        return
+    try:
+        with open(index) as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SwapKLError(f"shard index {index!r} is unreadable: {e}") from e
+    missing = [s for s in shards if not os.path.isfile(os.path.join(path, s))]
+    if missing:
+        raise SwapKLError(f"checkpoint {path!r} lacks the weight shard(s) {', '.join(missing)} named in its index")
+
+
+def _check_safetensors_size(path: str) -> None:
+    """The header must parse and its largest data offset must fit in the file (catches truncation)."""
+    size = os.path.getsize(path)
     with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else None
+        if n is None or 8 + n > size:
+            need = "at least 8" if n is None else str(8 + n)
+            raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {need}")
+        try:
+            header = json.loads(f.read(n))
+            end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            raise SwapKLError(f"weight file {path!r} is corrupt: unreadable safetensors header ({e})") from e
     if 8 + n + end > size:
-        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, header needs {8 + n + end}")
+        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {8 + n + end}")
 
 
 def load_model(model: str, revision: str | None = None, *, dtype: str = "float32", device: str = "auto",
@@ -128,10 +163,11 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
 
             from swapkl.hub import ALLOW_PATTERNS
 
-            path = snapshot_download(repo_id=model, revision=revision, allow_patterns=ALLOW_PATTERNS)
+            patterns = ALLOW_PATTERNS + (["*.bin"] if allow_pickle else [])
+            path = snapshot_download(repo_id=model, revision=revision, allow_patterns=patterns)
         except Exception as e:
             raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
-    _check_weight_files(path, allow_pickle)
+    has_safetensors = _check_weight_files(path, allow_pickle)
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     except Exception as e:
@@ -145,7 +181,8 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         )
     try:
         lm = AutoModelForCausalLM.from_pretrained(
-            path, dtype=torch_dtype, use_safetensors=not allow_pickle, trust_remote_code=trust_remote_code
+            # safetensors whenever present: --allow-pickle only permits pickles when nothing else exists
+            path, dtype=torch_dtype, use_safetensors=has_safetensors, trust_remote_code=trust_remote_code
         )
     except Exception as e:
         raise SwapKLError(f"cannot load weights of {path!r}: {e}") from e
@@ -158,8 +195,11 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
             tok = None
     source = {}
     if os.path.isfile(os.path.join(path, SOURCE_FILE)):
-        with open(os.path.join(path, SOURCE_FILE)) as f:
-            source = json.load(f)
+        try:
+            with open(os.path.join(path, SOURCE_FILE)) as f:
+                source = dict(json.load(f))
+        except (ValueError, TypeError) as e:
+            raise SwapKLError(f"{os.path.join(path, SOURCE_FILE)!r} is unreadable: {e}") from e
     commit = source.get("commit")
     if commit is None and not local:
         commit = os.path.basename(os.path.normpath(path))  # hub cache layout: snapshots/<commit>

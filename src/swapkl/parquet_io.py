@@ -22,23 +22,57 @@ def write_parquet(df: pd.DataFrame | pa.Table, path: str, provenance: dict) -> N
     meta.pop(b"pandas", None)  # pandas metadata is not needed and varies with pandas versions
     meta[METADATA_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
     table = table.replace_schema_metadata(meta)
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=folder)
-        os.close(fd)
-    except OSError as e:
-        raise SwapKLError(f"cannot write to {folder!r}: {e.strerror}") from e
+    tmp = _temp_file(path)
     try:
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
     except OSError as e:
         _unlink(tmp)
-        what = "disk full" if e.errno == errno.ENOSPC else e.strerror
-        raise SwapKLError(f"cannot write {path!r}: {what}") from e
+        raise SwapKLError(f"cannot write {path!r}: {os_reason(e)}") from e
     except BaseException:
         _unlink(tmp)
         raise
+
+
+def check_writable(path: str) -> None:
+    """Fail early, before hours of computation, when ``path`` cannot be written.
+
+    Creates the folder if needed and a temporary file in it (removed again); ``path`` itself is
+    not touched. Raises SwapKLError naming the folder and the reason.
+    """
+    if os.path.isdir(path):
+        raise SwapKLError(f"cannot write {path!r}: it is a directory")
+    _unlink(_temp_file(path))
+
+
+def os_reason(e: OSError) -> str:
+    """A short human reason for an OSError (``disk full`` for ENOSPC/EDQUOT)."""
+    if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return "disk full"
+    if e.errno in (errno.ENOTDIR, errno.EEXIST):
+        return "a path component is a file, not a folder"
+    return (e.strerror or str(e)).lower()
+
+
+def _temp_file(path: str) -> str:
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=folder)
+        os.close(fd)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; results are shared like any new file
+    except OSError as e:
+        if tmp is not None:
+            _unlink(tmp)
+        raise SwapKLError(f"cannot write to folder {folder!r}: {os_reason(e)}") from e
+    return tmp
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _unlink(path: str) -> None:

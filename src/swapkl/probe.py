@@ -10,6 +10,8 @@ import hashlib
 import json
 import logging
 import re
+import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -24,7 +26,7 @@ from swapkl.engine import ProbeEngine, SeqStats
 from swapkl.errors import SwapKLError
 from swapkl.loading import load_model
 from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocols
-from swapkl.parquet_io import write_parquet
+from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.progress import ProgressLog
 from swapkl.representation import representation_sums
 
@@ -57,6 +59,22 @@ def _fingerprint(**parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+@contextmanager
+def _quiet_hf_progress():
+    """Silence transformers' own progress bars (e.g. "Loading weights") when stderr is not a TTY,
+    so logs and error output stay clean; restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    quiet = not sys.stderr.isatty() and hf_logging.is_progress_bar_enabled()
+    if quiet:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if quiet:
+            hf_logging.enable_progress_bar()
+
+
 def _stats_dict(s: SeqStats) -> dict:
     return {k: getattr(s, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens")}
 
@@ -65,25 +83,38 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
               pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
               batch_size: int = 8, n_boot: int = 1000, seed: int = 0, repr_out: str | None = None,
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
-              trust_remote_code: bool = False, chunk_tokens: int = 2048) -> None:
-    """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``)."""
+              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None) -> None:
+    """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
+
+    ``layers`` (optional) restricts the variants to those that only touch the given blocks
+    (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
+    ``progress_path`` persists finished (batch, variant) results so that a killed run started
+    again with the same arguments resumes; it must not be one of the job's declared outputs.
+    """
     protocols = parse_protocols(protocols)
     parse_pair_set(pairs)
-    if batch_size < 1 or n_boot < 0:
-        raise SwapKLError(f"batch_size must be >= 1 and n_boot >= 0 (got {batch_size}, {n_boot})")
+    if batch_size < 1:
+        raise SwapKLError(f"batch_size must be at least 1, got {batch_size}")
+    if n_boot < 0:
+        raise SwapKLError(f"n_boot (bootstrap resamples) must be at least 0, got {n_boot}")
+    layers = _parse_layers(layers)
+    for path in (out, repr_out):  # fail before the computation, not after it
+        if path is not None:
+            check_writable(path)
     metadata = dict(metadata or {})
-    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
+    with _quiet_hf_progress():
+        loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     n_layers = engine.n_layers
-    variants = [BASE] + build_variants(protocols, pairs, n_layers)
     label = metadata.pop("model", None) or loaded.model_id
+    variants = [BASE] + _restrict(build_variants(protocols, pairs, n_layers), layers, n_layers, label)
     rev = metadata.pop("revision", None) or loaded.revision or "main"
     prov = provenance.build(loaded, windows, seed=seed, n_boot=n_boot, protocols=protocols, pairs=pairs,
                             batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
-                            **metadata)
+                            layers=layers, **metadata)
     fp = _fingerprint(weights=loaded.weights_sha256, tokens=windows.sha256, variants=[v.key for v in variants],
                       dtype=dtype, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
                       repr=repr_out is not None, versions=provenance.software_versions())
@@ -96,6 +127,7 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     results: dict[str, list[dict]] = {v.key: [] for v in variants}
     repr_parts: list[dict] = []
     bar = tqdm(total=len(batches) * len(variants), desc=f"probe {label}@{rev}", unit="variant", disable=None)
+    computed = 0
     try:
         for b, (lo, hi) in enumerate(batches):
             todo = [v for v in variants if plog.get(b, v.key) is None]
@@ -107,9 +139,11 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
                     sums = representation_sums(state.residuals, state.valid)
                     plog.add(b, "repr", {"repr": {f"{m}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
                                                   for (m, l, n), (s, c) in sums.items()}})
-                for v in todo:
+                    computed += 1
+                for v in engine.plan(todo):  # an order in which neighbouring variants share work
                     stats = engine.base_seq_stats(state) if v is BASE else engine.variant_seq_stats(state, v)
                     plog.add(b, v.key, _stats_dict(stats))
+                    computed += 1
                     bar.update(1)
                 del state
             for v in variants:
@@ -119,6 +153,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     finally:
         bar.close()
         plog.close()
+    log.info("computed %d of %d (batch, variant) results; %d taken over from the progress file",
+             computed, len(batches) * (len(variants) + (repr_out is not None)), plog.n_resumed)
 
     idx = resample_indices(n_seqs, n_boot, seed)
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers)
@@ -129,6 +165,33 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
         write_parquet(pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov)
     plog.close(remove=True)
     log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), n_seqs, windows.n_tokens)
+
+
+def _parse_layers(layers) -> list[int] | None:
+    if layers is None:
+        return None
+    items = layers.split(",") if isinstance(layers, str) else list(layers)
+    try:
+        out = sorted({int(str(x).strip()) for x in items if str(x).strip()})
+    except ValueError as e:
+        raise SwapKLError(f"layers must be block indices like 0,3,5, got {layers!r}") from e
+    if not out:
+        raise SwapKLError("layers is empty: give at least one block index")
+    return out
+
+
+def _restrict(variants: list[Variant], layers: list[int] | None, n_layers: int, label: str) -> list[Variant]:
+    """The variants whose blocks all lie in ``layers`` (all of them when ``layers`` is None)."""
+    if layers is None:
+        return variants
+    bad = [i for i in layers if not 0 <= i < n_layers]
+    if bad:
+        raise SwapKLError(f"layer index {bad[0]} is out of range: {label} has {n_layers} layers (0..{n_layers - 1})")
+    keep = set(layers)
+    out = [v for v in variants if {x for x in (v.layer_i, v.layer_j) if x is not None} <= keep]
+    if not out:
+        raise SwapKLError(f"no variant of the chosen protocols and pairs lies within layers {layers}")
+    return out
 
 
 def _cat(parts: list[dict], key: str) -> np.ndarray:

@@ -6,7 +6,7 @@ Each further line is one finished (batch, variant) with its per-sequence sums an
 CRC32 of its payload, appended and fsync'ed as soon as the variant is done. On resume:
 
 * a header whose fingerprint differs (other model, data or settings) discards the file;
-* a complete line that fails to parse or whose CRC does not match marks the file as
+* an unreadable header, or a complete line that fails to parse or whose CRC does not match marks the file as
   corrupt: it is discarded with a warning, never trusted;
 * an unterminated last line (the process was killed mid-write) is dropped with a warning.
 
@@ -19,6 +19,9 @@ import json
 import logging
 import os
 import zlib
+
+from swapkl.errors import SwapKLError
+from swapkl.parquet_io import os_reason
 
 log = logging.getLogger(__name__)
 
@@ -33,41 +36,54 @@ class ProgressLog:
         self.fingerprint = fingerprint
         self.records: dict[tuple[int, str], dict] = {}
         self._fh = None
+        self.n_resumed = 0  # records taken over from an earlier run
         if path:
             self._load()
 
     def _load(self) -> None:
         if not os.path.exists(self.path):
             return
-        with open(self.path, "rb") as f:
-            raw = f.read()
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read()
+        except OSError as e:
+            raise SwapKLError(f"cannot read progress file {self.path!r}: {os_reason(e)}") from e
         lines = raw.split(b"\n")
         tail = lines.pop()  # after the last newline: empty unless the last write was cut short
         if tail:
             log.warning("progress file %s: dropping an unterminated last record", self.path)
+        if not lines:  # killed while writing the header
+            self._discard()
+            return
         try:
-            header = json.loads(lines[0]) if lines else None
-        except ValueError:
-            header = None
-        if not header or header.get("fingerprint") != self.fingerprint:
-            if lines:
-                log.warning("progress file %s belongs to another run (model, data or settings differ); discarding it",
-                            self.path)
+            header = json.loads(lines[0])
+            fingerprint = header["fingerprint"]
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("progress file %s is corrupt (unreadable header: %s); discarding it and starting over",
+                        self.path, e)
+            self._discard()
+            return
+        if fingerprint != self.fingerprint:
+            log.warning("progress file %s belongs to another run (model, data or settings differ); discarding it",
+                        self.path)
             self._discard()
             return
         records = {}
-        for line in lines[1:]:
+        for n, line in enumerate(lines[1:], start=2):
             try:
                 rec = json.loads(line)
                 crc = rec.pop("crc")
                 if crc != _crc(rec):
                     raise ValueError("checksum mismatch")
-            except (ValueError, KeyError, TypeError) as e:
-                log.warning("progress file %s is corrupt (%s); discarding it and starting over", self.path, e)
+                key = (int(rec["batch"]), str(rec["variant"]))
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                log.warning("progress file %s is corrupt (line %d: %s); discarding it and starting over",
+                            self.path, n, e)
                 self._discard()
                 return
-            records[(rec["batch"], rec["variant"])] = rec
+            records[key] = rec
         self.records = records
+        self.n_resumed = len(records)
         if tail:  # rewrite without the cut line so appends stay well-formed
             self._rewrite()
         if records:
@@ -79,16 +95,21 @@ class ProgressLog:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+        except OSError as e:
+            raise SwapKLError(f"cannot remove the discarded progress file {self.path!r}: {os_reason(e)}") from e
 
     def _rewrite(self) -> None:
         tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(json.dumps({"fingerprint": self.fingerprint}) + "\n")
-            for rec in self.records.values():
-                f.write(json.dumps({**rec, "crc": _crc(rec)}, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w") as f:
+                f.write(json.dumps({"fingerprint": self.fingerprint}) + "\n")
+                for rec in self.records.values():
+                    f.write(json.dumps({**rec, "crc": _crc(rec)}, sort_keys=True) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as e:
+            raise SwapKLError(f"cannot write progress file {self.path!r}: {os_reason(e)}") from e
 
     def get(self, batch: int, variant: str) -> dict | None:
         return self.records.get((batch, variant))
@@ -98,15 +119,18 @@ class ProgressLog:
         self.records[(batch, variant)] = rec
         if not self.path:
             return
-        if self._fh is None:
-            new = not os.path.exists(self.path)
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            self._fh = open(self.path, "a")
-            if new:
-                self._fh.write(json.dumps({"fingerprint": self.fingerprint}) + "\n")
-        self._fh.write(json.dumps({**rec, "crc": _crc(rec)}, sort_keys=True) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            if self._fh is None:
+                new = not os.path.exists(self.path)
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+                self._fh = open(self.path, "a")
+                if new:
+                    self._fh.write(json.dumps({"fingerprint": self.fingerprint}) + "\n")
+            self._fh.write(json.dumps({**rec, "crc": _crc(rec)}, sort_keys=True) + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as e:
+            raise SwapKLError(f"cannot write progress file {self.path!r}: {os_reason(e)}") from e
 
     def close(self, remove: bool = False) -> None:
         if self._fh is not None:

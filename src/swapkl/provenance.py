@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
@@ -20,10 +22,25 @@ def software_versions() -> dict:
 
     return {
         "swapkl_version": __version__,
+        "swapkl_source_sha256": source_sha256(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
+
+
+def source_sha256() -> str:
+    """sha256 over the swapkl package's Python sources (relative paths and contents, sorted).
+
+    The version number does not change with every edit of a development install; this does,
+    so results (and resumable progress) from different code are never mixed up.
+    """
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 def build(loaded=None, windows=None, **extra) -> dict:

@@ -50,6 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--protocols", default="replacement,interchange,deletion",
                    help="comma-separated subset of replacement,interchange,deletion")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
+    p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     add_data_arguments(p)
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default: 1000)")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
@@ -66,5 +67,5 @@ def run(args) -> None:
     run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
               n_boot=args.bootstrap, seed=args.bootstrap_seed, repr_out=args.repr_out,
-              progress_path=args.progress_file, allow_pickle=args.allow_pickle,
+              progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
               trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens)
