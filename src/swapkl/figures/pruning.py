@@ -25,7 +25,7 @@ from swapkl.figures.style import (
     new_figure,
     save_figure,
 )
-from swapkl.prune import ir_ratios
+from swapkl.prune import ir_ratios, read_agreement, read_pruning
 
 #: guide -> (label, colour, line style, marker)
 GUIDE_STYLE = {
@@ -64,8 +64,14 @@ def _scale_for(ax, values) -> str:
     return ""
 
 
-def plot_delta_ppl(df: pd.DataFrame, model: str, revision: str, out_png, out_pdf) -> None:
+def _table(table, reader) -> pd.DataFrame:
+    """A DataFrame as is, or a Parquet path read with ``reader``."""
+    return table if isinstance(table, pd.DataFrame) else reader(table)
+
+
+def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:
     """Delta PPL % (left) and KL to the base model (right) vs number of removed blocks, one line per guide."""
+    df = _table(df, read_pruning)
     g = _checkpoint(df, model, revision)
     budgets = sorted(set(g["budget"]) - {0})
     guides = [k for k in GUIDE_STYLE if k in set(g["guide"])]
@@ -129,6 +135,7 @@ def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, st
                   n_boot: int = 1000, seed: int = 0) -> None:
     """I/R pruning ratio (interchange-guided delta PPL % / replacement-guided (max) delta PPL %) vs budget,
     one line per model (its last training step unless ``revisions`` says otherwise)."""
+    df = _table(df, read_pruning)
     revisions = dict(revisions or {})
     parts = []
     for model, g in df.groupby("model", sort=True):
@@ -165,6 +172,7 @@ def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, st
 def plot_ir_trajectory(df: pd.DataFrame, model: str, out_png, out_pdf, *, budgets=None, n_boot: int = 1000,
                        seed: int = 0) -> None:
     """I/R pruning ratio vs training step of ``model``, one line per budget."""
+    df = _table(df, read_pruning)
     g = df[df["model"] == model]
     if g.empty:
         raise SwapKLError(f"no pruning rows for model {model}")
@@ -216,6 +224,7 @@ AGREEMENT_LABELS = {
 def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pdf) -> None:
     """Spearman correlation between every two guides' per-layer scores (left) and each guide's
     misranking rate against the deletion-cost ranking (right)."""
+    agr = _table(agr, read_agreement)
     g = agr[(agr["model"] == model) & (agr["revision"] == revision)]
     if g.empty:
         raise SwapKLError(f"no agreement rows for {model}@{revision}")

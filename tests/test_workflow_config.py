@@ -1,0 +1,381 @@
+"""The Snakemake workflow's wiring: dry runs of the configs and config validation (no job is run).
+
+Each test runs `python -m snakemake` in a subprocess from the repository root, as a user would, with the
+workflow profile (profiles/default) in effect. Dry runs use --forceall so that outputs left by an earlier
+real run do not change the job counts, and --nolock so a real run in progress does not block them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+STUDY = REPO / "config" / "config.yaml"
+DEMO = REPO / "config" / "demo.yaml"
+DEMO_SMOKE = REPO / "config" / "demo_smoke.yaml"
+PROBE_RULES = ("probe_replacement", "probe_interchange", "probe_deletion")
+
+
+def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--nolock", "--cores", "1", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+    )
+
+
+def job_counts(output: str) -> Counter:
+    """The first 'Job stats' table of Snakemake's output as {rule: count} (without the total)."""
+    match = re.search(r"Job stats:\njob\s+count\n[- ]+\n(.*?)\ntotal\s+(\d+)", output, re.S)
+    assert match, f"no job stats in the output:\n{output}"
+    counts = Counter()
+    for line in match.group(1).splitlines():
+        rule, count = line.split()
+        counts[rule] = int(count)
+    assert sum(counts.values()) == int(match.group(2))
+    return counts
+
+
+def dry_run(configfile: Path, *extra: str, cwd: Path = REPO) -> Counter:
+    result = snakemake("--dry-run", "--forceall", "--configfile", str(configfile), *extra, cwd=cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return job_counts(result.stdout + result.stderr)
+
+
+def write_config(tmp_path: Path, cfg: dict, name: str = "config.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def expected_counts(cfg: dict) -> Counter:
+    """Jobs of a full run, computed from the config file independently of the workflow code."""
+    models = {name: m for name, m in cfg["models"].items() if m.get("enabled", True)}
+    checkpoints = [(name, rev) for name, m in models.items() for rev in m["revisions"]]
+    pruned = [
+        (name, rev)
+        for name, m in models.items() if m.get("prune", {}).get("enabled", False)
+        for rev in (m["revisions"] if m["prune"].get("revisions", "all") == "all" else m["prune"]["revisions"])
+    ]
+    demo = [name for name, m in models.items() if "demo" in m]
+    counts = Counter({rule: len(checkpoints) for rule in PROBE_RULES})
+    counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
+    counts["aggregate_results"] = 1
+    counts["plot_gap_trajectory"] = sum(1 for m in models.values() if m.get("trajectory", False))
+    counts["plot_ratio_by_distance"] = len(models)
+    counts["plot_heatmaps"] = counts["plot_deletion_vs_bi"] = len(checkpoints)
+    if pruned:
+        counts.update(prune_layers=len(pruned), aggregate_pruning=1, plot_pruning_cost=len(pruned),
+                      plot_pruning_agreement=len(pruned), plot_pruning_ratio=1)
+        counts["plot_pruning_trajectory"] = sum(
+            1 for name, m in models.items()
+            if m.get("trajectory", False) and sum(1 for n, _ in pruned if n == name) >= 2)
+    if demo:
+        counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
+                      plot_training_curves=1)
+    counts["all"] = 1
+    return +counts
+
+
+# ----------------------------------------------------------------------------------------------- dry runs
+
+
+def test_study_dry_run_lists_exactly_the_published_jobs():
+    counts = dry_run(STUDY)
+    assert counts == expected_counts(load(STUDY))
+    # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled).
+    assert counts == Counter({
+        "download_checkpoint": 12, "probe_replacement": 12, "probe_interchange": 12, "probe_deletion": 12,
+        "aggregate_results": 1, "plot_gap_trajectory": 2, "plot_ratio_by_distance": 4, "plot_heatmaps": 12,
+        "plot_deletion_vs_bi": 12, "prune_layers": 3, "aggregate_pruning": 1, "plot_pruning_cost": 3,
+        "plot_pruning_agreement": 3, "plot_pruning_ratio": 1, "all": 1,
+    })
+    assert sum(counts.values()) == 91
+
+
+def test_the_configfile_option_replaces_the_study_config():
+    counts = dry_run(DEMO)
+    assert "download_checkpoint" not in counts
+    assert counts == expected_counts(load(DEMO))
+
+
+def test_demo_smoke_dry_run():
+    assert dry_run(DEMO_SMOKE) == expected_counts(load(DEMO_SMOKE))
+
+
+def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
+    cfg = load(STUDY)
+    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    before = dry_run(STUDY)
+    after = dry_run(write_config(tmp_path, cfg))
+    added = after - before
+    assert added == Counter({"download_checkpoint": 1, "probe_replacement": 1, "probe_interchange": 1,
+                             "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
+    assert not before - after
+
+
+def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_path):
+    cfg = load(STUDY)
+    cfg["models"]["pythia-1.4b"]["prune"]["revisions"] = "all"
+    counts = dry_run(write_config(tmp_path, cfg))
+    assert counts == expected_counts(cfg)
+    assert counts["prune_layers"] == 5 + 2 and counts["plot_pruning_trajectory"] == 1
+
+
+def test_disabling_a_model_removes_all_its_jobs(tmp_path):
+    cfg = load(STUDY)
+    cfg["models"]["Qwen3-8B"]["enabled"] = False
+    counts = dry_run(write_config(tmp_path, cfg))
+    assert counts == expected_counts(cfg)
+    assert counts["download_checkpoint"] == 11 and counts["prune_layers"] == 2
+
+
+def test_a_local_model_is_used_in_place(tmp_path):
+    """A `local` model downloads nothing: its revisions are subdirectories of the given directory."""
+    for revision in ("step0", "step10"):
+        (tmp_path / "ckpts" / revision).mkdir(parents=True)
+    cfg = {"models": {"mine": {"local": str(tmp_path / "ckpts"), "revisions": ["step0", "step10"],
+                               "trajectory": True}}}
+    counts = dry_run(write_config(tmp_path, cfg))
+    assert counts == expected_counts(cfg)
+    assert "download_checkpoint" not in counts and counts["probe_replacement"] == 2
+
+
+_HELPERS = """
+import json, sys
+from pathlib import Path
+from types import SimpleNamespace
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+with SnakemakeApi(OutputSettings()) as api:
+    wf = api.workflow(ResourceSettings(), config_settings=ConfigSettings(configfiles=[Path(sys.argv[1])]),
+                      snakefile=Path("Snakefile"))
+    g = wf._workflow.globals
+    jobs = {}
+    for model, revision in g["checkpoints"]():
+        wc = SimpleNamespace(model=model, revision=revision)
+        jobs[f"{model}/{revision}"] = {
+            "checkpoint": g["get_checkpoint_dir"](wc), "pairs": g["get_probe_pairs"](model),
+            "data": g["get_probe_data"](wc), "metadata": g["get_metadata"](wc),
+        }
+    for model, revision in g["prune_checkpoints"]():
+        wc = SimpleNamespace(model=model, revision=revision)
+        jobs[f"{model}/{revision}"]["prune_metadata"] = g["get_prune_metadata"](wc)
+        inputs = g["get_prune_inputs"](wc)
+        jobs[f"{model}/{revision}"]["prune_text"] = inputs["text"]
+    for model in g["models_with"]("demo"):
+        wc = SimpleNamespace(model=model)
+        jobs[model] = {"train": g["get_demo_settings"](wc), "save_steps": g["get_save_steps"](wc)}
+    jobs["pair_sets"] = g["get_pair_sets"]()
+    print("RESULT" + json.dumps(jobs))
+"""
+
+
+def workflow_helpers(configfile: Path) -> dict:
+    """Per checkpoint, the get_* helpers of common.smk that feed the probe and pruning jobs' parameters,
+    evaluated in the loaded workflow (Snakemake API, in a subprocess)."""
+    result = subprocess.run([sys.executable, "-c", _HELPERS, str(configfile)], cwd=REPO, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout.split("RESULT", 1)[1])
+
+
+def test_adding_one_revision_leaves_the_other_jobs_parameters_unchanged(tmp_path):
+    """Snakemake re-runs a job whose parameters changed; adding a revision must change none of the
+    existing checkpoints' probe or pruning parameters, so only the new checkpoint's jobs run (plus the
+    aggregate, whose input set grew, and the figures drawn from it)."""
+    cfg = load(STUDY)
+    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    before = workflow_helpers(STUDY)
+    after = workflow_helpers(write_config(tmp_path, cfg))
+    assert set(after) - set(before) == {"pythia-410m/step2000"}
+    assert {key: after[key] for key in before} == before
+
+
+def test_reordering_config_keys_changes_no_job_parameter(tmp_path):
+    """Snakemake compares parameters as text, so dict parameters must not follow the config's key order."""
+    def reverse_keys(node):
+        if isinstance(node, dict):
+            return {key: reverse_keys(node[key]) for key in reversed(list(node))}
+        return node
+
+    reordered = reverse_keys(load(DEMO))
+    assert list(reordered["models"]["pythia-demo"]["data"])[0] == "min_tokens"
+    before = workflow_helpers(DEMO)
+    after = workflow_helpers(write_config(tmp_path, reordered))
+    assert set(before) == set(after)
+    for key in before:  # json keeps the order of the keys, so the dumps differ if the order does
+        assert json.dumps(after[key]) == json.dumps(before[key]), key
+
+
+def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path):
+    cfg = load(STUDY)
+    cfg["models"]["pythia-410m"]["pair_sets"] = ["within:2", "adjacent", "within:5"]
+    cfg["models"]["pythia-1.4b"]["pair_sets"] = ["adjacent"]
+    cfg["models"]["Qwen3-8B"]["pair_sets"] = ["adjacent", "all"]
+    del cfg["models"]["pythia-1.4b"]["source"]
+    cfg["models"]["pythia-1.4b"]["local"] = "/data/pythia-1.4b"
+    cfg["models"]["pythia-410m"]["data"] = {"text_file": "corpus.txt", "n_seqs": 4}
+    got = workflow_helpers(write_config(tmp_path, cfg))
+    assert {key: job["pairs"] for key, job in got.items() if key.endswith("/step0") or "8B" in key} == {
+        "pythia-410m/step0": "within:5", "pythia-1.4b/step0": "adjacent", "Qwen3-8B/main": "all",
+        "Llama-3.1-8B/main": "all"}
+    assert got["pythia-410m/step0"]["checkpoint"] == "resources/checkpoints/pythia-410m/step0"
+    assert got["pythia-1.4b/step1000"]["checkpoint"] == "/data/pythia-1.4b/step1000"
+    # DataSpec keyword arguments: the config's values plus the schema's defaults, no nulls
+    assert got["pythia-410m/step0"]["data"] == {"text_file": "corpus.txt", "n_seqs": 4, "split": "test",
+                                                "seq_len": 128, "min_tokens": 16, "seed": 0}
+    assert got["pythia-1.4b/step0"]["data"] == {"dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1",
+                                                "split": "test", "n_seqs": 32, "seq_len": 128,
+                                                "min_tokens": 16, "seed": 0}
+    assert got["pythia-410m/step0"]["metadata"]["model"] == "pythia-410m"
+    assert got["pythia-410m/step0"]["metadata"]["revision"] == "step0"
+
+
+# ----------------------------------------------------------------------------------------------- validation
+
+
+def _set(cfg: dict, path: tuple, value) -> dict:
+    cfg = copy.deepcopy(cfg)
+    *parents, leaf = path
+    node = cfg
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+    return cfg
+
+
+def _rename(cfg: dict, path: tuple, new: str) -> dict:
+    cfg = copy.deepcopy(cfg)
+    *parents, leaf = path
+    node = cfg
+    for key in parents:
+        node = node[key]
+    node[new] = node.pop(leaf)
+    return cfg
+
+
+P410, P14, QWEN = ("models", "pythia-410m"), ("models", "pythia-1.4b"), ("models", "Qwen3-8B")
+# case -> (config mutation, the field the message must name)
+INVALID = {
+    "unknown top-level key": (lambda c: _set(c, ("modles",), {}), "modles"),
+    "misspelt model field": (lambda c: _rename(c, P410 + ("revisions",), "revison"), "revison"),
+    "misspelt data field": (lambda c: _set(c, P410 + ("data", "nseqs"), 4), "nseqs"),
+    "misspelt prune field": (lambda c: _set(c, P14 + ("prune", "budget"), 3), "budget"),
+    "bad revision name": (lambda c: _set(c, P410 + ("revisions",), ["step0", "step-5"]), "revisions"),
+    "revision with leading zero": (lambda c: _set(c, P410 + ("revisions",), ["step01"]), "revisions"),
+    "revision with a slash": (lambda c: _set(c, QWEN + ("revisions",), ["refs/pr/1"]), "revisions"),
+    "duplicate revision": (lambda c: _set(c, P410 + ("revisions",), ["step0", "step0"]), "revisions"),
+    "invalid pair set": (lambda c: _set(c, P410 + ("pair_sets",), ["within:0"]), "pair_sets"),
+    "unknown pair set": (lambda c: _set(c, P410 + ("pair_sets",), ["neighbours"]), "pair_sets"),
+    "negative count": (lambda c: _set(c, P410 + ("data", "n_seqs"), -3), "n_seqs"),
+    "negative minimum tokens": (lambda c: _set(c, P410 + ("data", "min_tokens"), -1), "min_tokens"),
+    "zero bootstrap": (lambda c: _set(c, ("probe", "n_boot"), 0), "n_boot"),
+    "negative budget": (lambda c: _set(c, P14 + ("prune", "max_budget"), -1), "max_budget"),
+    "wrong type": (lambda c: _set(c, P410 + ("trajectory",), "yes"), "trajectory"),
+    "wrong type of count": (lambda c: _set(c, P410 + ("data", "seq_len"), "128"), "seq_len"),
+    "unknown dtype": (lambda c: _set(c, P410 + ("dtype",), "float64"), "dtype"),
+    "bad hub id": (lambda c: _set(c, P410 + ("source",), "pythia-410m"), "source"),
+    "two checkpoint sources": (lambda c: _set(c, P410 + ("local",), "ckpts"), "source"),
+    "two text sources": (lambda c: _set(c, P410 + ("data", "text_file"), "a.txt"), "data"),
+    "pruned revision not probed": (lambda c: _set(c, P14 + ("prune", "revisions"), ["step5"]),
+                                   "prune.revisions"),
+    "trajectory of a branch": (lambda c: _set(c, QWEN + ("trajectory",), True), "revisions"),
+    "bad model name": (lambda c: _rename(c, P410, "pythia 410m"), "pythia 410m"),
+    "demo revision past training": (lambda c: _set(c, P410, {"demo": {"arch": "llama", "steps": 10},
+                                                             "revisions": ["step20"]}), "revisions"),
+    "demo save step past training": (lambda c: _set(c, P410, {"demo": {"arch": "llama", "steps": 10,
+                                                                      "save_steps": [0, 50]},
+                                                              "revisions": ["step10"]}), "save_steps"),
+    "unknown demo architecture": (lambda c: _set(c, P410, {"demo": {"arch": "gpt2"}, "revisions": ["step0"]}),
+                                  "arch"),
+    "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
+}
+
+_LOAD_WORKFLOWS = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+messages = {}
+for path in sys.argv[1:]:
+    try:
+        with SnakemakeApi(OutputSettings()) as api:
+            api.workflow(ResourceSettings(), config_settings=ConfigSettings(configfiles=[Path(path)]),
+                         snakefile=Path("Snakefile")).list_rules()
+        messages[path] = None
+    except Exception as e:
+        messages[path] = str(e)
+print("RESULT" + json.dumps(messages))
+"""
+
+
+@pytest.fixture(scope="module")
+def validation_messages(tmp_path_factory) -> dict:
+    """case -> error message of loading the workflow with that invalid config (one subprocess for all)."""
+    tmp = tmp_path_factory.mktemp("invalid")
+    paths = {case: write_config(tmp, mutate(load(STUDY)), f"case{i}.yaml")
+             for i, (case, (mutate, _)) in enumerate(sorted(INVALID.items()))}
+    result = subprocess.run([sys.executable, "-c", _LOAD_WORKFLOWS, *map(str, paths.values())], cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    messages = json.loads(result.stdout.split("RESULT", 1)[1])
+    return {case: messages[str(path)] for case, path in paths.items()}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_invalid_config_is_rejected_naming_the_field(validation_messages, case):
+    message = validation_messages[case]
+    assert message is not None, f"{case}: the config was accepted"
+    first = message.splitlines()[0]
+    assert first.startswith("Invalid config: "), message
+    assert INVALID[case][1] in first, first
+
+
+@pytest.mark.parametrize("case", ["unknown top-level key", "negative count"])
+def test_invalid_config_fails_on_the_command_line_before_any_job(tmp_path, case):
+    mutate, field = INVALID[case]
+    result = snakemake("--dry-run", "--configfile", str(write_config(tmp_path, mutate(load(STUDY)))))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    line = next((ln for ln in output.splitlines() if "Invalid config:" in ln), None)
+    assert line is not None, output
+    assert field in line, line
+    assert "Job stats" not in output and "rule " not in output
+
+
+def test_the_published_configs_are_valid():
+    result = subprocess.run([sys.executable, "-c", _LOAD_WORKFLOWS, str(STUDY), str(DEMO), str(DEMO_SMOKE)],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout.split("RESULT", 1)[1]) == {str(p): None for p in (STUDY, DEMO, DEMO_SMOKE)}
+
+
+def test_every_rule_env_file_is_pinned_and_installs_swapkl():
+    rules_text = "".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
+    used = set(re.findall(r'"\.\./\.\./envs/(\w+)\.yaml"', rules_text))
+    assert used == {p.stem for p in (REPO / "envs").glob("*.yaml")}
+    for name in used:
+        env = yaml.safe_load((REPO / "envs" / f"{name}.yaml").read_text())
+        pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+        assert pip and all("==" in requirement for requirement in pip), name
+        assert "pip install --no-deps --editable ." in (REPO / "envs" / f"{name}.post-deploy.sh").read_text()
+
+
+def test_revision_wildcard_constraint_matches_the_schema():
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    common = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    constraint = re.search(r'^REVISION_REGEX = r"(.*)"$', common, re.M).group(1)
+    assert schema["$defs"]["revision"]["pattern"] == f"^({constraint})$"

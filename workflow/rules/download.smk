@@ -1,0 +1,23 @@
+# Hub checkpoints: one snapshot (safetensors only) per model x revision under resources/checkpoints/.
+# Gated repositories (meta-llama/Llama-3.1-8B) need a token: `huggingface-cli login` or HF_TOKEN.
+
+
+localrules:
+    download_checkpoint,
+
+
+rule download_checkpoint:
+    output:
+        directory("resources/checkpoints/{model}/{revision}"),
+    wildcard_constraints:
+        model=name_regex(models_with("source")),
+    params:
+        model_id=lambda wildcards: config["models"][wildcards.model]["source"],
+        retries=5,
+    log:
+        "logs/{model}/{revision}/download_checkpoint.log",
+    retries: 2
+    conda:
+        "../../envs/download.yaml"
+    script:
+        "../scripts/download_checkpoint.py"
