@@ -9,6 +9,8 @@ VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 CORES  ?= all
 BIN     = $(VENV)/bin
+# torch's OpenMP threads spin while waiting; passive waiting keeps 2-core machines responsive
+export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: setup demo test test-fast clean-demo
 

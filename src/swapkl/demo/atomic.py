@@ -1,0 +1,70 @@
+"""Atomic writes for the demo's outputs: a failed run leaves no partial file or checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    """A fresh hidden name next to ``path`` (created files get the normal umask permissions)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}{suffix}")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` newlines) to ``path`` via a temporary file in the same directory."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _sibling(path, ".tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    """Write ``obj`` as indented, key-sorted JSON, atomically."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+@contextmanager
+def staged_dir(final: Path) -> Iterator[Path]:
+    """Yield an empty temporary directory next to ``final``; on success it replaces ``final``.
+
+    An existing ``final`` is removed only once the new content is complete. On error the temporary
+    directory is deleted and ``final`` is left as it was.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _sibling(final, ".tmp")
+    tmp.mkdir()
+    try:
+        yield tmp
+        if final.exists():
+            old = _sibling(final, ".old")
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def move_files_into(src_dir: Path, dest_dir: Path) -> list[str]:
+    """Move every regular file of ``src_dir`` into ``dest_dir`` with ``os.replace``; return the names."""
+    dest_dir = Path(dest_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in Path(src_dir).iterdir() if p.is_file())
+    for name in names:
+        os.replace(Path(src_dir) / name, dest_dir / name)
+    return names
