@@ -4,6 +4,14 @@ the first slot it changes.
 Nothing before that slot is recomputed, no weights are copied (a moved block is the
 same module object called at another slot), and the unembedding + KL run in token
 chunks (see :mod:`swapkl.kl`).
+
+Variants that agree beyond their first changed slot share that work too. Replacement
+``M_{i<-j}`` and interchange ``M_{i<->j}`` (i<j) run the same blocks at slots i..j-1 (block j,
+then i+1..j-1), and deletion ``M_{-i}`` shares slot i with ``M_{i<-i+1}``. After
+:meth:`ProbeEngine.plan` has put the variants in lexicographic order of their block orders
+(where such variants are neighbours), computing a variant keeps the one residual stream the
+next planned variant can resume from. The shared stream is the very tensor the next variant
+would recompute (same blocks, slots, inputs), so the numbers are bit-identical.
 """
 
 from __future__ import annotations
@@ -32,6 +40,16 @@ class BatchState:
 
 
 @dataclass
+class _Carry:
+    """The stream entering ``slot`` of a variant whose blocks at slots < ``slot`` were ``prefix``."""
+
+    state: BatchState
+    slot: int
+    prefix: tuple[int, ...]
+    h: torch.Tensor
+
+
+@dataclass
 class SeqStats:
     """Per-sequence sums over valid positions (float64 numpy-ready tensors)."""
 
@@ -49,10 +67,23 @@ class ProbeEngine:
         self.unemb = Unembedding.from_head(self.adapter.head)
         self.chunk_tokens = int(chunk_tokens)
         self.layer_evals = 0  # number of block evaluations so far (for benchmarks)
+        self._successor: dict[tuple[int, ...], tuple[int, ...]] = {}  # planned order -> next planned order
+        self._carry: _Carry | None = None
+
+    def plan(self, variants: list[Variant]) -> list[Variant]:
+        """The variants in the order to compute them so that neighbours share the most work.
+
+        Computing them in this order (any subset, any batch) lets each variant leave behind the
+        stream its successor resumes from; other orders are still exact, just without sharing.
+        """
+        ordered = sorted(variants, key=lambda v: v.order)
+        self._successor = {a.order: b.order for a, b in zip(ordered, ordered[1:]) if a.order != b.order}
+        return ordered
 
     @torch.inference_mode()
     def base_pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> BatchState:
         a = self.adapter
+        self._carry = None  # a new batch: nothing carried over from the previous one
         h, ctx = a.prepare(input_ids, attention_mask)
         residuals = [h]
         for slot in range(self.n_layers):
@@ -75,10 +106,34 @@ class ProbeEngine:
     @torch.inference_mode()
     def final_hidden(self, state: BatchState, variant: Variant) -> torch.Tensor:
         """Residual stream after the last block of ``variant`` (before the final norm)."""
+        order = variant.order
         start = variant.first_changed_slot(self.n_layers)
-        h = self.adapter.run_order(variant.order, start, state.residuals[start], state.ctx)
-        self.layer_evals += len(variant.order) - start
+        h = state.residuals[start]
+        carry, self._carry = self._carry, None
+        if carry is not None and carry.state is state and carry.slot > start and order[: carry.slot] == carry.prefix:
+            start, h = carry.slot, carry.h  # the previous variant ran exactly these blocks at these slots
+        keep = self._keep_slot(order)
+        for slot in range(start, len(order)):
+            if slot == keep:
+                self._carry = _Carry(state, slot, order[:slot], h)
+            h = self.adapter.run_block(order[slot], slot, h, state.ctx)
+        if keep == len(order):
+            self._carry = _Carry(state, keep, order, h)
+        self.layer_evals += len(order) - start
         return h
+
+    def _keep_slot(self, order: tuple[int, ...]) -> int | None:
+        """Slot whose incoming stream the planned successor of ``order`` can resume from, if any."""
+        nxt = self._successor.get(order)
+        if nxt is None:
+            return None
+        shared = 0
+        for a, b in zip(order, nxt):
+            if a != b:
+                break
+            shared += 1
+        first = next((k for k, b in enumerate(nxt) if b != k), min(len(nxt), self.n_layers))
+        return shared if shared > first else None
 
     @torch.inference_mode()
     def token_stats(self, state: BatchState, variant: Variant) -> tuple[torch.Tensor, torch.Tensor]:

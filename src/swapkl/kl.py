@@ -7,7 +7,7 @@ never exists in float32 for all tokens at once.
 For each token of the base model we keep three small quantities instead of its
 distribution ``p``:
 
-* ``negent = sum_v p_v log p_v`` (float64),
+* ``negent = sum_v p_v log p_v`` (float64, computed as ``pw . h + pb - logsumexp(z)``),
 * ``pw = W^T p`` (the p-weighted unembedding rows, a d-vector, float64),
 * ``pb = p . b`` when the head has a bias.
 
@@ -63,12 +63,17 @@ def base_targets(unemb: Unembedding, h: torch.Tensor, labels: torch.Tensor, chun
     pw = torch.empty(n, h.shape[1], dtype=torch.float64, device=h.device)
     pb = None if unemb.bias is None else torch.empty(n, dtype=torch.float64, device=h.device)
     for a, b in _chunks(n, chunk):
-        logp = torch.log_softmax(unemb.logits(h[a:b]), dim=-1)
-        p = logp.exp()
-        negent[a:b] = (p * logp).sum(-1, dtype=torch.float64)
+        z = unemb.logits(h[a:b])
+        p = torch.softmax(z, dim=-1)
         pw[a:b] = (p @ unemb.weight).double()
+        pz = (pw[a:b] * h[a:b].double()).sum(-1)
         if pb is not None:
             pb[a:b] = (p @ unemb.bias).double()
+            pz = pz + pb[a:b]
+        # sum p log p = sum p z - logsumexp(z), formed from the same pw (and pb) the variants use, so
+        # that in KL = negent - pw.h_variant + lse the float32 rounding of p cancels to first order:
+        # KL = pw.(h_base - h_variant) + lse_variant - lse_base
+        negent[a:b] = pz - _logsumexp_(z)
     return BaseTargets(negent, pw, pb, labels)
 
 
@@ -84,17 +89,30 @@ def kl_and_nll(unemb: Unembedding, h: torch.Tensor, base: BaseTargets, chunk: in
     for a, b in _chunks(n, chunk):
         hc = h[a:b].float()
         z = F.linear(hc, unemb.weight, unemb.bias)
-        lse = torch.logsumexp(z, dim=-1).double()
+        lab = base.labels[a:b]
+        has = lab >= 0
+        zl = z.gather(1, lab.clamp(min=0).unsqueeze(1)).squeeze(1).double() if has.any() else None
+        lse = _logsumexp_(z)  # z is overwritten from here on
         pz = (base.pw[a:b] * hc.double()).sum(-1)
         if base.pb is not None:
             pz = pz + base.pb[a:b]
         kl[a:b] = base.negent[a:b] - pz + lse
-        lab = base.labels[a:b]
-        has = lab >= 0
-        if has.any():
-            zl = z.gather(1, lab.clamp(min=0).unsqueeze(1)).squeeze(1).double()
+        if zl is not None:
             nll[a:b] = torch.where(has, lse - zl, nll[a:b])
     return kl, nll
+
+
+def _logsumexp_(z: torch.Tensor) -> torch.Tensor:
+    """Row-wise logsumexp of float32 logits, returned in float64; overwrites ``z``.
+
+    The arithmetic of ``torch.logsumexp`` (max, exp of the shifted values, float32 sum) but in
+    place, without its ``[tokens x vocab]`` temporaries (fewer passes over memory: about 2.5x
+    faster on CPU at 1024 x 8192, and no extra chunk-sized buffers), and with the final log
+    and add of the max in float64, so the result (about log V, ~10 nats) is not rounded to
+    float32 (~5e-7). Non-finite logits give a non-finite result, which callers reject.
+    """
+    m = z.amax(dim=-1, keepdim=True)
+    return z.sub_(m).exp_().sum(-1).double().log_().add_(m.squeeze(-1).double())
 
 
 def kl_from_logits(base_logits: torch.Tensor, variant_logits: torch.Tensor) -> torch.Tensor:

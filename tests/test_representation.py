@@ -1,0 +1,119 @@
+"""ShortGPT BI and Gromov angular distance against a direct computation from the stock forward.
+
+The direct computation takes ``output_hidden_states=True`` for the streams entering blocks
+0..L-1 and a forward hook on the last block for the stream *before* the final norm
+(``hidden_states[-1]`` is after it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from swapkl.data import DataSpec
+from swapkl.engine import ProbeEngine
+from swapkl.probe import run_probe
+from swapkl.representation import representation_sums
+from tiny_models import ARCHS, random_tokens, tiny_model
+
+L = 4
+
+
+@torch.no_grad()
+def direct_streams(model, ids, mask) -> list[torch.Tensor]:
+    """Residual stream entering each block, plus the last block's output (pre final norm)."""
+    captured = {}
+    last = model.base_model.layers[-1]
+    hook = last.register_forward_hook(lambda m, a, o: captured.setdefault("h", o[0] if isinstance(o, tuple) else o))
+    try:
+        out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False)
+    finally:
+        hook.remove()
+    hs = list(out.hidden_states)
+    assert len(hs) == L + 1
+    assert not torch.allclose(hs[-1], captured["h"])  # hidden_states[-1] is after the final norm
+    return [h.double() for h in hs[:L]] + [captured["h"].double()]
+
+
+def cos(a, b):
+    return (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))
+
+
+def direct_metrics(streams, mask) -> dict:
+    """Token-weighted means over valid tokens, and last-valid-token means over sequences."""
+    valid = mask.bool()
+    lengths = mask.sum(1)
+    rows = torch.arange(mask.shape[0])
+    out = {}
+    for l in range(L):
+        c = cos(streams[l], streams[l + 1])
+        out[("bi", l, 1)] = (1 - c)[valid].mean().item()
+        for n in range(1, L - l + 1):
+            ang = torch.arccos(cos(streams[l], streams[l + n]).clamp(-1, 1)) / math.pi
+            out[("angular", l, n)] = ang[valid].mean().item()
+            out[("angular_last", l, n)] = ang[rows, lengths - 1].mean().item()
+    return out
+
+
+def _close(a, b, what, rtol=1e-7):
+    assert abs(a - b) <= rtol * abs(b) + 1e-12, f"{what}: {a} vs {b}"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_bi_and_angular_match_direct_computation(arch):
+    model = tiny_model(arch, n_layers=L)
+    ids = random_tokens(97, 3, 16, seed=4)
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = 0
+    mask[2, 3:] = 0
+    want = direct_metrics(direct_streams(model, ids, mask), mask)
+    state = ProbeEngine(model).base_pass(ids, mask)
+    got = representation_sums(state.residuals, state.valid)
+    assert set(got) == set(want)
+    assert len([k for k in got if k[0] == "bi"]) == L
+    assert len([k for k in got if k[0] == "angular"]) == L * (L + 1) // 2
+    for key, (s, c) in got.items():
+        _close((s.sum() / c.sum()).item(), want[key], str(key))
+    # BI(l) is angular distance at width 1 through a different function of the same cosine
+    for l in range(L):
+        s, c = got[("angular", l, 1)]
+        ang = (s.sum() / c.sum()).item()
+        assert 0 < ang < 1
+
+
+def test_padding_changes_nothing_for_valid_tokens():
+    model = tiny_model("llama", n_layers=L)
+    ids = random_tokens(97, 2, 12, seed=6)
+    mask = torch.ones_like(ids)
+    mask[1, 5:] = 0
+    a = representation_sums(ProbeEngine(model).base_pass(ids, mask).residuals, mask.bool())
+    alone = ids[1:2, :5]
+    b = representation_sums(ProbeEngine(model).base_pass(alone, torch.ones_like(alone)).residuals,
+                            torch.ones_like(alone).bool())
+    for key in a:
+        s1, c1 = a[key]
+        s2, c2 = b[key]
+        assert c1[1].item() == c2[0].item()
+        _close(s1[1].item(), s2[0].item(), str(key), rtol=1e-5)  # float32 forwards of other shapes
+
+
+def test_repr_out_file_matches_direct_computation(tmp_path):
+    model = tiny_model("gpt_neox", n_layers=L)
+    model.save_pretrained(tmp_path / "ckpt")
+    ids = random_tokens(97, 4, 10, seed=8)
+    np.save(tmp_path / "tokens.npy", ids.numpy())
+    run_probe(str(tmp_path / "ckpt"), str(tmp_path / "probe.parquet"), protocols=["deletion"], pairs="adjacent",
+              data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu", batch_size=3, n_boot=50,
+              repr_out=str(tmp_path / "repr.parquet"))
+    want = direct_metrics(direct_streams(model, ids, torch.ones_like(ids)), torch.ones_like(ids))
+    df = pq.read_table(tmp_path / "repr.parquet").to_pandas()
+    assert len(df) == len(want)
+    for r in df.itertuples():
+        _close(r.value, want[(r.metric, r.layer_i, r.width)], f"{r.metric} {r.layer_i} {r.width}")
+        assert r.ci_low <= r.value + 1e-12 and r.value <= r.ci_high + 1e-12
+        assert r.n_seqs == 4
+        assert r.n_tokens == (4 if r.metric == "angular_last" else 40)
