@@ -8,11 +8,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 CORES  ?= all
+# The demo uses no GPU; on a CPU the `gpu` resource only limits how many probe/prune jobs run at once.
+DEMO_GPU_SLOTS ?= 2
 BIN     = $(VENV)/bin
 # torch's OpenMP threads spin while waiting; passive waiting keeps 2-core machines responsive
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: setup demo test test-fast clean-demo
+.PHONY: setup demo test test-fast
 
 setup: $(VENV)/.swapkl-installed
 
@@ -24,7 +26,7 @@ $(VENV)/.swapkl-installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --workflow-profile profiles/default
+	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --workflow-profile profiles/default --resources gpu=$(DEMO_GPU_SLOTS)
 	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --report results/report.html
 
 test: setup

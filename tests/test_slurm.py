@@ -179,3 +179,45 @@ def test_gpu_resource_becomes_gpus_request(slurm_cluster, tmp_path):
     assert "--gpus=1" in log
     assert "Invalid generic resource (gres) specification" in log
     assert not (workdir / "results" / "summary.txt").exists()
+
+
+GPU_RULES = ["probe_replacement", "probe_interchange", "probe_deletion", "prune_layers"]
+REPO = Path(__file__).resolve().parents[1]
+MICRO_CONFIG = REPO / "tests" / "slurm" / "demo_micro.yaml"
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_demo_dag_through_slurm_equals_local_run(slurm_cluster, tmp_path):
+    """The real demo DAG (training included) submitted through profiles/slurm gives the local run's numbers."""
+    import sys
+
+    import pandas as pd
+
+    common = ["--snakefile", str(REPO / "Snakefile"), "--configfile", str(MICRO_CONFIG)]
+    local = tmp_path / "local"
+    local.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *common, "--directory", str(local), "--cores", "2"],
+                          cwd=REPO, capture_output=True, text=True, timeout=SNAKEMAKE_TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+
+    remote = tmp_path / "slurm"
+    remote.mkdir()
+    profile = write_local_profile(tmp_path / "profile", slurm_cluster, gpu_rules=GPU_RULES)
+    rc, log = run_snakemake(slurm_cluster, remote, profile, *common)
+    assert rc == 0, log[-6000:]
+    submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
+    assert len(submitted) >= 8  # corpus, tokenizer, training, 6 probes, aggregate, figures
+    states = slurm_cluster.job_states()
+    assert all(states[j][0] == "COMPLETED" for j in submitted)
+
+    for rel in ("results/swapkl.parquet", "results/figures/gap_trajectory/pythia-demo.png"):
+        assert (remote / rel).is_file() and (remote / rel).stat().st_size > 0, rel
+    a = pd.read_parquet(local / "results/swapkl.parquet")
+    b = pd.read_parquet(remote / "results/swapkl.parquet")
+    key = ["kind", "model", "revision", "protocol", "layer_i", "layer_j", "pair_set", "metric", "width"]
+    key = [k for k in key if k in a.columns]
+    a = a.sort_values(key, na_position="first").reset_index(drop=True)
+    b = b.sort_values(key, na_position="first").reset_index(drop=True)
+    assert list(a.columns) == list(b.columns) and len(a) == len(b) > 0
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-6, atol=1e-9)

@@ -238,7 +238,7 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     assert got["pythia-410m/step0"]["data"] == {"text_file": "corpus.txt", "n_seqs": 4, "split": "test",
                                                 "seq_len": 128, "min_tokens": 16, "seed": 0}
     assert got["pythia-1.4b/step0"]["data"] == {"dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1",
-                                                "split": "test", "n_seqs": 32, "seq_len": 128,
+                                                "split": "validation", "n_seqs": 32, "seq_len": 128,
                                                 "min_tokens": 16, "seed": 0}
     assert got["pythia-410m/step0"]["metadata"]["model"] == "pythia-410m"
     assert got["pythia-410m/step0"]["metadata"]["revision"] == "step0"

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.func(args)
     except SwapKLError as e:
-        print(f"swapkl: error: {e}", file=sys.stderr)
+        print("swapkl: error: " + " ".join(str(e).split()), file=sys.stderr)  # always one line
         return 2
     except KeyboardInterrupt:
         print("swapkl: interrupted", file=sys.stderr)

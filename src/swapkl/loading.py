@@ -75,8 +75,9 @@ def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str |
         sub = os.path.join(path, revision)
         if os.path.isdir(sub):
             return sub, revision
-        if not os.path.isfile(os.path.join(path, "config.json")):
-            raise SwapKLError(f"revision {revision!r} not found under local model {model!r}")
+        # a local checkpoint directory is one revision: a revision that names no subdirectory is an error,
+        # never a label silently attached to other weights
+        raise SwapKLError(f"revision {revision!r} not found under local model {model!r}")
     if not os.path.isfile(os.path.join(path, "config.json")):
         raise SwapKLError(f"model path {model!r} has no config.json (not a Hugging Face checkpoint)")
     return path, revision
