@@ -1,5 +1,5 @@
 # Hub checkpoints: one snapshot (safetensors only) per model x revision under resources/checkpoints/.
-# Gated repositories (meta-llama/Llama-3.1-8B) need a token: `huggingface-cli login` or HF_TOKEN.
+# Gated repositories (meta-llama/Llama-3.1-8B) need a token: `hf auth login` or HF_TOKEN.
 
 
 localrules:
