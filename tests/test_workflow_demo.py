@@ -120,7 +120,7 @@ def test_pruning_table(demo_run):
     assert {"interchange", "replacement_max", "bi", "sleb_iterative", "random_mean"} <= set(pr["guide"])
     base = pr[pr["guide"] == "base"]
     assert (base["delta_ppl_pct"].abs() < 1e-9).all()
-    one = pr[(pr["budget"] == 1) & pr["feasible"].astype(bool) & (pr["guide"] != "random")]
+    one = pr[(pr["budget"] == 1) & pr["feasible"].astype(bool) & ~pr["guide"].isin(["random", "random_mean"])]
     assert one["removed_layers"].map(len).eq(1).all()
     # SLEB-iterative at budget 1 removes the block whose removal costs the least calibration NLL, so its
     # probe-window KL is finite and its perplexity is a real number
