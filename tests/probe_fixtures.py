@@ -15,21 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-PROBE_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("protocol", pa.string()),
-    ("layer_i", pa.int64()), ("layer_j", pa.int64()), ("n_layers", pa.int64()),
-    ("kl_mean", pa.float64()), ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()),
-    ("nll_mean", pa.float64()), ("nll_ci_low", pa.float64()), ("nll_ci_high", pa.float64()),
-    ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
-    ("seq_kl_sum", pa.list_(pa.float64())), ("seq_tokens", pa.list_(pa.int64())),
-    ("seq_nll_sum", pa.list_(pa.float64())), ("seq_nll_tokens", pa.list_(pa.int64())),
-])
-REPR_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("metric", pa.string()),
-    ("layer_i", pa.int64()), ("width", pa.int64()), ("n_layers", pa.int64()),
-    ("value", pa.float64()), ("ci_low", pa.float64()), ("ci_high", pa.float64()),
-    ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
-])
+from swapkl.probe import PROBE_SCHEMA, REPR_SCHEMA  # the engine's own output schema, one definition
 
 
 def step_of(revision: str) -> int | None:
