@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import float32_bounds
 import naive_reference as ref
 from swapkl.adapters import get_adapter
 from swapkl.adapters.qwen3 import Qwen3Adapter
@@ -20,6 +21,14 @@ from tiny_models import ARCHS, random_tokens, tiny_model
 
 N_LAYERS = 5
 VOCAB = 97
+# Tolerance analysis. Engine and reference run the same float32 modules on the same tokens; they differ
+# in batch shapes (shared prefixes, chunking, so matmul kernels may block and round differently) and in
+# how KL is formed (swapkl.kl's summaries vs the textbook float64 form). Rounding through 5 blocks of
+# width 32 perturbs the stream by a random walk of ~sqrt(5 * 32) * u ~ 1e-6 relative (u = 6e-8), and a
+# per-sequence KL or NLL mean inherits about that relative error (the worst-case bound of
+# tests/float32_bounds.py is ~100x looser and would not catch a one-position shift). Measured maximum
+# over every comparison here: 7.9e-7 (ATen default path), 1.1e-6 (AVX2), 6.9e-7 (AVX-512), so 1e-5
+# leaves a 9x margin; tests/test_cpu_kernels.py reruns this module on the other kernel paths.
 RTOL = 1e-5
 
 
@@ -296,10 +305,17 @@ def test_kl_formula_with_bias_and_chunks_against_direct_float64():
     lp, lq = torch.log_softmax(zb, -1), torch.log_softmax(zv, -1)
     want_kl = (lp.exp() * (lp - lq)).sum(-1)
     want_nll = -lq.gather(1, labels.clamp(min=0)[:, None])[:, 0]
+    # tolerance: the worst-case float32 error of swapkl.kl's operations on every kernel path (derivation
+    # in tests/float32_bounds.py), per token: 6e-5..2e-4 nats here (the observed error is ~1e-6)
+    kl_tol = float32_bounds.kl_bound(w, b, hb, hv)
+    nll_tol = float32_bounds.nll_bound(w, b, hv, labels)[:-1]
+    assert (kl_tol < 0.2 * want_kl).all()  # tight enough that a wrong term (bias, lse, chunk offset) fails
     for chunk in (1, 4, 13, 100):
         kl, nll = kl_and_nll(unemb, hv, base_targets(unemb, hb, labels, chunk), chunk)
-        torch.testing.assert_close(kl, want_kl, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(nll[:-1], want_nll[:-1], rtol=1e-5, atol=1e-6)
+        err = (kl - want_kl).abs()
+        assert (err <= kl_tol).all(), f"chunk {chunk}: KL error {err.max():.3g} over the bound {kl_tol[err.argmax()]:.3g}"
+        nll_err = (nll[:-1] - want_nll[:-1]).abs()
+        assert (nll_err <= nll_tol).all(), f"chunk {chunk}: NLL error {nll_err.max():.3g} over the bound"
         assert torch.isnan(nll[-1])  # no next token
         base_kl, _ = kl_and_nll(unemb, hb, base_targets(unemb, hb, labels, chunk), chunk)
         assert base_kl.abs().max().item() < 1e-9

@@ -242,7 +242,11 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
     ref = read_pruning(setup["out"])
     for guide in ("interchange", "sleb_iterative", "bi"):
         assert list(_row(df, guide, 1)["removed_layers"]) == list(_row(ref, guide, 1)["removed_layers"])
-        assert _row(df, guide, 1)["ppl"] == pytest.approx(_row(ref, guide, 1)["ppl"], rel=1e-9)
+        # Same windows and layers, but float32 forwards in other batch shapes may take other matmul kernels
+        # (blocking, FMA) and round differently: each logit by ~gamma_d * sum|w h| (~1e-6 of its size), so the
+        # mean NLL (~6 nats) by ~1e-6 nats and ppl = exp(mean NLL) by the same relative amount; 1e-5 leaves
+        # a 10x margin and still catches a different window, layer or token count (>= 1e-3 here).
+        assert _row(df, guide, 1)["ppl"] == pytest.approx(_row(ref, guide, 1)["ppl"], rel=1e-5)
     agg = tmp_path / "agg.parquet"
     args = parser.parse_args(["aggregate-pruning", "--inputs", str(out), "--out", str(agg)])
     args.func(args)

@@ -1,0 +1,77 @@
+"""Worst-case float32 error bounds for swapkl.kl, derived from the operations it performs.
+
+The tolerance of a numeric test must hold on every CPU kernel path (AVX2, AVX-512, AMX, the scalar
+``default`` path): matmul kernels differ in summation order and use of fused multiply-add, so a
+tolerance read off one machine's result is not a tolerance. These bounds follow Higham's standard
+model, ``fl(a op b) = (a op b)(1 + e)``, ``|e| <= u``, with ``u = 2**-24`` for float32 and
+``gamma_n = n u / (1 - n u)`` for a sum or dot product of n terms in *any* order (so they hold for
+every kernel, blocked, pairwise or FMA).
+
+How ``swapkl.kl`` computes ``KL(p_b || p_v)`` for a token (see its module docstring):
+``KL = pw . (h_b - h_v) + lse(z_v) - lse(z_b)`` where ``z = W h + b`` is formed in float32 and
+``pw = W^T softmax(z_b)`` is formed in float32 and used in float64. Against the exact value:
+
+1. Each logit ``z_v`` carries an error of at most ``gamma_{d+1} A_v`` with
+   ``A_v = sum_k |W_vk h_k| + |b_v|`` (a d-term dot product plus the bias).
+2. ``lse`` (max, subtract, exp, float32 sum, float64 log) then errs by at most
+   ``max_v |dz_v|`` (lse is 1-Lipschitz in the max norm) plus the relative error of the sum:
+   rounding of ``z - m`` (``u |z_v - m|``), of exp (``E u``, with ``E = 4`` ulp as a generous bound
+   for the vectorised exp of every ATen path) and of the V-term sum (``gamma_V``).
+3. ``pw`` errs because ``p`` does: each ``p_v`` has relative error at most ``2 max|dz| + (the lse
+   rounding above)``, and the V-term product with ``W`` adds ``gamma_V``; this error is multiplied
+   by ``|h_b - h_v|`` (so it vanishes for the base itself).
+
+``kl_bound`` adds the three; ``nll_bound`` is (2) for the variant plus (1) for the label's logit.
+The reference computes in float64 from the same float32 inputs, so its own error (~1e-15) is
+negligible next to these.
+"""
+
+from __future__ import annotations
+
+import torch
+
+U32 = 2.0**-24
+EXP_ULPS = 4.0
+
+
+def gamma(n: int, u: float = U32) -> float:
+    return n * u / (1 - n * u)
+
+
+def _logit_error(w: torch.Tensor, b: torch.Tensor | None, h: torch.Tensor) -> torch.Tensor:
+    """[N, V] bound on |fl(W h + b) - (W h + b)| for float32 logits."""
+    w, h = w.double(), h.double()
+    a = h.abs() @ w.abs().T
+    if b is not None:
+        a = a + b.double().abs()
+    return gamma(w.shape[1] + 1) * a
+
+
+def _lse_error(z: torch.Tensor, dz: torch.Tensor) -> torch.Tensor:
+    """[N] bound on the error of swapkl's float32 logsumexp of logits z (exact) known to +-dz."""
+    z = z.double()
+    spread = (z.amax(-1, keepdim=True) - z).amax(-1) + 2 * dz.amax(-1)
+    sum_rel = U32 * spread + EXP_ULPS * U32 + gamma(z.shape[-1])
+    return dz.amax(-1) + 2 * sum_rel  # log(1 + e) <= 2 e for the tiny e here
+
+
+def kl_bound(w, b, h_base, h_var) -> torch.Tensor:
+    """[N] worst-case |KL_swapkl - KL_exact| for float32 final hidden states h_base, h_var [N, d]."""
+    wd = w.double()
+    zb = h_base.double() @ wd.T + (0 if b is None else b.double())
+    zv = h_var.double() @ wd.T + (0 if b is None else b.double())
+    dzb, dzv = _logit_error(w, b, h_base), _logit_error(w, b, h_var)
+    lse_b, lse_v = _lse_error(zb, dzb), _lse_error(zv, dzv)
+    p = torch.softmax(zb, -1)
+    p_rel = 2 * dzb.amax(-1) + lse_b + gamma(w.shape[0])  # relative error of each p_v, then of p @ W
+    pw_abs = p @ wd.abs()  # [N, d]: sum_v p_v |W_vk|
+    pw_term = 1.01 * p_rel * (pw_abs * (h_base.double() - h_var.double()).abs()).sum(-1)
+    return lse_b + lse_v + pw_term
+
+
+def nll_bound(w, b, h_var, labels) -> torch.Tensor:
+    """[N] worst-case |NLL_swapkl - NLL_exact| of the next token (labels >= 0)."""
+    wd = w.double()
+    zv = h_var.double() @ wd.T + (0 if b is None else b.double())
+    dzv = _logit_error(w, b, h_var)
+    return _lse_error(zv, dzv) + dzv.gather(1, labels.clamp(min=0)[:, None])[:, 0]
