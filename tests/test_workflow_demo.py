@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 def run_demo(workdir: Path, configfile: str = "config/demo_smoke.yaml", extra=()) -> subprocess.CompletedProcess:
     cmd = SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-                       "--configfile", str(REPO / configfile), "--cores", "2", "--resources", "gpu=2", "--nolock", *extra]
+                       "--replace-workflow-config", "--configfile", str(REPO / configfile), "--cores", "2", "--resources", "gpu=2", "--nolock", *extra]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3000)
 
 
