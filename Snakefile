@@ -25,6 +25,10 @@ localrules:
     all,
 
 
+onstart:
+    check_hub_access(workflow.dag)
+
+
 rule all:
     input:
         get_final_outputs(),
