@@ -401,7 +401,9 @@ def figure_files(stem):
 
 
 def get_final_outputs():
-    outputs = ["results/swapkl.parquet"]
+    """Every file the README lists as an output, intermediate tables included, so that a deleted one is
+    rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
+    outputs = ["results/swapkl.parquet", *get_all_probe_files(), *get_all_repr_files()]
     for model in trajectory_models():
         outputs += figure_files(f"gap_trajectory/{model}")
     for model in enabled_models():
@@ -413,6 +415,7 @@ def get_final_outputs():
         outputs += figure_files("training_curves")
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
+        outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]
         outputs += figure_files("pruning_ratio")
         for model, revision in prune_checkpoints():
             outputs += figure_files(f"pruning_cost/{model}/{revision}")
