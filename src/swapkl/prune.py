@@ -43,14 +43,14 @@ import torch
 
 from swapkl import provenance
 from swapkl.agreement import AGREEMENT_SCHEMA, agreement_rows
-from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
+from swapkl.bootstrap import boot_log_ppl, percentile_ci, ratio_ci, ratio_mean, resample_indices
 from swapkl.data import DataSpec, Windows, check_windows, load_windows
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.loading import load_model
 from swapkl.pairs import removal
 from swapkl.parquet_io import write_parquet
-from swapkl.perplexity import EvalSpec, boot_log_ppl, load_eval_windows, percentile_ci, window_nll
+from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.probe import step_of
 from swapkl.selection import (
     BudgetError,
