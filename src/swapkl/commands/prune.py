@@ -104,7 +104,7 @@ def run_aggregate(args) -> None:
 
 def run_plot(args) -> None:
     from swapkl.figures import pruning as fig
-    from swapkl.prune import read_agreement, read_pruning
+    from swapkl.schemas import read_agreement, read_pruning
 
     need = {"delta": ("model", "revision"), "ir-trajectory": ("model",), "agreement": ("model", "revision")}
     for name in need.get(args.kind, ()):
