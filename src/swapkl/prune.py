@@ -51,7 +51,7 @@ from swapkl.pairs import removal
 from swapkl.parquet_io import write_parquet
 from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.probe import step_of
-from swapkl.schemas import PRUNING_SCHEMA, read_table
+from swapkl.schemas import PRUNING_SCHEMA, open_table, read_table
 from swapkl.selection import (
     BudgetError,
     angular_table,
@@ -83,18 +83,7 @@ _REPR_COLUMNS = ("metric", "layer_i", "width", "value")
 
 
 def _read_table(path, columns, what: str) -> tuple[pd.DataFrame, dict]:
-    path = str(path)
-    if not os.path.isfile(path):
-        raise SwapKLError(f"{what} file {path!r} does not exist")
-    try:
-        df = pd.read_parquet(path)
-    except Exception as e:
-        raise SwapKLError(f"{what} file {path!r} is not a readable Parquet file: {e}") from e
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise SwapKLError(f"{what} file {path!r} lacks columns {missing}")
-    prov = provenance.read(path)
-    return df, prov
+    return open_table(path, columns, what).to_pandas(), provenance.read(str(path))
 
 
 def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:

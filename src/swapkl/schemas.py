@@ -36,8 +36,8 @@ PRUNING_SCHEMA = pa.schema([
 ])
 
 
-def read_table(path, schema: pa.Schema, what: str) -> tuple[pa.Table, dict]:
-    """The table at ``path`` cast to ``schema`` (columns in its order), and the file's provenance."""
+def open_table(path, columns, what: str) -> pa.Table:
+    """The Parquet file at ``path``, which must exist, be readable and hold ``columns``."""
     path = str(path)
     if not os.path.isfile(path):
         raise SwapKLError(f"{what} file {path!r} does not exist")
@@ -45,14 +45,20 @@ def read_table(path, schema: pa.Schema, what: str) -> tuple[pa.Table, dict]:
         table = pq.read_table(path)
     except Exception as e:
         raise SwapKLError(f"{what} file {path!r} is not a readable Parquet file: {e}") from e
-    missing = [f.name for f in schema if f.name not in table.column_names]
+    missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise SwapKLError(f"{what} file {path!r} lacks columns {missing}")
+    return table
+
+
+def read_table(path, schema: pa.Schema, what: str) -> tuple[pa.Table, dict]:
+    """The table at ``path`` cast to ``schema`` (columns in its order), and the file's provenance."""
+    table = open_table(path, schema.names, what)
     try:
         table = table.select(schema.names).cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise SwapKLError(f"{what} file {path!r} has columns of the wrong type: {e}") from e
-    return table, provenance.read(path)
+        raise SwapKLError(f"{what} file {str(path)!r} has columns of the wrong type: {e}") from e
+    return table, provenance.read(str(path))
 
 
 def read_pruning(path) -> pd.DataFrame:
