@@ -8,11 +8,6 @@ PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 CORES  ?= all
-# The demo uses no GPU. On a CPU the `gpu` resource only limits how many probe/prune jobs run at once, and
-# a tiny demo job spends most of its time starting Python, so two run side by side with one thread each.
-DEMO_GPU_SLOTS ?= 2
-DEMO_FLAGS = --resources gpu=$(DEMO_GPU_SLOTS) \
-	--set-threads probe_replacement=1 probe_interchange=1 probe_deletion=1 prune_layers=1
 BIN     = $(VENV)/bin
 # torch's OpenMP threads spin while waiting; passive waiting keeps 2-core machines responsive
 export OMP_WAIT_POLICY ?= PASSIVE
@@ -29,8 +24,8 @@ $(VENV)/.swapkl-installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --workflow-profile profiles/default $(DEMO_FLAGS)
-	$(BIN)/snakemake --cores $(CORES) --configfile config/demo.yaml --report results/report.html
+	$(BIN)/snakemake --workflow-profile profiles/demo --cores $(CORES)
+	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
 
 test: setup
 	$(BIN)/pytest -q

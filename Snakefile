@@ -1,21 +1,18 @@
 # swapkl: replacement vs interchange KL probes over checkpoints, from config to figures and report.
 # Wiring only: every computation is a call into the swapkl package (workflow/scripts/*.py).
 #
-#   snakemake --cores all                                  # the published study (config/config.yaml)
-#   snakemake --cores all --configfile config/demo.yaml    # the offline demo (replaces the study config)
+#   snakemake --cores all                                  # the published study (config.yaml)
+#   snakemake --workflow-profile profiles/demo             # the offline demo (config/demo.yaml instead)
 #   snakemake --report report.html                         # figures with captions
 #
-# Local execution settings come from profiles/default (loaded automatically).
+# Local execution settings come from profiles/default (loaded automatically). A --configfile on the command
+# line is merged into config.yaml; with --replace-workflow-config (as profiles/demo sets) it replaces it.
 
 from snakemake.utils import min_version
 
 min_version("9.0")
 
-
-# A --configfile on the command line replaces the study config instead of being merged into it.
-if not config:
-
-    configfile: "config/config.yaml"
+configfile: "config.yaml"
 
 
 report: "workflow/report/workflow.rst"
@@ -26,6 +23,10 @@ include: "workflow/rules/common.smk"
 
 localrules:
     all,
+
+
+onstart:
+    check_hub_access(workflow.dag)
 
 
 rule all:

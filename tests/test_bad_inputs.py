@@ -2,7 +2,7 @@
 the culprit, a non-zero exit and no output file.
 
 CLI rows run ``swapkl.cli.main`` in-process and compare the ``swapkl: error:`` line of stderr
-exactly (exit code 2). Config rows run ``snakemake --dry-run --configfile BAD.yaml`` from the
+exactly (exit code 2). Config rows run ``snakemake --dry-run --replace-workflow-config --configfile BAD.yaml`` from the
 repository root and compare its ``Invalid config:`` line (exit code 1). The table in
 docs/bad_inputs.md is checked against the templates here, so the two cannot drift apart.
 """
@@ -402,7 +402,7 @@ def config_runs(tmp_path_factory):
         path = root / (name.replace(" ", "_") + ".yaml")
         path.write_text(yaml.safe_dump({"models": {"m": model}}))
         procs[name] = subprocess.Popen(
-            [str(snakemake), "--dry-run", "--nolock", "--configfile", str(path)], cwd=REPO,
+            [str(snakemake), "--dry-run", "--nolock", "--replace-workflow-config", "--configfile", str(path)], cwd=REPO,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return {name: (p.wait(timeout=120), p.stdout.read()) for name, p in procs.items()}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
+from swapkl.bootstrap import percentile_ci, ratio_ci, ratio_mean, resample_indices
 
 
 def _data(n=20, seed=0):
@@ -68,3 +68,29 @@ def test_no_resamples_or_no_tokens_gives_nan():
     assert all(np.isnan(ratio_ci(sums, counts, resample_indices(len(sums), 0, seed=0))))
     assert all(np.isnan(ratio_ci(np.zeros(3), np.zeros(3), resample_indices(3, 10, seed=0))))
     assert np.isnan(ratio_mean(np.zeros(3), np.zeros(3)))
+
+
+def test_percentile_ci_is_the_interpolated_order_statistics_of_the_finite_values():
+    rng = np.random.default_rng(5)
+    stats = rng.normal(size=999)
+    with_gaps = np.concatenate([stats, [np.nan, np.inf, -np.inf]])
+    # independent: the (n-1)*q-th order statistic, interpolated linearly between its neighbours
+    s = np.sort(stats)
+
+    def order_stat(q):
+        pos = (len(s) - 1) * q
+        k = int(np.floor(pos))
+        return s[k] + (pos - k) * (s[k + 1] - s[k])
+
+    lo, hi = percentile_ci(with_gaps, 0.9)
+    assert lo == pytest.approx(order_stat(0.05), rel=1e-12) and hi == pytest.approx(order_stat(0.95), rel=1e-12)
+    assert np.isnan(percentile_ci(np.array([np.nan, np.inf]))).all()
+    assert np.isnan(percentile_ci(np.array([]))).all()
+
+
+def test_ratio_ci_is_the_percentile_ci_of_the_resampled_ratios():
+    sums, counts = _data()
+    idx = resample_indices(len(sums), 400, seed=2)
+    ratios = [sums[i].sum() / counts[i].sum() for i in idx]
+    # summation order may differ (row sums vs 1-D sums): relative error ~ n * eps with n = 20 terms
+    assert ratio_ci(sums, counts, idx) == pytest.approx(percentile_ci(np.array(ratios)), rel=1e-12)

@@ -1,6 +1,7 @@
 """Faults: flaky and failing downloads, unwritable results folders, full disks.
 
-Every fault ends in one SwapKLError line (exit code 2 at the CLI) and leaves no partial output.
+Every fault ends in one SwapKLError line (exit code 2 at the CLI) and leaves no partial output; a failed
+download keeps only its `.partial` folder, from which the next attempt resumes.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -97,7 +99,7 @@ def test_download_that_keeps_failing_gives_up_cleanly(tmp_path, waits):
     assert str(e.value) == "download of org/model@step1000 failed after 4 attempts: TimeoutError: read timed out"
     assert waits == [2.0, 4.0, 8.0]
     assert len(fake.calls) == 4
-    assert leftovers(tmp_path / "ckpt") == []  # neither the directory nor its .partial twin
+    assert leftovers(tmp_path / "ckpt") == ["step1000.partial"]  # no checkpoint; what was fetched, to resume
 
 
 class RepositoryNotFoundError(Exception):
@@ -118,15 +120,103 @@ def test_permanent_errors_are_not_retried(tmp_path, waits, error):
     first_line = str(error).splitlines()[0]
     assert str(e.value) == f"download of org/model@step7 failed, not retried: {type(error).__name__}: {first_line}"
     assert len(fake.calls) == 1 and waits == []
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path) == ["ckpt.partial"]
 
 
-def test_interrupted_download_leaves_nothing(tmp_path, waits):
+class HTTPError(Exception):
+    """Like huggingface_hub's HfHubHTTPError: carries the hub's response."""
+
+    def __init__(self, status):
+        super().__init__(f"{status} Client Error")
+        self.response = type("Response", (), {"status_code": status})()
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_access_and_missing_answers_are_not_retried(tmp_path, waits, status):
+    fake = FakeHub(failures=99, error=HTTPError(status))
+    with pytest.raises(SwapKLError, match=f"not retried: HTTPError: {status} Client Error"):
+        hub.download_checkpoint("org/model", "main", str(tmp_path / "ckpt"), retries=5,
+                                snapshot=fake.snapshot, resolve_commit=fake.resolve)
+    assert len(fake.calls) == 1 and waits == []
+
+
+def test_server_errors_are_retried(tmp_path, waits):
+    fake = FakeHub(failures=1, error=HTTPError(503))
+    hub.download_checkpoint("org/model", "main", str(tmp_path / "ckpt"), retries=5,
+                            snapshot=fake.snapshot, resolve_commit=fake.resolve)
+    assert len(fake.calls) == 2 and waits == [2.0]
+
+
+def unresolvable_host(model_id, revision):
+    """What huggingface_hub raises when the hub's host name does not resolve (httpx wraps the gaierror)."""
+    try:
+        raise socket.gaierror(-2, "Name or service not known")
+    except socket.gaierror as e:
+        raise ConnectionError("[Errno -2] Name or service not known") from e
+
+
+class OfflineModeIsEnabled(ConnectionError):
+    """Named like huggingface_hub's: HF_HUB_OFFLINE=1 forbids every request."""
+
+
+def offline(model_id, revision):
+    raise OfflineModeIsEnabled("Cannot reach https://huggingface.co/api/models/org/model: offline mode is enabled")
+
+
+@pytest.mark.parametrize("resolve", [unresolvable_host, offline], ids=["dns", "offline"])
+def test_unreachable_hub_fails_at_once_naming_the_demo(tmp_path, waits, resolve):
+    with pytest.raises(SwapKLError) as e:
+        hub.download_checkpoint("org/model", "main", str(tmp_path / "ckpt"), retries=5,
+                                snapshot=FakeHub().snapshot, resolve_commit=resolve)
+    message = str(e.value)
+    assert message.startswith("download of org/model@main failed: the model hub is unreachable (")
+    assert "make demo" in message and "\n" not in message
+    assert waits == [] and leftovers(tmp_path) == []  # nothing fetched, no empty .partial left
+
+
+def test_interrupted_download_keeps_what_it_fetched(tmp_path, waits):
     fake = FakeHub(failures=1, error=KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         hub.download_checkpoint("org/model", "main", str(tmp_path / "ckpt"),
                                 snapshot=fake.snapshot, resolve_commit=fake.resolve)
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path) == ["ckpt.partial"]
+    assert (tmp_path / "ckpt.partial" / "model.safetensors").read_bytes() == b"partial"
+
+
+class ResumingHub:
+    """Serves one file of ``size`` bytes, ``chunk`` bytes per call, appending to what ``local_dir`` holds
+    (as huggingface_hub resumes a partial file), then fails the call until the file is complete."""
+
+    def __init__(self, size: int, chunk: int):
+        self.data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+        self.chunk, self.sent = chunk, 0
+
+    def snapshot(self, *, repo_id, revision, local_dir, allow_patterns):
+        path = Path(local_dir, "model.safetensors")
+        os.makedirs(local_dir, exist_ok=True)
+        have = path.stat().st_size if path.exists() else 0
+        piece = self.data[have:have + self.chunk]
+        with open(path, "ab") as f:
+            f.write(piece)
+        self.sent += len(piece)
+        if have + len(piece) < len(self.data):
+            raise ConnectionError("connection reset by peer")
+
+
+def test_download_resumes_across_runs_from_the_partial_folder(tmp_path, waits):
+    fake = ResumingHub(size=1000, chunk=300)
+    out = tmp_path / "ckpt" / "main"
+    # first run: two attempts, 600 bytes, then it gives up (as a job that fails and is started again later)
+    with pytest.raises(SwapKLError, match="after 2 attempts"):
+        hub.download_checkpoint("org/model", "main", str(out), retries=2, snapshot=fake.snapshot,
+                                resolve_commit=lambda m, r: COMMIT)
+    assert not out.exists() and (tmp_path / "ckpt" / "main.partial" / "model.safetensors").stat().st_size == 600
+    # second run resumes at byte 600: every byte crosses the network once
+    hub.download_checkpoint("org/model", "main", str(out), retries=5, snapshot=fake.snapshot,
+                            resolve_commit=lambda m, r: COMMIT)
+    assert (out / "model.safetensors").read_bytes() == fake.data
+    assert fake.sent == len(fake.data)
+    assert leftovers(tmp_path / "ckpt") == ["main"]
 
 
 def test_failed_redownload_keeps_the_old_checkpoint(tmp_path, waits):
@@ -137,7 +227,7 @@ def test_failed_redownload_keeps_the_old_checkpoint(tmp_path, waits):
     with pytest.raises(SwapKLError):
         hub.download_checkpoint("org/model", "main", str(out), retries=2,
                                 snapshot=fake.snapshot, resolve_commit=fake.resolve)
-    assert leftovers(tmp_path) == ["ckpt"] and (out / "config.json").read_text() == '{"old": true}'
+    assert leftovers(tmp_path) == ["ckpt", "ckpt.partial"] and (out / "config.json").read_text() == '{"old": true}'
 
 
 # ----------------------------------------------------------------------------------------- results folder

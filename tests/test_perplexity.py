@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
+from swapkl.bootstrap import boot_log_ppl
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.pairs import removal
 from swapkl.perplexity import (
     EvalSpec,
-    boot_log_ppl,
     first_words,
     load_eval_windows,
     perplexity,

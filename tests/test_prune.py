@@ -19,7 +19,9 @@ from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.perplexity import first_words
 from swapkl.probe import run_probe
-from swapkl.prune import PRUNING_SCHEMA, aggregate_pruning, ir_ratios, read_pruning, run_pruning
+from swapkl.prune import aggregate_pruning, run_pruning
+from swapkl.pruning_ratio import ir_ratios
+from swapkl.schemas import PRUNING_SCHEMA, read_pruning
 from test_perplexity import TEXT, char_tokenizer, hf_recipe_nll, save_tiny, stock_drop
 from tiny_models import random_tokens
 

@@ -194,7 +194,7 @@ def test_demo_dag_through_slurm_equals_local_run(slurm_cluster, tmp_path):
 
     import pandas as pd
 
-    common = ["--snakefile", str(REPO / "Snakefile"), "--configfile", str(MICRO_CONFIG)]
+    common = ["--snakefile", str(REPO / "Snakefile"), "--replace-workflow-config", "--configfile", str(MICRO_CONFIG)]
     local = tmp_path / "local"
     local.mkdir()
     proc = subprocess.run([sys.executable, "-m", "snakemake", *common, "--directory", str(local), "--cores", "2"],

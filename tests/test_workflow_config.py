@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-STUDY = REPO / "config" / "config.yaml"
+STUDY = REPO / "config.yaml"
 DEMO = REPO / "config" / "demo.yaml"
 DEMO_SMOKE = REPO / "config" / "demo_smoke.yaml"
 PROBE_RULES = ("probe_replacement", "probe_interchange", "probe_deletion")
@@ -45,7 +45,8 @@ def job_counts(output: str) -> Counter:
 
 
 def dry_run(configfile: Path, *extra: str, cwd: Path = REPO) -> Counter:
-    result = snakemake("--dry-run", "--forceall", "--configfile", str(configfile), *extra, cwd=cwd)
+    result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile", str(configfile), *extra,
+                       cwd=cwd)
     assert result.returncode == 0, result.stdout + result.stderr
     return job_counts(result.stdout + result.stderr)
 
@@ -111,6 +112,19 @@ def test_the_configfile_option_replaces_the_study_config():
     assert counts == expected_counts(load(DEMO))
 
 
+def test_the_demo_profile_runs_the_demo_config():
+    result = snakemake("--dry-run", "--forceall", "--workflow-profile", "profiles/demo")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert job_counts(result.stdout + result.stderr) == expected_counts(load(DEMO))
+
+
+def test_config_on_the_command_line_keeps_the_study_config():
+    """`--config key=value` without `--configfile` changes one setting of config.yaml, not the whole config."""
+    result = snakemake("--dry-run", "--forceall", "--config", "models={pythia-410m: {dtype: bfloat16}}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert job_counts(result.stdout + result.stderr) == expected_counts(load(STUDY))
+
+
 def test_demo_smoke_dry_run():
     assert dry_run(DEMO_SMOKE) == expected_counts(load(DEMO_SMOKE))
 
@@ -160,7 +174,8 @@ from types import SimpleNamespace
 from snakemake.api import SnakemakeApi
 from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
 with SnakemakeApi(OutputSettings()) as api:
-    wf = api.workflow(ResourceSettings(), config_settings=ConfigSettings(configfiles=[Path(sys.argv[1])]),
+    wf = api.workflow(ResourceSettings(), config_settings=ConfigSettings(configfiles=[Path(sys.argv[1])],
+                                                                        replace_workflow_config=True),
                       snakefile=Path("Snakefile"))
     g = wf._workflow.globals
     jobs = {}
@@ -313,7 +328,7 @@ messages = {}
 for path in sys.argv[1:]:
     try:
         with SnakemakeApi(OutputSettings()) as api:
-            api.workflow(ResourceSettings(), config_settings=ConfigSettings(configfiles=[Path(path)]),
+            api.workflow(ResourceSettings(), config_settings=ConfigSettings(configfiles=[Path(path)], replace_workflow_config=True),
                          snakefile=Path("Snakefile")).list_rules()
         messages[path] = None
     except Exception as e:
@@ -347,7 +362,7 @@ def test_invalid_config_is_rejected_naming_the_field(validation_messages, case):
 @pytest.mark.parametrize("case", ["unknown top-level key", "negative count"])
 def test_invalid_config_fails_on_the_command_line_before_any_job(tmp_path, case):
     mutate, field = INVALID[case]
-    result = snakemake("--dry-run", "--configfile", str(write_config(tmp_path, mutate(load(STUDY)))))
+    result = snakemake("--dry-run", "--replace-workflow-config", "--configfile", str(write_config(tmp_path, mutate(load(STUDY)))))
     output = result.stdout + result.stderr
     assert result.returncode != 0
     line = next((ln for ln in output.splitlines() if "Invalid config:" in ln), None)

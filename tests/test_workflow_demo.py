@@ -1,43 +1,24 @@
 """End to end: the real DAG on the offline smoke demo (trains its own models), then consistency checks.
 
 This is the test CI relies on to show the pipeline runs from a fresh clone: every rule, the real
-package code paths, Parquet outputs, figures and the HTML report.
+package code paths, Parquet outputs, figures and the HTML report. The finished tree (fixture `demo_run`,
+tests/conftest.py) is shared with the incremental-run tests and the browser test of the report.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+from workflow_runs import run_demo
 
 pytestmark = pytest.mark.slow
 
 
-def run_demo(workdir: Path, configfile: str = "config/demo_smoke.yaml", extra=()) -> subprocess.CompletedProcess:
-    cmd = SNAKEMAKE + ["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-                       "--configfile", str(REPO / configfile), "--cores", "2", "--resources", "gpu=2", "--nolock", *extra]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3000)
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    work = tmp_path_factory.mktemp("demo")
-    proc = run_demo(work)
-    assert proc.returncode == 0, proc.stderr[-6000:]
-    rep = run_demo(work, extra=("--report", str(work / "report.html")))
-    assert rep.returncode == 0, rep.stderr[-4000:]
-    return work
 
 
 def test_outputs_exist_and_are_nonempty(demo_run):

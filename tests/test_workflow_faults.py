@@ -25,7 +25,7 @@ def test_failing_download_does_not_stop_independent_jobs(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-         "--configfile", str(cfg), "--cores", "2", "--keep-going", "--retries", "0",
+         "--replace-workflow-config", "--configfile", str(cfg), "--cores", "2", "--keep-going", "--retries", "0",
          "--set-threads", "probe_replacement=1", "probe_interchange=1", "probe_deletion=1"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     out = proc.stdout + proc.stderr

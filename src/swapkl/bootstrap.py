@@ -31,8 +31,24 @@ def ratio_ci(sums: np.ndarray, counts: np.ndarray, idx: np.ndarray, level: float
     den = counts[idx].sum(axis=1)
     num = sums[idx].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        stats = num / den
+        return percentile_ci(num / den, level)
+
+
+def percentile_ci(stats: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap CI at ``level``: the (1-level)/2 and (1+level)/2 quantiles (numpy's
+    linear interpolation) of the finite resampled statistics; NaN, NaN when none is finite. The one
+    implementation of the CI that every swapkl table reports."""
+    stats = np.asarray(stats, dtype=np.float64)
     stats = stats[np.isfinite(stats)]
+    if stats.size == 0:
+        return float("nan"), float("nan")
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
     return float(lo), float(hi)
+
+
+def boot_log_ppl(nll_sum, tokens, idx: np.ndarray) -> np.ndarray:
+    """Mean NLL (log PPL) under each resampling of windows ``idx`` [n_boot, W]."""
+    nll_sum = np.asarray(nll_sum, dtype=np.float64)
+    tokens = np.asarray(tokens, dtype=np.float64)
+    return nll_sum[idx].sum(1) / tokens[idx].sum(1)

@@ -9,6 +9,7 @@ import sys
 from swapkl import __version__
 from swapkl.commands import aggregate, demo, figures, probe, provenance, prune
 from swapkl.errors import SwapKLError
+from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
 COMMANDS = (probe, prune, aggregate, figures, provenance, demo)
 
@@ -29,13 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format=LOG_FORMAT)
     try:
         args.func(args)
     except SwapKLError as e:
-        print("swapkl: error: " + " ".join(str(e).split()), file=sys.stderr)  # always one line
-        return 2
+        print(error_line(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("swapkl: interrupted", file=sys.stderr)
         return 130

@@ -1,4 +1,4 @@
-"""Downloading checkpoints from the model hub (safetensors only), with retries and backoff."""
+"""Downloading checkpoints from the model hub (safetensors only): resumable, retried only where that can help."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import time
 
 from swapkl.errors import SwapKLError
@@ -18,6 +19,10 @@ ALLOW_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt"]
 #: errors that retrying cannot fix (matched by class name, so huggingface_hub stays an optional import)
 PERMANENT_ERRORS = frozenset({"RepositoryNotFoundError", "RevisionNotFoundError", "GatedRepoError",
                               "EntryNotFoundError", "LocalEntryNotFoundError"})
+#: HTTP answers that do not change by asking again: not logged in, no access, no such repository or revision
+PERMANENT_STATUS = frozenset({401, 403, 404})
+#: what a user without hub access can run instead
+OFFLINE_HINT = "without hub access, run the offline demo instead: make demo (snakemake --workflow-profile profiles/demo)"
 
 
 def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: int = 5, backoff: float = 2.0,
@@ -26,10 +31,12 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
 
     Each attempt first resolves ``revision`` to a commit and then downloads that exact commit,
     so the files and the recorded commit always agree even if the branch moves meanwhile.
-    Transient failures are retried up to ``retries`` attempts in all, waiting
-    ``backoff * 2**(k-1)`` seconds after the k-th failure; errors that cannot go away
-    (:data:`PERMANENT_ERRORS`) are not retried. A download that fails raises SwapKLError and
-    leaves no ``out_dir`` (nor a partial one) behind.
+    The files arrive in ``out_dir + ".partial"``, which is kept when a download fails or is
+    interrupted: the next attempt (in this call or a later run) resumes from what it holds
+    (huggingface_hub resumes its partial files there). Only a complete download becomes ``out_dir``.
+    Transient failures are retried up to ``retries`` attempts in all, waiting ``backoff * 2**(k-1)``
+    seconds after the k-th failure; errors that cannot heal by retrying (an unreachable hub: no DNS
+    or offline mode; 401/403/404; :data:`PERMANENT_ERRORS`) fail at once. Failures raise SwapKLError.
 
     ``snapshot`` replaces ``huggingface_hub.snapshot_download`` and ``resolve_commit(model_id,
     revision) -> str | None`` the hub lookup of the commit (tests inject failures through them).
@@ -40,37 +47,64 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
         from huggingface_hub import snapshot_download as snapshot
     if resolve_commit is None:
         resolve_commit = hub_commit
+    what = f"{model_id}@{revision}"
     tmp = out_dir.rstrip("/") + ".partial"
-    done = False
+    created = not os.path.exists(tmp)
+    if not created:
+        log.info("resuming the download of %s from %s", what, tmp)
     try:
         for attempt in range(1, retries + 1):
-            shutil.rmtree(tmp, ignore_errors=True)
             try:
                 commit = resolve_commit(model_id, revision)
                 snapshot(repo_id=model_id, revision=commit or revision, local_dir=tmp, allow_patterns=ALLOW_PATTERNS)
                 break
             except Exception as e:  # network errors come in many types
-                if type(e).__name__ in PERMANENT_ERRORS:
-                    raise SwapKLError(f"download of {model_id}@{revision} failed, not retried: {_one_line(e)}") from e
+                if _hub_unreachable(e):
+                    raise SwapKLError(f"download of {what} failed: the model hub is unreachable "
+                                      f"({_one_line(e)}); {OFFLINE_HINT}") from e
+                if _cannot_heal(e):
+                    raise SwapKLError(f"download of {what} failed, not retried: {_one_line(e)}") from e
                 if attempt == retries:
-                    raise SwapKLError(f"download of {model_id}@{revision} failed after {attempt} attempts: "
-                                      f"{_one_line(e)}") from e
+                    raise SwapKLError(f"download of {what} failed after {attempt} attempts: {_one_line(e)}") from e
                 wait = backoff * 2 ** (attempt - 1)
-                log.warning("download of %s@%s failed (attempt %d/%d): %s; retrying in %.1fs",
-                            model_id, revision, attempt, retries, _one_line(e), wait)
+                log.warning("download of %s failed (attempt %d/%d): %s; retrying in %.1fs",
+                            what, attempt, retries, _one_line(e), wait)
                 time.sleep(wait)
-        try:
-            with open(os.path.join(tmp, SOURCE_FILE), "w") as f:
-                json.dump({"model_id": model_id, "revision": revision, "commit": commit}, f, indent=1, sort_keys=True)
-            shutil.rmtree(out_dir, ignore_errors=True)
-            os.replace(tmp, out_dir)
-        except OSError as e:
-            raise SwapKLError(f"cannot store the download of {model_id}@{revision} in {out_dir!r}: {e.strerror}") from e
-        done = True
-    finally:
-        if not done:
-            shutil.rmtree(tmp, ignore_errors=True)
-    log.info("downloaded %s@%s (commit %s) to %s", model_id, revision, commit, out_dir)
+    except BaseException:
+        if created and os.path.isdir(tmp) and not os.listdir(tmp):
+            os.rmdir(tmp)  # nothing fetched: leave no trace; otherwise keep it to resume from
+        raise
+    try:
+        with open(os.path.join(tmp, SOURCE_FILE), "w") as f:
+            json.dump({"model_id": model_id, "revision": revision, "commit": commit}, f, indent=1, sort_keys=True)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.replace(tmp, out_dir)
+    except OSError as e:
+        raise SwapKLError(f"cannot store the download of {what} in {out_dir!r}: {e.strerror}") from e
+    log.info("downloaded %s (commit %s) to %s", what, commit, out_dir)
+
+
+def _causes(e: BaseException):
+    """``e`` and the exceptions it was raised from or while handling."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
+        e = e.__cause__ or e.__context__
+
+
+def _hub_unreachable(e: Exception) -> bool:
+    """No way to reach the hub from here: the host name does not resolve, or huggingface_hub is offline."""
+    return any(isinstance(c, socket.gaierror) or type(c).__name__ == "OfflineModeIsEnabled" for c in _causes(e))
+
+
+def _cannot_heal(e: Exception) -> bool:
+    """An answer that retrying gets again: a missing repository, revision or file, or no access."""
+    for c in _causes(e):
+        status = getattr(getattr(c, "response", None), "status_code", None)
+        if type(c).__name__ in PERMANENT_ERRORS or status in PERMANENT_STATUS:
+            return True
+    return False
 
 
 def hub_commit(model_id: str, revision: str) -> str | None:

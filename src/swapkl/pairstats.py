@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from swapkl.bootstrap import resample_indices
+from swapkl.bootstrap import percentile_ci, resample_indices
 from swapkl.pairs import pairs_for, parse_pair_set
 
 STRONG_BELOW = 0.05
@@ -140,11 +140,7 @@ def summarise_set(pairs: pd.DataFrame, member: np.ndarray, boot_gaps: np.ndarray
     n = len(sel)
     ci_low = ci_high = float("nan")
     if boot_gaps is not None and n:
-        means = boot_gaps[:, member].mean(axis=1)
-        means = means[np.isfinite(means)]
-        if len(means):
-            alpha = (1.0 - CI_LEVEL) / 2.0
-            ci_low, ci_high = (float(v) for v in np.quantile(means, [alpha, 1.0 - alpha]))
+        ci_low, ci_high = percentile_ci(boot_gaps[:, member].mean(axis=1), CI_LEVEL)
 
     def stat(fn, x):
         return float(fn(x)) if len(x) else float("nan")

@@ -227,18 +227,4 @@ def perplexity(nll_sum, tokens) -> float:
     return float(np.exp(np.sum(nll_sum) / np.sum(tokens)))
 
 
-def boot_log_ppl(nll_sum, tokens, idx: np.ndarray) -> np.ndarray:
-    """Mean NLL (log PPL) under each resampling of windows ``idx`` [n_boot, W]."""
-    nll_sum = np.asarray(nll_sum, dtype=np.float64)
-    tokens = np.asarray(tokens, dtype=np.float64)
-    return nll_sum[idx].sum(1) / tokens[idx].sum(1)
 
-
-def percentile_ci(stats: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    stats = np.asarray(stats, dtype=np.float64)
-    stats = stats[np.isfinite(stats)]
-    if stats.size == 0:
-        return float("nan"), float("nan")
-    a = (1.0 - level) / 2.0
-    lo, hi = np.quantile(stats, [a, 1.0 - a])
-    return float(lo), float(hi)

@@ -38,20 +38,20 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
 from swapkl import provenance
 from swapkl.agreement import AGREEMENT_SCHEMA, agreement_rows
-from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
+from swapkl.bootstrap import boot_log_ppl, percentile_ci, ratio_ci, ratio_mean, resample_indices
 from swapkl.data import DataSpec, Windows, check_windows, load_windows
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.loading import load_model
 from swapkl.pairs import removal
 from swapkl.parquet_io import write_parquet
-from swapkl.perplexity import EvalSpec, boot_log_ppl, load_eval_windows, percentile_ci, window_nll
+from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.probe import step_of
+from swapkl.schemas import PRUNING_SCHEMA, open_table, read_table
 from swapkl.selection import (
     BudgetError,
     angular_table,
@@ -74,22 +74,6 @@ log = logging.getLogger(__name__)
 GUIDES = ("base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange",
           "bi", "angular", "sleb_iterative", "random", "random_mean")
 
-PRUNING_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
-    ("guide", pa.string()), ("budget", pa.int64()), ("random_draw", pa.int64()),
-    ("removed_layers", pa.list_(pa.int64())), ("feasible", pa.bool_()),
-    ("ppl", pa.float64()), ("ppl_ci_low", pa.float64()), ("ppl_ci_high", pa.float64()),
-    ("base_ppl", pa.float64()),
-    ("delta_ppl_pct", pa.float64()), ("delta_ppl_pct_ci_low", pa.float64()), ("delta_ppl_pct_ci_high", pa.float64()),
-    ("kl_mean", pa.float64()), ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()),
-    ("n_draws", pa.int64()), ("delta_ppl_pct_sd", pa.float64()),
-    ("delta_ppl_pct_min", pa.float64()), ("delta_ppl_pct_max", pa.float64()),
-    ("spacing", pa.int64()), ("eval_split", pa.string()), ("calibration_split", pa.string()),
-    ("probe_split", pa.string()), ("eval_window", pa.int64()), ("eval_stride", pa.int64()),
-    ("eval_max_words", pa.int64()), ("n_eval_windows", pa.int64()), ("n_eval_tokens", pa.int64()),
-    ("n_probe_seqs", pa.int64()), ("n_probe_tokens", pa.int64()),
-    ("window_nll_sum", pa.list_(pa.float64())), ("window_tokens", pa.list_(pa.int64())),
-])
 
 _PROBE_COLUMNS = ("protocol", "layer_i", "layer_j", "n_layers", "kl_mean")
 _REPR_COLUMNS = ("metric", "layer_i", "width", "value")
@@ -99,18 +83,7 @@ _REPR_COLUMNS = ("metric", "layer_i", "width", "value")
 
 
 def _read_table(path, columns, what: str) -> tuple[pd.DataFrame, dict]:
-    path = str(path)
-    if not os.path.isfile(path):
-        raise SwapKLError(f"{what} file {path!r} does not exist")
-    try:
-        df = pd.read_parquet(path)
-    except Exception as e:
-        raise SwapKLError(f"{what} file {path!r} is not a readable Parquet file: {e}") from e
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise SwapKLError(f"{what} file {path!r} lacks columns {missing}")
-    prov = provenance.read(path)
-    return df, prov
+    return open_table(path, columns, what).to_pandas(), provenance.read(str(path))
 
 
 def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
@@ -397,28 +370,10 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
 # ------------------------------------------------------------------------------------------ aggregation
 
 
-def _read_rows(path, schema: pa.Schema, what: str) -> tuple[pa.Table, dict]:
-    path = str(path)
-    if not os.path.isfile(path):
-        raise SwapKLError(f"{what} file {path!r} does not exist")
-    try:
-        table = pq.read_table(path)
-    except Exception as e:
-        raise SwapKLError(f"{what} file {path!r} is not a readable Parquet file: {e}") from e
-    missing = [f.name for f in schema if f.name not in table.column_names]
-    if missing:
-        raise SwapKLError(f"{what} file {path!r} lacks columns {missing}")
-    try:
-        table = table.select(schema.names).cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise SwapKLError(f"{what} file {path!r} has columns of the wrong type: {e}") from e
-    return table, provenance.read(path)
-
-
 def _concat(paths: Sequence, schema: pa.Schema, what: str) -> tuple[pa.Table, list[dict]]:
     tables, provs, seen = [], [], {}
     for p in paths:
-        t, prov = _read_rows(p, schema, what)
+        t, prov = read_table(p, schema, what)
         for key in sorted(set(zip(t.column("model").to_pylist(), t.column("revision").to_pylist()))):
             if key in seen:
                 raise SwapKLError(f"{what} files {seen[key]!r} and {str(p)!r} both hold {key[0]}@{key[1]}")
@@ -464,48 +419,3 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
                       dict(provenance.software_versions(), inputs=aprovs))
     log.info("wrote %s (%d rows from %d files)", out, len(df), len(provs))
     return df
-
-
-def read_pruning(path) -> pd.DataFrame:
-    return _read_rows(path, PRUNING_SCHEMA, "pruning")[0].to_pandas()
-
-
-def read_agreement(path) -> pd.DataFrame:
-    return _read_rows(path, AGREEMENT_SCHEMA, "agreement")[0].to_pandas()
-
-
-# ------------------------------------------------------------------------------------------ I/R ratio
-
-
-def ir_ratios(df: pd.DataFrame, *, numerator: str = "interchange", denominator: str = "replacement_max",
-              n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Pruning I/R ratio ``delta_ppl_pct(numerator) / delta_ppl_pct(denominator)`` per checkpoint and
-    budget, with a 95% paired bootstrap CI over evaluation windows (both guides and the base model
-    resampled with the same windows; seed ``seed``).
-
-    Columns: model, revision, step, budget, delta_num, delta_den, ir_ratio, ir_ci_low, ir_ci_high.
-    """
-    rows = []
-    for (model, rev), g in df.groupby(["model", "revision"], sort=False):
-        base = g[g["guide"] == "base"]
-        if base.empty:
-            continue
-        b_nll = np.asarray(base["window_nll_sum"].iloc[0], dtype=np.float64)
-        tok = np.asarray(base["window_tokens"].iloc[0], dtype=np.float64)
-        idx = resample_indices(len(tok), n_boot, seed)
-        b_boot = boot_log_ppl(b_nll, tok, idx)
-        for n in sorted(set(g["budget"]) - {0}):
-            num = g[(g["guide"] == numerator) & (g["budget"] == n) & g["feasible"]]
-            den = g[(g["guide"] == denominator) & (g["budget"] == n) & g["feasible"]]
-            if num.empty or den.empty:
-                continue
-            dn, dd = float(num["delta_ppl_pct"].iloc[0]), float(den["delta_ppl_pct"].iloc[0])
-            bn = np.expm1(boot_log_ppl(np.asarray(num["window_nll_sum"].iloc[0]), tok, idx) - b_boot)
-            bd = np.expm1(boot_log_ppl(np.asarray(den["window_nll_sum"].iloc[0]), tok, idx) - b_boot)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lo, hi = percentile_ci(bn / bd)
-                ratio = dn / dd if dd != 0 else float("nan")
-            rows.append(dict(model=model, revision=rev, step=g["step"].iloc[0], budget=int(n), delta_num=dn,
-                             delta_den=dd, ir_ratio=ratio, ir_ci_low=lo, ir_ci_high=hi))
-    cols = ["model", "revision", "step", "budget", "delta_num", "delta_den", "ir_ratio", "ir_ci_low", "ir_ci_high"]
-    return pd.DataFrame(rows, columns=cols)

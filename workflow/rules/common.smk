@@ -5,9 +5,12 @@ import hashlib
 import json
 import os
 import re
+import socket
+import urllib.parse
 
 import jsonschema
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import validate
 
 PROBE_PROTOCOLS = ("replacement", "interchange", "deletion")
@@ -130,6 +133,42 @@ def get_probe_pairs(model):
         return "all"
     widest = max(1 if s == "adjacent" else int(s.split(":")[1]) for s in sets)
     return "adjacent" if widest == 1 else f"within:{widest}"
+
+
+# --------------------------------------------------------------------------------------------------- hub access
+
+OFFLINE_DEMO = "make demo (snakemake --workflow-profile profiles/demo)"
+
+
+def hub_unreachable():
+    """Why the model hub cannot be reached from this machine (offline mode, or its host name does not
+    resolve), or None. A host that resolves may still fail later; download_checkpoint reports that."""
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        return "HF_HUB_OFFLINE is set"
+    host = urllib.parse.urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError as err:
+        return f"{host} does not resolve: {err.strerror}"
+    return None
+
+
+def check_hub_access(dag):
+    """onstart: when every enabled model comes from the hub and the hub is unreachable, nothing in the run
+    can succeed, so stop before any job starts, one line per checkpoint to download. (With a local or demo
+    model too, their jobs run on and each download fails at once, not retried, naming the demo.)"""
+    scheduled = {(job.wildcards.model, job.wildcards.revision) for job in dag.needrun_jobs()
+                 if job.rule.name == "download_checkpoint"}
+    if not scheduled or set(models_with("source")) != set(enabled_models()):
+        return
+    why = hub_unreachable()
+    if why is None:
+        return
+    for model, revision in checkpoints():
+        if (model, revision) in scheduled:
+            logger.error(f"{model}/{revision}: cannot download {config['models'][model]['source']}@{revision}: "
+                         f"the model hub is unreachable ({why})")
+    raise WorkflowError(f"No access to the model hub; run the offline demo instead: {OFFLINE_DEMO}")
 
 
 # --------------------------------------------------------------------------------------------------- data
@@ -362,7 +401,9 @@ def figure_files(stem):
 
 
 def get_final_outputs():
-    outputs = ["results/swapkl.parquet"]
+    """Every file the README lists as an output, intermediate tables included, so that a deleted one is
+    rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
+    outputs = ["results/swapkl.parquet", *get_all_probe_files(), *get_all_repr_files()]
     for model in trajectory_models():
         outputs += figure_files(f"gap_trajectory/{model}")
     for model in enabled_models():
@@ -374,6 +415,7 @@ def get_final_outputs():
         outputs += figure_files("training_curves")
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
+        outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]
         outputs += figure_files("pruning_ratio")
         for model, revision in prune_checkpoints():
             outputs += figure_files(f"pruning_cost/{model}/{revision}")

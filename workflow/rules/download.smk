@@ -16,7 +16,9 @@ rule download_checkpoint:
         retries=5,
     log:
         "logs/{model}/{revision}/download_checkpoint.log",
-    retries: 2
+    # one retry layer: swapkl.hub retries transient errors itself (params.retries, with backoff) and fails
+    # at once on errors that retrying cannot fix (no hub, no access, no such revision)
+    retries: 0
     conda:
         "../../envs/download.yaml"
     script:

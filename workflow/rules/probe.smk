@@ -1,12 +1,14 @@
 # The three probe protocols, one GPU job each per checkpoint, on the model's widest pair set
-# (get_probe_pairs); the aggregate reports each configured pair set by filtering.
+# (get_probe_pairs); the aggregate reports each configured pair set by filtering. probe_interchange and
+# probe_deletion are probe_replacement with their protocol, output and runtime (deletion also writes the
+# representation baselines).
 
 
 rule probe_replacement:
     input:
         unpack(get_probe_inputs),
     output:
-        probe="results/probes/{model}/{revision}/replacement.parquet",
+        probe=probe_file("{model}", "{revision}", "replacement"),
     params:
         protocol="replacement",
         checkpoint=get_checkpoint_dir,
@@ -33,64 +35,34 @@ rule probe_replacement:
         "../scripts/probe.py"
 
 
-rule probe_interchange:
-    input:
-        unpack(get_probe_inputs),
+use rule probe_replacement as probe_interchange with:
     output:
-        probe="results/probes/{model}/{revision}/interchange.parquet",
+        probe=probe_file("{model}", "{revision}", "interchange"),
     params:
         protocol="interchange",
-        checkpoint=get_checkpoint_dir,
-        pairs=lambda wildcards: get_probe_pairs(wildcards.model),
-        data=get_probe_data,
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
         progress=get_progress_path("interchange"),
-        metadata=get_metadata,
     log:
         "logs/{model}/{revision}/probe_interchange.log",
     benchmark:
         "benchmarks/{model}/{revision}/probe_interchange.tsv"
-    threads: 4
     resources:
         gpu=1,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=8),
-    conda:
-        "../../envs/torch.yaml"
-    script:
-        "../scripts/probe.py"
 
 
-rule probe_deletion:
-    input:
-        unpack(get_probe_inputs),
+use rule probe_replacement as probe_deletion with:
     output:
-        probe="results/probes/{model}/{revision}/deletion.parquet",
-        representation="results/probes/{model}/{revision}/representation.parquet",
+        probe=probe_file("{model}", "{revision}", "deletion"),
+        representation=repr_file("{model}", "{revision}"),
     params:
         protocol="deletion",
-        checkpoint=get_checkpoint_dir,
-        pairs=lambda wildcards: get_probe_pairs(wildcards.model),
-        data=get_probe_data,
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
         progress=get_progress_path("deletion"),
-        metadata=get_metadata,
     log:
         "logs/{model}/{revision}/probe_deletion.log",
     benchmark:
         "benchmarks/{model}/{revision}/probe_deletion.tsv"
-    threads: 4
     resources:
         gpu=1,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=2),
-    conda:
-        "../../envs/torch.yaml"
-    script:
-        "../scripts/probe.py"

@@ -1,11 +1,8 @@
 """Rule plot_deletion_vs_bi: deletion KL vs ShortGPT block influence of one checkpoint (results/swapkl.parquet)."""
 
-import logging
-import sys
-
 from swapkl.figures import plot_deletion_vs_bi
+from swapkl.joblog import job_log
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # warnings, progress bars and tracebacks too
-logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-plot_deletion_vs_bi(snakemake.input.table, snakemake.output.png, snakemake.output.pdf,
-                    model=snakemake.wildcards.model, revision=snakemake.wildcards.revision)
+with job_log(snakemake):
+    plot_deletion_vs_bi(snakemake.input.table, snakemake.output.png, snakemake.output.pdf,
+                        model=snakemake.wildcards.model, revision=snakemake.wildcards.revision)

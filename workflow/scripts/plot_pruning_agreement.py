@@ -1,11 +1,8 @@
 """Rule plot_pruning_agreement: rank agreement between the pruning guides' per-layer scores, one checkpoint."""
 
-import logging
-import sys
-
 from swapkl.figures.pruning import plot_agreement
+from swapkl.joblog import job_log
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # warnings, progress bars and tracebacks too
-logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-plot_agreement(snakemake.input.table, snakemake.wildcards.model, snakemake.wildcards.revision,
-               snakemake.output.png, snakemake.output.pdf)
+with job_log(snakemake):
+    plot_agreement(snakemake.input.table, snakemake.wildcards.model, snakemake.wildcards.revision,
+                   snakemake.output.png, snakemake.output.pdf)

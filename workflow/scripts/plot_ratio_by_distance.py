@@ -1,10 +1,7 @@
 """Rule plot_ratio_by_distance: I/R ratio by pair distance, one figure per model (results/swapkl.parquet)."""
 
-import logging
-import sys
-
 from swapkl.figures import plot_ratio_by_distance
+from swapkl.joblog import job_log
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # warnings, progress bars and tracebacks too
-logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-plot_ratio_by_distance(snakemake.input.table, snakemake.output.png, snakemake.output.pdf, model=snakemake.wildcards.model)
+with job_log(snakemake):
+    plot_ratio_by_distance(snakemake.input.table, snakemake.output.png, snakemake.output.pdf, model=snakemake.wildcards.model)

@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
                    help="numbers of blocks to remove: 1-5 or 1,2,4 (default: 1-5)")
     p.add_argument("--spacing", type=int, default=1,
                    help="guided and random removals are more than this many indices apart (default: 1)")
-    p.add_argument("--n-random", type=int, default=5, help="random draws per budget (default: 5)")
+    p.add_argument("--n-random", type=int, default=10, help="random draws per budget (default: 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random draws and the bootstrap (default: 0)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default: 1000)")
     p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
@@ -104,7 +104,7 @@ def run_aggregate(args) -> None:
 
 def run_plot(args) -> None:
     from swapkl.figures import pruning as fig
-    from swapkl.prune import read_agreement, read_pruning
+    from swapkl.schemas import read_agreement, read_pruning
 
     need = {"delta": ("model", "revision"), "ir-trajectory": ("model",), "agreement": ("model", "revision")}
     for name in need.get(args.kind, ()):

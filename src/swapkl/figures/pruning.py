@@ -25,7 +25,8 @@ from swapkl.figures.style import (
     new_figure,
     save_figure,
 )
-from swapkl.prune import ir_ratios, read_agreement, read_pruning
+from swapkl.pruning_ratio import ir_ratios
+from swapkl.schemas import read_agreement, read_pruning
 
 #: guide -> (label, colour, line style, marker)
 GUIDE_STYLE = {

@@ -1,0 +1,69 @@
+"""Table schemas and the one Parquet reader of the tables swapkl writes (no torch: the figures use it).
+
+:func:`read_table` reads a swapkl Parquet file as ``schema``: it must exist, be Parquet, and hold every
+column of ``schema`` with a type that casts to it (extra columns are dropped); anything else is a
+SwapKLError naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from swapkl import provenance
+from swapkl.agreement import AGREEMENT_SCHEMA
+from swapkl.errors import SwapKLError
+
+#: one row per (checkpoint, guide, budget[, random draw]) of a pruning run (see swapkl.prune)
+PRUNING_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
+    ("guide", pa.string()), ("budget", pa.int64()), ("random_draw", pa.int64()),
+    ("removed_layers", pa.list_(pa.int64())), ("feasible", pa.bool_()),
+    ("ppl", pa.float64()), ("ppl_ci_low", pa.float64()), ("ppl_ci_high", pa.float64()),
+    ("base_ppl", pa.float64()),
+    ("delta_ppl_pct", pa.float64()), ("delta_ppl_pct_ci_low", pa.float64()), ("delta_ppl_pct_ci_high", pa.float64()),
+    ("kl_mean", pa.float64()), ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()),
+    ("n_draws", pa.int64()), ("delta_ppl_pct_sd", pa.float64()),
+    ("delta_ppl_pct_min", pa.float64()), ("delta_ppl_pct_max", pa.float64()),
+    ("spacing", pa.int64()), ("eval_split", pa.string()), ("calibration_split", pa.string()),
+    ("probe_split", pa.string()), ("eval_window", pa.int64()), ("eval_stride", pa.int64()),
+    ("eval_max_words", pa.int64()), ("n_eval_windows", pa.int64()), ("n_eval_tokens", pa.int64()),
+    ("n_probe_seqs", pa.int64()), ("n_probe_tokens", pa.int64()),
+    ("window_nll_sum", pa.list_(pa.float64())), ("window_tokens", pa.list_(pa.int64())),
+])
+
+
+def open_table(path, columns, what: str) -> pa.Table:
+    """The Parquet file at ``path``, which must exist, be readable and hold ``columns``."""
+    path = str(path)
+    if not os.path.isfile(path):
+        raise SwapKLError(f"{what} file {path!r} does not exist")
+    try:
+        table = pq.read_table(path)
+    except Exception as e:
+        raise SwapKLError(f"{what} file {path!r} is not a readable Parquet file: {e}") from e
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise SwapKLError(f"{what} file {path!r} lacks columns {missing}")
+    return table
+
+
+def read_table(path, schema: pa.Schema, what: str) -> tuple[pa.Table, dict]:
+    """The table at ``path`` cast to ``schema`` (columns in its order), and the file's provenance."""
+    table = open_table(path, schema.names, what)
+    try:
+        table = table.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SwapKLError(f"{what} file {str(path)!r} has columns of the wrong type: {e}") from e
+    return table, provenance.read(str(path))
+
+
+def read_pruning(path) -> pd.DataFrame:
+    return read_table(path, PRUNING_SCHEMA, "pruning")[0].to_pandas()
+
+
+def read_agreement(path) -> pd.DataFrame:
+    return read_table(path, AGREEMENT_SCHEMA, "agreement")[0].to_pandas()

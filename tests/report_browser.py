@@ -1,0 +1,72 @@
+"""Opening a Snakemake report in headless Chromium (Debian's `chromium`, driven by Playwright) and showing
+each of its results the way a reader does: search for it, view it, open its info panel."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from pathlib import Path
+
+CHROMIUM = ("chromium", "chromium-browser")
+
+
+def chromium_path() -> str:
+    for name in CHROMIUM:
+        path = shutil.which(name)
+        if path:
+            return path
+    raise RuntimeError("no Chromium on PATH: install it (Debian: apt-get install -y chromium; .ci/run does)")
+
+
+def caption_text(caption_html: str) -> str:
+    """A caption's visible characters: its HTML without tags, entities decoded, whitespace removed
+    (the browser lays out spaces around inline markup its own way)."""
+    return "".join(html.unescape(re.sub(r"<[^>]+>", "", caption_html)).split())
+
+
+class ReportPage:
+    """One report.html open in Chromium; ``errors`` collects the page's JavaScript errors."""
+
+    def __init__(self, playwright, report: Path):
+        self.browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
+        self.page = self.browser.new_page(viewport={"width": 1600, "height": 1000})
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda err: self.errors.append(str(err)))
+        self.page.goto(report.resolve().as_uri())
+        self.page.wait_for_selector("text=Workflow")
+
+    def results(self) -> dict:
+        """The report's own index of results: path -> {caption (HTML), mime_type, data_uri, ...}."""
+        return self.page.evaluate("results")
+
+    def _row(self, path: str):
+        box = self.page.get_by_placeholder("Search...")
+        box.fill("re:^" + re.escape(path) + "$")
+        box.press("Enter")
+        # search results show a result by its labels (or its path when it has none): the one row found
+        row = self.page.locator("tr", has=self.page.locator("a[iconname=eye]"))
+        row.first.wait_for()
+        assert row.count() == 1, f"searching the report for {path} finds {row.count()} results"
+        return row
+
+    def show(self, path: str) -> int:
+        """View ``path`` in the main panel; the natural width in pixels of the image the browser decoded."""
+        row = self._row(path)
+        row.first.locator("a[iconname=eye]").click()
+        name = Path(path).name
+        img = self.page.locator(f"img[src*='filename={name};']")
+        img.first.wait_for()
+        return img.first.evaluate("e => e.complete ? e.naturalWidth : 0")
+
+    def info(self, path: str) -> str:
+        """Open the info panel of ``path``; its visible characters (whitespace removed)."""
+        self._row(path).first.locator("a[iconname=information-circle]").click()
+        self.page.wait_for_selector("text=DESCRIPTION")
+        return "".join(self.page.inner_text("#app").split())
+
+    def screenshot(self, out: Path) -> None:
+        self.page.screenshot(path=str(out))
+
+    def close(self) -> None:
+        self.browser.close()

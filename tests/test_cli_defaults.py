@@ -1,0 +1,59 @@
+"""The CLI's defaults are the workflow's: an option of `swapkl probe` / `swapkl prune` that the config
+schema also sets has the schema's default, so a result does not depend on which of the two ran it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from swapkl.cli import build_parser
+
+SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+DEFS = SCHEMA["$defs"]
+
+
+def schema_default(definition: str, field: str):
+    return DEFS[definition]["properties"][field]["default"]
+
+
+PROBE_ARGS = ["probe", "--model", "m", "--out", "o.parquet"]
+PRUNE_ARGS = ["prune", "--model", "m", "--probe", "p.parquet", "--out", "o.parquet"]
+
+CASES = [
+    # (command line, CLI attribute, schema definition, field, how the schema value maps to the CLI value)
+    (PROBE_ARGS, "n_seqs", "windows", "n_seqs", None),
+    (PROBE_ARGS, "seq_len", "windows", "seq_len", None),
+    (PROBE_ARGS, "min_tokens", "windows", "min_tokens", None),
+    (PROBE_ARGS, "split", "windows", "split", None),
+    (PROBE_ARGS, "data_seed", "windows", "seed", None),
+    (PROBE_ARGS, "dtype", "model", "dtype", None),
+    (PROBE_ARGS, "batch_size", "model", "batch_size", None),
+    (PROBE_ARGS, "pairs", "model", "pair_sets", lambda sets: ",".join(sets)),
+    (PRUNE_ARGS, "n_random", "prune", "n_random", None),
+    (PRUNE_ARGS, "spacing", "prune", "spacing", None),
+    (PRUNE_ARGS, "seed", "prune", "seed", None),
+    (PRUNE_ARGS, "budgets", "prune", "max_budget", lambda n: list(range(1, n + 1))),
+    (PRUNE_ARGS, "eval_window", "perplexity_text", "window", None),
+    (PRUNE_ARGS, "eval_stride", "perplexity_text", "stride", None),
+    (PRUNE_ARGS, "eval_max_words", "perplexity_text", "max_words", None),
+    (PRUNE_ARGS, "eval_split", "perplexity_text", "split", None),
+]
+
+
+@pytest.mark.parametrize("argv, attr, definition, field, convert", CASES, ids=[f"{c[0][0]}-{c[1]}" for c in CASES])
+def test_cli_default_is_the_schema_default(argv, attr, definition, field, convert):
+    args = build_parser().parse_args(argv)
+    expected = schema_default(definition, field)
+    if convert is not None:
+        expected = convert(expected)
+    assert getattr(args, attr) == expected
+
+
+def test_bootstrap_defaults_are_the_probe_sections():
+    probe = SCHEMA["properties"]["probe"]["properties"]
+    args = build_parser().parse_args(PROBE_ARGS)
+    assert (args.bootstrap, args.bootstrap_seed) == (probe["n_boot"]["default"], probe["seed"]["default"])
+    prune = build_parser().parse_args(PRUNE_ARGS)
+    assert prune.bootstrap == probe["n_boot"]["default"]

@@ -1,0 +1,77 @@
+"""Every workflow script reports a SwapKLError as one line in its job log and exits with code 2, no traceback.
+
+The scripts run here as Snakemake runs them: as a fresh Python process with a `snakemake` object in their
+globals (a stand-in with the attributes the script reads), so the test covers the real script files.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
+
+# Runs one script with a stand-in `snakemake` object built from the JSON in argv[2].
+RUNNER = """
+import json, runpy, sys
+from types import SimpleNamespace as NS
+spec = json.loads(sys.argv[2])
+class Named(list):
+    def __init__(self, items):
+        super().__init__(items.values() if isinstance(items, dict) else items)
+        self.__dict__.update(items if isinstance(items, dict) else {})
+    def get(self, key, default=None):
+        return self.__dict__.get(key, default)
+snakemake = NS(input=Named(spec["input"]), output=Named(spec["output"]), params=NS(**spec["params"]),
+               wildcards=NS(**spec["wildcards"]), log=Named(spec["log"]), threads=1)
+runpy.run_path(sys.argv[1], init_globals={"snakemake": snakemake}, run_name="__main__")
+"""
+
+
+def run_script(script: Path, tmp_path: Path, env=None, **spec) -> tuple[subprocess.CompletedProcess, str]:
+    log = tmp_path / "job.log"
+    spec = {"input": {}, "output": {}, "params": {}, "wildcards": {}, **spec, "log": [str(log)]}
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(script), json.dumps(spec)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    return proc, log.read_text() if log.exists() else ""
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_script_runs_its_call_inside_job_log(script):
+    """A script is its imports, then one `with job_log(snakemake):` holding everything else."""
+    body = ast.parse(script.read_text()).body
+    assert isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)  # the docstring
+    *imports, last = body[1:]
+    assert all(isinstance(node, (ast.Import, ast.ImportFrom)) for node in imports)
+    assert isinstance(last, ast.With)
+    assert ast.unparse(last.items[0].context_expr) == "job_log(snakemake)"
+
+
+def test_swapkl_error_is_one_log_line_and_exit_code_2(tmp_path):
+    # the download script on a machine without the hub (HF_HUB_OFFLINE: no request is even attempted)
+    out = tmp_path / "resources" / "checkpoints" / "m" / "main"
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc, log = run_script(REPO / "workflow/scripts/download_checkpoint.py", tmp_path, env=env,
+                           output=[str(out)], params={"model_id": "swapkl-tests/does-not-exist", "retries": 3},
+                           wildcards={"model": "m", "revision": "main"})
+    assert proc.returncode == 2, proc.stderr
+    lines = log.splitlines()
+    assert lines[-1].startswith("swapkl: error: ") and "swapkl-tests/does-not-exist@main" in lines[-1], log
+    assert "Traceback" not in log + proc.stderr + proc.stdout
+    assert not out.exists() and not (tmp_path / "resources" / "checkpoints" / "m" / "main.partial").exists()
+
+
+def test_other_exceptions_keep_their_traceback(tmp_path):
+    # a bug (here: a rule that forgot the wildcard its script reads) is not dressed up as bad input
+    proc, log = run_script(REPO / "workflow/scripts/plot_gap_trajectory.py", tmp_path,
+                           input={"table": str(tmp_path / "table.parquet")},
+                           output={"png": str(tmp_path / "f.png"), "pdf": str(tmp_path / "f.pdf")})
+    assert proc.returncode not in (0, 2), log
+    assert "Traceback" in log and "AttributeError" in log

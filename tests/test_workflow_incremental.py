@@ -1,0 +1,78 @@
+"""Incremental runs on a finished demo tree (Snakemake's own metadata, default rerun triggers).
+
+Adding a checkpoint schedules exactly its jobs and what is computed from them; a deleted intermediate
+table that the README lists as an output is rebuilt. Dry runs against the finished tree of `demo_run`
+(tests/conftest.py), which they leave as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+import yaml
+
+from workflow_runs import SMOKE_CONFIG, run_demo
+
+pytestmark = pytest.mark.slow
+
+
+def scheduled_jobs(output: str) -> list[tuple[str, str]]:
+    """(rule, first output) of every job in a dry run's output."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:\n)", output):
+        header = re.match(r"(?:local)?rule (\w+):\n", block)
+        if header:
+            out = re.search(r"^    output: ([^,\n]+)", block, re.M)
+            jobs.append((header.group(1), out.group(1).strip() if out else ""))
+    return jobs
+
+
+def dry_run(tree, configfile=SMOKE_CONFIG) -> list[tuple[str, str]]:
+    proc = run_demo(tree, configfile, extra=("--dry-run",))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return scheduled_jobs(proc.stdout + proc.stderr)
+
+
+def figures_of_table(tree, table_rules) -> Counter:
+    """How many figures each rule drew from the aggregate table in the finished tree: the jobs that
+    must run again when the table changes."""
+    return Counter({rule: len(list((tree / "results" / "figures" / folder).rglob("*.png")))
+                    for rule, folder in table_rules.items()})
+
+
+def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them(demo_run, tmp_path):
+    cfg = yaml.safe_load(SMOKE_CONFIG.read_text())
+    demo = cfg["models"]["pythia-demo"]
+    new = next(f"step{s}" for s in demo["demo"]["save_steps"] if f"step{s}" not in demo["revisions"])
+    demo["revisions"].append(new)  # a step the finished training run already saved: no retraining
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the order of the models as in the file
+    jobs = dry_run(demo_run, configfile)
+    counts = Counter(rule for rule, _ in jobs)
+    # the new checkpoint's probes, each once, and nothing else that touches a model
+    probes = {out for rule, out in jobs if rule.startswith("probe_")}
+    assert probes == {f"results/probes/pythia-demo/{new}/{p}.parquet" for p in ("replacement", "interchange",
+                                                                              "deletion")}
+    # then the aggregate, and every figure drawn from it (its input changed): the existing ones once each
+    # plus the new checkpoint's heatmap and deletion-vs-BI figure
+    table_figures = figures_of_table(demo_run, {"plot_heatmaps": "heatmaps", "plot_deletion_vs_bi": "deletion_vs_bi",
+                                                "plot_gap_trajectory": "gap_trajectory",
+                                                "plot_ratio_by_distance": "ratio_by_distance"})
+    expected = Counter({"probe_replacement": 1, "probe_interchange": 1, "probe_deletion": 1, "aggregate_results": 1,
+                        "all": 1}) + table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
+    assert counts == expected, sorted(jobs)
+
+
+def test_a_deleted_probe_table_is_rebuilt(demo_run):
+    probe = demo_run / "results" / "probes" / "llama-demo" / "step60" / "interchange.parquet"
+    aside = probe.with_name("interchange.parquet.aside")
+    probe.rename(aside)
+    try:
+        jobs = dry_run(demo_run)
+    finally:
+        aside.rename(probe)
+    assert ("probe_interchange", "results/probes/llama-demo/step60/interchange.parquet") in jobs
+    assert [rule for rule, _ in jobs if rule.startswith(("probe_", "train_", "build_"))] == ["probe_interchange"]
+    assert dry_run(demo_run) == []  # the tree is finished again
