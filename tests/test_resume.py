@@ -197,7 +197,7 @@ def doubled_value(raw: bytes) -> bytes:
 
 def other_fingerprint(raw: bytes) -> bytes:
     header, rest = raw.split(b"\n", 1)
-    return json.dumps({"fingerprint": "0" * 64}).encode() + b"\n" + rest
+    return json.dumps({**json.loads(header), "fingerprint": "0" * 64}).encode() + b"\n" + rest
 
 
 def truncated_middle(raw: bytes) -> bytes:
@@ -211,7 +211,6 @@ CORRUPTIONS = {
     "changed value, stale CRC": (doubled_value, "is corrupt (line 5: checksum mismatch)"),
     "cut record in the middle": (truncated_middle, "is corrupt (line 4:"),
     "other run's fingerprint": (other_fingerprint, "belongs to another run"),
-    "garbage": (lambda raw: bytes(range(256)) * 4 + b"\n", "is corrupt (unreadable header"),
     "header only, garbage record": (lambda raw: raw.split(b"\n", 1)[0] + b"\n{not json\n", "is corrupt (line 2:"),
 }
 
