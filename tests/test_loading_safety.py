@@ -21,6 +21,7 @@ from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.loading import load_model
 from swapkl.probe import run_probe
+from test_perplexity import char_tokenizer
 from tiny_models import random_tokens, tiny_model
 
 SRC = Path(swapkl.__file__).parent
@@ -30,6 +31,7 @@ SRC = Path(swapkl.__file__).parent
 def ckpt(tmp_path_factory):
     root = tmp_path_factory.mktemp("safety")
     tiny_model("llama", n_layers=3).save_pretrained(root / "model")
+    char_tokenizer().save_pretrained(root / "model")  # so that the tokenizer's loading is checked too
     np.save(root / "tokens.npy", random_tokens(97, 4, 8).numpy())
     return root
 

@@ -100,6 +100,14 @@ def output_schema(set_names: list[str]) -> pa.Schema:
     return pa.schema(_COMMON + _DIRECTED + _PAIR + member + _SUMMARY + _REPR)
 
 
+# Provenance fields on which all files of one checkpoint must agree (absent counts as a value).
+COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code")
+
+
+def _short(value) -> str:
+    return repr(value[:12] + "...") if isinstance(value, str) and len(value) > 16 else repr(value)
+
+
 class _Checkpoint:
     """All inputs of one (model, revision)."""
 
@@ -108,8 +116,9 @@ class _Checkpoint:
         self.first = first
         self.probes: list[ProbeInput] = []
         self.reprs: list[ReprInput] = []
+        self.fields: dict[str, tuple] = {}  # provenance field -> (value, first file)
         self.sha: str | None = None
-        self.sha_file: str | None = None
+        self.config_sha: str | None = None
         self.n_seqs: int | None = None
 
     def add(self, item: ProbeInput | ReprInput) -> None:
@@ -119,12 +128,18 @@ class _Checkpoint:
         if item.step != self.step:
             raise SwapKLError(f"{item.path}: step {item.step} differs from step {self.step} in "
                               f"{self.first} for {self.model} {self.revision}")
-        sha = item.provenance.get("weights_sha256")
-        if sha:
-            if self.sha and sha != self.sha:
-                raise SwapKLError(f"{item.path}: weights_sha256 differs from {self.sha_file} for "
-                                  f"{self.model} {self.revision}; files from different checkpoints")
-            self.sha, self.sha_file = sha, self.sha_file or item.path
+        for name in COMPARABLE:  # the files of one checkpoint must measure the same function on the same data
+            value = item.provenance.get(name)
+            if name not in self.fields:
+                self.fields[name] = (value, item.path)
+                continue
+            first, where = self.fields[name]
+            if value != first:
+                raise SwapKLError(f"{item.path}: {name} differs from {where} for {self.model} {self.revision} "
+                                  f"({_short(value)} vs {_short(first)}); files measured on different "
+                                  "weights, config, data or dtype cannot be compared")
+        self.sha = self.fields["weights_sha256"][0]
+        self.config_sha = self.fields["model_config_sha256"][0]
         if isinstance(item, ProbeInput):
             if self.n_seqs is not None and item.n_seqs != self.n_seqs:
                 raise SwapKLError(f"{item.path}: n_seqs={item.n_seqs} but {self.n_seqs} in other "
@@ -306,7 +321,8 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
         for s in pair_sets[m]:
             if s not in all_sets:
                 all_sets.append(s)
-    dups = find_duplicates([Checkpoint(ck.model, ck.revision, ck.step, ck.sha) for ck in groups.values()])
+    dups = find_duplicates([Checkpoint(ck.model, ck.revision, ck.step, ck.sha, ck.config_sha)
+                            for ck in groups.values()])
 
     parts: list[pd.DataFrame] = []
     ordered = sorted(groups.values(), key=lambda c: (c.model, revision_order(c.step, c.revision)))

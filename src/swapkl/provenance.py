@@ -52,6 +52,8 @@ def build(loaded=None, windows=None, **extra) -> dict:
             revision=loaded.revision,
             commit=loaded.commit,
             weights_sha256=loaded.weights_sha256,
+            model_config_sha256=loaded.config_sha256,
+            tokenizer_sha256=loaded.tokenizer_sha256,
             dtype=loaded.dtype,
             device=loaded.device,
             allow_pickle=loaded.allow_pickle,
@@ -71,7 +73,13 @@ def read(path: str) -> dict:
         raise SwapKLError(f"{path!r} is not a readable Parquet file: {e}") from e
     if METADATA_KEY not in meta:
         raise SwapKLError(f"{path!r} carries no swapkl provenance")
-    return json.loads(meta[METADATA_KEY])
+    try:
+        prov = json.loads(meta[METADATA_KEY])
+    except ValueError as e:
+        raise SwapKLError(f"{path!r} carries swapkl provenance that is not valid JSON ({e})") from None
+    if not isinstance(prov, dict):
+        raise SwapKLError(f"{path!r} carries swapkl provenance that is not a JSON object")
+    return prov
 
 
 def format_text(prov: dict) -> str:
