@@ -62,6 +62,7 @@ from swapkl import __version__
 from swapkl.aggregate_inputs import ProbeInput, ReprInput, read_probe_file, read_repr_file
 from swapkl.duplicate_revisions import Checkpoint, find_duplicates, revision_order
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_distinct
 from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
@@ -304,6 +305,7 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     probe_files = [str(p) for p in probe_files]
     repr_files = [str(p) for p in (repr_files or [])]
     _validate_args(probe_files, pair_sets, n_boot, seed)
+    require_distinct({"--out": str(out)}, [("--probe", f) for f in probe_files] + [("--repr", f) for f in repr_files])
     seen: set[str] = set()
     for f in probe_files + repr_files:
         if f in seen:

@@ -79,8 +79,9 @@ def check_spec(spec: DataSpec) -> None:
     given = [x for x in (spec.tokens, spec.dataset, spec.text_file) if x]
     if len(given) != 1:
         raise SwapKLError("give exactly one data source: --tokens, --dataset or --text-file")
-    for name, least in (("n_seqs", 1), ("seq_len", 2), ("min_tokens", 1), ("seed", 0)):
-        require_int(name, getattr(spec, name), least)
+    for name, label, least in (("n_seqs", "n_seqs", 1), ("seq_len", "seq_len", 2), ("min_tokens", "min_tokens", 1),
+                               ("seed", "seed (of the window draw)", 0)):
+        require_int(label, getattr(spec, name), least)
 
 
 def wikitext_paragraphs(rows) -> list[str]:

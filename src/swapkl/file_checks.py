@@ -74,10 +74,14 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
-def require_distinct(outputs: dict[str, str | None], inputs: dict[str, str | None] | None = None) -> None:
-    """No two ``outputs`` (option name -> path) and no output and input may be the same file."""
-    outs = [(k, v) for k, v in outputs.items() if v]
-    ins = [(k, v) for k, v in (inputs or {}).items() if v]
+def require_distinct(outputs: dict[str, str | None], inputs=None) -> None:
+    """No two ``outputs`` (option name -> path) and no output and input may be the same file.
+
+    ``inputs`` is a dict option name -> path, or (option name, path) pairs when an option repeats.
+    """
+    outs = [(k, str(v)) for k, v in outputs.items() if v]
+    pairs = inputs.items() if isinstance(inputs, dict) else (inputs or [])
+    ins = [(k, str(v)) for k, v in pairs if v]
     for n, (ka, a) in enumerate(outs):
         for kb, b in outs[n + 1:]:
             if same_file(a, b):

@@ -98,7 +98,7 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     # every option is checked before anything is loaded or computed
     require_int("batch_size", batch_size, 1)
     require_int("n_boot (bootstrap resamples)", n_boot, 0)
-    require_int("seed (bootstrap seed)", seed, 0)
+    require_int("bootstrap seed", seed, 0)
     require_int("chunk_tokens", chunk_tokens, 1)
     require_device(device)
     check_spec(data)

@@ -47,9 +47,11 @@ from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
 from swapkl.data import DataSpec, Windows, check_windows, load_windows
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_distinct
 from swapkl.loading import load_model
+from swapkl.options import require_device, require_int
 from swapkl.pairs import removal
-from swapkl.parquet_io import write_parquet
+from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.perplexity import EvalSpec, boot_log_ppl, load_eval_windows, percentile_ci, window_nll
 from swapkl.probe import step_of
 from swapkl.selection import (
@@ -273,6 +275,16 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     """
     eval_spec = EvalSpec.from_dict(eval_data)
     eval_spec.check()
+    require_int("seed", seed, 0)
+    require_int("chunk_tokens", chunk_tokens, 1)
+    require_device(device)
+    require_distinct({"--out": out, "--agreement-out": agreement_out},
+                     [("--probe", p) for p in probe_files] + [("--repr", repr_file),
+                      ("--eval-text-file", eval_spec.text_file), ("--calib-tokens", getattr(calib_data, "tokens", None)),
+                      ("--calib-text-file", getattr(calib_data, "text_file", None))])
+    for path in (out, agreement_out):  # before hours of computation, not after them
+        if path is not None:
+            check_writable(path)
     if spacing < 0:
         raise SwapKLError(f"spacing must be >= 0, got {spacing}")
     if n_random < 0 or n_boot < 0 or batch_size < 1:
@@ -447,6 +459,8 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     """
     if bool(agreement_inputs) != (agreement_out is not None):
         raise SwapKLError("give both agreement inputs and agreement_out, or neither")
+    require_distinct({"--out": out, "--agreement-out": agreement_out},
+                     [("--inputs", p) for p in inputs] + [("--agreement-inputs", p) for p in agreement_inputs])
     table, provs = _concat(inputs, PRUNING_SCHEMA, "pruning")
     df = table.to_pandas()
     unknown = sorted(set(df["guide"]) - set(GUIDES))
