@@ -825,31 +825,73 @@ CONFIG_CASES = {
 }
 
 
+CONFIG_CASES.update({
+    "pruning evaluation text is the probe text": (
+        lambda m: m.update(data={"dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1", "split": "test"},
+                           prune={"enabled": True}),
+        "Invalid config: models.m.prune.eval: the evaluation text is the probe text (models.m.data); perplexity "
+        "must be measured on held-out text: use another split or file"),
+    "pruning evaluation text is the calibration text": (
+        lambda m: m.update(data={"text_file": "probe.txt"},
+                           prune={"enabled": True, "eval": {"text_file": "held-out.txt"},
+                                  "calibration": {"text_file": "./held-out.txt"}}),
+        "Invalid config: models.m.prune.eval: the evaluation text is the calibration text "
+        "(models.m.prune.calibration); perplexity must be measured on held-out text: use another split or file"),
+})
+
+# Cases that a mapping cannot express: the config file's text; ``{checkpoints}`` is a local folder.
+CONFIG_TEXT_CASES = {
+    "model key given twice": (
+        "models:\n  m:\n    local: {checkpoints}\n    revisions: [step0]\n    batch_size: 4\n"
+        "  m:\n    local: {checkpoints}\n    revisions: [step0]\n",
+        "Invalid config: {path}: line 6: key 'm' appears a second time in one mapping (first on line 2); YAML "
+        "would silently keep only the last"),
+    "model named like a workflow output": (
+        "models:\n  aggregate_results.log:\n    local: {checkpoints}\n    revisions: [step0]\n",
+        "Invalid config: models.aggregate_results.log: a model name ending in '.log' can collide with the "
+        "workflow's own files (e.g. logs/aggregate_results.log); choose a name without that extension"),
+    "model named like a workflow folder": (
+        "models:\n  demo:\n    local: {checkpoints}\n    revisions: [step0]\n",
+        "Invalid config: models.demo: the workflow uses 'demo' for its own folders; choose another model name"),
+    "two model names that differ only in case": (
+        "models:\n  pythia:\n    local: {checkpoints}\n    revisions: [step0]\n"
+        "  Pythia:\n    local: {checkpoints}\n    revisions: [step0]\n",
+        "Invalid config: models.Pythia: differs from models.pythia only in case; their folders would be the same "
+        "on a case-insensitive file system"),
+}
+
+
 @pytest.fixture(scope="module")
 def config_runs(tmp_path_factory):
-    """``snakemake --dry-run`` on each bad config, all started at once (each takes a few seconds)."""
+    """``snakemake --dry-run`` on each bad config, all started at once (each takes a few seconds).
+
+    Returns name -> (exit code, output, config path)."""
     if not (REPO / "Snakefile").is_file():
         pytest.skip("the workflow (Snakefile) is not there")
     snakemake = Path(sys.executable).with_name("snakemake")
     root = tmp_path_factory.mktemp("configs")
-    procs = {}
+    paths = {}
     for name, (mutate, _) in CONFIG_CASES.items():
         model = {"local": str(root / "checkpoints"), "revisions": ["step0"]}
         mutate(model)
-        path = root / (name.replace(" ", "_") + ".yaml")
-        path.write_text(yaml.safe_dump({"models": {"m": model}}))
-        procs[name] = subprocess.Popen(
-            [str(snakemake), "--dry-run", "--nolock", "--configfile", str(path)], cwd=REPO,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return {name: (p.wait(timeout=120), p.stdout.read()) for name, p in procs.items()}
+        paths[name] = root / (name.replace(" ", "_") + ".yaml")
+        paths[name].write_text(yaml.safe_dump({"models": {"m": model}}))
+    for name, (text, _) in CONFIG_TEXT_CASES.items():
+        paths[name] = root / (name.replace(" ", "_") + ".yaml")
+        paths[name].write_text(text.format(checkpoints=root / "checkpoints"))
+    procs = {name: subprocess.Popen([str(snakemake), "--dry-run", "--nolock", "--configfile", str(path)], cwd=REPO,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for name, path in paths.items()}
+    return {name: (p.wait(timeout=300), p.stdout.read(), paths[name]) for name, p in procs.items()}
 
 
-@pytest.mark.parametrize("name", list(CONFIG_CASES))
+@pytest.mark.parametrize("name", list(CONFIG_CASES) + list(CONFIG_TEXT_CASES))
 def test_config_bad_input(name, config_runs):
-    code, output = config_runs[name]
+    code, output, path = config_runs[name]
+    template = CONFIG_CASES[name][1] if name in CONFIG_CASES else CONFIG_TEXT_CASES[name][1]
     assert code == 1
     lines = [ln for ln in output.splitlines() if ln.startswith("Invalid config:")]
-    assert lines == [CONFIG_CASES[name][1]]
+    assert lines == [template.format(path=path) if name in CONFIG_TEXT_CASES else template]
     assert "Traceback" not in output
 
 
@@ -860,7 +902,7 @@ def test_catalogue_lists_every_case():
     """docs/bad_inputs.md shows every message above (templates as written, ``{field}`` placeholders)."""
     doc = DOC.read_text()
     messages = [t for _, _, t in CLI_CASES.values()] + [t for _, t in API_CASES.values()]
-    messages += [t for _, t in CONFIG_CASES.values()]
+    messages += [t for _, t in CONFIG_CASES.values()] + [t for _, t in CONFIG_TEXT_CASES.values()]
     missing = [m for m in messages if "`" + m.replace("|", "\\|") + "`" not in doc]  # pipes escaped in tables
     assert not missing
     assert len(messages) >= 12

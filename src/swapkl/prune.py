@@ -69,6 +69,7 @@ from swapkl.selection import (
     random_select,
 )
 from swapkl.sleb import sleb_iterative
+from swapkl.text_sources import source_key
 
 log = logging.getLogger(__name__)
 
@@ -144,23 +145,11 @@ def _probe_data_spec(provs: list[dict]) -> DataSpec:
     return DataSpec(**first)
 
 
-def _source_key(*, text_file=None, dataset=None, dataset_config=None, split=None, tokens=None):
-    if text_file:
-        return ("file", os.path.realpath(text_file))
-    if tokens:
-        return ("tokens", os.path.realpath(tokens))
-    name = (dataset or "").lower()
-    if "wikitext" in name and split in ("test", "validation"):
-        # WikiText-2 and WikiText-103 share their validation and test articles
-        return ("dataset", name, None, split)
-    return ("dataset", name, dataset_config, split)
-
-
 def check_disjoint(eval_spec: EvalSpec, other: DataSpec, role: str) -> None:
     """The evaluation text must not be the source of the calibration / probe windows."""
-    a = _source_key(text_file=eval_spec.text_file, dataset=eval_spec.dataset,
+    a = source_key(text_file=eval_spec.text_file, dataset=eval_spec.dataset,
                     dataset_config=eval_spec.dataset_config, split=eval_spec.split)
-    b = _source_key(text_file=other.text_file, dataset=other.dataset, dataset_config=other.dataset_config,
+    b = source_key(text_file=other.text_file, dataset=other.dataset, dataset_config=other.dataset_config,
                     split=other.split, tokens=other.tokens)
     if a == b:
         raise SwapKLError(
