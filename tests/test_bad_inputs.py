@@ -899,10 +899,12 @@ def test_config_bad_input(name, config_runs):
 
 
 def test_catalogue_lists_every_case():
-    """docs/bad_inputs.md shows every message above (templates as written, ``{field}`` placeholders)."""
-    doc = DOC.read_text()
+    """docs/bad_inputs.md and the README show every message above (templates as written, ``{field}``
+    placeholders)."""
+    docs = [DOC.read_text(), (REPO / "README.md").read_text()]  # the README carries the same catalogue
     messages = [t for _, _, t in CLI_CASES.values()] + [t for _, t in API_CASES.values()]
     messages += [t for _, t in CONFIG_CASES.values()] + [t for _, t in CONFIG_TEXT_CASES.values()]
-    missing = [m for m in messages if "`" + m.replace("|", "\\|") + "`" not in doc]  # pipes escaped in tables
-    assert not missing
+    for doc in docs:
+        missing = [m for m in messages if "`" + m.replace("|", "\\|") + "`" not in doc]  # pipes escaped in tables
+        assert not missing
     assert len(messages) >= 12
