@@ -646,6 +646,48 @@ CLI_CASES_ISSUE_9 = {
         "revision '{other}' of local model '{models}' must be the name of one of its subdirectories "
         "(no '/', '.' or '..')"),
 }
+
+
+# ------------------------------------------------------------------------------- found beyond the issue's list
+
+
+def case_provenance_of_a_fifo(env, d):
+    fifo = d / "results.parquet"
+    os.mkfifo(fifo)
+    return ["provenance", str(fifo)], {"fifo": fifo}
+
+
+def case_prune_outputs_are_one_file(env, d):
+    out = d / "pruning.parquet"
+    argv = ["prune", "--model", env.model, "--probe", str(d / "probe.parquet"), "--eval-text-file", env.text,
+            "--calib-tokens", env.tokens, "--agreement-out", str(out), "--out", str(out)]
+    return argv, {"out": out}
+
+
+def case_prune_negative_calibration_seed(env, d):
+    argv = ["prune", "--model", env.model, "--probe", str(d / "probe.parquet"), "--eval-text-file", env.text,
+            "--calib-text-file", env.text, "--calib-seed", "-1", "--out", str(d / "pruning.parquet")]
+    return argv, {}
+
+
+def case_aggregate_out_is_a_foreign_file(env, d):
+    notes = d / "notes.parquet"
+    notes.write_text("my notes")
+    argv = ["aggregate", "--probe", str(d / "p.parquet"), "--pair-sets", "m=adjacent", "--out", str(notes)]
+    return argv, {"notes": notes}
+
+
+CLI_CASES_ISSUE_9.update({
+    "`swapkl provenance` on a FIFO": ("CLI", case_provenance_of_a_fifo, "Parquet file '{fifo}' is a FIFO, not a regular file"),
+    "`prune --agreement-out` and `--out` name the same file": (
+        "CLI", case_prune_outputs_are_one_file,
+        "--out and --agreement-out name the same file ('{out}' and '{out}'); give each its own path"),
+    "negative `prune --calib-seed` (checked before the model is loaded)": (
+        "CLI", case_prune_negative_calibration_seed, "seed (of the window draw) must be at least 0, got -1"),
+    "`aggregate --out` names an existing file swapkl did not write": (
+        "CLI", case_aggregate_out_is_a_foreign_file,
+        "refusing to overwrite output '{notes}': it exists and was not written by swapkl"),
+})
 CLI_CASES.update(CLI_CASES_ISSUE_9)
 
 
@@ -700,6 +742,8 @@ API_CASES = {
     "aggregate of probe files measured on different token windows": (
         "API", "{second}: tokens_sha256 differs from {first} for m main ({b} vs {a}); files measured on different "
                "weights, config, data or dtype cannot be compared"),
+    "figure output names a file swapkl did not write": (
+        "API", "refusing to overwrite figure '{png}': it exists and was not written by swapkl"),
     "aggregate --out names one of its inputs": (
         "API", "--out '{probe}' is the input --probe '{probe}'; an output never replaces an input"),
 }
@@ -786,6 +830,23 @@ def test_aggregate_never_writes_over_an_input(env, tmp_path):
         aggregate([a, b], [], a, pair_sets={"m": ["adjacent"]}, n_boot=10)
     assert str(e.value) == API_CASES["aggregate --out names one of its inputs"][1].format(probe=a)
     assert a.read_bytes() == before
+
+
+def test_figures_only_replace_figures_swapkl_drew(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from swapkl.figures.style import save_figure
+
+    png, pdf = tmp_path / "fig.png", tmp_path / "fig.pdf"
+    fig = plt.figure()
+    save_figure(fig, png, pdf)
+    save_figure(fig, png, pdf)  # its own figures are replaced on a rerun
+    png.write_bytes(b"\x89PNG a photo of my cat")
+    with pytest.raises(SwapKLError) as e:
+        save_figure(fig, png, pdf)
+    plt.close(fig)
+    assert str(e.value) == API_CASES["figure output names a file swapkl did not write"][1].format(png=png)
+    assert png.read_bytes() == b"\x89PNG a photo of my cat"
 
 
 def test_token_file_provenance_records_only_the_token_file(env, tmp_path):

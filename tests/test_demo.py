@@ -288,7 +288,20 @@ def test_rerun_with_another_schedule_removes_stale_checkpoints(mini_corpus, toke
     (tmp_path / ".step3.123.0123456789ab.tmp").mkdir()  # as a killed run leaves it
     _tiny_run("gpt_neox", mini_corpus, tokenizer_dir, tmp_path, save_steps=["step0", 2])
     assert sorted(p.name for p in tmp_path.iterdir()) == \
-        ["demo_model.json", "step0", "step2", "training_log.csv"]
+        [".swapkl-demo-model", "demo_model.json", "step0", "step2", "training_log.csv"]
+
+
+def test_training_never_cleans_up_a_folder_it_did_not_make(mini_corpus, tokenizer_dir, tmp_path):
+    """A folder with someone else's step1000 checkpoint: refused, and nothing in it is touched."""
+    theirs = tmp_path / "step1000"
+    theirs.mkdir()
+    (theirs / "model.safetensors").write_bytes(b"their weights")
+    with pytest.raises(SwapKLError) as e:
+        _tiny_run("gpt_neox", mini_corpus, tokenizer_dir, tmp_path, save_steps=[0])
+    assert str(e.value) == (f"refusing to train into {tmp_path}: it holds files that swapkl did not write "
+                            "(no .swapkl-demo-model); give an empty or new folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step1000"]
+    assert (theirs / "model.safetensors").read_bytes() == b"their weights"
 
 
 def test_training_rejects_bad_arguments(mini_corpus, tokenizer_dir, tmp_path):

@@ -66,7 +66,7 @@ from swapkl.file_checks import require_distinct
 from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
-from swapkl.parquet_io import write_parquet
+from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.provenance import read as read_provenance
 
 log = logging.getLogger(__name__)
@@ -306,6 +306,7 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     repr_files = [str(p) for p in (repr_files or [])]
     _validate_args(probe_files, pair_sets, n_boot, seed)
     require_distinct({"--out": str(out)}, [("--probe", f) for f in probe_files] + [("--repr", f) for f in repr_files])
+    check_writable(str(out))
     seen: set[str] = set()
     for f in probe_files + repr_files:
         if f in seen:

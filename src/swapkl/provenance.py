@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_regular_file
 
 METADATA_KEY = b"swapkl"
 
@@ -67,6 +68,7 @@ def build(loaded=None, windows=None, **extra) -> dict:
 
 
 def read(path: str) -> dict:
+    require_regular_file(path, "Parquet file")
     try:
         meta = pq.read_schema(path).metadata or {}
     except Exception as e:

@@ -44,7 +44,7 @@ import torch
 from swapkl import provenance
 from swapkl.agreement import AGREEMENT_SCHEMA, agreement_rows
 from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
-from swapkl.data import DataSpec, Windows, check_windows, load_windows
+from swapkl.data import DataSpec, Windows, check_spec, check_windows, load_windows
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_distinct
@@ -283,6 +283,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         raise SwapKLError(f"unknown angular metric {angular_metric!r}: choose 'angular' or 'angular_last'")
     if not isinstance(calib_data, DataSpec):
         raise SwapKLError("calib_data must be a swapkl.data.DataSpec")
+    check_spec(calib_data)
     metadata = dict(metadata or {})
 
     probe, probe_provs = read_probe_inputs(probe_files)

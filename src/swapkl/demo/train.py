@@ -40,6 +40,7 @@ TRAINING_LOG = "training_log.csv"
 SUMMARY = "demo_model.json"
 LOG_COLUMNS = ("step", "tokens", "lr", "heldout_loss", "train_loss", "train_batch_loss")
 _STEP_DIR = re.compile(r"^step(\d+)$")
+OWNER_MARK = ".swapkl-demo-model"  # marks a folder that train_demo_model made (and may clean up)
 # Staging directories of checkpoints (see swapkl.demo.atomic.staged_dir) left by a killed run.
 _STAGING_DIR = re.compile(r"^\.step\d+\.\d+\.[0-9a-f]{12}\.(tmp|old)$")
 # Tokenizer files copied into every checkpoint (those present in the tokenizer directory).
@@ -192,7 +193,12 @@ def train_demo_model(
     tokenizer = load_demo_tokenizer(tokenizer_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SwapKLError(f"demo model output {out_dir} exists and is not a directory")
+    # stepN folders and logs in out_dir are replaced or deleted below: only ever in a folder this trainer made
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / OWNER_MARK).is_file():
+        raise SwapKLError(f"refusing to train into {out_dir}: it holds files that swapkl did not write "
+                          f"(no {OWNER_MARK}); give an empty or new folder")
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / OWNER_MARK).touch()
     # A run in progress (or a failed one) is never mistaken for a finished one.
     (out_dir / SUMMARY).unlink(missing_ok=True)
     (out_dir / TRAINING_LOG).unlink(missing_ok=True)
