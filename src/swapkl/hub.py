@@ -13,6 +13,7 @@ from swapkl.errors import SwapKLError
 log = logging.getLogger(__name__)
 
 SOURCE_FILE = "swapkl_source.json"
+PARTIAL_MARK = ".swapkl-partial"  # in the staging folder of a download while it runs
 #: files fetched from the hub: weights as safetensors only, never pickles
 ALLOW_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt"]
 #: errors that retrying cannot fix (matched by class name, so huggingface_hub stays an optional import)
@@ -41,10 +42,19 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
     if resolve_commit is None:
         resolve_commit = hub_commit
     tmp = out_dir.rstrip("/") + ".partial"
+    # only a checkpoint that swapkl downloaded (it holds SOURCE_FILE), and only a staging folder that swapkl
+    # made (it holds PARTIAL_MARK), is ever deleted or replaced here
+    for path, mark, what in ((out_dir, SOURCE_FILE, "a checkpoint that swapkl downloaded"),
+                             (tmp, PARTIAL_MARK, "a download that swapkl started")):
+        if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)
+                                          and os.path.isfile(os.path.join(path, mark))):
+            raise SwapKLError(f"refusing to replace {path!r}: it is not {what} (no {mark} in it)")
     done = False
     try:
         for attempt in range(1, retries + 1):
             shutil.rmtree(tmp, ignore_errors=True)
+            os.makedirs(tmp)
+            open(os.path.join(tmp, PARTIAL_MARK), "w").close()
             try:
                 commit = resolve_commit(model_id, revision)
                 snapshot(repo_id=model_id, revision=commit or revision, local_dir=tmp, allow_patterns=ALLOW_PATTERNS)
@@ -62,6 +72,7 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
         try:
             with open(os.path.join(tmp, SOURCE_FILE), "w") as f:
                 json.dump({"model_id": model_id, "revision": revision, "commit": commit}, f, indent=1, sort_keys=True)
+            os.unlink(os.path.join(tmp, PARTIAL_MARK))
             shutil.rmtree(out_dir, ignore_errors=True)
             os.replace(tmp, out_dir)
         except OSError as e:
