@@ -141,6 +141,7 @@ def test_probe_parquet_carries_full_provenance(ckpt, tmp_path, capsys):
 
     # independent recomputation of the two hashes
     weights = hashlib.sha256(b"model.safetensors\0" + (ckpt_dir / "model.safetensors").read_bytes()).hexdigest()
+    config = hashlib.sha256(b"config.json\0" + (ckpt_dir / "config.json").read_bytes()).hexdigest()
     ids = np.load(ckpt / "tokens.npy").astype(np.int64)
     tokens = hashlib.sha256(ids.tobytes() + np.ones_like(ids).tobytes()).hexdigest()
     expected = {
@@ -154,6 +155,8 @@ def test_probe_parquet_carries_full_provenance(ckpt, tmp_path, capsys):
         "revision": "step1000",
         "commit": COMMIT,
         "weights_sha256": weights,
+        "model_config_sha256": config,  # the same weights under another config.json compute another function
+        "tokenizer_sha256": None,  # --tokens: no tokenizer is loaded
         "data_source": f"tokens:{ckpt / 'tokens.npy'}",
         "tokens_sha256": tokens,
         "seed": 7,
@@ -178,3 +181,19 @@ def test_provenance_of_a_non_parquet_file(tmp_path, capsys):
     assert cli.main(["provenance", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"swapkl: error: '{f}' is not a readable Parquet file: ") and "\n" not in err
+
+
+def test_tokenizer_files_are_hashed_into_the_provenance_when_used(ckpt, tmp_path):
+    """With text data the tokenizer is loaded: its files' hash (independently recomputed) is recorded."""
+    from swapkl import provenance
+    from swapkl.loading import TOKENIZER_FILES
+
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(f"the quick brown fox jumps over the lazy dog number {k}" for k in range(4)))
+    out = tmp_path / "probe.parquet"
+    run_probe(str(ckpt / "model"), str(out), data=DataSpec(text_file=str(text), n_seqs=2, seq_len=16, min_tokens=4),
+              n_boot=5, device="cpu", protocols="deletion")
+    h = hashlib.sha256()
+    for name in (n for n in TOKENIZER_FILES if (ckpt / "model" / n).exists()):
+        h.update(name.encode() + b"\0" + (ckpt / "model" / name).read_bytes())
+    assert provenance.read(str(out))["tokenizer_sha256"] == h.hexdigest()
