@@ -67,6 +67,7 @@ from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
 from swapkl.parquet_io import check_writable, write_parquet
+from swapkl.provenance import check_comparable
 from swapkl.provenance import read as read_provenance
 
 log = logging.getLogger(__name__)
@@ -101,14 +102,6 @@ def output_schema(set_names: list[str]) -> pa.Schema:
     return pa.schema(_COMMON + _DIRECTED + _PAIR + member + _SUMMARY + _REPR)
 
 
-# Provenance fields on which all files of one checkpoint must agree (absent counts as a value).
-COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code")
-
-
-def _short(value) -> str:
-    return repr(value[:12] + "...") if isinstance(value, str) and len(value) > 16 else repr(value)
-
-
 class _Checkpoint:
     """All inputs of one (model, revision)."""
 
@@ -129,16 +122,8 @@ class _Checkpoint:
         if item.step != self.step:
             raise SwapKLError(f"{item.path}: step {item.step} differs from step {self.step} in "
                               f"{self.first} for {self.model} {self.revision}")
-        for name in COMPARABLE:  # the files of one checkpoint must measure the same function on the same data
-            value = item.provenance.get(name)
-            if name not in self.fields:
-                self.fields[name] = (value, item.path)
-                continue
-            first, where = self.fields[name]
-            if value != first:
-                raise SwapKLError(f"{item.path}: {name} differs from {where} for {self.model} {self.revision} "
-                                  f"({_short(value)} vs {_short(first)}); files measured on different "
-                                  "weights, config, data or dtype cannot be compared")
+        # the files of one checkpoint must measure the same function on the same data
+        check_comparable(self.fields, item.path, item.provenance, f"{self.model} {self.revision}")
         self.sha = self.fields["weights_sha256"][0]
         self.config_sha = self.fields["model_config_sha256"][0]
         if isinstance(item, ProbeInput):

@@ -67,6 +67,30 @@ def build(loaded=None, windows=None, **extra) -> dict:
     return out
 
 
+# Fields on which files that are combined (the protocols of one checkpoint) must agree; absent is a value too.
+COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code")
+
+
+def check_comparable(seen: dict, path: str, prov: dict, what: str) -> None:
+    """Raise unless ``prov`` (of file ``path``) agrees with the files before it on every :data:`COMPARABLE` field.
+
+    ``seen`` maps field -> (value, first file) and is filled in by the first file.
+    """
+    for name in COMPARABLE:
+        value = prov.get(name)
+        if name not in seen:
+            seen[name] = (value, path)
+            continue
+        first, where = seen[name]
+        if value != first:
+            raise SwapKLError(f"{path}: {name} differs from {where} for {what} ({_short(value)} vs {_short(first)}); "
+                              "files measured on different weights, config, data or dtype cannot be compared")
+
+
+def _short(value) -> str:
+    return repr(value[:12] + "...") if isinstance(value, str) and len(value) > 16 else repr(value)
+
+
 def read(path: str) -> dict:
     require_regular_file(path, "Parquet file")
     try:

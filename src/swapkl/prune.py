@@ -120,18 +120,16 @@ def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
     """All probe rows of one checkpoint and each file's provenance."""
     if not paths:
         raise SwapKLError("no probe file given")
-    frames, provs = [], []
+    frames, provs, seen = [], [], {}
     for p in paths:
         df, prov = _read_table(p, _PROBE_COLUMNS, "probe")
+        provenance.check_comparable(seen, str(p), prov, "the pruned checkpoint")
         frames.append(df)
         provs.append(prov)
     probe = pd.concat(frames, ignore_index=True)
     n = sorted(set(int(v) for v in probe["n_layers"]))
     if len(n) != 1:
         raise SwapKLError(f"probe files {list(map(str, paths))} disagree on n_layers: {n}")
-    shas = sorted({p.get("weights_sha256") for p in provs if p.get("weights_sha256")})
-    if len(shas) > 1:
-        raise SwapKLError(f"probe files {list(map(str, paths))} were measured on different weights")
     return probe, provs
 
 
@@ -304,6 +302,10 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     shas = {p.get("weights_sha256") for p in probe_provs} - {None}
     if shas and loaded.weights_sha256 not in shas:
         raise SwapKLError(f"the probe files were measured on other weights than {model!r}"
+                          f"{'@' + revision if revision else ''}")
+    configs = {p.get("model_config_sha256") for p in probe_provs} - {None}
+    if configs and loaded.config_sha256 not in configs:
+        raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
                           f"{'@' + revision if revision else ''}")
     budgets = _check_budgets(budgets, n_layers, spacing)
 
