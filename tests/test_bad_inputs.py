@@ -677,7 +677,20 @@ def case_aggregate_out_is_a_foreign_file(env, d):
     return argv, {"notes": notes}
 
 
+def case_window_options_with_tokens(env, d):
+    return probe_args(env.model, d / "out.parquet", data=["--tokens", env.tokens, "--n-seqs", "2", "--seed", "3"]), {}
+
+
+def case_split_with_text_file(env, d):
+    return probe_args(env.model, d / "out.parquet", data=["--text-file", env.text, "--split", "test"]), {}
+
+
 CLI_CASES_ISSUE_9.update({
+    "window options with `--tokens` (which uses the token file as it is)": (
+        "CLI", case_window_options_with_tokens,
+        "--n-seqs, --seed have no effect with --tokens (a token file is used as it is); leave it out"),
+    "`--split` with `--text-file`": (
+        "CLI", case_split_with_text_file, "--split has no effect with --text-file; leave it out"),
     "`swapkl provenance` on a FIFO": ("CLI", case_provenance_of_a_fifo, "Parquet file '{fifo}' is a FIFO, not a regular file"),
     "`prune --agreement-out` and `--out` name the same file": (
         "CLI", case_prune_outputs_are_one_file,
