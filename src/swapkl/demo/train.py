@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from swapkl.demo.architectures import DEMO_ARCHS, DemoSize, demo_config, demo_model_class
-from swapkl.demo.atomic import staged_dir, write_json_atomic, write_text_atomic
+from swapkl.demo.atomic import claim_folder, staged_dir, write_json_atomic, write_text_atomic
 from swapkl.demo.corpus import corpus_file, load_corpus_manifest
 from swapkl.demo.schedule import checkpoint_schedule, lr_at
 from swapkl.demo.tokenizer import load_demo_tokenizer
@@ -193,12 +193,7 @@ def train_demo_model(
     tokenizer = load_demo_tokenizer(tokenizer_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SwapKLError(f"demo model output {out_dir} exists and is not a directory")
-    # stepN folders and logs in out_dir are replaced or deleted below: only ever in a folder this trainer made
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / OWNER_MARK).is_file():
-        raise SwapKLError(f"refusing to train into {out_dir}: it holds files that swapkl did not write "
-                          f"(no {OWNER_MARK}); give an empty or new folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / OWNER_MARK).touch()
+    claim_folder(out_dir, OWNER_MARK)  # stepN folders and logs in out_dir are replaced or deleted below
     # A run in progress (or a failed one) is never mistaken for a finished one.
     (out_dir / SUMMARY).unlink(missing_ok=True)
     (out_dir / TRAINING_LOG).unlink(missing_ok=True)
