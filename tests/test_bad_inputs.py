@@ -345,7 +345,8 @@ def case_progress_file_is_out(env, d):
 def case_progress_file_links_to_out(env, d):
     out, link = d / "o.parquet", d / "progress.jsonl"
     link.symlink_to(out)  # dangling until the result is written: compared after resolving links
-    return probe_args(env.model, out, "--progress-file", link, data=["--tokens", env.tokens]), {"out": out, "link": link}
+    argv = probe_args(env.model, out, "--progress-file", link, data=["--tokens", env.tokens])
+    return argv, {"out": out, "link": link}
 
 
 def case_repr_out_is_out(env, d):
@@ -526,7 +527,8 @@ def case_minus_one_layers(env, d):
 def case_nothing_to_measure(env, d):
     folder = d / "one-block"
     tiny_model("gpt_neox", n_layers=1).save_pretrained(folder)
-    argv = probe_args(folder, d / "out.parquet", "--protocols", "replacement,interchange", data=["--tokens", env.tokens])
+    argv = probe_args(folder, d / "out.parquet", "--protocols", "replacement,interchange",
+                      data=["--tokens", env.tokens])
     return argv, {"model": folder}
 
 
@@ -691,7 +693,8 @@ CLI_CASES_ISSUE_9.update({
         "--n-seqs, --seed have no effect with --tokens (a token file is used as it is); leave it out"),
     "`--split` with `--text-file`": (
         "CLI", case_split_with_text_file, "--split has no effect with --text-file; leave it out"),
-    "`swapkl provenance` on a FIFO": ("CLI", case_provenance_of_a_fifo, "Parquet file '{fifo}' is a FIFO, not a regular file"),
+    "`swapkl provenance` on a FIFO": (
+        "CLI", case_provenance_of_a_fifo, "Parquet file '{fifo}' is a FIFO, not a regular file"),
     "`prune --agreement-out` and `--out` name the same file": (
         "CLI", case_prune_outputs_are_one_file,
         "--out and --agreement-out name the same file ('{out}' and '{out}'); give each its own path"),
