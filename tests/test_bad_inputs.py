@@ -760,6 +760,7 @@ API_CASES = {
                "weights, config, data or dtype cannot be compared"),
     "figure output names a file swapkl did not write": (
         "API", "refusing to overwrite figure '{png}': it exists and was not written by swapkl"),
+    "aggregate input given twice under two names": ("API", "{link}: given twice as an input (it is {probe})"),
     "aggregate --out names one of its inputs": (
         "API", "--out '{probe}' is the input --probe '{probe}'; an output never replaces an input"),
 }
@@ -863,6 +864,18 @@ def test_figures_only_replace_figures_swapkl_drew(tmp_path):
     plt.close(fig)
     assert str(e.value) == API_CASES["figure output names a file swapkl did not write"][1].format(png=png)
     assert png.read_bytes() == b"\x89PNG a photo of my cat"
+
+
+def test_aggregate_sees_one_file_under_two_names(env, tmp_path):
+    """A probe file given once by its name and once through a symbolic link would count its variants twice."""
+    from swapkl.aggregate import aggregate
+
+    a, b = _two_protocol_files(env, tmp_path, env.tokens)
+    link = tmp_path / "link.parquet"
+    link.symlink_to(a)
+    with pytest.raises(SwapKLError) as e:
+        aggregate([a, b, link], [], tmp_path / "agg.parquet", pair_sets={"m": ["adjacent"]}, n_boot=10)
+    assert str(e.value) == API_CASES["aggregate input given twice under two names"][1].format(link=link, probe=a)
 
 
 def test_token_file_provenance_records_only_the_token_file(env, tmp_path):

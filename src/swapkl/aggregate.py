@@ -62,7 +62,7 @@ from swapkl import __version__
 from swapkl.aggregate_inputs import ProbeInput, ReprInput, read_probe_file, read_repr_file
 from swapkl.duplicate_revisions import Checkpoint, find_duplicates, revision_order
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import require_distinct
+from swapkl.file_checks import require_distinct, same_file
 from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
@@ -292,11 +292,12 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     _validate_args(probe_files, pair_sets, n_boot, seed)
     require_distinct({"--out": str(out)}, [("--probe", f) for f in probe_files] + [("--repr", f) for f in repr_files])
     check_writable(str(out))
-    seen: set[str] = set()
+    seen: list[str] = []
     for f in probe_files + repr_files:
-        if f in seen:
-            raise SwapKLError(f"{f}: given twice as an input")
-        seen.add(f)
+        twin = next((g for g in seen if same_file(f, g)), None)  # also through a symbolic link or another spelling
+        if twin is not None:
+            raise SwapKLError(f"{f}: given twice as an input" + ("" if twin == f else f" (it is {twin})"))
+        seen.append(f)
     probes = [read_probe_file(f) for f in probe_files]
     reprs = [read_repr_file(f) for f in repr_files]
     groups = _group(probes, reprs)
