@@ -197,3 +197,17 @@ def test_tokenizer_files_are_hashed_into_the_provenance_when_used(ckpt, tmp_path
     for name in (n for n in TOKENIZER_FILES if (ckpt / "model" / n).exists()):
         h.update(name.encode() + b"\0" + (ckpt / "model" / name).read_bytes())
     assert provenance.read(str(out))["tokenizer_sha256"] == h.hexdigest()
+
+
+def test_remote_code_is_part_of_the_config_hash(ckpt, tmp_path):
+    """With --trust-remote-code the checkpoint's Python files define the model: they are hashed with config.json
+    (recomputed here independently), so editing them invalidates resumes and duplicate checks."""
+    folder = tmp_path / "model"
+    shutil.copytree(ckpt / "model", folder)
+    (folder / "modeling_custom.py").write_text("# the checkpoint's own model code\n")
+    plain = load_model(str(folder), device="cpu", need_tokenizer=False)
+    remote = load_model(str(folder), device="cpu", need_tokenizer=False, trust_remote_code=True)
+    config = b"config.json\0" + (folder / "config.json").read_bytes()
+    code = b"modeling_custom.py\0" + (folder / "modeling_custom.py").read_bytes()
+    assert plain.config_sha256 == hashlib.sha256(config).hexdigest()
+    assert remote.config_sha256 == hashlib.sha256(config + code).hexdigest()

@@ -31,7 +31,7 @@ class LoadedModel:
     revision: str | None
     commit: str | None
     weights_sha256: str
-    config_sha256: str  # config.json: with the weights, it fixes the function computed
+    config_sha256: str  # config.json (and the checkpoint's *.py with trust_remote_code): with the weights, the function
     tokenizer_sha256: str | None  # the tokenizer files, when a tokenizer was loaded
     dtype: str
     device: str
@@ -249,7 +249,9 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         revision=source.get("revision", revision),
         commit=commit,
         weights_sha256=weights_sha256(path),
-        config_sha256=files_sha256(path, ["config.json"]),
+        # with --trust-remote-code the checkpoint's own Python files define the model too
+        config_sha256=files_sha256(path, ["config.json"] + (
+            sorted(n for n in os.listdir(path) if n.endswith(".py")) if trust_remote_code else [])),
         tokenizer_sha256=files_sha256(path, tok_files) if tok is not None else None,
         dtype=dtype,
         device=dev,
