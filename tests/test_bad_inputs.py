@@ -760,6 +760,9 @@ API_CASES = {
                "weights, config, data or dtype cannot be compared"),
     "figure output names a file swapkl did not write": (
         "API", "refusing to overwrite figure '{png}': it exists and was not written by swapkl"),
+    "aggregate of revisions of one model measured on different windows": (
+        "API", "{second}: tokens_sha256 differs from {first} for model m (revisions are compared along training) "
+               "({b} vs {a}); files measured on different weights, config, data or dtype cannot be compared"),
     "aggregate input given twice under two names": ("API", "{link}: given twice as an input (it is {probe})"),
     "aggregate --out names one of its inputs": (
         "API", "--out '{probe}' is the input --probe '{probe}'; an output never replaces an input"),
@@ -836,6 +839,25 @@ def test_aggregate_refuses_files_measured_on_different_windows(env, tmp_path):
     a2, b2 = _two_protocol_files(env, tmp_path / "same", env.tokens)
     aggregate([a2, b2], [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
     assert out.exists()
+
+
+def test_aggregate_refuses_revisions_measured_on_different_windows(env, tmp_path):
+    """Two revisions of one model on different windows: their gaps are no training trajectory."""
+    from swapkl import provenance
+    from swapkl.aggregate import aggregate
+
+    other = tmp_path / "other.npy"
+    np.save(other, random_tokens(97, 4, 12, seed=9).numpy())
+    files = []
+    for rev, tokens in (("step1", env.tokens), ("step2", str(other))):
+        files.append(tmp_path / f"{rev}.parquet")
+        run_probe(env.model, str(files[-1]), data=DataSpec(tokens=tokens), n_boot=10,
+                  metadata={"model": "m", "revision": rev})
+    with pytest.raises(SwapKLError) as e:
+        aggregate(files, [], tmp_path / "agg.parquet", pair_sets={"m": ["adjacent"]}, n_boot=10)
+    ta, tb = (repr(provenance.read(str(p))["tokens_sha256"][:12] + "...") for p in files)
+    assert str(e.value) == API_CASES["aggregate of revisions of one model measured on different windows"][1].format(
+        first=files[0], second=files[1], a=ta, b=tb)
 
 
 def test_aggregate_never_writes_over_an_input(env, tmp_path):

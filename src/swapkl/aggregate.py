@@ -67,7 +67,7 @@ from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
 from swapkl.parquet_io import check_writable, write_parquet
-from swapkl.provenance import check_comparable
+from swapkl.provenance import COMPARABLE_ACROSS_REVISIONS, check_comparable
 from swapkl.provenance import read as read_provenance
 
 log = logging.getLogger(__name__)
@@ -301,6 +301,10 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     probes = [read_probe_file(f) for f in probe_files]
     reprs = [read_repr_file(f) for f in repr_files]
     groups = _group(probes, reprs)
+    per_model: dict[str, dict] = {}
+    for item in probes:  # a training trajectory compares revisions: same windows, same dtype
+        check_comparable(per_model.setdefault(item.model, {}), item.path, item.provenance,
+                         f"model {item.model} (revisions are compared along training)", COMPARABLE_ACROSS_REVISIONS)
     for ck in groups.values():
         if ck.model not in pair_sets:
             raise SwapKLError(f"{ck.first}: model {ck.model!r} has no pair sets configured "

@@ -69,14 +69,16 @@ def build(loaded=None, windows=None, **extra) -> dict:
 
 # Fields on which files that are combined (the protocols of one checkpoint) must agree; absent is a value too.
 COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code")
+# Fields on which all revisions of one model must agree, so that they can be compared along training.
+COMPARABLE_ACROSS_REVISIONS = ("tokens_sha256", "dtype")
 
 
-def check_comparable(seen: dict, path: str, prov: dict, what: str) -> None:
-    """Raise unless ``prov`` (of file ``path``) agrees with the files before it on every :data:`COMPARABLE` field.
+def check_comparable(seen: dict, path: str, prov: dict, what: str, fields=COMPARABLE) -> None:
+    """Raise unless ``prov`` (of file ``path``) agrees with the files before it on every one of ``fields``.
 
     ``seen`` maps field -> (value, first file) and is filled in by the first file.
     """
-    for name in COMPARABLE:
+    for name in fields:
         value = prov.get(name)
         if name not in seen:
             seen[name] = (value, path)
