@@ -304,6 +304,18 @@ def test_corpus_and_tokenizer_never_write_into_a_folder_they_did_not_make(step, 
     assert sorted(p.name for p in tmp_path.iterdir()) == [name] and (tmp_path / name).read_text() == "theirs"
 
 
+@pytest.mark.parametrize("option, value, message", [
+    ("seed", -1, "seed must be at least 0, got -1"),
+    ("batch_size", 0, "batch_size must be at least 1, got 0"),
+    ("seq_len", 1.5, "seq_len must be an integer, got 1.5"),
+])
+def test_training_options_are_checked_before_any_work(option, value, message, tmp_path):
+    with pytest.raises(SwapKLError) as e:
+        _tiny_run("llama", tmp_path / "no-corpus", tmp_path / "no-tokenizer", tmp_path / "out", **{option: value})
+    assert str(e.value) == message
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_training_never_cleans_up_a_folder_it_did_not_make(mini_corpus, tokenizer_dir, tmp_path):
     """A folder with someone else's step1000 checkpoint: refused, and nothing in it is touched."""
     theirs = tmp_path / "step1000"

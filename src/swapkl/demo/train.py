@@ -35,6 +35,7 @@ from swapkl.demo.schedule import checkpoint_schedule, lr_at
 from swapkl.demo.tokenizer import load_demo_tokenizer
 from swapkl.demo.windows import BatchOrder, file_windows
 from swapkl.errors import SwapKLError
+from swapkl.options import require_int
 
 TRAINING_LOG = "training_log.csv"
 SUMMARY = "demo_model.json"
@@ -166,6 +167,9 @@ def train_demo_model(
         raise SwapKLError(f"unknown demo architecture {arch!r} (expected one of {', '.join(DEMO_ARCHS)})")
     if not isinstance(steps, int) or steps < 1:
         raise SwapKLError(f"--steps {steps!r} must be a positive integer")
+    require_int("seed", seed, 0)
+    require_int("batch_size", batch_size, 1)
+    require_int("seq_len", seq_len, 2)
     size = size or DemoSize()
     size.validate()
     if seq_len > size.max_position_embeddings:
