@@ -375,3 +375,31 @@ def test_engine_output_aggregates_and_identical_weights_are_duplicates(tmp_path)
     assert set(agg.loc[agg["revision"] == "step200", "duplicate_of"]) == {"step100"}
     assert agg.loc[agg["revision"] == "step100", "duplicate_of"].isna().all()
     assert set(agg.loc[agg["kind"] == "repr", "metric"]) == {"bi", "angular", "angular_last"}
+
+
+def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
+    """Two revisions with byte-identical weights but different config.json (layer_norm_eps) compute
+    different functions: neither is marked as a duplicate of the other."""
+    import json
+    import shutil
+
+    from swapkl.data import DataSpec
+    from swapkl.probe import run_probe
+    from tiny_models import random_tokens, tiny_model
+
+    tiny_model("gpt_neox", n_layers=3).save_pretrained(tmp_path / "step100")
+    shutil.copytree(tmp_path / "step100", tmp_path / "step200")
+    cfg = json.loads((tmp_path / "step200" / "config.json").read_text())
+    cfg["layer_norm_eps"] = 0.5
+    (tmp_path / "step200" / "config.json").write_text(json.dumps(cfg))
+    np.save(tmp_path / "tok.npy", random_tokens(97, 4, 12).numpy())
+    files = []
+    for rev in ("step100", "step200"):
+        p = tmp_path / f"{rev}.parquet"
+        run_probe(str(tmp_path / rev), str(p), data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
+                  n_boot=10, metadata={"model": "tiny", "revision": rev})
+        files.append(p)
+    agg, _ = run(tmp_path, files, [], sets={"tiny": ["adjacent"]}, n_boot=10)
+    assert agg["duplicate_of"].isna().all()
+    kl = agg[(agg["kind"] == "directed") & (agg["protocol"] == "deletion")].groupby("revision")["kl_mean"].sum()
+    assert kl["step100"] != kl["step200"]  # the edit does change the numbers

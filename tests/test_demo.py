@@ -288,7 +288,45 @@ def test_rerun_with_another_schedule_removes_stale_checkpoints(mini_corpus, toke
     (tmp_path / ".step3.123.0123456789ab.tmp").mkdir()  # as a killed run leaves it
     _tiny_run("gpt_neox", mini_corpus, tokenizer_dir, tmp_path, save_steps=["step0", 2])
     assert sorted(p.name for p in tmp_path.iterdir()) == \
-        ["demo_model.json", "step0", "step2", "training_log.csv"]
+        [".swapkl-demo-model", "demo_model.json", "step0", "step2", "training_log.csv"]
+
+
+@pytest.mark.parametrize("step", ["corpus", "tokenizer"])
+def test_corpus_and_tokenizer_never_write_into_a_folder_they_did_not_make(step, mini_corpus, tmp_path):
+    """A folder with someone's train.txt / tokenizer.json: refused before any work, left as it was."""
+    name, mark = ("train.txt", ".swapkl-demo-corpus") if step == "corpus" else ("tokenizer.json",
+                                                                                ".swapkl-demo-tokenizer")
+    (tmp_path / name).write_text("theirs")
+    with pytest.raises(SwapKLError) as e:
+        build_corpus(tmp_path) if step == "corpus" else train_demo_tokenizer(mini_corpus, tmp_path, vocab_size=512)
+    assert str(e.value) == (f"refusing to write into {tmp_path}: it holds files that swapkl did not write "
+                            f"(no {mark}); give an empty or new folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name] and (tmp_path / name).read_text() == "theirs"
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("seed", -1, "seed must be at least 0, got -1"),
+    ("batch_size", 0, "batch_size must be at least 1, got 0"),
+    ("seq_len", 1.5, "seq_len must be an integer, got 1.5"),
+])
+def test_training_options_are_checked_before_any_work(option, value, message, tmp_path):
+    with pytest.raises(SwapKLError) as e:
+        _tiny_run("llama", tmp_path / "no-corpus", tmp_path / "no-tokenizer", tmp_path / "out", **{option: value})
+    assert str(e.value) == message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_training_never_cleans_up_a_folder_it_did_not_make(mini_corpus, tokenizer_dir, tmp_path):
+    """A folder with someone else's step1000 checkpoint: refused, and nothing in it is touched."""
+    theirs = tmp_path / "step1000"
+    theirs.mkdir()
+    (theirs / "model.safetensors").write_bytes(b"their weights")
+    with pytest.raises(SwapKLError) as e:
+        _tiny_run("gpt_neox", mini_corpus, tokenizer_dir, tmp_path, save_steps=[0])
+    assert str(e.value) == (f"refusing to write into {tmp_path}: it holds files that swapkl did not write "
+                            "(no .swapkl-demo-model); give an empty or new folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step1000"]
+    assert (theirs / "model.safetensors").read_bytes() == b"their weights"
 
 
 def test_training_rejects_bad_arguments(mini_corpus, tokenizer_dir, tmp_path):

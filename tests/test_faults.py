@@ -223,11 +223,30 @@ def test_failed_redownload_keeps_the_old_checkpoint(tmp_path, waits):
     out = tmp_path / "ckpt"
     out.mkdir()
     (out / "config.json").write_text('{"old": true}')
+    (out / hub.SOURCE_FILE).write_text("{}")  # an earlier download by swapkl
     fake = FakeHub(failures=99, error=ConnectionError("down"))
     with pytest.raises(SwapKLError):
         hub.download_checkpoint("org/model", "main", str(out), retries=2,
                                 snapshot=fake.snapshot, resolve_commit=fake.resolve)
     assert leftovers(tmp_path) == ["ckpt", "ckpt.partial"] and (out / "config.json").read_text() == '{"old": true}'
+
+
+@pytest.mark.parametrize("which", ["checkpoint", "staging folder"])
+def test_download_never_replaces_a_folder_swapkl_did_not_make(tmp_path, waits, which):
+    """A checkpoint folder without swapkl's download record, or a `.partial` folder without swapkl's mark,
+    belongs to someone else: refused before anything is fetched, and left as it was."""
+    out = tmp_path / "ckpt"
+    theirs = out if which == "checkpoint" else tmp_path / "ckpt.partial"
+    theirs.mkdir()
+    (theirs / "model.safetensors").write_bytes(b"their weights")
+    fake = FakeHub()
+    with pytest.raises(SwapKLError) as e:
+        hub.download_checkpoint("org/model", "main", str(out), snapshot=fake.snapshot, resolve_commit=fake.resolve)
+    mark = hub.SOURCE_FILE if which == "checkpoint" else hub.PARTIAL_MARK
+    what = "a checkpoint that swapkl downloaded" if which == "checkpoint" else "a download that swapkl started"
+    assert str(e.value) == f"refusing to replace '{theirs}': it is not {what} (no {mark} in it)"
+    assert fake.calls == [] and leftovers(tmp_path) == [theirs.name]
+    assert (theirs / "model.safetensors").read_bytes() == b"their weights"
 
 
 # ----------------------------------------------------------------------------------------- results folder

@@ -21,6 +21,7 @@ from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.loading import load_model
 from swapkl.probe import run_probe
+from test_perplexity import char_tokenizer
 from tiny_models import random_tokens, tiny_model
 
 SRC = Path(swapkl.__file__).parent
@@ -30,6 +31,7 @@ SRC = Path(swapkl.__file__).parent
 def ckpt(tmp_path_factory):
     root = tmp_path_factory.mktemp("safety")
     tiny_model("llama", n_layers=3).save_pretrained(root / "model")
+    char_tokenizer().save_pretrained(root / "model")  # so that the tokenizer's loading is checked too
     np.save(root / "tokens.npy", random_tokens(97, 4, 8).numpy())
     return root
 
@@ -139,6 +141,7 @@ def test_probe_parquet_carries_full_provenance(ckpt, tmp_path, capsys):
 
     # independent recomputation of the two hashes
     weights = hashlib.sha256(b"model.safetensors\0" + (ckpt_dir / "model.safetensors").read_bytes()).hexdigest()
+    config = hashlib.sha256(b"config.json\0" + (ckpt_dir / "config.json").read_bytes()).hexdigest()
     ids = np.load(ckpt / "tokens.npy").astype(np.int64)
     tokens = hashlib.sha256(ids.tobytes() + np.ones_like(ids).tobytes()).hexdigest()
     expected = {
@@ -152,6 +155,8 @@ def test_probe_parquet_carries_full_provenance(ckpt, tmp_path, capsys):
         "revision": "step1000",
         "commit": COMMIT,
         "weights_sha256": weights,
+        "model_config_sha256": config,  # the same weights under another config.json compute another function
+        "tokenizer_sha256": None,  # --tokens: no tokenizer is loaded
         "data_source": f"tokens:{ckpt / 'tokens.npy'}",
         "tokens_sha256": tokens,
         "seed": 7,
@@ -176,3 +181,33 @@ def test_provenance_of_a_non_parquet_file(tmp_path, capsys):
     assert cli.main(["provenance", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"swapkl: error: '{f}' is not a readable Parquet file: ") and "\n" not in err
+
+
+def test_tokenizer_files_are_hashed_into_the_provenance_when_used(ckpt, tmp_path):
+    """With text data the tokenizer is loaded: its files' hash (independently recomputed) is recorded."""
+    from swapkl import provenance
+    from swapkl.loading import TOKENIZER_FILES
+
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(f"the quick brown fox jumps over the lazy dog number {k}" for k in range(4)))
+    out = tmp_path / "probe.parquet"
+    run_probe(str(ckpt / "model"), str(out), data=DataSpec(text_file=str(text), n_seqs=2, seq_len=16, min_tokens=4),
+              n_boot=5, device="cpu", protocols="deletion")
+    h = hashlib.sha256()
+    for name in (n for n in TOKENIZER_FILES if (ckpt / "model" / n).exists()):
+        h.update(name.encode() + b"\0" + (ckpt / "model" / name).read_bytes())
+    assert provenance.read(str(out))["tokenizer_sha256"] == h.hexdigest()
+
+
+def test_remote_code_is_part_of_the_config_hash(ckpt, tmp_path):
+    """With --trust-remote-code the checkpoint's Python files define the model: they are hashed with config.json
+    (recomputed here independently), so editing them invalidates resumes and duplicate checks."""
+    folder = tmp_path / "model"
+    shutil.copytree(ckpt / "model", folder)
+    (folder / "modeling_custom.py").write_text("# the checkpoint's own model code\n")
+    plain = load_model(str(folder), device="cpu", need_tokenizer=False)
+    remote = load_model(str(folder), device="cpu", need_tokenizer=False, trust_remote_code=True)
+    config = b"config.json\0" + (folder / "config.json").read_bytes()
+    code = b"modeling_custom.py\0" + (folder / "modeling_custom.py").read_bytes()
+    assert plain.config_sha256 == hashlib.sha256(config).hexdigest()
+    assert remote.config_sha256 == hashlib.sha256(config + code).hexdigest()

@@ -188,6 +188,15 @@ def _nan_block_checkpoint(d: Path) -> Path:
     return d
 
 
+def _overflow_base_checkpoint(d: Path) -> Path:
+    """Finite weights, but block 1's MLP output is so large that the base residual stream overflows there."""
+    model = tiny_model("llama", n_layers=3, vocab=VOCAB)
+    with torch.no_grad():
+        model.model.layers[1].mlp.down_proj.weight.fill_(3e38)
+    model.save_pretrained(d)
+    return d
+
+
 def variant_only_overflow_model():
     """GPT-NeoX whose base model is finite but whose last block overflows to inf unless block 0 ran before it.
 
@@ -263,8 +272,11 @@ BAD = {
                       "is empty"),
     "no adapter": (lambda c, t, d: ["--model", _gpt2_checkpoint(d / "gpt2"), "--tokens", t],
                    "architecture 'gpt2'"),
-    "non-finite base": (lambda c, t, d: ["--model", _nan_block_checkpoint(d / "nan"), "--tokens", t],
-                        "the base model produced non-finite logits"),
+    "non-finite weights": (lambda c, t, d: ["--model", _nan_block_checkpoint(d / "nan"), "--tokens", t],
+                           "weight tensor 'model.layers.1.mlp.down_proj.weight' of "),
+    "non-finite base": (lambda c, t, d: ["--model", _overflow_base_checkpoint(d / "inf-base"), "--tokens", t],
+                        "the base model produced non-finite logits: the residual stream is first non-finite "
+                        "after block 1"),
     "non-finite variant": (lambda c, t, d: ["--model", _overflow_checkpoint(d / "inf"), "--tokens", t,
                                             "--protocols", "deletion"],
                            "variant deletion:0: produced non-finite logits"),

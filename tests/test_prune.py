@@ -276,3 +276,21 @@ def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
     assert sel[("deletion", 3, None)] == [0, 2, 4]
     assert set(scores) == {"interchange", "deletion"}
     assert all(len(sel[("random", 3, k)]) == 3 for k in range(2))
+
+
+def test_pruning_refuses_probe_files_of_another_config(setup, tmp_path):
+    """Same weights, edited config.json: the probe scores describe another function, so pruning refuses."""
+    import json
+    import shutil
+
+    d = setup["dir"]
+    edited = tmp_path / "edited"
+    shutil.copytree(d / "model", edited)
+    cfg = json.loads((edited / "config.json").read_text())
+    cfg["rms_norm_eps"] = 0.5
+    (edited / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "x.parquet"
+    with pytest.raises(SwapKLError) as e:
+        run_pruning(str(edited), [setup["probe"]], str(setup["repr"]), str(out), **setup["kw"])
+    assert str(e.value) == f"the probe files were measured under another config.json than that of '{edited}'"
+    assert not out.exists()

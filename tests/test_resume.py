@@ -197,7 +197,7 @@ def doubled_value(raw: bytes) -> bytes:
 
 def other_fingerprint(raw: bytes) -> bytes:
     header, rest = raw.split(b"\n", 1)
-    return json.dumps({"fingerprint": "0" * 64}).encode() + b"\n" + rest
+    return json.dumps({**json.loads(header), "fingerprint": "0" * 64}).encode() + b"\n" + rest
 
 
 def truncated_middle(raw: bytes) -> bytes:
@@ -211,7 +211,6 @@ CORRUPTIONS = {
     "changed value, stale CRC": (doubled_value, "is corrupt (line 5: checksum mismatch)"),
     "cut record in the middle": (truncated_middle, "is corrupt (line 4:"),
     "other run's fingerprint": (other_fingerprint, "belongs to another run"),
-    "garbage": (lambda raw: bytes(range(256)) * 4 + b"\n", "is corrupt (unreadable header"),
     "header only, garbage record": (lambda raw: raw.split(b"\n", 1)[0] + b"\n{not json\n", "is corrupt (line 2:"),
 }
 
@@ -250,3 +249,47 @@ def test_progress_of_other_code_is_not_reused(setup, tmp_path, monkeypatch, capl
     probe(setup, tmp_path / "resumed", progress)
     assert "belongs to another run" in caplog.text
     assert computed(caplog) == (TOTAL, TOTAL, 0)
+
+
+def test_progress_of_an_edited_config_is_not_reused(setup, tmp_path, monkeypatch, caplog):
+    """config.json edited between the kill and the restart (layer_norm_eps, same weights): nothing stale
+    is taken over, and the result equals a clean run of the edited checkpoint."""
+    import shutil
+
+    model, kw, _ = setup
+    edited = tmp_path / "edited"
+    shutil.copytree(model, edited)
+    progress = crashed_progress((edited, kw, None), tmp_path, monkeypatch, after=12)
+    cfg = json.loads((edited / "config.json").read_text())
+    cfg["rms_norm_eps"] = 0.5
+    (edited / "config.json").write_text(json.dumps(cfg))
+    caplog.set_level(logging.INFO)
+    run_probe(str(edited), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
+    assert "belongs to another run" in caplog.text
+    assert "resuming from" not in caplog.text
+    run_probe(str(edited), str(tmp_path / "clean.parquet"), **kw)
+    assert_same_parquet(tmp_path / "resumed.parquet", tmp_path / "clean.parquet")
+
+
+@pytest.mark.parametrize("content", [b"", b"my notes\n", bytes(range(256)) * 4 + b"\n",
+                                     b'{"fingerprint": "' + b"0" * 64 + b'"}\n'])
+def test_a_file_without_the_progress_header_is_refused_and_kept(setup, tmp_path, content):
+    """Empty, text, binary, or a JSON line that lacks swapkl's marker: never read, replaced or deleted."""
+    from swapkl.errors import SwapKLError
+
+    foreign = tmp_path / "progress.jsonl"
+    foreign.write_bytes(content)
+    with pytest.raises(SwapKLError) as e:
+        probe(setup, tmp_path / "out", foreign)
+    assert str(e.value) == (f"refusing to overwrite progress file '{foreign}': it exists and was not written "
+                            "by swapkl")
+    assert foreign.read_bytes() == content
+    assert not (tmp_path / "out" / "probe.parquet").exists()
+
+
+def test_the_progress_file_is_born_with_its_header(setup, tmp_path, monkeypatch):
+    """A crash right after the first record leaves a file whose first line is the swapkl header."""
+    progress = crashed_progress(setup, tmp_path, monkeypatch, after=0)
+    header = json.loads(progress.read_text().splitlines()[0])
+    assert header["swapkl_progress"] == 1 and len(header["fingerprint"]) == 64
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []

@@ -250,7 +250,7 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     assert got["pythia-410m/step0"]["checkpoint"] == "resources/checkpoints/pythia-410m/step0"
     assert got["pythia-1.4b/step1000"]["checkpoint"] == "/data/pythia-1.4b/step1000"
     # DataSpec keyword arguments: the config's values plus the schema's defaults, no nulls
-    assert got["pythia-410m/step0"]["data"] == {"text_file": "corpus.txt", "n_seqs": 4, "split": "test",
+    assert got["pythia-410m/step0"]["data"] == {"text_file": "corpus.txt", "n_seqs": 4, "split": "validation",
                                                 "seq_len": 128, "min_tokens": 16, "seed": 0}
     assert got["pythia-1.4b/step0"]["data"] == {"dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1",
                                                 "split": "validation", "n_seqs": 32, "seq_len": 128,
@@ -376,6 +376,18 @@ def test_the_published_configs_are_valid():
                             cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout.split("RESULT", 1)[1]) == {str(p): None for p in (STUDY, DEMO, DEMO_SMOKE)}
+
+
+def test_schema_defaults_never_make_an_invalid_config(tmp_path):
+    """A model that sets only what it must and enables pruning: every default (probe windows, calibration
+    windows, evaluation text) is filled in by the schema, and the result passes every cross-field check,
+    in particular that the evaluation text is held out from the probe and calibration text."""
+    minimal = write_config(tmp_path, {"models": {"m": {"source": "org/model", "revisions": ["main"],
+                                                         "prune": {"enabled": True}}}})
+    result = subprocess.run([sys.executable, "-c", _LOAD_WORKFLOWS, str(minimal)], cwd=REPO, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout.split("RESULT", 1)[1]) == {str(minimal): None}
 
 
 def test_every_rule_env_file_is_pinned_and_installs_swapkl():

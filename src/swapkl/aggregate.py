@@ -62,10 +62,12 @@ from swapkl import __version__
 from swapkl.aggregate_inputs import ProbeInput, ReprInput, read_probe_file, read_repr_file
 from swapkl.duplicate_revisions import Checkpoint, find_duplicates, revision_order
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_distinct, same_file
 from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
-from swapkl.parquet_io import write_parquet
+from swapkl.parquet_io import check_writable, write_parquet
+from swapkl.provenance import COMPARABLE_ACROSS_REVISIONS, check_comparable
 from swapkl.provenance import read as read_provenance
 
 log = logging.getLogger(__name__)
@@ -108,8 +110,9 @@ class _Checkpoint:
         self.first = first
         self.probes: list[ProbeInput] = []
         self.reprs: list[ReprInput] = []
+        self.fields: dict[str, tuple] = {}  # provenance field -> (value, first file)
         self.sha: str | None = None
-        self.sha_file: str | None = None
+        self.config_sha: str | None = None
         self.n_seqs: int | None = None
 
     def add(self, item: ProbeInput | ReprInput) -> None:
@@ -119,12 +122,10 @@ class _Checkpoint:
         if item.step != self.step:
             raise SwapKLError(f"{item.path}: step {item.step} differs from step {self.step} in "
                               f"{self.first} for {self.model} {self.revision}")
-        sha = item.provenance.get("weights_sha256")
-        if sha:
-            if self.sha and sha != self.sha:
-                raise SwapKLError(f"{item.path}: weights_sha256 differs from {self.sha_file} for "
-                                  f"{self.model} {self.revision}; files from different checkpoints")
-            self.sha, self.sha_file = sha, self.sha_file or item.path
+        # the files of one checkpoint must measure the same function on the same data
+        check_comparable(self.fields, item.path, item.provenance, f"{self.model} {self.revision}")
+        self.sha = self.fields["weights_sha256"][0]
+        self.config_sha = self.fields["model_config_sha256"][0]
         if isinstance(item, ProbeInput):
             if self.n_seqs is not None and item.n_seqs != self.n_seqs:
                 raise SwapKLError(f"{item.path}: n_seqs={item.n_seqs} but {self.n_seqs} in other "
@@ -289,14 +290,21 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     probe_files = [str(p) for p in probe_files]
     repr_files = [str(p) for p in (repr_files or [])]
     _validate_args(probe_files, pair_sets, n_boot, seed)
-    seen: set[str] = set()
+    require_distinct({"--out": str(out)}, [("--probe", f) for f in probe_files] + [("--repr", f) for f in repr_files])
+    check_writable(str(out))
+    seen: list[str] = []
     for f in probe_files + repr_files:
-        if f in seen:
-            raise SwapKLError(f"{f}: given twice as an input")
-        seen.add(f)
+        twin = next((g for g in seen if same_file(f, g)), None)  # also through a symbolic link or another spelling
+        if twin is not None:
+            raise SwapKLError(f"{f}: given twice as an input" + ("" if twin == f else f" (it is {twin})"))
+        seen.append(f)
     probes = [read_probe_file(f) for f in probe_files]
     reprs = [read_repr_file(f) for f in repr_files]
     groups = _group(probes, reprs)
+    per_model: dict[str, dict] = {}
+    for item in probes:  # a training trajectory compares revisions: same windows, same dtype
+        check_comparable(per_model.setdefault(item.model, {}), item.path, item.provenance,
+                         f"model {item.model} (revisions are compared along training)", COMPARABLE_ACROSS_REVISIONS)
     for ck in groups.values():
         if ck.model not in pair_sets:
             raise SwapKLError(f"{ck.first}: model {ck.model!r} has no pair sets configured "
@@ -306,7 +314,8 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
         for s in pair_sets[m]:
             if s not in all_sets:
                 all_sets.append(s)
-    dups = find_duplicates([Checkpoint(ck.model, ck.revision, ck.step, ck.sha) for ck in groups.values()])
+    dups = find_duplicates([Checkpoint(ck.model, ck.revision, ck.step, ck.sha, ck.config_sha)
+                            for ck in groups.values()])
 
     parts: list[pd.DataFrame] = []
     ordered = sorted(groups.values(), key=lambda c: (c.model, revision_order(c.step, c.revision)))

@@ -15,13 +15,14 @@ Selection rule for text (documented in the README):
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_regular_file
+from swapkl.options import require_int
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,16 @@ class DataSpec:
         return f"dataset:{self.dataset}/{self.dataset_config or ''}:{self.split}"
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The fields that determine the windows: a token file ignores every selection setting."""
+        if self.tokens:
+            return {"tokens": self.tokens}
+        d = asdict(self)
+        del d["tokens"]
+        if self.text_file:
+            del d["dataset"], d["dataset_config"], d["split"]
+        else:
+            del d["text_file"]
+        return d
 
 
 @dataclass
@@ -65,13 +75,13 @@ class Windows:
         return int(self.attention_mask.sum())
 
 
-def _check_spec(spec: DataSpec) -> None:
+def check_spec(spec: DataSpec) -> None:
     given = [x for x in (spec.tokens, spec.dataset, spec.text_file) if x]
     if len(given) != 1:
         raise SwapKLError("give exactly one data source: --tokens, --dataset or --text-file")
-    for name, least in (("n_seqs", 1), ("seq_len", 2), ("min_tokens", 1)):
-        if getattr(spec, name) < least:
-            raise SwapKLError(f"{name} must be at least {least}, got {getattr(spec, name)}")
+    for name, label, least in (("n_seqs", "n_seqs", 1), ("seq_len", "seq_len", 2), ("min_tokens", "min_tokens", 1),
+                               ("seed", "seed (of the window draw)", 0)):
+        require_int(label, getattr(spec, name), least)
 
 
 def wikitext_paragraphs(rows) -> list[str]:
@@ -85,10 +95,13 @@ def wikitext_paragraphs(rows) -> list[str]:
 
 
 def text_file_paragraphs(path: str) -> list[str]:
-    if not os.path.isfile(path):
-        raise SwapKLError(f"text file {path!r} does not exist")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    require_regular_file(path, "text file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise SwapKLError(f"text file {path!r} is not UTF-8 text: byte 0x{e.object[e.start]:02x} at offset "
+                          f"{e.start} is not valid UTF-8") from None
     return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
 
 
@@ -135,8 +148,7 @@ def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int 
 
 
 def load_token_file(path: str) -> Windows:
-    if not os.path.isfile(path):
-        raise SwapKLError(f"token file {path!r} does not exist")
+    require_regular_file(path, "token file")
     try:
         arr = np.load(path, allow_pickle=False)
     except Exception as e:
@@ -148,13 +160,17 @@ def load_token_file(path: str) -> Windows:
     if arr.shape[1] < 2:
         raise SwapKLError(f"token file {path!r} has windows of {arr.shape[1]} token; "
                           "next-token KL needs at least 2")
+    if arr.dtype.kind == "u" and int(arr.max()) > np.iinfo(np.int64).max:
+        # the cast to int64 below would wrap such an id to a negative number
+        raise SwapKLError(f"token id {int(arr.max())} in tokens:{path} does not fit in int64 "
+                          "(no vocabulary is that large)")
     arr = arr.astype(np.int64)
     return Windows(arr, np.ones_like(arr), f"tokens:{path}")
 
 
 def load_windows(spec: DataSpec, tokenizer=None) -> Windows:
     """Windows for ``spec``; ``tokenizer`` is only needed for text sources."""
-    _check_spec(spec)
+    check_spec(spec)
     if spec.tokens:
         return load_token_file(spec.tokens)
     if tokenizer is None:

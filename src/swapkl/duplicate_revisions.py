@@ -3,7 +3,8 @@
 Some published checkpoints (e.g. several pythia-2.8b branches) are byte-identical under
 different revision names. Plotting them as training progress would be wrong, so the aggregate
 marks each such revision with ``duplicate_of`` = the earliest revision (by training step, then
-name) holding the same ``weights_sha256`` from the provenance metadata.
+name) holding the same ``weights_sha256`` and ``model_config_sha256`` from the provenance
+metadata (the same weights under another config.json compute another function).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class Checkpoint:
     revision: str
     step: int | None
     weights_sha256: str | None
+    config_sha256: str | None = None
 
 
 def revision_order(step: int | None, revision: str) -> tuple:
@@ -41,7 +43,7 @@ def find_duplicates(checkpoints: list[Checkpoint]) -> dict[tuple[str, str], str 
             log.warning("%s %s: no weights_sha256 in its provenance; cannot check it for duplicate "
                         "weights", c.model, c.revision)
             continue
-        key = (c.model, c.weights_sha256)
+        key = (c.model, c.weights_sha256, c.config_sha256)
         if key in first_by_hash:
             orig = first_by_hash[key]
             out[(c.model, c.revision)] = orig

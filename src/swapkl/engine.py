@@ -23,6 +23,7 @@ import torch
 from swapkl.adapters import BlockContext, get_adapter
 from swapkl.errors import SwapKLError
 from swapkl.kl import BaseTargets, Unembedding, base_targets, kl_and_nll
+from swapkl.options import require_int
 from swapkl.pairs import Variant
 
 
@@ -59,8 +60,18 @@ class SeqStats:
     nll_tokens: torch.Tensor
 
 
+def _where_non_finite(residuals: list[torch.Tensor], valid: torch.Tensor) -> str:
+    """Where the base residual stream (valid positions) first stops being finite."""
+    for slot, h in enumerate(residuals):
+        if not bool(torch.isfinite(h[valid]).all()):
+            return ("the embeddings are non-finite" if slot == 0
+                    else f"the residual stream is first non-finite after block {slot - 1}")
+    return "the residual stream is finite, the final norm or unembedding overflows"
+
+
 class ProbeEngine:
     def __init__(self, model, *, chunk_tokens: int = 2048):
+        require_int("chunk_tokens", chunk_tokens, 1)
         self.model = model.eval()
         self.adapter = get_adapter(model)
         self.n_layers = self.adapter.n_layers
@@ -100,7 +111,7 @@ class ProbeEngine:
         targets = base_targets(self.unemb, hf, labels, self.chunk_tokens)
         _, base_nll = kl_and_nll(self.unemb, hf, targets, self.chunk_tokens)
         if not torch.isfinite(targets.negent).all():
-            raise SwapKLError("the base model produced non-finite logits")
+            raise SwapKLError(f"the base model produced non-finite logits: {_where_non_finite(residuals, valid)}")
         return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0], targets, base_nll)
 
     @torch.inference_mode()

@@ -14,6 +14,7 @@ from swapkl.errors import SwapKLError
 log = logging.getLogger(__name__)
 
 SOURCE_FILE = "swapkl_source.json"
+PARTIAL_MARK = ".swapkl-partial"  # in the staging folder of a download while it runs
 #: files fetched from the hub: weights as safetensors only, never pickles
 ALLOW_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt"]
 #: errors that retrying cannot fix (matched by class name, so huggingface_hub stays an optional import)
@@ -49,8 +50,18 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
         resolve_commit = hub_commit
     what = f"{model_id}@{revision}"
     tmp = out_dir.rstrip("/") + ".partial"
+    # only a checkpoint that swapkl downloaded (it holds SOURCE_FILE), and only a staging folder that swapkl
+    # made (it holds PARTIAL_MARK), is ever resumed into, deleted or replaced here
+    for path, mark, kind in ((out_dir, SOURCE_FILE, "a checkpoint that swapkl downloaded"),
+                             (tmp, PARTIAL_MARK, "a download that swapkl started")):
+        if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)
+                                          and os.path.isfile(os.path.join(path, mark))):
+            raise SwapKLError(f"refusing to replace {path!r}: it is not {kind} (no {mark} in it)")
     created = not os.path.exists(tmp)
-    if not created:
+    if created:
+        os.makedirs(tmp)
+        open(os.path.join(tmp, PARTIAL_MARK), "w").close()
+    else:
         log.info("resuming the download of %s from %s", what, tmp)
     try:
         for attempt in range(1, retries + 1):
@@ -71,13 +82,14 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
                             what, attempt, retries, _one_line(e), wait)
                 time.sleep(wait)
     except BaseException:
-        if created and os.path.isdir(tmp) and not os.listdir(tmp):
-            os.rmdir(tmp)  # nothing fetched: leave no trace; otherwise keep it to resume from
+        if created and os.path.isdir(tmp) and os.listdir(tmp) == [PARTIAL_MARK]:
+            shutil.rmtree(tmp)  # nothing fetched: leave no trace; otherwise keep it to resume from
         raise
     try:
         with open(os.path.join(tmp, SOURCE_FILE), "w") as f:
             json.dump({"model_id": model_id, "revision": revision, "commit": commit}, f, indent=1, sort_keys=True)
-        shutil.rmtree(out_dir, ignore_errors=True)
+        os.unlink(os.path.join(tmp, PARTIAL_MARK))
+        shutil.rmtree(out_dir, ignore_errors=True)  # swapkl's own earlier download (checked above)
         os.replace(tmp, out_dir)
     except OSError as e:
         raise SwapKLError(f"cannot store the download of {what} in {out_dir!r}: {e.strerror}") from e

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 import torch
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_regular_file
 from swapkl.hub import SOURCE_FILE
+from swapkl.options import require_device
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
 @dataclass
@@ -28,6 +31,8 @@ class LoadedModel:
     revision: str | None
     commit: str | None
     weights_sha256: str
+    config_sha256: str  # config.json (and the checkpoint's *.py with trust_remote_code): with the weights, the function
+    tokenizer_sha256: str | None  # the tokenizer files, when a tokenizer was loaded
     dtype: str
     device: str
     allow_pickle: bool
@@ -35,6 +40,7 @@ class LoadedModel:
 
 
 def resolve_device(device: str) -> str:
+    require_device(device)
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -50,7 +56,19 @@ def resolve_dtype(dtype: str) -> torch.dtype:
 
 def weights_sha256(path: str) -> str:
     """sha256 over the checkpoint's weight files (names and contents, sorted by name)."""
-    names = sorted(n for n in os.listdir(path) if n.endswith((".safetensors", ".bin", ".pt", ".pth")))
+    return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model")
+
+
+def tokenizer_files(path: str) -> list[str]:
+    return [n for n in TOKENIZER_FILES if os.path.lexists(os.path.join(path, n))]
+
+
+def files_sha256(path: str, names: list[str]) -> str:
+    """sha256 over the files ``names`` of folder ``path`` (each name, a NUL, its contents)."""
     h = hashlib.sha256()
     for n in names:
         h.update(n.encode() + b"\0")
@@ -69,9 +87,15 @@ def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str |
     if not _is_local_spec(model):
         return model, revision
     path = os.path.expanduser(model)
-    if not os.path.isdir(path):
+    if not os.path.exists(path):
         raise SwapKLError(f"model path {model!r} does not exist")
+    if not os.path.isdir(path):
+        raise SwapKLError(f"model path {model!r} is a file, not a checkpoint directory")
     if revision:
+        if revision in (".", "..") or "/" in revision or os.sep in revision or os.path.isabs(revision):
+            # a revision is one subdirectory of the local model, never a path to somewhere else
+            raise SwapKLError(f"revision {revision!r} of local model {model!r} must be the name of one of its "
+                              "subdirectories (no '/', '.' or '..')")
         sub = os.path.join(path, revision)
         if os.path.isdir(sub):
             return sub, revision
@@ -83,8 +107,6 @@ def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str |
     return path, revision
 
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-
 
 def _check_weight_files(path: str, allow_pickle: bool) -> bool:
     """Refuse pickle-only checkpoints (unless allowed) and truncated or corrupt safetensors files.
@@ -92,6 +114,9 @@ def _check_weight_files(path: str, allow_pickle: bool) -> bool:
     Returns whether the checkpoint has safetensors weights (then they are always the ones loaded).
     """
     names = os.listdir(path)
+    for n in sorted(names):
+        if n.endswith(WEIGHT_SUFFIXES) or n == "model.safetensors.index.json":
+            require_regular_file(os.path.join(path, n), "weight file")
     st = sorted(n for n in names if n.endswith(".safetensors"))
     if not st:
         pickles = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
@@ -169,10 +194,11 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         except Exception as e:
             raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
     has_safetensors = _check_weight_files(path, allow_pickle)
+    require_regular_file(os.path.join(path, "config.json"), "model config")
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     except Exception as e:
-        raise SwapKLError(f"cannot read the config of {path!r}: {e}") from e
+        raise SwapKLError(f"cannot read the config of {path!r}: {' '.join(str(e).split())}") from e
     from swapkl.adapters import ADAPTERS, supported_architectures
 
     if config.model_type not in ADAPTERS:
@@ -180,20 +206,31 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
             f"architecture {config.model_type!r} of {model!r} has no swapkl adapter; "
             f"supported: {', '.join(supported_architectures())}"
         )
+    n_blocks = getattr(config, "num_hidden_layers", None)
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
+        raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
+                          "a model needs at least 1 block")
     try:
-        lm = AutoModelForCausalLM.from_pretrained(
+        lm, info = AutoModelForCausalLM.from_pretrained(
             # safetensors whenever present: --allow-pickle only permits pickles when nothing else exists
-            path, dtype=torch_dtype, use_safetensors=has_safetensors, trust_remote_code=trust_remote_code
+            path, dtype=torch_dtype, use_safetensors=has_safetensors, trust_remote_code=trust_remote_code,
+            output_loading_info=True, ignore_mismatched_sizes=True,  # mismatches are reported below, by name
         )
     except Exception as e:
-        raise SwapKLError(f"cannot load weights of {path!r}: {e}") from e
+        raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(e).split())}") from e
+    check_loading_info(path, info)
+    check_finite_weights(path, lm)
     lm = lm.to(dev).eval()
     tok = None
-    if need_tokenizer:
+    tok_files = tokenizer_files(path)
+    if need_tokenizer and tok_files:
+        for n in tok_files:
+            require_regular_file(os.path.join(path, n), "tokenizer file")
         try:
             tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        except Exception:
-            tok = None
+        except Exception as e:
+            first = " ".join(str(e).split()) or type(e).__name__
+            raise SwapKLError(f"cannot load the tokenizer of {path!r}: {first}") from None
     source = {}
     if os.path.isfile(os.path.join(path, SOURCE_FILE)):
         try:
@@ -212,8 +249,41 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         revision=source.get("revision", revision),
         commit=commit,
         weights_sha256=weights_sha256(path),
+        # with --trust-remote-code the checkpoint's own Python files define the model too
+        config_sha256=files_sha256(path, ["config.json"] + (
+            sorted(n for n in os.listdir(path) if n.endswith(".py")) if trust_remote_code else [])),
+        tokenizer_sha256=files_sha256(path, tok_files) if tok is not None else None,
         dtype=dtype,
         device=dev,
         allow_pickle=allow_pickle,
         trust_remote_code=trust_remote_code,
     )
+
+
+def check_loading_info(path: str, info: dict) -> None:
+    """Every tensor of the model must come from the checkpoint, and every checkpoint tensor must be used.
+
+    transformers fills a missing tensor with random values and drops an unexpected one with only a
+    warning; either way the numbers would belong to a model that does not exist.
+    """
+    mismatched = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])
+    if mismatched:
+        name, got, want = mismatched[0]
+        raise SwapKLError(f"weight tensor {name!r} of {path!r} has shape {list(got)} but its config.json needs "
+                          f"{list(want)} ({len(mismatched)} mismatched tensor(s)); weights and config do not match")
+    for kind, what in (("missing_keys", "lacks the weight tensor"), ("unexpected_keys", "has the weight tensor")):
+        names = sorted(info.get(kind) or [])
+        if names:
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            tail = "that its config.json needs" if kind == "missing_keys" else "that its config.json does not use"
+            raise SwapKLError(f"checkpoint {path!r} {what} {names[0]!r}{more} {tail}; weights and config do not "
+                              "match")
+    if info.get("error_msgs"):
+        raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(info['error_msgs'][0]).split())}")
+
+
+def check_finite_weights(path: str, model: torch.nn.Module) -> None:
+    """No weight may hold NaN or Inf; the first such tensor (in module order) is named."""
+    for name, t in model.state_dict().items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise SwapKLError(f"weight tensor {name!r} of {path!r} holds non-finite values (NaN or Inf)")

@@ -12,11 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import replaceable
 from swapkl.provenance import METADATA_KEY
 
 
 def write_parquet(df: pd.DataFrame | pa.Table, path: str, provenance: dict) -> None:
-    """Write ``df`` to ``path`` via a temporary file and a rename; never leaves a partial file."""
+    """Write ``df`` to ``path`` via a temporary file and a rename; never leaves a partial file.
+
+    An existing file at ``path`` is only replaced when swapkl wrote it (see :func:`written_by_swapkl`).
+    """
+    replaceable(path, "output", written_by_swapkl)
     table = df if isinstance(df, pa.Table) else pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta.pop(b"pandas", None)  # pandas metadata is not needed and varies with pandas versions
@@ -38,11 +43,21 @@ def check_writable(path: str) -> None:
     """Fail early, before hours of computation, when ``path`` cannot be written.
 
     Creates the folder if needed and a temporary file in it (removed again); ``path`` itself is
-    not touched. Raises SwapKLError naming the folder and the reason.
+    not touched, and must be absent or a Parquet file that swapkl wrote. Raises SwapKLError naming
+    the folder or file and the reason.
     """
     if os.path.isdir(path):
         raise SwapKLError(f"cannot write {path!r}: it is a directory")
+    replaceable(path, "output", written_by_swapkl)
     _unlink(_temp_file(path))
+
+
+def written_by_swapkl(path: str) -> bool:
+    """Whether ``path`` is a Parquet file carrying swapkl's provenance metadata."""
+    try:
+        return METADATA_KEY in (pq.read_schema(path).metadata or {})
+    except Exception:  # not Parquet at all
+        return False
 
 
 def os_reason(e: OSError) -> str:

@@ -27,7 +27,6 @@ checkpoint, so CIs of differences and ratios are paired.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -35,6 +34,7 @@ import torch
 
 from swapkl.data import text_file_paragraphs, wikitext_paragraphs
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_regular_file
 from swapkl.pairs import Variant
 
 
@@ -178,8 +178,8 @@ def load_eval_windows(spec: EvalSpec, tokenizer, max_positions: int | None = Non
         )
     if tokenizer is None:
         raise SwapKLError("the model has no tokenizer; sliding-window perplexity needs one")
-    if spec.text_file and not os.path.isfile(spec.text_file):
-        raise SwapKLError(f"evaluation text file {spec.text_file!r} does not exist")
+    if spec.text_file:
+        require_regular_file(spec.text_file, "evaluation text file")
     text = first_words(eval_paragraphs(spec), spec.max_words)
     if not text:
         raise SwapKLError(f"evaluation text {spec.describe()} is empty")

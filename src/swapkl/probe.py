@@ -21,13 +21,15 @@ from tqdm.auto import tqdm
 
 from swapkl import provenance
 from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
-from swapkl.data import DataSpec, check_windows, load_windows
+from swapkl.data import DataSpec, check_spec, check_windows, load_windows
 from swapkl.engine import ProbeEngine, SeqStats
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import replaceable, require_distinct
 from swapkl.loading import load_model
+from swapkl.options import require_device, require_int
 from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocols
 from swapkl.parquet_io import check_writable, write_parquet
-from swapkl.progress import ProgressLog
+from swapkl.progress import ProgressLog, is_progress_file
 from swapkl.representation import representation_sums
 
 log = logging.getLogger(__name__)
@@ -93,14 +95,21 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     """
     protocols = parse_protocols(protocols)
     parse_pair_set(pairs)
-    if batch_size < 1:
-        raise SwapKLError(f"batch_size must be at least 1, got {batch_size}")
-    if n_boot < 0:
-        raise SwapKLError(f"n_boot (bootstrap resamples) must be at least 0, got {n_boot}")
+    # every option is checked before anything is loaded or computed
+    require_int("batch_size", batch_size, 1)
+    require_int("n_boot (bootstrap resamples)", n_boot, 0)
+    require_int("bootstrap seed", seed, 0)
+    require_int("chunk_tokens", chunk_tokens, 1)
+    require_device(device)
+    check_spec(data)
     layers = _parse_layers(layers)
+    require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
+                     {"--tokens": data.tokens, "--text-file": data.text_file})
     for path in (out, repr_out):  # fail before the computation, not after it
         if path is not None:
             check_writable(path)
+    if progress_path:
+        replaceable(progress_path, "progress file", is_progress_file)
     metadata = dict(metadata or {})
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
@@ -110,12 +119,17 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     n_layers = engine.n_layers
     label = metadata.pop("model", None) or loaded.model_id
-    variants = [BASE] + _restrict(build_variants(protocols, pairs, n_layers), layers, n_layers, label)
+    measured = _restrict(build_variants(protocols, pairs, n_layers), layers, n_layers, label)
+    if not measured:
+        raise SwapKLError(f"{label} has {n_layers} block(s): no variant of protocols {', '.join(protocols)} "
+                          f"with pairs {pairs} exists, nothing to measure")
+    variants = [BASE] + measured
     rev = metadata.pop("revision", None) or loaded.revision or "main"
     prov = provenance.build(loaded, windows, seed=seed, n_boot=n_boot, protocols=protocols, pairs=pairs,
                             batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
                             layers=layers, **metadata)
-    fp = _fingerprint(weights=loaded.weights_sha256, tokens=windows.sha256, variants=[v.key for v in variants],
+    fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
+                      tokens=windows.sha256, variants=[v.key for v in variants],
                       dtype=dtype, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
                       repr=repr_out is not None, versions=provenance.software_versions())
     plog = ProgressLog(progress_path, fp)

@@ -1,13 +1,17 @@
 """Persisted progress of a probe run, so a killed job resumes where it stopped.
 
-The file is append-only JSON lines. The first line is a header holding a fingerprint of
-everything that determines the numbers (weights hash, token hash, variants, settings).
-Each further line is one finished (batch, variant) with its per-sequence sums and a
-CRC32 of its payload, appended and fsync'ed as soon as the variant is done. On resume:
+The file is append-only JSON lines. The first line is a header that marks the file as swapkl's
+(``{"swapkl_progress": 1, "fingerprint": ...}``) and holds a fingerprint of everything that
+determines the numbers (weights, model config, tokenizer, token windows, variants, settings,
+code). The file is created with its header in one step (written to a temporary file, then linked
+into place), so a file without that header was never written by swapkl: it is refused, never
+read, overwritten or deleted, and so is anything at the path that is not a regular file.
+Each further line is one finished (batch, variant) with its per-sequence sums and a CRC32 of its
+payload, appended and fsync'ed as soon as the variant is done. On resume:
 
 * a header whose fingerprint differs (other model, data or settings) discards the file;
-* an unreadable header, or a complete line that fails to parse or whose CRC does not match marks the file as
-  corrupt: it is discarded with a warning, never trusted;
+* a complete line that fails to parse or whose CRC does not match marks the file as corrupt: it
+  is discarded with a warning, never trusted;
 * an unterminated last line (the process was killed mid-write) is dropped with a warning.
 
 Floats are written with ``repr`` precision, so resumed values are bit-identical.
@@ -18,10 +22,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 import zlib
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import replaceable
 from swapkl.parquet_io import os_reason
+
+MAGIC = "swapkl_progress"
+FORMAT = 1
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +49,12 @@ class ProgressLog:
         if path:
             self._load()
 
+    def _header(self) -> str:
+        return json.dumps({MAGIC: FORMAT, "fingerprint": self.fingerprint}) + "\n"
+
     def _load(self) -> None:
-        if not os.path.exists(self.path):
+        replaceable(self.path, "progress file", is_progress_file)
+        if not os.path.lexists(self.path):
             return
         try:
             with open(self.path, "rb") as f:
@@ -52,18 +65,7 @@ class ProgressLog:
         tail = lines.pop()  # after the last newline: empty unless the last write was cut short
         if tail:
             log.warning("progress file %s: dropping an unterminated last record", self.path)
-        if not lines:  # killed while writing the header
-            self._discard()
-            return
-        try:
-            header = json.loads(lines[0])
-            fingerprint = header["fingerprint"]
-        except (ValueError, KeyError, TypeError) as e:
-            log.warning("progress file %s is corrupt (unreadable header: %s); discarding it and starting over",
-                        self.path, e)
-            self._discard()
-            return
-        if fingerprint != self.fingerprint:
+        if _parse_header(lines[0]) != self.fingerprint:
             log.warning("progress file %s belongs to another run (model, data or settings differ); discarding it",
                         self.path)
             self._discard()
@@ -98,18 +100,40 @@ class ProgressLog:
         except OSError as e:
             raise SwapKLError(f"cannot remove the discarded progress file {self.path!r}: {os_reason(e)}") from e
 
-    def _rewrite(self) -> None:
-        tmp = self.path + ".tmp"
+    def _write_new(self, replace: bool) -> None:
+        """Write the header and the records to a temporary file, then put it at ``path``: replacing
+        the old file (``replace``, only ever swapkl's own) or only if nothing is there yet."""
+        folder = os.path.dirname(os.path.abspath(self.path))
+        tmp = None
         try:
-            with open(tmp, "w") as f:
-                f.write(json.dumps({"fingerprint": self.fingerprint}) + "\n")
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".progress", dir=folder)
+            with os.fdopen(fd, "w") as f:
+                f.write(self._header())
                 for rec in self.records.values():
                     f.write(json.dumps({**rec, "crc": _crc(rec)}, sort_keys=True) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            if replace:
+                os.replace(tmp, self.path)
+            else:
+                os.link(tmp, self.path)  # fails if anything appeared at the path meanwhile
+                os.unlink(tmp)
+            tmp = None
+        except FileExistsError:
+            raise SwapKLError(f"progress file {self.path!r} appeared while this run started; "
+                              "is another run using it?") from None
         except OSError as e:
             raise SwapKLError(f"cannot write progress file {self.path!r}: {os_reason(e)}") from e
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+    def _rewrite(self) -> None:
+        self._write_new(replace=True)
 
     def get(self, batch: int, variant: str) -> dict | None:
         return self.records.get((batch, variant))
@@ -121,11 +145,11 @@ class ProgressLog:
             return
         try:
             if self._fh is None:
-                new = not os.path.exists(self.path)
-                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+                if not os.path.lexists(self.path):
+                    self.records.pop((batch, variant))
+                    self._write_new(replace=False)  # the header (and earlier records) in one step
+                    self.records[(batch, variant)] = rec
                 self._fh = open(self.path, "a")
-                if new:
-                    self._fh.write(json.dumps({"fingerprint": self.fingerprint}) + "\n")
             self._fh.write(json.dumps({**rec, "crc": _crc(rec)}, sort_keys=True) + "\n")
             self._fh.flush()
             os.fsync(self._fh.fileno())
@@ -138,3 +162,24 @@ class ProgressLog:
             self._fh = None
         if remove and self.path and os.path.exists(self.path):
             os.unlink(self.path)
+
+
+def _parse_header(line: bytes) -> str | None:
+    """The fingerprint in a swapkl progress header line, or None when ``line`` is not one."""
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or header.get(MAGIC) != FORMAT or not isinstance(header.get("fingerprint"), str):
+        return None
+    return header["fingerprint"]
+
+
+def is_progress_file(path: str) -> bool:
+    """Whether the regular file ``path`` starts with a swapkl progress header."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(1 << 16)
+    except OSError:
+        return False
+    return first.endswith(b"\n") and _parse_header(first) is not None

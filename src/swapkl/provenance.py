@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_regular_file
 
 METADATA_KEY = b"swapkl"
 
@@ -52,6 +53,8 @@ def build(loaded=None, windows=None, **extra) -> dict:
             revision=loaded.revision,
             commit=loaded.commit,
             weights_sha256=loaded.weights_sha256,
+            model_config_sha256=loaded.config_sha256,
+            tokenizer_sha256=loaded.tokenizer_sha256,
             dtype=loaded.dtype,
             device=loaded.device,
             allow_pickle=loaded.allow_pickle,
@@ -64,14 +67,47 @@ def build(loaded=None, windows=None, **extra) -> dict:
     return out
 
 
+# Fields on which files that are combined (the protocols of one checkpoint) must agree; absent is a value too.
+COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code")
+# Fields on which all revisions of one model must agree, so that they can be compared along training.
+COMPARABLE_ACROSS_REVISIONS = ("tokens_sha256", "dtype")
+
+
+def check_comparable(seen: dict, path: str, prov: dict, what: str, fields=COMPARABLE) -> None:
+    """Raise unless ``prov`` (of file ``path``) agrees with the files before it on every one of ``fields``.
+
+    ``seen`` maps field -> (value, first file) and is filled in by the first file.
+    """
+    for name in fields:
+        value = prov.get(name)
+        if name not in seen:
+            seen[name] = (value, path)
+            continue
+        first, where = seen[name]
+        if value != first:
+            raise SwapKLError(f"{path}: {name} differs from {where} for {what} ({_short(value)} vs {_short(first)}); "
+                              "files measured on different weights, config, data or dtype cannot be compared")
+
+
+def _short(value) -> str:
+    return repr(value[:12] + "...") if isinstance(value, str) and len(value) > 16 else repr(value)
+
+
 def read(path: str) -> dict:
+    require_regular_file(path, "Parquet file")
     try:
         meta = pq.read_schema(path).metadata or {}
     except Exception as e:
         raise SwapKLError(f"{path!r} is not a readable Parquet file: {e}") from e
     if METADATA_KEY not in meta:
         raise SwapKLError(f"{path!r} carries no swapkl provenance")
-    return json.loads(meta[METADATA_KEY])
+    try:
+        prov = json.loads(meta[METADATA_KEY])
+    except ValueError as e:
+        raise SwapKLError(f"{path!r} carries swapkl provenance that is not valid JSON ({e})") from None
+    if not isinstance(prov, dict):
+        raise SwapKLError(f"{path!r} carries swapkl provenance that is not a JSON object")
+    return prov
 
 
 def format_text(prov: dict) -> str:

@@ -43,12 +43,14 @@ import torch
 from swapkl import provenance
 from swapkl.agreement import AGREEMENT_SCHEMA, agreement_rows
 from swapkl.bootstrap import boot_log_ppl, percentile_ci, ratio_ci, ratio_mean, resample_indices
-from swapkl.data import DataSpec, Windows, check_windows, load_windows
+from swapkl.data import DataSpec, Windows, check_spec, check_windows, load_windows
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_distinct
 from swapkl.loading import load_model
+from swapkl.options import require_device, require_int
 from swapkl.pairs import removal
-from swapkl.parquet_io import write_parquet
+from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.probe import step_of
 from swapkl.schemas import PRUNING_SCHEMA, open_table, read_table
@@ -67,6 +69,7 @@ from swapkl.selection import (
     random_select,
 )
 from swapkl.sleb import sleb_iterative
+from swapkl.text_sources import source_key
 
 log = logging.getLogger(__name__)
 
@@ -90,18 +93,16 @@ def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
     """All probe rows of one checkpoint and each file's provenance."""
     if not paths:
         raise SwapKLError("no probe file given")
-    frames, provs = [], []
+    frames, provs, seen = [], [], {}
     for p in paths:
         df, prov = _read_table(p, _PROBE_COLUMNS, "probe")
+        provenance.check_comparable(seen, str(p), prov, "the pruned checkpoint")
         frames.append(df)
         provs.append(prov)
     probe = pd.concat(frames, ignore_index=True)
     n = sorted(set(int(v) for v in probe["n_layers"]))
     if len(n) != 1:
         raise SwapKLError(f"probe files {list(map(str, paths))} disagree on n_layers: {n}")
-    shas = sorted({p.get("weights_sha256") for p in provs if p.get("weights_sha256")})
-    if len(shas) > 1:
-        raise SwapKLError(f"probe files {list(map(str, paths))} were measured on different weights")
     return probe, provs
 
 
@@ -115,23 +116,11 @@ def _probe_data_spec(provs: list[dict]) -> DataSpec:
     return DataSpec(**first)
 
 
-def _source_key(*, text_file=None, dataset=None, dataset_config=None, split=None, tokens=None):
-    if text_file:
-        return ("file", os.path.realpath(text_file))
-    if tokens:
-        return ("tokens", os.path.realpath(tokens))
-    name = (dataset or "").lower()
-    if "wikitext" in name and split in ("test", "validation"):
-        # WikiText-2 and WikiText-103 share their validation and test articles
-        return ("dataset", name, None, split)
-    return ("dataset", name, dataset_config, split)
-
-
 def check_disjoint(eval_spec: EvalSpec, other: DataSpec, role: str) -> None:
     """The evaluation text must not be the source of the calibration / probe windows."""
-    a = _source_key(text_file=eval_spec.text_file, dataset=eval_spec.dataset,
+    a = source_key(text_file=eval_spec.text_file, dataset=eval_spec.dataset,
                     dataset_config=eval_spec.dataset_config, split=eval_spec.split)
-    b = _source_key(text_file=other.text_file, dataset=other.dataset, dataset_config=other.dataset_config,
+    b = source_key(text_file=other.text_file, dataset=other.dataset, dataset_config=other.dataset_config,
                     split=other.split, tokens=other.tokens)
     if a == b:
         raise SwapKLError(
@@ -246,6 +235,16 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     """
     eval_spec = EvalSpec.from_dict(eval_data)
     eval_spec.check()
+    require_int("seed", seed, 0)
+    require_int("chunk_tokens", chunk_tokens, 1)
+    require_device(device)
+    inputs = [("--probe", p) for p in probe_files] + [("--repr", repr_file), ("--eval-text-file", eval_spec.text_file),
+                                                      ("--calib-tokens", getattr(calib_data, "tokens", None)),
+                                                      ("--calib-text-file", getattr(calib_data, "text_file", None))]
+    require_distinct({"--out": out, "--agreement-out": agreement_out}, inputs)
+    for path in (out, agreement_out):  # before hours of computation, not after them
+        if path is not None:
+            check_writable(path)
     if spacing < 0:
         raise SwapKLError(f"spacing must be >= 0, got {spacing}")
     if n_random < 0 or n_boot < 0 or batch_size < 1:
@@ -255,6 +254,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         raise SwapKLError(f"unknown angular metric {angular_metric!r}: choose 'angular' or 'angular_last'")
     if not isinstance(calib_data, DataSpec):
         raise SwapKLError("calib_data must be a swapkl.data.DataSpec")
+    check_spec(calib_data)
     metadata = dict(metadata or {})
 
     probe, probe_provs = read_probe_inputs(probe_files)
@@ -275,6 +275,10 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     shas = {p.get("weights_sha256") for p in probe_provs} - {None}
     if shas and loaded.weights_sha256 not in shas:
         raise SwapKLError(f"the probe files were measured on other weights than {model!r}"
+                          f"{'@' + revision if revision else ''}")
+    configs = {p.get("model_config_sha256") for p in probe_provs} - {None}
+    if configs and loaded.config_sha256 not in configs:
+        raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
                           f"{'@' + revision if revision else ''}")
     budgets = _check_budgets(budgets, n_layers, spacing)
 
@@ -402,6 +406,8 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     """
     if bool(agreement_inputs) != (agreement_out is not None):
         raise SwapKLError("give both agreement inputs and agreement_out, or neither")
+    require_distinct({"--out": out, "--agreement-out": agreement_out},
+                     [("--inputs", p) for p in inputs] + [("--agreement-inputs", p) for p in agreement_inputs])
     table, provs = _concat(inputs, PRUNING_SCHEMA, "pruning")
     df = table.to_pandas()
     unknown = sorted(set(df["guide"]) - set(GUIDES))

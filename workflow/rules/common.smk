@@ -44,7 +44,9 @@ def _check_consistency(cfg):
     def fail(where, message):
         raise WorkflowError(f"Invalid config: {where}: {message}")
 
+    _check_model_names(cfg, fail)
     for name, model in cfg["models"].items():
+        _check_pruning_texts(name, model, fail)
         revisions = model["revisions"]
         if model["trajectory"]:
             bad = [r for r in revisions if _step(r) is None]
@@ -67,6 +69,85 @@ def _check_consistency(cfg):
         fail("models", "no model is enabled")
 
 
+def _load_text_sources():
+    """swapkl.text_sources from this repository, loaded by path: the one definition of "the same text",
+    without needing swapkl (or torch) installed where Snakemake itself runs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "swapkl_text_sources", os.path.join(workflow.basedir, "src", "swapkl", "text_sources.py")
+    )
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def _check_no_duplicate_keys(paths):
+    """YAML keeps the last of two equal keys in one mapping without a word (a model listed twice would
+    silently lose its first settings): reject them, naming the file, the line and the key."""
+    import yaml
+
+    class Duplicate(Exception):
+        pass
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            first = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                line = key_node.start_mark.line + 1
+                if key in first:
+                    raise Duplicate(f"line {line}: key {key!r} appears a second time in one mapping (first on "
+                                    f"line {first[key]}); YAML would silently keep only the last")
+                first[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                yaml.load(f, Loader=StrictLoader)
+        except Duplicate as err:
+            raise WorkflowError(f"Invalid config: {path}: {err}") from None
+        except yaml.YAMLError:
+            pass  # Snakemake has already reported files it cannot parse
+
+
+# Names that the workflow itself uses next to the per-model folders and files (logs/, benchmarks/, results/...,
+# resources/): a model named like one of them would share a path with it. Model names with a file
+# extension of the workflow's outputs are refused for the same reason (e.g. logs/aggregate_results.log).
+RESERVED_MODEL_NAMES = ("demo", "figures", "probes", "pruning", "checkpoints", "models", "corpus", "tokenizer")
+OUTPUT_EXTENSIONS = (".log", ".tsv", ".parquet", ".png", ".pdf", ".jsonl", ".json", ".txt", ".yaml", ".html")
+
+
+def _check_model_names(cfg, fail):
+    lowered = {}
+    for name in cfg["models"]:
+        if name in RESERVED_MODEL_NAMES:
+            fail(f"models.{name}", f"the workflow uses {name!r} for its own folders; choose another model name")
+        ext = next((e for e in OUTPUT_EXTENSIONS if name.lower().endswith(e)), None)
+        if ext:
+            fail(f"models.{name}", f"a model name ending in {ext!r} can collide with the workflow's own files "
+                                   "(e.g. logs/aggregate_results.log); choose a name without that extension")
+        if name.lower() in lowered:
+            fail(f"models.{name}", f"differs from models.{lowered[name.lower()]} only in case; their folders "
+                                   "would be the same on a case-insensitive file system")
+        lowered[name.lower()] = name
+
+
+def _check_pruning_texts(name, model, fail):
+    """The perplexity text of pruning must be held out from the probe windows and the calibration windows."""
+    if not model["prune"]["enabled"]:
+        return
+    source_key = _load_text_sources().source_key
+    evaluation = model["prune"]["eval"]
+    for role, field, spec in (("probe", "data", model["data"]), ("calibration", "prune.calibration",
+                                                                model["prune"]["calibration"])):
+        if source_key(**evaluation) == source_key(**spec):
+            fail(f"models.{name}.prune.eval", f"the evaluation text is the {role} text (models.{name}.{field}); "
+                                              "perplexity must be measured on held-out text: use another split or file")
+
+
+_check_no_duplicate_keys([str(p) for p in workflow.configfiles])
 try:
     validate(config, "../schemas/config.schema.yaml")
 except WorkflowError as err:

@@ -5,28 +5,47 @@ from __future__ import annotations
 import argparse
 
 from swapkl.data import DataSpec
+from swapkl.errors import SwapKLError
+
+
+# Options that only shape windows cut from text; a token file is used as it is. Their defaults are
+# DataSpec's, filled in by data_spec() so that an option given where it has no effect can be refused.
+TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed")
+DATASET_ONLY = ("dataset_config", "split")
 
 
 def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    d = DataSpec()
     g = p.add_argument_group("data (exactly one of --tokens, --dataset, --text-file)")
     g.add_argument(f"--{prefix}tokens", metavar="FILE.npy", help="int array [n_seqs, seq_len]; every position valid")
     g.add_argument(f"--{prefix}dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
     g.add_argument(f"--{prefix}dataset-config", metavar="CONFIG", help="dataset configuration, e.g. wikitext-2-raw-v1")
-    g.add_argument(f"--{prefix}split", default="test", help="dataset split (default: test)")
+    g.add_argument(f"--{prefix}split", help=f"dataset split (default: {d.split})")
     g.add_argument(f"--{prefix}text-file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
-    g.add_argument(f"--{prefix}n-seqs", type=int, default=32, help="number of windows (default: 32)")
-    g.add_argument(f"--{prefix}seq-len", type=int, default=128, help="tokens per window (default: 128)")
-    g.add_argument(f"--{prefix}min-tokens", type=int, default=16,
-                   help="paragraphs shorter than this are skipped (default: 16)")
-    g.add_argument(f"--{prefix}seed", dest=f"{prefix.replace('-', '_')}data_seed", type=int, default=0,
-                   help="seed of the window selection (default: 0)")
+    g.add_argument(f"--{prefix}n-seqs", type=int, help=f"number of windows (default: {d.n_seqs})")
+    g.add_argument(f"--{prefix}seq-len", type=int, help=f"tokens per window (default: {d.seq_len})")
+    g.add_argument(f"--{prefix}min-tokens", type=int,
+                   help=f"paragraphs shorter than this are skipped (default: {d.min_tokens})")
+    g.add_argument(f"--{prefix}seed", dest=f"{prefix.replace('-', '_')}data_seed", type=int,
+                   help=f"seed of the window selection (default: {d.seed})")
 
 
 def data_spec(args, prefix: str = "") -> DataSpec:
+    """The DataSpec of the data options; an option that the chosen source ignores is an error."""
     a = lambda k: getattr(args, prefix.replace("-", "_") + k)  # noqa: E731
-    return DataSpec(tokens=a("tokens"), dataset=a("dataset"), dataset_config=a("dataset_config"), split=a("split"),
-                    text_file=a("text_file"), n_seqs=a("n_seqs"), seq_len=a("seq_len"), min_tokens=a("min_tokens"),
-                    seed=a("data_seed"))
+    flag = lambda k: f"--{prefix}{'seed' if k == 'data_seed' else k.replace('_', '-')}"  # noqa: E731
+    ignored = (TEXT_ONLY + DATASET_ONLY if a("tokens") else DATASET_ONLY if a("text_file") else ())
+    given = [flag(k) for k in ignored if a(k) is not None]
+    if given:
+        source = f"--{prefix}tokens (a token file is used as it is)" if a("tokens") else f"--{prefix}text-file"
+        raise SwapKLError(f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect with {source}; "
+                          "leave it out")
+    d = DataSpec()
+    pick = lambda k, default: default if a(k) is None else a(k)  # noqa: E731
+    return DataSpec(tokens=a("tokens"), dataset=a("dataset"), dataset_config=a("dataset_config"),
+                    split=pick("split", d.split), text_file=a("text_file"), n_seqs=pick("n_seqs", d.n_seqs),
+                    seq_len=pick("seq_len", d.seq_len), min_tokens=pick("min_tokens", d.min_tokens),
+                    seed=pick("data_seed", d.seed))
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:

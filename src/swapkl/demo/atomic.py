@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from swapkl.errors import SwapKLError
+
 
 def _sibling(path: Path, suffix: str) -> Path:
     """A fresh hidden name next to ``path`` (created files get the normal umask permissions)."""
@@ -68,3 +70,19 @@ def move_files_into(src_dir: Path, dest_dir: Path) -> list[str]:
     for name in names:
         os.replace(Path(src_dir) / name, dest_dir / name)
     return names
+
+
+def claim_folder(out_dir: Path, mark: str) -> None:
+    """Make ``out_dir`` this step's own: create it with the hidden file ``mark`` in it.
+
+    The demo steps replace and delete files in their folder; an existing folder with files in it but
+    without ``mark`` was not made by that step, so it is refused and nothing in it is touched.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise SwapKLError(f"demo output {out_dir} exists and is not a directory")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / mark).is_file():
+        raise SwapKLError(f"refusing to write into {out_dir}: it holds files that swapkl did not write "
+                          f"(no {mark}); give an empty or new folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / mark).touch()

@@ -20,12 +20,13 @@ import platform
 import re
 from pathlib import Path
 
-from swapkl.demo.atomic import write_json_atomic, write_text_atomic
+from swapkl.demo.atomic import claim_folder, write_json_atomic, write_text_atomic
 from swapkl.demo.stdlib_docs import EXCLUDED_MODULES, collect_stdlib_docs
 from swapkl.errors import SwapKLError
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "corpus.json"
+OWNER_MARK = ".swapkl-demo-corpus"  # marks a folder that build_corpus made (and may overwrite files in)
 CORPUS_FORMAT = 1
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
@@ -119,6 +120,7 @@ def build_corpus(out_dir: Path, *, seed: int = 0, valid_fraction: float = 0.05,
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SwapKLError(f"corpus output {out_dir} exists and is not a directory")
+    claim_folder(out_dir, OWNER_MARK)  # train/valid/test.txt and the manifest are replaced below
     docs = collect_stdlib_docs()
     paragraphs = normalise_paragraphs(docs.texts)
     n_raw = len(paragraphs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from swapkl.demo.atomic import move_files_into, write_json_atomic
+from swapkl.demo.atomic import claim_folder, move_files_into, write_json_atomic
 from swapkl.demo.corpus import corpus_file, read_paragraphs, sha256_file
 from swapkl.errors import SwapKLError
 
@@ -17,6 +17,7 @@ EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|padding|>"
 SPECIAL_TOKENS = (EOS_TOKEN, PAD_TOKEN)
 MANIFEST = "demo_tokenizer.json"
+OWNER_MARK = ".swapkl-demo-tokenizer"  # marks a folder that train_demo_tokenizer made
 #: files a checkpoint directory needs so ``AutoTokenizer.from_pretrained`` works on it
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
@@ -69,7 +70,7 @@ def train_demo_tokenizer(corpus_dir: Path, out_dir: Path, *, vocab_size: int = 2
         clean_up_tokenization_spaces=False,
     )
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    claim_folder(out_dir, OWNER_MARK)  # the tokenizer files and the manifest are replaced below
     (out_dir / MANIFEST).unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix=".tokenizer.", dir=out_dir) as tmp:
         fast.save_pretrained(tmp)

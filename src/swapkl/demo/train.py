@@ -29,17 +29,19 @@ import torch
 import torch.nn.functional as F
 
 from swapkl.demo.architectures import DEMO_ARCHS, DemoSize, demo_config, demo_model_class
-from swapkl.demo.atomic import staged_dir, write_json_atomic, write_text_atomic
+from swapkl.demo.atomic import claim_folder, staged_dir, write_json_atomic, write_text_atomic
 from swapkl.demo.corpus import corpus_file, load_corpus_manifest
 from swapkl.demo.schedule import checkpoint_schedule, lr_at
 from swapkl.demo.tokenizer import load_demo_tokenizer
 from swapkl.demo.windows import BatchOrder, file_windows
 from swapkl.errors import SwapKLError
+from swapkl.options import require_int
 
 TRAINING_LOG = "training_log.csv"
 SUMMARY = "demo_model.json"
 LOG_COLUMNS = ("step", "tokens", "lr", "heldout_loss", "train_loss", "train_batch_loss")
 _STEP_DIR = re.compile(r"^step(\d+)$")
+OWNER_MARK = ".swapkl-demo-model"  # marks a folder that train_demo_model made (and may clean up)
 # Staging directories of checkpoints (see swapkl.demo.atomic.staged_dir) left by a killed run.
 _STAGING_DIR = re.compile(r"^\.step\d+\.\d+\.[0-9a-f]{12}\.(tmp|old)$")
 # Tokenizer files copied into every checkpoint (those present in the tokenizer directory).
@@ -165,6 +167,9 @@ def train_demo_model(
         raise SwapKLError(f"unknown demo architecture {arch!r} (expected one of {', '.join(DEMO_ARCHS)})")
     if not isinstance(steps, int) or steps < 1:
         raise SwapKLError(f"--steps {steps!r} must be a positive integer")
+    require_int("seed", seed, 0)
+    require_int("batch_size", batch_size, 1)
+    require_int("seq_len", seq_len, 2)
     size = size or DemoSize()
     size.validate()
     if seq_len > size.max_position_embeddings:
@@ -192,7 +197,7 @@ def train_demo_model(
     tokenizer = load_demo_tokenizer(tokenizer_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SwapKLError(f"demo model output {out_dir} exists and is not a directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    claim_folder(out_dir, OWNER_MARK)  # stepN folders and logs in out_dir are replaced or deleted below
     # A run in progress (or a failed one) is never mistaken for a finished one.
     (out_dir / SUMMARY).unlink(missing_ok=True)
     (out_dir / TRAINING_LOG).unlink(missing_ok=True)

@@ -17,6 +17,7 @@ import matplotlib
 from matplotlib.figure import Figure
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import replaceable, require_distinct
 
 # Okabe-Ito colour-blind-safe palette
 BLUE = "#0072B2"
@@ -84,11 +85,30 @@ def add_note(fig: Figure, text: str) -> None:
     fig.supxlabel(text, fontsize=7, color="#444444", ha="center", wrap=True)
 
 
+FIGURE_MARK = "swapkl"
+
+
+def _figure_written_by_swapkl(path: str) -> bool:
+    """Whether ``path`` is a PNG or PDF that :func:`save_figure` wrote (it carries swapkl's mark)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data.startswith(b"\x89PNG"):
+        return b"tEXtSoftware\x00" + FIGURE_MARK.encode() in data
+    return data.startswith(b"%PDF") and b"/Creator (" + FIGURE_MARK.encode() + b")" in data
+
+
 def save_figure(fig: Figure, out_png: str | Path, out_pdf: str | Path) -> None:
-    """Write ``fig`` as PNG and PDF, byte-identical on reruns, atomically."""
-    targets = [(Path(out_png), "png", {"Software": None}),
+    """Write ``fig`` as PNG and PDF, byte-identical on reruns, atomically.
+
+    Both files are marked as swapkl's (PNG ``Software``, PDF ``Creator``); an existing file at either
+    path is only replaced when it carries that mark.
+    """
+    targets = [(Path(out_png), "png", {"Software": FIGURE_MARK}),
                (Path(out_pdf), "pdf", {"CreationDate": None, "ModDate": None, "Producer": None,
-                                       "Creator": None})]
+                                       "Creator": FIGURE_MARK})]
+    require_distinct({"--out-png": str(out_png), "--out-pdf": str(out_pdf)})
+    for path, fmt, _ in targets:
+        replaceable(str(path), "figure", _figure_written_by_swapkl)
     tmps = []
     try:
         for path, fmt, meta in targets:

@@ -1,0 +1,33 @@
+"""Checks of numeric and device options, shared by the command line and the Python API.
+
+Every check raises :class:`~swapkl.errors.SwapKLError` with one line naming the option and the
+value, before anything is loaded or computed: a negative chunk size or seed must never reach
+the engine (``torch.empty`` with a negative size, ``default_rng(-1)``), where it gives either a
+traceback after hours of work or, worse, numbers from uninitialised memory.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from swapkl.errors import SwapKLError
+
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?|mps")
+
+
+def require_int(name: str, value, least: int) -> int:
+    """``value`` as an int, which must be an integer (not a bool or float) and at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise SwapKLError(f"{name} must be an integer, got {value!r}")
+    if value < least:
+        raise SwapKLError(f"{name} must be at least {least}, got {value}")
+    return int(value)
+
+
+def require_device(device: str) -> str:
+    """One of ``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``."""
+    if not isinstance(device, str) or not DEVICE_PATTERN.fullmatch(device):
+        raise SwapKLError(f"unknown device {device!r}: choose cpu, cuda, cuda:N, mps or auto")
+    return device
