@@ -59,9 +59,9 @@ def test_output_has_documented_columns_and_rows(setup):
     assert t.schema.names == PRUNING_SCHEMA.names
     df = t.to_pandas()
     guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
-              "angular", "sleb_iterative", "random", "random_mean"}
+              "angular", "sleb_iterative", "sleb_greedy", "cka", "taylor", "laco", "beam", "random", "random_mean"}
     assert set(df["guide"]) == guides
-    assert len(df) == 1 + 8 * 2 + 3 * 2 + 2
+    assert len(df) == 1 + 13 * 2 + 3 * 2 + 2
     assert (df["model"] == "tiny").all() and (df["revision"] == "step100").all() and (df["step"] == 100).all()
     assert df["eval_split"].str.startswith("text_file:").all()
     assert df["calibration_split"].str.startswith("tokens:").all() and df["probe_split"].str.contains("probe.npy").all()
@@ -70,6 +70,7 @@ def test_output_has_documented_columns_and_rows(setup):
     assert prov["calibration_split"] == df["calibration_split"].iloc[0]
     for _, r in df[df["feasible"] & (df["guide"] != "random_mean")].iterrows():
         assert len(r["removed_layers"]) == r["budget"]
+        assert (r["merged_layers"] is None) == (r["guide"] != "laco")
         assert r["ppl_ci_low"] <= r["ppl"] <= r["ppl_ci_high"]
         assert r["delta_ppl_pct"] == pytest.approx(100 * (r["ppl"] / r["base_ppl"] - 1))
 
@@ -259,14 +260,15 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
 
 
 def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
-    from swapkl.prune import _selections
+    from swapkl.guides import GuideContext
+    from swapkl.prune import select_all
 
     # 5 layers, spacing 1: interchange picks 1 then 3 and blocks every other layer; budget 3 is feasible ({0,2,4})
     rows = [("interchange", i, i + 1, v) for i, v in enumerate([0.5, 0.1, 0.2, 0.3])]
     rows += [("deletion", i, None, v) for i, v in enumerate([0.1, 0.9, 0.2, 0.9, 0.3])]
     probe = pd.DataFrame(rows, columns=["protocol", "layer_i", "layer_j", "kl_mean"])
-    sel, scores = _selections(probe, None, 5, [2, 3], 1, 2, 0, "angular", None)
-    assert sel[("interchange", 2, None)] == [1, 3] and sel[("interchange", 3, None)] is None
-    assert sel[("deletion", 3, None)] == [0, 2, 4]
+    sel, _, scores = select_all(GuideContext(probe, None, 5, [2, 3], 1, n_random=2, seed=0))
+    assert sel[("interchange", 2, None)].removed == (1, 3) and sel[("interchange", 3, None)] is None
+    assert sel[("deletion", 3, None)].removed == (0, 2, 4)
     assert set(scores) == {"interchange", "deletion"}
-    assert all(len(sel[("random", 3, k)]) == 3 for k in range(2))
+    assert all(len(sel[("random", 3, k)].removed) == 3 for k in range(2))

@@ -1,0 +1,71 @@
+"""Guides that score removal sets by calibration NLL (:func:`swapkl.sleb.calibration_nll`): SLEB
+iterative and greedy, and the width-3 beam search seeded from the best interchange candidates.
+Each reports ``n_evals``, the number of pruned models it scored on the calibration windows."""
+
+from __future__ import annotations
+
+from swapkl.beam import beam_search
+from swapkl.guides.context import GuideContext
+from swapkl.guides.protocol import protocol_scores
+from swapkl.guides.registry import Pruned, Selection, register_guide
+from swapkl.palette import BLUE, SKY
+from swapkl.selection import lowest_select
+from swapkl.sleb import sleb_iterative
+
+BEAM_WIDTH = 3
+#: step 1 of the beam scores this many layers: the lowest interchange scores (the paper's seed_k)
+BEAM_SEEDS = 12
+
+
+def sleb(ctx: GuideContext):
+    """SLEB-iterative up to the largest budget (shared by both SLEB guides)."""
+    return ctx.cached("sleb", lambda: sleb_iterative(ctx.engine, ctx.calib, max(ctx.budgets),
+                                                     batch_size=ctx.batch_size, device=ctx.device))
+
+
+@register_guide("sleb_iterative", rank=80, label="SLEB-iterative (calibration NLL)", colour=SKY, marker="D")
+def sleb_iterative_guide(ctx: GuideContext) -> Selection | None:
+    """Remove one block at a time by least calibration NLL, re-scoring after each removal (nested)."""
+    if not ctx.measures:
+        return None
+    res = sleb(ctx)
+    sel = Selection(scores={"sleb_single": res.single_removal_increase(ctx.n_layers)})
+    for n in ctx.budgets:
+        sel.removed[(n, None)] = Pruned(tuple(res.removed(n)))
+        sel.n_evals[(n, None)] = sum(ctx.n_layers - k for k in range(n))
+    return sel
+
+
+@register_guide("sleb_greedy", rank=85, label="SLEB-greedy (one-shot calibration NLL)", colour=SKY, linestyle="--",
+                marker="d")
+def sleb_greedy(ctx: GuideContext) -> Selection | None:
+    """The ``n`` blocks whose single removal raises calibration NLL least (SLEB's step-1 scores), no
+    re-scoring, no spacing."""
+    if not ctx.measures:
+        return ctx.skip("sleb_greedy", "no model and calibration windows to measure")
+    single = sleb(ctx).single_removal_increase(ctx.n_layers)
+    sel = Selection()
+    for n in ctx.budgets:
+        sel.removed[(n, None)] = Pruned(tuple(lowest_select(single, n)))
+        sel.n_evals[(n, None)] = ctx.n_layers
+    return sel
+
+
+@register_guide("beam", rank=120, label=f"Beam search (width {BEAM_WIDTH}, interchange seeds, calibration NLL)",
+                colour=BLUE, linestyle="--", marker="X")
+def beam(ctx: GuideContext) -> Selection | None:
+    """Width-3 beam over removal sets by calibration NLL; step 1 tries the ``BEAM_SEEDS`` layers
+    with the lowest interchange scores; no spacing (:mod:`swapkl.beam`)."""
+    if not ctx.measures:
+        return ctx.skip("beam", "no model and calibration windows to measure")
+    s = protocol_scores(ctx, "interchange")
+    if s is None:
+        return ctx.skip("beam", "no interchange rows to seed it")
+    seeds = lowest_select(s, min(BEAM_SEEDS, int((s == s).sum())))
+    res = beam_search(lambda sets: ctx.calibration_nll(sets)[1], ctx.n_layers, seeds, max(ctx.budgets),
+                      BEAM_WIDTH)
+    sel = Selection()
+    for n in ctx.budgets:
+        sel.removed[(n, None)] = Pruned(res.best[n])
+        sel.n_evals[(n, None)] = res.evals[n]
+    return sel
