@@ -70,6 +70,18 @@ class ProbeEngine:
         self._successor: dict[tuple[int, ...], tuple[int, ...]] = {}  # planned order -> next planned order
         self._carry: _Carry | None = None
 
+    def add_block(self, module) -> int:
+        """Register a block built outside the model (:mod:`swapkl.merge`); variants name it by the returned
+        negative id in their block order."""
+        extra = self.adapter.extra_blocks
+        block = min(extra, default=0) - 1
+        extra[block] = module
+        return block
+
+    def drop_block(self, block: int) -> None:
+        self.adapter.extra_blocks.pop(block, None)
+        self._carry = None
+
     def plan(self, variants: list[Variant]) -> list[Variant]:
         """The variants in the order to compute them so that neighbours share the most work.
 
