@@ -100,17 +100,56 @@ def test_costs_match_independent_computation(setup):
     windows = torch.from_numpy(np.load(setup["dir"] / "probe.npy"))
     with torch.no_grad():
         lp = torch.log_softmax(model(input_ids=windows, use_cache=False).logits.double(), -1)
-    for guide in ("interchange", "bi", "sleb_iterative"):
+    for guide in ("interchange", "bi", "sleb_iterative", "sleb_greedy", "cka", "taylor", "beam", "laco"):
         r = _row(df, guide, 2)
         if guide == "interchange":
             assert list(r["removed_layers"]) == _independent_interchange_selection(probe, 2)
-        pruned = stock_drop(model, list(r["removed_layers"]))
+        if guide == "laco":
+            pruned = _stock_merged_all(model, list(r["merged_layers"]))
+            assert list(r["removed_layers"]) == [a + 1 for a in r["merged_layers"]]
+        else:
+            pruned = stock_drop(model, list(r["removed_layers"]))
         s, c = hf_recipe_nll(pruned, ids, WINDOW, STRIDE)
         assert r["ppl"] == pytest.approx(np.exp(s / c), rel=1e-5)
         with torch.no_grad():
             lq = torch.log_softmax(pruned(input_ids=windows, use_cache=False).logits.double(), -1)
         kl = float((lp.exp() * (lp - lq)).sum(-1).mean())
         assert r["kl_mean"] == pytest.approx(kl, rel=1e-5)
+
+
+def _stock_merged_all(model, merged):
+    """A copy whose block a holds the average of blocks a and a + 1 for each a in ``merged``, the a + 1 dropped."""
+    import copy
+
+    m = copy.deepcopy(model)
+    for a in merged:
+        sa, sb = m.model.layers[a].state_dict(), m.model.layers[a + 1].state_dict()
+        m.model.layers[a].load_state_dict({k: (sa[k] + sb[k]) / 2 for k in sa})
+    return stock_drop(m, [a + 1 for a in merged])
+
+
+def test_search_guides_against_brute_force(setup):
+    from test_sleb import brute_nll
+
+    df = read_pruning(setup["out"])
+    calib = np.load(setup["dir"] / "calib.npy")
+    from swapkl.data import Windows
+
+    w = Windows(calib, np.ones_like(calib), "calib")
+    single = {b: brute_nll(setup["model"], w, [b]) for b in range(N_LAYERS)}
+    ranked = sorted(single, key=lambda b: (single[b], b))
+    for n in (1, 2):
+        r = _row(df, "sleb_greedy", n)
+        assert list(r["removed_layers"]) == sorted(ranked[:n]) and r["n_evals"] == N_LAYERS
+        assert _row(df, "sleb_iterative", n)["n_evals"] == sum(N_LAYERS - k for k in range(n))
+    # beam at n = 2: the best of the pairs extending its three best seeds (all 6 layers are seeds here)
+    seeds3 = sorted(single, key=lambda b: (single[b], b))[:3]
+    pairs = sorted({tuple(sorted((a, b))) for a in seeds3 for b in range(N_LAYERS) if b != a})
+    cost = {p: brute_nll(setup["model"], w, list(p)) for p in pairs}
+    best = min(pairs, key=lambda p: (cost[p], p))
+    r = _row(df, "beam", 2)
+    assert tuple(r["removed_layers"]) == best and r["n_evals"] == N_LAYERS + len(pairs)
+    assert _row(df, "beam", 1)["n_evals"] == N_LAYERS
 
 
 def test_baseline_selections(setup):

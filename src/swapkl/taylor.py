@@ -1,7 +1,7 @@
 """First-order Taylor importance of each block on calibration text.
 
 ``L`` is the token-weighted mean next-token NLL over every valid position of the calibration
-windows that has a valid next token (float32 log-softmax, as in :mod:`swapkl.sleb`). The
+windows that has a valid next token (log-softmax in float32, or float64 for a float64 model). The
 importance of block ``b`` is
 
     T(b) = | sum over the parameters theta of block b of  theta * dL/dtheta |,
@@ -12,7 +12,8 @@ the magnitude of the first-order change of ``L`` when the block's parameters are
 Memory (8B models): only the blocks' parameters require gradients, and each parameter's
 gradient is folded into its block's accumulator by a post-accumulate hook and freed at once, so
 at most one parameter's gradient is alive beside the activations; weights stay in their dtype
-(bf16), the product ``theta * g`` is formed in float32 and summed in float64.
+(bf16), the product ``theta * g`` is formed in float32 (float64 for a float64 model) and summed
+in float64.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def taylor_importance(model, blocks, windows: Windows, *, batch_size: int = 8, d
 
     def fold(b: int):
         def hook(p: torch.Tensor) -> None:
-            acc[b] += float(torch.sum(p.grad.float() * p.detach().float(), dtype=torch.float64))
+            wide = torch.promote_types(p.dtype, torch.float32)
+            acc[b] += float(torch.sum(p.grad.to(wide) * p.detach().to(wide), dtype=torch.float64))
             p.grad = None
 
         return hook
@@ -59,7 +61,7 @@ def taylor_importance(model, blocks, windows: Windows, *, batch_size: int = 8, d
                 ids = ids_all[lo:lo + batch_size].to(device)
                 mask = mask_all[lo:lo + batch_size].to(device)
                 logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-                lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(2, ids[:, 1:].unsqueeze(2)).squeeze(2)
+                lp = torch.log_softmax(logits[:, :-1].to(torch.promote_types(logits.dtype, torch.float32)), -1).gather(2, ids[:, 1:].unsqueeze(2)).squeeze(2)
                 keep = _next_token_positions(mask)
                 (-lp[keep].sum() / total).backward()
                 del logits, lp
