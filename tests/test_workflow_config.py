@@ -105,6 +105,17 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     assert sum(counts.values()) == 91
 
 
+def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
+    cfg = load(STUDY)
+    for name in ("GPT-2-Medium", "OLMo-1B"):
+        cfg["models"][name]["enabled"] = True
+    before = dry_run(STUDY)
+    counts = dry_run(write_config(tmp_path, cfg))
+    assert counts == expected_counts(cfg)
+    for rule in ("download_checkpoint", "probe_interchange", "prune_layers", "plot_heatmaps"):
+        assert counts[rule] == before[rule] + 2
+
+
 def test_the_configfile_option_replaces_the_study_config():
     counts = dry_run(DEMO)
     assert "download_checkpoint" not in counts
