@@ -43,7 +43,9 @@ def sleb_greedy(ctx: GuideContext) -> Selection | None:
     re-scoring, no spacing."""
     if not ctx.measures:
         return ctx.skip("sleb_greedy", "no model and calibration windows to measure")
-    single = sleb(ctx).single_removal_increase(ctx.n_layers)
+    # SLEB-iterative's first step when it ran (the same scores), else that one step alone
+    res = ctx.measured("sleb") or sleb_iterative(ctx.engine, ctx.calib, 1, batch_size=ctx.batch_size, device=ctx.device)
+    single = res.single_removal_increase(ctx.n_layers)
     sel = Selection()
     for n in ctx.budgets:
         sel.removed[(n, None)] = Pruned(tuple(lowest_select(single, n)))
