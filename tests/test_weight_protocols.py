@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -54,7 +55,8 @@ def _units_view(config, block, unit):
     g = h // kv
     if t == "gpt_neox":
         a = block.attention
-        out = [(a.query_key_value.weight.view(h, 3 * d, -1), unit), (a.dense.weight.view(-1, h, d).transpose(0, 1), unit)]
+        out = [(a.query_key_value.weight.view(h, 3 * d, -1), unit),
+               (a.dense.weight.view(-1, h, d).transpose(0, 1), unit)]
         if a.query_key_value.bias is not None:
             out.append((a.query_key_value.bias.view(h, 3 * d), unit))
         return out
@@ -127,3 +129,29 @@ def test_variant_ids_are_unique_and_keys_name_the_head():
     assert len({v.key for v in vs}) == len(vs)
     assert head_interchange(1, 3, 1, 5, 2).key == "head_interchange:1:3:1"
     assert np.all([v.head is None for v in vs if v.protocol == "averaging"])
+
+
+def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
+    from swapkl.aggregate import aggregate, read_aggregate
+    from swapkl.data import DataSpec
+    from swapkl.probe import run_probe
+
+    tiny_model("llama", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
+    np.save(tmp_path / "tok.npy", random_tokens(97, 4, 10, seed=9).numpy())
+    data = DataSpec(tokens=str(tmp_path / "tok.npy"))
+    files = []
+    for name, protocols in (("std", "replacement,interchange,deletion"), ("w", "averaging,head_interchange")):
+        files.append(tmp_path / f"{name}.parquet")
+        run_probe(str(tmp_path / "model"), str(files[-1]), protocols=protocols, pairs="adjacent", data=data,
+                  device="cpu", n_boot=10, metadata={"model": "m", "revision": "step1"})
+    out = tmp_path / "agg.parquet"
+    aggregate(files, [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
+    d = read_aggregate(out)
+    d = d[d["kind"] == "directed"]
+    probe = pd.read_parquet(files[1])
+    for proto in ("averaging", "head_interchange"):
+        got = d[d["protocol"] == proto].sort_values(["layer_i", "layer_j", "head"])
+        want = probe[probe["protocol"] == proto].sort_values(["layer_i", "layer_j", "head"])
+        assert got["kl_mean"].tolist() == want["kl_mean"].tolist()
+        assert got["head"].astype("float").fillna(-1).tolist() == want["head"].astype("float").fillna(-1).tolist()
+    assert len(d[d["protocol"] == "head_interchange"]) == (N_LAYERS - 1) * 2  # 2 KV head units

@@ -61,7 +61,8 @@ def taylor_importance(model, blocks, windows: Windows, *, batch_size: int = 8, d
                 ids = ids_all[lo:lo + batch_size].to(device)
                 mask = mask_all[lo:lo + batch_size].to(device)
                 logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-                lp = torch.log_softmax(logits[:, :-1].to(torch.promote_types(logits.dtype, torch.float32)), -1).gather(2, ids[:, 1:].unsqueeze(2)).squeeze(2)
+                wide = torch.promote_types(logits.dtype, torch.float32)
+                lp = torch.log_softmax(logits[:, :-1].to(wide), -1).gather(2, ids[:, 1:].unsqueeze(2)).squeeze(2)
                 keep = _next_token_positions(mask)
                 (-lp[keep].sum() / total).backward()
                 del logits, lp
