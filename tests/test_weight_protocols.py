@@ -155,3 +155,27 @@ def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
         assert got["kl_mean"].tolist() == want["kl_mean"].tolist()
         assert got["head"].astype("float").fillna(-1).tolist() == want["head"].astype("float").fillna(-1).tolist()
     assert len(d[d["protocol"] == "head_interchange"]) == (N_LAYERS - 1) * 2  # 2 KV head units
+
+
+def test_weight_protocols_figure(tmp_path):
+    from swapkl.figures import plot_weight_protocols
+    from swapkl.figures.weights import averaging_vs_replacement, head_by_distance
+
+    agg = pd.DataFrame([
+        dict(kind="directed", model="m", revision="r", protocol=p, layer_i=i, layer_j=j, head=h, kl_mean=v)
+        for p, i, j, h, v in [("replacement", 0, 1, None, 0.4), ("replacement", 1, 0, None, 0.5),
+                              ("averaging", 0, 1, None, 0.1), ("averaging", 1, 0, None, 0.2),
+                              ("interchange", 0, 1, None, 0.3), ("interchange", 0, 2, None, 0.9),
+                              ("head_interchange", 0, 1, 0, 0.01), ("head_interchange", 0, 1, 1, 0.03),
+                              ("head_interchange", 0, 2, 0, 0.05), ("head_interchange", 0, 2, 1, 0.07)]])
+    agg["duplicate_of"] = None
+    av = averaging_vs_replacement(agg, "m", "r")
+    assert av[["averaging", "replacement"]].to_numpy().tolist() == [[0.1, 0.4], [0.2, 0.5]]
+    hd = head_by_distance(agg, "m", "r")
+    assert hd.loc[2, "head 1"] == 0.07 and hd.loc[1, "block"] == 0.3
+    png, pdf = tmp_path / "w.png", tmp_path / "w.pdf"
+    plot_weight_protocols(agg, png, pdf, model="m", revision="r")
+    first = (png.read_bytes(), pdf.read_bytes())
+    assert first[0][:4] == b"\x89PNG" and first[1][:4] == b"%PDF"
+    plot_weight_protocols(agg, png, pdf, model="m", revision="r")
+    assert first == (png.read_bytes(), pdf.read_bytes()), "figure is not deterministic"

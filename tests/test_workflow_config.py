@@ -71,6 +71,10 @@ def expected_counts(cfg: dict) -> Counter:
     ]
     demo = [name for name, m in models.items() if "demo" in m]
     counts = Counter({rule: len(checkpoints) for rule in PROBE_RULES})
+    for name, _ in checkpoints:
+        for protocol in models[name].get("weight_protocols", []):
+            counts[f"probe_{protocol}"] += 1
+        counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols"))
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
     counts["aggregate_results"] = 1
     counts["plot_gap_trajectory"] = sum(1 for m in models.values() if m.get("trajectory", False))
