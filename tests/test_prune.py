@@ -59,16 +59,17 @@ def test_output_has_documented_columns_and_rows(setup):
     assert t.schema.names == PRUNING_SCHEMA.names
     df = t.to_pandas()
     guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
-              "angular", "sleb_iterative", "sleb_greedy", "cka", "taylor", "laco", "beam", "random", "random_mean"}
+              "angular", "sleb_iterative", "sleb_greedy", "cka", "taylor", "laco", "beam", "sleb_matched", "random",
+              "random_mean"}
     assert set(df["guide"]) == guides
-    assert len(df) == 1 + 13 * 2 + 3 * 2 + 2
+    assert len(df) == 1 + 14 * 2 + 3 * 2 + 2
     assert (df["model"] == "tiny").all() and (df["revision"] == "step100").all() and (df["step"] == 100).all()
     assert df["eval_split"].str.startswith("text_file:").all()
     assert df["calibration_split"].str.startswith("tokens:").all() and df["probe_split"].str.contains("probe.npy").all()
     prov = provenance.read(str(setup["out"]))
     assert prov["eval_split"] == df["eval_split"].iloc[0] and prov["config_sha256"] == "abc"
     assert prov["calibration_split"] == df["calibration_split"].iloc[0]
-    for _, r in df[df["feasible"] & (df["guide"] != "random_mean")].iterrows():
+    for _, r in df[df["feasible"] & ~df["guide"].isin(["random_mean", "sleb_matched"])].iterrows():
         assert len(r["removed_layers"]) == r["budget"]
         assert (r["merged_layers"] is None) == (r["guide"] != "laco")
         assert r["ppl_ci_low"] <= r["ppl"] <= r["ppl_ci_high"]
@@ -150,6 +151,15 @@ def test_search_guides_against_brute_force(setup):
     r = _row(df, "beam", 2)
     assert tuple(r["removed_layers"]) == best and r["n_evals"] == N_LAYERS + len(pairs)
     assert _row(df, "beam", 1)["n_evals"] == N_LAYERS
+    # matched-budget SLEB: iterative SLEB (brute force here) removes blocks while the beam's evaluation count at
+    # n = 2 pays for the next step (6 + 5 + 4 + ... calibration evaluations)
+    removed, spent = [], 0
+    while spent + N_LAYERS - len(removed) <= r["n_evals"] and len(removed) < N_LAYERS - 1:
+        cost = {b: brute_nll(setup["model"], w, removed + [b]) for b in range(N_LAYERS) if b not in removed}
+        spent += len(cost)
+        removed.append(min(cost, key=lambda b: (cost[b], b)))
+    m = _row(df, "sleb_matched", 2)
+    assert list(m["removed_layers"]) == sorted(removed) and m["n_evals"] == spent <= r["n_evals"]
 
 
 def test_baseline_selections(setup):

@@ -32,7 +32,7 @@ def sleb_iterative_guide(ctx: GuideContext) -> Selection | None:
     sel = Selection(scores={"sleb_single": res.single_removal_increase(ctx.n_layers)})
     for n in ctx.budgets:
         sel.removed[(n, None)] = Pruned(tuple(res.removed(n)))
-        sel.n_evals[(n, None)] = sum(ctx.n_layers - k for k in range(n))
+        sel.n_evals[(n, None)] = sleb_evals(ctx.n_layers, n)
     return sel
 
 
@@ -53,6 +53,36 @@ def sleb_greedy(ctx: GuideContext) -> Selection | None:
     return sel
 
 
+def sleb_evals(n_layers: int, n: int) -> int:
+    """Calibration evaluations SLEB-iterative spends to remove ``n`` blocks."""
+    return sum(n_layers - k for k in range(n))
+
+
+@register_guide("sleb_matched", rank=125, label="SLEB-iterative at the beam's evaluation count", colour=SKY,
+                linestyle=":", marker="d", plotted=False)
+def sleb_matched(ctx: GuideContext) -> Selection | None:
+    """Matched-budget SLEB (the paper's matched-budget comparison): at each budget n, SLEB-iterative
+    given as many calibration evaluations as the beam spent to reach n blocks removes as many blocks
+    as those evaluations pay for (at most L - 1). Its rows keep the beam's ``budget``; ``removed_layers``
+    may hold more or fewer blocks, and ``n_evals`` is what SLEB spent (<= the beam's)."""
+    if not ctx.measures:
+        return ctx.skip("sleb_matched", "no model and calibration windows to measure")
+    beam_sel = ctx.measured("beam")
+    if beam_sel is None:
+        return ctx.skip("sleb_matched", "the beam guide did not run")
+    L = ctx.n_layers
+    depth = {n: max(k for k in range(L) if sleb_evals(L, k) <= beam_sel.n_evals[(n, None)]) for n in ctx.budgets}
+    res = sleb(ctx)
+    if max(depth.values()) > len(res.order):
+        res = sleb_iterative(ctx.engine, ctx.calib, max(depth.values()), batch_size=ctx.batch_size,
+                             device=ctx.device, resume=res)
+    sel = Selection()
+    for n, k in depth.items():
+        sel.removed[(n, None)] = Pruned(tuple(res.removed(k)))
+        sel.n_evals[(n, None)] = sleb_evals(L, k)
+    return sel
+
+
 @register_guide("beam", rank=120, label=f"Beam search (width {BEAM_WIDTH}, interchange seeds, calibration NLL)",
                 colour=BLUE, linestyle="--", marker="X")
 def beam(ctx: GuideContext) -> Selection | None:
@@ -70,4 +100,4 @@ def beam(ctx: GuideContext) -> Selection | None:
     for n in ctx.budgets:
         sel.removed[(n, None)] = Pruned(res.best[n])
         sel.n_evals[(n, None)] = res.evals[n]
-    return sel
+    return ctx.cached("beam", lambda: sel)
