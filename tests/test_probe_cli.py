@@ -194,10 +194,10 @@ def _save_tokens(path: Path, arr) -> Path:
     return path
 
 
-def _gpt2_checkpoint(d: Path) -> Path:
-    from transformers import GPT2Config, GPT2LMHeadModel
+def _bloom_checkpoint(d: Path) -> Path:
+    from transformers import BloomConfig, BloomForCausalLM
 
-    GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=VOCAB, n_positions=32)).save_pretrained(d)
+    BloomForCausalLM(BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=VOCAB)).save_pretrained(d)
     return d
 
 
@@ -261,8 +261,8 @@ BAD = {
                          "revision 'step2000' not found"),
     "no config.json": (lambda c, t, d: ((d / "empty_model").mkdir(), ["--model", d / "empty_model", "--tokens", t])[1],
                        "no config.json"),
-    "unknown protocol": (lambda c, t, d: ["--model", c, "--tokens", t, "--protocols", "replacement,averaging"],
-                         "unknown protocol 'averaging'"),
+    "unknown protocol": (lambda c, t, d: ["--model", c, "--tokens", t, "--protocols", "replacement,averaged"],
+                         "unknown protocol 'averaged'"),
     "unknown pair set": (lambda c, t, d: ["--model", c, "--tokens", t, "--pairs", "neighbours"],
                          "unknown pair set 'neighbours'"),
     "token array too long": (lambda c, t, d: ["--model", c, "--tokens",
@@ -282,8 +282,8 @@ BAD = {
                            "paragraphs with at least 16 tokens; 8 are needed"),
     "empty dataset": (lambda c, t, d: ["--model", c, "--dataset", _local_dataset(d / "ds"), "--split", "test"],
                       "is empty"),
-    "no adapter": (lambda c, t, d: ["--model", _gpt2_checkpoint(d / "gpt2"), "--tokens", t],
-                   "architecture 'gpt2'"),
+    "no adapter": (lambda c, t, d: ["--model", _bloom_checkpoint(d / "bloom"), "--tokens", t],
+                   "architecture 'bloom'"),
     "non-finite base": (lambda c, t, d: ["--model", _nan_block_checkpoint(d / "nan"), "--tokens", t],
                         "the base model produced non-finite logits"),
     "non-finite variant": (lambda c, t, d: ["--model", _overflow_checkpoint(d / "inf"), "--tokens", t,
