@@ -38,7 +38,8 @@ def deletion_order(i: int, n_layers: int) -> list[int]:
 
 
 def block_list(model) -> torch.nn.ModuleList:
-    return model.base_model.layers
+    base = model.base_model
+    return base.h if model.config.model_type == "gpt2" else base.layers
 
 
 @contextmanager

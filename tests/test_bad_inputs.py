@@ -23,7 +23,7 @@ import pytest
 import torch
 import yaml
 from safetensors.torch import load_file
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import BloomConfig, BloomForCausalLM
 
 from swapkl import cli
 from swapkl.data import DataSpec
@@ -88,9 +88,9 @@ def case_local_revision_missing(env, d):
 
 
 def case_no_adapter(env, d):
-    folder = d / "gpt2"
+    folder = d / "bloom"
     torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=97, n_positions=64)).save_pretrained(folder)
+    BloomForCausalLM(BloomConfig(n_layer=2, hidden_size=32, n_head=4, vocab_size=97)).save_pretrained(folder)
     return probe_args(folder, d / "out.parquet", data=["--tokens", env.tokens]), {"model": folder}
 
 
@@ -273,7 +273,8 @@ CLI_CASES = {
         "CLI", case_local_revision_missing, "revision 'step999' not found under local model '{models}'"),
     "architecture without an adapter": (
         "model", case_no_adapter,
-        "architecture 'gpt2' of '{model}' has no swapkl adapter; supported: gpt_neox, llama, mistral, qwen3"),
+        "architecture 'bloom' of '{model}' has no swapkl adapter; supported: gpt2, gpt_neox, llama, mistral, olmo, olmo2, "
+        "qwen3"),
     "seq_len beyond the model's positions (token file)": (
         "data", case_seq_len_beyond_positions,
         "seq_len 80 exceeds the model's 64 positions (max_position_embeddings)"),
@@ -311,7 +312,7 @@ CLI_CASES = {
     "unknown pair set": (
         "CLI", case_bad_pair_set, "unknown pair set 'within:0': expected 'adjacent', 'within:K' (K>=1) or 'all'"),
     "unknown protocol": (
-        "CLI", case_bad_protocol, "unknown protocol 'swap': choose from replacement, interchange, deletion"),
+        "CLI", case_bad_protocol, "unknown protocol 'swap': choose from replacement, interchange, deletion, averaging, head_interchange"),
     "batch size 0": ("CLI", case_zero_batch, "batch_size must be at least 1, got 0"),
     "negative bootstrap count": (
         "CLI", case_negative_bootstrap, "n_boot (bootstrap resamples) must be at least 0, got -1"),

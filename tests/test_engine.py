@@ -202,10 +202,10 @@ def test_a_wrong_mask_choice_is_caught():
 
 
 def test_unsupported_architecture_is_named():
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import BloomConfig, BloomForCausalLM
 
-    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=50, n_positions=32))
-    with pytest.raises(SwapKLError, match=r"'gpt2'.*supported: gpt_neox, llama, mistral, qwen3"):
+    model = BloomForCausalLM(BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=50))
+    with pytest.raises(SwapKLError, match=r"'bloom'.*supported: gpt2, gpt_neox, llama, mistral, olmo, olmo2, qwen3"):
         get_adapter(model)
 
 

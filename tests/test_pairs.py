@@ -84,7 +84,7 @@ def test_bad_pair_set(bad):
         parse_pair_set(bad)
 
 
-@pytest.mark.parametrize("bad", ["swap", "replacement,averaging", "", " , "])
+@pytest.mark.parametrize("bad", ["swap", "replacement,averaged", "", " , "])
 def test_bad_protocol(bad):
     with pytest.raises(SwapKLError):
         parse_protocols(bad)

@@ -53,9 +53,10 @@ def save_tiny(folder, arch: str = "llama", n_layers: int = 5, seed: int = 0):
 def stock_drop(model, removed):
     """A copy of ``model`` whose ``nn.ModuleList`` no longer holds the removed blocks."""
     m = copy.deepcopy(model)
-    backbone = m.gpt_neox if m.config.model_type == "gpt_neox" else m.model
-    keep = [b for k, b in enumerate(backbone.layers) if k not in set(removed)]
-    backbone.layers = torch.nn.ModuleList(keep)
+    backbone = m.base_model
+    name = "h" if m.config.model_type == "gpt2" else "layers"
+    keep = [b for k, b in enumerate(getattr(backbone, name)) if k not in set(removed)]
+    setattr(backbone, name, torch.nn.ModuleList(keep))
     m.config.num_hidden_layers = len(keep)
     return m.eval()
 

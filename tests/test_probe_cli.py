@@ -22,14 +22,14 @@ from swapkl import provenance
 from swapkl.cli import main
 from swapkl.pairs import pairs_for
 from test_data import corpus, word_tokenizer, write_text
-from tiny_models import random_tokens, tiny_model
+from tiny_models import ARCHS, random_tokens, tiny_model
 
 L = 4
 VOCAB = 97
 MAX_POS = 64  # tiny_model's max_position_embeddings
 COLUMNS = ["model", "revision", "step", "protocol", "layer_i", "layer_j", "n_layers", "kl_mean", "kl_ci_low",
            "kl_ci_high", "nll_mean", "nll_ci_low", "nll_ci_high", "n_seqs", "n_tokens", "seq_kl_sum", "seq_tokens",
-           "seq_nll_sum", "seq_nll_tokens"]
+           "seq_nll_sum", "seq_nll_tokens", "head"]
 PROVENANCE_KEYS = ["swapkl_version", "torch", "transformers", "python", "model_id", "revision", "commit",
                    "weights_sha256", "data_source", "tokens_sha256", "seed", "dtype", "device", "n_seqs", "seq_len",
                    "protocols", "pairs"]
@@ -111,6 +111,27 @@ def test_probe_output_contract(ckpt, tokens, tmp_path, capsys):
             np.testing.assert_allclose(r.nll_mean, float(want.nll_sum.sum() / want.nll_tokens.sum()), rtol=1e-5)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_weight_protocols_on_every_architecture(arch, tokens, tmp_path, capsys):
+    from swapkl.heads import n_units
+
+    model = tiny_model(arch, n_layers=L, vocab=VOCAB)
+    model.save_pretrained(tmp_path / "model")
+    out = tmp_path / "w.parquet"
+    rc, _, err = run_cli(capsys, "--model", tmp_path / "model", "--tokens", tokens, "--protocols",
+                         "averaging,head_interchange", "--pairs", "adjacent", "--bootstrap", "10", "--device", "cpu",
+                         "--out", out)
+    assert rc == 0, err
+    df = pq.read_table(out).to_pandas()
+    units = n_units(model.config)
+    av, hd = df[df["protocol"] == "averaging"], df[df["protocol"] == "head_interchange"]
+    assert sorted(zip(av["layer_i"], av["layer_j"])) == sorted([(i, i + 1) for i in range(L - 1)] +
+                                                                [(i + 1, i) for i in range(L - 1)])
+    assert sorted(zip(hd["layer_i"], hd["layer_j"], hd["head"])) == [(i, i + 1, u) for i in range(L - 1)
+                                                                      for u in range(units)]
+    assert av["head"].isna().all() and (df["kl_mean"][df["protocol"] != "base"] > 0).all()
+
+
 def test_provenance_keys_and_command(ckpt, tokens, tmp_path, capsys):
     out = tmp_path / "p.parquet"
     rc, _, err = run_cli(capsys, "--model", ckpt, "--tokens", tokens, "--protocols", "deletion", "--bootstrap", 10,
@@ -173,10 +194,10 @@ def _save_tokens(path: Path, arr) -> Path:
     return path
 
 
-def _gpt2_checkpoint(d: Path) -> Path:
-    from transformers import GPT2Config, GPT2LMHeadModel
+def _bloom_checkpoint(d: Path) -> Path:
+    from transformers import BloomConfig, BloomForCausalLM
 
-    GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=VOCAB, n_positions=32)).save_pretrained(d)
+    BloomForCausalLM(BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=VOCAB)).save_pretrained(d)
     return d
 
 
@@ -249,8 +270,8 @@ BAD = {
                          "revision 'step2000' not found"),
     "no config.json": (lambda c, t, d: ((d / "empty_model").mkdir(), ["--model", d / "empty_model", "--tokens", t])[1],
                        "no config.json"),
-    "unknown protocol": (lambda c, t, d: ["--model", c, "--tokens", t, "--protocols", "replacement,averaging"],
-                         "unknown protocol 'averaging'"),
+    "unknown protocol": (lambda c, t, d: ["--model", c, "--tokens", t, "--protocols", "replacement,averaged"],
+                         "unknown protocol 'averaged'"),
     "unknown pair set": (lambda c, t, d: ["--model", c, "--tokens", t, "--pairs", "neighbours"],
                          "unknown pair set 'neighbours'"),
     "token array too long": (lambda c, t, d: ["--model", c, "--tokens",
@@ -270,8 +291,8 @@ BAD = {
                            "paragraphs with at least 16 tokens; 8 are needed"),
     "empty dataset": (lambda c, t, d: ["--model", c, "--dataset", _local_dataset(d / "ds"), "--split", "test"],
                       "is empty"),
-    "no adapter": (lambda c, t, d: ["--model", _gpt2_checkpoint(d / "gpt2"), "--tokens", t],
-                   "architecture 'gpt2'"),
+    "no adapter": (lambda c, t, d: ["--model", _bloom_checkpoint(d / "bloom"), "--tokens", t],
+                   "architecture 'bloom'"),
     "non-finite weights": (lambda c, t, d: ["--model", _nan_block_checkpoint(d / "nan"), "--tokens", t],
                            "weight tensor 'model.layers.1.mlp.down_proj.weight' of "),
     "non-finite base": (lambda c, t, d: ["--model", _overflow_base_checkpoint(d / "inf-base"), "--tokens", t],

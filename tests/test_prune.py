@@ -20,7 +20,7 @@ from swapkl.errors import SwapKLError
 from swapkl.perplexity import first_words
 from swapkl.probe import run_probe
 from swapkl.prune import aggregate_pruning, run_pruning
-from swapkl.pruning_ratio import ir_ratios
+from swapkl.pruning.ratio import ir_ratios
 from swapkl.schemas import PRUNING_SCHEMA, read_pruning
 from test_perplexity import TEXT, char_tokenizer, hf_recipe_nll, save_tiny, stock_drop
 from tiny_models import random_tokens
@@ -61,17 +61,19 @@ def test_output_has_documented_columns_and_rows(setup):
     assert t.schema.names == PRUNING_SCHEMA.names
     df = t.to_pandas()
     guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
-              "angular", "sleb_iterative", "random", "random_mean"}
+              "angular", "sleb_iterative", "sleb_greedy", "cka", "taylor", "laco", "beam", "sleb_matched", "random",
+              "random_mean"}
     assert set(df["guide"]) == guides
-    assert len(df) == 1 + 8 * 2 + 3 * 2 + 2
+    assert len(df) == 1 + 14 * 2 + 3 * 2 + 2
     assert (df["model"] == "tiny").all() and (df["revision"] == "step100").all() and (df["step"] == 100).all()
     assert df["eval_split"].str.startswith("text_file:").all()
     assert df["calibration_split"].str.startswith("tokens:").all() and df["probe_split"].str.contains("probe.npy").all()
     prov = provenance.read(str(setup["out"]))
     assert prov["eval_split"] == df["eval_split"].iloc[0] and prov["config_sha256"] == "abc"
     assert prov["calibration_split"] == df["calibration_split"].iloc[0]
-    for _, r in df[df["feasible"] & (df["guide"] != "random_mean")].iterrows():
+    for _, r in df[df["feasible"] & ~df["guide"].isin(["random_mean", "sleb_matched"])].iterrows():
         assert len(r["removed_layers"]) == r["budget"]
+        assert (r["merged_layers"] is None) == (r["guide"] != "laco")
         assert r["ppl_ci_low"] <= r["ppl"] <= r["ppl_ci_high"]
         assert r["delta_ppl_pct"] == pytest.approx(100 * (r["ppl"] / r["base_ppl"] - 1))
 
@@ -101,17 +103,65 @@ def test_costs_match_independent_computation(setup):
     windows = torch.from_numpy(np.load(setup["dir"] / "probe.npy"))
     with torch.no_grad():
         lp = torch.log_softmax(model(input_ids=windows, use_cache=False).logits.double(), -1)
-    for guide in ("interchange", "bi", "sleb_iterative"):
+    for guide in ("interchange", "bi", "sleb_iterative", "sleb_greedy", "cka", "taylor", "beam", "laco"):
         r = _row(df, guide, 2)
         if guide == "interchange":
             assert list(r["removed_layers"]) == _independent_interchange_selection(probe, 2)
-        pruned = stock_drop(model, list(r["removed_layers"]))
+        if guide == "laco":
+            pruned = _stock_merged_all(model, list(r["merged_layers"]))
+            assert list(r["removed_layers"]) == [a + 1 for a in r["merged_layers"]]
+        else:
+            pruned = stock_drop(model, list(r["removed_layers"]))
         s, c = hf_recipe_nll(pruned, ids, WINDOW, STRIDE)
         assert r["ppl"] == pytest.approx(np.exp(s / c), rel=1e-5)
         with torch.no_grad():
             lq = torch.log_softmax(pruned(input_ids=windows, use_cache=False).logits.double(), -1)
         kl = float((lp.exp() * (lp - lq)).sum(-1).mean())
         assert r["kl_mean"] == pytest.approx(kl, rel=1e-5)
+
+
+def _stock_merged_all(model, merged):
+    """A copy whose block a holds the average of blocks a and a + 1 for each a in ``merged``, the a + 1 dropped."""
+    import copy
+
+    m = copy.deepcopy(model)
+    for a in merged:
+        sa, sb = m.model.layers[a].state_dict(), m.model.layers[a + 1].state_dict()
+        m.model.layers[a].load_state_dict({k: (sa[k] + sb[k]) / 2 for k in sa})
+    return stock_drop(m, [a + 1 for a in merged])
+
+
+def test_search_guides_against_brute_force(setup):
+    from test_sleb import brute_nll
+
+    df = read_pruning(setup["out"])
+    calib = np.load(setup["dir"] / "calib.npy")
+    from swapkl.data import Windows
+
+    w = Windows(calib, np.ones_like(calib), "calib")
+    single = {b: brute_nll(setup["model"], w, [b]) for b in range(N_LAYERS)}
+    ranked = sorted(single, key=lambda b: (single[b], b))
+    for n in (1, 2):
+        r = _row(df, "sleb_greedy", n)
+        assert list(r["removed_layers"]) == sorted(ranked[:n]) and r["n_evals"] == N_LAYERS
+        assert _row(df, "sleb_iterative", n)["n_evals"] == sum(N_LAYERS - k for k in range(n))
+    # beam at n = 2: the best of the pairs extending its three best seeds (all 6 layers are seeds here)
+    seeds3 = sorted(single, key=lambda b: (single[b], b))[:3]
+    pairs = sorted({tuple(sorted((a, b))) for a in seeds3 for b in range(N_LAYERS) if b != a})
+    cost = {p: brute_nll(setup["model"], w, list(p)) for p in pairs}
+    best = min(pairs, key=lambda p: (cost[p], p))
+    r = _row(df, "beam", 2)
+    assert tuple(r["removed_layers"]) == best and r["n_evals"] == N_LAYERS + len(pairs)
+    assert _row(df, "beam", 1)["n_evals"] == N_LAYERS
+    # matched-budget SLEB: iterative SLEB (brute force here) removes blocks while the beam's evaluation count at
+    # n = 2 pays for the next step (6 + 5 + 4 + ... calibration evaluations)
+    removed, spent = [], 0
+    while spent + N_LAYERS - len(removed) <= r["n_evals"] and len(removed) < N_LAYERS - 1:
+        cost = {b: brute_nll(setup["model"], w, removed + [b]) for b in range(N_LAYERS) if b not in removed}
+        spent += len(cost)
+        removed.append(min(cost, key=lambda b: (cost[b], b)))
+    m = _row(df, "sleb_matched", 2)
+    assert list(m["removed_layers"]) == sorted(removed) and m["n_evals"] == spent <= r["n_evals"]
 
 
 def test_baseline_selections(setup):
@@ -265,17 +315,18 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
 
 
 def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
-    from swapkl.prune import _selections
+    from swapkl.guides import GuideContext
+    from swapkl.prune import select_all
 
     # 5 layers, spacing 1: interchange picks 1 then 3 and blocks every other layer; budget 3 is feasible ({0,2,4})
     rows = [("interchange", i, i + 1, v) for i, v in enumerate([0.5, 0.1, 0.2, 0.3])]
     rows += [("deletion", i, None, v) for i, v in enumerate([0.1, 0.9, 0.2, 0.9, 0.3])]
     probe = pd.DataFrame(rows, columns=["protocol", "layer_i", "layer_j", "kl_mean"])
-    sel, scores = _selections(probe, None, 5, [2, 3], 1, 2, 0, "angular", None)
-    assert sel[("interchange", 2, None)] == [1, 3] and sel[("interchange", 3, None)] is None
-    assert sel[("deletion", 3, None)] == [0, 2, 4]
+    sel, _, scores = select_all(GuideContext(probe, None, 5, [2, 3], 1, n_random=2, seed=0))
+    assert sel[("interchange", 2, None)].removed == (1, 3) and sel[("interchange", 3, None)] is None
+    assert sel[("deletion", 3, None)].removed == (0, 2, 4)
     assert set(scores) == {"interchange", "deletion"}
-    assert all(len(sel[("random", 3, k)]) == 3 for k in range(2))
+    assert all(len(sel[("random", 3, k)].removed) == 3 for k in range(2))
 
 
 def test_pruning_refuses_probe_files_of_another_config(setup, tmp_path):

@@ -18,6 +18,7 @@ from swapkl.data import DataSpec
 from swapkl.engine import ProbeEngine
 from swapkl.probe import run_probe
 from swapkl.representation import representation_sums
+import naive_reference as ref
 from tiny_models import ARCHS, random_tokens, tiny_model
 
 L = 4
@@ -27,7 +28,7 @@ L = 4
 def direct_streams(model, ids, mask) -> list[torch.Tensor]:
     """Residual stream entering each block, plus the last block's output (pre final norm)."""
     captured = {}
-    last = model.base_model.layers[-1]
+    last = ref.block_list(model)[-1]
     hook = last.register_forward_hook(lambda m, a, o: captured.setdefault("h", o[0] if isinstance(o, tuple) else o))
     try:
         out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False)

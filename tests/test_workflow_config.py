@@ -72,6 +72,10 @@ def expected_counts(cfg: dict) -> Counter:
     ]
     demo = [name for name, m in models.items() if "demo" in m]
     counts = Counter({rule: len(checkpoints) for rule in PROBE_RULES})
+    for name, _ in checkpoints:
+        for protocol in models[name].get("weight_protocols", []):
+            counts[f"probe_{protocol}"] += 1
+        counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols"))
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
     counts["aggregate_results"] = 1
     counts["plot_gap_trajectory"] = sum(1 for m in models.values() if m.get("trajectory", False))
@@ -104,6 +108,17 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "plot_pruning_agreement": 3, "plot_pruning_ratio": 1, "all": 1,
     })
     assert sum(counts.values()) == 91
+
+
+def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
+    cfg = load(STUDY)
+    for name in ("GPT-2-Medium", "OLMo-1B"):
+        cfg["models"][name]["enabled"] = True
+    before = dry_run(STUDY)
+    counts = dry_run(write_config(tmp_path, cfg))
+    assert counts == expected_counts(cfg)
+    for rule in ("download_checkpoint", "probe_interchange", "prune_layers", "plot_heatmaps"):
+        assert counts[rule] == before[rule] + 2
 
 
 def test_the_configfile_option_replaces_the_study_config():

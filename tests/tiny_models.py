@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import torch
 from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
     GPTNeoXConfig,
     GPTNeoXForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    Olmo2Config,
+    Olmo2ForCausalLM,
+    OlmoConfig,
+    OlmoForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
 )
 
-ARCHS = ("gpt_neox", "llama", "qwen3", "mistral")
+ARCHS = ("gpt_neox", "llama", "qwen3", "mistral", "gpt2", "olmo", "olmo2")
 
 
 def tiny_model(arch: str, n_layers: int = 5, vocab: int = 97, hidden: int = 32, seed: int = 0, init: float = 0.3):
@@ -36,6 +42,17 @@ def tiny_model(arch: str, n_layers: int = 5, vocab: int = 97, hidden: int = 32, 
     elif arch == "mistral":
         cfg = MistralConfig(num_key_value_heads=2, sliding_window=6, **common)
         model = MistralForCausalLM(cfg)
+    elif arch == "gpt2":
+        # scale_attn_by_inverse_layer_idx makes the block-bound layer_idx visible in every engine test
+        cfg = GPT2Config(vocab_size=vocab, n_embd=hidden, n_layer=n_layers, n_head=4, n_inner=2 * hidden,
+                         n_positions=64, initializer_range=init, scale_attn_by_inverse_layer_idx=True)
+        model = GPT2LMHeadModel(cfg)
+    elif arch == "olmo":
+        cfg = OlmoConfig(num_key_value_heads=2, clip_qkv=2.0, **common)
+        model = OlmoForCausalLM(cfg)
+    elif arch == "olmo2":
+        cfg = Olmo2Config(num_key_value_heads=2, **common)
+        model = Olmo2ForCausalLM(cfg)
     else:
         raise ValueError(arch)
     # default init leaves norms at 1 and biases at 0; perturb them so every parameter matters

@@ -15,9 +15,10 @@ Every row:
     null otherwise; such revisions are kept but excluded from trajectory statistics and plots).
 
 kind="directed" -- every measured variant as probed (replacement in both directions,
-interchange, deletion, base), without the per-sequence lists:
+interchange, deletion, base, averaging in both directions, head interchange per head unit),
+without the per-sequence lists:
     protocol, layer_i, layer_j, kl_mean, kl_ci_low, kl_ci_high, nll_mean, nll_ci_low,
-    nll_ci_high, n_seqs, n_tokens (same meaning as in the probe files).
+    nll_ci_high, n_seqs, n_tokens, head (same meaning as in the probe files).
 
 kind="pair" -- one per (model, revision, i<j) probed by both protocols:
     layer_i, layer_j (i < j), distance (j - i), r_ij = r(i<-j) and r_ji = r(j<-i) (nats),
@@ -73,14 +74,14 @@ from swapkl.provenance import read as read_provenance
 log = logging.getLogger(__name__)
 
 KINDS = ("directed", "pair", "summary", "repr")
-PROTOCOL_ORDER = ("base", "replacement", "interchange", "deletion")
+PROTOCOL_ORDER = ("base", "replacement", "interchange", "deletion", "averaging", "head_interchange")
 
 _COMMON = [("kind", pa.string()), ("model", pa.string()), ("revision", pa.string()),
            ("step", pa.int64()), ("n_layers", pa.int64()), ("duplicate_of", pa.string())]
 _DIRECTED = [("protocol", pa.string()), ("layer_i", pa.int64()), ("layer_j", pa.int64()),
              ("kl_mean", pa.float64()), ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()),
              ("nll_mean", pa.float64()), ("nll_ci_low", pa.float64()), ("nll_ci_high", pa.float64()),
-             ("n_seqs", pa.int64()), ("n_tokens", pa.int64())]
+             ("n_seqs", pa.int64()), ("n_tokens", pa.int64()), ("head", pa.int64())]
 _PAIR = [("distance", pa.int64()), ("r_ij", pa.float64()), ("r_ji", pa.float64()),
          ("d_repl_max", pa.float64()), ("d_repl_mean", pa.float64()), ("d_inter", pa.float64()),
          ("gap", pa.float64()), ("ratio_ir", pa.float64()), ("class_repl", pa.string()),
@@ -158,7 +159,7 @@ def _directed(ck: _Checkpoint) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     for p in sorted(ck.probes, key=lambda x: x.path):
         keep = np.ones(len(p.rows), dtype=bool)
         for r, k in enumerate(zip(p.rows["protocol"], p.rows["layer_i"].astype(object),
-                                  p.rows["layer_j"].astype(object))):
+                                  p.rows["layer_j"].astype(object), p.rows["head"].astype(object))):
             k = tuple(None if pd.isna(v) else v for v in k)
             if k[0] == "base":
                 nll = float(p.rows["nll_mean"].iloc[r])
@@ -171,7 +172,8 @@ def _directed(ck: _Checkpoint) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
                 keep[r] = False
                 continue
             if k in seen:
-                raise SwapKLError(f"{p.path}: variant {k[0]} {k[1]},{k[2]} of {ck.model} "
+                head = "" if k[3] is None else f" head {k[3]}"
+                raise SwapKLError(f"{p.path}: variant {k[0]} {k[1]},{k[2]}{head} of {ck.model} "
                                   f"{ck.revision} is also in {seen[k]}")
             seen[k] = p.path
         frames.append(p.rows[keep])
@@ -236,6 +238,7 @@ def _sorted(df: pd.DataFrame, set_order: list[str]) -> pd.DataFrame:
         "w": df["width"].fillna(-1).astype("int64"),
         "i": df["layer_i"].fillna(-1).astype("int64"),
         "j": df["layer_j"].fillna(-1).astype("int64"),
+        "h": df["head"].fillna(-1).astype("int64"),
     })
     order = keys.sort_values(list(keys.columns), kind="mergesort").index
     return df.loc[order].reset_index(drop=True)

@@ -23,8 +23,10 @@ import pyarrow.parquet as pq
 from swapkl.errors import SwapKLError
 from swapkl.provenance import METADATA_KEY as META_KEY
 
-PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base")
+PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base", "averaging", "head_interchange")
 PAIRED_PROTOCOLS = ("replacement", "interchange")
+#: protocols whose rows name two blocks (layer_j required)
+TWO_BLOCK_PROTOCOLS = ("replacement", "interchange", "averaging", "head_interchange")
 REPR_METRICS = ("bi", "angular", "angular_last")
 
 PROBE_COLUMNS: dict[str, pa.DataType] = {
@@ -49,6 +51,8 @@ PROBE_COLUMNS: dict[str, pa.DataType] = {
     "seq_nll_tokens": pa.list_(pa.int64()),
 }
 SEQ_COLUMNS = ("seq_kl_sum", "seq_tokens", "seq_nll_sum", "seq_nll_tokens")
+#: probe columns added later: null when a file predates them (head: head_interchange rows only)
+OPTIONAL_PROBE_COLUMNS: dict[str, pa.DataType] = {"head": pa.int64()}
 
 REPR_COLUMNS: dict[str, pa.DataType] = {
     "model": pa.string(),
@@ -100,7 +104,8 @@ class ReprInput:
     rows: pd.DataFrame = field(repr=False)
 
 
-def _read(path: str, columns: dict[str, pa.DataType], what: str) -> tuple[pa.Table, dict]:
+def _read(path: str, columns: dict[str, pa.DataType], what: str,
+          optional: dict[str, pa.DataType] | None = None) -> tuple[pa.Table, dict]:
     p = Path(path)
     if not p.is_file():
         raise SwapKLError(f"{path}: {what} file not found")
@@ -116,7 +121,10 @@ def _read(path: str, columns: dict[str, pa.DataType], what: str) -> tuple[pa.Tab
     if table.num_rows == 0:
         raise SwapKLError(f"{path}: {what} file has no rows")
     cast = {}
-    for name, typ in columns.items():
+    for name, typ in (optional or {}).items():
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, typ))
+    for name, typ in {**columns, **(optional or {})}.items():
         col = table.column(name)
         if col.type != typ:
             try:
@@ -191,8 +199,8 @@ def _seq_matrix(path: str, table: pa.Table, name: str, n_rows: int, n_seqs: np.n
 def read_probe_file(path: str | Path) -> ProbeInput:
     """Read and validate one probe Parquet (schema: :data:`PROBE_COLUMNS`)."""
     path = str(path)
-    table, prov = _read(path, PROBE_COLUMNS, "probe")
-    scalar = [c for c in PROBE_COLUMNS if c not in SEQ_COLUMNS]
+    table, prov = _read(path, PROBE_COLUMNS, "probe", OPTIONAL_PROBE_COLUMNS)
+    scalar = [c for c in PROBE_COLUMNS if c not in SEQ_COLUMNS] + list(OPTIONAL_PROBE_COLUMNS)
     df = _int_frame(table, scalar)
     model, revision, step, n_layers = _checkpoint_identity(path, df)
 
@@ -217,7 +225,8 @@ def read_probe_file(path: str | Path) -> ProbeInput:
     proto = df["protocol"].to_numpy(dtype=object)
     li, lj = df["layer_i"], df["layer_j"]
     needs_i = proto != "base"
-    needs_j = np.isin(proto, PAIRED_PROTOCOLS)
+    needs_j = np.isin(proto, TWO_BLOCK_PROTOCOLS)
+    head = df["head"]
     for r in range(len(df)):
         i = None if pd.isna(li.iloc[r]) else int(li.iloc[r])
         j = None if pd.isna(lj.iloc[r]) else int(lj.iloc[r])
@@ -233,7 +242,11 @@ def read_probe_file(path: str | Path) -> ProbeInput:
             raise SwapKLError(f"{where}: interchange rows need layer_i < layer_j")
         if proto[r] == "replacement" and i == j:
             raise SwapKLError(f"{where}: replacement needs layer_i != layer_j")
-    key = pd.DataFrame({"p": proto, "i": li.astype("Int64"), "j": lj.astype("Int64")})
+        if (proto[r] == "head_interchange") != (not pd.isna(head.iloc[r])):
+            raise SwapKLError(f"{where}: head is set exactly on head_interchange rows")
+        if proto[r] == "head_interchange" and not (i < j and int(head.iloc[r]) >= 0):
+            raise SwapKLError(f"{where}: head_interchange rows need layer_i < layer_j and head >= 0")
+    key = pd.DataFrame({"p": proto, "i": li.astype("Int64"), "j": lj.astype("Int64"), "h": head.astype("Int64")})
     dup = key.duplicated()
     if dup.any():
         r = int(np.flatnonzero(dup.to_numpy())[0])

@@ -16,6 +16,7 @@ would recompute (same blocks, slots, inputs), so the numbers are bit-identical.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +26,10 @@ from swapkl.errors import SwapKLError
 from swapkl.kl import BaseTargets, Unembedding, base_targets, kl_and_nll
 from swapkl.options import require_int
 from swapkl.pairs import Variant
+
+
+#: ids of blocks added with add_block start below every id a variant's recipe uses (swapkl.pairs)
+_FIRST_ADDED = 2**40
 
 
 @dataclass
@@ -81,6 +86,18 @@ class ProbeEngine:
         self._successor: dict[tuple[int, ...], tuple[int, ...]] = {}  # planned order -> next planned order
         self._carry: _Carry | None = None
 
+    def add_block(self, module) -> int:
+        """Register a block built outside the model (:mod:`swapkl.merge`); variants name it by the returned
+        negative id in their block order."""
+        extra = self.adapter.extra_blocks
+        block = min(extra, default=-_FIRST_ADDED) - 1
+        extra[block] = module
+        return block
+
+    def drop_block(self, block: int) -> None:
+        self.adapter.extra_blocks.pop(block, None)
+        self._carry = None
+
     def plan(self, variants: list[Variant]) -> list[Variant]:
         """The variants in the order to compute them so that neighbours share the most work.
 
@@ -114,9 +131,35 @@ class ProbeEngine:
             raise SwapKLError(f"the base model produced non-finite logits: {_where_non_finite(residuals, valid)}")
         return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0], targets, base_nll)
 
+    @contextlib.contextmanager
+    def variant_blocks(self, variant: Variant):
+        """The blocks a weight-changing variant runs, built from the model's blocks, registered under the
+        variant's ids while inside and freed on leaving (one variant's blocks alive at a time)."""
+        from swapkl.heads import head_swapped_block
+        from swapkl.merge import averaged_block
+
+        blocks = self.adapter.blocks
+        try:
+            for bid, recipe in variant.blocks:
+                if recipe[0] == "average":
+                    module = averaged_block(blocks[recipe[1]], blocks[recipe[2]])
+                else:
+                    module = head_swapped_block(blocks[recipe[1]], blocks[recipe[2]], self.adapter.config, recipe[3])
+                self.adapter.extra_blocks[bid] = module
+            yield
+        finally:
+            for bid, _ in variant.blocks:
+                self.adapter.extra_blocks.pop(bid, None)
+
     @torch.inference_mode()
     def final_hidden(self, state: BatchState, variant: Variant) -> torch.Tensor:
         """Residual stream after the last block of ``variant`` (before the final norm)."""
+        if variant.blocks:
+            with self.variant_blocks(variant):
+                return self._final_hidden(state, variant)
+        return self._final_hidden(state, variant)
+
+    def _final_hidden(self, state: BatchState, variant: Variant) -> torch.Tensor:
         order = variant.order
         start = variant.first_changed_slot(self.n_layers)
         h = state.residuals[start]

@@ -1,7 +1,19 @@
 """Pair sets and the variants (modified block orders) probed for each protocol.
 
 A *variant* is described by the sequence of block indices executed slot by slot.
-The base model runs ``[0, 1, ..., L-1]``.
+The base model runs ``[0, 1, ..., L-1]``. Protocols that change weights (``averaging``,
+``head_interchange``) run blocks built for the variant: their order names them by negative ids,
+unique to the variant's recipe (so two variants never share a stream computed by different
+weights), and ``Variant.blocks`` says how to build each (:meth:`swapkl.engine.ProbeEngine`
+builds them per batch, runs the variant, and frees them).
+
+* ``averaging`` ``A(i<-i+j)``: slot i runs the block whose parameters are the average of blocks i and
+  j; every other slot, j included, keeps its block (so ``A(i<-i+i)`` is the base model: the
+  midpoint between the base model and replacement ``M_{i<-j}`` in weight space). LaCo's merge,
+  which also removes block j, is the pruning baseline ``laco``. Directed, like replacement.
+* ``head_interchange`` ``H(i<->j, u)``: blocks i and j exchange head unit u (:mod:`swapkl.heads`:
+  a key/value head with the query heads that read it), everything else stays; one variant per
+  unordered pair and unit.
 """
 
 from __future__ import annotations
@@ -11,7 +23,9 @@ from dataclasses import dataclass
 
 from swapkl.errors import SwapKLError
 
-PROTOCOLS = ("replacement", "interchange", "deletion")
+PROTOCOLS = ("replacement", "interchange", "deletion", "averaging", "head_interchange")
+#: protocols whose variants run blocks built from the model's weights
+WEIGHT_PROTOCOLS = ("averaging", "head_interchange")
 _WITHIN = re.compile(r"^within:([0-9]+)$")
 
 
@@ -58,12 +72,15 @@ class Variant:
     layer_i: int | None
     layer_j: int | None
     order: tuple[int, ...]
+    head: int | None = None
+    #: ``(block id, recipe)``: recipe ``("average", a, b)`` or ``("head", block, donor, unit)``
+    blocks: tuple[tuple[int, tuple], ...] = ()
 
     @property
     def key(self) -> str:
         j = "" if self.layer_j is None else f"{self.layer_j}"
         i = "" if self.layer_i is None else f"{self.layer_i}"
-        return f"{self.protocol}:{i}:{j}"
+        return f"{self.protocol}:{i}:{j}" + ("" if self.head is None else f":{self.head}")
 
     def first_changed_slot(self, n_layers: int) -> int:
         """First slot whose block differs from the base model (resume point)."""
@@ -99,8 +116,28 @@ def removal(layers: list[int] | tuple[int, ...], n_layers: int, protocol: str = 
     return Variant(protocol, None, None, tuple(b for b in range(n_layers) if b not in drop))
 
 
-def build_variants(protocols: list[str], pair_set: str, n_layers: int) -> list[Variant]:
-    """Variants for the protocols, in a fixed order: replacement (both directions), interchange, deletion."""
+def averaging(i: int, j: int, n_layers: int) -> Variant:
+    """Slot i runs the average of blocks i and j; block j stays at slot j."""
+    order = list(range(n_layers))
+    bid = -(1 + i * n_layers + j)
+    order[i] = bid
+    return Variant("averaging", i, j, tuple(order), blocks=((bid, ("average", i, j)),))
+
+
+def head_interchange(i: int, j: int, unit: int, n_layers: int, n_units: int) -> Variant:
+    """Blocks i and j (stored i < j) exchange head unit ``unit``."""
+    i, j = min(i, j), max(i, j)
+    base = n_layers * n_layers + 2 * ((i * n_layers + j) * n_units + unit)
+    a, b = -(1 + base), -(2 + base)
+    order = list(range(n_layers))
+    order[i], order[j] = a, b
+    return Variant("head_interchange", i, j, tuple(order), head=unit,
+                   blocks=((a, ("head", i, j, unit)), (b, ("head", j, i, unit))))
+
+
+def build_variants(protocols: list[str], pair_set: str, n_layers: int, n_units: int = 1) -> list[Variant]:
+    """Variants for the protocols, in a fixed order: replacement (both directions), interchange, deletion,
+    averaging (both directions), head interchange (per pair, unit 0..n_units-1)."""
     pairs = pairs_for(pair_set, n_layers)
     out: list[Variant] = []
     if "replacement" in protocols:
@@ -111,4 +148,10 @@ def build_variants(protocols: list[str], pair_set: str, n_layers: int) -> list[V
         out.extend(interchange(i, j, n_layers) for i, j in pairs)
     if "deletion" in protocols:
         out.extend(deletion(i, n_layers) for i in range(n_layers))
+    if "averaging" in protocols:
+        for i, j in pairs:
+            out.append(averaging(i, j, n_layers))
+            out.append(averaging(j, i, n_layers))
+    if "head_interchange" in protocols:
+        out.extend(head_interchange(i, j, u, n_layers, n_units) for i, j in pairs for u in range(n_units))
     return out

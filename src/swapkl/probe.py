@@ -25,6 +25,7 @@ from swapkl.data import DataSpec, check_spec, check_windows, load_windows
 from swapkl.engine import ProbeEngine, SeqStats
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import replaceable, require_distinct
+from swapkl.heads import n_units, unit_slices
 from swapkl.loading import load_model
 from swapkl.options import require_device, require_int
 from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocols
@@ -42,6 +43,7 @@ PROBE_SCHEMA = pa.schema([
     ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
     ("seq_kl_sum", pa.list_(pa.float64())), ("seq_tokens", pa.list_(pa.int64())),
     ("seq_nll_sum", pa.list_(pa.float64())), ("seq_nll_tokens", pa.list_(pa.int64())),
+    ("head", pa.int64()),
 ])
 REPR_SCHEMA = pa.schema([
     ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("metric", pa.string()),
@@ -119,7 +121,10 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     n_layers = engine.n_layers
     label = metadata.pop("model", None) or loaded.model_id
-    measured = _restrict(build_variants(protocols, pairs, n_layers), layers, n_layers, label)
+    units = n_units(engine.adapter.config) if "head_interchange" in protocols else 1
+    if "head_interchange" in protocols:
+        unit_slices(engine.adapter.config, 0)  # an architecture without head swaps fails here, before the run
+    measured = _restrict(build_variants(protocols, pairs, n_layers, units), layers, n_layers, label)
     if not measured:
         raise SwapKLError(f"{label} has {n_layers} block(s): no variant of protocols {', '.join(protocols)} "
                           f"with pairs {pairs} exists, nothing to measure")
@@ -221,7 +226,7 @@ def _row(v: Variant, parts: list[dict], idx: np.ndarray, meta: dict) -> dict:
                 nll_mean=ratio_mean(nll, ntok), nll_ci_low=nll_lo, nll_ci_high=nll_hi,
                 n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
                 seq_kl_sum=kl.tolist(), seq_tokens=tok.astype(np.int64).tolist(),
-                seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist())
+                seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist(), head=v.head)
 
 
 def _repr_rows(parts: list[dict], idx: np.ndarray, meta: dict) -> list[dict]:

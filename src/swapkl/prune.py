@@ -3,15 +3,17 @@
 Per checkpoint (one output file, schema :data:`PRUNING_SCHEMA`, one row per guide x budget
 [x random draw]):
 
-* guides (static greedy of :mod:`swapkl.selection`, spacing Delta): ``interchange``,
-  ``replacement_max``, ``replacement_mean``, ``deletion``, and the sanity bound
-  ``anti_interchange`` (highest interchange scores first, same spacing);
-* baselines: ``bi`` (ShortGPT, lowest BI, no spacing), ``angular`` (Gromov et al., contiguous
-  block, metric selectable), ``sleb_iterative`` (:mod:`swapkl.sleb`, calibration windows, no
-  spacing), ``random`` (``n_random`` seeded draws per budget under the same spacing, one row per
-  draw with ``random_draw`` set) and ``random_mean`` (their mean, with ``delta_ppl_pct_sd``, ``_min``
-  and ``_max`` over draws);
-* ``base`` (budget 0): the unpruned model, whose perplexity is every row's ``base_ppl``.
+* every guide of the registry :mod:`swapkl.guides` (in its order): the protocol guides (static
+  greedy of :mod:`swapkl.selection`, spacing Delta) ``interchange``, ``replacement_max``,
+  ``replacement_mean``, ``deletion`` and the sanity bound ``anti_interchange``; the baselines
+  ``bi``, ``angular``, ``sleb_iterative``, ``sleb_greedy``, ``cka``, ``taylor``, ``laco``
+  (a weight-averaging merge: ``merged_layers``), ``beam``, ``sleb_matched`` (search guides report
+  ``n_evals``), and
+  ``random`` (``n_random`` seeded draws per budget under the same spacing, one row per draw with
+  ``random_draw`` set);
+* derived rows: ``base`` (budget 0, the unpruned model, whose perplexity is every row's
+  ``base_ppl``) and ``random_mean`` (the draws' mean, with ``delta_ppl_pct_sd``, ``_min`` and
+  ``_max`` over draws).
 
 Cost of a pruned model: sliding-window perplexity on the evaluation text
 (:mod:`swapkl.perplexity`), ``delta_ppl_pct = 100 * (ppl / base_ppl - 1)``, each with a 95%
@@ -24,7 +26,7 @@ A guide whose greedy scan cannot reach a feasible budget (the scan may block mor
 necessary) gets a row with ``feasible = false``, null ``removed_layers`` and NaN costs; a budget
 above ``ceil(n_layers / (spacing + 1))`` is an error.
 
-The calibration windows (SLEB) and the probe windows (the guides' scores, the KL) must come
+The calibration windows (SLEB, beam, CKA, Taylor) and the probe windows (the guides' scores, the KL) must come
 from a source disjoint from the evaluation text; the three source names are written in every row
 (``eval_split``, ``calibration_split``, ``probe_split``) and in the provenance.
 """
@@ -32,7 +34,6 @@ from a source disjoint from the evaluation text; the three source names are writ
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,178 +48,77 @@ from swapkl.data import DataSpec, Windows, check_spec, check_windows, load_windo
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_distinct
+from swapkl.guides import GuideContext, Pruned, guide_names, registered
 from swapkl.loading import load_model
+from swapkl.merge import merged_blocks
 from swapkl.options import require_device, require_int
-from swapkl.pairs import removal
+from swapkl.pairs import Variant
 from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.probe import step_of
-from swapkl.schemas import PRUNING_SCHEMA, open_table, read_table
-from swapkl.selection import (
-    BudgetError,
-    angular_table,
-    bi_scores,
-    contiguous_select,
-    deletion_scores,
-    greedy_select,
-    layer_scores_from_pairs,
-    lowest_select,
-    max_feasible,
-    pair_distances,
-    random_rng,
-    random_select,
+from swapkl.pruning.inputs import (  # noqa: F401  (check_disjoint, read_probe_inputs: public here as before)
+    REPR_COLUMNS,
+    check_budgets,
+    check_disjoint,
+    probe_data_spec,
+    read_probe_inputs,
+    read_table,
 )
-from swapkl.sleb import sleb_iterative
-from swapkl.text_sources import source_key
+from swapkl.pruning.ratio import ir_ratios  # noqa: F401  (public here as before)
+from swapkl.pruning.table import (  # noqa: F401  (public here as before)
+    PRUNING_SCHEMA,
+    aggregate_pruning,
+    read_agreement,
+    read_pruning,
+)
 
 log = logging.getLogger(__name__)
 
-#: guides in output order
-GUIDES = ("base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange",
-          "bi", "angular", "sleb_iterative", "random", "random_mean")
 
-
-_PROBE_COLUMNS = ("protocol", "layer_i", "layer_j", "n_layers", "kl_mean")
-_REPR_COLUMNS = ("metric", "layer_i", "width", "value")
-
-
-# ------------------------------------------------------------------------------------------ inputs
-
-
-def _read_table(path, columns, what: str) -> tuple[pd.DataFrame, dict]:
-    return open_table(path, columns, what).to_pandas(), provenance.read(str(path))
-
-
-def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
-    """All probe rows of one checkpoint and each file's provenance."""
-    if not paths:
-        raise SwapKLError("no probe file given")
-    frames, provs, seen = [], [], {}
-    for p in paths:
-        df, prov = _read_table(p, _PROBE_COLUMNS, "probe")
-        provenance.check_comparable(seen, str(p), prov, "the pruned checkpoint")
-        frames.append(df)
-        provs.append(prov)
-    probe = pd.concat(frames, ignore_index=True)
-    n = sorted(set(int(v) for v in probe["n_layers"]))
-    if len(n) != 1:
-        raise SwapKLError(f"probe files {list(map(str, paths))} disagree on n_layers: {n}")
-    return probe, provs
-
-
-def _probe_data_spec(provs: list[dict]) -> DataSpec:
-    specs = [p.get("data_spec") for p in provs]
-    if any(s is None for s in specs):
-        raise SwapKLError("a probe file records no data_spec in its provenance; pass probe_data explicitly")
-    first = specs[0]
-    if any(s != first for s in specs[1:]):
-        raise SwapKLError("the probe files were measured on different windows; pass probe files of one probe run")
-    return DataSpec(**first)
-
-
-def check_disjoint(eval_spec: EvalSpec, other: DataSpec, role: str) -> None:
-    """The evaluation text must not be the source of the calibration / probe windows."""
-    a = source_key(text_file=eval_spec.text_file, dataset=eval_spec.dataset,
-                    dataset_config=eval_spec.dataset_config, split=eval_spec.split)
-    b = source_key(text_file=other.text_file, dataset=other.dataset, dataset_config=other.dataset_config,
-                    split=other.split, tokens=other.tokens)
-    if a == b:
-        raise SwapKLError(
-            f"the {role} windows ({other.describe()}) come from the evaluation text ({eval_spec.describe()}); "
-            "use a disjoint split"
-        )
-
-
-def _check_budgets(budgets, n_layers: int, spacing: int) -> list[int]:
-    try:
-        out = sorted({int(b) for b in budgets})
-    except (TypeError, ValueError) as e:
-        raise SwapKLError(f"budgets must be integers, got {budgets!r}") from e
-    if not out:
-        raise SwapKLError("no pruning budget given")
-    if out[0] < 1:
-        raise SwapKLError(f"budgets must be >= 1 (budget 0 is the base row), got {out[0]}")
-    top = min(max_feasible(n_layers, spacing), n_layers - 1)
-    if out[-1] > top:
-        raise SwapKLError(
-            f"budget {out[-1]} is infeasible: with spacing {spacing} at most {top} of {n_layers} layers can be removed"
-        )
-    return out
-
-
-# ------------------------------------------------------------------------------------------ selection
-
-
-def _selections(probe: pd.DataFrame, rep: pd.DataFrame | None, n_layers: int, budgets: list[int], spacing: int,
-                n_random: int, seed: int, angular_metric: str, sleb) -> tuple[dict, dict[str, np.ndarray]]:
-    """``{(guide, budget, draw): removed list or None}`` and the per-layer scores of the guides."""
-    sel: dict[tuple[str, int, int | None], list[int] | None] = {}
+def select_all(ctx: GuideContext) -> tuple[dict, dict, dict[str, np.ndarray]]:
+    """Run every registered guide: ``{(guide, budget, draw): Pruned or None}``, the evaluations each
+    search guide spent ``{(guide, budget, draw): int}``, and the guides' per-layer scores."""
+    sel: dict[tuple[str, int, int | None], Pruned | None] = {}
+    n_evals: dict[tuple[str, int, int | None], int] = {}
     scores: dict[str, np.ndarray] = {}
-    protocols = set(probe["protocol"])
-    if "interchange" in protocols:
-        scores["interchange"] = layer_scores_from_pairs(pair_distances(probe, "interchange"), n_layers)
-    if "replacement" in protocols:
-        for g in ("replacement_max", "replacement_mean"):
-            scores[g] = layer_scores_from_pairs(pair_distances(probe, g), n_layers)
-    if "deletion" in protocols:
-        scores["deletion"] = deletion_scores(probe, n_layers)
-    for g in ("interchange", "replacement_max", "replacement_mean", "deletion"):
-        if g not in scores:
-            log.warning("no %s rows in the probe files: guide %s skipped", g.split("_")[0], g)
-    greedy = [(g, g, False) for g in ("interchange", "replacement_max", "replacement_mean", "deletion") if g in scores]
-    if "interchange" in scores:
-        greedy.append(("anti_interchange", "interchange", True))
-    for name, key, desc in greedy:
-        for n in budgets:
-            try:
-                sel[(name, n, None)] = greedy_select(scores[key], n, spacing, descending=desc)
-            except BudgetError as e:
-                log.warning("guide %s: %s", name, e)
-                sel[(name, n, None)] = None
-    if rep is not None:
-        scores["bi"] = bi_scores(rep, n_layers)
-        ang = angular_table(rep, angular_metric)
-        scores["angular"] = np.array([ang.get((l, 1), np.nan) for l in range(n_layers)])
-        for n in budgets:
-            for name, fn in (("bi", lambda n: lowest_select(scores["bi"], n)),
-                             ("angular", lambda n: contiguous_select(ang, n, n_layers))):
-                try:
-                    sel[(name, n, None)] = fn(n)
-                except BudgetError as e:
-                    log.warning("baseline %s: %s", name, e)
-                    sel[(name, n, None)] = None
-    if sleb is not None:
-        scores["sleb_single"] = sleb.single_removal_increase(n_layers)
-        for n in budgets:
-            sel[("sleb_iterative", n, None)] = sleb.removed(n)
-    for n in budgets:
-        for k in range(n_random):
-            sel[("random", n, k)] = random_select(n_layers, n, spacing, random_rng(seed, n, k))
-    return sel, scores
+    for g in registered():
+        if g.select is None:
+            continue
+        out = g.select(ctx)
+        if out is None:
+            continue
+        for (n, draw), p in out.removed.items():
+            sel[(g.name, n, draw)] = p
+        n_evals.update({(g.name, n, draw): v for (n, draw), v in out.n_evals.items()})
+        scores.update(out.scores)
+    return sel, n_evals, scores
 
 
-# ------------------------------------------------------------------------------------------ costs
+def pruned_variant(p: Pruned, n_layers: int, merged: dict[tuple[int, int], int]) -> Variant:
+    """The block order of a pruned model; a merged slot runs its averaged block (id from ``merged``)."""
+    drop = set(p.removed)
+    swap = {i: merged[(i, i + 1)] for i in p.merged}
+    return Variant("pruned", None, None, tuple(swap.get(b, b) for b in range(n_layers) if b not in drop))
 
 
-def _kl_on_windows(engine, windows: Windows, sets: list[tuple[int, ...]], batch_size: int, device: str):
-    """Per-sequence KL sums of each removal set and the per-sequence token counts."""
+def kl_on_windows(engine, windows: Windows, variants: list[Variant], batch_size: int, device: str):
+    """Per-sequence KL sums of each variant and the per-sequence token counts."""
     ids_all = torch.from_numpy(windows.input_ids)
     mask_all = torch.from_numpy(windows.attention_mask)
     n = ids_all.shape[0]
-    kl = {s: np.zeros(n) for s in sets}
+    kl = [np.zeros(n) for _ in variants]
     tokens = windows.attention_mask.sum(1).astype(np.float64)
     for lo in range(0, n, batch_size):
         hi = min(n, lo + batch_size)
         state = engine.base_pass(ids_all[lo:hi].to(device), mask_all[lo:hi].to(device))
-        for s in sets:
-            st = engine.variant_seq_stats(state, removal(s, engine.n_layers))
-            kl[s][lo:hi] = st.kl_sum.cpu().numpy()
+        for k, v in enumerate(variants):
+            kl[k][lo:hi] = engine.variant_seq_stats(state, v).kl_sum.cpu().numpy()
         del state
     return kl, tokens
 
 
 def _row_order(r: dict) -> tuple:
-    return GUIDES.index(r["guide"]), r["budget"], -1 if r["random_draw"] is None else r["random_draw"]
+    return guide_names().index(r["guide"]), r["budget"], -1 if r["random_draw"] is None else r["random_draw"]
 
 
 def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
@@ -258,9 +158,9 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     metadata = dict(metadata or {})
 
     probe, probe_provs = read_probe_inputs(probe_files)
-    rep = _read_table(repr_file, _REPR_COLUMNS, "representation")[0] if repr_file else None
+    rep = read_table(repr_file, REPR_COLUMNS, "representation")[0] if repr_file else None
     if probe_data is None:
-        probe_data = _probe_data_spec(probe_provs)
+        probe_data = probe_data_spec(probe_provs)
     check_disjoint(eval_spec, calib_data, "calibration")
     check_disjoint(eval_spec, probe_data, "probe")
 
@@ -280,7 +180,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     if configs and loaded.config_sha256 not in configs:
         raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
                           f"{'@' + revision if revision else ''}")
-    budgets = _check_budgets(budgets, n_layers, spacing)
+    budgets = check_budgets(budgets, n_layers, spacing)
 
     a = engine.adapter
     probe_windows = load_windows(probe_data, loaded.tokenizer)
@@ -299,14 +199,17 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     log.info("pruning %s@%s: %d layers, budgets %s, %d evaluation windows (%d scored tokens)",
              label, rev, n_layers, budgets, ew.n_windows, ew.n_scored)
 
-    sleb = sleb_iterative(engine, calib, max(budgets), batch_size=batch_size, device=dev)
-    sel, scores = _selections(probe, rep, n_layers, budgets, spacing, n_random, seed, angular_metric, sleb)
+    ctx = GuideContext(probe, rep, n_layers, budgets, spacing, n_random, seed, angular_metric, engine, calib,
+                       batch_size, dev)
+    sel, n_evals, scores = select_all(ctx)
 
-    sets = sorted({tuple(r) for r in sel.values() if r is not None})
-    variants = [removal(s, n_layers) for s in sets]
-    base_nll, win_tok, nll_list = window_nll(engine, ew, variants, batch_size=batch_size, device=dev)
+    sets = sorted({r for r in sel.values() if r is not None})
+    with merged_blocks(engine, sorted({(i, i + 1) for s in sets for i in s.merged})) as merged:
+        variants = [pruned_variant(s, n_layers, merged) for s in sets]
+        base_nll, win_tok, nll_list = window_nll(engine, ew, variants, batch_size=batch_size, device=dev)
+        kl_list, seq_tok = kl_on_windows(engine, probe_windows, variants, batch_size, dev)
     nll = dict(zip(sets, nll_list))
-    kl, seq_tok = _kl_on_windows(engine, probe_windows, sets, batch_size, dev)
+    kl = dict(zip(sets, kl_list))
 
     eval_idx = resample_indices(ew.n_windows, n_boot, seed)
     probe_idx = resample_indices(len(seq_tok), n_boot, seed)
@@ -318,7 +221,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                 eval_max_words=eval_spec.max_words, n_eval_windows=ew.n_windows, n_eval_tokens=ew.n_scored,
                 n_probe_seqs=int(len(seq_tok)), n_probe_tokens=int(seq_tok.sum()), base_ppl=float(np.exp(base_lp)))
 
-    def cost_row(guide, budget, draw, removed, nll_sum, kl_sum):
+    def cost_row(guide, budget, draw, removed, nll_sum, kl_sum, merged=None, evals=None):
         lp = nll_sum.sum() / win_tok.sum()
         boot = boot_log_ppl(nll_sum, win_tok, eval_idx)
         lo, hi = percentile_ci(np.exp(boot))
@@ -328,19 +231,20 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                     ppl=float(np.exp(lp)), ppl_ci_low=lo, ppl_ci_high=hi,
                     delta_ppl_pct=float(100.0 * np.expm1(lp - base_lp)), delta_ppl_pct_ci_low=dlo,
                     delta_ppl_pct_ci_high=dhi, kl_mean=ratio_mean(kl_sum, seq_tok), kl_ci_low=klo, kl_ci_high=khi,
-                    window_nll_sum=nll_sum.tolist(), window_tokens=win_tok.astype(np.int64).tolist())
+                    window_nll_sum=nll_sum.tolist(), window_tokens=win_tok.astype(np.int64).tolist(),
+                    n_evals=evals, merged_layers=merged)
 
     nan = float("nan")
     rows = [cost_row("base", 0, None, [], base_nll, np.zeros(len(seq_tok)))]
-    for (guide, n, draw), removed in sel.items():
-        if removed is None:
+    for (guide, n, draw), p in sel.items():
+        evals = n_evals.get((guide, n, draw))
+        if p is None:
             rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
                              ppl=nan, ppl_ci_low=nan, ppl_ci_high=nan, delta_ppl_pct=nan,
                              delta_ppl_pct_ci_low=nan, delta_ppl_pct_ci_high=nan, kl_mean=nan, kl_ci_low=nan,
-                             kl_ci_high=nan))
+                             kl_ci_high=nan, n_evals=evals))
             continue
-        key = tuple(removed)
-        rows.append(cost_row(guide, n, draw, removed, nll[key], kl[key]))
+        rows.append(cost_row(guide, n, draw, p.removed, nll[p], kl[p], list(p.merged) if p.merged else None, evals))
     for n in budgets:
         draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n]
         if draws:
@@ -362,66 +266,10 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),
         probe_tokens_sha256=probe_windows.sha256, probe_files=[str(p) for p in probe_files],
         repr_file=None if repr_file is None else str(repr_file), guides=sorted({r["guide"] for r in rows}),
-        sleb_order=sleb.order, **metadata)
+        sleb_order=ctx.measured("sleb").order[:max(budgets)] if ctx.measured("sleb") else None, **metadata)
     if agreement_out is not None:
         arows = agreement_rows(scores, dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers))
         write_parquet(pa.Table.from_pylist(arows, schema=AGREEMENT_SCHEMA), agreement_out, prov)
     write_parquet(table, out, prov)
     log.info("wrote %s (%d rows, %d distinct pruned models)", out, len(rows), len(sets))
     return table.to_pandas()
-
-
-# ------------------------------------------------------------------------------------------ aggregation
-
-
-def _concat(paths: Sequence, schema: pa.Schema, what: str) -> tuple[pa.Table, list[dict]]:
-    tables, provs, seen = [], [], {}
-    for p in paths:
-        t, prov = read_table(p, schema, what)
-        for key in sorted(set(zip(t.column("model").to_pylist(), t.column("revision").to_pylist()))):
-            if key in seen:
-                raise SwapKLError(f"{what} files {seen[key]!r} and {str(p)!r} both hold {key[0]}@{key[1]}")
-            seen[key] = str(p)
-        tables.append(t)
-        provs.append(dict(path=str(p), **{k: prov.get(k) for k in (
-            "model", "revision_label", "weights_sha256", "commit", "eval_split", "calibration_split", "probe_split",
-            "config_sha256")}))
-    if not tables:
-        raise SwapKLError(f"no {what} file given")
-    return pa.concat_tables(tables), provs
-
-
-def _sort(df: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
-    step = df["step"].astype("float64").fillna(np.inf)
-    return (df.assign(_step=step).sort_values(["model", "_step", "revision", *extra], kind="stable")
-              .drop(columns="_step").reset_index(drop=True))
-
-
-def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence = (),
-                      agreement_out: str | None = None) -> pd.DataFrame:
-    """Concatenate per-checkpoint pruning files (and agreement files) into one table each.
-
-    Rows are sorted by model, step (revisions without a step last), revision, guide (the order of
-    :data:`GUIDES`), budget and random draw. A checkpoint present in two inputs is an error.
-    """
-    if bool(agreement_inputs) != (agreement_out is not None):
-        raise SwapKLError("give both agreement inputs and agreement_out, or neither")
-    require_distinct({"--out": out, "--agreement-out": agreement_out},
-                     [("--inputs", p) for p in inputs] + [("--agreement-inputs", p) for p in agreement_inputs])
-    table, provs = _concat(inputs, PRUNING_SCHEMA, "pruning")
-    df = table.to_pandas()
-    unknown = sorted(set(df["guide"]) - set(GUIDES))
-    if unknown:
-        raise SwapKLError(f"pruning files hold unknown guides {unknown}")
-    df["_g"] = df["guide"].map(GUIDES.index)
-    df["_d"] = df["random_draw"].astype("float64").fillna(-1)
-    df = _sort(df, ["_g", "budget", "_d"]).drop(columns=["_g", "_d"])
-    prov = dict(provenance.software_versions(), inputs=provs)
-    write_parquet(pa.Table.from_pandas(df, schema=PRUNING_SCHEMA, preserve_index=False), out, prov)
-    if agreement_out is not None:
-        at, aprovs = _concat(agreement_inputs, AGREEMENT_SCHEMA, "agreement")
-        adf = _sort(at.to_pandas(), ["guide", "reference"])
-        write_parquet(pa.Table.from_pandas(adf, schema=AGREEMENT_SCHEMA, preserve_index=False), agreement_out,
-                      dict(provenance.software_versions(), inputs=aprovs))
-    log.info("wrote %s (%d rows from %d files)", out, len(df), len(provs))
-    return df

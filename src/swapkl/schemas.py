@@ -33,7 +33,11 @@ PRUNING_SCHEMA = pa.schema([
     ("eval_max_words", pa.int64()), ("n_eval_windows", pa.int64()), ("n_eval_tokens", pa.int64()),
     ("n_probe_seqs", pa.int64()), ("n_probe_tokens", pa.int64()),
     ("window_nll_sum", pa.list_(pa.float64())), ("window_tokens", pa.list_(pa.int64())),
+    # appended later (swapkl.pruning.table): null for guides they do not concern and in older files
+    ("n_evals", pa.int64()), ("merged_layers", pa.list_(pa.int64())),
 ])
+#: columns appended to a schema after files were written without them: read as null
+APPENDED = frozenset({"n_evals", "merged_layers"})
 
 
 def open_table(path, columns, what: str) -> pa.Table:
@@ -53,7 +57,10 @@ def open_table(path, columns, what: str) -> pa.Table:
 
 def read_table(path, schema: pa.Schema, what: str) -> tuple[pa.Table, dict]:
     """The table at ``path`` cast to ``schema`` (columns in its order), and the file's provenance."""
-    table = open_table(path, schema.names, what)
+    table = open_table(path, [n for n in schema.names if n not in APPENDED], what)
+    for name in APPENDED:
+        if schema.get_field_index(name) >= 0 and name not in table.column_names:
+            table = table.append_column(schema.field(name), pa.nulls(table.num_rows, schema.field(name).type))
     try:
         table = table.select(schema.names).cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

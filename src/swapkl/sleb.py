@@ -70,13 +70,16 @@ def calibration_nll(engine, windows: Windows, removed_sets: list[tuple[int, ...]
     return base_sum / base_cnt, (sums / np.maximum(cnts, 1)).tolist()
 
 
-def sleb_iterative(engine, windows: Windows, n: int, *, batch_size: int = 8, device: str = "cpu") -> SlebResult:
-    """Remove ``n`` blocks one at a time by least calibration NLL, re-scoring after each removal."""
+def sleb_iterative(engine, windows: Windows, n: int, *, batch_size: int = 8, device: str = "cpu",
+                   resume: SlebResult | None = None) -> SlebResult:
+    """Remove ``n`` blocks one at a time by least calibration NLL, re-scoring after each removal.
+
+    ``resume``: a result of the same engine and windows with fewer steps, continued (not copied)."""
     n_layers = engine.n_layers
     if not 0 <= n < n_layers:
         raise SwapKLError(f"SLEB budget {n} is infeasible for a {n_layers}-layer model (0 <= n < {n_layers})")
-    res = SlebResult(order=[])
-    for step in range(n):
+    res = resume if resume is not None else SlebResult(order=[])
+    for step in range(len(res.order), n):
         cands = [b for b in range(n_layers) if b not in res.order]
         sets = [tuple(sorted(res.order + [b])) for b in cands]
         base, nlls = calibration_nll(engine, windows, sets, batch_size=batch_size, device=device)

@@ -341,7 +341,11 @@ def repr_file(model, revision):
 
 
 def get_all_probe_files():
-    return [probe_file(m, r, p) for m, r in checkpoints() for p in PROBE_PROTOCOLS]
+    return [
+        probe_file(m, r, p)
+        for m, r in checkpoints()
+        for p in (*PROBE_PROTOCOLS, *config["models"][m]["weight_protocols"])
+    ]
 
 
 def get_all_repr_files():
@@ -492,6 +496,8 @@ def get_final_outputs():
     for model, revision in checkpoints():
         outputs += figure_files(f"heatmaps/{model}/{revision}")
         outputs += figure_files(f"deletion_vs_bi/{model}/{revision}")
+        if config["models"][model]["weight_protocols"]:
+            outputs += figure_files(f"weight_protocols/{model}/{revision}")
     if models_with("demo"):
         outputs += figure_files("training_curves")
     if prune_checkpoints():

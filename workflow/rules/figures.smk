@@ -202,3 +202,25 @@ rule plot_pruning_trajectory:
         "../../envs/figures.yaml"
     script:
         "../scripts/plot_pruning_trajectory.py"
+
+
+rule plot_weight_protocols:
+    input:
+        table="results/swapkl.parquet",
+    output:
+        png=report(
+            "results/figures/weight_protocols/{model}/{revision}.png",
+            caption="../report/weight_protocols.rst",
+            category="5. Weight averaging and head-level swaps",
+            subcategory="{model}",
+            labels={"model": "{model}", "revision": "{revision}"},
+        ),
+        pdf="results/figures/weight_protocols/{model}/{revision}.pdf",
+    params:
+        setup=lambda wildcards: describe_setup(wildcards.model),
+    log:
+        "logs/{model}/{revision}/plot_weight_protocols.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_weight_protocols.py"

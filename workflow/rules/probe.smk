@@ -1,7 +1,6 @@
-# The three probe protocols, one GPU job each per checkpoint, on the model's widest pair set
-# (get_probe_pairs); the aggregate reports each configured pair set by filtering. probe_interchange and
-# probe_deletion are probe_replacement with their protocol, output and runtime (deletion also writes the
-# representation baselines).
+# The probe protocols, one GPU job each per checkpoint, on the model's widest pair set (get_probe_pairs);
+# the aggregate reports each configured pair set by filtering. The other protocols are probe_replacement
+# with their protocol, output and runtime (deletion also writes the representation baselines).
 
 
 rule probe_replacement:
@@ -66,3 +65,38 @@ use rule probe_replacement as probe_deletion with:
         gpu=1,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=2),
+
+
+# Weight-changing protocols (swapkl.pairs): only for models that list them under `weight_protocols`.
+
+
+use rule probe_replacement as probe_averaging with:
+    output:
+        probe=probe_file("{model}", "{revision}", "averaging"),
+    params:
+        protocol="averaging",
+        progress=get_progress_path("averaging"),
+    log:
+        "logs/{model}/{revision}/probe_averaging.log",
+    benchmark:
+        "benchmarks/{model}/{revision}/probe_averaging.tsv"
+    resources:
+        gpu=1,
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=16),
+
+
+use rule probe_replacement as probe_head_interchange with:
+    output:
+        probe=probe_file("{model}", "{revision}", "head_interchange"),
+    params:
+        protocol="head_interchange",
+        progress=get_progress_path("head_interchange"),
+    log:
+        "logs/{model}/{revision}/probe_head_interchange.log",
+    benchmark:
+        "benchmarks/{model}/{revision}/probe_head_interchange.tsv"
+    resources:
+        gpu=1,
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=16),

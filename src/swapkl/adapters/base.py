@@ -37,6 +37,8 @@ class Adapter:
         self.model = model
         self.config = model.config
         self.backbone = getattr(model, self.backbone_attr)
+        #: blocks built outside the model (averaged blocks), keyed by negative block ids
+        self.extra_blocks: dict[int, nn.Module] = {}
 
     # -- structure -------------------------------------------------------
     @property
@@ -96,9 +98,17 @@ class Adapter:
     def embed_dropout(self, h: torch.Tensor) -> torch.Tensor:
         return h
 
+    def block_module(self, block: int) -> nn.Module:
+        """The module of block ``block``: a block of the model, or a registered extra block (id < 0)."""
+        if block >= 0:
+            return self.blocks[block]
+        if block not in self.extra_blocks:
+            raise KeyError(f"no extra block {block} is registered")
+        return self.extra_blocks[block]
+
     def run_block(self, block: int, slot: int, h: torch.Tensor, ctx: BlockContext) -> torch.Tensor:
         """Run block ``block``'s weights at position ``slot`` of the stack."""
-        out = self.blocks[block](
+        out = self.block_module(block)(
             h,
             attention_mask=ctx.masks[self.mask_kind(slot)],
             position_ids=ctx.position_ids,

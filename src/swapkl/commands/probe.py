@@ -63,11 +63,13 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("probe", help="measure swap/deletion KL for one checkpoint",
-                       description="Measure KL(p_base || p_variant) for replacement, interchange and deletion "
-                                   "variants of one checkpoint and write one long-format Parquet file.")
+                       description="Measure KL(p_base || p_variant) for replacement, interchange, deletion, weight "
+                                   "averaging and head-level interchange variants of one checkpoint and write "
+                                   "one long-format Parquet file.")
     add_model_arguments(p)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
-                   help="comma-separated subset of replacement,interchange,deletion")
+                   help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange "
+                        "(default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     add_data_arguments(p)

@@ -25,21 +25,12 @@ from swapkl.figures.style import (
     new_figure,
     save_figure,
 )
-from swapkl.pruning_ratio import ir_ratios
+from swapkl.guides.registry import registered
+from swapkl.pruning.ratio import ir_ratios
 from swapkl.schemas import read_agreement, read_pruning
 
-#: guide -> (label, colour, line style, marker)
-GUIDE_STYLE = {
-    "interchange": ("Interchange-guided", BLUE, "-", "o"),
-    "replacement_max": ("Replacement-guided (max)", VERMILLION, "-", "s"),
-    "replacement_mean": ("Replacement-guided (mean)", VERMILLION, "--", "s"),
-    "deletion": ("Deletion-KL-guided", GREEN, "-", "^"),
-    "sleb_iterative": ("SLEB-iterative (calibration NLL)", SKY, "-", "D"),
-    "bi": ("ShortGPT BI (lowest first)", ORANGE, "-", "v"),
-    "angular": ("Gromov angular (contiguous block)", PURPLE, "-", "P"),
-    "anti_interchange": ("Anti-guided (highest interchange first)", GREY, ":", "x"),
-    "random_mean": ("Random (mean ± s.d. of draws; band: min–max)", "black", "--", "."),
-}
+#: guide -> (label, colour, line style, marker), in the registry's order (:mod:`swapkl.guides`)
+GUIDE_STYLE = {g.name: (g.label, g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}
 MODEL_COLOURS = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, GREY)
 
 
@@ -219,6 +210,8 @@ AGREEMENT_LABELS = {
     "sleb_single": "Single-removal NLL (SLEB)",
     "bi": "ShortGPT BI",
     "angular": "Angular (width 1)",
+    "cka": "1 − linear CKA (block in/out)",
+    "taylor": "First-order Taylor |θ·∇L|",
 }
 
 
@@ -266,6 +259,7 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
         ax_b.legend(frameon=False, loc="lower right")
         fig.suptitle(f"{model} @ {revision}: do the guides rank layers alike? (low score = safe to remove)")
         add_note(fig, "Per-layer scores: pair guides s(i) = min over probed partners of d(i, j); deletion KL and "
-                      "single-removal calibration NLL increase of block i; BI; angular distance across block i. "
+                      "single-removal calibration NLL increase of block i; BI; angular distance across block i; 1 − linear "
+                      "CKA of block i's input and output; first-order Taylor importance |Σ θ·∂L/∂θ| of block i. "
                       "Misranking counts layer pairs that neither ranking ties.")
         save_figure(fig, out_png, out_pdf)

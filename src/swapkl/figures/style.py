@@ -18,15 +18,7 @@ from matplotlib.figure import Figure
 
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import replaceable, require_distinct
-
-# Okabe-Ito colour-blind-safe palette
-BLUE = "#0072B2"
-ORANGE = "#E69F00"
-GREEN = "#009E73"
-VERMILLION = "#D55E00"
-PURPLE = "#CC79A7"
-SKY = "#56B4E9"
-GREY = "#7F7F7F"
+from swapkl.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION  # noqa: F401  (re-exported)
 
 REPLACEMENT_COLOUR = VERMILLION
 INTERCHANGE_COLOUR = BLUE

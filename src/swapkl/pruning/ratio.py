@@ -1,4 +1,4 @@
-"""The pruning I/R ratio with its paired bootstrap CI, from a pruning table (no torch: the figures use it)."""
+"""The pruning I/R ratio with a paired bootstrap over evaluation windows."""
 
 from __future__ import annotations
 

@@ -1,0 +1,46 @@
+"""GPT-2: learned absolute position embeddings, pre-LayerNorm blocks laid out as ``transformer.h``.
+
+Slot or block? -- decided per per-layer attribute, matching a reordered ``nn.ModuleList``:
+
+* **learned position embeddings** (``wpe``) are added once to the token embeddings before slot
+  0; no block sees them again, so they belong to neither slot nor block and every variant sees
+  the same positions.
+* ``attn.layer_idx`` and ``scale_attn_by_inverse_layer_idx``: with that flag set, attention
+  scores are divided by ``layer_idx + 1`` of the *module* (transformers folds it into
+  ``attn.scaling`` when the block is built); the scale travels with the block (block-bound). A
+  block moved to another slot keeps the scale it was trained with, exactly as the stock forward
+  over a reordered ``ModuleList`` does. (The paper's GPT-2 code re-numbers ``layer_idx`` by slot
+  after deleting blocks, which leaves ``scaling`` untouched too; and with GPT-2's default flag
+  ``False``, as in every released GPT-2 checkpoint, slot- and block-bound give identical
+  numbers.) ``layer_idx`` is otherwise used only by the KV cache, which swapkl never uses.
+* the causal mask is the same at every slot.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swapkl.adapters.base import Adapter, BlockContext
+
+
+class GPT2Adapter(Adapter):
+    model_types = ("gpt2",)
+    backbone_attr = "transformer"
+    embed_attr = "wte"
+    norm_attr = "ln_f"
+
+    @property
+    def blocks(self):
+        return self.backbone.h
+
+    def prepare(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, BlockContext]:
+        tokens = self.embed(input_ids)
+        position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0)
+        masks = self.build_masks(tokens, attention_mask, position_ids)
+        h0 = self.backbone.drop(tokens + self.backbone.wpe(position_ids))
+        return h0, BlockContext(position_ids, None, masks)
+
+    def run_block(self, block: int, slot: int, h: torch.Tensor, ctx: BlockContext) -> torch.Tensor:
+        out = self.block_module(block)(h, None, ctx.masks["full_attention"], None, use_cache=False,
+                                       position_ids=ctx.position_ids)
+        return out[0] if isinstance(out, tuple) else out

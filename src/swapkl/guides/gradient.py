@@ -1,0 +1,21 @@
+"""Guides from gradients on calibration text: first-order Taylor block importance (:mod:`swapkl.taylor`)."""
+
+from __future__ import annotations
+
+from swapkl.guides.context import GuideContext
+from swapkl.guides.registry import Selection, register_guide
+from swapkl.guides.representation import lowest
+from swapkl.palette import ORANGE
+
+
+@register_guide("taylor", rank=100, label="First-order Taylor (|weight x gradient|, lowest first)", colour=ORANGE,
+                linestyle="--", marker="h")
+def taylor(ctx: GuideContext) -> Selection | None:
+    """The ``n`` blocks of lowest first-order Taylor importance on the calibration windows, no spacing."""
+    if not ctx.measures:
+        return ctx.skip("taylor", "no model and calibration windows to measure")
+    from swapkl.taylor import taylor_importance
+
+    a = ctx.engine.adapter
+    return lowest(ctx, "taylor", taylor_importance(a.model, a.blocks, ctx.calib, batch_size=ctx.batch_size,
+                                                   device=ctx.device))

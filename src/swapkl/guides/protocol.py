@@ -1,0 +1,70 @@
+"""Guides from the probe files: the published static greedy (:func:`swapkl.selection.greedy_select`,
+spacing Delta) over interchange, replacement (max / mean of both directions) and single-block
+deletion KL, and the anti-guided bound (highest interchange scores first, same spacing)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from swapkl.guides.context import GuideContext
+from swapkl.guides.registry import Pruned, Selection, register_guide
+from swapkl.palette import BLUE, GREEN, GREY, VERMILLION
+from swapkl.selection import BudgetError, deletion_scores, greedy_select, layer_scores_from_pairs, pair_distances
+
+log = logging.getLogger(__name__)
+
+
+def protocol_scores(ctx: GuideContext, guide: str) -> np.ndarray | None:
+    """Per-layer score of a protocol guide, or None when its protocol was not probed."""
+    protocol = guide.split("_")[0]
+    if protocol not in ctx.protocols():
+        return None
+    if guide == "deletion":
+        return deletion_scores(ctx.probe, ctx.n_layers)
+    return layer_scores_from_pairs(pair_distances(ctx.probe, guide), ctx.n_layers)
+
+
+def greedy(ctx: GuideContext, name: str, scores: np.ndarray, *, descending: bool = False) -> Selection:
+    sel = Selection()
+    for n in ctx.budgets:
+        try:
+            sel.removed[(n, None)] = Pruned(tuple(greedy_select(scores, n, ctx.spacing, descending=descending)))
+        except BudgetError as e:
+            log.warning("guide %s: %s", name, e)
+            sel.removed[(n, None)] = None
+    return sel
+
+
+def _protocol_guide(name: str):
+    def guide(ctx: GuideContext) -> Selection | None:
+        s = protocol_scores(ctx, name)
+        if s is None:
+            log.warning("no %s rows in the probe files: guide %s skipped", name.split("_")[0], name)
+            return None
+        sel = greedy(ctx, name, s)
+        sel.scores[name] = s
+        return sel
+
+    guide.__name__ = guide.__qualname__ = name
+    guide.__doc__ = f"Static greedy over the {name.replace('_', ' ')} per-layer scores (spacing Delta)."
+    return guide
+
+
+register_guide("interchange", rank=10, label="Interchange-guided", colour=BLUE, marker="o")(
+    _protocol_guide("interchange"))
+register_guide("replacement_max", rank=20, label="Replacement-guided (max)", colour=VERMILLION, marker="s")(
+    _protocol_guide("replacement_max"))
+register_guide("replacement_mean", rank=30, label="Replacement-guided (mean)", colour=VERMILLION, linestyle="--",
+               marker="s")(_protocol_guide("replacement_mean"))
+register_guide("deletion", rank=40, label="Deletion-KL-guided", colour=GREEN, marker="^")(
+    _protocol_guide("deletion"))
+
+
+@register_guide("anti_interchange", rank=50, label="Anti-guided (highest interchange first)", colour=GREY,
+                linestyle=":", marker="x")
+def anti_interchange(ctx: GuideContext) -> Selection | None:
+    """The same scan over descending interchange scores: the sanity bound."""
+    s = protocol_scores(ctx, "interchange")
+    return None if s is None else greedy(ctx, "anti_interchange", s, descending=True)

@@ -1,0 +1,79 @@
+"""The inputs of a pruning run: probe and representation files, data sources, budgets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from swapkl import provenance
+from swapkl.data import DataSpec
+from swapkl.errors import SwapKLError
+from swapkl.perplexity import EvalSpec
+from swapkl.schemas import open_table
+from swapkl.selection import max_feasible
+from swapkl.text_sources import source_key
+
+PROBE_COLUMNS = ("protocol", "layer_i", "layer_j", "n_layers", "kl_mean")
+REPR_COLUMNS = ("metric", "layer_i", "width", "value")
+
+
+def read_table(path, columns, what: str) -> tuple[pd.DataFrame, dict]:
+    return open_table(path, columns, what).to_pandas(), provenance.read(str(path))
+
+
+def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
+    """All probe rows of one checkpoint and each file's provenance."""
+    if not paths:
+        raise SwapKLError("no probe file given")
+    frames, provs, seen = [], [], {}
+    for p in paths:
+        df, prov = read_table(p, PROBE_COLUMNS, "probe")
+        provenance.check_comparable(seen, str(p), prov, "the pruned checkpoint")
+        frames.append(df)
+        provs.append(prov)
+    probe = pd.concat(frames, ignore_index=True)
+    n = sorted(set(int(v) for v in probe["n_layers"]))
+    if len(n) != 1:
+        raise SwapKLError(f"probe files {list(map(str, paths))} disagree on n_layers: {n}")
+    return probe, provs
+
+
+def probe_data_spec(provs: list[dict]) -> DataSpec:
+    specs = [p.get("data_spec") for p in provs]
+    if any(s is None for s in specs):
+        raise SwapKLError("a probe file records no data_spec in its provenance; pass probe_data explicitly")
+    first = specs[0]
+    if any(s != first for s in specs[1:]):
+        raise SwapKLError("the probe files were measured on different windows; pass probe files of one probe run")
+    return DataSpec(**first)
+
+
+def check_disjoint(eval_spec: EvalSpec, other: DataSpec, role: str) -> None:
+    """The evaluation text must not be the source of the calibration / probe windows."""
+    a = source_key(text_file=eval_spec.text_file, dataset=eval_spec.dataset,
+                   dataset_config=eval_spec.dataset_config, split=eval_spec.split)
+    b = source_key(text_file=other.text_file, dataset=other.dataset, dataset_config=other.dataset_config,
+                   split=other.split, tokens=other.tokens)
+    if a == b:
+        raise SwapKLError(
+            f"the {role} windows ({other.describe()}) come from the evaluation text ({eval_spec.describe()}); "
+            "use a disjoint split"
+        )
+
+
+def check_budgets(budgets, n_layers: int, spacing: int) -> list[int]:
+    try:
+        out = sorted({int(b) for b in budgets})
+    except (TypeError, ValueError) as e:
+        raise SwapKLError(f"budgets must be integers, got {budgets!r}") from e
+    if not out:
+        raise SwapKLError("no pruning budget given")
+    if out[0] < 1:
+        raise SwapKLError(f"budgets must be >= 1 (budget 0 is the base row), got {out[0]}")
+    top = min(max_feasible(n_layers, spacing), n_layers - 1)
+    if out[-1] > top:
+        raise SwapKLError(
+            f"budget {out[-1]} is infeasible: with spacing {spacing} at most {top} of {n_layers} layers can be removed"
+        )
+    return out

@@ -1,0 +1,228 @@
+"""The pruning guides added to the registry, each against a direct computation: beam search vs
+brute force on a synthetic cost table, linear CKA vs the token-Gram (HSIC) formula on
+output_hidden_states, first-order Taylor vs a central finite difference, averaged blocks vs a
+stock model whose ModuleList holds the averaged block; and the registry itself."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from swapkl.beam import beam_search
+from swapkl.cka import block_cka
+from swapkl.data import Windows
+from swapkl.engine import ProbeEngine
+from swapkl.guides import GuideContext, get_guide, guide_names, register_guide, registered
+from swapkl.guides.merge import laco_pairs
+from swapkl.merge import averaged_block, merged_blocks
+from swapkl.pairs import Variant
+from swapkl.taylor import taylor_importance
+from test_perplexity import stock_drop
+from tiny_models import random_tokens, tiny_model
+
+N_LAYERS = 5
+
+
+def _windows() -> Windows:
+    ids = random_tokens(97, 4, 12, seed=31).numpy()
+    mask = np.ones_like(ids)
+    mask[1, 7:] = 0
+    return Windows(ids, mask, "test")
+
+
+# ------------------------------------------------------------------------------------------ registry
+
+
+def test_registry_order_and_styles():
+    names = guide_names()
+    assert names[0] == "base" and names[-2:] == ["random", "random_mean"]
+    for g in ("sleb_greedy", "cka", "taylor", "laco", "beam"):
+        assert g in names and names.index("sleb_iterative") < names.index(g) < names.index("random")
+    assert len({(g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}) == \
+        sum(g.plotted for g in registered()), "two plotted guides look alike"
+    with pytest.raises(ValueError, match="registered twice"):
+        register_guide("bi", rank=12345, label="x", colour="black")(lambda ctx: None)
+    with pytest.raises(Exception, match="unknown guide 'nope'"):
+        get_guide("nope")
+
+
+# ------------------------------------------------------------------------------------------ beam
+
+
+def _table_cost(unary, pair):
+    def cost(sets):
+        return [sum(unary[i] for i in s) + sum(pair.get((a, b), 0.0) for a, b in itertools.combinations(s, 2))
+                for s in sets]
+    return cost
+
+
+def test_beam_finds_the_optimum_that_greedy_misses():
+    # layer 0 is the cheapest single removal but costly in every pair; {1, 2} is the best pair
+    unary = [0.0, 1.0, 1.1, 3.0, 5.0]
+    pair = {(0, 1): 10.0, (0, 2): 10.0, (0, 3): 10.0, (0, 4): 10.0}
+    cost = _table_cost(unary, pair)
+    brute = {n: min(itertools.combinations(range(5), n), key=lambda s: (cost([s])[0], s)) for n in (1, 2, 3)}
+    res = beam_search(cost, 5, list(range(5)), 3, width=3)
+    assert res.best == brute and res.cost[2] == pytest.approx(2.1)
+    greedy = beam_search(cost, 5, list(range(5)), 2, width=1)
+    assert greedy.best[2] != brute[2]  # width 1 is SLEB-like and stays with layer 0
+    # distinct sets scored: 5 singles, extensions of {0}, {1}, {2}: 4 + 3 + 2 new pairs, then triples
+    assert res.evals[1] == 5 and res.evals[2] == 5 + 9
+
+
+def test_beam_seeds_limit_step_one_and_sets_are_scored_once():
+    calls = []
+
+    def cost(sets):
+        calls.extend(sets)
+        return [float(sum(s)) for s in sets]
+
+    res = beam_search(cost, 6, [3, 4], 2, width=2)
+    assert res.best[1] == (3,) and calls[:2] == [(3,), (4,)]
+    assert len(calls) == len(set(calls)) == res.evals[2]
+
+
+# ------------------------------------------------------------------------------------------ CKA
+
+
+def _hsic_cka(x: np.ndarray, y: np.ndarray) -> float:
+    """Linear CKA through token Gram matrices: HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L))."""
+    n = x.shape[0]
+    h = np.eye(n) - 1.0 / n
+    k, l = h @ x @ x.T @ h, h @ y @ y.T @ h
+    return float((k * l).sum() / np.sqrt((k * k).sum() * (l * l).sum()))
+
+
+@pytest.mark.parametrize("arch", ["gpt_neox", "llama"])
+def test_block_cka_matches_token_gram_formula(arch):
+    model = tiny_model(arch, n_layers=N_LAYERS, seed=4)
+    w = _windows()
+    got = block_cka(ProbeEngine(model), w, batch_size=3)
+    ids, mask = torch.from_numpy(w.input_ids), torch.from_numpy(w.attention_mask)
+    with torch.no_grad():
+        hs = model(input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False).hidden_states
+    valid = mask.bool()
+    # hidden_states[-1] has the final norm applied; the stream leaving the last block is the engine's
+    streams = [h[valid].double().numpy() for h in hs[:-1]]
+    eng = ProbeEngine(model).base_pass(ids, mask)
+    streams.append(eng.residuals[-1][valid].double().numpy())
+    # float64 throughout on both sides; the accumulated-moment form loses about n * eps * (mean/sd)^2
+    want = [_hsic_cka(streams[l], streams[l + 1]) for l in range(N_LAYERS)]
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+def test_cka_of_a_block_that_copies_its_input_is_one():
+    model = tiny_model("llama", n_layers=N_LAYERS, seed=4)
+    with torch.no_grad():  # block 2 adds nothing to the residual stream: output = input
+        model.model.layers[2].self_attn.o_proj.weight.zero_()
+        model.model.layers[2].mlp.down_proj.weight.zero_()
+    got = block_cka(ProbeEngine(model), _windows())
+    assert got[2] == pytest.approx(1.0, abs=1e-12) and (got[[0, 1, 3, 4]] < 1 - 1e-6).all()
+
+
+# ------------------------------------------------------------------------------------------ Taylor
+
+
+def _mean_nll(model, w: Windows) -> float:
+    ids, mask = torch.from_numpy(w.input_ids), torch.from_numpy(w.attention_mask)
+    with torch.no_grad():
+        lp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, use_cache=False).logits.double()[:, :-1], -1)
+    keep = (mask[:, :-1] * mask[:, 1:]).bool()
+    return float(-lp.gather(2, ids[:, 1:].unsqueeze(2)).squeeze(2)[keep].mean())
+
+
+def test_taylor_matches_finite_difference():
+    # GPT-NeoX runs entirely in float64 once converted (Llama-family RMSNorms cast to float32 inside,
+    # which would put ~1e-7 * L of rounding into each side of the difference)
+    model = tiny_model("gpt_neox", n_layers=N_LAYERS, seed=6).double()
+    w = _windows()
+    got = taylor_importance(model, model.gpt_neox.layers, w, batch_size=3)
+    assert all(p.requires_grad for p in model.parameters()), "requires_grad was not restored"
+    eps = 1e-5  # central difference of d/dt L(theta_b * (1 + t)) at t = 0 = sum theta * dL/dtheta
+    for b in range(N_LAYERS):
+        m = copy.deepcopy(model)
+        blk = m.gpt_neox.layers[b]
+        orig = [p.detach().clone() for p in blk.parameters()]
+        nll = []
+        for t in (eps, -eps):
+            with torch.no_grad():
+                for p, o in zip(blk.parameters(), orig):
+                    p.copy_(o * (1 + t))
+            nll.append(_mean_nll(m, w))
+        # truncation eps^2 / 6 * L''' ~ 1e-11, rounding ~ 1e-16 * L / eps ~ 1e-11; |T| >~ 1e-4 here
+        assert got[b] == pytest.approx(abs(nll[0] - nll[1]) / (2 * eps), rel=1e-6, abs=1e-9)
+
+
+def test_taylor_matches_full_backward_on_grouped_query_attention():
+    model = tiny_model("qwen3", n_layers=N_LAYERS, seed=6).double()
+    w = _windows()
+    got = taylor_importance(model, model.model.layers, w, batch_size=3)
+    ids, mask = torch.from_numpy(w.input_ids), torch.from_numpy(w.attention_mask)
+    lp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1], -1)
+    keep = (mask[:, :-1] * mask[:, 1:]).bool()
+    (-lp.gather(2, ids[:, 1:].unsqueeze(2)).squeeze(2)[keep].mean()).backward()
+    want = [abs(sum(float((p.detach() * p.grad).sum()) for p in blk.parameters())) for blk in model.model.layers]
+    model.zero_grad()
+    # one batch vs two (batch_size 3 of 4 windows) and per-parameter vs per-block summation: float64
+    # reassociation only, ~1e-16 relative per term over terms of similar size
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+# ------------------------------------------------------------------------------------------ merge / LaCo
+
+
+def _stock_merged(model, a: int) -> torch.nn.Module:
+    """A copy whose block a holds the state-dict average of blocks a and a + 1, block a + 1 dropped."""
+    m = copy.deepcopy(model)
+    layers = m.gpt_neox.layers if m.config.model_type == "gpt_neox" else m.model.layers
+    sa, sb = layers[a].state_dict(), layers[a + 1].state_dict()
+    layers[a].load_state_dict({k: (sa[k] + sb[k]) / 2 for k in sa})
+    return stock_drop(m, [a + 1])
+
+
+@pytest.mark.parametrize("arch", ["gpt_neox", "llama", "mistral"])
+def test_merged_variant_equals_stock_model_with_averaged_block(arch):
+    model = tiny_model(arch, n_layers=N_LAYERS, seed=7)
+    w = _windows()
+    ids, mask = torch.from_numpy(w.input_ids), torch.from_numpy(w.attention_mask)
+    eng = ProbeEngine(model)
+    n_params = sum(p.numel() for p in model.parameters())
+    with merged_blocks(eng, [(1, 2)]) as ids_of:
+        order = tuple(ids_of[(1, 2)] if b == 1 else b for b in range(N_LAYERS) if b != 2)
+        state = eng.base_pass(ids, mask)
+        h = eng.final_hidden(state, Variant("pruned", None, None, order))
+    assert not eng.adapter.extra_blocks, "the averaged block was not freed"
+    assert sum(p.numel() for p in model.parameters()) == n_params
+    with torch.no_grad():
+        ref = _stock_merged(model, 1)(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    with torch.inference_mode():
+        logits = model.get_output_embeddings()(eng.adapter.final_norm(h))
+    valid = mask.bool()
+    # float32, same operations in the same order: equal up to reassociation in the fused kernels
+    torch.testing.assert_close(logits[valid], ref[valid], rtol=1e-5, atol=1e-5)
+
+
+def test_averaging_a_block_with_itself_gives_the_block():
+    model = tiny_model("llama", n_layers=N_LAYERS, seed=8)
+    blk = model.model.layers[3]
+    avg = averaged_block(blk, blk)
+    for (n, p), q in zip(avg.named_parameters(), blk.parameters()):
+        assert torch.equal(p, q), n
+    assert avg is not blk and all(p.data_ptr() != q.data_ptr() for p, q in zip(avg.parameters(), blk.parameters()))
+
+
+def test_laco_pairs_take_disjoint_adjacent_pairs_by_kl():
+    kl = {(0, 1): 0.5, (1, 2): 0.1, (2, 3): 0.2, (3, 4): 0.3}
+    assert laco_pairs(kl, 1) == [(1, 2)]
+    assert laco_pairs(kl, 2) == [(1, 2), (3, 4)]  # (2, 3) shares block 2
+    assert laco_pairs(kl, 3) is None
+    probe = pd.DataFrame([("interchange", i, i + 1, v) for (i, _), v in kl.items()],
+                         columns=["protocol", "layer_i", "layer_j", "kl_mean"])
+    sel = get_guide("laco").select(GuideContext(probe, None, 5, [1, 2, 3], 0))
+    assert sel.removed[(2, None)].removed == (2, 4) and sel.removed[(2, None)].merged == (1, 3)
+    assert sel.removed[(3, None)] is None
