@@ -124,3 +124,14 @@ def kl_from_logits(base_logits: torch.Tensor, variant_logits: torch.Tensor) -> t
     lp = torch.log_softmax(base_logits.double(), dim=-1)
     lq = torch.log_softmax(variant_logits.double(), dim=-1)
     return (lp.exp() * (lp - lq)).sum(-1)
+
+
+def next_token_hits(unemb: Unembedding, h: torch.Tensor, labels: torch.Tensor, chunk: int) -> torch.Tensor:
+    """Whether the greedy prediction (first argmax of the float32 logits) is the next token, bool [N].
+
+    False where there is no next token (label -1). The accuracy of language-modelling data.
+    """
+    out = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
+    for a, b in _chunks(h.shape[0], chunk):
+        out[a:b] = unemb.logits(h[a:b]).argmax(-1) == labels[a:b]
+    return out
