@@ -167,3 +167,36 @@ def test_next_token_accuracy_equals_the_reordered_stock_forward(arch):
         assert r["accuracy"] == float(got[deletion(r["layer"], 4).key].mean())
         assert (math.isnan(r["relevance"]) if base <= 1 / 97 else
                 r["relevance"] == acc_rel(r["accuracy"], base, 1 / 97))
+
+
+# -- accuracy-guided pruning against a brute force on the stock forward ---------------------------------------------
+
+def _stock_accuracy(model, task, requests, removed, n_layers):
+    """Accuracy without ``removed`` from full stock-forward logits of each request (no engine)."""
+    order = [b for b in range(n_layers) if b not in removed]
+    per_doc = [[None] * len(d.choices) for d in task.docs]
+    for r in requests:
+        ids = torch.tensor([r.tokens])
+        z = ref.logits(model, ids, torch.ones_like(ids), order)[0].double()
+        lp = z[:-1].log_softmax(-1).gather(-1, ids[0, 1:, None])[:, 0]
+        per_doc[r.doc][r.choice] = float(lp[-r.n_continuation:].sum())
+    return float(np.mean([np.argmax(x) == d.gold for x, d in zip(per_doc, task.docs)]))
+
+
+def test_accuracy_guided_pruning_matches_a_brute_force_greedy(tmp_path):
+    from swapkl.accuracy_guide import accuracy_guided_sets, task_accuracy
+    from swapkl.relevance import task_requests
+
+    n = 5
+    model = tiny_model("qwen3", n_layers=n, vocab=97, seed=3)
+    tok = eos_char_tokenizer()
+    task = _tasks(tmp_path)[0]
+    engine = ProbeEngine(model)
+    got = accuracy_guided_sets(lambda sets: task_accuracy(engine, task, tok, sets), n, 3)
+    requests = task_requests(task, tok, None)
+    removed = ()
+    for budget in (1, 2, 3):
+        scores = {b: _stock_accuracy(model, task, requests, removed + (b,), n) for b in range(n) if b not in removed}
+        best = max(scores.values())
+        removed = tuple(sorted(removed + (min(b for b, s in scores.items() if s == best),)))
+        assert got[budget] == removed

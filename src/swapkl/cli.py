@@ -7,10 +7,10 @@ import logging
 import sys
 
 from swapkl import __version__
-from swapkl.commands import aggregate, demo, export, figures, probe, provenance, prune
+from swapkl.commands import aggregate, demo, export, figures, probe, provenance, prune, relevance
 from swapkl.errors import SwapKLError
 
-COMMANDS = (probe, prune, export, aggregate, figures, provenance, demo)
+COMMANDS = (probe, prune, export, relevance, aggregate, figures, provenance, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

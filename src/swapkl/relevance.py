@@ -230,3 +230,50 @@ def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None
     n = engine.n_layers
     hits = next_token_hits(engine, windows, deletion_variants(n), batch_size=batch_size)
     return relevance_rows(model, revision, name, "next_token_acc", hits, n, 1.0 / engine.adapter.vocab_size)
+
+
+def run_relevance(model: str, task_files: list[str], out: str, *, revision: str | None = None, lm_data=None,
+                  lm_name: str = "lm", label: str | None = None, dtype: str = "float32", device: str = "auto",
+                  batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
+                  trust_remote_code: bool = False) -> None:
+    """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file."""
+    import pandas as pd
+
+    from swapkl import provenance
+    from swapkl.data import check_windows, load_windows
+    from swapkl.engine import ProbeEngine
+    from swapkl.loading import load_model
+    from swapkl.parquet_io import check_writable, write_parquet
+    from swapkl.tasks import load_task
+
+    if not task_files and lm_data is None:
+        raise SwapKLError("no task given: name task YAML files and/or language-modelling data")
+    tasks = [load_task(p) for p in task_files]
+    names = [t.name for t in tasks] + ([lm_name] if lm_data is not None else [])
+    if len(set(names)) != len(names):
+        raise SwapKLError(f"task names repeat: {names}")
+    check_writable(out)
+    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                        trust_remote_code=trust_remote_code)
+    if tasks and loaded.tokenizer is None:
+        raise SwapKLError(f"model {model!r} has no tokenizer; multiple-choice tasks need one")
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    label = label or loaded.model_id
+    pad = loaded.tokenizer.pad_token_id if loaded.tokenizer is not None and loaded.tokenizer.pad_token_id is not None \
+        else 0
+    rows = []
+    for t in tasks:
+        rows += task_relevance(engine, t, loaded.tokenizer, model=label, revision=loaded.revision,
+                               batch_size=batch_size, pad_id=pad).rows
+    windows = None
+    if lm_data is not None:
+        windows = load_windows(lm_data, loaded.tokenizer)
+        check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+        rows += lm_relevance(engine, windows, lm_name, model=label, revision=loaded.revision,
+                             batch_size=batch_size)
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    prov = provenance.build(loaded, windows, tasks={t.name: {"yaml": t.yaml_path, "data": t.data_path,
+                                                            "n_docs": len(t.docs)} for t in tasks},
+                            n_layers=engine.n_layers, layer_evals=engine.layer_evals,
+                            lm_data=None if lm_data is None else lm_data.as_dict())
+    write_parquet(df, out, prov)
