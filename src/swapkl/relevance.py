@@ -233,7 +233,7 @@ def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None
 
 
 def run_relevance(model: str, task_files: list[str], out: str, *, revision: str | None = None, lm_data=None,
-                  lm_name: str = "lm", label: str | None = None, dtype: str = "float32", device: str = "auto",
+                  lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
                   batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
                   trust_remote_code: bool = False) -> None:
     """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file."""
@@ -259,17 +259,18 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
         raise SwapKLError(f"model {model!r} has no tokenizer; multiple-choice tasks need one")
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     label = label or loaded.model_id
+    revision = revision_label or loaded.revision
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer is not None and loaded.tokenizer.pad_token_id is not None \
         else 0
     rows = []
     for t in tasks:
-        rows += task_relevance(engine, t, loaded.tokenizer, model=label, revision=loaded.revision,
+        rows += task_relevance(engine, t, loaded.tokenizer, model=label, revision=revision,
                                batch_size=batch_size, pad_id=pad).rows
     windows = None
     if lm_data is not None:
         windows = load_windows(lm_data, loaded.tokenizer)
         check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-        rows += lm_relevance(engine, windows, lm_name, model=label, revision=loaded.revision,
+        rows += lm_relevance(engine, windows, lm_name, model=label, revision=revision,
                              batch_size=batch_size)
     df = pd.DataFrame(rows, columns=COLUMNS)
     prov = provenance.build(loaded, windows, tasks={t.name: {"yaml": t.yaml_path, "data": t.data_path,
@@ -277,3 +278,26 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
                             n_layers=engine.n_layers, layer_evals=engine.layer_evals,
                             lm_data=None if lm_data is None else lm_data.as_dict())
     write_parquet(df, out, prov)
+
+
+def aggregate_relevance(inputs: list[str], out: str) -> None:
+    """Concatenate per-checkpoint relevance files into one table (provenance: each input's, in order)."""
+    import pandas as pd
+
+    from swapkl import provenance
+    from swapkl.parquet_io import write_parquet
+
+    frames, provs = [], []
+    for path in inputs:
+        provs.append(provenance.read(path))
+        df = pd.read_parquet(path)
+        missing = sorted(set(COLUMNS) - set(df.columns))
+        if missing:
+            raise SwapKLError(f"{path!r} is not a relevance file: it lacks {', '.join(missing)}")
+        frames.append(df[COLUMNS])
+    if not frames:
+        raise SwapKLError("no relevance file to aggregate")
+    df = pd.concat(frames, ignore_index=True).sort_values(["model", "revision", "task", "metric", "layer"])
+    if df.duplicated(["model", "revision", "task", "metric", "layer"]).any():
+        raise SwapKLError("relevance files overlap: the same model, revision, task and layer appear twice")
+    write_parquet(df.reset_index(drop=True), out, provenance.software_versions() | {"inputs": provs})

@@ -7,7 +7,7 @@ lm-eval also runs):
   against three distractor words drawn from the training text by word frequency, so a model can only
   beat chance by reading the context;
 * ``demo_continuation`` (2 choices, chance 0.5): the first k words of a paragraph; its next four words
-  against four consecutive words from another paragraph.
+  against the same four words in another order (same words, so only word order and context decide).
 
 Only alphabetic words serve as answers, so ``acc_norm``'s character lengths mean what they say.
 """
@@ -56,10 +56,10 @@ def build_demo_tasks(corpus_dir: Path, out_dir: Path, *, n_docs: int = 200, seed
                 options.add(rng.choices(words, weights)[0])
             choices = sorted(options, key=lambda _: rng.random())
             next_word.append({"query": context, "choices": choices, "gold": choices.index(gold)})
-        other = rng.choice(usable)
-        if len(continuation) < n_docs and other is not para:
-            j = rng.randrange(0, len(other) - 4)
-            true, false = " ".join(para[k:k + 4]), " ".join(other[j:j + 4])
+        if len(continuation) < n_docs:
+            shuffled = para[k:k + 4]
+            rng.shuffle(shuffled)
+            true, false = " ".join(para[k:k + 4]), " ".join(shuffled)
             if true != false:
                 choices = [true, false] if rng.random() < 0.5 else [false, true]
                 continuation.append({"query": context, "choices": choices, "gold": choices.index(true)})
