@@ -30,6 +30,8 @@ import numpy as np
 import torch
 
 from swapkl.errors import SwapKLError
+from swapkl.kl import next_token_hits as _hits
+from swapkl.kl import next_token_nll
 from swapkl.pairs import Variant, deletion
 
 BASE = "base"
@@ -107,6 +109,7 @@ def _batch(requests: list[Request], pad_id: int, device) -> tuple[torch.Tensor, 
     return ids.to(device), mask.to(device), cont.to(device)
 
 
+@torch.inference_mode()
 def choice_loglikelihoods(engine, requests: list[Request], variants: list[Variant], *, batch_size: int = 16,
                           pad_id: int = 0) -> dict[str, np.ndarray]:
     """Log-likelihood of every request's continuation, for the base model and each variant (float64)."""
@@ -117,17 +120,23 @@ def choice_loglikelihoods(engine, requests: list[Request], variants: list[Varian
     for start in range(0, len(by_length), batch_size):
         idx = by_length[start: start + batch_size]
         ids, mask, cont = _batch([requests[k] for k in idx], pad_id, device)
-        state = engine.base_pass(ids, mask)
+        state = engine.base_pass(ids, mask, targets=False)
         where = cont[mask.bool()]
+        labels = state.targets.labels[where]
+        seq = state.token_seq[where]
 
-        def ll(nll):
+        def ll(h):
+            # only the continuation's positions are unembedded
+            nll = next_token_nll(engine.unemb, engine.adapter.final_norm(h)[mask.bool()][where], labels,
+                                 engine.chunk_tokens)
+            if not torch.isfinite(nll).all():
+                raise SwapKLError("non-finite logits while scoring choices")
             s = torch.zeros(len(idx), dtype=torch.float64, device=device)
-            return (-s.index_add_(0, state.token_seq[where], nll[where])).cpu().numpy()
+            return (-s.index_add_(0, seq, nll)).cpu().numpy()
 
-        out[BASE][idx] = ll(state.base_nll)
+        out[BASE][idx] = ll(state.residuals[-1])
         for v in ordered:
-            _, nll = engine.token_stats(state, v)
-            out[v.key][idx] = ll(nll)
+            out[v.key][idx] = ll(engine.final_hidden(state, v))
     return out
 
 
@@ -157,8 +166,6 @@ def choice_predictions(task, requests: list[Request], lls: np.ndarray) -> dict[s
 @torch.inference_mode()
 def next_token_hits(engine, windows, variants: list[Variant], *, batch_size: int = 8) -> dict[str, np.ndarray]:
     """Per-position 0/1 greedy hits (valid positions with a next token), base and each variant."""
-    from swapkl.kl import next_token_hits as hits
-
     device = engine.unemb.weight.device
     ordered = engine.plan(list(variants))
     out: dict[str, list[np.ndarray]] = {BASE: []} | {v.key: [] for v in ordered}
@@ -167,13 +174,13 @@ def next_token_hits(engine, windows, variants: list[Variant], *, batch_size: int
     for start in range(0, ids_all.shape[0], batch_size):
         ids = ids_all[start: start + batch_size].to(device)
         mask = mask_all[start: start + batch_size].to(device)
-        state = engine.base_pass(ids, mask)
+        state = engine.base_pass(ids, mask, targets=False)
         labels = state.targets.labels
+        has = labels >= 0
 
         def score(h):
-            hv = engine.adapter.final_norm(h)[state.valid]
-            got = hits(engine.unemb, hv, labels, engine.chunk_tokens)
-            return got[labels >= 0].cpu().numpy().astype(np.float64)
+            hv = engine.adapter.final_norm(h)[state.valid][has]  # only positions with a next token
+            return _hits(engine.unemb, hv, labels[has], engine.chunk_tokens).cpu().numpy().astype(np.float64)
 
         out[BASE].append(score(state.residuals[-1]))
         for v in ordered:
