@@ -161,3 +161,33 @@ def test_existing_out_is_never_touched(tmp_path, capsys):
     assert code == 2 and "already exists" in capsys.readouterr().err
     assert os.listdir(out) == ["keep.txt"] and (out / "keep.txt").read_text() == "mine"
     assert sorted(os.listdir(tmp_path)) == ["out", "src"]
+
+
+def test_export_pruning_choices_writes_each_feasible_budget(tmp_path):
+    import pandas as pd
+
+    from swapkl.errors import SwapKLError
+    from swapkl.export import export_pruning_choices
+
+    src = tmp_path / "src"
+    model = save_tiny(src, "mistral", n_layers=N_LAYERS)
+    table = pd.DataFrame({"guide": ["base", "interchange", "interchange", "interchange", "bi"],
+                          "budget": [0, 1, 2, 3, 1], "removed_layers": [[], [3], [1, 3], None, [0]],
+                          "feasible": [True, True, True, False, True]})
+    table.to_parquet(tmp_path / "pruning.parquet")
+    out = tmp_path / "exports"
+    written = export_pruning_choices(str(tmp_path / "pruning.parquet"), str(src), str(out), ["interchange"],
+                                     device="cpu")
+    assert [os.path.basename(w) for w in written] == ["interchange-n1", "interchange-n2"]
+    assert sorted(os.listdir(out)) == ["interchange-n1", "interchange-n2"]
+    exported = AutoModelForCausalLM.from_pretrained(out / "interchange-n2").eval()
+    ids = random_tokens(VOCAB, 2, 16, seed=6)
+    with torch.inference_mode():
+        got = exported(input_ids=ids).logits
+    assert _close(got, ref.logits(model, ids, torch.ones_like(ids), [0, 2, 4]))
+    assert json.loads((out / "interchange-n2" / PROVENANCE_FILE).read_text())["guide"] == "interchange"
+    with pytest.raises(SwapKLError, match="no guide sleb"):
+        export_pruning_choices(str(tmp_path / "pruning.parquet"), str(src), str(tmp_path / "other"), ["sleb"])
+    assert not (tmp_path / "other").exists()
+    with pytest.raises(SwapKLError, match="not empty"):
+        export_pruning_choices(str(tmp_path / "pruning.parquet"), str(src), str(out), ["bi"])

@@ -82,6 +82,9 @@ def expected_counts(cfg: dict) -> Counter:
         counts["plot_pruning_trajectory"] = sum(
             1 for name, m in models.items()
             if m.get("trajectory", False) and sum(1 for n, _ in pruned if n == name) >= 2)
+    exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
+    if exported:
+        counts["export_pruned_models"] = len(exported)
     scored = [
         (name, rev)
         for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
@@ -303,6 +306,7 @@ INVALID = {
     "two text sources": (lambda c: _set(c, P410 + ("data", "text_file"), "a.txt"), "data"),
     "pruned revision not probed": (lambda c: _set(c, P14 + ("prune", "revisions"), ["step5"]),
                                    "prune.revisions"),
+    "misspelt export field": (lambda c: _set(c, P14 + ("prune", "export_guide"), ["bi"]), "export_guide"),
     "relevance without tasks": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True}), "relevance"),
     "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],
                                                                           "revisions": ["step5"]}),

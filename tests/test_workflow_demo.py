@@ -141,6 +141,21 @@ def test_relevance_table_and_figures(demo_run):
             assert png.stat().st_size > 1000 and png.with_suffix(".pdf").is_file()
 
 
+def test_exported_pruned_models_load(demo_run):
+    from transformers import AutoModelForCausalLM
+
+    pr = pd.read_parquet(demo_run / "results/pruning.parquet")
+    rows = pr[(pr["model"] == "llama-demo") & (pr["guide"] == "interchange") & pr["feasible"].astype(bool)]
+    exports = demo_run / "results/exports/llama-demo/step60"
+    assert sorted(p.name for p in exports.iterdir()) == sorted(f"interchange-n{b}" for b in rows["budget"])
+    for budget, removed in zip(rows["budget"], rows["removed_layers"]):
+        folder = exports / f"interchange-n{budget}"
+        prov = json.loads((folder / "swapkl_export.json").read_text())
+        assert prov["removed_layers"] == sorted(removed) and prov["guide"] == "interchange"
+        model = AutoModelForCausalLM.from_pretrained(folder)
+        assert model.config.num_hidden_layers == prov["n_layers_source"] - len(removed)
+
+
 def test_rerun_is_a_noop(demo_run):
     proc = run_demo(demo_run, extra=("--dry-run",))
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -264,3 +264,33 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     log.info("exported %d of %d blocks to %s (max |logit diff| %.3g)", len(blocks_order), adapter.n_layers, out,
              check["max_abs_logit_diff"])
     return prov
+
+
+def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: list[str], *,
+                           revision: str | None = None, dtype: str = "float32", device: str = "auto") -> list[str]:
+    """Export the pruned model each of ``guides`` chose at each feasible budget of a pruning table.
+
+    Writes ``out_dir/<guide>-n<budget>/`` (``out_dir`` must be new or empty); returns the written folders.
+    """
+    import pandas as pd
+
+    try:
+        table = pd.read_parquet(pruning_file, columns=["guide", "budget", "removed_layers", "feasible"])
+    except Exception as e:
+        raise SwapKLError(f"cannot read pruning table {pruning_file!r}: {e}") from e
+    unknown = sorted(set(guides) - set(table["guide"]))
+    if unknown:
+        raise SwapKLError(f"pruning table {pruning_file!r} has no guide {', '.join(unknown)} "
+                          f"(it has {', '.join(sorted(set(table['guide'])))})")
+    if os.path.lexists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
+        raise SwapKLError(f"{out_dir!r} already exists and is not empty; exports go into a new directory")
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for guide in guides:
+        rows = table[(table["guide"] == guide) & table["feasible"].astype(bool)].sort_values("budget")
+        for budget, removed in zip(rows["budget"], rows["removed_layers"]):
+            folder = os.path.join(out_dir, f"{guide}-n{int(budget)}")
+            export_checkpoint(model, folder, revision=revision, remove=[int(b) for b in removed], guide=guide,
+                              dtype=dtype, device=device)
+            written.append(folder)
+    return written

@@ -288,9 +288,21 @@ def get_prune_inputs(wildcards):
     }
 
 
+def get_export_inputs(wildcards):
+    return {
+        "checkpoint": get_checkpoint_input(wildcards),
+        "pruning": pruning_file(wildcards.model, wildcards.revision),
+    }
+
+
+def export_checkpoints():
+    """Pruned checkpoints whose guides' choices are exported (prune.export_guides)."""
+    return [(m, r) for m, r in prune_checkpoints() if config["models"][m]["prune"]["export_guides"]]
+
+
 def get_prune_settings(model):
     prune = config["models"][model]["prune"]
-    settings = {key: value for key, value in prune.items() if key not in ("enabled", "revisions")}
+    settings = {key: value for key, value in prune.items() if key not in ("enabled", "revisions", "export_guides")}
     settings["probe"] = get_probe_settings(model)
     return settings
 
@@ -422,6 +434,7 @@ def get_final_outputs():
         outputs += figure_files(f"deletion_vs_bi/{model}/{revision}")
     if models_with("demo"):
         outputs += figure_files("training_curves")
+    outputs += [f"results/exports/{model}/{revision}" for model, revision in export_checkpoints()]
     if relevance_checkpoints():
         outputs += ["results/relevance.parquet"]
         for model, revision in relevance_checkpoints():
