@@ -200,3 +200,70 @@ def test_accuracy_guided_pruning_matches_a_brute_force_greedy(tmp_path):
         best = max(scores.values())
         removed = tuple(sorted(removed + (min(b for b, s in scores.items() if s == best),)))
         assert got[budget] == removed
+
+
+# -- the command line ------------------------------------------------------------------------------------------
+
+def _saved_model(tmp_path):
+    src = tmp_path / "model"
+    tiny_model("llama", n_layers=N_LAYERS, vocab=97, seed=1).save_pretrained(src)
+    eos_char_tokenizer().save_pretrained(src)
+    return src
+
+
+def test_relevance_cli_writes_the_table_with_provenance(tmp_path):
+    import pandas as pd
+
+    from swapkl import cli, provenance
+    from swapkl.relevance import COLUMNS
+
+    src = _saved_model(tmp_path)
+    tasks = _tasks(tmp_path / "tasks")
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(" ".join(random.Random(i).choices(WORDS, k=12)) for i in range(6)))
+    out = tmp_path / "rel.parquet"
+    code = cli.main(["relevance", "--model", str(src), "--device", "cpu", "--tasks", *[t.yaml_path for t in tasks],
+                     "--lm-text-file", str(text), "--lm-n-seqs", "4", "--lm-seq-len", "40", "--label", "tiny",
+                     "--revision-label", "final", "--out", str(out)])
+    assert code == 0
+    df = pd.read_parquet(out)
+    assert list(df.columns) == COLUMNS
+    assert len(df) == N_LAYERS * 5 and set(df["task"]) == {"tiny_plain", "tiny_template", "lm"}
+    assert (df["model"] == "tiny").all() and (df["revision"] == "final").all()
+    prov = provenance.read(str(out))
+    assert set(prov["tasks"]) == {"tiny_plain", "tiny_template"} and prov["lm_data"]["text_file"] == str(text)
+
+
+@pytest.mark.parametrize("yaml_text,message", [
+    ("task: t\noutput_type: multiple_choice\ndataset_path: json\nnum_fewshot: 5\n", "zero-shot"),
+    ("task: t\noutput_type: generate_until\n", "multiple_choice"),
+    ("task: t\noutput_type: multiple_choice\ndescription: hi\n", "description"),
+    ("task: t\noutput_type: multiple_choice\ndataset_path: json\ndoc_to_text: q\ndoc_to_choice: c\n"
+     "doc_to_target: g\ntest_split: test\ndataset_kwargs: {data_files: {test: MISSING}}\n", "cannot read"),
+    ("task: [\n", "not valid YAML"),
+])
+def test_bad_task_file_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, yaml_text, message):
+    from swapkl import cli
+
+    task = tmp_path / "t.yaml"
+    task.write_text(yaml_text.replace("MISSING", str(tmp_path / "missing.jsonl")))
+    code = cli.main(["relevance", "--model", str(tmp_path / "nomodel"), "--tasks", str(task),
+                     "--out", str(tmp_path / "rel.parquet")])
+    errors = [line for line in capsys.readouterr().err.split("\n") if line.startswith("swapkl:")]
+    assert code == 2 and len(errors) == 1 and message in errors[0], errors
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.yaml"]
+
+
+@pytest.mark.parametrize("doc,message", [
+    ({"query": "a b", "choices": ["x"], "gold": 0}, "two or more"),
+    ({"query": "a b", "choices": ["x", "y"], "gold": 2}, "not one of its 2 choices"),
+    ({"query": "", "choices": ["x", "y"], "gold": 0}, "empty context"),
+])
+def test_bad_documents_name_file_and_line(tmp_path, doc, message):
+    from swapkl.errors import SwapKLError
+
+    ok = {"query": "a b", "choices": ["x", "y"], "gold": 1}
+    path = write_task(str(tmp_path), "t", [ok, doc])
+    with pytest.raises(SwapKLError, match=message) as e:
+        load_task(path)
+    assert "t.jsonl:2" in str(e.value)
