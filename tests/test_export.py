@@ -191,3 +191,17 @@ def test_export_pruning_choices_writes_each_feasible_budget(tmp_path):
     assert not (tmp_path / "other").exists()
     with pytest.raises(SwapKLError, match="not empty"):
         export_pruning_choices(str(tmp_path / "pruning.parquet"), str(src), str(out), ["bi"])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_export_is_verified_and_keeps_its_dtype(tmp_path, dtype):
+    _, _, out, code = _export(tmp_path, "qwen3", "--remove", "2", "--dtype", dtype)
+    assert code == 0
+    from safetensors import safe_open
+
+    with safe_open(str(out / "model.safetensors"), framework="pt") as f:
+        assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {f"torch.{dtype}"}
+    check = json.loads((out / PROVENANCE_FILE).read_text())["verification"]
+    assert check["max_abs_logit_diff"] <= check["logit_tolerance"]
+    assert check["generate_max_abs_logit_diff"] <= check["generate_logit_tolerance"]
+    assert check["generate_tokens_checked"] == 8
