@@ -60,7 +60,7 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
     cos = cosine_similarity(as_frame(agg), model, revision)
     tasks = list(dict.fromkeys(rel["task"]))
     with figure_style():
-        fig = new_figure(3.2 * len(tasks) + 0.6, 3.6)
+        fig = new_figure(3.5 * len(tasks) + 0.6, 3.6)
         axes = np.atleast_1d(fig.subplots(1, len(tasks), squeeze=False)[0])
         for ax, task in zip(axes, tasks):
             m = rel[rel["task"] == task].merge(cos, on="layer")
@@ -70,15 +70,16 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
                 r = pearsonr(x[ok], y[ok]).statistic
                 miss, offset = misranking(x[ok], y[ok])
-                title += f"\nPearson R = {r:+.2f}; misranked {100 * miss:.0f}% (mean offset {offset:.1f})"
+                title += f"\nPearson R = {r:+.2f}; misranked {100 * miss:.0f}%, mean |rank offset| {offset:.1f}"
             elif not ok.any():
                 title += "\nAccRel undefined: base model not above chance"
             ax.scatter(x[ok], y[ok], s=16, color="#333333", zorder=3)
             for xi, yi, lab in zip(x[ok], y[ok], m["layer"][ok]):
                 ax.annotate(str(lab), (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=6)
             ax.axhline(0.0, color="#999999", linewidth=0.8)
-            ax.set_xlabel("cosine similarity cos(h_in, h_out) (1 \u2212 BI, unitless)")
-            ax.set_ylabel("AccRel (1 = deletion drops to chance)")
+            ax.set_xlabel("cos(h_in, h_out) = 1 \u2212 BI (unitless)")
+            if ax is axes[0]:
+                ax.set_ylabel("AccRel (unitless; 1 = deletion drops to chance)")
             ax.set_title(title, fontsize=8)
         fig.suptitle(f"{model} @ {revision}: cosine similarity vs accuracy-based relevance per block")
         add_note(fig, "AccRel = 1 \u2212 max(acc without block \u2212 chance, 0) / max(acc \u2212 chance, 0); "
@@ -100,7 +101,7 @@ def plot_relevance_zscores(rel, out_png, out_pdf, *, model: str, revision: str) 
     rel = relevance_of(rel if isinstance(rel, pd.DataFrame) else read_relevance(rel), model, revision)
     z = zscores(rel)
     with figure_style():
-        fig = new_figure(1.2 + 0.45 * z.shape[1], 1.4 + 0.4 * z.shape[0])
+        fig = new_figure(4.5 + 0.35 * z.shape[1], 2.0 + 0.4 * z.shape[0])
         ax = fig.subplots()
         lim = float(np.nanmax(np.abs(z.to_numpy()))) if np.isfinite(z.to_numpy()).any() else 1.0
         im = ax.imshow(z.to_numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
@@ -108,7 +109,9 @@ def plot_relevance_zscores(rel, out_png, out_pdf, *, model: str, revision: str) 
         ax.set_yticks(range(z.shape[0]), list(z.index))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("block (layer index)")
-        fig.colorbar(im, ax=ax, label="z-score of AccRel within the task (standard deviations)")
-        ax.set_title(f"{model} @ {revision}: task dependence of block relevance", fontsize=9)
-        add_note(fig, "blank: AccRel undefined (base model not above chance on the task)")
+        ax.grid(False)
+        fig.colorbar(im, ax=ax, label="z-score within task (SD)")
+        ax.set_title(f"{model} @ {revision}: AccRel z-scores per task", fontsize=9)
+        add_note(fig, "z-score of each block's AccRel over the blocks of one task; blank: AccRel undefined "
+                      "(base model not above chance) or equal for every block")
         save_figure(fig, out_png, out_pdf)
