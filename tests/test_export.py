@@ -129,6 +129,10 @@ def test_tied_embeddings_round_trip(tmp_path):
     char_tokenizer().save_pretrained(src)
     out = tmp_path / "out"
     assert cli.main(["export", "--model", str(src), "--device", "cpu", "--remove", "0", "--out", str(out)]) == 0
+    from safetensors import safe_open
+
+    with safe_open(str(out / "model.safetensors"), framework="pt") as f:
+        assert "model.embed_tokens.weight" in f.keys() and "lm_head.weight" not in f.keys()
     exported = AutoModelForCausalLM.from_pretrained(out).eval()
     assert exported.get_output_embeddings().weight.data_ptr() == exported.get_input_embeddings().weight.data_ptr()
     ids = random_tokens(VOCAB, 2, 16, seed=2)

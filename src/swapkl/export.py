@@ -89,12 +89,14 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
     """
     prefix = _layers_prefix(model, blocks)
     sd = model.state_dict()
-    tied = bool(getattr(model.config, "tie_word_embeddings", False))
-    head = model.get_output_embeddings()
-    head_key = next((k for k, v in model.named_parameters() if v is head.weight), None) if tied else None
+    head_key = None
+    if getattr(model.config, "tie_word_embeddings", False):
+        head = model.get_output_embeddings()
+        if head.weight is model.get_input_embeddings().weight:
+            head_key = next(name for name, m in model.named_modules(remove_duplicate=False) if m is head) + ".weight"
     out: dict[str, torch.Tensor] = {}
     for key, t in sd.items():
-        if key == head_key and t.data_ptr() == model.get_input_embeddings().weight.data_ptr():
+        if key == head_key:
             continue
         if not key.startswith(prefix):
             out[key] = t.contiguous()
