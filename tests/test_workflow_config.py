@@ -87,6 +87,20 @@ def expected_counts(cfg: dict) -> Counter:
         counts["plot_pruning_trajectory"] = sum(
             1 for name, m in models.items()
             if m.get("trajectory", False) and sum(1 for n, _ in pruned if n == name) >= 2)
+    exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
+    if exported:
+        counts["export_pruned_models"] = len(exported)
+    scored = [
+        (name, rev)
+        for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
+        for rev in (m["revisions"] if m["relevance"].get("revisions", "all") == "all"
+                    else m["relevance"]["revisions"])
+    ]
+    if scored:
+        counts.update(score_relevance=len(scored), aggregate_relevance=1, plot_relevance_cosine=len(scored),
+                      plot_relevance_zscores=len(scored))
+    if any(models[name].get("relevance", {}).get("demo_tasks", False) for name, _ in scored):
+        counts["build_demo_tasks"] = 1
     if demo:
         counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
                       plot_training_curves=1)
@@ -322,6 +336,13 @@ INVALID = {
     "two text sources": (lambda c: _set(c, P410 + ("data", "text_file"), "a.txt"), "data"),
     "pruned revision not probed": (lambda c: _set(c, P14 + ("prune", "revisions"), ["step5"]),
                                    "prune.revisions"),
+    "misspelt export field": (lambda c: _set(c, P14 + ("prune", "export_guide"), ["bi"]), "export_guide"),
+    "relevance without tasks": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True}), "relevance"),
+    "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],
+                                                                          "revisions": ["step5"]}),
+                                   "relevance.revisions"),
+    "demo tasks of a hub model": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "demo_tasks": True}),
+                                  "demo_tasks"),
     "trajectory of a branch": (lambda c: _set(c, QWEN + ("trajectory",), True), "revisions"),
     "bad model name": (lambda c: _rename(c, P410, "pythia 410m"), "pythia 410m"),
     "demo revision past training": (lambda c: _set(c, P410, {"demo": {"arch": "llama", "steps": 10},

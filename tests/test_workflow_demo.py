@@ -109,6 +109,35 @@ def test_pruning_table(demo_run):
     assert np.isfinite(one["ppl"]).all()
 
 
+def test_relevance_table_and_figures(demo_run):
+    rel = pd.read_parquet(demo_run / "results/relevance.parquet")
+    assert {"model", "revision", "task", "layer", "accuracy", "base_accuracy", "random_baseline",
+            "relevance"} <= set(rel.columns)
+    assert set(rel["task"]) == {"demo_next_word", "demo_continuation", "lm"}
+    assert set(rel["model"]) == {"pythia-demo", "llama-demo", "qwen3-demo"}
+    for (model, revision), g in rel.groupby(["model", "revision"]):
+        n_layers = len(set(g["layer"]))
+        assert len(g) == n_layers * 5  # two metrics per multiple-choice task, one for the LM text
+        for stem in ("relevance_cosine", "relevance_zscores"):
+            png = demo_run / f"results/figures/{stem}/{model}/{revision}.png"
+            assert png.stat().st_size > 1000 and png.with_suffix(".pdf").is_file()
+
+
+def test_exported_pruned_models_load(demo_run):
+    from transformers import AutoModelForCausalLM
+
+    pr = pd.read_parquet(demo_run / "results/pruning.parquet")
+    rows = pr[(pr["model"] == "llama-demo") & (pr["guide"] == "interchange") & pr["feasible"].astype(bool)]
+    exports = demo_run / "results/exports/llama-demo/step60"
+    assert sorted(p.name for p in exports.iterdir()) == sorted(f"interchange-n{b}" for b in rows["budget"])
+    for budget, removed in zip(rows["budget"], rows["removed_layers"]):
+        folder = exports / f"interchange-n{budget}"
+        prov = json.loads((folder / "swapkl_export.json").read_text())
+        assert prov["removed_layers"] == sorted(removed) and prov["guide"] == "interchange"
+        model = AutoModelForCausalLM.from_pretrained(folder)
+        assert model.config.num_hidden_layers == prov["n_layers_source"] - len(removed)
+
+
 def test_rerun_is_a_noop(demo_run):
     proc = run_demo(demo_run, extra=("--dry-run",))
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -109,7 +109,12 @@ class ProbeEngine:
         return ordered
 
     @torch.inference_mode()
-    def base_pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> BatchState:
+    def base_pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, targets: bool = True) -> BatchState:
+        """Run the base model and cache the stream entering every slot.
+
+        ``targets=False`` skips the base distribution's summaries and NLL (their fields are None; the
+        labels are still there): callers that score accuracy instead of KL need no unembedding here.
+        """
         a = self.adapter
         self._carry = None  # a new batch: nothing carried over from the previous one
         h, ctx = a.prepare(input_ids, attention_mask)
@@ -124,12 +129,15 @@ class ProbeEngine:
         nxt[:, :-1] = torch.where(valid[:, 1:], input_ids[:, 1:], torch.full_like(input_ids[:, 1:], -1))
         labels = nxt[valid]
         token_seq = torch.arange(input_ids.shape[0], device=input_ids.device).unsqueeze(1).expand_as(input_ids)[valid]
+        if not targets:
+            return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0],
+                              BaseTargets(None, None, None, labels), None)
         hf = a.final_norm(h)[valid]
-        targets = base_targets(self.unemb, hf, labels, self.chunk_tokens)
-        _, base_nll = kl_and_nll(self.unemb, hf, targets, self.chunk_tokens)
-        if not torch.isfinite(targets.negent).all():
+        base = base_targets(self.unemb, hf, labels, self.chunk_tokens)
+        _, base_nll = kl_and_nll(self.unemb, hf, base, self.chunk_tokens)
+        if not torch.isfinite(base.negent).all():
             raise SwapKLError(f"the base model produced non-finite logits: {_where_non_finite(residuals, valid)}")
-        return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0], targets, base_nll)
+        return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0], base, base_nll)
 
     @contextlib.contextmanager
     def variant_blocks(self, variant: Variant):

@@ -124,3 +124,28 @@ def kl_from_logits(base_logits: torch.Tensor, variant_logits: torch.Tensor) -> t
     lp = torch.log_softmax(base_logits.double(), dim=-1)
     lq = torch.log_softmax(variant_logits.double(), dim=-1)
     return (lp.exp() * (lp - lq)).sum(-1)
+
+
+def next_token_hits(unemb: Unembedding, h: torch.Tensor, labels: torch.Tensor, chunk: int) -> torch.Tensor:
+    """Whether the greedy prediction (first argmax of the float32 logits) is the next token, bool [N].
+
+    False where there is no next token (label -1). The accuracy of language-modelling data.
+    """
+    out = torch.zeros(h.shape[0], dtype=torch.bool, device=h.device)
+    for a, b in _chunks(h.shape[0], chunk):
+        out[a:b] = unemb.logits(h[a:b]).argmax(-1) == labels[a:b]
+    return out
+
+
+def next_token_nll(unemb: Unembedding, h: torch.Tensor, labels: torch.Tensor, chunk: int) -> torch.Tensor:
+    """-log q(label) for final-normed hidden states ``h`` [N, d] whose labels all exist (float64 [N]).
+
+    The same arithmetic as the NLL of :func:`kl_and_nll` (float32 logits, the label's logit and the
+    log-sum-exp in float64) without the KL terms, for callers that need only likelihoods.
+    """
+    out = torch.empty(h.shape[0], dtype=torch.float64, device=h.device)
+    for a, b in _chunks(h.shape[0], chunk):
+        z = unemb.logits(h[a:b])
+        zl = z.gather(1, labels[a:b].unsqueeze(1)).squeeze(1).double()
+        out[a:b] = _logsumexp_(z) - zl
+    return out

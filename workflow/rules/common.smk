@@ -57,6 +57,16 @@ def _check_consistency(cfg):
             unknown = [r for r in prune_revisions if r not in revisions]
             if unknown:
                 fail(f"models.{name}.prune.revisions", f"{unknown} not in models.{name}.revisions")
+        relevance = model["relevance"]
+        if relevance["enabled"]:
+            if relevance["revisions"] != "all":
+                unknown = [r for r in relevance["revisions"] if r not in revisions]
+                if unknown:
+                    fail(f"models.{name}.relevance.revisions", f"{unknown} not in models.{name}.revisions")
+            if not (relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance):
+                fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks or lm data")
+            if relevance["demo_tasks"] and "demo" not in model:
+                fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
         if "demo" in model:
             steps = model["demo"]["steps"]
             bad = [r for r in revisions if _step(r) is None or _step(r) > steps]
@@ -402,9 +412,21 @@ def get_prune_inputs(wildcards):
     }
 
 
+def get_export_inputs(wildcards):
+    return {
+        "checkpoint": get_checkpoint_input(wildcards),
+        "pruning": pruning_file(wildcards.model, wildcards.revision),
+    }
+
+
+def export_checkpoints():
+    """Pruned checkpoints whose guides' choices are exported (prune.export_guides)."""
+    return [(m, r) for m, r in prune_checkpoints() if config["models"][m]["prune"]["export_guides"]]
+
+
 def get_prune_settings(model):
     prune = config["models"][model]["prune"]
-    settings = {key: value for key, value in prune.items() if key not in ("enabled", "revisions")}
+    settings = {key: value for key, value in prune.items() if key not in ("enabled", "revisions", "export_guides")}
     settings["probe"] = get_probe_settings(model)
     return settings
 
@@ -414,6 +436,46 @@ def get_prune_metadata(wildcards):
         "model": wildcards.model,
         "revision": wildcards.revision,
         "config_sha256": _settings_hash(get_prune_settings(wildcards.model)),
+    }
+
+
+# --------------------------------------------------------------------------------------------------- relevance
+
+DEMO_TASKS = ("demo_next_word", "demo_continuation")
+
+
+def get_relevance_revisions(model):
+    relevance = config["models"][model]["relevance"]
+    if not relevance["enabled"]:
+        return []
+    return get_revisions(model) if relevance["revisions"] == "all" else relevance["revisions"]
+
+
+def relevance_checkpoints():
+    return [(model, revision) for model in enabled_models() for revision in get_relevance_revisions(model)]
+
+
+def relevance_file(model, revision):
+    return f"results/relevance/{model}/{revision}.parquet"
+
+
+def get_relevance_tasks(wildcards):
+    relevance = config["models"][wildcards.model]["relevance"]
+    demo = [f"{DEMO_DIR}/tasks/{task}.yaml" for task in DEMO_TASKS] if relevance["demo_tasks"] else []
+    return list(relevance["tasks"]) + demo
+
+
+def get_relevance_lm(wildcards):
+    lm = config["models"][wildcards.model]["relevance"].get("lm")
+    return None if lm is None else without_nulls(lm)
+
+
+def get_relevance_inputs(wildcards):
+    lm = config["models"][wildcards.model]["relevance"].get("lm")
+    return {
+        "checkpoint": get_checkpoint_input(wildcards),
+        "tasks": get_relevance_tasks(wildcards),
+        "text": text_files(lm) if lm else [],
     }
 
 
@@ -500,6 +562,12 @@ def get_final_outputs():
             outputs += figure_files(f"weight_protocols/{model}/{revision}")
     if models_with("demo"):
         outputs += figure_files("training_curves")
+    outputs += [f"results/exports/{model}/{revision}" for model, revision in export_checkpoints()]
+    if relevance_checkpoints():
+        outputs += ["results/relevance.parquet"]
+        for model, revision in relevance_checkpoints():
+            outputs += figure_files(f"relevance_cosine/{model}/{revision}")
+            outputs += figure_files(f"relevance_zscores/{model}/{revision}")
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]

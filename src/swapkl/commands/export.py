@@ -1,0 +1,39 @@
+"""``swapkl export``: a pruned or reordered checkpoint in the Hugging Face layout, verified on reload."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "export", help="write a pruned / reordered checkpoint that loads with AutoModelForCausalLM",
+        description="Write the model that runs the given blocks (safetensors, num_hidden_layers and per-layer "
+                    "fields renumbered, tokenizer copied), reload it with AutoModelForCausalLM, check its logits "
+                    "against the engine's variant and KV-cache generation, and record the provenance in "
+                    "swapkl_export.json. --out must not exist.")
+    p.add_argument("--model", required=True, help="local checkpoint directory or hub id")
+    p.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--remove", metavar="I,J", help="blocks to remove, e.g. 3,5")
+    what.add_argument("--order", metavar="I,J,...", help="blocks to run, slot by slot, e.g. 0,2,1,3")
+    p.add_argument("--guide", help="name of the guide that chose the blocks (recorded in the provenance)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="dtype of the written weights (default: float32)")
+    p.add_argument("--device", default="auto", help="device of the verification: cpu, cuda, cuda:N or auto")
+    p.add_argument("--allow-pickle", action="store_true", help="also load non-safetensors (pickle) weights")
+    p.add_argument("--trust-remote-code", action="store_true", help="run model code from the checkpoint")
+    p.add_argument("--out", required=True, metavar="DIR", help="new output directory")
+    p.set_defaults(func=run)
+
+
+def run(args) -> None:
+    from swapkl.export import export_checkpoint, parse_indices
+
+    remove = None if args.remove is None else parse_indices(args.remove, "--remove")
+    order = None if args.order is None else parse_indices(args.order, "--order")
+    prov = export_checkpoint(args.model, args.out, revision=args.revision, remove=remove, order=order,
+                             guide=args.guide, dtype=args.dtype, device=args.device, allow_pickle=args.allow_pickle,
+                             trust_remote_code=args.trust_remote_code)
+    print(json.dumps({"out": args.out, "order": prov["order"], "removed_layers": prov["removed_layers"],
+                      **prov["verification"]}))

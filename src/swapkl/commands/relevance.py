@@ -1,0 +1,89 @@
+"""``swapkl relevance`` and ``swapkl demo-tasks``: accuracy-based layer relevance (AccRel) per task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from swapkl.commands.probe import add_data_arguments, add_model_arguments, data_spec
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "relevance", help="accuracy-based relevance of every block on tasks (engine: base + each deletion)",
+        description="Score multiple-choice tasks (lm-eval task YAML + local JSONL; acc and acc_norm) and, "
+                    "optionally, language-modelling text (next-token accuracy) for the base model and every "
+                    "single-block deletion on the probe engine, and write AccRel per block and task: "
+                    "1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the base model is not above chance r.")
+    add_model_arguments(p)
+    p.add_argument("--tasks", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
+    p.add_argument("--label", help="model label in the table (default: the model id)")
+    p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
+    p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
+    add_data_arguments(p, prefix="lm-")
+    p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
+    p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+    p.set_defaults(func=run)
+
+    a = sub.add_parser("aggregate-relevance", help="concatenate per-checkpoint relevance files",
+                       description="Concatenate per-checkpoint relevance files into results/relevance.parquet.")
+    a.add_argument("--inputs", nargs="+", required=True, metavar="FILE.parquet", help="relevance files")
+    a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined table")
+    a.set_defaults(func=run_aggregate)
+
+    f = sub.add_parser("plot-relevance", help="relevance figures (PNG + PDF)",
+                       description="cosine: each block's cosine similarity (1 - BI, from the aggregate) vs its "
+                                   "AccRel per task, with Pearson R; zscores: per-task z-scores of AccRel.")
+    f.add_argument("kind", choices=["cosine", "zscores"])
+    f.add_argument("--input", required=True, metavar="FILE.parquet", help="relevance table")
+    f.add_argument("--aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (cosine only)")
+    f.add_argument("--model", required=True, help="model label")
+    f.add_argument("--revision", required=True, help="revision label")
+    f.add_argument("--out-png", required=True)
+    f.add_argument("--out-pdf", required=True)
+    f.set_defaults(func=run_plot)
+
+    t = sub.add_parser("demo-tasks", help="build the demo's multiple-choice tasks from the demo corpus",
+                       description="Write demo_next_word (4 choices) and demo_continuation (2 choices) from the "
+                                   "corpus's held-out test.txt as JSONL + lm-eval task YAML.")
+    t.add_argument("--corpus", required=True, metavar="DIR", help="directory written by demo-corpus")
+    t.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    t.add_argument("--n-docs", type=int, default=200, help="documents per task (default: 200)")
+    t.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    t.set_defaults(func=run_demo_tasks)
+
+
+def run(args) -> None:
+    from swapkl.relevance import run_relevance
+
+    has_lm = any(getattr(args, f"lm_{k}") for k in ("tokens", "dataset", "text_file"))
+    run_relevance(args.model, args.tasks, args.out, revision=args.revision,
+                  lm_data=data_spec(args, "lm-") if has_lm else None, lm_name=args.lm_name, label=args.label,
+                  revision_label=args.revision_label,
+                  dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
+                  allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code)
+
+
+def run_demo_tasks(args) -> None:
+    from swapkl.demo.tasks import build_demo_tasks
+
+    for path in build_demo_tasks(Path(args.corpus), Path(args.out), n_docs=args.n_docs, seed=args.seed):
+        print(path)
+
+
+def run_aggregate(args) -> None:
+    from swapkl.relevance import aggregate_relevance
+
+    aggregate_relevance(args.inputs, args.out)
+
+
+def run_plot(args) -> None:
+    from swapkl.errors import SwapKLError
+    from swapkl.figures import relevance as fig
+
+    if args.kind == "cosine":
+        if not args.aggregate:
+            raise SwapKLError("plot-relevance cosine needs --aggregate (results/swapkl.parquet)")
+        fig.plot_cosine_vs_relevance(args.input, args.aggregate, args.out_png, args.out_pdf, model=args.model,
+                                     revision=args.revision)
+    else:
+        fig.plot_relevance_zscores(args.input, args.out_png, args.out_pdf, model=args.model, revision=args.revision)

@@ -1,0 +1,311 @@
+"""A pruned or reordered checkpoint that loads with ``AutoModelForCausalLM``, verified against the engine.
+
+The exported checkpoint runs blocks ``order`` (indices into the source model's blocks) at slots
+0..len(order)-1. Its files follow the Hugging Face layout:
+
+* safetensors weights (sharded with an index when large), every block's tensors renamed from
+  ``<layers>.<block>.`` to ``<layers>.<slot>.`` so each block gets the ``layer_idx`` of its new slot
+  (KV caches index by it);
+* ``config.json`` with ``num_hidden_layers = len(order)`` and every per-layer list renumbered. A
+  per-layer list describes the *slot*: the stock forward picks ``layer_types[slot]`` by position, and
+  so does the engine (a moved block receives the mask of the slot it runs in). The export keeps
+  ``layer_types[0:len(order)]`` of the source, which is what the engine measured;
+* the tokenizer files and generation config of the source, copied unchanged;
+* ``swapkl_export.json``: source checkpoint (id, revision, commit, weights sha256), order, removed
+  blocks, guide, software versions and the verification result.
+
+Before the directory appears under its final name the export is reloaded with
+``AutoModelForCausalLM.from_pretrained`` and its logits are compared with the engine's variant
+(:func:`verify_export`); greedy generation with the KV cache must also equal generation without it.
+A failed check leaves nothing behind; an existing ``--out`` is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+
+import torch
+
+from swapkl.errors import SwapKLError
+
+log = logging.getLogger(__name__)
+
+PROVENANCE_FILE = "swapkl_export.json"
+#: tokenizer files copied from the source checkpoint when present
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+                   "vocab.json", "merges.txt", "added_tokens.json", "vocab.txt", "chat_template.jinja")
+#: config fields that hold one entry per block (renumbered by slot)
+PER_LAYER_FIELDS = ("layer_types",)
+MAX_SHARD_SIZE = "5GB"
+
+
+def parse_indices(text: str, what: str) -> list[int]:
+    """``"3,5"`` -> [3, 5]; a one-line error naming ``what`` otherwise."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SwapKLError(f"{what} must be comma-separated block indices like 3,5, got {text!r}") from None
+    if not out:
+        raise SwapKLError(f"{what} names no block")
+    return out
+
+
+def export_order(n_layers: int, *, remove: list[int] | None = None, order: list[int] | None = None) -> tuple[int, ...]:
+    """The block order of the exported model from exactly one of ``remove`` and ``order``."""
+    if (remove is None) == (order is None):
+        raise SwapKLError("give exactly one of --remove and --order")
+    given = remove if remove is not None else order
+    name = "--remove" if remove is not None else "--order"
+    bad = [b for b in given if not 0 <= b < n_layers]
+    if bad:
+        raise SwapKLError(f"{name} names block(s) {bad} outside 0..{n_layers - 1} of this {n_layers}-block model")
+    if remove is not None:
+        if len(set(remove)) != len(remove):
+            raise SwapKLError(f"--remove names a block twice: {remove}")
+        if len(remove) >= n_layers:
+            raise SwapKLError(f"--remove would remove all {n_layers} blocks")
+        return tuple(b for b in range(n_layers) if b not in set(remove))
+    if len(order) > n_layers:
+        raise SwapKLError(f"--order has {len(order)} slots, more than the model's {n_layers} blocks")
+    return tuple(order)
+
+
+def _layers_prefix(model, blocks) -> str:
+    for name, module in model.named_modules():
+        if module is blocks:
+            return name + "."
+    raise SwapKLError(f"cannot find the block list of {type(model).__name__}")
+
+
+def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """Tensors of the exported model: block ``order[k]`` renamed to slot ``k``.
+
+    A tied output embedding is left out (the config's ``tie_word_embeddings`` ties it again on load);
+    a block used at several slots is copied so every slot owns its tensors.
+    """
+    prefix = _layers_prefix(model, blocks)
+    sd = model.state_dict()
+    head_key = None
+    if getattr(model.config, "tie_word_embeddings", False):
+        head = model.get_output_embeddings()
+        if head.weight is model.get_input_embeddings().weight:
+            head_key = next(name for name, m in model.named_modules(remove_duplicate=False) if m is head) + ".weight"
+    out: dict[str, torch.Tensor] = {}
+    for key, t in sd.items():
+        if key == head_key:
+            continue
+        if not key.startswith(prefix):
+            out[key] = t.contiguous()
+    per_block: dict[int, dict[str, torch.Tensor]] = {}
+    for key, t in sd.items():
+        if key.startswith(prefix):
+            block, rest = key[len(prefix):].split(".", 1)
+            per_block.setdefault(int(block), {})[rest] = t
+    seen: set[int] = set()
+    for slot, block in enumerate(order):
+        for rest, t in per_block[block].items():
+            out[f"{prefix}{slot}.{rest}"] = t.clone() if block in seen else t.contiguous()
+        seen.add(block)
+    return out
+
+
+def export_config(config, order: tuple[int, ...]):
+    """A copy of ``config`` for ``len(order)`` blocks, per-layer lists kept by slot (see module docstring)."""
+    import copy
+
+    cfg = copy.deepcopy(config)
+    n = config.num_hidden_layers
+    for key, value in config.to_dict().items():
+        if isinstance(value, list) and len(value) == n and key not in PER_LAYER_FIELDS:
+            raise SwapKLError(f"config field {key!r} looks per-layer and swapkl does not know how to renumber it")
+    cfg.num_hidden_layers = len(order)
+    for key in PER_LAYER_FIELDS:
+        value = getattr(config, key, None)
+        if isinstance(value, list):
+            setattr(cfg, key, list(value[: len(order)]))
+    return cfg
+
+
+def _write_weights(state: dict[str, torch.Tensor], folder: str) -> None:
+    from huggingface_hub import split_torch_state_dict_into_shards
+    from safetensors.torch import save_file
+
+    split = split_torch_state_dict_into_shards(state, max_shard_size=MAX_SHARD_SIZE)
+    for filename, names in split.filename_to_tensors.items():
+        save_file({k: state[k] for k in names}, os.path.join(folder, filename), metadata={"format": "pt"})
+    if split.is_sharded:
+        index = {"metadata": split.metadata, "weight_map": split.tensor_to_filename}
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+            json.dump(index, f, indent=2, sort_keys=True)
+
+
+def check_tokens(vocab_size: int, max_positions: int | None, *, n_seqs: int = 2, seq_len: int = 32, seed: int = 0):
+    """Seeded random token ids [n_seqs, seq_len] for the logits check (no tokenizer needed)."""
+    seq_len = min(seq_len, max_positions or seq_len)
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab_size, (n_seqs, seq_len), generator=g)
+
+
+def logits_tolerance(dtype: torch.dtype, scale: float) -> float:
+    """Largest |logit difference| accepted between the export and the engine (or the export with and
+    without its KV cache).
+
+    Both run the same float operations on the same weights and inputs (the export's stock forward is
+    the computation the engine's adapters reproduce), so in float32 on one machine the difference is
+    normally 0.
+    What may differ is the blocking of a matrix product (a different kernel for a different call
+    shape): a reassociated sum of d products has a relative error of about ``sqrt(d) * eps``, which
+    stays below 1e-5 of the logit scale in float32 (eps 6e-8) up to d = 10^4 per product, and the
+    same argument holds for half types with their eps. In half precision the stock head also rounds
+    the logits to the model dtype while the engine forms them in float32 (up to eps/2 of |z| each),
+    and a KV-cache step multiplies other shapes than the full forward. The tolerance is 1e-5 (the
+    issue's bound) times ``max(1, max |logit|)`` in float32 and ``8 eps`` times that scale for
+    bfloat16/float16.
+    """
+    rel = 1e-5 if dtype == torch.float32 else 8 * torch.finfo(dtype).eps
+    return rel * max(1.0, scale)
+
+
+@torch.inference_mode()
+def engine_logits(model, order: tuple[int, ...], input_ids: torch.Tensor) -> torch.Tensor:
+    """Logits [B, T, V] of the variant ``order`` as the probe engine computes it (resume from its slot)."""
+    from swapkl.engine import ProbeEngine
+    from swapkl.pairs import Variant
+
+    engine = ProbeEngine(model)
+    mask = torch.ones_like(input_ids)
+    state = engine.base_pass(input_ids, mask)
+    h = engine.final_hidden(state, Variant("export", None, None, tuple(order)))
+    return engine.unemb.logits(engine.adapter.final_norm(h))
+
+
+@torch.inference_mode()
+def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int = 8) -> dict:
+    """Reload ``folder`` and check it against the engine's variant of ``model``; return the measurements."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        exported, info = AutoModelForCausalLM.from_pretrained(folder, dtype=model.dtype, use_safetensors=True,
+                                                              output_loading_info=True)
+    except Exception as e:
+        raise SwapKLError(f"the exported checkpoint does not reload: {e}") from e
+    problems = {k: sorted(v) for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys",
+                                                                       "mismatched_keys")}
+    if problems:
+        raise SwapKLError(f"the exported checkpoint reloads with {problems}")
+    exported = exported.to(next(model.parameters()).device).eval()
+    if exported.config.num_hidden_layers != len(order):
+        raise SwapKLError(f"the exported checkpoint reloads with {exported.config.num_hidden_layers} blocks, "
+                          f"not {len(order)}")
+    from swapkl.adapters import get_adapter
+
+    adapter = get_adapter(model)
+    ids = check_tokens(adapter.vocab_size, adapter.max_positions).to(exported.device)
+    ref = engine_logits(model, order, ids).float()
+    got = exported(input_ids=ids, use_cache=False).logits.float()
+    diff = float((got - ref).abs().max())
+    tol = logits_tolerance(model.dtype, float(ref.abs().max()))
+    if not diff <= tol:
+        raise SwapKLError(f"the exported checkpoint's logits differ from the engine's variant by {diff:.3g} "
+                          f"(tolerance {tol:.3g})")
+    prompt = ids[:1, : max(1, ids.shape[1] // 2)]
+    n_new = min(n_generate, max(0, (adapter.max_positions or 10**9) - prompt.shape[1]))
+    gen = exported.generate(prompt, attention_mask=torch.ones_like(prompt), use_cache=True, do_sample=False,
+                            max_new_tokens=n_new, min_new_tokens=n_new, pad_token_id=0, output_logits=True,
+                            return_dict_in_generate=True)
+    # each step's logits with the KV cache must equal one full forward over the generated sequence
+    # (compared within the tolerance, not by token: a near-tie may flip in half precision)
+    stepped = torch.stack(gen.logits, dim=1).float()[0]
+    full = exported(input_ids=gen.sequences[:, :-1], use_cache=False).logits.float()[0, prompt.shape[1] - 1:]
+    gen_diff = float((stepped - full).abs().max()) if n_new else 0.0
+    gen_tol = logits_tolerance(model.dtype, float(full.abs().max()) if n_new else 0.0)
+    if not gen_diff <= gen_tol:
+        raise SwapKLError(f"generation with the KV cache on the exported checkpoint differs from the full forward "
+                          f"by {gen_diff:.3g} (tolerance {gen_tol:.3g})")
+    return {"max_abs_logit_diff": diff, "logit_tolerance": tol, "check_tokens": list(ids.shape),
+            "generate_tokens_checked": int(n_new), "generate_max_abs_logit_diff": gen_diff,
+            "generate_logit_tolerance": gen_tol}
+
+
+def _copy_side_files(src: str, dst: str) -> list[str]:
+    copied = []
+    for name in TOKENIZER_FILES + ("generation_config.json",):
+        path = os.path.join(src, name)
+        if os.path.isfile(path):
+            shutil.copy2(path, os.path.join(dst, name))
+            copied.append(name)
+    return copied
+
+
+def export_checkpoint(model: str, out: str, *, revision: str | None = None, remove: list[int] | None = None,
+                      order: list[int] | None = None, guide: str | None = None, dtype: str = "float32",
+                      device: str = "auto", allow_pickle: bool = False, trust_remote_code: bool = False) -> dict:
+    """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance."""
+    from swapkl import provenance
+    from swapkl.adapters import get_adapter
+    from swapkl.loading import load_model, weights_sha256
+
+    if os.path.lexists(out):
+        raise SwapKLError(f"--out {out!r} already exists; swapkl export writes only a new directory")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise SwapKLError(f"the parent directory of --out {out!r} does not exist")
+    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                        trust_remote_code=trust_remote_code, need_tokenizer=False)
+    adapter = get_adapter(loaded.model)
+    blocks_order = export_order(adapter.n_layers, remove=remove, order=order)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
+    try:
+        _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
+        export_config(loaded.model.config, blocks_order).save_pretrained(tmp)
+        copied = _copy_side_files(loaded.path, tmp)
+        check = verify_export(tmp, loaded.model, blocks_order)
+        removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
+        prov = provenance.build(loaded, source_path=loaded.path, order=list(blocks_order), removed_layers=removed,
+                                guide=guide, n_layers_source=adapter.n_layers, n_layers=len(blocks_order),
+                                export_weights_sha256=weights_sha256(tmp), copied_files=copied, verification=check)
+        with open(os.path.join(tmp, PROVENANCE_FILE), "w") as f:
+            json.dump(prov, f, indent=2, sort_keys=True)
+        if os.path.lexists(out):
+            raise SwapKLError(f"--out {out!r} appeared while exporting; left untouched")
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # our own staging directory, never the user's --out
+        raise
+    log.info("exported %d of %d blocks to %s (max |logit diff| %.3g)", len(blocks_order), adapter.n_layers, out,
+             check["max_abs_logit_diff"])
+    return prov
+
+
+def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: list[str], *,
+                           revision: str | None = None, dtype: str = "float32", device: str = "auto") -> list[str]:
+    """Export the pruned model each of ``guides`` chose at each feasible budget of a pruning table.
+
+    Writes ``out_dir/<guide>-n<budget>/`` (``out_dir`` must be new or empty); returns the written folders.
+    """
+    import pandas as pd
+
+    try:
+        table = pd.read_parquet(pruning_file, columns=["guide", "budget", "removed_layers", "feasible"])
+    except Exception as e:
+        raise SwapKLError(f"cannot read pruning table {pruning_file!r}: {e}") from e
+    unknown = sorted(set(guides) - set(table["guide"]))
+    if unknown:
+        raise SwapKLError(f"pruning table {pruning_file!r} has no guide {', '.join(unknown)} "
+                          f"(it has {', '.join(sorted(set(table['guide'])))})")
+    if os.path.lexists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
+        raise SwapKLError(f"{out_dir!r} already exists and is not empty; exports go into a new directory")
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for guide in guides:
+        rows = table[(table["guide"] == guide) & table["feasible"].astype(bool)].sort_values("budget")
+        for budget, removed in zip(rows["budget"], rows["removed_layers"]):
+            folder = os.path.join(out_dir, f"{guide}-n{int(budget)}")
+            export_checkpoint(model, folder, revision=revision, remove=[int(b) for b in removed], guide=guide,
+                              dtype=dtype, device=device)
+            written.append(folder)
+    return written

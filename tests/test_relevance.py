@@ -1,0 +1,269 @@
+"""Accuracy-based relevance: AccRel, and the engine's accuracies against independent computations.
+
+* Multiple choice: lm-evaluation-harness (pinned in pyproject) scores the same task files with ``HFLM`` on
+  each pruned model *materialised* by ``swapkl export`` and reloaded from disk; per question, the
+  engine's ``acc`` and ``acc_norm`` must equal lm-eval's and the prompts must be the same strings.
+* Language modelling: next-token accuracy against the stock forward with a reordered ``nn.ModuleList``
+  (tests/naive_reference.py).
+
+Tolerance of the log-likelihoods (lm-eval: float32 log-softmax summed in float32 from padded batches of
+its own shape; engine: float32 logits, float64 log-sum-exp, other batch shapes). A logit computed by
+a differently blocked float32 kernel differs by about sqrt(d) * eps * |z| <= 8 * 1.2e-7 * 30 = 3e-5 for
+d = 64 and |z| <= 30 here, and the log-sum-exp by as much; a continuation of n <= 12 tokens sums 2n
+such errors: 12 * 2 * 3e-5 = 7e-4. We allow 1e-3. Equal accuracies are only a meaningful check when no
+question is decided by less than that, so the test also asserts every decision margin exceeds 2e-3
+(a property of the fixed seeds, not of the code; another seed could need another task).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import naive_reference as ref
+from swapkl.engine import ProbeEngine
+from swapkl.export import export_checkpoint
+from swapkl.pairs import deletion
+from swapkl.relevance import BASE, acc_rel, lm_relevance, next_token_hits, task_relevance
+from swapkl.tasks import load_task, write_task
+from tiny_models import ARCHS, random_tokens, tiny_model
+
+N_LAYERS = 3
+LL_TOL = 1e-3
+WORDS = ["cat", "dog", "tree", "house", "river", "stone", "bird", "fish", "apple", "lamp", "road", "hill"]
+
+
+def eos_char_tokenizer():
+    """Characters as tokens, with an end-of-text token (lm-eval's HFLM needs a prefix token)."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = list("abcdefghijklmnopqrstuvwxyz .,:?\n")
+    vocab = {"<pad>": 0, "<unk>": 1, "<eos>": 2, **{c: i + 3 for i, c in enumerate(chars)}}
+    t = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    t.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    return PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
+
+
+# -- AccRel -----------------------------------------------------------------------------------------------------
+
+def test_acc_rel_definition():
+    assert acc_rel(0.8, 0.8, 0.25) == 0.0  # deleting the block costs nothing
+    assert acc_rel(0.25, 0.8, 0.25) == 1.0  # down to chance
+    assert acc_rel(0.1, 0.8, 0.25) == 1.0  # below chance counts as chance
+    assert acc_rel(0.525, 0.8, 0.25) == pytest.approx(0.5)
+    assert acc_rel(0.9, 0.8, 0.25) == pytest.approx(1 - 0.65 / 0.55)  # deletion helps: negative
+
+
+@pytest.mark.parametrize("base", [0.25, 0.2])
+def test_acc_rel_is_undefined_when_the_base_model_is_not_above_chance(base):
+    assert math.isnan(acc_rel(0.3, base, 0.25))
+
+
+# -- multiple choice against lm-eval ------------------------------------------------------------------------------
+
+def _tasks(folder):
+    rng = random.Random(0)
+    plain, templated = [], []
+    for _ in range(16):
+        k = rng.choice([2, 3, 4])
+        choices = rng.sample(WORDS, k)
+        plain.append({"query": " ".join(rng.choice(WORDS) for _ in range(3)) + " is",
+                      "choices": choices, "gold": rng.randrange(k)})
+        a, b = rng.sample(WORDS, 2)
+        templated.append({"x": a, "y": b, "options": rng.sample(WORDS, 3)})
+        templated[-1]["answer"] = templated[-1]["options"][rng.randrange(3)]
+    write_task(folder, "tiny_plain", plain)
+    # a template context ending in a space (moved to the continuation) and a target given as text
+    write_task(folder, "tiny_template", templated, text="q: {{x}} or {{y}}? a: ", choices="{{options}}",
+               target="{{answer}}")
+    return [load_task(str(folder / f"{n}.yaml")) for n in ("tiny_plain", "tiny_template")]
+
+
+def _lm_eval(path, folder, names):
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    lm = HFLM(pretrained=str(path), device="cpu", batch_size=8)
+    out = lm_eval.simple_evaluate(model=lm, tasks=names, task_manager=TaskManager(include_path=str(folder), include_defaults=False),
+                                  log_samples=True, num_fewshot=0)
+    return {n: sorted(out["samples"][n], key=lambda s: s["doc_id"]) for n in names}
+
+
+def _margins(lls, doc_choices):
+    """Smallest gap between the best and second-best (raw and length-normalised) scores over documents."""
+    gaps = []
+    for x, choices in zip(lls, doc_choices):
+        for y in (np.asarray(x), np.asarray(x) / np.array([len(c) for c in choices], dtype=float)):
+            top = np.sort(y)[::-1]
+            gaps.append(top[0] - top[1])
+    return min(gaps)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_multiple_choice_accuracy_equals_lm_eval_on_each_materialised_deletion(tmp_path, monkeypatch, arch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    src = tmp_path / "model"
+    model = tiny_model(arch, n_layers=N_LAYERS, vocab=97, seed=1)
+    model.save_pretrained(src)
+    tok = eos_char_tokenizer()
+    tok.save_pretrained(src)
+    tasks = _tasks(tmp_path / "tasks")
+    engine = ProbeEngine(model)
+    per_task = {t.name: task_relevance(engine, t, tok, model="tiny", revision=None, batch_size=5) for t in tasks}
+
+    for layer in [None, *range(N_LAYERS)]:
+        key = BASE if layer is None else deletion(layer, N_LAYERS).key
+        path = src
+        if layer is not None:
+            path = tmp_path / f"minus{layer}"
+            export_checkpoint(str(src), str(path), remove=[layer], device="cpu")
+        samples = _lm_eval(path, tmp_path / "tasks", [t.name for t in tasks])
+        for task in tasks:
+            got = per_task[task.name].predictions[key]
+            theirs = samples[task.name]
+            assert len(theirs) == len(task.docs)
+            for d, (s, doc) in enumerate(zip(theirs, task.docs)):
+                assert [tuple(a) for a in s["arguments"]] == [(doc.context, task.target_delimiter + c)
+                                                              for c in doc.choices]
+            their_lls = [[r[0] for r in s["filtered_resps"]] for s in theirs]
+            ours = per_task[task.name].loglikelihoods[key]
+            assert max(abs(a - b) for x, y in zip(their_lls, ours) for a, b in zip(x, y)) <= LL_TOL
+            assert _margins(their_lls, [d.choices for d in task.docs]) > 2 * LL_TOL
+            assert got["acc"].tolist() == [s["acc"] for s in theirs]
+            assert got["acc_norm"].tolist() == [s["acc_norm"] for s in theirs]
+
+
+# -- language modelling against the stock forward -----------------------------------------------------------------
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_next_token_accuracy_equals_the_reordered_stock_forward(arch):
+    from swapkl.data import Windows
+
+    model = tiny_model(arch, n_layers=4, vocab=97, seed=2)
+    ids = random_tokens(97, 5, 24, seed=7)
+    mask = torch.ones_like(ids)
+    mask[2, 15:] = 0
+    windows = Windows(ids.numpy(), mask.numpy(), "test")
+    engine = ProbeEngine(model)
+    got = next_token_hits(engine, windows, [deletion(i, 4) for i in range(4)], batch_size=2)
+    pair_valid = (mask[:, :-1] & mask[:, 1:]).bool()
+    for key, order in [(BASE, None)] + [(deletion(i, 4).key, ref.deletion_order(i, 4)) for i in range(4)]:
+        z = ref.logits(model, ids, mask, order)[:, :-1]
+        want = (z.argmax(-1) == ids[:, 1:])[pair_valid]
+        top2 = z.topk(2, dim=-1).values[pair_valid]
+        assert float((top2[:, 0] - top2[:, 1]).min()) > 1e-4  # no near-tie decides a position
+        assert got[key].tolist() == want.double().tolist()
+    rows = lm_relevance(engine, windows, "lm", model="tiny", revision=None, batch_size=2)
+    base = float(got[BASE].mean())
+    for r in rows:
+        assert r["base_accuracy"] == base and r["random_baseline"] == 1 / 97
+        assert r["accuracy"] == float(got[deletion(r["layer"], 4).key].mean())
+        assert (math.isnan(r["relevance"]) if base <= 1 / 97 else
+                r["relevance"] == acc_rel(r["accuracy"], base, 1 / 97))
+
+
+# -- accuracy-guided pruning against a brute force on the stock forward ---------------------------------------------
+
+def _stock_accuracy(model, task, requests, removed, n_layers):
+    """Accuracy without ``removed`` from full stock-forward logits of each request (no engine)."""
+    order = [b for b in range(n_layers) if b not in removed]
+    per_doc = [[None] * len(d.choices) for d in task.docs]
+    for r in requests:
+        ids = torch.tensor([r.tokens])
+        z = ref.logits(model, ids, torch.ones_like(ids), order)[0].double()
+        lp = z[:-1].log_softmax(-1).gather(-1, ids[0, 1:, None])[:, 0]
+        per_doc[r.doc][r.choice] = float(lp[-r.n_continuation:].sum())
+    return float(np.mean([np.argmax(x) == d.gold for x, d in zip(per_doc, task.docs)]))
+
+
+def test_accuracy_guided_pruning_matches_a_brute_force_greedy(tmp_path):
+    from swapkl.accuracy_guide import accuracy_guided_sets, task_accuracy
+    from swapkl.relevance import task_requests
+
+    n = 5
+    model = tiny_model("qwen3", n_layers=n, vocab=97, seed=3)
+    tok = eos_char_tokenizer()
+    task = _tasks(tmp_path)[0]
+    engine = ProbeEngine(model)
+    got = accuracy_guided_sets(lambda sets: task_accuracy(engine, task, tok, sets), n, 3)
+    requests = task_requests(task, tok, None)
+    removed = ()
+    for budget in (1, 2, 3):
+        scores = {b: _stock_accuracy(model, task, requests, removed + (b,), n) for b in range(n) if b not in removed}
+        best = max(scores.values())
+        removed = tuple(sorted(removed + (min(b for b, s in scores.items() if s == best),)))
+        assert got[budget] == removed
+
+
+# -- the command line ------------------------------------------------------------------------------------------
+
+def _saved_model(tmp_path):
+    src = tmp_path / "model"
+    tiny_model("llama", n_layers=N_LAYERS, vocab=97, seed=1).save_pretrained(src)
+    eos_char_tokenizer().save_pretrained(src)
+    return src
+
+
+def test_relevance_cli_writes_the_table_with_provenance(tmp_path):
+    import pandas as pd
+
+    from swapkl import cli, provenance
+    from swapkl.relevance import COLUMNS
+
+    src = _saved_model(tmp_path)
+    tasks = _tasks(tmp_path / "tasks")
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(" ".join(random.Random(i).choices(WORDS, k=12)) for i in range(6)))
+    out = tmp_path / "rel.parquet"
+    code = cli.main(["relevance", "--model", str(src), "--device", "cpu", "--tasks", *[t.yaml_path for t in tasks],
+                     "--lm-text-file", str(text), "--lm-n-seqs", "4", "--lm-seq-len", "40", "--label", "tiny",
+                     "--revision-label", "final", "--out", str(out)])
+    assert code == 0
+    df = pd.read_parquet(out)
+    assert list(df.columns) == COLUMNS
+    assert len(df) == N_LAYERS * 5 and set(df["task"]) == {"tiny_plain", "tiny_template", "lm"}
+    assert (df["model"] == "tiny").all() and (df["revision"] == "final").all()
+    prov = provenance.read(str(out))
+    assert set(prov["tasks"]) == {"tiny_plain", "tiny_template"} and prov["lm_data"]["text_file"] == str(text)
+
+
+@pytest.mark.parametrize("yaml_text,message", [
+    ("task: t\noutput_type: multiple_choice\ndataset_path: json\nnum_fewshot: 5\n", "zero-shot"),
+    ("task: t\noutput_type: generate_until\n", "multiple_choice"),
+    ("task: t\noutput_type: multiple_choice\ndescription: hi\n", "description"),
+    ("task: t\noutput_type: multiple_choice\ndataset_path: json\ndoc_to_text: q\ndoc_to_choice: c\n"
+     "doc_to_target: g\ntest_split: test\ndataset_kwargs: {data_files: {test: MISSING}}\n", "cannot read"),
+    ("task: [\n", "not valid YAML"),
+])
+def test_bad_task_file_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, yaml_text, message):
+    from swapkl import cli
+
+    task = tmp_path / "t.yaml"
+    task.write_text(yaml_text.replace("MISSING", str(tmp_path / "missing.jsonl")))
+    code = cli.main(["relevance", "--model", str(tmp_path / "nomodel"), "--tasks", str(task),
+                     "--out", str(tmp_path / "rel.parquet")])
+    errors = [line for line in capsys.readouterr().err.split("\n") if line.startswith("swapkl:")]
+    assert code == 2 and len(errors) == 1 and message in errors[0], errors
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.yaml"]
+
+
+@pytest.mark.parametrize("doc,message", [
+    ({"query": "a b", "choices": ["x"], "gold": 0}, "two or more"),
+    ({"query": "a b", "choices": ["x", "y"], "gold": 2}, "not one of its 2 choices"),
+    ({"query": "", "choices": ["x", "y"], "gold": 0}, "empty context"),
+])
+def test_bad_documents_name_file_and_line(tmp_path, doc, message):
+    from swapkl.errors import SwapKLError
+
+    ok = {"query": "a b", "choices": ["x", "y"], "gold": 1}
+    path = write_task(str(tmp_path), "t", [ok, doc])
+    with pytest.raises(SwapKLError, match=message) as e:
+        load_task(path)
+    assert "t.jsonl:2" in str(e.value)

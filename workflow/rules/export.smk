@@ -1,0 +1,23 @@
+# Checkpoints a user can load: the pruned model each configured guide chose at each budget, written by
+# swapkl export (reloaded and checked against the engine before it appears).
+
+
+rule export_pruned_models:
+    input:
+        unpack(get_export_inputs),
+    output:
+        directory("results/exports/{model}/{revision}"),
+    params:
+        checkpoint=get_checkpoint_dir,
+        guides=lambda wildcards: config["models"][wildcards.model]["prune"]["export_guides"],
+        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+    log:
+        "logs/{model}/{revision}/export_pruned_models.log",
+    threads: 1
+    resources:
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=5),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/export_pruned_models.py"

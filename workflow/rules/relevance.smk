@@ -1,0 +1,102 @@
+# Accuracy-based layer relevance (AccRel): demo tasks from the demo corpus, one engine job per scored
+# checkpoint (base model + every single-block deletion), one table, and its figures.
+
+
+rule build_demo_tasks:
+    input:
+        expand("resources/demo/corpus/{name}", name=DEMO_CORPUS_FILES),
+    output:
+        expand("resources/demo/tasks/{task}.{ext}", task=DEMO_TASKS, ext=("yaml", "jsonl")),
+    params:
+        corpus_dir=lambda wildcards, input: os.path.dirname(input[0]),
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        "logs/demo/build_demo_tasks.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/build_demo_tasks.py"
+
+
+rule score_relevance:
+    input:
+        unpack(get_relevance_inputs),
+    output:
+        "results/relevance/{model}/{revision}.parquet",
+    params:
+        checkpoint=get_checkpoint_dir,
+        tasks=get_relevance_tasks,
+        lm=get_relevance_lm,
+        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+    log:
+        "logs/{model}/{revision}/score_relevance.log",
+    benchmark:
+        "benchmarks/{model}/{revision}/score_relevance.tsv"
+    threads: 1
+    resources:
+        gpu=1,
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=20),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/score_relevance.py"
+
+
+rule aggregate_relevance:
+    input:
+        [relevance_file(model, revision) for model, revision in relevance_checkpoints()],
+    output:
+        report(
+            "results/relevance.parquet",
+            caption="../report/relevance_table.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/aggregate_relevance.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/aggregate_relevance.py"
+
+
+rule plot_relevance_cosine:
+    input:
+        relevance="results/relevance.parquet",
+        table="results/swapkl.parquet",
+    output:
+        png=report(
+            "results/figures/relevance_cosine/{model}/{revision}.png",
+            caption="../report/relevance_cosine.rst",
+            category="7. Accuracy-based relevance",
+            subcategory="{model}",
+            labels={"model": "{model}", "revision": "{revision}", "figure": "cosine vs AccRel"},
+        ),
+        pdf="results/figures/relevance_cosine/{model}/{revision}.pdf",
+    log:
+        "logs/{model}/{revision}/plot_relevance_cosine.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_relevance_cosine.py"
+
+
+rule plot_relevance_zscores:
+    input:
+        relevance="results/relevance.parquet",
+    output:
+        png=report(
+            "results/figures/relevance_zscores/{model}/{revision}.png",
+            caption="../report/relevance_zscores.rst",
+            category="7. Accuracy-based relevance",
+            subcategory="{model}",
+            labels={"model": "{model}", "revision": "{revision}", "figure": "task z-scores"},
+        ),
+        pdf="results/figures/relevance_zscores/{model}/{revision}.pdf",
+    log:
+        "logs/{model}/{revision}/plot_relevance_zscores.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_relevance_zscores.py"
