@@ -64,9 +64,10 @@ def test_export_round_trip_and_generation(tmp_path, arch, flags, order):
     assert code == 0
     exported = AutoModelForCausalLM.from_pretrained(out).eval()
     assert exported.config.num_hidden_layers == len(order)
-    assert len(exported.base_model.layers) == len(order)
-    assert [blk.self_attn.layer_idx if arch != "gpt_neox" else blk.attention.layer_idx
-            for blk in exported.base_model.layers] == list(range(len(order)))
+    blocks = ref.block_list(exported)
+    assert len(blocks) == len(order)
+    attn = {"gpt_neox": "attention", "gpt2": "attn"}.get(arch, "self_attn")
+    assert [getattr(blk, attn).layer_idx for blk in blocks] == list(range(len(order)))
     if hasattr(model.config, "layer_types"):
         assert exported.config.layer_types == model.config.layer_types[: len(order)]
     ids = random_tokens(VOCAB, 3, 40, seed=5)

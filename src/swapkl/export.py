@@ -107,7 +107,12 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
             per_block.setdefault(int(block), {})[rest] = t
     seen: set[int] = set()
     for slot, block in enumerate(order):
-        for rest, t in per_block[block].items():
+        tensors = per_block[block]
+        if getattr(model.config, "model_type", None) == "gpt2":
+            from swapkl.adapters.gpt2 import fold_inverse_layer_scale
+
+            tensors = fold_inverse_layer_scale(model.config, tensors, block, slot)
+        for rest, t in tensors.items():
             out[f"{prefix}{slot}.{rest}"] = t.clone() if block in seen else t.contiguous()
         seen.add(block)
     return out

@@ -44,3 +44,26 @@ class GPT2Adapter(Adapter):
         out = self.block_module(block)(h, None, ctx.masks["full_attention"], None, use_cache=False,
                                        position_ids=ctx.position_ids)
         return out[0] if isinstance(out, tuple) else out
+
+
+def fold_inverse_layer_scale(config, tensors: dict[str, torch.Tensor], block: int, slot: int) -> dict[str, torch.Tensor]:
+    """Tensors of block ``block`` exported to slot ``slot`` (keys relative to the block).
+
+    A saved checkpoint cannot say "this block keeps the layer_idx it was trained with": on loading,
+    transformers gives the block at slot k the scale ``1 / (k + 1)``. With
+    ``scale_attn_by_inverse_layer_idx`` set, the block-bound scale ``1 / (block + 1)`` is therefore
+    folded into the query projection (the first ``n_embd`` columns of the Conv1D ``c_attn``, weight and
+    bias) as the factor ``(slot + 1) / (block + 1)``, so the reloaded model computes what the engine
+    measured. Without the flag (every released GPT-2) the tensors are returned unchanged.
+    """
+    if not getattr(config, "scale_attn_by_inverse_layer_idx", False) or block == slot:
+        return tensors
+    factor = (slot + 1) / (block + 1)
+    d = config.n_embd
+    out = dict(tensors)
+    for key in ("attn.c_attn.weight", "attn.c_attn.bias"):
+        t = tensors[key].clone()
+        t[..., :d] = (t[..., :d].double() * factor).to(t.dtype)
+        out[key] = t
+    return out
+
