@@ -365,6 +365,7 @@ def get_final_outputs():
     outputs = ["results/swapkl.parquet"]
     for model in trajectory_models():
         outputs += figure_files(f"gap_trajectory/{model}")
+        outputs += figure_files(f"gap_trajectory_fwd/{model}")
     for model in enabled_models():
         outputs += figure_files(f"ratio_by_distance/{model}")
     for model, revision in checkpoints():

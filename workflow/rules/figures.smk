@@ -13,6 +13,13 @@ rule plot_gap_trajectory:
             labels={"model": "{model}"},
         ),
         pdf="results/figures/gap_trajectory/{model}.pdf",
+        png_fwd=report(
+            "results/figures/gap_trajectory_fwd/{model}.png",
+            caption="../report/gap_trajectory_fwd.rst",
+            category="1. Protocol gap along training",
+            labels={"model": "{model}", "replacement": "one direction"},
+        ),
+        pdf_fwd="results/figures/gap_trajectory_fwd/{model}.pdf",
     params:
         setup=lambda wildcards: describe_setup(wildcards.model),
     log:

@@ -1,4 +1,4 @@
-"""Rule plot_gap_trajectory: one figure per model from results/swapkl.parquet."""
+"""Rule plot_gap_trajectory: per model, the gap of both replacement directions (max) and of one (fwd)."""
 
 import logging
 import sys
@@ -7,4 +7,6 @@ from swapkl.figures import plot_gap_trajectory
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # warnings, progress bars and tracebacks too
 logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-plot_gap_trajectory(snakemake.input.table, snakemake.output.png, snakemake.output.pdf, model=snakemake.wildcards.model)
+out, model = snakemake.output, snakemake.wildcards.model
+plot_gap_trajectory(snakemake.input.table, out.png, out.pdf, model=model, gap="max")
+plot_gap_trajectory(snakemake.input.table, out.png_fwd, out.pdf_fwd, model=model, gap="fwd")
