@@ -14,7 +14,7 @@ import torch
 from scipy import stats
 
 from swapkl import provenance
-from swapkl.agreement import AGREEMENT_SCHEMA, compare, misranking
+from swapkl.agreement import AGREEMENT_SCHEMA, compare, misranking, rank_confusion, rank_statistics
 from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.perplexity import first_words
@@ -151,6 +151,11 @@ def test_agreement_table(setup):
     assert vs.loc["bi", "kendall"] == pytest.approx(stats.kendalltau(bi, dele).statistic)
     discordant = sum((bi[i] - bi[j]) * (dele[i] - dele[j]) < 0 for i in range(N_LAYERS) for j in range(i + 1, N_LAYERS))
     assert vs.loc["bi", "misranking_rate"] == pytest.approx(discordant / 15)
+    inner = slice(1, N_LAYERS - 1)
+    assert list(vs.loc["bi", "excluded_layers"]) == [0, N_LAYERS - 1]
+    assert vs.loc["bi", "exact_rank_misranking"] == pytest.approx(
+        np.mean(stats.rankdata(bi[inner], method="ordinal") != stats.rankdata(dele[inner], method="ordinal")))
+    assert vs.loc["bi", "pearson"] == pytest.approx(np.corrcoef(bi[inner], dele[inner])[0, 1], rel=1e-9)
 
 
 def test_misranking_and_compare_units():
@@ -159,6 +164,31 @@ def test_misranking_and_compare_units():
     assert misranking([1, 1, 2], [1, 2, 3]) == (0.0, 2)  # the tied pair is left out
     c = compare([1, 2, np.nan, 4], [2, 4, 1, 8])
     assert c["n_compared"] == 3 and c["spearman"] == pytest.approx(1.0) and c["misranking_rate"] == 0.0
+
+
+def test_exact_rank_and_severe_misranking_against_hand_computed_confusion_matrix():
+    # 7 layers; the boundary layers 0 and 6 are excluded (their extreme scores must not matter)
+    x = [9.0, 0.1, 0.5, 0.3, 0.2, 0.4, -9.0]
+    y = [-5.0, 0.2, 0.1, 0.3, 0.5, 0.4, 7.0]
+    # by hand: inner x ranks (layers 1..5) = 0 4 2 1 3, inner y ranks = 1 0 2 4 3
+    expected = np.zeros((5, 5), dtype=int)
+    for g, r in ((0, 1), (4, 0), (2, 2), (1, 4), (3, 3)):
+        expected[g, r] = 1
+    st = rank_statistics(x, y)
+    assert st["excluded_layers"] == [0, 6] and st["layers"] == [1, 2, 3, 4, 5] and st["n_ranked"] == 5
+    assert st["guide_rank"] == [0, 4, 2, 1, 3] and st["reference_rank"] == [1, 0, 2, 4, 3]
+    assert (rank_confusion(st["guide_rank"], st["reference_rank"]) == expected).all()
+    assert st["exact_rank_misranking"] == pytest.approx(3 / 5)  # 2 of 5 layers on the diagonal
+    # severe: offset >= ceil(5 / 4) = 2 -> layers 2 (offset 4) and 4 (offset 3)
+    assert st["severe_offset"] == 2 and st["severe_misranking"] == pytest.approx(2 / 5)
+    r = np.corrcoef([0.1, 0.5, 0.3, 0.2, 0.4], [0.2, 0.1, 0.3, 0.5, 0.4])[0, 1]
+    assert st["pearson"] == pytest.approx(r, rel=1e-12) and st["pearson_paper_sign"] == pytest.approx(-r, rel=1e-12)
+    full = rank_statistics(x, y, exclude_boundary=False)
+    assert full["excluded_layers"] == [] and full["n_ranked"] == 7
+    # identical rankings: nothing misranked; ties broken by the lower layer index in both vectors
+    same = rank_statistics([0, 1, 1, 2, 0], [0, 3, 3, 5, 0])
+    assert same["exact_rank_misranking"] == 0.0 and same["severe_misranking"] == 0.0
+    assert same["guide_rank"] == [0, 1, 2]
 
 
 def _relabel(src, dst, revision: str, step: int):
@@ -189,6 +219,7 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
     assert r["ir_ratio"] == pytest.approx(expect)
 
     from swapkl.figures import pruning as fig
+    from swapkl.figures.confusion import plot_rank_confusion
 
     agr = pd.read_parquet(agr_out)
     calls = {
@@ -196,6 +227,7 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
         "panel": lambda p, q: fig.plot_ir_panel(df, p, q, n_boot=50),
         "traj": lambda p, q: fig.plot_ir_trajectory(df, "tiny", p, q, n_boot=50),
         "agr": lambda p, q: fig.plot_agreement(agr, "tiny", "step100", p, q),
+        "confusion": lambda p, q: plot_rank_confusion(agr, "tiny", "step100", p, q),
     }
     for name, call in calls.items():
         png, pdf = tmp_path / f"{name}.png", tmp_path / f"{name}.pdf"

@@ -379,6 +379,7 @@ def get_final_outputs():
         for model, revision in prune_checkpoints():
             outputs += figure_files(f"pruning_cost/{model}/{revision}")
             outputs += figure_files(f"pruning_agreement/{model}/{revision}")
+            outputs += figure_files(f"rank_confusion/{model}/{revision}")
         for model in pruning_trajectory_models():
             outputs += figure_files(f"pruning_trajectory/{model}")
     return outputs

@@ -153,6 +153,14 @@ rule plot_pruning_agreement:
             labels={"model": "{model}", "revision": "{revision}"},
         ),
         pdf="results/figures/pruning_agreement/{model}/{revision}.pdf",
+        confusion_png=report(
+            "results/figures/rank_confusion/{model}/{revision}.png",
+            caption="../report/rank_confusion.rst",
+            category="6. Agreement between pruning guides",
+            subcategory="{model}",
+            labels={"model": "{model}", "revision": "{revision}", "figure": "rank confusion"},
+        ),
+        confusion_pdf="results/figures/rank_confusion/{model}/{revision}.pdf",
     params:
         setup=lambda wildcards: describe_setup(wildcards.model),
         prune=lambda wildcards: describe_pruning(wildcards.model),
