@@ -74,17 +74,56 @@ def test_output_has_documented_columns_and_rows(setup):
         assert r["delta_ppl_pct"] == pytest.approx(100 * (r["ppl"] / r["base_ppl"] - 1))
 
 
-def _independent_interchange_selection(probe: pd.DataFrame, n: int) -> list[int]:
+def _independent_interchange_selection(probe: pd.DataFrame, n: int, *, spacing: int = 1, max_distance: int = 99,
+                                       region=(0, 99)) -> list[int]:
+    """Scores over partners within ``max_distance``; equal scores (the best pair's two layers) ordered
+    by their single-block deletion KL, then by index; candidates in ``region`` only."""
     inter = probe[probe["protocol"] == "interchange"]
+    dele = {int(i): v for i, v in zip(probe.loc[probe["protocol"] == "deletion", "layer_i"],
+                                      probe.loc[probe["protocol"] == "deletion", "kl_mean"])}
     s = {}
     for i, j, v in zip(inter["layer_i"], inter["layer_j"], inter["kl_mean"]):
+        if abs(int(i) - int(j)) > max_distance:
+            continue
         for layer in (int(i), int(j)):
             s[layer] = min(s.get(layer, np.inf), v)
     chosen = []
-    for layer in sorted(s, key=lambda k: (s[k], k)):
-        if all(abs(layer - c) > 1 for c in chosen):
+    for layer in sorted(s, key=lambda k: (s[k], dele[k], k)):
+        if region[0] <= layer < region[1] and all(abs(layer - c) > spacing for c in chosen):
             chosen.append(layer)
     return sorted(chosen[:n])
+
+
+def test_paper_selection_settings(setup, tmp_path):
+    """Spacing 0, adjacent scoring partners, a clustered region, fixed sets and an unspaced random
+    baseline, each against a direct computation; fixed sets cost exactly what a guide's same set costs."""
+    from swapkl.selection import SelectionOptions
+
+    base = read_pruning(setup["out"])
+    probe = pd.read_parquet(setup["probe"])
+    inter2 = list(_row(base, "interchange", 2)["removed_layers"])
+    options = SelectionOptions(score_pairs="adjacent", clustered_region=(2, 5), random_spacing=0,
+                               fixed_sets={"paper": [[3], inter2, [1, 2, 4]]})
+    kw = dict(setup["kw"], spacing=0, budgets=[1, 2, 3], n_random=20)
+    out = tmp_path / "paper.parquet"
+    run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(out), selection=options, **kw)
+    df = read_pruning(out)
+    for n in (1, 2, 3):
+        assert list(_row(df, "interchange", n)["removed_layers"]) == _independent_interchange_selection(
+            probe, n, spacing=0, max_distance=1)
+        assert list(_row(df, "interchange_clustered", n)["removed_layers"]) == _independent_interchange_selection(
+            probe, n, spacing=0, max_distance=1, region=(2, 5))
+    fixed = df[df["guide"] == "fixed"]
+    assert fixed["fixed_set"].tolist() == ["paper"] * 3 and fixed["budget"].tolist() == [1, 2, 3]
+    assert [list(v) for v in fixed["removed_layers"]] == [[3], inter2, [1, 2, 4]]
+    same = fixed[fixed["budget"] == 2].iloc[0]
+    guide = _row(base, "interchange", 2)
+    for col in ("ppl", "delta_ppl_pct", "kl_mean", "ppl_ci_low", "ppl_ci_high"):
+        assert same[col] == guide[col]
+    # unspaced random draws: some draw at budget 3 has two adjacent layers (20 draws over C(6,3) = 20 sets)
+    draws = [list(r) for r in df.loc[(df["guide"] == "random") & (df["budget"] == 3), "removed_layers"]]
+    assert any(min(b - a for a, b in zip(d, d[1:])) == 1 for d in draws)
+    assert provenance.read(str(out))["selection"] == options.as_dict()
 
 
 def test_costs_match_independent_computation(setup):
@@ -292,13 +331,16 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
 
 def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
     from swapkl.prune import _selections
+    from swapkl.selection import SelectionOptions
 
-    # 5 layers, spacing 1: interchange picks 1 then 3 and blocks every other layer; budget 3 is feasible ({0,2,4})
+    # 5 layers, spacing 1, ties by index: interchange picks 1 then 3 and blocks every other layer; budget 3 is
+    # feasible ({0,2,4}). (With the default deletion tie-break layer 2 wins the tie of the pair 1<->2.)
     rows = [("interchange", i, i + 1, v) for i, v in enumerate([0.5, 0.1, 0.2, 0.3])]
     rows += [("deletion", i, None, v) for i, v in enumerate([0.1, 0.9, 0.2, 0.9, 0.3])]
     probe = pd.DataFrame(rows, columns=["protocol", "layer_i", "layer_j", "kl_mean"])
-    sel, scores = _selections(probe, None, 5, [2, 3], 1, 2, 0, "angular", None)
+    sel, scores = _selections(probe, None, 5, [2, 3], 1, 2, 0, "angular", None, SelectionOptions(tie_break="index"))
     assert sel[("interchange", 2, None)] == [1, 3] and sel[("interchange", 3, None)] is None
+    assert _selections(probe, None, 5, [2, 3], 1, 2, 0, "angular", None)[0][("interchange", 3, None)] == [0, 2, 4]
     assert sel[("deletion", 3, None)] == [0, 2, 4]
     assert set(scores) == {"interchange", "deletion"}
     assert all(len(sel[("random", 3, k)]) == 3 for k in range(2))

@@ -301,6 +301,11 @@ INVALID = {
                                                               "revisions": ["step10"]}), "save_steps"),
     "unknown demo architecture": (lambda c: _set(c, P410, {"demo": {"arch": "gpt2"}, "revisions": ["step0"]}),
                                   "arch"),
+    "scoring pairs wider than probed": (lambda c: _set(c, P14 + ("prune", "score_pairs"), "within:5"),
+                                       "prune.score_pairs"),
+    "empty clustered region": (lambda c: _set(c, P14 + ("prune", "clustered_region"), [6, 6]), "clustered_region"),
+    "unknown tie-break": (lambda c: _set(c, P14 + ("prune", "tie_break"), "random"), "tie_break"),
+    "unknown angular metric": (lambda c: _set(c, P14 + ("prune", "angular_metric"), "cosine"), "angular_metric"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
 }
 

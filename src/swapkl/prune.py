@@ -11,7 +11,12 @@ Per checkpoint (one output file, schema :data:`PRUNING_SCHEMA`, one row per guid
   spacing), ``random`` (``n_random`` seeded draws per budget under the same spacing, one row per
   draw with ``random_draw`` set) and ``random_mean`` (their mean, with ``delta_ppl_pct_sd``, ``_min``
   and ``_max`` over draws);
-* ``base`` (budget 0): the unpruned model, whose perplexity is every row's ``base_ppl``.
+* ``base`` (budget 0): the unpruned model, whose perplexity is every row's ``base_ppl``;
+* the paper's settings (:class:`swapkl.selection.SelectionOptions`, recorded in the provenance as
+  ``selection``): scoring partners limited to a pair set, the tie-break of equal scores (default:
+  deletion KL, then index), ``interchange_clustered`` / ``replacement_max_clustered`` (the greedy
+  within a layer region), ``fixed`` (named fixed layer sets, ``fixed_set`` = the name, budget = the
+  set's size, evaluated exactly like a guide's set) and the random baseline's own spacing.
 
 Cost of a pruned model: sliding-window perplexity on the evaluation text
 (:mod:`swapkl.perplexity`), ``delta_ppl_pct = 100 * (ppl / base_ppl - 1)``, each with a 95%
@@ -54,6 +59,9 @@ from swapkl.perplexity import EvalSpec, boot_log_ppl, load_eval_windows, percent
 from swapkl.probe import step_of
 from swapkl.selection import (
     BudgetError,
+    SelectionOptions,
+    fixed_select,
+    restrict_pairs,
     angular_table,
     bi_scores,
     contiguous_select,
@@ -72,11 +80,12 @@ log = logging.getLogger(__name__)
 
 #: guides in output order
 GUIDES = ("base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange",
+          "interchange_clustered", "replacement_max_clustered", "fixed",
           "bi", "angular", "sleb_iterative", "random", "random_mean")
 
 PRUNING_SCHEMA = pa.schema([
     ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
-    ("guide", pa.string()), ("budget", pa.int64()), ("random_draw", pa.int64()),
+    ("guide", pa.string()), ("budget", pa.int64()), ("random_draw", pa.int64()), ("fixed_set", pa.string()),
     ("removed_layers", pa.list_(pa.int64())), ("feasible", pa.bool_()),
     ("ppl", pa.float64()), ("ppl_ci_low", pa.float64()), ("ppl_ci_high", pa.float64()),
     ("base_ppl", pa.float64()),
@@ -188,28 +197,43 @@ def _check_budgets(budgets, n_layers: int, spacing: int) -> list[int]:
 
 
 def _selections(probe: pd.DataFrame, rep: pd.DataFrame | None, n_layers: int, budgets: list[int], spacing: int,
-                n_random: int, seed: int, angular_metric: str, sleb) -> tuple[dict, dict[str, np.ndarray]]:
-    """``{(guide, budget, draw): removed list or None}`` and the per-layer scores of the guides."""
-    sel: dict[tuple[str, int, int | None], list[int] | None] = {}
+                n_random: int, seed: int, angular_metric: str, sleb,
+                options: SelectionOptions = SelectionOptions()) -> tuple[dict, dict[str, np.ndarray]]:
+    """``{(guide, budget, draw): removed list or None}`` and the per-layer scores of the guides.
+
+    A fixed set's key is ``("fixed", budget, name)``; a random draw's ``("random", budget, k)``.
+    """
+    sel: dict[tuple[str, int, int | str | None], list[int] | None] = {}
     scores: dict[str, np.ndarray] = {}
     protocols = set(probe["protocol"])
+
+    def pair_scores(guide):
+        return layer_scores_from_pairs(restrict_pairs(pair_distances(probe, guide), options.score_pairs, n_layers),
+                                       n_layers)
+
     if "interchange" in protocols:
-        scores["interchange"] = layer_scores_from_pairs(pair_distances(probe, "interchange"), n_layers)
+        scores["interchange"] = pair_scores("interchange")
     if "replacement" in protocols:
         for g in ("replacement_max", "replacement_mean"):
-            scores[g] = layer_scores_from_pairs(pair_distances(probe, g), n_layers)
+            scores[g] = pair_scores(g)
     if "deletion" in protocols:
         scores["deletion"] = deletion_scores(probe, n_layers)
+    tiebreak = scores.get("deletion") if options.tie_break == "deletion" else None
     for g in ("interchange", "replacement_max", "replacement_mean", "deletion"):
         if g not in scores:
             log.warning("no %s rows in the probe files: guide %s skipped", g.split("_")[0], g)
-    greedy = [(g, g, False) for g in ("interchange", "replacement_max", "replacement_mean", "deletion") if g in scores]
+    greedy = [(g, g, False, None) for g in ("interchange", "replacement_max", "replacement_mean", "deletion")
+              if g in scores]
     if "interchange" in scores:
-        greedy.append(("anti_interchange", "interchange", True))
-    for name, key, desc in greedy:
+        greedy.append(("anti_interchange", "interchange", True, None))
+    if options.clustered_region is not None:
+        greedy += [(f"{g}_clustered", g, False, options.clustered_region)
+                   for g in ("interchange", "replacement_max") if g in scores]
+    for name, key, desc, region in greedy:
         for n in budgets:
             try:
-                sel[(name, n, None)] = greedy_select(scores[key], n, spacing, descending=desc)
+                sel[(name, n, None)] = greedy_select(scores[key], n, spacing, descending=desc, tiebreak=tiebreak,
+                                                     region=region)
             except BudgetError as e:
                 log.warning("guide %s: %s", name, e)
                 sel[(name, n, None)] = None
@@ -229,9 +253,14 @@ def _selections(probe: pd.DataFrame, rep: pd.DataFrame | None, n_layers: int, bu
         scores["sleb_single"] = sleb.single_removal_increase(n_layers)
         for n in budgets:
             sel[("sleb_iterative", n, None)] = sleb.removed(n)
+    for name, sets in options.fixed_sets.items():
+        for layers in sets:
+            chosen = fixed_select(layers, n_layers, name)
+            sel[("fixed", len(chosen), name)] = chosen
+    r_spacing = spacing if options.random_spacing is None else options.random_spacing
     for n in budgets:
         for k in range(n_random):
-            sel[("random", n, k)] = random_select(n_layers, n, spacing, random_rng(seed, n, k))
+            sel[("random", n, k)] = random_select(n_layers, n, r_spacing, random_rng(seed, n, k))
     return sel, scores
 
 
@@ -256,7 +285,8 @@ def _kl_on_windows(engine, windows: Windows, sets: list[tuple[int, ...]], batch_
 
 
 def _row_order(r: dict) -> tuple:
-    return GUIDES.index(r["guide"]), r["budget"], -1 if r["random_draw"] is None else r["random_draw"]
+    return (GUIDES.index(r["guide"]), r.get("fixed_set") or "", r["budget"],
+            -1 if r["random_draw"] is None else r["random_draw"])
 
 
 def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
@@ -265,7 +295,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                 n_boot: int = 1000, angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
                 batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
                 agreement_out: str | None = None, allow_pickle: bool = False,
-                trust_remote_code: bool = False) -> pd.DataFrame:
+                trust_remote_code: bool = False, selection: SelectionOptions | None = None) -> pd.DataFrame:
     """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
 
     ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
@@ -323,7 +353,8 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
              label, rev, n_layers, budgets, ew.n_windows, ew.n_scored)
 
     sleb = sleb_iterative(engine, calib, max(budgets), batch_size=batch_size, device=dev)
-    sel, scores = _selections(probe, rep, n_layers, budgets, spacing, n_random, seed, angular_metric, sleb)
+    selection = selection or SelectionOptions()
+    sel, scores = _selections(probe, rep, n_layers, budgets, spacing, n_random, seed, angular_metric, sleb, selection)
 
     sets = sorted({tuple(r) for r in sel.values() if r is not None})
     variants = [removal(s, n_layers) for s in sets]
@@ -355,7 +386,8 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
 
     nan = float("nan")
     rows = [cost_row("base", 0, None, [], base_nll, np.zeros(len(seq_tok)))]
-    for (guide, n, draw), removed in sel.items():
+    for (guide, n, tag), removed in sel.items():
+        draw, fixed = (tag, None) if guide != "fixed" else (None, tag)
         if removed is None:
             rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
                              ppl=nan, ppl_ci_low=nan, ppl_ci_high=nan, delta_ppl_pct=nan,
@@ -363,7 +395,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                              kl_ci_high=nan))
             continue
         key = tuple(removed)
-        rows.append(cost_row(guide, n, draw, removed, nll[key], kl[key]))
+        rows.append(dict(cost_row(guide, n, draw, removed, nll[key], kl[key]), fixed_set=fixed))
     for n in budgets:
         draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n]
         if draws:
@@ -379,7 +411,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
 
     prov = provenance.build(
         loaded, None, model=label, revision_label=rev, budgets=budgets, spacing=spacing, n_random=n_random, seed=seed,
-        n_boot=n_boot, angular_metric=angular_metric, batch_size=batch_size,
+        n_boot=n_boot, angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
         eval_spec=eval_spec.as_dict(), eval_split=eval_spec.describe(), eval_tokens_sha256=ew.sha256,
         calibration_spec=calib_data.as_dict(), calibration_split=calib_data.describe(),
         calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),
@@ -454,7 +486,8 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
         raise SwapKLError(f"pruning files hold unknown guides {unknown}")
     df["_g"] = df["guide"].map(GUIDES.index)
     df["_d"] = df["random_draw"].astype("float64").fillna(-1)
-    df = _sort(df, ["_g", "budget", "_d"]).drop(columns=["_g", "_d"])
+    df["_f"] = df["fixed_set"].fillna("")
+    df = _sort(df, ["_g", "_f", "budget", "_d"]).drop(columns=["_g", "_d", "_f"])
     prov = dict(provenance.software_versions(), inputs=provs)
     write_parquet(pa.Table.from_pandas(df, schema=PRUNING_SCHEMA, preserve_index=False), out, prov)
     if agreement_out is not None:

@@ -35,6 +35,13 @@ def _step(revision):
     return int(match.group(1)) if match else None
 
 
+def _pair_reach(pair_set):
+    """Largest |i-j| of a pair set (`all`: unbounded)."""
+    if pair_set == "all":
+        return float("inf")
+    return 1 if pair_set == "adjacent" else int(pair_set.split(":")[1])
+
+
 def _check_consistency(cfg):
     """Constraints between fields that JSON schema cannot express; raise naming the field."""
 
@@ -52,6 +59,13 @@ def _check_consistency(cfg):
             unknown = [r for r in prune_revisions if r not in revisions]
             if unknown:
                 fail(f"models.{name}.prune.revisions", f"{unknown} not in models.{name}.revisions")
+        prune = model["prune"]
+        if prune["score_pairs"] is not None and _pair_reach(prune["score_pairs"]) > max(map(_pair_reach, model["pair_sets"])):
+            fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
+                 f"{model['pair_sets']}")
+        region = prune["clustered_region"]
+        if region is not None and region[0] >= region[1]:
+            fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")
         if "demo" in model:
             steps = model["demo"]["steps"]
             bad = [r for r in revisions if _step(r) is None or _step(r) > steps]
@@ -283,6 +297,13 @@ def get_prune_settings(model):
     settings = {key: value for key, value in prune.items() if key not in ("enabled", "revisions")}
     settings["probe"] = get_probe_settings(model)
     return settings
+
+
+def get_selection_options(wildcards):
+    """Keyword arguments of swapkl.selection.SelectionOptions for a model's pruning runs."""
+    prune = config["models"][wildcards.model]["prune"]
+    keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing")
+    return {key: prune[key] for key in keys}
 
 
 def get_prune_metadata(wildcards):

@@ -15,6 +15,8 @@ rule prune_layers:
         eval_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
         calib_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["calibration"]),
         n_random=lambda wildcards: config["models"][wildcards.model]["prune"]["n_random"],
+        selection=get_selection_options,
+        angular_metric=lambda wildcards: config["models"][wildcards.model]["prune"]["angular_metric"],
         seed=lambda wildcards: config["models"][wildcards.model]["prune"]["seed"],
         n_boot=config["probe"]["n_boot"],
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
