@@ -412,6 +412,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     prov = provenance.build(
         loaded, None, model=label, revision_label=rev, budgets=budgets, spacing=spacing, n_random=n_random, seed=seed,
         n_boot=n_boot, angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
+        bos_token_id=probe_windows.bos_token_id, bos_prepended=probe_windows.bos_token_id is not None,
         eval_spec=eval_spec.as_dict(), eval_split=eval_spec.describe(), eval_tokens_sha256=ew.sha256,
         calibration_spec=calib_data.as_dict(), calibration_split=calib_data.describe(),
         calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),
