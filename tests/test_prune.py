@@ -283,6 +283,13 @@ def test_input_errors(setup, tmp_path):
     with pytest.raises(SwapKLError, match="calibration windows .* come from the evaluation text"):
         run_pruning(model, probe, rep, str(tmp_path / "x.parquet"),
                     **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"))})
+    assert not (tmp_path / "x.parquet").exists()
+    # the explicit opt-in reproduces the paper's overlap and records it
+    run_pruning(model, probe, rep, str(tmp_path / "overlap.parquet"), allow_overlap=True,
+                **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"), n_seqs=2, seq_len=16, min_tokens=4),
+                   "budgets": [1], "n_random": 0})
+    assert provenance.read(str(tmp_path / "overlap.parquet"))["allow_overlap"] is True
+    assert provenance.read(str(setup["out"]))["allow_overlap"] is False
     with pytest.raises(SwapKLError, match=r"budget 4 is infeasible.*spacing 1.*3 of 6 layers"):
         run_pruning(model, probe, rep, str(tmp_path / "x.parquet"), **{**kw, "budgets": [4]})
     with pytest.raises(SwapKLError, match="exceeds the model's 64 positions"):

@@ -30,7 +30,8 @@ necessary) gets a row with ``feasible = false``, null ``removed_layers`` and NaN
 above ``ceil(n_layers / (spacing + 1))`` is an error.
 
 The calibration windows (SLEB) and the probe windows (the guides' scores, the KL) must come
-from a source disjoint from the evaluation text; the three source names are written in every row
+from a source disjoint from the evaluation text unless ``allow_overlap`` is set (an explicit,
+recorded opt-in to reproduce the paper, which used test text for both); the three source names are written in every row
 (``eval_split``, ``calibration_split``, ``probe_split``) and in the provenance.
 """
 
@@ -295,9 +296,12 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                 n_boot: int = 1000, angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
                 batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
                 agreement_out: str | None = None, allow_pickle: bool = False,
-                trust_remote_code: bool = False, selection: SelectionOptions | None = None) -> pd.DataFrame:
+                trust_remote_code: bool = False, selection: SelectionOptions | None = None,
+                allow_overlap: bool = False) -> pd.DataFrame:
     """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
 
+    ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
+    paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
     ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
     in the probe files' provenance, and its token hash must match theirs. Returns the rows written.
     """
@@ -318,8 +322,13 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     rep = _read_table(repr_file, _REPR_COLUMNS, "representation")[0] if repr_file else None
     if probe_data is None:
         probe_data = _probe_data_spec(probe_provs)
-    check_disjoint(eval_spec, calib_data, "calibration")
-    check_disjoint(eval_spec, probe_data, "probe")
+    for spec, role in ((calib_data, "calibration"), (probe_data, "probe")):
+        try:
+            check_disjoint(eval_spec, spec, role)
+        except SwapKLError as e:
+            if not allow_overlap:
+                raise
+            log.warning("allow_overlap: %s (reproducing a protocol that did this; recorded in the provenance)", e)
 
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code, need_tokenizer=True)
@@ -413,6 +422,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         loaded, None, model=label, revision_label=rev, budgets=budgets, spacing=spacing, n_random=n_random, seed=seed,
         n_boot=n_boot, angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
         bos_token_id=probe_windows.bos_token_id, bos_prepended=probe_windows.bos_token_id is not None,
+        allow_overlap=bool(allow_overlap),
         eval_spec=eval_spec.as_dict(), eval_split=eval_spec.describe(), eval_tokens_sha256=ew.sha256,
         calibration_spec=calib_data.as_dict(), calibration_split=calib_data.describe(),
         calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),

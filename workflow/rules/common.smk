@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import re
+from types import SimpleNamespace
 
 import jsonschema
 from snakemake.exceptions import WorkflowError
@@ -66,6 +67,12 @@ def _check_consistency(cfg):
         region = prune["clustered_region"]
         if region is not None and region[0] >= region[1]:
             fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")
+        owner = model.get("same_weights_as")
+        if owner is not None:
+            other = cfg["models"].get(owner)
+            if other is None or "same_weights_as" in other:
+                fail(f"models.{name}.same_weights_as", f"{owner!r} must be another model of this config with its "
+                     "own source, local directory or demo block")
         if "demo" in model:
             steps = model["demo"]["steps"]
             bad = [r for r in revisions if _step(r) is None or _step(r) > steps]
@@ -92,7 +99,10 @@ _check_consistency(config)
 
 
 def enabled_models():
-    return [name for name, model in config["models"].items() if model["enabled"]]
+    """Models that schedule jobs: enabled, and (for `same_weights_as`) sharing an enabled model's weights."""
+    models = config["models"]
+    return [name for name, model in models.items()
+            if model["enabled"] and models[model.get("same_weights_as", name)]["enabled"]]
 
 
 def models_with(key):
@@ -118,8 +128,15 @@ def name_regex(names):
     return "|".join(re.escape(name) for name in names) if names else "(?!)"
 
 
+def _weights_owner(wildcards):
+    """{model}/{revision} of the model whose checkpoint a `same_weights_as` model shares, else as given."""
+    owner = config["models"][wildcards.model].get("same_weights_as")
+    return wildcards if owner is None else SimpleNamespace(model=owner, revision=wildcards.revision)
+
+
 def get_checkpoint_dir(wildcards):
     """The Hugging Face checkpoint directory that swapkl loads for {model}/{revision}."""
+    wildcards = _weights_owner(wildcards)
     model = config["models"][wildcards.model]
     if "source" in model:
         return f"resources/checkpoints/{wildcards.model}/{wildcards.revision}"
@@ -131,6 +148,7 @@ def get_checkpoint_dir(wildcards):
 def get_checkpoint_input(wildcards):
     """What a job on {model}/{revision} depends on: the checkpoint directory, or for a demo model the
     directory of the whole training run (which holds every step{N} checkpoint)."""
+    wildcards = _weights_owner(wildcards)
     if "demo" in config["models"][wildcards.model]:
         return f"{DEMO_DIR}/models/{wildcards.model}"
     return get_checkpoint_dir(wildcards)
@@ -187,7 +205,7 @@ def get_probe_settings(model):
     so adding a revision leaves the existing jobs' parameters unchanged)."""
     cfg = config["models"][model]
     return {
-        "checkpoint": {key: cfg[key] for key in ("source", "local", "demo") if key in cfg},
+        "checkpoint": {key: cfg[key] for key in ("source", "local", "demo", "same_weights_as") if key in cfg},
         "pairs": get_probe_pairs(model),
         "data": cfg["data"],
         "dtype": cfg["dtype"],
@@ -328,15 +346,18 @@ def describe_source(spec):
 
 def describe_windows(spec):
     source = describe_source(spec)
+    padding = ("; right-padded, padding counted as positions, no attention mask (the paper's compatibility mode)"
+               if spec.get("padding") == "counted" else "")
     return (
         f"{spec['n_seqs']} windows of up to {spec['seq_len']} tokens (paragraphs of at least "
-        f"{spec['min_tokens']} tokens, drawn with seed {spec['seed']}) from {source}"
+        f"{spec['min_tokens']} tokens, drawn with seed {spec['seed']}) from {source}{padding}"
     )
 
 
 def describe_setup(model):
     cfg = config["models"][model]
-    where = cfg.get("source") or cfg.get("local") or f"demo {cfg['demo']['arch']} model trained by the workflow"
+    owner = config["models"][cfg.get("same_weights_as", model)]
+    where = owner.get("source") or owner.get("local") or f"demo {owner['demo']['arch']} model trained by the workflow"
     return (
         f"{model} ({where}); {describe_windows(cfg['data'])}; weights in {cfg['dtype']}, KL in float32; "
         f"pairs probed: {get_probe_pairs(model)}; 95% bootstrap CIs over windows with "

@@ -17,6 +17,7 @@ rule prune_layers:
         n_random=lambda wildcards: config["models"][wildcards.model]["prune"]["n_random"],
         selection=get_selection_options,
         angular_metric=lambda wildcards: config["models"][wildcards.model]["prune"]["angular_metric"],
+        allow_overlap=lambda wildcards: config["models"][wildcards.model]["prune"]["allow_overlap"],
         seed=lambda wildcards: config["models"][wildcards.model]["prune"]["seed"],
         n_boot=config["probe"]["n_boot"],
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
