@@ -60,6 +60,8 @@ def draw(kind, agg_path, training_logs, png, pdf):
         plot_gap_trajectory(agg_path, png, pdf, model="toy", gap="fwd")
     elif kind == "ratio":
         plot_ratio_by_distance(read_aggregate(agg_path), png, pdf, model="toy")
+    elif kind == "ratio_fwd":
+        plot_ratio_by_distance(read_aggregate(agg_path), png, pdf, model="toy", gap="fwd")
     elif kind == "heatmaps":
         plot_heatmaps(agg_path, png, pdf, model="toy", revision="step1000")
     elif kind == "deletion":
@@ -68,7 +70,7 @@ def draw(kind, agg_path, training_logs, png, pdf):
         plot_training_curves(training_logs, png, pdf)
 
 
-@pytest.mark.parametrize("kind", ["trajectory", "trajectory_fwd", "ratio", "heatmaps", "deletion", "training"])
+@pytest.mark.parametrize("kind", ["trajectory", "trajectory_fwd", "ratio", "ratio_fwd", "heatmaps", "deletion", "training"])
 def test_figure_written_and_byte_identical(kind, agg_path, training_logs, tmp_path):
     png, pdf = tmp_path / "a" / f"{kind}.png", tmp_path / "a" / f"{kind}.pdf"
     draw(kind, agg_path, training_logs, png, pdf)

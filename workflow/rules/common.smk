@@ -410,6 +410,7 @@ def get_final_outputs():
         outputs += figure_files(f"gap_trajectory_fwd/{model}")
     for model in enabled_models():
         outputs += figure_files(f"ratio_by_distance/{model}")
+        outputs += figure_files(f"ratio_by_distance_fwd/{model}")
     for model, revision in checkpoints():
         outputs += figure_files(f"heatmaps/{model}/{revision}")
         outputs += figure_files(f"deletion_vs_bi/{model}/{revision}")

@@ -41,6 +41,13 @@ rule plot_ratio_by_distance:
             labels={"model": "{model}"},
         ),
         pdf="results/figures/ratio_by_distance/{model}.pdf",
+        png_fwd=report(
+            "results/figures/ratio_by_distance_fwd/{model}.png",
+            caption="../report/ratio_by_distance_fwd.rst",
+            category="2. I/R ratio by pair distance",
+            labels={"model": "{model}", "replacement": "one direction"},
+        ),
+        pdf_fwd="results/figures/ratio_by_distance_fwd/{model}.pdf",
     params:
         setup=lambda wildcards: describe_setup(wildcards.model),
     log:
