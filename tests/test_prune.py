@@ -124,6 +124,10 @@ def test_paper_selection_settings(setup, tmp_path):
     draws = [list(r) for r in df.loc[(df["guide"] == "random") & (df["budget"] == 3), "removed_layers"]]
     assert any(min(b - a for a, b in zip(d, d[1:])) == 1 for d in draws)
     assert provenance.read(str(out))["selection"] == options.as_dict()
+    from swapkl.figures.pruning import plot_delta_ppl
+
+    plot_delta_ppl(df, "tiny", "step100", tmp_path / "cost.png", tmp_path / "cost.pdf")  # draws the fixed set too
+    assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_costs_match_independent_computation(setup):
