@@ -20,13 +20,18 @@ def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    help="paragraphs shorter than this are skipped (default: 16)")
     g.add_argument(f"--{prefix}seed", dest=f"{prefix.replace('-', '_')}data_seed", type=int, default=0,
                    help="seed of the window selection (default: 0)")
+    g.add_argument(f"--{prefix}text-format", choices=["paragraphs", "lines"], default="paragraphs",
+                   help="--text-file items: paragraphs (blank-line separated, default) or one per line (prompts)")
+    g.add_argument(f"--{prefix}padding", choices=["masked", "counted"], default="masked",
+                   help="masked (default) or the paper's compatibility mode: right-padded, no attention mask, "
+                        "padding counted as positions")
 
 
 def data_spec(args, prefix: str = "") -> DataSpec:
     a = lambda k: getattr(args, prefix.replace("-", "_") + k)  # noqa: E731
     return DataSpec(tokens=a("tokens"), dataset=a("dataset"), dataset_config=a("dataset_config"), split=a("split"),
                     text_file=a("text_file"), n_seqs=a("n_seqs"), seq_len=a("seq_len"), min_tokens=a("min_tokens"),
-                    seed=a("data_seed"))
+                    seed=a("data_seed"), text_format=a("text_format"), padding=a("padding"))
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
