@@ -46,8 +46,8 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
         ax_b.invert_yaxis()
         ax_b.set_xlim(0, 1)
         ax_b.set_xlabel(f"share of the {m} ranked layers (fraction)")
-        ax_b.set_title(f"Every guide against the {reference} ranking")
-        ax_b.legend(frameon=False, loc="lower right", fontsize="small")
+        ax_b.set_title(f"Every guide against the {reference} ranking", pad=26)
+        ax_b.legend(frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, fontsize="x-small")
         fig.suptitle(f"{model} @ {revision}: rank confusion (second seed paper's statistics)")
         add_note(fig, f"Ordinal ranks of the per-layer scores (low = safe to remove; ties: lower layer first) over "
                       f"the {m} layers both rankings score; boundary layers excluded: {excluded}. "

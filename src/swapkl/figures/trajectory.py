@@ -69,8 +69,12 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
             bottom.plot(x, t[f"{r}_mean"].to_numpy(dtype=float), "-o", color=BLUE, label="mean I/R")
             bottom.plot(x, t[f"{r}_median"].to_numpy(dtype=float), "--s", color=GREEN, label="median I/R")
             bottom.plot(x, relative, ":^", color=ORANGE, label="relative gap (mean gap / mean d_repl)")
-            bottom.plot(x, t[f"{g}_max_share"].to_numpy(dtype=float), "-.D", color=VERMILLION,
-                        label="largest pair's share of the mean gap")
+            share = t[f"{g}_max_share"].to_numpy(dtype=float)
+            bottom.plot(x, share, "-.D", color=VERMILLION, label="largest pair's share of the mean gap")
+            drawn = np.concatenate([t[f"{r}_mean"].to_numpy(dtype=float), relative, share])
+            finite = drawn[np.isfinite(drawn)]
+            low, high = (finite.min(), finite.max()) if len(finite) else (0.0, 1.0)
+            bottom.set_ylim(min(0.0, 1.1 * low), max(1.0, high) * 1.6)  # zero in view, room for the legend
             n = t["n_pairs"].iloc[-1]
             top.set_title(pair_set_title(s, n))
             for ax in (top, middle, bottom):
@@ -81,8 +85,9 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
                 top.set_ylabel("per-pair gap d_repl − d_inter (nats)")
                 middle.set_ylabel("max gap (nats)")
                 bottom.set_ylabel("ratio (dimensionless)")
-                for ax in (top, middle, bottom):
+                for ax in (top, middle):
                     ax.legend(loc="best", frameon=False, fontsize="small")
+                bottom.legend(loc="upper center", ncol=2, frameon=False, fontsize="x-small")
         first = traj.iloc[0]
         fig.suptitle(f"{model}: protocol gap (replacement KL − interchange KL) over training"
                      + (" — one replacement direction" if gap == "fwd" else ""))
