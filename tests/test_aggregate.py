@@ -119,7 +119,41 @@ def test_summary_equals_numpy(tmp_path, toy):
         assert s["n_boot"] == 200 and s["n_seqs"] == 15
 
 
-def naive_bootstrap_mean_gap(files, pairs, n_boot, seed):
+def test_one_direction_gap_matches_direct_computation(tmp_path, toy):
+    """The paper's Pythia trajectory used r(i<-j) for i < j only: d_repl_fwd, gap_fwd and their summaries."""
+    paths, repl, inter, _ = toy
+    agg, _ = run(tmp_path, probe_files(paths), n_boot=50)
+    pairs = agg[agg["kind"] == "pair"]
+    for _, r in pairs.iterrows():
+        i, j = int(r["layer_i"]), int(r["layer_j"])
+        assert r["d_repl_fwd"] == repl[(i, j)]
+        assert r["gap_fwd"] == pytest.approx(repl[(i, j)] - inter[(i, j)], abs=1e-15)
+        assert r["ratio_ir_fwd"] == pytest.approx(inter[(i, j)] / repl[(i, j)], rel=1e-12)
+    summ = agg[agg["kind"] == "summary"].set_index("pair_set")
+    for name, k in (("adjacent", 1), ("within:2", 2), ("all", 5)):
+        ps = [(i, j) for i, j in all_pairs(6) if j - i <= k]
+        fwd = np.array([repl[p] for p in ps])
+        d_max = np.array([max(repl[(i, j)], repl[(j, i)]) for i, j in ps])
+        d_int = np.array([inter[p] for p in ps])
+        s = summ.loc[name]
+        for prefix, d in (("gap_fwd", fwd), ("gap", d_max)):
+            gap = d - d_int
+            assert s[f"{prefix}_mean"] == pytest.approx(gap.mean(), rel=1e-12)
+            assert s[f"{prefix}_median"] == pytest.approx(np.median(gap), rel=1e-12)
+            assert s[f"{prefix}_p75"] == pytest.approx(np.percentile(gap, 75), rel=1e-12)
+            assert s[f"{prefix}_max"] == pytest.approx(gap.max(), rel=1e-12)
+            assert s[f"{prefix}_min"] == pytest.approx(gap.min(), rel=1e-12)
+            share = gap.max() / gap.sum() if gap.sum() > 0 else np.nan
+            assert s[f"{prefix}_max_share"] == pytest.approx(share, rel=1e-12, nan_ok=True)
+        assert s["d_repl_fwd_mean"] == pytest.approx(fwd.mean(), rel=1e-12)
+        assert s["ratio_ir_fwd_mean"] == pytest.approx(np.mean(d_int / fwd), rel=1e-12)
+        assert s["ratio_ir_fwd_median"] == pytest.approx(np.median(d_int / fwd), rel=1e-12)
+        assert s["ratio_ir_mean"] == pytest.approx(np.mean(d_int / d_max), rel=1e-12)
+        # the max of both directions is never below the forward one
+        assert s["gap_mean"] >= s["gap_fwd_mean"]
+
+
+def naive_bootstrap_mean_gap(files, pairs, n_boot, seed, direction="max"):
     """Loop-by-loop recomputation from the probe files' per-sequence lists."""
     seq = {}
     for f in files:
@@ -135,8 +169,10 @@ def naive_bootstrap_mean_gap(files, pairs, n_boot, seed):
         def kl(key):
             s, t = seq[key]
             return s[idx[b]].sum() / t[idx[b]].sum()
-        gaps = [max(kl(("replacement", i, j)), kl(("replacement", j, i))) - kl(("interchange", i, j))
-                for i, j in pairs]
+        def repl(i, j):
+            fwd = kl(("replacement", i, j))
+            return fwd if direction == "fwd" else max(fwd, kl(("replacement", j, i)))
+        gaps = [repl(i, j) - kl(("interchange", i, j)) for i, j in pairs]
         means.append(np.mean(gaps))
     return np.quantile(means, [0.025, 0.975])
 
@@ -153,6 +189,9 @@ def test_bootstrap_ci_matches_naive_loop(tmp_path, toy):
         assert summ.loc[name, "gap_mean_ci_low"] == pytest.approx(lo, rel=1e-9)
         assert summ.loc[name, "gap_mean_ci_high"] == pytest.approx(hi, rel=1e-9)
         assert lo < summ.loc[name, "gap_mean"] < hi
+        lo, hi = naive_bootstrap_mean_gap(files, ps, 300, seed, direction="fwd")
+        assert summ.loc[name, "gap_fwd_mean_ci_low"] == pytest.approx(lo, rel=1e-9)
+        assert summ.loc[name, "gap_fwd_mean_ci_high"] == pytest.approx(hi, rel=1e-9)
 
 
 def test_bootstrap_ci_deterministic_and_seeded(tmp_path, toy):

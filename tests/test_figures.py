@@ -56,8 +56,12 @@ def training_logs(tmp_path_factory):
 def draw(kind, agg_path, training_logs, png, pdf):
     if kind == "trajectory":
         plot_gap_trajectory(agg_path, png, pdf, model="toy")
+    elif kind == "trajectory_fwd":
+        plot_gap_trajectory(agg_path, png, pdf, model="toy", gap="fwd")
     elif kind == "ratio":
         plot_ratio_by_distance(read_aggregate(agg_path), png, pdf, model="toy")
+    elif kind == "ratio_fwd":
+        plot_ratio_by_distance(read_aggregate(agg_path), png, pdf, model="toy", gap="fwd")
     elif kind == "heatmaps":
         plot_heatmaps(agg_path, png, pdf, model="toy", revision="step1000")
     elif kind == "deletion":
@@ -66,7 +70,7 @@ def draw(kind, agg_path, training_logs, png, pdf):
         plot_training_curves(training_logs, png, pdf)
 
 
-@pytest.mark.parametrize("kind", ["trajectory", "ratio", "heatmaps", "deletion", "training"])
+@pytest.mark.parametrize("kind", ["trajectory", "trajectory_fwd", "ratio", "ratio_fwd", "heatmaps", "deletion", "training"])
 def test_figure_written_and_byte_identical(kind, agg_path, training_logs, tmp_path):
     png, pdf = tmp_path / "a" / f"{kind}.png", tmp_path / "a" / f"{kind}.pdf"
     draw(kind, agg_path, training_logs, png, pdf)
@@ -84,6 +88,8 @@ def test_unknown_model_or_revision(agg_path, tmp_path):
     png, pdf = tmp_path / "x.png", tmp_path / "x.pdf"
     with pytest.raises(SwapKLError, match="no summary rows for nope"):
         plot_gap_trajectory(agg_path, png, pdf, model="nope")
+    with pytest.raises(SwapKLError, match="unknown gap definition 'min'"):
+        plot_gap_trajectory(agg_path, png, pdf, model="toy", gap="min")
     with pytest.raises(SwapKLError, match="toy step5"):
         plot_heatmaps(agg_path, png, pdf, model="toy", revision="step5")
     assert not png.exists() and not pdf.exists()

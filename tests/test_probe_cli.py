@@ -176,6 +176,21 @@ def test_text_file_source(ckpt, tmp_path, capsys):
         np.testing.assert_allclose(np.asarray(r.seq_nll_sum), want.nll_sum.numpy(), rtol=1e-5)
 
 
+def test_compatibility_inputs_from_the_command_line(ckpt, tmp_path, capsys):
+    """--text-format lines --padding counted: every position counted, recorded in the provenance."""
+    text = tmp_path / "prompts.txt"
+    text.write_text("".join(" ".join(w) + "\n" for w in corpus(6, seed=2, min_len=3, max_len=9)))
+    out = tmp_path / "p.parquet"
+    rc, _, err = run_cli(capsys, "--model", ckpt, "--text-file", text, "--text-format", "lines", "--padding",
+                         "counted", "--n-seqs", 6, "--seq-len", 16, "--min-tokens", 1, "--protocols", "deletion",
+                         "--bootstrap", 20, "--out", out)
+    assert rc == 0, err
+    df = pq.read_table(out).to_pandas()
+    assert (df.n_tokens == 6 * 16).all()  # padding counted
+    spec = provenance.read(str(out))["data_spec"]
+    assert spec["padding"] == "counted" and spec["text_format"] == "lines"
+
+
 def test_local_revision_subdirectory(ckpt, tokens, tmp_path, capsys):
     root = tmp_path / "pythia"
     shutil.copytree(ckpt, root / "step1000")

@@ -14,7 +14,7 @@ import torch
 from scipy import stats
 
 from swapkl import provenance
-from swapkl.agreement import AGREEMENT_SCHEMA, compare, misranking
+from swapkl.agreement import AGREEMENT_SCHEMA, compare, misranking, rank_confusion, rank_statistics
 from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.perplexity import first_words
@@ -78,17 +78,60 @@ def test_output_has_documented_columns_and_rows(setup):
         assert r["delta_ppl_pct"] == pytest.approx(100 * (r["ppl"] / r["base_ppl"] - 1))
 
 
-def _independent_interchange_selection(probe: pd.DataFrame, n: int) -> list[int]:
+def _independent_interchange_selection(probe: pd.DataFrame, n: int, *, spacing: int = 1, max_distance: int = 99,
+                                       region=(0, 99)) -> list[int]:
+    """Scores over partners within ``max_distance``; equal scores (the best pair's two layers) ordered
+    by their single-block deletion KL, then by index; candidates in ``region`` only."""
     inter = probe[probe["protocol"] == "interchange"]
+    dele = {int(i): v for i, v in zip(probe.loc[probe["protocol"] == "deletion", "layer_i"],
+                                      probe.loc[probe["protocol"] == "deletion", "kl_mean"])}
     s = {}
     for i, j, v in zip(inter["layer_i"], inter["layer_j"], inter["kl_mean"]):
+        if abs(int(i) - int(j)) > max_distance:
+            continue
         for layer in (int(i), int(j)):
             s[layer] = min(s.get(layer, np.inf), v)
     chosen = []
-    for layer in sorted(s, key=lambda k: (s[k], k)):
-        if all(abs(layer - c) > 1 for c in chosen):
+    for layer in sorted(s, key=lambda k: (s[k], dele[k], k)):
+        if region[0] <= layer < region[1] and all(abs(layer - c) > spacing for c in chosen):
             chosen.append(layer)
     return sorted(chosen[:n])
+
+
+def test_paper_selection_settings(setup, tmp_path):
+    """Spacing 0, adjacent scoring partners, a clustered region, fixed sets and an unspaced random
+    baseline, each against a direct computation; fixed sets cost exactly what a guide's same set costs."""
+    from swapkl.selection import SelectionOptions
+
+    base = read_pruning(setup["out"])
+    probe = pd.read_parquet(setup["probe"])
+    inter2 = list(_row(base, "interchange", 2)["removed_layers"])
+    options = SelectionOptions(score_pairs="adjacent", clustered_region=(2, 5), random_spacing=0,
+                               fixed_sets={"paper": [[3], inter2, [1, 2, 4]]})
+    kw = dict(setup["kw"], spacing=0, budgets=[1, 2, 3], n_random=20)
+    out = tmp_path / "paper.parquet"
+    run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(out), selection=options, **kw)
+    df = read_pruning(out)
+    for n in (1, 2, 3):
+        assert list(_row(df, "interchange", n)["removed_layers"]) == _independent_interchange_selection(
+            probe, n, spacing=0, max_distance=1)
+        assert list(_row(df, "interchange_clustered", n)["removed_layers"]) == _independent_interchange_selection(
+            probe, n, spacing=0, max_distance=1, region=(2, 5))
+    fixed = df[df["guide"] == "fixed"]
+    assert fixed["fixed_set"].tolist() == ["paper"] * 3 and fixed["budget"].tolist() == [1, 2, 3]
+    assert [list(v) for v in fixed["removed_layers"]] == [[3], inter2, [1, 2, 4]]
+    same = fixed[fixed["budget"] == 2].iloc[0]
+    guide = _row(base, "interchange", 2)
+    for col in ("ppl", "delta_ppl_pct", "kl_mean", "ppl_ci_low", "ppl_ci_high"):
+        assert same[col] == guide[col]
+    # unspaced random draws: some draw at budget 3 has two adjacent layers (20 draws over C(6,3) = 20 sets)
+    draws = [list(r) for r in df.loc[(df["guide"] == "random") & (df["budget"] == 3), "removed_layers"]]
+    assert any(min(b - a for a, b in zip(d, d[1:])) == 1 for d in draws)
+    assert provenance.read(str(out))["selection"] == options.as_dict()
+    from swapkl.figures.pruning import plot_delta_ppl
+
+    plot_delta_ppl(df, "tiny", "step100", tmp_path / "cost.png", tmp_path / "cost.pdf")  # draws the fixed set too
+    assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_costs_match_independent_computation(setup):
@@ -203,6 +246,11 @@ def test_agreement_table(setup):
     assert vs.loc["bi", "kendall"] == pytest.approx(stats.kendalltau(bi, dele).statistic)
     discordant = sum((bi[i] - bi[j]) * (dele[i] - dele[j]) < 0 for i in range(N_LAYERS) for j in range(i + 1, N_LAYERS))
     assert vs.loc["bi", "misranking_rate"] == pytest.approx(discordant / 15)
+    inner = slice(1, N_LAYERS - 1)
+    assert list(vs.loc["bi", "excluded_layers"]) == [0, N_LAYERS - 1]
+    assert vs.loc["bi", "exact_rank_misranking"] == pytest.approx(
+        np.mean(stats.rankdata(bi[inner], method="ordinal") != stats.rankdata(dele[inner], method="ordinal")))
+    assert vs.loc["bi", "pearson"] == pytest.approx(np.corrcoef(bi[inner], dele[inner])[0, 1], rel=1e-9)
 
 
 def test_misranking_and_compare_units():
@@ -211,6 +259,31 @@ def test_misranking_and_compare_units():
     assert misranking([1, 1, 2], [1, 2, 3]) == (0.0, 2)  # the tied pair is left out
     c = compare([1, 2, np.nan, 4], [2, 4, 1, 8])
     assert c["n_compared"] == 3 and c["spearman"] == pytest.approx(1.0) and c["misranking_rate"] == 0.0
+
+
+def test_exact_rank_and_severe_misranking_against_hand_computed_confusion_matrix():
+    # 7 layers; the boundary layers 0 and 6 are excluded (their extreme scores must not matter)
+    x = [9.0, 0.1, 0.5, 0.3, 0.2, 0.4, -9.0]
+    y = [-5.0, 0.2, 0.1, 0.3, 0.5, 0.4, 7.0]
+    # by hand: inner x ranks (layers 1..5) = 0 4 2 1 3, inner y ranks = 1 0 2 4 3
+    expected = np.zeros((5, 5), dtype=int)
+    for g, r in ((0, 1), (4, 0), (2, 2), (1, 4), (3, 3)):
+        expected[g, r] = 1
+    st = rank_statistics(x, y)
+    assert st["excluded_layers"] == [0, 6] and st["layers"] == [1, 2, 3, 4, 5] and st["n_ranked"] == 5
+    assert st["guide_rank"] == [0, 4, 2, 1, 3] and st["reference_rank"] == [1, 0, 2, 4, 3]
+    assert (rank_confusion(st["guide_rank"], st["reference_rank"]) == expected).all()
+    assert st["exact_rank_misranking"] == pytest.approx(3 / 5)  # 2 of 5 layers on the diagonal
+    # severe: offset >= ceil(5 / 4) = 2 -> layers 2 (offset 4) and 4 (offset 3)
+    assert st["severe_offset"] == 2 and st["severe_misranking"] == pytest.approx(2 / 5)
+    r = np.corrcoef([0.1, 0.5, 0.3, 0.2, 0.4], [0.2, 0.1, 0.3, 0.5, 0.4])[0, 1]
+    assert st["pearson"] == pytest.approx(r, rel=1e-12) and st["pearson_paper_sign"] == pytest.approx(-r, rel=1e-12)
+    full = rank_statistics(x, y, exclude_boundary=False)
+    assert full["excluded_layers"] == [] and full["n_ranked"] == 7
+    # identical rankings: nothing misranked; ties broken by the lower layer index in both vectors
+    same = rank_statistics([0, 1, 1, 2, 0], [0, 3, 3, 5, 0])
+    assert same["exact_rank_misranking"] == 0.0 and same["severe_misranking"] == 0.0
+    assert same["guide_rank"] == [0, 1, 2]
 
 
 def _relabel(src, dst, revision: str, step: int):
@@ -241,6 +314,7 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
     assert r["ir_ratio"] == pytest.approx(expect)
 
     from swapkl.figures import pruning as fig
+    from swapkl.figures.confusion import plot_rank_confusion
 
     agr = pd.read_parquet(agr_out)
     calls = {
@@ -248,6 +322,7 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
         "panel": lambda p, q: fig.plot_ir_panel(df, p, q, n_boot=50),
         "traj": lambda p, q: fig.plot_ir_trajectory(df, "tiny", p, q, n_boot=50),
         "agr": lambda p, q: fig.plot_agreement(agr, "tiny", "step100", p, q),
+        "confusion": lambda p, q: plot_rank_confusion(agr, "tiny", "step100", p, q),
     }
     for name, call in calls.items():
         png, pdf = tmp_path / f"{name}.png", tmp_path / f"{name}.pdf"
@@ -264,6 +339,13 @@ def test_input_errors(setup, tmp_path):
     with pytest.raises(SwapKLError, match="calibration windows .* come from the evaluation text"):
         run_pruning(model, probe, rep, str(tmp_path / "x.parquet"),
                     **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"))})
+    assert not (tmp_path / "x.parquet").exists()
+    # the explicit opt-in reproduces the paper's overlap and records it
+    run_pruning(model, probe, rep, str(tmp_path / "overlap.parquet"), allow_overlap=True,
+                **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"), n_seqs=2, seq_len=16, min_tokens=4),
+                   "budgets": [1], "n_random": 0})
+    assert provenance.read(str(tmp_path / "overlap.parquet"))["allow_overlap"] is True
+    assert provenance.read(str(setup["out"]))["allow_overlap"] is False
     with pytest.raises(SwapKLError, match=r"budget 4 is infeasible.*spacing 1.*3 of 6 layers"):
         run_pruning(model, probe, rep, str(tmp_path / "x.parquet"), **{**kw, "budgets": [4]})
     with pytest.raises(SwapKLError, match="exceeds the model's 64 positions"):
@@ -317,13 +399,18 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
 def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
     from swapkl.guides import GuideContext
     from swapkl.prune import select_all
+    from swapkl.selection import SelectionOptions
 
-    # 5 layers, spacing 1: interchange picks 1 then 3 and blocks every other layer; budget 3 is feasible ({0,2,4})
+    # 5 layers, spacing 1, ties by index: interchange picks 1 then 3 and blocks every other layer; budget 3 is
+    # feasible ({0,2,4}). (With the default deletion tie-break layer 2 wins the tie of the pair 1<->2.)
     rows = [("interchange", i, i + 1, v) for i, v in enumerate([0.5, 0.1, 0.2, 0.3])]
     rows += [("deletion", i, None, v) for i, v in enumerate([0.1, 0.9, 0.2, 0.9, 0.3])]
     probe = pd.DataFrame(rows, columns=["protocol", "layer_i", "layer_j", "kl_mean"])
-    sel, _, scores = select_all(GuideContext(probe, None, 5, [2, 3], 1, n_random=2, seed=0))
+    sel, _, scores = select_all(GuideContext(probe, None, 5, [2, 3], 1, n_random=2, seed=0,
+                                             options=SelectionOptions(tie_break="index")))
     assert sel[("interchange", 2, None)].removed == (1, 3) and sel[("interchange", 3, None)] is None
+    default, _, _ = select_all(GuideContext(probe, None, 5, [2, 3], 1, n_random=2, seed=0))
+    assert default[("interchange", 3, None)].removed == (0, 2, 4)
     assert sel[("deletion", 3, None)].removed == (0, 2, 4)
     assert set(scores) == {"interchange", "deletion"}
     assert all(len(sel[("random", 3, k)].removed) == 3 for k in range(2))

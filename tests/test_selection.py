@@ -20,6 +20,8 @@ from swapkl.selection import (
     pair_distances,
     random_rng,
     random_select,
+    restrict_pairs,
+    fixed_select,
 )
 
 
@@ -140,3 +142,44 @@ def test_pair_distances_from_probe_rows():
     assert pair_distances(probe, "interchange") == {(0, 1): 0.1}
     with pytest.raises(SwapKLError, match="unknown pair guide"):
         pair_distances(probe, "averaging")
+
+
+def test_ties_break_by_deletion_kl_then_index():
+    # the best pair 19<->20 of the paper: both layers score 0.023; deletion KL picks 20 (index order: 19)
+    s = np.full(24, 0.5)
+    s[19] = s[20] = 0.023
+    dele = np.full(24, 1.0)
+    dele[19], dele[20] = 0.30, 0.10
+    assert greedy_select(s, 1, 1) == [19]
+    assert greedy_select(s, 1, 1, tiebreak=dele) == [20]
+    # equal deletion KL (or none) falls back to the lower index; NaN deletion KL comes last
+    assert greedy_select([0.1, 0.1, 0.5], 1, 0, tiebreak=[0.2, 0.2, 0.0]) == [0]
+    assert greedy_select([0.1, 0.1, 0.5], 1, 0, tiebreak=[np.nan, 0.2, 0.0]) == [1]
+
+
+def test_region_restricts_candidates():
+    s = [0.0, 0.1, 0.5, 0.2, 0.3, 0.4, 0.05]
+    assert greedy_select(s, 2, 1, region=(2, 6)) == [3, 5]
+    assert greedy_select(s, 2, 0, region=(2, 6)) == [3, 4]
+    with pytest.raises(BudgetError, match="budget 3 not reached"):
+        greedy_select(s, 3, 1, region=(2, 6))
+    with pytest.raises(SwapKLError, match=r"region \[5, 9\]"):
+        greedy_select(s, 1, 1, region=(5, 9))
+
+
+def test_scoring_partners_restricted_to_a_pair_set():
+    d = {(0, 1): 0.5, (1, 2): 0.4, (0, 2): 0.1, (2, 3): 0.3, (1, 3): 0.05}
+    adj = restrict_pairs(d, "adjacent", 4)
+    assert adj == {(0, 1): 0.5, (1, 2): 0.4, (2, 3): 0.3}
+    np.testing.assert_allclose(layer_scores_from_pairs(adj, 4), [0.5, 0.4, 0.3, 0.3])
+    assert restrict_pairs(d, None, 4) == d
+    with pytest.raises(SwapKLError, match="needs pair 0,3"):
+        restrict_pairs(d, "all", 4)
+
+
+def test_fixed_sets_checked():
+    assert fixed_select([20, 16, 17], 24, "paper") == [16, 17, 20]
+    with pytest.raises(SwapKLError, match="fixed set paper"):
+        fixed_select([3, 3], 24, "paper")
+    with pytest.raises(SwapKLError, match="fixed set paper"):
+        fixed_select([24], 24, "paper")

@@ -63,7 +63,8 @@ def load(path: Path) -> dict:
 
 def expected_counts(cfg: dict) -> Counter:
     """Jobs of a full run, computed from the config file independently of the workflow code."""
-    models = {name: m for name, m in cfg["models"].items() if m.get("enabled", True)}
+    models = {name: m for name, m in cfg["models"].items()
+              if m.get("enabled", True) and cfg["models"][m.get("same_weights_as", name)].get("enabled", True)}
     checkpoints = [(name, rev) for name, m in models.items() for rev in m["revisions"]]
     pruned = [
         (name, rev)
@@ -114,14 +115,15 @@ def expected_counts(cfg: dict) -> Counter:
 def test_study_dry_run_lists_exactly_the_published_jobs():
     counts = dry_run(STUDY)
     assert counts == expected_counts(load(STUDY))
-    # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled).
+    # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled), and
+    # the paper's protocols on the same weights (no download): Pythia-1.4B step143000 and Qwen3-8B.
     assert counts == Counter({
-        "download_checkpoint": 12, "probe_replacement": 12, "probe_interchange": 12, "probe_deletion": 12,
-        "aggregate_results": 1, "plot_gap_trajectory": 2, "plot_ratio_by_distance": 4, "plot_heatmaps": 12,
-        "plot_deletion_vs_bi": 12, "prune_layers": 3, "aggregate_pruning": 1, "plot_pruning_cost": 3,
-        "plot_pruning_agreement": 3, "plot_pruning_ratio": 1, "all": 1,
+        "download_checkpoint": 12, "probe_replacement": 14, "probe_interchange": 14, "probe_deletion": 14,
+        "aggregate_results": 1, "plot_gap_trajectory": 2, "plot_ratio_by_distance": 6, "plot_heatmaps": 14,
+        "plot_deletion_vs_bi": 14, "prune_layers": 5, "aggregate_pruning": 1, "plot_pruning_cost": 5,
+        "plot_pruning_agreement": 5, "plot_pruning_ratio": 1, "all": 1,
     })
-    assert sum(counts.values()) == 91
+    assert sum(counts.values()) == 109
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
@@ -174,7 +176,7 @@ def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_
     cfg["models"]["pythia-1.4b"]["prune"]["revisions"] = "all"
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    assert counts["prune_layers"] == 5 + 2 and counts["plot_pruning_trajectory"] == 1
+    assert counts["prune_layers"] == 5 + 4 and counts["plot_pruning_trajectory"] == 1  # 4 more pythia-1.4b revisions
 
 
 def test_disabling_a_model_removes_all_its_jobs(tmp_path):
@@ -182,7 +184,7 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     cfg["models"]["Qwen3-8B"]["enabled"] = False
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    assert counts["download_checkpoint"] == 11 and counts["prune_layers"] == 2
+    assert counts["download_checkpoint"] == 11 and counts["prune_layers"] == 3  # Qwen3-8B-paper goes too
 
 
 def test_a_local_model_is_used_in_place(tmp_path):
@@ -275,15 +277,19 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     got = workflow_helpers(write_config(tmp_path, cfg))
     assert {key: job["pairs"] for key, job in got.items() if key.endswith("/step0") or "8B" in key} == {
         "pythia-410m/step0": "within:5", "pythia-1.4b/step0": "adjacent", "Qwen3-8B/main": "all",
-        "Llama-3.1-8B/main": "all"}
+        "Llama-3.1-8B/main": "all", "Qwen3-8B-paper/main": "within:3"}
     assert got["pythia-410m/step0"]["checkpoint"] == "resources/checkpoints/pythia-410m/step0"
     assert got["pythia-1.4b/step1000"]["checkpoint"] == "/data/pythia-1.4b/step1000"
+    # a model on the same weights as another loads that model's checkpoint (no second download)
+    assert got["pythia-1.4b-paper/step143000"]["checkpoint"] == "/data/pythia-1.4b/step143000"
+    assert got["Qwen3-8B-paper/main"]["checkpoint"] == "resources/checkpoints/Qwen3-8B/main"
     # DataSpec keyword arguments: the config's values plus the schema's defaults, no nulls
+    defaults = {"text_format": "paragraphs", "padding": "masked"}
     assert got["pythia-410m/step0"]["data"] == {"text_file": "corpus.txt", "n_seqs": 4, "split": "validation",
-                                                "seq_len": 128, "min_tokens": 16, "seed": 0}
+                                                "seq_len": 128, "min_tokens": 16, "seed": 0, **defaults}
     assert got["pythia-1.4b/step0"]["data"] == {"dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1",
                                                 "split": "validation", "n_seqs": 32, "seq_len": 128,
-                                                "min_tokens": 16, "seed": 0}
+                                                "min_tokens": 16, "seed": 0, **defaults}
     assert got["pythia-410m/step0"]["metadata"]["model"] == "pythia-410m"
     assert got["pythia-410m/step0"]["metadata"]["revision"] == "step0"
 
@@ -352,6 +358,13 @@ INVALID = {
                                                               "revisions": ["step10"]}), "save_steps"),
     "unknown demo architecture": (lambda c: _set(c, P410, {"demo": {"arch": "gpt2"}, "revisions": ["step0"]}),
                                   "arch"),
+    "scoring pairs wider than probed": (lambda c: _set(c, P14 + ("prune", "score_pairs"), "within:5"),
+                                       "prune.score_pairs"),
+    "empty clustered region": (lambda c: _set(c, P14 + ("prune", "clustered_region"), [6, 6]), "clustered_region"),
+    "unknown tie-break": (lambda c: _set(c, P14 + ("prune", "tie_break"), "random"), "tie_break"),
+    "unknown angular metric": (lambda c: _set(c, P14 + ("prune", "angular_metric"), "cosine"), "angular_metric"),
+    "shared weights of an unknown model": (lambda c: _set(c, ("models", "Qwen3-8B-paper", "same_weights_as"), "Qwen9"),
+                                           "same_weights_as"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
 }
 

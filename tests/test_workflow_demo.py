@@ -90,6 +90,19 @@ def test_checkpoints_hashes_and_windows_consistent(demo_run):
     assert agg["duplicate_of"].isna().all()
 
 
+def test_paper_columns_present(demo_run):
+    agg = pd.read_parquet(demo_run / "results/swapkl.parquet")
+    pairs = agg[agg["kind"] == "pair"]
+    assert np.allclose(pairs["d_repl_fwd"], pairs["r_ij"])
+    assert np.allclose(pairs["gap_fwd"], pairs["r_ij"] - pairs["d_inter"])
+    summ = agg[agg["kind"] == "summary"]
+    assert summ["gap_fwd_mean"].notna().all() and summ["gap_fwd_mean_ci_low"].notna().all()
+    agr = pd.read_parquet(demo_run / "results/pruning_agreement.parquet")
+    vs = agr[agr["reference"] == "deletion"]
+    assert vs["exact_rank_misranking"].between(0, 1).all() and vs["severe_misranking"].between(0, 1).all()
+    assert (vs["excluded_layers"].map(list) == vs["n_layers"].map(lambda n: [0, n - 1])).all()
+
+
 def test_demo_models_learned(demo_run):
     for log in sorted((demo_run / "resources/demo/models").glob("*/training_log.csv")):
         df = pd.read_csv(log).sort_values("step")

@@ -23,7 +23,9 @@ without the per-sequence lists:
 kind="pair" -- one per (model, revision, i<j) probed by both protocols:
     layer_i, layer_j (i < j), distance (j - i), r_ij = r(i<-j) and r_ji = r(j<-i) (nats),
     d_repl_max, d_repl_mean, d_inter, gap (= d_repl_max - d_inter), ratio_ir
-    (= d_inter / d_repl_max, null when d_repl_max is 0), class_repl (of d_repl_max) and
+    (= d_inter / d_repl_max, null when d_repl_max is 0), the one-direction variant of the paper's
+    Pythia trajectory d_repl_fwd (= r_ij), gap_fwd (= d_repl_fwd - d_inter) and ratio_ir_fwd
+    (= d_inter / d_repl_fwd), class_repl (of d_repl_max) and
     class_inter (of d_inter): "strong" (< 0.05), "conditional" (< 0.10) or "none";
     one boolean column per pair set named in ``pair_sets`` for any model, ``in_<name>`` with
     non-alphanumerics turned into "_" ("adjacent" -> in_adjacent, "within:3" -> in_within_3,
@@ -34,8 +36,12 @@ kind="summary" -- one per (model, revision, pair set configured for that model):
     pair_set (its name), n_pairs, gap_mean, gap_median, gap_p75 (linear-interpolated 75th
     percentile), gap_max, gap_min, gap_mean_ci_low / gap_mean_ci_high (95% percentile bootstrap
     CI of the mean gap: sequences resampled n_boot times, every pair's d_repl and d_inter
-    recomputed from the per-sequence sums, then averaged), d_repl_max_mean, d_inter_mean,
-    ratio_ir_median, frac_inter_le_repl (share of pairs with d_inter <= d_repl_max),
+    recomputed from the per-sequence sums, then averaged), gap_max_share (the largest pair's gap
+    over the summed gap: how much of the mean one pair carries), d_repl_max_mean, ratio_ir_mean,
+    ratio_ir_median; the same statistics of the one-direction gap (gap_fwd_mean, gap_fwd_median,
+    gap_fwd_p75, gap_fwd_max, gap_fwd_min, gap_fwd_mean_ci_low, gap_fwd_mean_ci_high,
+    gap_fwd_max_share, d_repl_fwd_mean, ratio_ir_fwd_mean, ratio_ir_fwd_median); d_inter_mean,
+    frac_inter_le_repl (share of pairs with d_inter <= d_repl_max),
     n_strong_repl, n_strong_inter, n_boot, n_seqs, n_tokens (tokens of the base row, else of the
     first variant). Every pair of a configured set must have been probed, else SwapKLError.
 
@@ -84,14 +90,17 @@ _DIRECTED = [("protocol", pa.string()), ("layer_i", pa.int64()), ("layer_j", pa.
              ("n_seqs", pa.int64()), ("n_tokens", pa.int64()), ("head", pa.int64())]
 _PAIR = [("distance", pa.int64()), ("r_ij", pa.float64()), ("r_ji", pa.float64()),
          ("d_repl_max", pa.float64()), ("d_repl_mean", pa.float64()), ("d_inter", pa.float64()),
-         ("gap", pa.float64()), ("ratio_ir", pa.float64()), ("class_repl", pa.string()),
+         ("gap", pa.float64()), ("ratio_ir", pa.float64()), ("d_repl_fwd", pa.float64()),
+         ("gap_fwd", pa.float64()), ("ratio_ir_fwd", pa.float64()), ("class_repl", pa.string()),
          ("class_inter", pa.string())]
-_SUMMARY = [("pair_set", pa.string()), ("n_pairs", pa.int64()), ("gap_mean", pa.float64()),
-            ("gap_median", pa.float64()), ("gap_p75", pa.float64()), ("gap_max", pa.float64()),
-            ("gap_min", pa.float64()), ("gap_mean_ci_low", pa.float64()),
-            ("gap_mean_ci_high", pa.float64()), ("d_repl_max_mean", pa.float64()),
-            ("d_inter_mean", pa.float64()), ("ratio_ir_median", pa.float64()),
-            ("frac_inter_le_repl", pa.float64()), ("n_strong_repl", pa.int64()),
+_GAP_STATS = [f"{g}_{stat}" for g in ("gap", "gap_fwd")
+              for stat in ("mean", "median", "p75", "max", "min", "mean_ci_low", "mean_ci_high", "max_share")]
+_SUMMARY = [("pair_set", pa.string()), ("n_pairs", pa.int64()),
+            *[(name, pa.float64()) for name in _GAP_STATS],
+            ("d_repl_max_mean", pa.float64()), ("ratio_ir_mean", pa.float64()), ("ratio_ir_median", pa.float64()),
+            ("d_repl_fwd_mean", pa.float64()), ("ratio_ir_fwd_mean", pa.float64()),
+            ("ratio_ir_fwd_median", pa.float64()),
+            ("d_inter_mean", pa.float64()), ("frac_inter_le_repl", pa.float64()), ("n_strong_repl", pa.int64()),
             ("n_strong_inter", pa.int64()), ("n_boot", pa.int64())]
 _REPR = [("metric", pa.string()), ("width", pa.int64()), ("value", pa.float64()),
          ("ci_low", pa.float64()), ("ci_high", pa.float64())]

@@ -5,11 +5,21 @@ Selection rule for text (documented in the README):
 1. Split the text into paragraphs. Dataset rows are paragraphs (WikiText layout: blank
    rows and ``= Heading =`` rows are dropped). A text file's paragraphs are separated by
    blank lines.
-2. Tokenise each paragraph with the model's tokenizer, without special tokens.
+   With ``text_format: lines`` a text file holds one item (e.g. a prompt) per non-empty line.
+2. Tokenise each paragraph with the model's tokenizer, without special tokens except the BOS token:
+   when the tokenizer adds one by default (Llama-3's ``<|begin_of_text|>``; :func:`default_bos`),
+   it is prepended, as the model saw it in training (and counted in ``min_tokens`` and ``seq_len``).
 3. Keep paragraphs with at least ``min_tokens`` tokens and cut them to ``seq_len``.
 4. Draw ``n_seqs`` of them without replacement with ``numpy.random.default_rng(seed)``
    (a permutation of the eligible paragraphs; the first ``n_seqs`` are kept in corpus order).
-5. Right-pad shorter windows; padded positions have attention mask 0 and never count.
+5. Right-pad shorter windows; padded positions have attention mask 0 and never count
+   (``padding: masked``, the default).
+
+Compatibility mode ``padding: counted`` (the paper's Pythia trajectory: short prompts right-padded
+to 128 tokens with end-of-text, no attention mask, KL averaged over every position): the windows are
+padded with the tokenizer's pad token (its EOS token when it has none) and the attention mask is 1
+everywhere, so padded positions are attended to and counted in every mean. The setting is part of
+the DataSpec, hence of every provenance record that holds it.
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ class DataSpec:
     seq_len: int = 128
     min_tokens: int = 16
     seed: int = 0
+    text_format: str = "paragraphs"
+    padding: str = "masked"
 
     def describe(self) -> str:
         if self.tokens:
@@ -62,6 +74,7 @@ class Windows:
     input_ids: np.ndarray  # [n_seqs, seq_len] int64
     attention_mask: np.ndarray  # [n_seqs, seq_len] int64
     source: str
+    bos_token_id: int | None = None  # prepended to every window (the tokenizer adds it by default)
 
     @property
     def sha256(self) -> str:
@@ -82,6 +95,12 @@ def check_spec(spec: DataSpec) -> None:
     for name, label, least in (("n_seqs", "n_seqs", 1), ("seq_len", "seq_len", 2), ("min_tokens", "min_tokens", 1),
                                ("seed", "seed (of the window draw)", 0)):
         require_int(label, getattr(spec, name), least)
+    if spec.text_format not in ("paragraphs", "lines"):
+        raise SwapKLError(f"text_format must be 'paragraphs' or 'lines', got {spec.text_format!r}")
+    if spec.padding not in ("masked", "counted"):
+        raise SwapKLError(f"padding must be 'masked' or 'counted', got {spec.padding!r}")
+    if spec.tokens and spec.padding != "masked":
+        raise SwapKLError("padding: counted applies to text sources; a token file is used as is")
 
 
 def wikitext_paragraphs(rows) -> list[str]:
@@ -94,7 +113,8 @@ def wikitext_paragraphs(rows) -> list[str]:
     return out
 
 
-def text_file_paragraphs(path: str) -> list[str]:
+def text_file_paragraphs(path: str, text_format: str = "paragraphs") -> list[str]:
+    """Paragraphs separated by blank lines, or with ``text_format="lines"`` one item per non-empty line."""
     require_regular_file(path, "text file")
     try:
         with open(path, encoding="utf-8") as f:
@@ -102,7 +122,25 @@ def text_file_paragraphs(path: str) -> list[str]:
     except UnicodeDecodeError as e:
         raise SwapKLError(f"text file {path!r} is not UTF-8 text: byte 0x{e.object[e.start]:02x} at offset "
                           f"{e.start} is not valid UTF-8") from None
-    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
+    parts = text.splitlines() if text_format == "lines" else text.split("\n\n")
+    return [" ".join(p.split()) for p in parts if p.strip()]
+
+
+def default_bos(tokenizer) -> int | None:
+    """The BOS token id when ``tokenizer`` adds one by default (e.g. Llama-3), else None."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return None
+    with_special = tokenizer("a")["input_ids"]
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    return int(bos) if with_special[:1] == [bos] and plain[:1] != [bos] else None
+
+
+def tokenize_text(tokenizer, text: str) -> list[int]:
+    """``text``'s token ids without special tokens, except the BOS token the tokenizer adds by default."""
+    ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    bos = default_bos(tokenizer)
+    return ids if bos is None else [bos, *ids]
 
 
 def _dataset_paragraphs(spec: DataSpec) -> list[str]:
@@ -124,8 +162,10 @@ def _dataset_paragraphs(spec: DataSpec) -> list[str]:
     return wikitext_paragraphs(ds["text"])
 
 
-def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int = 0) -> Windows:
-    """Apply the documented selection rule to already-split paragraphs."""
+def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int = 0,
+                   bos_token_id: int | None = None) -> Windows:
+    """Apply the documented selection rule to already-split paragraphs (``tokenize`` already
+    prepends ``bos_token_id`` when it is set; it is only recorded here)."""
     eligible = []
     for p in paragraphs:
         ids = tokenize(p)
@@ -144,7 +184,9 @@ def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int 
         w = eligible[k]
         ids[row, : len(w)] = w
         mask[row, : len(w)] = 1
-    return Windows(ids, mask, spec.describe())
+    if spec.padding == "counted":
+        mask[:] = 1  # compatibility: no attention mask, padded positions count like text
+    return Windows(ids, mask, spec.describe(), bos_token_id)
 
 
 def load_token_file(path: str) -> Windows:
@@ -175,11 +217,18 @@ def load_windows(spec: DataSpec, tokenizer=None) -> Windows:
         return load_token_file(spec.tokens)
     if tokenizer is None:
         raise SwapKLError("this model directory has no tokenizer; use --tokens FILE.npy")
-    paragraphs = text_file_paragraphs(spec.text_file) if spec.text_file else _dataset_paragraphs(spec)
+    paragraphs = (text_file_paragraphs(spec.text_file, spec.text_format) if spec.text_file
+                  else _dataset_paragraphs(spec))
     if not paragraphs:
         raise SwapKLError(f"{spec.describe()} is empty")
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    return select_windows(paragraphs, lambda t: tokenizer(t, add_special_tokens=False)["input_ids"], spec, pad)
+    pad = tokenizer.pad_token_id
+    if pad is None and spec.padding == "counted":
+        pad = tokenizer.eos_token_id
+    if pad is None:
+        if spec.padding == "counted":
+            raise SwapKLError("padding: counted needs a pad or EOS token, and the tokenizer has neither")
+        pad = 0
+    return select_windows(paragraphs, lambda t: tokenize_text(tokenizer, t), spec, pad, default_bos(tokenizer))
 
 
 def check_windows(w: Windows, vocab_size: int, max_positions: int | None) -> None:

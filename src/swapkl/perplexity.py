@@ -8,7 +8,8 @@ The evaluation text (documented rule):
 2. Words are maximal runs of non-whitespace characters (``str.split()``). The text is the first
    ``max_words`` words in order, paragraphs joined by a blank line (``"\\n\\n"``); a paragraph cut
    by the limit keeps its first words. ``max_words=None`` keeps everything.
-3. The text is tokenised once with the model's tokenizer, without special tokens.
+3. The text is tokenised once with the model's tokenizer, without special tokens except a leading
+   BOS token where the tokenizer adds one by default (:func:`swapkl.data.tokenize_text`).
 
 Windows over the token sequence ``x_0 .. x_{N-1}`` (the Hugging Face sliding-window recipe):
 window k covers ``[b_k, e_k)`` with ``b_k = k * stride`` and ``e_k = min(b_k + window, N)``; the
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import torch
 
-from swapkl.data import text_file_paragraphs, wikitext_paragraphs
+from swapkl.data import text_file_paragraphs, tokenize_text, wikitext_paragraphs
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_regular_file
 from swapkl.pairs import Variant
@@ -183,7 +184,7 @@ def load_eval_windows(spec: EvalSpec, tokenizer, max_positions: int | None = Non
     text = first_words(eval_paragraphs(spec), spec.max_words)
     if not text:
         raise SwapKLError(f"evaluation text {spec.describe()} is empty")
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = tokenize_text(tokenizer, text)  # BOS first where the tokenizer adds one by default
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     return sliding_windows(ids, spec.window, spec.stride, pad, spec.describe())
 

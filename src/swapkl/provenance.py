@@ -62,7 +62,9 @@ def build(loaded=None, windows=None, **extra) -> dict:
         )
     if windows is not None:
         out.update(data_source=windows.source, tokens_sha256=windows.sha256,
-                   n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]))
+                   n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]),
+                   bos_prepended=getattr(windows, "bos_token_id", None) is not None,
+                   bos_token_id=getattr(windows, "bos_token_id", None))
     out.update(extra)
     return out
 

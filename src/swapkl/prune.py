@@ -13,7 +13,13 @@ Per checkpoint (one output file, schema :data:`PRUNING_SCHEMA`, one row per guid
   ``random_draw`` set);
 * derived rows: ``base`` (budget 0, the unpruned model, whose perplexity is every row's
   ``base_ppl``) and ``random_mean`` (the draws' mean, with ``delta_ppl_pct_sd``, ``_min`` and
-  ``_max`` over draws).
+  ``_max`` over draws).;
+* the paper's settings (:class:`swapkl.selection.SelectionOptions`, ``selection``, recorded in the
+  provenance; used by the guides of :mod:`swapkl.guides.protocol`): scoring partners limited to a pair
+  set, the tie-break of equal scores (default: deletion KL, then index), ``interchange_clustered`` /
+  ``replacement_max_clustered`` (the greedy within a layer region), ``fixed`` (named fixed layer sets,
+  ``fixed_set`` = the name, budget = the set's size, evaluated exactly like a guide's set) and the
+  random baseline's own spacing.
 
 Cost of a pruned model: sliding-window perplexity on the evaluation text
 (:mod:`swapkl.perplexity`), ``delta_ppl_pct = 100 * (ppl / base_ppl - 1)``, each with a 95%
@@ -27,7 +33,8 @@ necessary) gets a row with ``feasible = false``, null ``removed_layers`` and NaN
 above ``ceil(n_layers / (spacing + 1))`` is an error.
 
 The calibration windows (SLEB, beam, CKA, Taylor) and the probe windows (the guides' scores, the KL) must come
-from a source disjoint from the evaluation text; the three source names are written in every row
+from a source disjoint from the evaluation text unless ``allow_overlap`` is set (an explicit,
+recorded opt-in to reproduce the paper, which used test text for both); the three source names are written in every row
 (``eval_split``, ``calibration_split``, ``probe_split``) and in the provenance.
 """
 
@@ -70,6 +77,7 @@ from swapkl.pruning.table import (  # noqa: F401  (public here as before)
     aggregate_pruning,
     read_agreement,
     read_pruning,
+from swapkl.selection import SelectionOptions
 )
 
 log = logging.getLogger(__name__)
@@ -118,7 +126,8 @@ def kl_on_windows(engine, windows: Windows, variants: list[Variant], batch_size:
 
 
 def _row_order(r: dict) -> tuple:
-    return guide_names().index(r["guide"]), r["budget"], -1 if r["random_draw"] is None else r["random_draw"]
+    return (guide_names().index(r["guide"]), r.get("fixed_set") or "", r["budget"],
+            -1 if r["random_draw"] is None else r["random_draw"])
 
 
 def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
@@ -127,9 +136,12 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                 n_boot: int = 1000, angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
                 batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
                 agreement_out: str | None = None, allow_pickle: bool = False,
-                trust_remote_code: bool = False) -> pd.DataFrame:
+                trust_remote_code: bool = False, selection: SelectionOptions | None = None,
+                allow_overlap: bool = False) -> pd.DataFrame:
     """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
 
+    ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
+    paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
     ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
     in the probe files' provenance, and its token hash must match theirs. Returns the rows written.
     """
@@ -161,8 +173,13 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     rep = read_table(repr_file, REPR_COLUMNS, "representation")[0] if repr_file else None
     if probe_data is None:
         probe_data = probe_data_spec(probe_provs)
-    check_disjoint(eval_spec, calib_data, "calibration")
-    check_disjoint(eval_spec, probe_data, "probe")
+    for spec, role in ((calib_data, "calibration"), (probe_data, "probe")):
+        try:
+            check_disjoint(eval_spec, spec, role)
+        except SwapKLError as e:
+            if not allow_overlap:
+                raise
+            log.warning("allow_overlap: %s (reproducing a protocol that did this; recorded in the provenance)", e)
 
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code, need_tokenizer=True)
@@ -199,8 +216,9 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     log.info("pruning %s@%s: %d layers, budgets %s, %d evaluation windows (%d scored tokens)",
              label, rev, n_layers, budgets, ew.n_windows, ew.n_scored)
 
+    selection = selection or SelectionOptions()
     ctx = GuideContext(probe, rep, n_layers, budgets, spacing, n_random, seed, angular_metric, engine, calib,
-                       batch_size, dev)
+                       batch_size, dev, options=selection)
     sel, n_evals, scores = select_all(ctx)
 
     sets = sorted({r for r in sel.values() if r is not None})
@@ -236,15 +254,17 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
 
     nan = float("nan")
     rows = [cost_row("base", 0, None, [], base_nll, np.zeros(len(seq_tok)))]
-    for (guide, n, draw), p in sel.items():
-        evals = n_evals.get((guide, n, draw))
+    for (guide, n, tag), p in sel.items():
+        draw, fixed = (tag, None) if guide != "fixed" else (None, tag)
+        evals = n_evals.get((guide, n, tag))
         if p is None:
             rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
                              ppl=nan, ppl_ci_low=nan, ppl_ci_high=nan, delta_ppl_pct=nan,
                              delta_ppl_pct_ci_low=nan, delta_ppl_pct_ci_high=nan, kl_mean=nan, kl_ci_low=nan,
                              kl_ci_high=nan, n_evals=evals))
             continue
-        rows.append(cost_row(guide, n, draw, p.removed, nll[p], kl[p], list(p.merged) if p.merged else None, evals))
+        rows.append(dict(cost_row(guide, n, draw, p.removed, nll[p], kl[p], list(p.merged) if p.merged else None,
+                                  evals), fixed_set=fixed))
     for n in budgets:
         draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n]
         if draws:
@@ -260,7 +280,9 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
 
     prov = provenance.build(
         loaded, None, model=label, revision_label=rev, budgets=budgets, spacing=spacing, n_random=n_random, seed=seed,
-        n_boot=n_boot, angular_metric=angular_metric, batch_size=batch_size,
+        n_boot=n_boot, angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
+        bos_token_id=probe_windows.bos_token_id, bos_prepended=probe_windows.bos_token_id is not None,
+        allow_overlap=bool(allow_overlap),
         eval_spec=eval_spec.as_dict(), eval_split=eval_spec.describe(), eval_tokens_sha256=ew.sha256,
         calibration_spec=calib_data.as_dict(), calibration_split=calib_data.describe(),
         calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),

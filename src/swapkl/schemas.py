@@ -20,7 +20,7 @@ from swapkl.errors import SwapKLError
 #: one row per (checkpoint, guide, budget[, random draw]) of a pruning run (see swapkl.prune)
 PRUNING_SCHEMA = pa.schema([
     ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
-    ("guide", pa.string()), ("budget", pa.int64()), ("random_draw", pa.int64()),
+    ("guide", pa.string()), ("budget", pa.int64()), ("random_draw", pa.int64()), ("fixed_set", pa.string()),
     ("removed_layers", pa.list_(pa.int64())), ("feasible", pa.bool_()),
     ("ppl", pa.float64()), ("ppl_ci_low", pa.float64()), ("ppl_ci_high", pa.float64()),
     ("base_ppl", pa.float64()),
@@ -37,7 +37,7 @@ PRUNING_SCHEMA = pa.schema([
     ("n_evals", pa.int64()), ("merged_layers", pa.list_(pa.int64())),
 ])
 #: columns appended to a schema after files were written without them: read as null
-APPENDED = frozenset({"n_evals", "merged_layers"})
+APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set"})
 
 
 def open_table(path, columns, what: str) -> pa.Table:

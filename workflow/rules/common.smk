@@ -7,6 +7,7 @@ import os
 import re
 import socket
 import urllib.parse
+from types import SimpleNamespace
 
 import jsonschema
 from snakemake.exceptions import WorkflowError
@@ -38,6 +39,13 @@ def _step(revision):
     return int(match.group(1)) if match else None
 
 
+def _pair_reach(pair_set):
+    """Largest |i-j| of a pair set (`all`: unbounded)."""
+    if pair_set == "all":
+        return float("inf")
+    return 1 if pair_set == "adjacent" else int(pair_set.split(":")[1])
+
+
 def _check_consistency(cfg):
     """Constraints between fields that JSON schema cannot express; raise naming the field."""
 
@@ -67,6 +75,19 @@ def _check_consistency(cfg):
                 fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks or lm data")
             if relevance["demo_tasks"] and "demo" not in model:
                 fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
+        prune = model["prune"]
+        if prune["score_pairs"] is not None and _pair_reach(prune["score_pairs"]) > max(map(_pair_reach, model["pair_sets"])):
+            fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
+                 f"{model['pair_sets']}")
+        region = prune["clustered_region"]
+        if region is not None and region[0] >= region[1]:
+            fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")
+        owner = model.get("same_weights_as")
+        if owner is not None:
+            other = cfg["models"].get(owner)
+            if other is None or "same_weights_as" in other:
+                fail(f"models.{name}.same_weights_as", f"{owner!r} must be another model of this config with its "
+                     "own source, local directory or demo block")
         if "demo" in model:
             steps = model["demo"]["steps"]
             bad = [r for r in revisions if _step(r) is None or _step(r) > steps]
@@ -172,7 +193,10 @@ _check_consistency(config)
 
 
 def enabled_models():
-    return [name for name, model in config["models"].items() if model["enabled"]]
+    """Models that schedule jobs: enabled, and (for `same_weights_as`) sharing an enabled model's weights."""
+    models = config["models"]
+    return [name for name, model in models.items()
+            if model["enabled"] and models[model.get("same_weights_as", name)]["enabled"]]
 
 
 def models_with(key):
@@ -198,8 +222,15 @@ def name_regex(names):
     return "|".join(re.escape(name) for name in names) if names else "(?!)"
 
 
+def _weights_owner(wildcards):
+    """{model}/{revision} of the model whose checkpoint a `same_weights_as` model shares, else as given."""
+    owner = config["models"][wildcards.model].get("same_weights_as")
+    return wildcards if owner is None else SimpleNamespace(model=owner, revision=wildcards.revision)
+
+
 def get_checkpoint_dir(wildcards):
     """The Hugging Face checkpoint directory that swapkl loads for {model}/{revision}."""
+    wildcards = _weights_owner(wildcards)
     model = config["models"][wildcards.model]
     if "source" in model:
         return f"resources/checkpoints/{wildcards.model}/{wildcards.revision}"
@@ -211,6 +242,7 @@ def get_checkpoint_dir(wildcards):
 def get_checkpoint_input(wildcards):
     """What a job on {model}/{revision} depends on: the checkpoint directory, or for a demo model the
     directory of the whole training run (which holds every step{N} checkpoint)."""
+    wildcards = _weights_owner(wildcards)
     if "demo" in config["models"][wildcards.model]:
         return f"{DEMO_DIR}/models/{wildcards.model}"
     return get_checkpoint_dir(wildcards)
@@ -303,7 +335,7 @@ def get_probe_settings(model):
     so adding a revision leaves the existing jobs' parameters unchanged)."""
     cfg = config["models"][model]
     return {
-        "checkpoint": {key: cfg[key] for key in ("source", "local", "demo") if key in cfg},
+        "checkpoint": {key: cfg[key] for key in ("source", "local", "demo", "same_weights_as") if key in cfg},
         "pairs": get_probe_pairs(model),
         "data": cfg["data"],
         "dtype": cfg["dtype"],
@@ -431,6 +463,13 @@ def get_prune_settings(model):
     return settings
 
 
+def get_selection_options(wildcards):
+    """Keyword arguments of swapkl.selection.SelectionOptions for a model's pruning runs."""
+    prune = config["models"][wildcards.model]["prune"]
+    keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing")
+    return {key: prune[key] for key in keys}
+
+
 def get_prune_metadata(wildcards):
     return {
         "model": wildcards.model,
@@ -493,15 +532,18 @@ def describe_source(spec):
 
 def describe_windows(spec):
     source = describe_source(spec)
+    padding = ("; right-padded, padding counted as positions, no attention mask (the paper's compatibility mode)"
+               if spec.get("padding") == "counted" else "")
     return (
         f"{spec['n_seqs']} windows of up to {spec['seq_len']} tokens (paragraphs of at least "
-        f"{spec['min_tokens']} tokens, drawn with seed {spec['seed']}) from {source}"
+        f"{spec['min_tokens']} tokens, drawn with seed {spec['seed']}) from {source}{padding}"
     )
 
 
 def describe_setup(model):
     cfg = config["models"][model]
-    where = cfg.get("source") or cfg.get("local") or f"demo {cfg['demo']['arch']} model trained by the workflow"
+    owner = config["models"][cfg.get("same_weights_as", model)]
+    where = owner.get("source") or owner.get("local") or f"demo {owner['demo']['arch']} model trained by the workflow"
     return (
         f"{model} ({where}); {describe_windows(cfg['data'])}; weights in {cfg['dtype']}, KL in float32; "
         f"pairs probed: {get_probe_pairs(model)}; 95% bootstrap CIs over windows with "
@@ -553,8 +595,10 @@ def get_final_outputs():
     outputs = ["results/swapkl.parquet", *get_all_probe_files(), *get_all_repr_files()]
     for model in trajectory_models():
         outputs += figure_files(f"gap_trajectory/{model}")
+        outputs += figure_files(f"gap_trajectory_fwd/{model}")
     for model in enabled_models():
         outputs += figure_files(f"ratio_by_distance/{model}")
+        outputs += figure_files(f"ratio_by_distance_fwd/{model}")
     for model, revision in checkpoints():
         outputs += figure_files(f"heatmaps/{model}/{revision}")
         outputs += figure_files(f"deletion_vs_bi/{model}/{revision}")
@@ -575,6 +619,7 @@ def get_final_outputs():
         for model, revision in prune_checkpoints():
             outputs += figure_files(f"pruning_cost/{model}/{revision}")
             outputs += figure_files(f"pruning_agreement/{model}/{revision}")
+            outputs += figure_files(f"rank_confusion/{model}/{revision}")
         for model in pruning_trajectory_models():
             outputs += figure_files(f"pruning_trajectory/{model}")
     return outputs

@@ -13,6 +13,13 @@ rule plot_gap_trajectory:
             labels={"model": "{model}"},
         ),
         pdf="results/figures/gap_trajectory/{model}.pdf",
+        png_fwd=report(
+            "results/figures/gap_trajectory_fwd/{model}.png",
+            caption="../report/gap_trajectory_fwd.rst",
+            category="1. Protocol gap along training",
+            labels={"model": "{model}", "replacement": "one direction"},
+        ),
+        pdf_fwd="results/figures/gap_trajectory_fwd/{model}.pdf",
     params:
         setup=lambda wildcards: describe_setup(wildcards.model),
     log:
@@ -34,6 +41,13 @@ rule plot_ratio_by_distance:
             labels={"model": "{model}"},
         ),
         pdf="results/figures/ratio_by_distance/{model}.pdf",
+        png_fwd=report(
+            "results/figures/ratio_by_distance_fwd/{model}.png",
+            caption="../report/ratio_by_distance_fwd.rst",
+            category="2. I/R ratio by pair distance",
+            labels={"model": "{model}", "replacement": "one direction"},
+        ),
+        pdf_fwd="results/figures/ratio_by_distance_fwd/{model}.pdf",
     params:
         setup=lambda wildcards: describe_setup(wildcards.model),
     log:
@@ -146,6 +160,14 @@ rule plot_pruning_agreement:
             labels={"model": "{model}", "revision": "{revision}"},
         ),
         pdf="results/figures/pruning_agreement/{model}/{revision}.pdf",
+        confusion_png=report(
+            "results/figures/rank_confusion/{model}/{revision}.png",
+            caption="../report/rank_confusion.rst",
+            category="6. Agreement between pruning guides",
+            subcategory="{model}",
+            labels={"model": "{model}", "revision": "{revision}", "figure": "rank confusion"},
+        ),
+        confusion_pdf="results/figures/rank_confusion/{model}/{revision}.pdf",
     params:
         setup=lambda wildcards: describe_setup(wildcards.model),
         prune=lambda wildcards: describe_pruning(wildcards.model),

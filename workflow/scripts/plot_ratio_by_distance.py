@@ -4,4 +4,6 @@ from swapkl.figures import plot_ratio_by_distance
 from swapkl.joblog import job_log
 
 with job_log(snakemake):
-    plot_ratio_by_distance(snakemake.input.table, snakemake.output.png, snakemake.output.pdf, model=snakemake.wildcards.model)
+    out, model = snakemake.output, snakemake.wildcards.model
+    plot_ratio_by_distance(snakemake.input.table, out.png, out.pdf, model=model, gap="max")
+    plot_ratio_by_distance(snakemake.input.table, out.png_fwd, out.pdf_fwd, model=model, gap="fwd")

@@ -10,7 +10,7 @@ from swapkl.errors import SwapKLError
 
 # Options that only shape windows cut from text; a token file is used as it is. Their defaults are
 # DataSpec's, filled in by data_spec() so that an option given where it has no effect can be refused.
-TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed")
+TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding")
 DATASET_ONLY = ("dataset_config", "split")
 
 
@@ -28,6 +28,11 @@ def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    help=f"paragraphs shorter than this are skipped (default: {d.min_tokens})")
     g.add_argument(f"--{prefix}seed", dest=f"{prefix.replace('-', '_')}data_seed", type=int,
                    help=f"seed of the window selection (default: {d.seed})")
+    g.add_argument(f"--{prefix}text-format", choices=["paragraphs", "lines"],
+                   help="--text-file items: paragraphs (blank-line separated, default) or one per line (prompts)")
+    g.add_argument(f"--{prefix}padding", choices=["masked", "counted"],
+                   help="masked (default) or the paper's compatibility mode: right-padded, no attention mask, "
+                        "padding counted as positions")
 
 
 def data_spec(args, prefix: str = "") -> DataSpec:
@@ -45,7 +50,8 @@ def data_spec(args, prefix: str = "") -> DataSpec:
     return DataSpec(tokens=a("tokens"), dataset=a("dataset"), dataset_config=a("dataset_config"),
                     split=pick("split", d.split), text_file=a("text_file"), n_seqs=pick("n_seqs", d.n_seqs),
                     seq_len=pick("seq_len", d.seq_len), min_tokens=pick("min_tokens", d.min_tokens),
-                    seed=pick("data_seed", d.seed))
+                    seed=pick("data_seed", d.seed), text_format=pick("text_format", d.text_format),
+                    padding=pick("padding", d.padding))
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:

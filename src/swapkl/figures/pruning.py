@@ -32,6 +32,7 @@ from swapkl.schemas import read_agreement, read_pruning
 #: guide -> (label, colour, line style, marker), in the registry's order (:mod:`swapkl.guides`)
 GUIDE_STYLE = {g.name: (g.label, g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}
 MODEL_COLOURS = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, GREY)
+FIXED_MARKERS = ("*", "h", "X", "p")
 
 
 def _checkpoint(df: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -62,19 +63,24 @@ def _table(table, reader) -> pd.DataFrame:
 
 
 def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:
-    """Delta PPL % (left) and KL to the base model (right) vs number of removed blocks, one line per guide."""
+    """Delta PPL % (left) and KL to the base model (right) vs number of removed blocks, one line per guide
+    (and per named fixed set)."""
     df = _table(df, read_pruning)
     g = _checkpoint(df, model, revision)
     budgets = sorted(set(g["budget"]) - {0})
-    guides = [k for k in GUIDE_STYLE if k in set(g["guide"])]
+    series = [(k, GUIDE_STYLE[k], g[g["guide"] == k]) for k in GUIDE_STYLE if k in set(g["guide"])]
+    fixed = g[g["guide"] == "fixed"]
+    for n, name in enumerate(sorted(set(fixed["fixed_set"].dropna()))):
+        style = (f"Fixed set {name}", MODEL_COLOURS[n % len(MODEL_COLOURS)], "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)])
+        series.append(("fixed", style, fixed[fixed["fixed_set"] == name]))
+    guides = [k for k, _, _ in series]
     base = g[g["guide"] == "base"].iloc[0]
     with figure_style():
         fig = new_figure(12.0, 4.6)
         ax_p, ax_k = fig.subplots(1, 2)
         width = 0.6 / max(len(guides), 1)
-        for k, guide in enumerate(guides):
-            label, colour, ls, marker = GUIDE_STYLE[guide]
-            r = g[(g["guide"] == guide) & g["feasible"]].sort_values("budget")
+        for k, (guide, (label, colour, ls, marker), rows_of) in enumerate(series):
+            r = rows_of[rows_of["feasible"]].sort_values("budget")
             if r.empty:
                 continue
             x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(guides) - 1) / 2) * width

@@ -10,30 +10,38 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from swapkl.duplicate_revisions import revision_order
+from swapkl.errors import SwapKLError
 from swapkl.figures.select import as_frame, duplicate_note, rows
 from swapkl.figures.style import GREY, SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.trajectory import GAP_LABELS
+from swapkl.pairstats import GAP_DEFINITIONS
 
 MAX_LEGEND = 10  # checkpoints listed in the legend; beyond that every k-th one
 MAX_POINTS = 6  # up to this many checkpoints, every pair is drawn as a dot next to the median
 DODGE = 0.11  # horizontal offset between checkpoints' dots and medians (in distance units)
 
 
-def ratio_by_distance(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Median and quartiles of ratio_ir per (revision, distance) over pairs with a finite ratio."""
-    p = pairs[np.isfinite(pairs["ratio_ir"].to_numpy(dtype=float, na_value=np.nan))]
-    g = p.groupby(["revision", "distance"], sort=False)["ratio_ir"]
+def ratio_by_distance(pairs: pd.DataFrame, column: str = "ratio_ir") -> pd.DataFrame:
+    """Median and quartiles of ``column`` (ratio_ir or ratio_ir_fwd) per (revision, distance) over pairs
+    with a finite ratio."""
+    p = pairs[np.isfinite(pairs[column].to_numpy(dtype=float, na_value=np.nan))]
+    g = p.groupby(["revision", "distance"], sort=False)[column]
     out = g.agg(median="median", q25=lambda x: np.quantile(x, 0.25),
                 q75=lambda x: np.quantile(x, 0.75), n="size").reset_index()
     return out
 
 
-def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str) -> None:
-    """Median I/R ratio d_inter / d_repl_max over the pairs at each distance |i-j|, one line per
+def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str, gap: str = "max") -> None:
+    """Median I/R ratio d_inter / d_repl over the pairs at each distance |i-j|, one line per
     (non-duplicate) checkpoint of ``model``, coloured from early (dark) to late (yellow); with at
-    most :data:`MAX_POINTS` checkpoints every pair is also drawn as a dot."""
+    most :data:`MAX_POINTS` checkpoints every pair is also drawn as a dot. ``gap`` picks d_repl:
+    ``"max"`` (both directions) or ``"fwd"`` (r(i<-j) for i < j)."""
+    if gap not in GAP_DEFINITIONS:
+        raise SwapKLError(f"unknown gap definition {gap!r}: choose from {', '.join(GAP_DEFINITIONS)}")
+    column = GAP_DEFINITIONS[gap][2]
     agg = as_frame(agg)
     pairs = rows(agg, "pair", model, with_duplicates=False)
-    stats = ratio_by_distance(pairs)
+    stats = ratio_by_distance(pairs, column)
     revs = pairs[["revision", "step"]].drop_duplicates()
     order = sorted(zip(revs["revision"], revs["step"]),
                    key=lambda rs: revision_order(None if pd.isna(rs[1]) else int(rs[1]), rs[0]))
@@ -54,7 +62,7 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
             if n <= MAX_POINTS:
                 p = pairs[pairs["revision"] == rev]
                 ax.scatter(p["distance"].to_numpy(dtype=float) + shift,
-                           p["ratio_ir"].to_numpy(dtype=float, na_value=np.nan), s=5, color=colour,
+                           p[column].to_numpy(dtype=float, na_value=np.nan), s=5, color=colour,
                            alpha=0.35, linewidths=0)
             ax.plot(x, s["median"].to_numpy(dtype=float), "-o", color=colour, label=label,
                     markersize=3 if len(x) > 12 else 4.5, markeredgecolor="white", markeredgewidth=0.5)
@@ -68,7 +76,7 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
         band = ""
         if n <= MAX_POINTS:
             band = "; dots: individual pairs" + (" (shifted sideways per checkpoint)" if n > 1 else "")
-        note = ("d_repl = max of the two replacement directions; ratio < 1: swapping two blocks "
+        note = (f"{GAP_LABELS[gap]}; ratio < 1: swapping two blocks "
                 "disturbs the output less than overwriting one with the other" + band)
         dup = duplicate_note(agg, model)
         add_note(fig, note + (f"\n{dup}" if dup else ""))

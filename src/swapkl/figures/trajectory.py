@@ -1,4 +1,5 @@
-"""Protocol gap along training: mean, median, p75 and max of the per-pair gap vs training step."""
+"""Protocol gap along training: mean, median, p75 and max of the per-pair gap vs training step, with
+the relative gap, the mean and median I/R ratio and the largest pair's share of the mean gap."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style,
                                   new_figure, save_figure)
 from swapkl.pairs import parse_pair_set
+from swapkl.pairstats import GAP_DEFINITIONS
+
+#: what d_repl means in each gap definition (titles and notes)
+GAP_LABELS = {"max": "d_repl = max of the two replacement directions",
+              "fwd": "d_repl = r(i←j) for i < j only (one direction, as the paper's Pythia trajectory)"}
 
 
 def pair_set_title(name: str, n_pairs) -> str:
@@ -22,12 +28,19 @@ def pair_set_title(name: str, n_pairs) -> str:
     return f"{desc} (n = {int(n_pairs)})"
 
 
-def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str) -> None:
+def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str, gap: str = "max") -> None:
     """Gap d_repl - d_inter vs training step for ``model``, one column per pair set.
 
-    Top row: mean (with its 95% bootstrap CI band), median and 75th percentile of the per-pair
-    gap; bottom row: the maximum. Duplicate revisions and revisions without a step are left out.
+    ``gap`` picks the replacement distance: ``"max"`` (both directions, columns ``gap_*``) or
+    ``"fwd"`` (r(i<-j) for i < j, columns ``gap_fwd_*``). Top row: mean (with its 95% bootstrap CI
+    band), median and 75th percentile of the per-pair gap; middle row: the maximum; bottom row
+    (dimensionless): mean and median I/R ratio, the relative gap of the means
+    (mean gap / mean d_repl) and the largest pair's share of the summed gap. Duplicate revisions and
+    revisions without a step are left out.
     """
+    if gap not in GAP_DEFINITIONS:
+        raise SwapKLError(f"unknown gap definition {gap!r}: choose from {', '.join(GAP_DEFINITIONS)}")
+    g, d, r = GAP_DEFINITIONS[gap]
     agg = as_frame(agg)
     rows(agg, "summary", model)
     traj = trajectory(agg, model)
@@ -36,35 +49,49 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
                           "(after leaving out duplicate revisions)")
     sets = list(dict.fromkeys(traj["pair_set"]))
     with figure_style():
-        fig = new_figure(3.6 * len(sets) + 0.6, 5.0)
-        axes = fig.subplots(2, len(sets), sharex=True, squeeze=False,
-                            gridspec_kw={"height_ratios": [2.2, 1]})
+        fig = new_figure(3.6 * len(sets) + 0.6, 6.8)
+        axes = fig.subplots(3, len(sets), sharex=True, squeeze=False,
+                            gridspec_kw={"height_ratios": [2.2, 1, 1.4]})
         desc = ""
         for c, s in enumerate(sets):
             t = traj[traj["pair_set"] == s]
             x = t["step"].to_numpy(dtype=np.float64)
-            top, bottom = axes[0, c], axes[1, c]
-            top.fill_between(x, t["gap_mean_ci_low"].to_numpy(dtype=float),
-                             t["gap_mean_ci_high"].to_numpy(dtype=float), color=BLUE, alpha=0.2,
+            top, middle, bottom = axes[0, c], axes[1, c], axes[2, c]
+            top.fill_between(x, t[f"{g}_mean_ci_low"].to_numpy(dtype=float),
+                             t[f"{g}_mean_ci_high"].to_numpy(dtype=float), color=BLUE, alpha=0.2,
                              linewidth=0, label="95% CI of mean")
-            top.plot(x, t["gap_mean"], "-o", color=BLUE, label="mean")
-            top.plot(x, t["gap_median"], "--s", color=GREEN, label="median")
-            top.plot(x, t["gap_p75"], ":^", color=ORANGE, label="75th percentile")
-            bottom.plot(x, t["gap_max"], "-D", color=VERMILLION, label="max")
+            top.plot(x, t[f"{g}_mean"], "-o", color=BLUE, label="mean")
+            top.plot(x, t[f"{g}_median"], "--s", color=GREEN, label="median")
+            top.plot(x, t[f"{g}_p75"], ":^", color=ORANGE, label="75th percentile")
+            middle.plot(x, t[f"{g}_max"], "-D", color=VERMILLION, label="max")
+            with np.errstate(divide="ignore", invalid="ignore"):
+                relative = t[f"{g}_mean"].to_numpy(dtype=float) / t[f"{d}_mean"].to_numpy(dtype=float)
+            bottom.plot(x, t[f"{r}_mean"].to_numpy(dtype=float), "-o", color=BLUE, label="mean I/R")
+            bottom.plot(x, t[f"{r}_median"].to_numpy(dtype=float), "--s", color=GREEN, label="median I/R")
+            bottom.plot(x, relative, ":^", color=ORANGE, label="relative gap (mean gap / mean d_repl)")
+            share = t[f"{g}_max_share"].to_numpy(dtype=float)
+            bottom.plot(x, share, "-.D", color=VERMILLION, label="largest pair's share of the mean gap")
+            drawn = np.concatenate([t[f"{r}_mean"].to_numpy(dtype=float), relative, share])
+            finite = drawn[np.isfinite(drawn)]
+            low, high = (finite.min(), finite.max()) if len(finite) else (0.0, 1.0)
+            bottom.set_ylim(min(0.0, 1.1 * low), max(1.0, high) * 1.6)  # zero in view, room for the legend
             n = t["n_pairs"].iloc[-1]
             top.set_title(pair_set_title(s, n))
-            for ax in (top, bottom):
+            for ax in (top, middle, bottom):
                 ax.axhline(0.0, color="black", linewidth=0.8, zorder=0)
                 desc = set_step_axis(ax, x)
             bottom.set_xlabel("training step")
             if c == 0:
                 top.set_ylabel("per-pair gap d_repl − d_inter (nats)")
-                bottom.set_ylabel("max gap (nats)")
-                top.legend(loc="best", frameon=False)
-                bottom.legend(loc="best", frameon=False)
+                middle.set_ylabel("max gap (nats)")
+                bottom.set_ylabel("ratio (dimensionless)")
+                for ax in (top, middle):
+                    ax.legend(loc="best", frameon=False, fontsize="small")
+                bottom.legend(loc="upper center", ncol=2, frameon=False, fontsize="x-small")
         first = traj.iloc[0]
-        fig.suptitle(f"{model}: protocol gap (replacement KL − interchange KL) over training")
-        note = (f"d_repl = max of the two replacement directions; KL(p_base ‖ p_variant) in nats; "
+        fig.suptitle(f"{model}: protocol gap (replacement KL − interchange KL) over training"
+                     + (" — one replacement direction" if gap == "fwd" else ""))
+        note = (f"{GAP_LABELS[gap]}; KL(p_base ‖ p_variant) in nats; "
                 f"{int(first['n_seqs'])} sequences, {int(first['n_tokens'])} tokens; CI: percentile "
                 f"bootstrap over sequences, {int(first['n_boot'])} resamples; {desc}")
         dup = duplicate_note(agg, model)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from swapkl.data import Windows
+from swapkl.selection import SelectionOptions
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ class GuideContext:
     calib: Windows | None = None
     batch_size: int = 8
     device: str = "cpu"
+    options: SelectionOptions = field(default_factory=SelectionOptions)  # the paper's settings
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property

@@ -12,12 +12,13 @@ register_guide("base", rank=0, label="Unpruned model", colour="black", plotted=F
 
 @register_guide("random", rank=900, label="Random (one draw)", colour="black", marker=".", plotted=False)
 def random_draws(ctx: GuideContext) -> Selection:
-    """``n_random`` uniform draws per budget under the guides' spacing, seeded per (seed, budget, draw)."""
+    """``n_random`` uniform draws per budget under the guides' spacing (or ``options.random_spacing``), seeded
+    per (seed, budget, draw)."""
     sel = Selection()
+    spacing = ctx.spacing if ctx.options.random_spacing is None else ctx.options.random_spacing
     for n in ctx.budgets:
         for k in range(ctx.n_random):
-            sel.removed[(n, k)] = Pruned(tuple(random_select(ctx.n_layers, n, ctx.spacing,
-                                                             random_rng(ctx.seed, n, k))))
+            sel.removed[(n, k)] = Pruned(tuple(random_select(ctx.n_layers, n, spacing, random_rng(ctx.seed, n, k))))
     return sel
 
 

@@ -1,6 +1,9 @@
 """Guides from the probe files: the published static greedy (:func:`swapkl.selection.greedy_select`,
 spacing Delta) over interchange, replacement (max / mean of both directions) and single-block
-deletion KL, and the anti-guided bound (highest interchange scores first, same spacing)."""
+deletion KL, the anti-guided bound (highest interchange scores first, same spacing), and the paper's
+settings of :class:`swapkl.selection.SelectionOptions` (``ctx.options``): scoring partners limited to a
+pair set, ties broken by deletion KL, the greedy within a layer region (``*_clustered``) and named fixed
+layer sets (``fixed``, one row per set, ``fixed_set`` = its name)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,15 @@ import numpy as np
 from swapkl.guides.context import GuideContext
 from swapkl.guides.registry import Pruned, Selection, register_guide
 from swapkl.palette import BLUE, GREEN, GREY, VERMILLION
-from swapkl.selection import BudgetError, deletion_scores, greedy_select, layer_scores_from_pairs, pair_distances
+from swapkl.selection import (
+    BudgetError,
+    deletion_scores,
+    fixed_select,
+    greedy_select,
+    layer_scores_from_pairs,
+    pair_distances,
+    restrict_pairs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -23,14 +34,25 @@ def protocol_scores(ctx: GuideContext, guide: str) -> np.ndarray | None:
         return None
     if guide == "deletion":
         return deletion_scores(ctx.probe, ctx.n_layers)
-    return layer_scores_from_pairs(pair_distances(ctx.probe, guide), ctx.n_layers)
+    pairs = restrict_pairs(pair_distances(ctx.probe, guide), ctx.options.score_pairs, ctx.n_layers)
+    return layer_scores_from_pairs(pairs, ctx.n_layers)
 
 
-def greedy(ctx: GuideContext, name: str, scores: np.ndarray, *, descending: bool = False) -> Selection:
+def _tiebreak(ctx: GuideContext) -> np.ndarray | None:
+    """Equal scores are ordered by deletion KL (then index) unless the options say index order."""
+    if ctx.options.tie_break != "deletion" or "deletion" not in ctx.protocols():
+        return None
+    return deletion_scores(ctx.probe, ctx.n_layers)
+
+
+def greedy(ctx: GuideContext, name: str, scores: np.ndarray, *, descending: bool = False,
+           region: tuple[int, int] | None = None) -> Selection:
     sel = Selection()
+    tiebreak = _tiebreak(ctx)
     for n in ctx.budgets:
         try:
-            sel.removed[(n, None)] = Pruned(tuple(greedy_select(scores, n, ctx.spacing, descending=descending)))
+            sel.removed[(n, None)] = Pruned(tuple(greedy_select(scores, n, ctx.spacing, descending=descending,
+                                                                tiebreak=tiebreak, region=region)))
         except BudgetError as e:
             log.warning("guide %s: %s", name, e)
             sel.removed[(n, None)] = None
@@ -68,3 +90,37 @@ def anti_interchange(ctx: GuideContext) -> Selection | None:
     """The same scan over descending interchange scores: the sanity bound."""
     s = protocol_scores(ctx, "interchange")
     return None if s is None else greedy(ctx, "anti_interchange", s, descending=True)
+
+
+def _clustered_guide(name: str, scores_of: str):
+    def guide(ctx: GuideContext) -> Selection | None:
+        region = ctx.options.clustered_region
+        if region is None:
+            return None  # only when a region is configured
+        s = protocol_scores(ctx, scores_of)
+        return None if s is None else greedy(ctx, name, s, region=region)
+
+    guide.__name__ = guide.__qualname__ = name
+    guide.__doc__ = f"The {scores_of} greedy restricted to the layers of ``options.clustered_region``."
+    return guide
+
+
+register_guide("interchange_clustered", rank=52, label="Interchange-guided within a region (paper's clustered)",
+               colour=BLUE, linestyle=":", marker="o")(_clustered_guide("interchange_clustered", "interchange"))
+register_guide("replacement_max_clustered", rank=54, label="Replacement-guided within a region", colour=VERMILLION,
+               linestyle=":", marker="s")(_clustered_guide("replacement_max_clustered", "replacement_max"))
+
+
+@register_guide("fixed", rank=58, label="Fixed layer set", colour=GREY, linestyle="-.", marker="*", plotted=False)
+def fixed_sets(ctx: GuideContext) -> Selection | None:
+    """Named fixed layer sets (the paper's hard-coded tables), evaluated exactly like a guide's set; the row
+    key's second element is the set's name, written as ``fixed_set``; the budget is the set's size."""
+    if not ctx.options.fixed_sets:
+        return None
+    sel = Selection()
+    for name, sets in ctx.options.fixed_sets.items():
+        for layers in sets:
+            chosen = fixed_select(layers, ctx.n_layers, name)
+            sel.removed[(len(chosen), name)] = Pruned(tuple(chosen))
+    return sel
+

@@ -70,7 +70,8 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
         raise SwapKLError(f"pruning files hold unknown guides {unknown}")
     df["_g"] = df["guide"].map(order.index)
     df["_d"] = df["random_draw"].astype("float64").fillna(-1)
-    df = _sort(df, ["_g", "budget", "_d"]).drop(columns=["_g", "_d"])
+    df["_f"] = df["fixed_set"].fillna("")
+    df = _sort(df, ["_g", "_f", "budget", "_d"]).drop(columns=["_g", "_d", "_f"])
     prov = dict(provenance.software_versions(), inputs=provs)
     write_parquet(pa.Table.from_pandas(df, schema=PRUNING_SCHEMA, preserve_index=False), out, prov)
     if agreement_out is not None:
