@@ -23,11 +23,6 @@ PRUNE_ARGS = ["prune", "--model", "m", "--probe", "p.parquet", "--out", "o.parqu
 
 CASES = [
     # (command line, CLI attribute, schema definition, field, how the schema value maps to the CLI value)
-    (PROBE_ARGS, "n_seqs", "windows", "n_seqs", None),
-    (PROBE_ARGS, "seq_len", "windows", "seq_len", None),
-    (PROBE_ARGS, "min_tokens", "windows", "min_tokens", None),
-    (PROBE_ARGS, "split", "windows", "split", None),
-    (PROBE_ARGS, "data_seed", "windows", "seed", None),
     (PROBE_ARGS, "dtype", "model", "dtype", None),
     (PROBE_ARGS, "batch_size", "model", "batch_size", None),
     (PROBE_ARGS, "pairs", "model", "pair_sets", lambda sets: ",".join(sets)),
@@ -49,6 +44,16 @@ def test_cli_default_is_the_schema_default(argv, attr, definition, field, conver
     if convert is not None:
         expected = convert(expected)
     assert getattr(args, attr) == expected
+
+
+@pytest.mark.parametrize("field", ["n_seqs", "seq_len", "min_tokens", "split", "seed", "text_format", "padding"])
+def test_cli_window_defaults_are_the_schema_defaults(field):
+    """The data options default to None on the command line (so an option that the chosen source ignores can be
+    refused); the DataSpec they build takes the schema's defaults."""
+    from swapkl.commands.probe import data_spec
+
+    args = build_parser().parse_args(PROBE_ARGS + ["--dataset", "wikitext"])
+    assert getattr(data_spec(args), field) == schema_default("windows", field)
 
 
 def test_bootstrap_defaults_are_the_probe_sections():

@@ -40,7 +40,7 @@ class DataSpec:
     tokens: str | None = None
     dataset: str | None = None
     dataset_config: str | None = None
-    split: str = "test"
+    split: str = "validation"  # the schema default: test text is kept for perplexity
     text_file: str | None = None
     n_seqs: int = 32
     seq_len: int = 128

@@ -77,8 +77,8 @@ from swapkl.pruning.table import (  # noqa: F401  (public here as before)
     aggregate_pruning,
     read_agreement,
     read_pruning,
-from swapkl.selection import SelectionOptions
 )
+from swapkl.selection import SelectionOptions
 
 log = logging.getLogger(__name__)
 

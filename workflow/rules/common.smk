@@ -167,8 +167,8 @@ def _check_model_names(cfg, fail):
 
 def _check_pruning_texts(name, model, fail):
     """The perplexity text of pruning must be held out from the probe windows and the calibration windows."""
-    if not model["prune"]["enabled"]:
-        return
+    if not model["prune"]["enabled"] or model["prune"]["allow_overlap"]:
+        return  # allow_overlap: the paper's protocol, an explicit opt-in recorded in the provenance
     source_key = _load_text_sources().source_key
     evaluation = model["prune"]["eval"]
     for role, field, spec in (("probe", "data", model["data"]), ("calibration", "prune.calibration",
@@ -282,7 +282,9 @@ def check_hub_access(dag):
     model too, their jobs run on and each download fails at once, not retried, naming the demo.)"""
     scheduled = {(job.wildcards.model, job.wildcards.revision) for job in dag.needrun_jobs()
                  if job.rule.name == "download_checkpoint"}
-    if not scheduled or set(models_with("source")) != set(enabled_models()):
+    hub = set(models_with("source"))
+    from_hub = {m for m in enabled_models() if m in hub or config["models"][m].get("same_weights_as") in hub}
+    if not scheduled or from_hub != set(enabled_models()):
         return
     why = hub_unreachable()
     if why is None:
