@@ -293,3 +293,22 @@ def test_the_progress_file_is_born_with_its_header(setup, tmp_path, monkeypatch)
     header = json.loads(progress.read_text().splitlines()[0])
     assert header["swapkl_progress"] == 1 and len(header["fingerprint"]) == 64
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+def test_progress_file_on_a_file_system_without_hard_links(setup, tmp_path, monkeypatch, caplog):
+    """Where os.link fails (EPERM), the file is still created exclusively with its header, and resumes."""
+    import errno
+
+    from swapkl import progress as progress_module
+
+    def no_links(src, dst):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(progress_module.os, "link", no_links)
+    progress = crashed_progress(setup, tmp_path, monkeypatch, after=12)
+    assert json.loads(progress.read_text().splitlines()[0])["swapkl_progress"] == 1
+    caplog.set_level(logging.INFO)
+    probe(setup, tmp_path / "resumed", progress)
+    assert "resuming from" in caplog.text
+    check_result(setup, tmp_path / "resumed")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []

@@ -117,8 +117,7 @@ class ProgressLog:
             if replace:
                 os.replace(tmp, self.path)
             else:
-                os.link(tmp, self.path)  # fails if anything appeared at the path meanwhile
-                os.unlink(tmp)
+                _link_new(tmp, self.path)
             tmp = None
         except FileExistsError:
             raise SwapKLError(f"progress file {self.path!r} appeared while this run started; "
@@ -162,6 +161,20 @@ class ProgressLog:
             self._fh = None
         if remove and self.path and os.path.exists(self.path):
             os.unlink(self.path)
+
+
+def _link_new(tmp: str, path: str) -> None:
+    """Put the finished file ``tmp`` at ``path`` only if nothing is there (FileExistsError otherwise)."""
+    try:
+        os.link(tmp, path)  # atomic, and fails if anything appeared at the path meanwhile
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links: exclusive creation, then a copy
+        with open(tmp, "rb") as src, open(path, "xb") as dst:
+            dst.write(src.read())
+            dst.flush()
+            os.fsync(dst.fileno())
+    os.unlink(tmp)
 
 
 def _parse_header(line: bytes) -> str | None:
