@@ -47,8 +47,9 @@ def test_probe_files_agree_with_aggregate(demo_run):
         d = directed[(directed["model"] == model) & (directed["revision"] == rev)]
         for _, row in probe[probe["protocol"] != "base"].iterrows():
             m = d[(d["protocol"] == row["protocol"]) & (d["layer_i"] == row["layer_i"])
-                  & ((d["layer_j"] == row["layer_j"]) | (d["layer_j"].isna() & pd.isna(row["layer_j"])))]
-            assert len(m) == 1, (path, row["protocol"], row["layer_i"], row["layer_j"])
+                  & ((d["layer_j"] == row["layer_j"]) | (d["layer_j"].isna() & pd.isna(row["layer_j"])))
+                  & ((d["head"] == row["head"]) | (d["head"].isna() & pd.isna(row["head"])))]
+            assert len(m) == 1, (path, row["protocol"], row["layer_i"], row["layer_j"], row["head"])
             assert m["kl_mean"].iloc[0] == pytest.approx(row["kl_mean"], rel=1e-12)
             # the token-weighted mean is the ratio of the per-sequence sums
             assert row["kl_mean"] == pytest.approx(np.sum(row["seq_kl_sum"]) / np.sum(row["seq_tokens"]), rel=1e-12)
