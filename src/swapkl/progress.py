@@ -20,6 +20,7 @@ import logging
 import os
 import zlib
 
+from swapkl.atomic import replaced_on_success
 from swapkl.errors import SwapKLError
 from swapkl.parquet_io import os_reason
 
@@ -99,15 +100,13 @@ class ProgressLog:
             raise SwapKLError(f"cannot remove the discarded progress file {self.path!r}: {os_reason(e)}") from e
 
     def _rewrite(self) -> None:
-        tmp = self.path + ".tmp"
         try:
-            with open(tmp, "w") as f:
+            with replaced_on_success(self.path) as tmp, open(tmp, "w") as f:
                 f.write(json.dumps({"fingerprint": self.fingerprint}) + "\n")
                 for rec in self.records.values():
                     f.write(json.dumps({**rec, "crc": _crc(rec)}, sort_keys=True) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, self.path)
         except OSError as e:
             raise SwapKLError(f"cannot write progress file {self.path!r}: {os_reason(e)}") from e
 
