@@ -744,7 +744,7 @@ def test_cli_bad_input(name, env, tmp_path, capsys):
     if out is not None and str(out) not in before:
         assert not os.path.exists(out)
         if out.parent.is_dir():
-            assert not [p for p in out.parent.iterdir() if p.name.startswith(".tmp-")]
+            assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 # ----------------------------------------------------------------------------------------- API case

@@ -196,6 +196,17 @@ def _seq_matrix(path: str, table: pa.Table, name: str, n_rows: int, n_seqs: np.n
     return out
 
 
+def _check_labels(path: str, df: pd.DataFrame, column: str, allowed, required) -> None:
+    """Every row's ``column`` is one of ``allowed`` and no ``required`` column has a missing value."""
+    bad = sorted(set(df[column].dropna()) - set(allowed))
+    if df[column].isna().any() or bad:
+        raise SwapKLError(f"{path}: unknown {column} {bad[0] if bad else None!r}; "
+                          f"expected one of {', '.join(allowed)}")
+    for c in required:
+        if df[c].isna().any():
+            raise SwapKLError(f"{path}: column {c} has missing values")
+
+
 def read_probe_file(path: str | Path) -> ProbeInput:
     """Read and validate one probe Parquet (schema: :data:`PROBE_COLUMNS`)."""
     path = str(path)
@@ -204,13 +215,7 @@ def read_probe_file(path: str | Path) -> ProbeInput:
     df = _int_frame(table, scalar)
     model, revision, step, n_layers = _checkpoint_identity(path, df)
 
-    bad_proto = sorted(set(df["protocol"].dropna()) - set(PROBE_PROTOCOLS))
-    if df["protocol"].isna().any() or bad_proto:
-        raise SwapKLError(f"{path}: unknown protocol {bad_proto[0] if bad_proto else None!r}; "
-                          f"expected one of {', '.join(PROBE_PROTOCOLS)}")
-    for c in ("n_seqs", "n_tokens", "kl_mean"):
-        if df[c].isna().any():
-            raise SwapKLError(f"{path}: column {c} has missing values")
+    _check_labels(path, df, "protocol", PROBE_PROTOCOLS, required=("n_seqs", "n_tokens", "kl_mean"))
     if not np.isfinite(df["kl_mean"].to_numpy(dtype=np.float64)).all():
         row = int(np.flatnonzero(~np.isfinite(df["kl_mean"].to_numpy(dtype=np.float64)))[0])
         raise SwapKLError(f"{path}: row {row}: kl_mean is not finite")
@@ -286,13 +291,7 @@ def read_repr_file(path: str | Path) -> ReprInput:
     table, prov = _read(path, REPR_COLUMNS, "representation")
     df = _int_frame(table, REPR_COLUMNS)
     model, revision, step, n_layers = _checkpoint_identity(path, df)
-    bad = sorted(set(df["metric"].dropna()) - set(REPR_METRICS))
-    if df["metric"].isna().any() or bad:
-        raise SwapKLError(f"{path}: unknown metric {bad[0] if bad else None!r}; "
-                          f"expected one of {', '.join(REPR_METRICS)}")
-    for c in ("layer_i", "width", "value"):
-        if df[c].isna().any():
-            raise SwapKLError(f"{path}: column {c} has missing values")
+    _check_labels(path, df, "metric", REPR_METRICS, required=("layer_i", "width", "value"))
     li = df["layer_i"].to_numpy(dtype=np.int64)
     w = df["width"].to_numpy(dtype=np.int64)
     out = (li < 0) | (w < 1) | (li + w > n_layers)

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from swapkl.atomic import replaced_on_success
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import replaceable
 from swapkl.provenance import METADATA_KEY
@@ -27,16 +28,12 @@ def write_parquet(df: pd.DataFrame | pa.Table, path: str, provenance: dict) -> N
     meta.pop(b"pandas", None)  # pandas metadata is not needed and varies with pandas versions
     meta[METADATA_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
     table = table.replace_schema_metadata(meta)
-    tmp = _temp_file(path)
+    check_writable(path)  # names the folder when it cannot take a file at all
     try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
+        with replaced_on_success(path) as tmp:
+            pq.write_table(table, tmp, compression="zstd")
     except OSError as e:
-        _unlink(tmp)
         raise SwapKLError(f"cannot write {path!r}: {os_reason(e)}") from e
-    except BaseException:
-        _unlink(tmp)
-        raise
 
 
 def check_writable(path: str) -> None:

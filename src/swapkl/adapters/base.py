@@ -73,18 +73,15 @@ class Adapter:
         """Which attention mask the stock forward hands to the block at ``slot``."""
         return "full_attention"
 
+    def mask_inputs(self, h0: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor) -> dict:
+        """Keyword arguments of transformers' mask builders for one forward without a cache."""
+        return dict(config=self.config, inputs_embeds=h0, attention_mask=attention_mask, past_key_values=None,
+                    position_ids=position_ids)
+
     def build_masks(self, h0: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor):
         from transformers.masking_utils import create_causal_mask
 
-        return {
-            "full_attention": create_causal_mask(
-                config=self.config,
-                inputs_embeds=h0,
-                attention_mask=attention_mask,
-                past_key_values=None,
-                position_ids=position_ids,
-            )
-        }
+        return {"full_attention": create_causal_mask(**self.mask_inputs(h0, attention_mask, position_ids))}
 
     def prepare(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, BlockContext]:
         """Embeddings entering slot 0 and the context shared by all blocks."""

@@ -10,11 +10,4 @@ class MistralAdapter(Adapter):
         from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
         fn = create_causal_mask if self.config.sliding_window is None else create_sliding_window_causal_mask
-        mask = fn(
-            config=self.config,
-            inputs_embeds=h0,
-            attention_mask=attention_mask,
-            past_key_values=None,
-            position_ids=position_ids,
-        )
-        return {"full_attention": mask}
+        return {"full_attention": fn(**self.mask_inputs(h0, attention_mask, position_ids))}

@@ -18,13 +18,7 @@ class Qwen3Adapter(Adapter):
     def build_masks(self, h0, attention_mask, position_ids):
         from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
-        kwargs = dict(
-            config=self.config,
-            inputs_embeds=h0,
-            attention_mask=attention_mask,
-            past_key_values=None,
-            position_ids=position_ids,
-        )
+        kwargs = self.mask_inputs(h0, attention_mask, position_ids)
         masks = {"full_attention": create_causal_mask(**kwargs)}
         if "sliding_attention" in self.config.layer_types:
             masks["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)

@@ -20,7 +20,7 @@ import platform
 import re
 from pathlib import Path
 
-from swapkl.demo.atomic import claim_folder, write_json_atomic, write_text_atomic
+from swapkl.atomic import claim_folder, write_json_atomic, write_text_atomic
 from swapkl.demo.stdlib_docs import EXCLUDED_MODULES, collect_stdlib_docs
 from swapkl.errors import SwapKLError
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from swapkl.demo.atomic import claim_folder, move_files_into, write_json_atomic
+from swapkl.atomic import claim_folder, move_files_into, write_json_atomic
 from swapkl.demo.corpus import corpus_file, read_paragraphs, sha256_file
 from swapkl.errors import SwapKLError
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from pathlib import Path
 
 import matplotlib
 from matplotlib.figure import Figure
 
+from swapkl.atomic import replaced_on_success
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import replaceable, require_distinct
 from swapkl.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION  # noqa: F401  (re-exported)
@@ -101,22 +101,15 @@ def save_figure(fig: Figure, out_png: str | Path, out_pdf: str | Path) -> None:
     require_distinct({"--out-png": str(out_png), "--out-pdf": str(out_pdf)})
     for path, fmt, _ in targets:
         replaceable(str(path), "figure", _figure_written_by_swapkl)
-    tmps = []
     try:
-        for path, fmt, meta in targets:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise SwapKLError(f"{path.parent}: cannot create the output folder ({e.strerror})") from None
-            tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
-            tmps.append(tmp)
-            with figure_style(), _quiet_font_subsetting():
-                fig.savefig(tmp, format=fmt, dpi=PNG_DPI, metadata=meta)
-        for (path, _, _), tmp in zip(targets, tmps):
-            os.replace(tmp, path)
+        with contextlib.ExitStack() as stack:  # both files are written before either replaces its target
+            for path, fmt, meta in targets:
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as e:
+                    raise SwapKLError(f"{path.parent}: cannot create the output folder ({e.strerror})") from None
+                tmp = stack.enter_context(replaced_on_success(path))
+                with figure_style(), _quiet_font_subsetting():
+                    fig.savefig(tmp, format=fmt, dpi=PNG_DPI, metadata=meta)
     except OSError as e:
         raise SwapKLError(f"{e.filename or out_png}: cannot write figure ({e.strerror or e})") from None
-    finally:
-        for tmp in tmps:
-            if tmp.exists():
-                tmp.unlink()

@@ -1,4 +1,10 @@
-"""Atomic writes for the demo's outputs: a failed run leaves no partial file or checkpoint."""
+"""Atomic writes: a failed or killed write leaves no partial file or directory, and the previous one intact.
+
+:func:`replaced_on_success` is the one primitive for files: write to the path it yields (a fresh hidden
+name next to the target), and the target is replaced by it only when the block ends without an error;
+otherwise the temporary file is removed. Parquet tables, progress files, figures and the demo's files
+all go through it; :func:`staged_dir` does the same for directories.
+"""
 
 from __future__ import annotations
 
@@ -18,18 +24,25 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}{suffix}")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8, ``\\n`` newlines) to ``path`` via a temporary file in the same directory."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _sibling(path, ".tmp")
+@contextmanager
+def replaced_on_success(path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; when the block succeeds it replaces ``path`` (one rename,
+    so readers see the old file or the new one, never a part); when it fails it is removed."""
+    tmp = _sibling(Path(path), ".tmp")
     try:
-        with open(tmp, "x", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` newlines) to ``path`` via a temporary file in the same directory."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with replaced_on_success(path) as tmp, open(tmp, "x", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
 
 
 def write_json_atomic(path: Path, obj) -> None:
