@@ -98,8 +98,9 @@ def expected_counts(cfg: dict) -> Counter:
                     else m["relevance"]["revisions"])
     ]
     if scored:
-        counts.update(score_relevance=len(scored), aggregate_relevance=1, plot_relevance_cosine=len(scored),
-                      plot_relevance_zscores=len(scored))
+        counts.update(score_relevance=len(scored), aggregate_relevance=1, summarise_relevance=1,
+                      plot_relevance_cosine=len(scored), plot_relevance_zscores=len(scored),
+                      plot_relevance_confusion=len(scored))
     if any(models[name].get("relevance", {}).get("demo_tasks", False) for name, _ in scored):
         counts["build_demo_tasks"] = 1
     if demo:

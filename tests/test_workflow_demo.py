@@ -132,9 +132,14 @@ def test_relevance_table_and_figures(demo_run):
     for (model, revision), g in rel.groupby(["model", "revision"]):
         n_layers = len(set(g["layer"]))
         assert len(g) == n_layers * 5  # two metrics per multiple-choice task, one for the LM text
-        for stem in ("relevance_cosine", "relevance_zscores"):
+        for stem in ("relevance_cosine", "relevance_zscores", "relevance_confusion"):
             png = demo_run / f"results/figures/{stem}/{model}/{revision}.png"
             assert png.stat().st_size > 1000 and png.with_suffix(".pdf").is_file()
+    stats = pd.read_parquet(demo_run / "results/relevance_stats.parquet")
+    plotted = rel[rel["metric"].isin(["acc", "next_token_acc"])]
+    assert sorted(map(tuple, stats[["model", "revision", "task"]].to_numpy())) == \
+        sorted(map(tuple, plotted[["model", "revision", "task"]].drop_duplicates().to_numpy()))
+    assert (stats["reference"] == "bi").all()
 
 
 def test_exported_pruned_models_load(demo_run):

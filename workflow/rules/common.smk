@@ -610,10 +610,11 @@ def get_final_outputs():
         outputs += figure_files("training_curves")
     outputs += [f"results/exports/{model}/{revision}" for model, revision in export_checkpoints()]
     if relevance_checkpoints():
-        outputs += ["results/relevance.parquet"]
+        outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
         for model, revision in relevance_checkpoints():
             outputs += figure_files(f"relevance_cosine/{model}/{revision}")
             outputs += figure_files(f"relevance_zscores/{model}/{revision}")
+            outputs += figure_files(f"relevance_confusion/{model}/{revision}")
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]
