@@ -21,11 +21,13 @@ import math
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 import naive_reference as ref
 from swapkl.engine import ProbeEngine
+from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.pairs import deletion
 from swapkl.relevance import BASE, acc_rel, lm_relevance, next_token_hits, task_relevance
@@ -272,3 +274,38 @@ def test_bad_documents_name_file_and_line(tmp_path, doc, message):
     with pytest.raises(SwapKLError, match=message) as e:
         load_task(path)
     assert "t.jsonl:2" in str(e.value)
+
+
+# -- tasks loaded by lm-eval (the study's hub tasks), offline on local task files ----------------------------------
+
+def test_harness_tasks_score_as_swapkls_own_task_reader(tmp_path, monkeypatch):
+    """The hub-task path (lm-eval builds the requests and scores them with ``process_results``; swapkl supplies
+    the log-likelihoods) on local task files gives, for the base model and every deletion, the per-question
+    acc and acc_norm and the relevance rows that swapkl's own reader gives (itself checked against HFLM above)."""
+    from swapkl.harness_tasks import harness_relevance, load_harness_tasks
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    model = tiny_model("llama", n_layers=N_LAYERS, vocab=97, seed=1)
+    tok = eos_char_tokenizer()
+    tasks = _tasks(tmp_path / "tasks")
+    engine = ProbeEngine(model)
+    loaded = load_harness_tasks([t.name for t in tasks], include_path=str(tmp_path / "tasks"), include_defaults=False)
+    assert [h.name for h in loaded] == [t.name for t in tasks]
+    for h, t in zip(loaded, tasks):
+        assert h.random_baseline == pytest.approx(t.random_baseline, rel=1e-12)
+        rows, per_variant = harness_relevance(engine, h, tok, model="tiny", revision=None, batch_size=5)
+        own = task_relevance(engine, t, tok, model="tiny", revision=None, batch_size=5)
+        assert set(per_variant) == set(own.predictions)
+        for key, p in per_variant.items():
+            for metric in ("acc", "acc_norm"):
+                assert p[metric].tolist() == own.predictions[key][metric].tolist(), (t.name, key, metric)
+        pd.testing.assert_frame_equal(pd.DataFrame(rows), pd.DataFrame(own.rows), check_exact=True)
+
+
+def test_unknown_harness_task_is_one_line_error(tmp_path):
+    from swapkl.harness_tasks import load_harness_tasks
+
+    _tasks(tmp_path / "tasks")
+    with pytest.raises(SwapKLError, match="lm-eval knows no task 'no_such_task'"):
+        load_harness_tasks(["no_such_task"], include_path=str(tmp_path / "tasks"), include_defaults=False)

@@ -66,29 +66,31 @@ def _encode(tokenizer, text: str) -> list[int]:
     return list(tokenizer.encode(text))
 
 
+def make_request(tokenizer, doc: int, choice: int, context: str, continuation: str, max_positions: int | None,
+                 task: str) -> Request:
+    """One (context, continuation) request, tokenised as lm-eval's ``HFLM`` does."""
+    raw_context, raw_continuation = context, continuation
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    if not context:
+        raise SwapKLError(f"task {task!r} document {doc}: the context is blank")
+    whole = _encode(tokenizer, context + continuation)
+    n_ctx = len(_encode(tokenizer, context))
+    n_cont = len(whole) - n_ctx
+    if n_cont < 1 or n_ctx < 1:
+        raise SwapKLError(f"task {task!r} document {doc} choice {choice}: the continuation has no tokens of its own")
+    if max_positions is not None and len(whole) - 1 > max_positions:
+        raise SwapKLError(f"task {task!r} document {doc} choice {choice}: {len(whole)} tokens exceed the model's "
+                          f"{max_positions} positions")
+    return Request(doc, choice, raw_context, raw_continuation, tuple(whole), n_cont)
+
+
 def task_requests(task, tokenizer, max_positions: int | None) -> list[Request]:
     """The (context, continuation) requests of every choice of every document, tokenised."""
-    out = []
-    for d, doc in enumerate(task.docs):
-        for c, choice in enumerate(doc.choices):
-            context, continuation = doc.context, task.target_delimiter + choice
-            n_spaces = len(context) - len(context.rstrip())
-            if n_spaces:
-                continuation = context[-n_spaces:] + continuation
-                context = context[:-n_spaces]
-            if not context:
-                raise SwapKLError(f"task {task.name!r} document {d}: the context is blank")
-            whole = _encode(tokenizer, context + continuation)
-            n_ctx = len(_encode(tokenizer, context))
-            n_cont = len(whole) - n_ctx
-            if n_cont < 1 or n_ctx < 1:
-                raise SwapKLError(f"task {task.name!r} document {d} choice {c}: the continuation has no tokens "
-                                  "of its own")
-            if max_positions is not None and len(whole) - 1 > max_positions:
-                raise SwapKLError(f"task {task.name!r} document {d} choice {c}: {len(whole)} tokens exceed the "
-                                  f"model's {max_positions} positions")
-            out.append(Request(d, c, doc.context, task.target_delimiter + choice, tuple(whole), n_cont))
-    return out
+    return [make_request(tokenizer, d, c, doc.context, task.target_delimiter + choice, max_positions, task.name)
+            for d, doc in enumerate(task.docs) for c, choice in enumerate(doc.choices)]
 
 
 def _batch(requests: list[Request], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
