@@ -27,6 +27,8 @@ rule score_relevance:
         checkpoint=get_checkpoint_dir,
         tasks=get_relevance_tasks,
         lm=get_relevance_lm,
+        lm_sets=get_relevance_lm_sets,
+        lm_eval_tasks=get_relevance_lm_eval_tasks,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
     log:

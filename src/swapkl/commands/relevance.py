@@ -16,6 +16,9 @@ def add_parser(sub) -> None:
                     "1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the base model is not above chance r.")
     add_model_arguments(p)
     p.add_argument("--tasks", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
+    p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
+                   help="task names lm-eval loads from the dataset hub (e.g. arc_easy hellaswag mmlu; zero-shot "
+                        "multiple choice; groups scored per subtask)")
     p.add_argument("--label", help="model label in the table (default: the model id)")
     p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
     p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
@@ -60,7 +63,8 @@ def run(args) -> None:
                   lm_data=data_spec(args, "lm-") if has_lm else None, lm_name=args.lm_name, label=args.label,
                   revision_label=args.revision_label,
                   dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-                  allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code)
+                  allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
+                  harness_tasks=args.lm_eval_tasks)
 
 
 def run_demo_tasks(args) -> None:
