@@ -370,6 +370,11 @@ INVALID = {
                                    "relevance.revisions"),
     "demo tasks of a hub model": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "demo_tasks": True}),
                                   "demo_tasks"),
+    "LM set named like the lm data": (lambda c: _set(c, P14 + ("relevance",), {
+        "enabled": True, "lm": {"text_file": "a.txt"}, "lm_sets": {"lm": {"text_file": "b.txt"}}}),
+        "relevance.lm_sets.lm"),
+    "blank lm-eval task name": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "lm_eval_tasks": [""]}),
+                                "lm_eval_tasks"),
     "trajectory of a branch": (lambda c: _set(c, QWEN + ("trajectory",), True), "revisions"),
     "bad model name": (lambda c: _rename(c, P410, "pythia 410m"), "pythia 410m"),
     "demo revision past training": (lambda c: _set(c, P410, {"demo": {"arch": "llama", "steps": 10},
