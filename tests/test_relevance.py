@@ -309,3 +309,51 @@ def test_unknown_harness_task_is_one_line_error(tmp_path):
     _tasks(tmp_path / "tasks")
     with pytest.raises(SwapKLError, match="lm-eval knows no task 'no_such_task'"):
         load_harness_tasks(["no_such_task"], include_path=str(tmp_path / "tasks"), include_defaults=False)
+
+
+def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
+    """summarise_relevance on a real relevance file and a real aggregate (probe + representation of the same
+    checkpoint): one row per task, with BI read from the representation rows the probe wrote."""
+    import pandas as pd
+
+    from swapkl.aggregate import aggregate, read_aggregate
+    from swapkl.data import DataSpec
+    from swapkl.probe import run_probe
+    from swapkl.relevance import run_relevance
+    from swapkl.relevance_stats import relevance_statistics, summarise_relevance
+
+    src = tmp_path / "model"
+    model = tiny_model("llama", n_layers=6, vocab=97, seed=1)  # 4 blocks ranked once the boundary ones are out
+    model.save_pretrained(src)
+    eos_char_tokenizer().save_pretrained(src)
+    plain = _tasks(tmp_path / "tasks")[0]
+    # a task whose gold answer is the full model's own pick: the base model is above chance, so AccRel is defined
+    base = task_relevance(ProbeEngine(model), plain,
+                          eos_char_tokenizer(), model="tiny", revision=None).loglikelihoods[BASE]
+    write_task(tmp_path / "tasks", "model_pick", [{"query": d.context, "choices": list(d.choices),
+                                                   "gold": int(np.argmax(x))} for d, x in zip(plain.docs, base)])
+    tasks = [plain, load_task(str(tmp_path / "tasks" / "model_pick.yaml"))]
+    np.save(tmp_path / "probe.npy", random_tokens(97, 4, 16, seed=5).numpy())
+    probe, rep, agg = tmp_path / "probe.parquet", tmp_path / "repr.parquet", tmp_path / "agg.parquet"
+    run_probe(str(src), str(probe), pairs="adjacent", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
+              device="cpu", n_boot=10, repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"})
+    aggregate([probe], [rep], str(agg), pair_sets={"tiny": ["adjacent"]}, n_boot=10)
+    rel = tmp_path / "rel.parquet"
+    run_relevance(str(src), [t.yaml_path for t in tasks], str(rel), label="tiny", revision_label="step1",
+                  device="cpu")
+    out = tmp_path / "stats.parquet"
+    summarise_relevance(str(rel), str(agg), str(out))
+    st = pd.read_parquet(out)
+    assert sorted(st["task"]) == ["model_pick", "tiny_plain"] and (st["metric"] == "acc").all()
+    checked = 0
+    bi = pd.read_parquet(rep).query("metric == 'bi'").sort_values("layer_i")["value"].to_numpy()
+    table = pd.read_parquet(rel)
+    for _, r in st.iterrows():
+        x = table[(table["task"] == r["task"]) & (table["metric"] == "acc")].sort_values("layer")["relevance"]
+        ok = np.isfinite(x.to_numpy())[1:-1]
+        if ok.sum() >= 2 and np.ptp(x.to_numpy()[1:-1][ok]) > 0:
+            want = np.corrcoef(x.to_numpy()[1:-1][ok], bi[1:-1][ok])[0, 1]
+            assert r["pearson"] == pytest.approx(want, abs=1e-12)
+            checked += 1
+    assert checked >= 1, "no task with defined, varying AccRel: the check would compare nothing"
+    pd.testing.assert_frame_equal(st, relevance_statistics(table, read_aggregate(agg)))
