@@ -357,3 +357,12 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
             checked += 1
     assert checked >= 1, "no task with defined, varying AccRel: the check would compare nothing"
     pd.testing.assert_frame_equal(st, relevance_statistics(table, read_aggregate(agg)))
+    # the command line writes the same table and draws its figure
+    from swapkl import cli
+
+    assert cli.main(["relevance-stats", "--input", str(rel), "--aggregate", str(agg),
+                     "--out", str(tmp_path / "cli.parquet")]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "cli.parquet"), st)
+    assert cli.main(["plot-relevance", "confusion", "--input", str(out), "--model", "tiny", "--revision", "step1",
+                     "--out-png", str(tmp_path / "k.png"), "--out-pdf", str(tmp_path / "k.pdf")]) == 0
+    assert (tmp_path / "k.png").stat().st_size > 1000
