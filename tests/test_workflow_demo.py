@@ -113,7 +113,7 @@ def test_demo_models_learned(demo_run):
 def test_pruning_table(demo_run):
     pr = pd.read_parquet(demo_run / "results/pruning.parquet")
     assert {"interchange", "replacement_max", "bi", "sleb_iterative", "random_mean", "sleb_greedy", "cka", "taylor",
-            "laco", "beam"} <= set(pr["guide"])
+            "laco", "beam", "accuracy_iterative"} <= set(pr["guide"])
     base = pr[pr["guide"] == "base"]
     assert (base["delta_ppl_pct"].abs() < 1e-9).all()
     one = pr[(pr["budget"] == 1) & pr["feasible"].astype(bool) & ~pr["guide"].isin(["random", "random_mean"])]
