@@ -366,3 +366,35 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     assert cli.main(["plot-relevance", "confusion", "--input", str(out), "--model", "tiny", "--revision", "step1",
                      "--out-png", str(tmp_path / "k.png"), "--out-pdf", str(tmp_path / "k.pdf")]) == 0
     assert (tmp_path / "k.png").stat().st_size > 1000
+
+
+def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypatch):
+    """The study's path through run_relevance: lm-eval task names (here resolved offline from the local task
+    folder instead of the hub) and named LM data give the rows that local task files and --lm data give."""
+    import functools
+
+    import pandas as pd
+
+    from swapkl import harness_tasks, provenance
+    from swapkl.data import DataSpec
+    from swapkl.relevance import run_relevance
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    src = _saved_model(tmp_path)
+    tasks = _tasks(tmp_path / "tasks")
+    monkeypatch.setattr(harness_tasks, "load_harness_tasks", functools.partial(
+        harness_tasks.load_harness_tasks, include_path=str(tmp_path / "tasks"), include_defaults=False))
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(" ".join(random.Random(i).choices(WORDS, k=12)) for i in range(6)))
+    lm = DataSpec(text_file=str(text), n_seqs=4, seq_len=40)
+    hub, local = tmp_path / "hub.parquet", tmp_path / "local.parquet"
+    run_relevance(str(src), [], str(hub), harness_tasks=[t.name for t in tasks], lm_sets={"c4": lm}, label="tiny",
+                  device="cpu")
+    run_relevance(str(src), [t.yaml_path for t in tasks], str(local), lm_data=lm, lm_name="c4", label="tiny",
+                  device="cpu")
+    pd.testing.assert_frame_equal(pd.read_parquet(hub), pd.read_parquet(local), check_exact=True)
+    prov = provenance.read(str(hub))
+    assert prov["tasks"]["tiny_plain"]["lm_eval_task"] == "tiny_plain" and set(prov["lm_sets"]) == {"c4"}
+    with pytest.raises(SwapKLError, match="task names repeat"):
+        run_relevance(str(src), [], str(tmp_path / "x.parquet"), lm_data=lm, lm_sets={"lm": lm}, device="cpu")
