@@ -226,3 +226,54 @@ def test_laco_pairs_take_disjoint_adjacent_pairs_by_kl():
     sel = get_guide("laco").select(GuideContext(probe, None, 5, [1, 2, 3], 0))
     assert sel.removed[(2, None)].removed == (2, 4) and sel.removed[(2, None)].merged == (1, 3)
     assert sel.removed[(3, None)] is None
+
+
+# ------------------------------------------------------------------------------------------ accuracy-guided
+
+
+def _greedy_windows(model, n_seqs=4, prompt=3, length=16) -> Windows:
+    """Windows the full model continues greedily: its next-token accuracy is high and deletions lower it by
+    different amounts, so the brute force below is not decided by ties alone."""
+    ids = random_tokens(97, n_seqs, prompt, seed=41)
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=length - prompt,
+                             do_sample=False, pad_token_id=0)
+    return Windows(out.numpy(), np.ones_like(out.numpy()), "greedy")
+
+
+@torch.no_grad()
+def _stock_accuracy(model, windows, removed):
+    """Next-token accuracy of the stock forward with the ``removed`` blocks taken out of its ModuleList,
+    and the smallest gap between the two largest logits (an argmax decided by rounding would show there)."""
+    ids = torch.from_numpy(windows.input_ids)
+    z = stock_drop(model, list(removed))(input_ids=ids, use_cache=False).logits[:, :-1].double()
+    top2 = z.topk(2, dim=-1).values
+    return float((z.argmax(-1) == ids[:, 1:]).double().mean()), float((top2[..., 0] - top2[..., 1]).min())
+
+
+def test_accuracy_guided_guide_matches_a_brute_force_on_the_stock_forward():
+    """Greedy removal by calibration next-token accuracy, every candidate scored on a stock model without
+    its blocks. Float32 logits differ between the engine and the stock forward by rounding only (~1e-6
+    relative, see tests/float32_bounds.py); a position whose top-2 logit gap exceeds 1e-4 therefore has
+    the same argmax in both, which the brute force asserts for every position it scores."""
+    model = tiny_model("llama", n_layers=N_LAYERS, vocab=97, seed=4)
+    calib = _greedy_windows(model)
+    ctx = GuideContext(pd.DataFrame(columns=["protocol", "layer_i", "layer_j", "kl_mean"]), None, N_LAYERS,
+                       [1, 2, 3], 0, engine=ProbeEngine(model), calib=calib, batch_size=3)
+    sel = get_guide("accuracy_iterative").select(ctx)
+    base, _ = _stock_accuracy(model, calib, ())
+    removed: tuple[int, ...] = ()
+    distinct = set()
+    for n in (1, 2, 3):
+        scored = {b: _stock_accuracy(model, calib, removed + (b,)) for b in range(N_LAYERS) if b not in removed}
+        assert min(gap for _, gap in scored.values()) > 1e-4
+        acc = {b: a for b, (a, _) in scored.items()}
+        distinct |= {len(set(acc.values())) > 1}
+        if n == 1:
+            want = np.array([base - acc[b] for b in range(N_LAYERS)])
+            np.testing.assert_array_equal(sel.scores["accuracy_single"], want)
+        best = max(acc.values())
+        removed = tuple(sorted(removed + (min(b for b, a in acc.items() if a == best),)))
+        assert sel.removed[(n, None)].removed == removed
+        assert sel.n_evals[(n, None)] == sum(N_LAYERS - k for k in range(n))
+    assert distinct == {True}, "every step's candidates tie: the check would not tell guides apart"

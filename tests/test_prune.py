@@ -61,10 +61,10 @@ def test_output_has_documented_columns_and_rows(setup):
     assert t.schema.names == PRUNING_SCHEMA.names
     df = t.to_pandas()
     guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
-              "angular", "sleb_iterative", "sleb_greedy", "cka", "taylor", "laco", "beam", "sleb_matched", "random",
+              "angular", "sleb_iterative", "sleb_greedy", "accuracy_iterative", "cka", "taylor", "laco", "beam", "sleb_matched", "random",
               "random_mean"}
     assert set(df["guide"]) == guides
-    assert len(df) == 1 + 14 * 2 + 3 * 2 + 2
+    assert len(df) == 1 + 15 * 2 + 3 * 2 + 2
     assert (df["model"] == "tiny").all() and (df["revision"] == "step100").all() and (df["step"] == 100).all()
     assert df["eval_split"].str.startswith("text_file:").all()
     assert df["calibration_split"].str.startswith("tokens:").all() and df["probe_split"].str.contains("probe.npy").all()
@@ -146,7 +146,8 @@ def test_costs_match_independent_computation(setup):
     windows = torch.from_numpy(np.load(setup["dir"] / "probe.npy"))
     with torch.no_grad():
         lp = torch.log_softmax(model(input_ids=windows, use_cache=False).logits.double(), -1)
-    for guide in ("interchange", "bi", "sleb_iterative", "sleb_greedy", "cka", "taylor", "beam", "laco"):
+    for guide in ("interchange", "bi", "sleb_iterative", "sleb_greedy", "accuracy_iterative", "cka", "taylor", "beam",
+                  "laco"):
         r = _row(df, guide, 2)
         if guide == "interchange":
             assert list(r["removed_layers"]) == _independent_interchange_selection(probe, 2)

@@ -21,11 +21,13 @@ import math
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 import naive_reference as ref
 from swapkl.engine import ProbeEngine
+from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.pairs import deletion
 from swapkl.relevance import BASE, acc_rel, lm_relevance, next_token_hits, task_relevance
@@ -272,3 +274,127 @@ def test_bad_documents_name_file_and_line(tmp_path, doc, message):
     with pytest.raises(SwapKLError, match=message) as e:
         load_task(path)
     assert "t.jsonl:2" in str(e.value)
+
+
+# -- tasks loaded by lm-eval (the study's hub tasks), offline on local task files ----------------------------------
+
+def test_harness_tasks_score_as_swapkls_own_task_reader(tmp_path, monkeypatch):
+    """The hub-task path (lm-eval builds the requests and scores them with ``process_results``; swapkl supplies
+    the log-likelihoods) on local task files gives, for the base model and every deletion, the per-question
+    acc and acc_norm and the relevance rows that swapkl's own reader gives (itself checked against HFLM above)."""
+    from swapkl.harness_tasks import harness_relevance, load_harness_tasks
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    model = tiny_model("llama", n_layers=N_LAYERS, vocab=97, seed=1)
+    tok = eos_char_tokenizer()
+    tasks = _tasks(tmp_path / "tasks")
+    engine = ProbeEngine(model)
+    loaded = load_harness_tasks([t.name for t in tasks], include_path=str(tmp_path / "tasks"), include_defaults=False)
+    assert [h.name for h in loaded] == [t.name for t in tasks]
+    for h, t in zip(loaded, tasks):
+        assert h.random_baseline == pytest.approx(t.random_baseline, rel=1e-12)
+        rows, per_variant = harness_relevance(engine, h, tok, model="tiny", revision=None, batch_size=5)
+        own = task_relevance(engine, t, tok, model="tiny", revision=None, batch_size=5)
+        assert set(per_variant) == set(own.predictions)
+        for key, p in per_variant.items():
+            for metric in ("acc", "acc_norm"):
+                assert p[metric].tolist() == own.predictions[key][metric].tolist(), (t.name, key, metric)
+        pd.testing.assert_frame_equal(pd.DataFrame(rows), pd.DataFrame(own.rows), check_exact=True)
+
+
+def test_unknown_harness_task_is_one_line_error(tmp_path):
+    from swapkl.harness_tasks import load_harness_tasks
+
+    _tasks(tmp_path / "tasks")
+    with pytest.raises(SwapKLError, match="lm-eval knows no task 'no_such_task'"):
+        load_harness_tasks(["no_such_task"], include_path=str(tmp_path / "tasks"), include_defaults=False)
+
+
+def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
+    """summarise_relevance on a real relevance file and a real aggregate (probe + representation of the same
+    checkpoint): one row per task, with BI read from the representation rows the probe wrote."""
+    import pandas as pd
+
+    from swapkl.aggregate import aggregate, read_aggregate
+    from swapkl.data import DataSpec
+    from swapkl.probe import run_probe
+    from swapkl.relevance import run_relevance
+    from swapkl.relevance_stats import relevance_statistics, summarise_relevance
+
+    src = tmp_path / "model"
+    model = tiny_model("llama", n_layers=6, vocab=97, seed=1)  # 4 blocks ranked once the boundary ones are out
+    model.save_pretrained(src)
+    eos_char_tokenizer().save_pretrained(src)
+    plain = _tasks(tmp_path / "tasks")[0]
+    # a task whose gold answer is the full model's own pick: the base model is above chance, so AccRel is defined
+    base = task_relevance(ProbeEngine(model), plain,
+                          eos_char_tokenizer(), model="tiny", revision=None).loglikelihoods[BASE]
+    write_task(tmp_path / "tasks", "model_pick", [{"query": d.context, "choices": list(d.choices),
+                                                   "gold": int(np.argmax(x))} for d, x in zip(plain.docs, base)])
+    tasks = [plain, load_task(str(tmp_path / "tasks" / "model_pick.yaml"))]
+    np.save(tmp_path / "probe.npy", random_tokens(97, 4, 16, seed=5).numpy())
+    probe, rep, agg = tmp_path / "probe.parquet", tmp_path / "repr.parquet", tmp_path / "agg.parquet"
+    run_probe(str(src), str(probe), pairs="adjacent", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
+              device="cpu", n_boot=10, repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"})
+    aggregate([probe], [rep], str(agg), pair_sets={"tiny": ["adjacent"]}, n_boot=10)
+    rel = tmp_path / "rel.parquet"
+    run_relevance(str(src), [t.yaml_path for t in tasks], str(rel), label="tiny", revision_label="step1",
+                  device="cpu")
+    out = tmp_path / "stats.parquet"
+    summarise_relevance(str(rel), str(agg), str(out))
+    st = pd.read_parquet(out)
+    assert sorted(st["task"]) == ["model_pick", "tiny_plain"] and (st["metric"] == "acc").all()
+    checked = 0
+    bi = pd.read_parquet(rep).query("metric == 'bi'").sort_values("layer_i")["value"].to_numpy()
+    table = pd.read_parquet(rel)
+    for _, r in st.iterrows():
+        x = table[(table["task"] == r["task"]) & (table["metric"] == "acc")].sort_values("layer")["relevance"]
+        ok = np.isfinite(x.to_numpy())[1:-1]
+        if ok.sum() >= 2 and np.ptp(x.to_numpy()[1:-1][ok]) > 0:
+            want = np.corrcoef(x.to_numpy()[1:-1][ok], bi[1:-1][ok])[0, 1]
+            assert r["pearson"] == pytest.approx(want, abs=1e-12)
+            checked += 1
+    assert checked >= 1, "no task with defined, varying AccRel: the check would compare nothing"
+    pd.testing.assert_frame_equal(st, relevance_statistics(table, read_aggregate(agg)))
+    # the command line writes the same table and draws its figure
+    from swapkl import cli
+
+    assert cli.main(["relevance-stats", "--input", str(rel), "--aggregate", str(agg),
+                     "--out", str(tmp_path / "cli.parquet")]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "cli.parquet"), st)
+    assert cli.main(["plot-relevance", "confusion", "--input", str(out), "--model", "tiny", "--revision", "step1",
+                     "--out-png", str(tmp_path / "k.png"), "--out-pdf", str(tmp_path / "k.pdf")]) == 0
+    assert (tmp_path / "k.png").stat().st_size > 1000
+
+
+def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypatch):
+    """The study's path through run_relevance: lm-eval task names (here resolved offline from the local task
+    folder instead of the hub) and named LM data give the rows that local task files and --lm data give."""
+    import functools
+
+    import pandas as pd
+
+    from swapkl import harness_tasks, provenance
+    from swapkl.data import DataSpec
+    from swapkl.relevance import run_relevance
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    src = _saved_model(tmp_path)
+    tasks = _tasks(tmp_path / "tasks")
+    monkeypatch.setattr(harness_tasks, "load_harness_tasks", functools.partial(
+        harness_tasks.load_harness_tasks, include_path=str(tmp_path / "tasks"), include_defaults=False))
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(" ".join(random.Random(i).choices(WORDS, k=12)) for i in range(6)))
+    lm = DataSpec(text_file=str(text), n_seqs=4, seq_len=40)
+    hub, local = tmp_path / "hub.parquet", tmp_path / "local.parquet"
+    run_relevance(str(src), [], str(hub), harness_tasks=[t.name for t in tasks], lm_sets={"c4": lm}, label="tiny",
+                  device="cpu")
+    run_relevance(str(src), [t.yaml_path for t in tasks], str(local), lm_data=lm, lm_name="c4", label="tiny",
+                  device="cpu")
+    pd.testing.assert_frame_equal(pd.read_parquet(hub), pd.read_parquet(local), check_exact=True)
+    prov = provenance.read(str(hub))
+    assert prov["tasks"]["tiny_plain"]["lm_eval_task"] == "tiny_plain" and set(prov["lm_sets"]) == {"c4"}
+    with pytest.raises(SwapKLError, match="task names repeat"):
+        run_relevance(str(src), [], str(tmp_path / "x.parquet"), lm_data=lm, lm_sets={"lm": lm}, device="cpu")

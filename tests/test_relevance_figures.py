@@ -1,4 +1,6 @@
-"""Relevance statistics and figures: z-scores and misranking against direct computations, files written."""
+"""Relevance statistics (results/relevance_stats.parquet) and figures against direct computations on a small
+hand-made table: z-scores, Pearson R in the paper's sign, exact-rank and severe misranking, the Wilcoxon
+task-dependence test; figures written."""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import zscore
+from scipy.stats import rankdata, zscore
 
-from swapkl.figures.relevance import misranking, plot_cosine_vs_relevance, plot_relevance_zscores, zscores
+from swapkl.figures.relevance import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
 from swapkl.relevance import acc_rel
+from swapkl.relevance_stats import COLUMNS, relevance_statistics, zscores
 
 N = 6
 
@@ -38,25 +41,57 @@ def _aggregate(seed=1):
 def test_zscores_standardise_each_task_over_blocks():
     t = _table()
     t = t[t["metric"].isin(["acc", "next_token_acc"])]
-    z = zscores(t)
+    z = zscores(t.pivot_table(index="task", columns="layer", values="relevance", dropna=False))
     for task in ("a", "b", "lm"):
         want = zscore(t[t["task"] == task].sort_values("layer")["relevance"].to_numpy())
         assert np.allclose(z.loc[task].to_numpy(), want, rtol=0, atol=1e-12)
     assert z.loc["chance"].isna().all()  # AccRel undefined at chance
 
 
-def test_misranking_counts_inner_blocks_whose_ranks_differ():
-    cos = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
-    assert misranking(cos, np.array([0.1, 0.2, 0.3, 0.4, 0.5])) == (0.0, 0.0)  # same order
-    # inner blocks 1..3: ranks by redundancy 2,3,4; by irrelevance 4,3,2 -> two of three differ, offsets 2,0,2
-    share, offset = misranking(cos, np.array([0.1, 0.4, 0.3, 0.2, 0.5]))
-    assert share == pytest.approx(2 / 3) and offset == pytest.approx(4 / 3)
-    assert all(math.isnan(x) for x in misranking(cos[:2], cos[:2]))
+def test_relevance_statistics_against_direct_computations():
+    t, agg = _table(), _aggregate()
+    st = relevance_statistics(t, agg)
+    assert list(st.columns) == COLUMNS
+    assert sorted(st["task"]) == ["a", "b", "chance", "lm"] and set(st["metric"]) == {"acc", "next_token_acc"}
+    bi = agg.sort_values("layer_i")["value"].to_numpy()
+    inner = slice(1, N - 1)  # boundary blocks excluded
+    m = N - 2
+    spreads = []
+    for task in ("a", "b", "lm"):
+        r = st.set_index("task").loc[task]
+        rel = t[(t["task"] == task) & t["metric"].isin(["acc", "next_token_acc"])].sort_values("layer")
+        rel = rel["relevance"].to_numpy()
+        # the paper's R: cosine similarity (1 - BI) against relevance
+        assert r["pearson_paper_sign"] == pytest.approx(np.corrcoef(1 - bi[inner], rel[inner])[0, 1], abs=1e-12)
+        rank_rel = rankdata(rel[inner], method="ordinal")
+        rank_bi = rankdata(bi[inner], method="ordinal")
+        assert r["exact_rank_misranking"] == pytest.approx(np.mean(rank_rel != rank_bi))
+        assert r["severe_misranking"] == pytest.approx(np.mean(np.abs(rank_rel - rank_bi) >= math.ceil(m / 4)))
+        assert list(r["excluded_layers"]) == [0, N - 1] and r["n_ranked"] == m
+        spreads.append(zscore(rel))
+    chance = st.set_index("task").loc["chance"]
+    assert chance["n_ranked"] == 0 and math.isnan(chance["pearson"])
+    # task dependence: per-block SD of z-scores across the three defined tasks; cosine measured once -> spread 0
+    spread = np.std(np.array(spreads), axis=0)
+    assert (spread > 0).all() and len(set(spread)) == N
+    # every difference positive and distinct: W+ = 1 + ... + N, and the exact one-sided p is 2^-N
+    for _, r in st.iterrows():
+        assert r["n_tasks"] == 3 and r["n_blocks"] == N
+        assert r["mean_spread_relevance"] == pytest.approx(spread.mean()) and r["mean_spread_cosine"] == 0
+        assert r["wilcoxon_statistic"] == N * (N + 1) / 2 and r["wilcoxon_p"] == pytest.approx(2.0 ** -N)
+
+
+def test_task_dependence_is_undefined_with_one_task():
+    t = _table()
+    st = relevance_statistics(t[t["task"].isin(["a", "chance"])], _aggregate())
+    assert (st["n_tasks"] == 1).all() and st["wilcoxon_p"].isna().all()
 
 
 def test_relevance_figures_are_written(tmp_path):
     t, agg = _table(), _aggregate()
     plot_cosine_vs_relevance(t, agg, tmp_path / "c.png", tmp_path / "c.pdf", model="m", revision="step1")
     plot_relevance_zscores(t, tmp_path / "z.png", tmp_path / "z.pdf", model="m", revision="step1")
-    for name in ("c.png", "c.pdf", "z.png", "z.pdf"):
+    plot_relevance_confusion(relevance_statistics(t, agg), tmp_path / "k.png", tmp_path / "k.pdf", model="m",
+                             revision="step1")
+    for name in ("c.png", "c.pdf", "z.png", "z.pdf", "k.png", "k.pdf"):
         assert (tmp_path / name).stat().st_size > 1000

@@ -98,8 +98,9 @@ def expected_counts(cfg: dict) -> Counter:
                     else m["relevance"]["revisions"])
     ]
     if scored:
-        counts.update(score_relevance=len(scored), aggregate_relevance=1, plot_relevance_cosine=len(scored),
-                      plot_relevance_zscores=len(scored))
+        counts.update(score_relevance=len(scored), aggregate_relevance=1, summarise_relevance=1,
+                      plot_relevance_cosine=len(scored), plot_relevance_zscores=len(scored),
+                      plot_relevance_confusion=len(scored))
     if any(models[name].get("relevance", {}).get("demo_tasks", False) for name, _ in scored):
         counts["build_demo_tasks"] = 1
     if demo:
@@ -116,14 +117,17 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     counts = dry_run(STUDY)
     assert counts == expected_counts(load(STUDY))
     # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled), and
-    # the paper's protocols on the same weights (no download): Pythia-1.4B step143000 and Qwen3-8B.
+    # the paper's protocols on the same weights (no download): Pythia-1.4B step143000 and Qwen3-8B; the
+    # second paper's relevance tasks (lm-eval names, C4) on Llama-3.1-8B.
     assert counts == Counter({
         "download_checkpoint": 12, "probe_replacement": 14, "probe_interchange": 14, "probe_deletion": 14,
         "aggregate_results": 1, "plot_gap_trajectory": 2, "plot_ratio_by_distance": 6, "plot_heatmaps": 14,
         "plot_deletion_vs_bi": 14, "prune_layers": 5, "aggregate_pruning": 1, "plot_pruning_cost": 5,
-        "plot_pruning_agreement": 5, "plot_pruning_ratio": 1, "all": 1,
+        "plot_pruning_agreement": 5, "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1,
+        "summarise_relevance": 1, "plot_relevance_cosine": 1, "plot_relevance_zscores": 1,
+        "plot_relevance_confusion": 1, "all": 1,
     })
-    assert sum(counts.values()) == 109
+    assert sum(counts.values()) == 115
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
@@ -221,6 +225,12 @@ with SnakemakeApi(OutputSettings()) as api:
         jobs[f"{model}/{revision}"]["prune_metadata"] = g["get_prune_metadata"](wc)
         inputs = g["get_prune_inputs"](wc)
         jobs[f"{model}/{revision}"]["prune_text"] = inputs["text"]
+    for model, revision in g["relevance_checkpoints"]():
+        wc = SimpleNamespace(model=model, revision=revision)
+        jobs[f"{model}/{revision}"]["relevance"] = {
+            "tasks": g["get_relevance_tasks"](wc), "lm_eval_tasks": g["get_relevance_lm_eval_tasks"](wc),
+            "lm": g["get_relevance_lm"](wc), "lm_sets": g["get_relevance_lm_sets"](wc),
+        }
     for model in g["models_with"]("demo"):
         wc = SimpleNamespace(model=model)
         jobs[model] = {"train": g["get_demo_settings"](wc), "save_steps": g["get_save_steps"](wc)}
@@ -236,6 +246,17 @@ def workflow_helpers(configfile: Path) -> dict:
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout.split("RESULT", 1)[1])
+
+
+def test_the_study_scores_the_second_papers_tasks_from_the_hub():
+    """Llama-3.1-8B's relevance job gets the paper's tasks as lm-eval names (loaded from the dataset hub when
+    the study runs) and C4 as language-modelling data, and nothing local."""
+    job = workflow_helpers(STUDY)["Llama-3.1-8B/main"]["relevance"]
+    assert job["lm_eval_tasks"] == ["arc_challenge", "arc_easy", "boolq", "hellaswag", "openbookqa", "piqa",
+                                    "winogrande", "mmlu"]
+    assert job["tasks"] == [] and job["lm"] is None
+    assert list(job["lm_sets"]) == ["c4"]
+    assert job["lm_sets"]["c4"]["dataset"] == "allenai/c4" and job["lm_sets"]["c4"]["dataset_config"] == "en"
 
 
 def test_adding_one_revision_leaves_the_other_jobs_parameters_unchanged(tmp_path):
@@ -349,6 +370,11 @@ INVALID = {
                                    "relevance.revisions"),
     "demo tasks of a hub model": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "demo_tasks": True}),
                                   "demo_tasks"),
+    "LM set named like the lm data": (lambda c: _set(c, P14 + ("relevance",), {
+        "enabled": True, "lm": {"text_file": "a.txt"}, "lm_sets": {"lm": {"text_file": "b.txt"}}}),
+        "relevance.lm_sets.lm"),
+    "blank lm-eval task name": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "lm_eval_tasks": [""]}),
+                                "lm_eval_tasks"),
     "trajectory of a branch": (lambda c: _set(c, QWEN + ("trajectory",), True), "revisions"),
     "bad model name": (lambda c: _rename(c, P410, "pythia 410m"), "pythia 410m"),
     "demo revision past training": (lambda c: _set(c, P410, {"demo": {"arch": "llama", "steps": 10},

@@ -113,7 +113,7 @@ def test_demo_models_learned(demo_run):
 def test_pruning_table(demo_run):
     pr = pd.read_parquet(demo_run / "results/pruning.parquet")
     assert {"interchange", "replacement_max", "bi", "sleb_iterative", "random_mean", "sleb_greedy", "cka", "taylor",
-            "laco", "beam"} <= set(pr["guide"])
+            "laco", "beam", "accuracy_iterative"} <= set(pr["guide"])
     base = pr[pr["guide"] == "base"]
     assert (base["delta_ppl_pct"].abs() < 1e-9).all()
     one = pr[(pr["budget"] == 1) & pr["feasible"].astype(bool) & ~pr["guide"].isin(["random", "random_mean"])]
@@ -132,9 +132,14 @@ def test_relevance_table_and_figures(demo_run):
     for (model, revision), g in rel.groupby(["model", "revision"]):
         n_layers = len(set(g["layer"]))
         assert len(g) == n_layers * 5  # two metrics per multiple-choice task, one for the LM text
-        for stem in ("relevance_cosine", "relevance_zscores"):
+        for stem in ("relevance_cosine", "relevance_zscores", "relevance_confusion"):
             png = demo_run / f"results/figures/{stem}/{model}/{revision}.png"
             assert png.stat().st_size > 1000 and png.with_suffix(".pdf").is_file()
+    stats = pd.read_parquet(demo_run / "results/relevance_stats.parquet")
+    plotted = rel[rel["metric"].isin(["acc", "next_token_acc"])]
+    assert sorted(map(tuple, stats[["model", "revision", "task"]].to_numpy())) == \
+        sorted(map(tuple, plotted[["model", "revision", "task"]].drop_duplicates().to_numpy()))
+    assert (stats["reference"] == "bi").all()
 
 
 def test_exported_pruned_models_load(demo_run):

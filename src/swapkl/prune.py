@@ -6,7 +6,7 @@ Per checkpoint (one output file, schema :data:`PRUNING_SCHEMA`, one row per guid
 * every guide of the registry :mod:`swapkl.guides` (in its order): the protocol guides (static
   greedy of :mod:`swapkl.selection`, spacing Delta) ``interchange``, ``replacement_max``,
   ``replacement_mean``, ``deletion`` and the sanity bound ``anti_interchange``; the baselines
-  ``bi``, ``angular``, ``sleb_iterative``, ``sleb_greedy``, ``cka``, ``taylor``, ``laco``
+  ``bi``, ``angular``, ``sleb_iterative``, ``sleb_greedy``, ``accuracy_iterative``, ``cka``, ``taylor``, ``laco``
   (a weight-averaging merge: ``merged_layers``), ``beam``, ``sleb_matched`` (search guides report
   ``n_evals``), and
   ``random`` (``n_random`` seeded draws per budget under the same spacing, one row per draw with

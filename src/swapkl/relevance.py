@@ -66,29 +66,31 @@ def _encode(tokenizer, text: str) -> list[int]:
     return list(tokenizer.encode(text))
 
 
+def make_request(tokenizer, doc: int, choice: int, context: str, continuation: str, max_positions: int | None,
+                 task: str) -> Request:
+    """One (context, continuation) request, tokenised as lm-eval's ``HFLM`` does."""
+    raw_context, raw_continuation = context, continuation
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    if not context:
+        raise SwapKLError(f"task {task!r} document {doc}: the context is blank")
+    whole = _encode(tokenizer, context + continuation)
+    n_ctx = len(_encode(tokenizer, context))
+    n_cont = len(whole) - n_ctx
+    if n_cont < 1 or n_ctx < 1:
+        raise SwapKLError(f"task {task!r} document {doc} choice {choice}: the continuation has no tokens of its own")
+    if max_positions is not None and len(whole) - 1 > max_positions:
+        raise SwapKLError(f"task {task!r} document {doc} choice {choice}: {len(whole)} tokens exceed the model's "
+                          f"{max_positions} positions")
+    return Request(doc, choice, raw_context, raw_continuation, tuple(whole), n_cont)
+
+
 def task_requests(task, tokenizer, max_positions: int | None) -> list[Request]:
     """The (context, continuation) requests of every choice of every document, tokenised."""
-    out = []
-    for d, doc in enumerate(task.docs):
-        for c, choice in enumerate(doc.choices):
-            context, continuation = doc.context, task.target_delimiter + choice
-            n_spaces = len(context) - len(context.rstrip())
-            if n_spaces:
-                continuation = context[-n_spaces:] + continuation
-                context = context[:-n_spaces]
-            if not context:
-                raise SwapKLError(f"task {task.name!r} document {d}: the context is blank")
-            whole = _encode(tokenizer, context + continuation)
-            n_ctx = len(_encode(tokenizer, context))
-            n_cont = len(whole) - n_ctx
-            if n_cont < 1 or n_ctx < 1:
-                raise SwapKLError(f"task {task.name!r} document {d} choice {c}: the continuation has no tokens "
-                                  "of its own")
-            if max_positions is not None and len(whole) - 1 > max_positions:
-                raise SwapKLError(f"task {task.name!r} document {d} choice {c}: {len(whole)} tokens exceed the "
-                                  f"model's {max_positions} positions")
-            out.append(Request(d, c, doc.context, task.target_delimiter + choice, tuple(whole), n_cont))
-    return out
+    return [make_request(tokenizer, d, c, doc.context, task.target_delimiter + choice, max_positions, task.name)
+            for d, doc in enumerate(task.docs) for c, choice in enumerate(doc.choices)]
 
 
 def _batch(requests: list[Request], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -242,8 +244,11 @@ def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None
 def run_relevance(model: str, task_files: list[str], out: str, *, revision: str | None = None, lm_data=None,
                   lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
                   batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
-                  trust_remote_code: bool = False) -> None:
-    """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file."""
+                  trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None) -> None:
+    """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file.
+
+    ``harness_tasks``: task names lm-eval loads (:mod:`swapkl.harness_tasks`, hub datasets); ``lm_sets``:
+    further language-modelling data by task name (``{name: DataSpec}``), like ``lm_data`` under ``lm_name``."""
     import pandas as pd
 
     from swapkl import provenance
@@ -253,16 +258,26 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     from swapkl.parquet_io import check_writable, write_parquet
     from swapkl.tasks import load_task
 
-    if not task_files and lm_data is None:
-        raise SwapKLError("no task given: name task YAML files and/or language-modelling data")
+    lm_sets = dict(lm_sets or {})
+    if lm_data is not None:
+        if lm_name in lm_sets:
+            raise SwapKLError(f"task names repeat: {lm_name!r} names the LM data and one of the LM sets")
+        lm_sets = {lm_name: lm_data} | lm_sets
+    if not task_files and not harness_tasks and not lm_sets:
+        raise SwapKLError("no task given: name task YAML files, lm-eval task names and/or language-modelling data")
     tasks = [load_task(p) for p in task_files]
-    names = [t.name for t in tasks] + ([lm_name] if lm_data is not None else [])
+    hub_tasks = []
+    if harness_tasks:
+        from swapkl.harness_tasks import load_harness_tasks
+
+        hub_tasks = load_harness_tasks(list(harness_tasks))
+    names = [t.name for t in tasks] + [t.name for t in hub_tasks] + list(lm_sets)
     if len(set(names)) != len(names):
         raise SwapKLError(f"task names repeat: {names}")
     check_writable(out)
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code)
-    if tasks and loaded.tokenizer is None:
+    if (tasks or hub_tasks) and loaded.tokenizer is None:
         raise SwapKLError(f"model {model!r} has no tokenizer; multiple-choice tasks need one")
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     label = label or loaded.model_id
@@ -273,17 +288,23 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     for t in tasks:
         rows += task_relevance(engine, t, loaded.tokenizer, model=label, revision=revision,
                                batch_size=batch_size, pad_id=pad).rows
-    windows = None
-    if lm_data is not None:
-        windows = load_windows(lm_data, loaded.tokenizer)
+    for t in hub_tasks:
+        from swapkl.harness_tasks import harness_relevance
+
+        rows += harness_relevance(engine, t, loaded.tokenizer, model=label, revision=revision,
+                                  batch_size=batch_size, pad_id=pad)[0]
+    windows, lm_prov = None, {}
+    for name, spec in lm_sets.items():
+        windows = load_windows(spec, loaded.tokenizer)
         check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-        rows += lm_relevance(engine, windows, lm_name, model=label, revision=revision,
-                             batch_size=batch_size)
+        rows += lm_relevance(engine, windows, name, model=label, revision=revision, batch_size=batch_size)
+        lm_prov[name] = spec.as_dict() | {"source": windows.source, "tokens_sha256": windows.sha256}
     df = pd.DataFrame(rows, columns=COLUMNS)
-    prov = provenance.build(loaded, windows, tasks={t.name: {"yaml": t.yaml_path, "data": t.data_path,
-                                                            "n_docs": len(t.docs)} for t in tasks},
+    task_prov = {t.name: {"yaml": t.yaml_path, "data": t.data_path, "n_docs": len(t.docs)} for t in tasks}
+    task_prov |= {t.name: {"lm_eval_task": t.name, "n_docs": len(t.docs)} for t in hub_tasks}
+    prov = provenance.build(loaded, windows if len(lm_sets) == 1 else None, tasks=task_prov,
                             n_layers=engine.n_layers, layer_evals=engine.layer_evals,
-                            lm_data=None if lm_data is None else lm_data.as_dict())
+                            lm_data=None if lm_data is None else lm_data.as_dict(), lm_sets=lm_prov)
     write_parquet(df, out, prov)
 
 

@@ -54,7 +54,12 @@ class Task:
 
     @property
     def random_baseline(self) -> float:
-        return sum(1.0 / len(d.choices) for d in self.docs) / len(self.docs)
+        return random_baseline([len(d.choices) for d in self.docs])
+
+
+def random_baseline(n_choices: list[int]) -> float:
+    """Expected accuracy of a uniform guess: the mean over documents of 1 / number of choices."""
+    return sum(1.0 / n for n in n_choices) / len(n_choices)
 
 
 def _render(template: str, doc: dict, what: str, task: str) -> str:

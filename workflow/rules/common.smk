@@ -71,8 +71,11 @@ def _check_consistency(cfg):
                 unknown = [r for r in relevance["revisions"] if r not in revisions]
                 if unknown:
                     fail(f"models.{name}.relevance.revisions", f"{unknown} not in models.{name}.revisions")
-            if not (relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance):
-                fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks or lm data")
+            if not (relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
+                    or relevance["lm_sets"]):
+                fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks, lm_eval_tasks or lm data")
+            if "lm" in relevance and "lm" in relevance["lm_sets"]:
+                fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
             if relevance["demo_tasks"] and "demo" not in model:
                 fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
         prune = model["prune"]
@@ -511,12 +514,23 @@ def get_relevance_lm(wildcards):
     return None if lm is None else without_nulls(lm)
 
 
+def get_relevance_lm_eval_tasks(wildcards):
+    return list(config["models"][wildcards.model]["relevance"]["lm_eval_tasks"])
+
+
+def get_relevance_lm_sets(wildcards):
+    """{task name: DataSpec keyword arguments} of the further language-modelling data."""
+    sets = config["models"][wildcards.model]["relevance"]["lm_sets"]
+    return {name: without_nulls(spec) for name, spec in sorted(sets.items())}
+
+
 def get_relevance_inputs(wildcards):
-    lm = config["models"][wildcards.model]["relevance"].get("lm")
+    relevance = config["models"][wildcards.model]["relevance"]
+    specs = ([relevance["lm"]] if "lm" in relevance else []) + list(relevance["lm_sets"].values())
     return {
         "checkpoint": get_checkpoint_input(wildcards),
         "tasks": get_relevance_tasks(wildcards),
-        "text": text_files(lm) if lm else [],
+        "text": text_files(*specs),
     }
 
 
@@ -610,10 +624,11 @@ def get_final_outputs():
         outputs += figure_files("training_curves")
     outputs += [f"results/exports/{model}/{revision}" for model, revision in export_checkpoints()]
     if relevance_checkpoints():
-        outputs += ["results/relevance.parquet"]
+        outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
         for model, revision in relevance_checkpoints():
             outputs += figure_files(f"relevance_cosine/{model}/{revision}")
             outputs += figure_files(f"relevance_zscores/{model}/{revision}")
+            outputs += figure_files(f"relevance_confusion/{model}/{revision}")
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]

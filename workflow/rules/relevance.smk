@@ -27,6 +27,8 @@ rule score_relevance:
         checkpoint=get_checkpoint_dir,
         tasks=get_relevance_tasks,
         lm=get_relevance_lm,
+        lm_sets=get_relevance_lm_sets,
+        lm_eval_tasks=get_relevance_lm_eval_tasks,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
     log:
@@ -100,3 +102,41 @@ rule plot_relevance_zscores:
         "../../envs/figures.yaml"
     script:
         "../scripts/plot_relevance_zscores.py"
+
+
+rule summarise_relevance:
+    input:
+        relevance="results/relevance.parquet",
+        table="results/swapkl.parquet",
+    output:
+        report(
+            "results/relevance_stats.parquet",
+            caption="../report/relevance_stats.rst",
+            category="Tables",
+        ),
+    log:
+        "logs/summarise_relevance.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/summarise_relevance.py"
+
+
+rule plot_relevance_confusion:
+    input:
+        stats="results/relevance_stats.parquet",
+    output:
+        png=report(
+            "results/figures/relevance_confusion/{model}/{revision}.png",
+            caption="../report/relevance_confusion.rst",
+            category="7. Accuracy-based relevance",
+            subcategory="{model}",
+            labels={"model": "{model}", "revision": "{revision}", "figure": "rank confusion vs cosine"},
+        ),
+        pdf="results/figures/relevance_confusion/{model}/{revision}.pdf",
+    log:
+        "logs/{model}/{revision}/plot_relevance_confusion.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_relevance_confusion.py"

@@ -8,4 +8,5 @@ with job_log(snakemake):
     p = snakemake.params
     run_relevance(p.checkpoint, list(p.tasks), snakemake.output[0], lm_data=None if p.lm is None else DataSpec(**p.lm),
                   label=snakemake.wildcards.model, revision_label=snakemake.wildcards.revision, dtype=p.dtype,
-                  batch_size=p.batch_size)
+                  batch_size=p.batch_size, harness_tasks=list(p.lm_eval_tasks),
+                  lm_sets={name: DataSpec(**spec) for name, spec in p.lm_sets.items()})

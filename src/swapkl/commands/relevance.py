@@ -16,6 +16,9 @@ def add_parser(sub) -> None:
                     "1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the base model is not above chance r.")
     add_model_arguments(p)
     p.add_argument("--tasks", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
+    p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
+                   help="task names lm-eval loads from the dataset hub (e.g. arc_easy hellaswag mmlu; zero-shot "
+                        "multiple choice; groups scored per subtask)")
     p.add_argument("--label", help="model label in the table (default: the model id)")
     p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
     p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
@@ -30,11 +33,23 @@ def add_parser(sub) -> None:
     a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined table")
     a.set_defaults(func=run_aggregate)
 
+    st = sub.add_parser("relevance-stats", help="relevance against cosine (BI): Pearson R, misranking, Wilcoxon",
+                        description="Per checkpoint and task: Pearson R of AccRel and BI (and in the paper's sign), "
+                                    "exact-rank and severe misranking (boundary blocks excluded), and the Wilcoxon "
+                                    "task-dependence test (results/relevance_stats.parquet).")
+    st.add_argument("--input", required=True, metavar="FILE.parquet", help="relevance table")
+    st.add_argument("--aggregate", required=True, metavar="FILE.parquet", help="results/swapkl.parquet (BI rows)")
+    st.add_argument("--out", required=True, metavar="FILE.parquet", help="statistics table")
+    st.set_defaults(func=run_stats)
+
     f = sub.add_parser("plot-relevance", help="relevance figures (PNG + PDF)",
                        description="cosine: each block's cosine similarity (1 - BI, from the aggregate) vs its "
-                                   "AccRel per task, with Pearson R; zscores: per-task z-scores of AccRel.")
-    f.add_argument("kind", choices=["cosine", "zscores"])
-    f.add_argument("--input", required=True, metavar="FILE.parquet", help="relevance table")
+                                   "AccRel per task, with Pearson R; zscores: per-task z-scores of AccRel; "
+                                   "confusion: rank confusion of AccRel against BI per task (--input: the "
+                                   "relevance-stats table).")
+    f.add_argument("kind", choices=["cosine", "zscores", "confusion"])
+    f.add_argument("--input", required=True, metavar="FILE.parquet",
+                   help="relevance table (confusion: relevance-stats table)")
     f.add_argument("--aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (cosine only)")
     f.add_argument("--model", required=True, help="model label")
     f.add_argument("--revision", required=True, help="revision label")
@@ -60,7 +75,8 @@ def run(args) -> None:
                   lm_data=data_spec(args, "lm-") if has_lm else None, lm_name=args.lm_name, label=args.label,
                   revision_label=args.revision_label,
                   dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-                  allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code)
+                  allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
+                  harness_tasks=args.lm_eval_tasks)
 
 
 def run_demo_tasks(args) -> None:
@@ -85,5 +101,13 @@ def run_plot(args) -> None:
             raise SwapKLError("plot-relevance cosine needs --aggregate (results/swapkl.parquet)")
         fig.plot_cosine_vs_relevance(args.input, args.aggregate, args.out_png, args.out_pdf, model=args.model,
                                      revision=args.revision)
+    elif args.kind == "confusion":
+        fig.plot_relevance_confusion(args.input, args.out_png, args.out_pdf, model=args.model, revision=args.revision)
     else:
         fig.plot_relevance_zscores(args.input, args.out_png, args.out_pdf, model=args.model, revision=args.revision)
+
+
+def run_stats(args) -> None:
+    from swapkl.relevance_stats import summarise_relevance
+
+    summarise_relevance(args.input, args.aggregate, args.out)

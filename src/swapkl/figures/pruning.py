@@ -214,6 +214,7 @@ AGREEMENT_LABELS = {
     "replacement_mean": "Replacement (mean)",
     "deletion": "Deletion KL",
     "sleb_single": "Single-removal NLL (SLEB)",
+    "accuracy_single": "Single-removal next-token accuracy drop",
     "bi": "ShortGPT BI",
     "angular": "Angular (width 1)",
     "cka": "1 − linear CKA (block in/out)",

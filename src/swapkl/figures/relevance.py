@@ -1,4 +1,5 @@
-"""Accuracy-based relevance figures: cosine similarity vs relevance, and per-task z-scores.
+"""Accuracy-based relevance figures: cosine similarity vs relevance, per-task z-scores, and the rank confusion
+matrix of relevance against cosine (BI).
 
 Sign convention of "Rethinking Layer Relevance": the x axis is the block's mean cosine similarity
 between input and output (``1 - BI``); a block that cosine calls redundant (high similarity) should
@@ -12,14 +13,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
-from scipy.stats import pearsonr, rankdata
 
+from swapkl.agreement import rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
-from swapkl.figures.select import as_frame, rows
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
-
-#: the metric each task contributes to the figures (acc_norm stays in the table)
-PLOT_METRICS = ("acc", "next_token_acc")
+from swapkl.figures.select import as_frame
+from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
+from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, zscores
 
 
 def read_relevance(path) -> pd.DataFrame:
@@ -35,23 +34,8 @@ def relevance_of(rel: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
 
 def cosine_similarity(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
     """Per block: ``layer`` and ``cos`` = 1 - BI (mean over valid tokens)."""
-    r = rows(agg, "repr", model, revision)
-    r = r[(r["metric"] == "bi") & (r["width"] == 1)][["layer_i", "value"]]
-    if r.empty:
-        raise SwapKLError(f"aggregate has no BI rows for {model} {revision}")
-    return pd.DataFrame({"layer": r["layer_i"].astype(np.int64), "cos": 1.0 - r["value"].astype(float)})
-
-
-def misranking(cos: np.ndarray, relevance: np.ndarray) -> tuple[float, float]:
-    """Share of blocks, first and last excluded, whose rank by redundancy (cosine, descending) differs from
-    their rank by irrelevance (relevance, ascending), and the mean absolute rank offset among them."""
-    if len(cos) < 3:
-        return float("nan"), float("nan")
-    r_cos = rankdata(-cos, method="min")
-    r_rel = rankdata(relevance, method="min")
-    inner = slice(1, len(cos) - 1)
-    off = np.abs(r_cos[inner] - r_rel[inner])
-    return float((off != 0).mean()), float(off.mean())
+    bi = bi_per_block(agg, model, revision)
+    return pd.DataFrame({"layer": bi.index, "cos": 1.0 - bi.to_numpy()})
 
 
 def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision: str) -> None:
@@ -67,10 +51,10 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             ok = m["relevance"].notna().to_numpy()
             x, y = m["cos"].to_numpy(float), m["relevance"].to_numpy(float)
             title = f"{task} ({m['metric'].iloc[0]})"
-            if ok.sum() >= 3 and np.ptp(x[ok]) > 0 and np.ptp(y[ok]) > 0:
-                r = pearsonr(x[ok], y[ok]).statistic
-                miss, offset = misranking(x[ok], y[ok])
-                title += f"\nPearson R = {r:+.2f}; misranked {100 * miss:.0f}%, mean |rank offset| {offset:.1f}"
+            st = rank_statistics(y, 1.0 - x)  # relevance vs BI, both low = safe to remove; boundary layers out
+            if np.isfinite(st["pearson"]):
+                title += (f"\nPearson R = {st['pearson_paper_sign']:+.2f}; rank differs "
+                          f"{100 * st['exact_rank_misranking']:.0f}%, severe {100 * st['severe_misranking']:.0f}%")
             elif not ok.any():
                 title += "\nAccRel undefined: base model not above chance"
             ax.scatter(x[ok], y[ok], s=16, color="#333333", zorder=3)
@@ -83,23 +67,15 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             ax.set_title(title, fontsize=8)
         fig.suptitle(f"{model} @ {revision}: cosine similarity vs accuracy-based relevance per block")
         add_note(fig, "AccRel = 1 \u2212 max(acc without block \u2212 chance, 0) / max(acc \u2212 chance, 0); "
-                      "negative R = cosine and accuracy agree (paper's convention); misranking: first and "
-                      "last blocks excluded")
+                      "negative R = cosine and accuracy agree (paper's convention); R and ranks over the blocks "
+                      "without the first and last; severe: rank offset \u2265 \u2308m/4\u2309")
         save_figure(fig, out_png, out_pdf)
-
-
-def zscores(rel: pd.DataFrame) -> pd.DataFrame:
-    """Tasks x blocks: each task's relevance standardised over blocks (NaN where undefined)."""
-    wide = rel.pivot_table(index="task", columns="layer", values="relevance", dropna=False)
-    mean = wide.mean(axis=1)
-    std = wide.std(axis=1, ddof=0).replace(0.0, np.nan)
-    return wide.sub(mean, axis=0).div(std, axis=0)
 
 
 def plot_relevance_zscores(rel, out_png, out_pdf, *, model: str, revision: str) -> None:
     """Heatmap of per-task z-scores of AccRel: does a block's importance depend on the task?"""
     rel = relevance_of(rel if isinstance(rel, pd.DataFrame) else read_relevance(rel), model, revision)
-    z = zscores(rel)
+    z = zscores(rel.pivot_table(index="task", columns="layer", values="relevance", dropna=False))
     with figure_style():
         fig = new_figure(4.5 + 0.35 * z.shape[1], 2.0 + 0.4 * z.shape[0])
         ax = fig.subplots()
@@ -114,4 +90,42 @@ def plot_relevance_zscores(rel, out_png, out_pdf, *, model: str, revision: str) 
         ax.set_title(f"{model} @ {revision}: AccRel z-scores per task", fontsize=9)
         add_note(fig, "z-score of each block's AccRel over the blocks of one task; blank: AccRel undefined "
                       "(base model not above chance) or equal for every block")
+        save_figure(fig, out_png, out_pdf)
+
+
+def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, model: str, revision: str) -> None:
+    """One panel per task: the rank confusion matrix of AccRel (rows) against cosine / BI (columns), with the
+    exact-rank and severe misranking rates of ``results/relevance_stats.parquet``."""
+    st = stats if isinstance(stats, pd.DataFrame) else pd.read_parquet(stats)
+    st = st[(st["model"] == model) & (st["revision"] == revision)].sort_values("task")
+    if st.empty:
+        raise SwapKLError(f"relevance statistics have no rows for {model} {revision}")
+    with figure_style():
+        fig = new_figure(3.4 * len(st) + 0.6, 3.9)
+        axes = np.atleast_1d(fig.subplots(1, len(st), squeeze=False)[0])
+        for ax, (_, r) in zip(axes, st.iterrows()):
+            m = len(r["guide_rank"])
+            ax.set_title(f"{r['task']} ({r['metric']})", fontsize=8)
+            ax.grid(False)
+            if m < 2:
+                ax.text(0.5, 0.5, "fewer than 2 ranked blocks\n(AccRel undefined: base model not above chance,\n"
+                        "or too few blocks)", ha="center", va="center", transform=ax.transAxes, fontsize=7)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                continue
+            ax.imshow(rank_confusion(r["guide_rank"], r["reference_rank"]), cmap="Greys", vmin=0, vmax=1,
+                      origin="lower")
+            ax.plot([-0.5, m - 0.5], [-0.5, m - 0.5], color=BLUE, lw=0.8, ls="--")
+            ax.set_xticks(range(m))
+            ax.set_yticks(range(m))
+            ax.set_title(f"{r['task']} ({r['metric']})\nrank differs {r['exact_rank_misranking']:.0%}, "
+                         f"severe (offset \u2265 {int(r['severe_offset'])}) {r['severe_misranking']:.0%}", fontsize=8)
+            ax.set_xlabel("rank by BI = 1 \u2212 cos (0 = most redundant)")
+            if ax is axes[0]:
+                ax.set_ylabel("rank by AccRel (0 = least relevant)")
+        excluded = ", ".join(str(v) for v in st["excluded_layers"].iloc[0]) or "none"
+        fig.suptitle(f"{model} @ {revision}: rank confusion of accuracy-based relevance against cosine (BI)")
+        add_note(fig, f"Ordinal ranks over the blocks both score (ties: lower block first); boundary blocks "
+                      f"excluded: {excluded}. A filled cell off the dashed diagonal is a misranked block; "
+                      "severe: rank offset \u2265 \u2308m/4\u2309 of m ranked blocks.")
         save_figure(fig, out_png, out_pdf)

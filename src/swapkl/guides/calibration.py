@@ -1,14 +1,18 @@
-"""Guides that score removal sets by calibration NLL (:func:`swapkl.sleb.calibration_nll`): SLEB
-iterative and greedy, and the width-3 beam search seeded from the best interchange candidates.
-Each reports ``n_evals``, the number of pruned models it scored on the calibration windows."""
+"""Guides that score removal sets on the calibration windows: by calibration NLL
+(:func:`swapkl.sleb.calibration_nll`) SLEB iterative and greedy, and the width-3 beam search seeded
+from the best interchange candidates; by next-token accuracy the accuracy-guided iterative pruning
+of "Rethinking Layer Relevance" (:mod:`swapkl.accuracy_guide`). Each reports ``n_evals``, the
+number of pruned models it scored on the calibration windows."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from swapkl.beam import beam_search
 from swapkl.guides.context import GuideContext
 from swapkl.guides.protocol import protocol_scores
 from swapkl.guides.registry import Pruned, Selection, register_guide
-from swapkl.palette import BLUE, SKY
+from swapkl.palette import BLUE, GREEN, SKY
 from swapkl.selection import lowest_select
 
 BEAM_WIDTH = 3
@@ -106,3 +110,28 @@ def beam(ctx: GuideContext) -> Selection | None:
         sel.removed[(n, None)] = Pruned(res.best[n])
         sel.n_evals[(n, None)] = res.evals[n]
     return ctx.cached("beam", lambda: sel)
+
+
+@register_guide("accuracy_iterative", rank=90, label="Accuracy-guided iterative (calibration next-token accuracy)",
+                colour=GREEN, linestyle="-.", marker="*")
+def accuracy_iterative(ctx: GuideContext) -> Selection | None:
+    """Remove one block at a time keeping the highest next-token accuracy on the calibration windows,
+    re-scoring after each removal (nested; ties: the set of lowest block indices); per-layer score: the
+    accuracy drop of each single removal."""
+    if not ctx.measures:
+        return ctx.skip("accuracy_iterative", "no model and calibration windows to measure")
+    from swapkl.accuracy_guide import accuracy_guided_sets, window_accuracy
+
+    steps: list[dict] = []  # each step's accuracies, the unpruned model's under ()
+
+    def accuracy_of(sets):
+        steps.append(window_accuracy(ctx.engine, ctx.calib, sets, batch_size=ctx.batch_size))
+        return steps[-1]
+
+    chosen = accuracy_guided_sets(accuracy_of, ctx.n_layers, max(ctx.budgets))
+    drop = steps[0][()] - np.array([steps[0][(b,)] for b in range(ctx.n_layers)])
+    sel = Selection(scores={"accuracy_single": drop})
+    for n in ctx.budgets:
+        sel.removed[(n, None)] = Pruned(chosen[n])
+        sel.n_evals[(n, None)] = sleb_evals(ctx.n_layers, n)
+    return sel
