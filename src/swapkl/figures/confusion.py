@@ -9,7 +9,7 @@ import pandas as pd
 from swapkl.agreement import rank_confusion
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
-from swapkl.prune import read_agreement
+from swapkl.schemas import read_agreement
 
 
 def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf, *,
