@@ -51,17 +51,27 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
     configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the order of the models as in the file
     jobs = dry_run(demo_run, configfile)
     counts = Counter(rule for rule, _ in jobs)
-    # the new checkpoint's probes, each once, and nothing else that touches a model
+    # the new checkpoint's probes (its weight-changing protocols too), each once, and nothing else that touches
+    # a model
+    weight_protocols = demo.get("weight_protocols", [])
+    protocols = ("replacement", "interchange", "deletion", *weight_protocols)
     probes = {out for rule, out in jobs if rule.startswith("probe_")}
-    assert probes == {f"results/probes/pythia-demo/{new}/{p}.parquet" for p in ("replacement", "interchange",
-                                                                              "deletion")}
+    assert probes == {f"results/probes/pythia-demo/{new}/{p}.parquet" for p in protocols}
     # then the aggregate, and every figure drawn from it (its input changed): the existing ones once each
     # plus the new checkpoint's heatmap and deletion-vs-BI figure
     table_figures = figures_of_table(demo_run, {"plot_heatmaps": "heatmaps", "plot_deletion_vs_bi": "deletion_vs_bi",
                                                 "plot_gap_trajectory": "gap_trajectory",
-                                                "plot_ratio_by_distance": "ratio_by_distance"})
-    expected = Counter({"probe_replacement": 1, "probe_interchange": 1, "probe_deletion": 1, "aggregate_results": 1,
-                        "all": 1}) + table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
+                                                "plot_ratio_by_distance": "ratio_by_distance",
+                                                "plot_weight_protocols": "weight_protocols",
+                                                "plot_relevance_cosine": "relevance_cosine",
+                                                # drawn from the relevance statistics, which use the table's BI
+                                                "plot_relevance_confusion": "relevance_confusion"})
+    expected = Counter({f"probe_{p}": 1 for p in protocols}) + Counter({"aggregate_results": 1, "all": 1})
+    expected += table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
+    if weight_protocols:
+        expected += Counter({"plot_weight_protocols": 1})
+    if (demo_run / "results" / "relevance_stats.parquet").exists():
+        expected += Counter({"summarise_relevance": 1})
     assert counts == expected, sorted(jobs)
 
 
