@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from swapkl.data import DataSpec
-from swapkl.engine import ProbeEngine
 from swapkl.probe import run_probe
+from crash import crash_after
 from tiny_models import random_tokens, tiny_model
 
 RESUMED = re.compile(r"resuming from (\S+): (\d+) finished \(batch, variant\) records")
@@ -98,10 +98,6 @@ N_VARIANTS = 1 + 2 * 6 + 6 + 4  # base, replacement both ways, interchange and d
 TOTAL = (N_SEQS // BATCH) * (N_VARIANTS + 1)  # + the representation record of each batch
 
 
-class Crash(Exception):
-    pass
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
@@ -123,20 +119,9 @@ def probe(setup, folder: Path, progress: Path):
 
 def crashed_progress(setup, tmp_path, monkeypatch, after: int) -> Path:
     """Run until ``after`` variants were computed, then crash; returns the progress file."""
-    real = ProbeEngine.variant_seq_stats
-    calls = []
-
-    def flaky(self, state, variant):
-        if len(calls) == after:
-            raise Crash()
-        calls.append(variant.key)
-        return real(self, state, variant)
-
     progress = tmp_path / "progress.jsonl"
-    with monkeypatch.context() as m:
-        m.setattr(ProbeEngine, "variant_seq_stats", flaky)
-        with pytest.raises(Crash):
-            probe(setup, tmp_path / "crashed", progress)
+    with crash_after(monkeypatch, after):
+        probe(setup, tmp_path / "crashed", progress)
     assert not (tmp_path / "crashed" / "probe.parquet").exists()
     return progress
 

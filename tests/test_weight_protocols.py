@@ -14,6 +14,7 @@ import naive_reference as ref
 from swapkl.engine import ProbeEngine
 from swapkl.heads import n_units
 from swapkl.pairs import averaging, build_variants, head_interchange
+from crash import crash_after
 from tiny_models import ARCHS, random_tokens, tiny_model
 
 N_LAYERS = 4
@@ -185,27 +186,14 @@ def test_weight_protocols_resume_after_a_crash(tmp_path, monkeypatch):
     from swapkl.data import DataSpec
     from swapkl.probe import run_probe
 
-    class Crash(Exception):
-        pass
-
     tiny_model("qwen3", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 6, 10, seed=9).numpy())
     kw = dict(protocols="averaging,head_interchange", pairs="all", data=DataSpec(tokens=str(tmp_path / "tok.npy")),
               device="cpu", n_boot=10, batch_size=3)
     run_probe(str(tmp_path / "model"), str(tmp_path / "clean.parquet"), **kw)
-    real, calls = ProbeEngine.variant_seq_stats, []
-
-    def flaky(self, state, variant):
-        if len(calls) == 17:
-            raise Crash()
-        calls.append(variant.key)
-        return real(self, state, variant)
-
     progress = tmp_path / "progress.jsonl"
-    with monkeypatch.context() as m:
-        m.setattr(ProbeEngine, "variant_seq_stats", flaky)
-        with pytest.raises(Crash):
-            run_probe(str(tmp_path / "model"), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
+    with crash_after(monkeypatch, 17):
+        run_probe(str(tmp_path / "model"), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
     assert not (tmp_path / "resumed.parquet").exists() and progress.exists()
     run_probe(str(tmp_path / "model"), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
     a, b = pd.read_parquet(tmp_path / "clean.parquet"), pd.read_parquet(tmp_path / "resumed.parquet")

@@ -104,9 +104,14 @@ class ProbeEngine:
         Computing them in this order (any subset, any batch) lets each variant leave behind the
         stream its successor resumes from; other orders are still exact, just without sharing.
         """
-        ordered = sorted(variants, key=lambda v: v.order)
-        self._successor = {a.order: b.order for a, b in zip(ordered, ordered[1:]) if a.order != b.order}
-        return ordered
+        return [variants[k] for k in self.plan_indices(variants)]
+
+    def plan_indices(self, variants: list[Variant]) -> list[int]:
+        """:meth:`plan` as positions in ``variants`` (callers that tell equal variants apart by position)."""
+        ks = sorted(range(len(variants)), key=lambda k: variants[k].order)
+        ordered = [variants[k].order for k in ks]
+        self._successor = {a: b for a, b in zip(ordered, ordered[1:]) if a != b}
+        return ks
 
     @torch.inference_mode()
     def base_pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, targets: bool = True) -> BatchState:

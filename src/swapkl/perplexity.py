@@ -37,6 +37,7 @@ from swapkl.data import text_file_paragraphs, tokenize_text, wikitext_paragraphs
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_regular_file
 from swapkl.pairs import Variant
+from swapkl.sweep import sweep, window_batches
 
 
 @dataclass(frozen=True)
@@ -203,24 +204,12 @@ def window_nll(engine, ew: EvalWindows, variants: list[Variant], *, batch_size: 
     base = np.zeros(w)
     tokens = ew.score_mask.sum(1).astype(np.float64)
     out = [np.zeros(w) for _ in variants]
-    ids_all = torch.from_numpy(ew.input_ids)
-    mask_all = torch.from_numpy(ew.attention_mask)
-    score_all = torch.from_numpy(ew.score_mask)
-    for lo in range(0, w, batch_size):
-        hi = min(w, lo + batch_size)
-        state = engine.base_pass(ids_all[lo:hi].to(device), mask_all[lo:hi].to(device))
-        sel = score_all[lo:hi].to(device)[state.valid]  # scored positions among the valid tokens
-        seq = state.token_seq[sel]
-
-        def sums(nll: torch.Tensor) -> np.ndarray:
-            z = torch.zeros(hi - lo, dtype=torch.float64, device=nll.device)
-            return z.index_add_(0, seq, nll[sel]).cpu().numpy()
-
-        base[lo:hi] = sums(state.base_nll)
-        for k, v in enumerate(variants):
-            _, nll = engine.token_stats(state, v)
-            out[k][lo:hi] = sums(nll)
-        del state
+    batches = window_batches(ew.input_ids, ew.attention_mask, batch_size, scored=ew.score_mask)
+    for m in sweep(engine, batches, variants, device=device, desc="perplexity"):
+        sel = m.batch.scored[m.state.valid]  # scored positions among the valid tokens
+        z = torch.zeros(m.state.n_seqs, dtype=torch.float64, device=m.nll.device)
+        (base if m.k is None else out[m.k])[m.batch.rows] = z.index_add_(0, m.state.token_seq[sel],
+                                                                        m.nll[sel]).cpu().numpy()
     return base, tokens, out
 
 

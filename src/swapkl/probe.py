@@ -16,8 +16,6 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import torch
-from tqdm.auto import tqdm
 
 from swapkl import provenance
 from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
@@ -32,6 +30,7 @@ from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocol
 from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.progress import ProgressLog, is_progress_file
 from swapkl.representation import representation_sums
+from swapkl.sweep import BASE, sweep, window_batches
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +50,6 @@ REPR_SCHEMA = pa.schema([
     ("value", pa.float64()), ("ci_low", pa.float64()), ("ci_high", pa.float64()),
     ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
 ])
-BASE = Variant("base", None, None, ())
 
 
 def step_of(revision: str | None) -> int | None:
@@ -139,38 +137,27 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
                       repr=repr_out is not None, versions=provenance.software_versions())
     plog = ProgressLog(progress_path, fp)
 
-    ids_all = torch.from_numpy(windows.input_ids)
-    mask_all = torch.from_numpy(windows.attention_mask)
-    n_seqs = ids_all.shape[0]
-    batches = [(a, min(n_seqs, a + batch_size)) for a in range(0, n_seqs, batch_size)]
-    results: dict[str, list[dict]] = {v.key: [] for v in variants}
-    repr_parts: list[dict] = []
-    bar = tqdm(total=len(batches) * len(variants), desc=f"probe {label}@{rev}", unit="variant", disable=None)
+    n_seqs = windows.input_ids.shape[0]
+    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
+    need_repr = lambda b: repr_out is not None and plog.get(b, "repr") is None  # noqa: E731
+
+    def done(b: int, v: Variant) -> bool:
+        return plog.get(b, v.key) is not None and not (v is BASE and need_repr(b))
+
     computed = 0
     try:
-        for b, (lo, hi) in enumerate(batches):
-            todo = [v for v in variants if plog.get(b, v.key) is None]
-            need_repr = repr_out is not None and plog.get(b, "repr") is None
-            bar.update(len(variants) - len(todo))
-            if todo or need_repr:
-                state = engine.base_pass(ids_all[lo:hi].to(loaded.device), mask_all[lo:hi].to(loaded.device))
-                if need_repr:
-                    sums = representation_sums(state.residuals, state.valid)
-                    plog.add(b, "repr", {"repr": {f"{m}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
-                                                  for (m, l, n), (s, c) in sums.items()}})
-                    computed += 1
-                for v in engine.plan(todo):  # an order in which neighbouring variants share work
-                    stats = engine.base_seq_stats(state) if v is BASE else engine.variant_seq_stats(state, v)
-                    plog.add(b, v.key, _stats_dict(stats))
-                    computed += 1
-                    bar.update(1)
-                del state
-            for v in variants:
-                results[v.key].append(plog.get(b, v.key))
-            if repr_out is not None:
-                repr_parts.append(plog.get(b, "repr")["repr"])
+        for m in sweep(engine, batches, measured, device=loaded.device, done=done, desc=f"probe {label}@{rev}"):
+            if m.variant is BASE and need_repr(m.index):
+                sums = representation_sums(m.state.residuals, m.state.valid)
+                plog.add(m.index, "repr", {"repr": {f"{k}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
+                                                    for (k, l, n), (s, c) in sums.items()}})
+                computed += 1
+            if plog.get(m.index, m.variant.key) is None:
+                plog.add(m.index, m.variant.key, _stats_dict(engine.seq_stats(m.state, m.kl, m.nll)))
+                computed += 1
+        results = {v.key: [plog.get(b, v.key) for b in range(len(batches))] for v in variants}
+        repr_parts = [plog.get(b, "repr")["repr"] for b in range(len(batches))] if repr_out is not None else []
     finally:
-        bar.close()
         plog.close()
     log.info("computed %d of %d (batch, variant) results; %d taken over from the progress file",
              computed, len(batches) * (len(variants) + (repr_out is not None)), plog.n_resumed)

@@ -46,7 +46,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import torch
 
 from swapkl import provenance
 from swapkl.agreement import AGREEMENT_SCHEMA, agreement_rows
@@ -79,6 +78,7 @@ from swapkl.pruning.table import (  # noqa: F401  (public here as before)
     read_pruning,
 )
 from swapkl.selection import SelectionOptions
+from swapkl.sweep import sweep, window_batches
 
 log = logging.getLogger(__name__)
 
@@ -111,17 +111,12 @@ def pruned_variant(p: Pruned, n_layers: int, merged: dict[tuple[int, int], int])
 
 def kl_on_windows(engine, windows: Windows, variants: list[Variant], batch_size: int, device: str):
     """Per-sequence KL sums of each variant and the per-sequence token counts."""
-    ids_all = torch.from_numpy(windows.input_ids)
-    mask_all = torch.from_numpy(windows.attention_mask)
-    n = ids_all.shape[0]
-    kl = [np.zeros(n) for _ in variants]
+    kl = [np.zeros(windows.input_ids.shape[0]) for _ in variants]
     tokens = windows.attention_mask.sum(1).astype(np.float64)
-    for lo in range(0, n, batch_size):
-        hi = min(n, lo + batch_size)
-        state = engine.base_pass(ids_all[lo:hi].to(device), mask_all[lo:hi].to(device))
-        for k, v in enumerate(variants):
-            kl[k][lo:hi] = engine.variant_seq_stats(state, v).kl_sum.cpu().numpy()
-        del state
+    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
+    for m in sweep(engine, batches, variants, device=device, desc="KL of the pruned models"):
+        if m.k is not None:
+            kl[m.k][m.batch.rows] = engine.seq_stats(m.state, m.kl, m.nll).kl_sum.cpu().numpy()
     return kl, tokens
 
 

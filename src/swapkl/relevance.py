@@ -33,8 +33,10 @@ from swapkl.errors import SwapKLError
 from swapkl.kl import next_token_hits as _hits
 from swapkl.kl import next_token_nll
 from swapkl.pairs import Variant, deletion
+from swapkl.sweep import BASE as SWEEP_BASE
+from swapkl.sweep import Batch, sweep, window_batches
 
-BASE = "base"
+BASE = SWEEP_BASE.key  # the unmodified model's key in the score dictionaries
 
 
 def acc_rel(accuracy: float, base_accuracy: float, random_baseline: float) -> float:
@@ -116,29 +118,25 @@ def choice_loglikelihoods(engine, requests: list[Request], variants: list[Varian
                           pad_id: int = 0) -> dict[str, np.ndarray]:
     """Log-likelihood of every request's continuation, for the base model and each variant (float64)."""
     device = engine.unemb.weight.device
-    ordered = engine.plan(list(variants))
-    out = {BASE: np.empty(len(requests))} | {v.key: np.empty(len(requests)) for v in ordered}
+    out = {BASE: np.empty(len(requests))} | {v.key: np.empty(len(requests)) for v in variants}
     by_length = sorted(range(len(requests)), key=lambda k: -len(requests[k].tokens))  # less padding per batch
-    for start in range(0, len(by_length), batch_size):
-        idx = by_length[start: start + batch_size]
-        ids, mask, cont = _batch([requests[k] for k in idx], pad_id, device)
-        state = engine.base_pass(ids, mask, targets=False)
-        where = cont[mask.bool()]
-        labels = state.targets.labels[where]
-        seq = state.token_seq[where]
+    starts = range(0, len(by_length), batch_size)
 
-        def ll(h):
-            # only the continuation's positions are unembedded
-            nll = next_token_nll(engine.unemb, engine.adapter.final_norm(h)[mask.bool()][where], labels,
-                                 engine.chunk_tokens)
-            if not torch.isfinite(nll).all():
-                raise SwapKLError("non-finite logits while scoring choices")
-            s = torch.zeros(len(idx), dtype=torch.float64, device=device)
-            return (-s.index_add_(0, seq, nll)).cpu().numpy()
+    def batches():
+        for start in starts:
+            idx = by_length[start: start + batch_size]
+            yield Batch(idx, *_batch([requests[k] for k in idx], pad_id, device))
 
-        out[BASE][idx] = ll(state.residuals[-1])
-        for v in ordered:
-            out[v.key][idx] = ll(engine.final_hidden(state, v))
+    for m in sweep(engine, batches(), variants, device=device, targets=False, n_batches=len(starts),
+                   desc="choice log-likelihoods"):
+        where = m.batch.scored[m.state.valid]
+        # only the continuation's positions are unembedded
+        nll = next_token_nll(engine.unemb, engine.adapter.final_norm(m.hidden)[m.state.valid][where],
+                             m.state.targets.labels[where], engine.chunk_tokens)
+        if not torch.isfinite(nll).all():
+            raise SwapKLError("non-finite logits while scoring choices")
+        s = torch.zeros(len(m.batch.rows), dtype=torch.float64, device=device)
+        out[m.variant.key][m.batch.rows] = (-s.index_add_(0, m.state.token_seq[where], nll)).cpu().numpy()
     return out
 
 
@@ -168,25 +166,15 @@ def choice_predictions(task, requests: list[Request], lls: np.ndarray) -> dict[s
 @torch.inference_mode()
 def next_token_hits(engine, windows, variants: list[Variant], *, batch_size: int = 8) -> dict[str, np.ndarray]:
     """Per-position 0/1 greedy hits (valid positions with a next token), base and each variant."""
-    device = engine.unemb.weight.device
-    ordered = engine.plan(list(variants))
-    out: dict[str, list[np.ndarray]] = {BASE: []} | {v.key: [] for v in ordered}
-    ids_all = torch.as_tensor(windows.input_ids)
-    mask_all = torch.as_tensor(windows.attention_mask)
-    for start in range(0, ids_all.shape[0], batch_size):
-        ids = ids_all[start: start + batch_size].to(device)
-        mask = mask_all[start: start + batch_size].to(device)
-        state = engine.base_pass(ids, mask, targets=False)
-        labels = state.targets.labels
+    out: dict[str, list[np.ndarray]] = {BASE: []} | {v.key: [] for v in variants}
+    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
+    for m in sweep(engine, batches, variants, device=engine.unemb.weight.device, targets=False,
+                   desc="next-token accuracy"):
+        labels = m.state.targets.labels
         has = labels >= 0
-
-        def score(h):
-            hv = engine.adapter.final_norm(h)[state.valid][has]  # only positions with a next token
-            return _hits(engine.unemb, hv, labels[has], engine.chunk_tokens).cpu().numpy().astype(np.float64)
-
-        out[BASE].append(score(state.residuals[-1]))
-        for v in ordered:
-            out[v.key].append(score(engine.final_hidden(state, v)))
+        hv = engine.adapter.final_norm(m.hidden)[m.state.valid][has]  # only positions with a next token
+        out[m.variant.key].append(_hits(engine.unemb, hv, labels[has], engine.chunk_tokens).cpu().numpy()
+                                  .astype(np.float64))
     return {k: np.concatenate(v) for k, v in out.items()}
 
 

@@ -21,6 +21,7 @@ import torch
 from swapkl.data import Windows
 from swapkl.errors import SwapKLError
 from swapkl.pairs import removal
+from swapkl.sweep import sweep, window_batches
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +47,19 @@ class SlebResult:
 def calibration_nll(engine, windows: Windows, removed_sets: list[tuple[int, ...]], *, batch_size: int = 8,
                     device: str = "cpu") -> tuple[float, list[float]]:
     """Mean calibration NLL of the base model and of each removal set."""
-    ids_all = torch.from_numpy(windows.input_ids)
-    mask_all = torch.from_numpy(windows.attention_mask)
-    n = ids_all.shape[0]
     base_sum = base_cnt = 0.0
     sums = np.zeros(len(removed_sets))
     cnts = np.zeros(len(removed_sets))
     variants = [removal(r, engine.n_layers) for r in removed_sets]
-    for lo in range(0, n, batch_size):
-        hi = min(n, lo + batch_size)
-        state = engine.base_pass(ids_all[lo:hi].to(device), mask_all[lo:hi].to(device))
-        has = torch.isfinite(state.base_nll)
-        base_sum += float(state.base_nll[has].sum())
-        base_cnt += float(has.sum())
-        for k, v in enumerate(variants):
-            _, nll = engine.token_stats(state, v)
-            ok = torch.isfinite(nll)
-            sums[k] += float(nll[ok].sum())
-            cnts[k] += float(ok.sum())
-        del state
+    for m in sweep(engine, window_batches(windows.input_ids, windows.attention_mask, batch_size), variants,
+                   device=device):
+        ok = torch.isfinite(m.nll)
+        if m.k is None:
+            base_sum += float(m.nll[ok].sum())
+            base_cnt += float(ok.sum())
+        else:
+            sums[m.k] += float(m.nll[ok].sum())
+            cnts[m.k] += float(ok.sum())
     if base_cnt == 0:
         raise SwapKLError(f"calibration windows {windows.source} have no position with a next token")
     return base_sum / base_cnt, (sums / np.maximum(cnts, 1)).tolist()
