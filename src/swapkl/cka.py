@@ -18,6 +18,7 @@ import torch
 
 from swapkl.data import Windows
 from swapkl.errors import SwapKLError
+from swapkl.sweep import sweep, window_batches
 
 
 def _frob(a: torch.Tensor) -> float:
@@ -28,13 +29,10 @@ def _frob(a: torch.Tensor) -> float:
 def block_cka(engine, windows: Windows, *, batch_size: int = 8, device: str = "cpu") -> np.ndarray:
     """``cka[l]`` = linear CKA between the streams entering and leaving block l (base model)."""
     n_layers = engine.n_layers
-    ids_all = torch.from_numpy(windows.input_ids)
-    mask_all = torch.from_numpy(windows.attention_mask)
     count = 0
     sums = gram = cross = None
-    for lo in range(0, ids_all.shape[0], batch_size):
-        state = engine.base_pass(ids_all[lo:lo + batch_size].to(device), mask_all[lo:lo + batch_size].to(device))
-        xs = [r[state.valid].double() for r in state.residuals]
+    for m in sweep(engine, window_batches(windows.input_ids, windows.attention_mask, batch_size), [], device=device):
+        xs = [r[m.state.valid].double() for r in m.state.residuals]
         if sums is None:
             d = xs[0].shape[1]
             sums = [torch.zeros(d, dtype=torch.float64, device=xs[0].device) for _ in xs]
@@ -46,7 +44,7 @@ def block_cka(engine, windows: Windows, *, batch_size: int = 8, device: str = "c
             gram[s] += x.T @ x
             if s < n_layers:
                 cross[s] += x.T @ xs[s + 1]
-        del state, xs
+        del xs
     if count < 2:
         raise SwapKLError(f"calibration windows {windows.source} have fewer than 2 valid tokens for CKA")
     mu = [v / count for v in sums]
