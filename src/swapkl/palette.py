@@ -8,3 +8,13 @@ VERMILLION = "#D55E00"
 PURPLE = "#CC79A7"
 SKY = "#56B4E9"
 GREY = "#7F7F7F"
+
+#: the order in which figures hand out colours to a list of series (models, heads, training runs)
+CYCLE = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, GREY)
+
+
+def cycled(k: int, skip: tuple[str, ...] = ()) -> str:
+    """The colour of the ``k``-th series (repeating), leaving out ``skip`` (colours the figure gives
+    another meaning)."""
+    colours = [c for c in CYCLE if c not in skip]
+    return colours[k % len(colours)]

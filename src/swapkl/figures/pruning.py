@@ -12,26 +12,14 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.style import (
-    BLUE,
-    GREEN,
-    GREY,
-    ORANGE,
-    PURPLE,
-    SKY,
-    VERMILLION,
-    add_note,
-    figure_style,
-    new_figure,
-    save_figure,
-)
+from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
 from swapkl.guides.registry import registered
+from swapkl.palette import cycled
 from swapkl.pruning.ratio import ir_ratios
 from swapkl.schemas import read_agreement, read_pruning
 
 #: guide -> (label, colour, line style, marker), in the registry's order (:mod:`swapkl.guides`)
 GUIDE_STYLE = {g.name: (g.label, g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}
-MODEL_COLOURS = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, GREY)
 FIXED_MARKERS = ("*", "h", "X", "p")
 
 
@@ -71,7 +59,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
     series = [(k, GUIDE_STYLE[k], g[g["guide"] == k]) for k in GUIDE_STYLE if k in set(g["guide"])]
     fixed = g[g["guide"] == "fixed"]
     for n, name in enumerate(sorted(set(fixed["fixed_set"].dropna()))):
-        style = (f"Fixed set {name}", MODEL_COLOURS[n % len(MODEL_COLOURS)], "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)])
+        style = (f"Fixed set {name}", cycled(n), "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)])
         series.append(("fixed", style, fixed[fixed["fixed_set"] == name]))
     guides = [k for k, _, _ in series]
     base = g[g["guide"] == "base"].iloc[0]
@@ -153,7 +141,7 @@ def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, st
             x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(models) - 1) / 2) * 0.08
             y = r["ir_ratio"].to_numpy()
             ax.errorbar(x, y, yerr=_err(y, r["ir_ci_low"], r["ir_ci_high"]), marker="o", capsize=2,
-                        color=MODEL_COLOURS[k % len(MODEL_COLOURS)], label=f"{model} @ {r['revision'].iloc[0]}")
+                        color=cycled(k), label=f"{model} @ {r['revision'].iloc[0]}")
         ax.axhline(1.0, color="black", lw=0.8, ls="--", label="tie (same cost)")
         ax.set_xticks(sorted(set(ir["budget"])))
         ax.set_xlabel("Blocks removed (n)")
@@ -188,7 +176,7 @@ def plot_ir_trajectory(df: pd.DataFrame, model: str, out_png, out_pdf, *, budget
             r = ir[ir["budget"] == n].sort_values("step")
             y = r["ir_ratio"].to_numpy()
             ax.errorbar(r["step"].to_numpy(dtype=np.float64), y, yerr=_err(y, r["ir_ci_low"], r["ir_ci_high"]),
-                        marker="o", capsize=2, color=MODEL_COLOURS[k % len(MODEL_COLOURS)], label=f"n = {n}")
+                        marker="o", capsize=2, color=cycled(k), label=f"n = {n}")
         steps = np.sort(ir["step"].unique().astype(np.float64))
         positive = steps[steps > 0]
         if steps.size and positive.size and steps.max() / positive.min() > 20:

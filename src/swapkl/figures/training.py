@@ -7,11 +7,10 @@ from pathlib import Path
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.style import (BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, add_note, figure_style,
-                                  new_figure, save_figure)
+from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
+from swapkl.palette import cycled
 
 COLUMNS = ("step", "heldout_loss", "train_loss")
-COLOURS = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY)
 
 
 def read_training_log(path: str | Path) -> pd.DataFrame:
@@ -48,7 +47,7 @@ def plot_training_curves(training_logs: dict[str, str | Path], out_png, out_pdf)
         fig = new_figure(6.4, 4.2)
         ax = fig.subplots()
         for k, (name, df) in enumerate(logs.items()):
-            colour = COLOURS[k % len(COLOURS)]
+            colour = cycled(k, skip=(GREY,))
             tr = df.dropna(subset=["train_loss"])
             ho = df.dropna(subset=["heldout_loss"])
             if len(tr):

@@ -11,22 +11,8 @@ from matplotlib.ticker import MaxNLocator
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.select import as_frame, rows
-from swapkl.figures.style import (
-    BLUE,
-    GREEN,
-    GREY,
-    INTERCHANGE_COLOUR,
-    ORANGE,
-    PURPLE,
-    SKY,
-    VERMILLION,
-    add_note,
-    figure_style,
-    new_figure,
-    save_figure,
-)
-
-HEAD_COLOURS = (VERMILLION, GREEN, ORANGE, PURPLE, SKY, GREY)
+from swapkl.figures.style import BLUE, GREY, INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
+from swapkl.palette import cycled
 
 
 def averaging_vs_replacement(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -75,7 +61,7 @@ def plot_weight_protocols(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, m
         left.set_ylabel("averaging KL, slot i runs (θ_i + θ_j)/2 (nats/token)")
         left.set_title("Weight averaging vs replacement")
         for k, col in enumerate(c for c in hd.columns if c != "block"):
-            right.plot(hd.index, hd[col], "-o", ms=3, color=HEAD_COLOURS[k % len(HEAD_COLOURS)], label=col)
+            right.plot(hd.index, hd[col], "-o", ms=3, color=cycled(k, skip=(BLUE,)), label=col)
         if "block" in hd.columns:
             right.plot(hd.index, hd["block"], "--", color=INTERCHANGE_COLOUR, lw=1.5,
                        label="whole-block interchange")
