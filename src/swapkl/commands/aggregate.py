@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
+from swapkl.commands.arguments import command
 from swapkl.errors import SwapKLError
 
 
@@ -22,13 +21,8 @@ def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "aggregate", help="combine probe Parquets into one dataset with pair statistics",
-        description="Read probe Parquets (one per checkpoint and rule) and representation Parquets, derive per-pair "
-                    "d_repl (max and mean of both replacement directions), d_inter, gap, I/R ratio and swap-similarity "
-                    "classes, summarise each pair set with a bootstrap CI of the mean gap, flag revisions whose "
-                    "weights duplicate an earlier revision, and write one Parquet file.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = command(sub, "aggregate", run, "combine probe Parquets into one dataset with pair statistics",
+                show_defaults=True)
     p.add_argument("--probe", nargs="+", required=True, metavar="FILE", help="probe Parquet files")
     p.add_argument("--repr", nargs="*", default=[], metavar="FILE",
                    help="representation (BI / angular distance) Parquet files")
@@ -38,10 +32,13 @@ def add_parser(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CI of the mean gap")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
-    p.set_defaults(func=run)
 
 
 def run(args) -> None:
+    """Read probe Parquets (one per checkpoint and rule) and representation Parquets, derive per-pair d_repl
+    (max and mean of both replacement directions), d_inter, gap, I/R ratio and swap-similarity classes,
+    summarise each pair set with a bootstrap CI of the mean gap, flag revisions whose weights duplicate an
+    earlier revision, and write one Parquet file."""
     from swapkl.aggregate import aggregate
 
     aggregate(args.probe, args.repr, args.out, pair_sets=parse_pair_sets(args.pair_sets),

@@ -1,52 +1,36 @@
-"""``swapkl demo-corpus``, ``demo-tokenizer``, ``demo-train``: the offline demo's corpus, tokenizer and models."""
+"""``swapkl demo-corpus``, ``demo-tokenizer``, ``demo-train``, ``demo-tasks``: the offline demo's corpus,
+tokenizer, models and multiple-choice tasks."""
 
 from __future__ import annotations
 
-import argparse
-
+from swapkl.commands.arguments import command
 from swapkl.errors import SwapKLError
 
 
-def add_parser(sub) -> None:
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+def _corpus_and_out(p) -> None:
+    p.add_argument("--corpus", required=True, metavar="DIR", help="directory written by demo-corpus")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
 
-    c = sub.add_parser(
-        "demo-corpus", help="build the offline demo corpus from Python's standard-library docstrings",
-        description="Collect the docstrings of Python's standard library (source files are parsed, not run) "
-                    "and the language-reference topics, keep prose paragraphs, deduplicate them and split them "
-                    "by a seeded hash into disjoint train.txt, valid.txt (probe/calibration text) and test.txt "
-                    "(perplexity text), plus corpus.json with the Python version and each file's sha256. "
-                    "The same Python version gives the same bytes.",
-        formatter_class=fmt)
+
+def add_parser(sub) -> None:
+    c = command(sub, "demo-corpus", run_corpus,
+                "build the offline demo corpus from Python's standard-library docstrings", show_defaults=True)
     c.add_argument("--out", required=True, metavar="DIR", help="output directory")
     c.add_argument("--seed", type=int, default=0, help="seed of the train/valid/test split")
     c.add_argument("--valid-fraction", type=float, default=0.05, help="share of paragraphs in valid.txt")
     c.add_argument("--test-fraction", type=float, default=0.05, help="share of paragraphs in test.txt")
-    c.set_defaults(func=run_corpus)
 
-    t = sub.add_parser(
-        "demo-tokenizer", help="train the demo's byte-level BPE tokenizer on the corpus's train.txt",
-        description="Train a byte-level BPE (eos <|endoftext|>, pad <|padding|>) on DIR/train.txt and save it "
-                    "so transformers.AutoTokenizer.from_pretrained(OUT) loads it. Deterministic.",
-        formatter_class=fmt)
-    t.add_argument("--corpus", required=True, metavar="DIR", help="directory written by demo-corpus")
-    t.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    t = command(sub, "demo-tokenizer", run_tokenizer,
+                "train the demo's byte-level BPE tokenizer on the corpus's train.txt", show_defaults=True)
+    _corpus_and_out(t)
     t.add_argument("--vocab-size", type=int, default=2048, help="vocabulary size, special tokens included")
     t.add_argument("--min-frequency", type=int, default=2, help="minimum count of a merged pair")
-    t.set_defaults(func=run_tokenizer)
 
-    m = sub.add_parser(
-        "demo-train", help="train a tiny causal LM from scratch with Pythia-like step{N} checkpoints",
-        description="Train a tiny gpt_neox (Pythia-like), llama or qwen3 model on the demo corpus and save "
-                    "Hugging Face checkpoints OUT/step{N}/ (safetensors + tokenizer) on a Pythia-like "
-                    "schedule: step0 (the initialisation), powers of two, then N_EVEN evenly spaced steps. "
-                    "Also writes OUT/training_log.csv (held-out and train loss per saved step) and "
-                    "OUT/demo_model.json. Seeded: the same machine gives byte-identical weights.",
-        formatter_class=fmt)
+    m = command(sub, "demo-train", run_train,
+                "train a tiny causal LM from scratch with Pythia-like step{N} checkpoints", show_defaults=True)
     m.add_argument("--arch", required=True, choices=("gpt_neox", "llama", "qwen3"), help="model family")
-    m.add_argument("--corpus", required=True, metavar="DIR", help="directory written by demo-corpus")
+    _corpus_and_out(m)
     m.add_argument("--tokenizer", required=True, metavar="DIR", help="directory written by demo-tokenizer")
-    m.add_argument("--out", required=True, metavar="DIR", help="output directory")
     m.add_argument("--steps", type=int, default=300, help="optimizer updates")
     m.add_argument("--n-even", type=int, default=6, help="evenly spaced checkpoints after the log-spaced ones")
     m.add_argument("--save-steps", metavar="LIST", default=None,
@@ -67,10 +51,18 @@ def add_parser(sub) -> None:
                    help="MLP width of gpt_neox (llama/qwen3 use 3/4 of it: SwiGLU has three matrices)")
     m.add_argument("--max-positions", type=int, default=256, help="max_position_embeddings")
     m.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
-    m.set_defaults(func=run_train)
+
+    k = command(sub, "demo-tasks", run_tasks, "build the demo's multiple-choice tasks from the demo corpus")
+    _corpus_and_out(k)
+    k.add_argument("--n-docs", type=int, default=200, help="documents per task (default: 200)")
+    k.add_argument("--seed", type=int, default=0, help="seed of the documents' choice (default: 0)")
 
 
 def run_corpus(args) -> None:
+    """Collect the docstrings of Python's standard library (source files are parsed, not run) and the
+    language-reference topics, keep prose paragraphs, deduplicate them and split them by a seeded hash into
+    disjoint train.txt, valid.txt (probe/calibration text) and test.txt (perplexity text), plus corpus.json with
+    the Python version and each file's sha256. The same Python version gives the same bytes."""
     from swapkl.demo.corpus import build_corpus
 
     manifest = build_corpus(args.out, seed=args.seed, valid_fraction=args.valid_fraction,
@@ -81,6 +73,8 @@ def run_corpus(args) -> None:
 
 
 def run_tokenizer(args) -> None:
+    """Train a byte-level BPE (eos <|endoftext|>, pad <|padding|>) on DIR/train.txt and save it so
+    transformers.AutoTokenizer.from_pretrained(OUT) loads it. Deterministic."""
     from swapkl.demo.tokenizer import train_demo_tokenizer
 
     if args.vocab_size < 1:
@@ -90,6 +84,10 @@ def run_tokenizer(args) -> None:
 
 
 def run_train(args) -> None:
+    """Train a tiny gpt_neox (Pythia-like), llama or qwen3 model on the demo corpus and save Hugging Face
+    checkpoints OUT/step{N}/ (safetensors + tokenizer) on a Pythia-like schedule: step0 (the initialisation),
+    powers of two, then N_EVEN evenly spaced steps. Also writes OUT/training_log.csv (held-out and train loss
+    per saved step) and OUT/demo_model.json. Seeded: the same machine gives byte-identical weights."""
     from swapkl.demo.architectures import DemoSize
     from swapkl.demo.schedule import parse_steps
     from swapkl.demo.train import train_demo_model
@@ -108,3 +106,14 @@ def run_train(args) -> None:
     print(f"{args.arch}: {summary['n_parameters']} parameters, {len(summary['save_steps'])} checkpoints in "
           f"{args.out}; held-out loss {summary['initial_heldout_loss']:.3f} -> "
           f"{summary['final_heldout_loss']:.3f} in {summary['train_seconds']:.1f} s")
+
+
+def run_tasks(args) -> None:
+    """Write demo_next_word (4 choices) and demo_continuation (2 choices) from the corpus's held-out test.txt
+    as JSONL + lm-eval task YAML."""
+    from pathlib import Path
+
+    from swapkl.demo.tasks import build_demo_tasks
+
+    for path in build_demo_tasks(Path(args.corpus), Path(args.out), n_docs=args.n_docs, seed=args.seed):
+        print(path)

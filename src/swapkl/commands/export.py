@@ -4,30 +4,24 @@ from __future__ import annotations
 
 import json
 
+from swapkl.commands.arguments import add_model_arguments, command
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "export", help="write a pruned / reordered checkpoint that loads with AutoModelForCausalLM",
-        description="Write the model that runs the given blocks (safetensors, num_hidden_layers and per-layer "
-                    "fields renumbered, tokenizer copied), reload it with AutoModelForCausalLM, check its logits "
-                    "against the engine's variant and KV-cache generation, and record the provenance in "
-                    "swapkl_export.json. --out must not exist.")
-    p.add_argument("--model", required=True, help="local checkpoint directory or hub id")
-    p.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
+    p = command(sub, "export", run, "write a pruned / reordered checkpoint that loads with AutoModelForCausalLM")
+    add_model_arguments(p, engine=False, dtype_help="dtype of the written weights (default: float32)",
+                        device_help="device of the verification: cpu, cuda, cuda:N or auto")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--remove", metavar="I,J", help="blocks to remove, e.g. 3,5")
     what.add_argument("--order", metavar="I,J,...", help="blocks to run, slot by slot, e.g. 0,2,1,3")
     p.add_argument("--guide", help="name of the guide that chose the blocks (recorded in the provenance)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                   help="dtype of the written weights (default: float32)")
-    p.add_argument("--device", default="auto", help="device of the verification: cpu, cuda, cuda:N or auto")
-    p.add_argument("--allow-pickle", action="store_true", help="also load non-safetensors (pickle) weights")
-    p.add_argument("--trust-remote-code", action="store_true", help="run model code from the checkpoint")
     p.add_argument("--out", required=True, metavar="DIR", help="new output directory")
-    p.set_defaults(func=run)
 
 
 def run(args) -> None:
+    """Write the model that runs the given blocks (safetensors, num_hidden_layers and per-layer fields
+    renumbered, tokenizer copied), reload it with AutoModelForCausalLM, check its logits against the engine's
+    variant and KV-cache generation, and record the provenance in swapkl_export.json. --out must not exist."""
     from swapkl.export import export_checkpoint, parse_indices
 
     remove = None if args.remove is None else parse_indices(args.remove, "--remove")

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 
+from swapkl.commands.arguments import command
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("provenance", help="print the provenance of a swapkl Parquet file",
-                       description="Print the provenance (versions, model, revision, hashes, seed, dtype, device) "
-                                   "recorded in a Parquet file written by swapkl.")
+    p = command(sub, "provenance", run, "print the provenance of a swapkl Parquet file")
     p.add_argument("file", help="a Parquet file written by swapkl")
     p.add_argument("--json", action="store_true", help="print JSON instead of aligned text")
-    p.set_defaults(func=run)
 
 
 def run(args) -> None:
+    """Print the provenance (versions, model, revision, hashes, seed, dtype, device) recorded in a Parquet file
+    written by swapkl."""
     from swapkl import provenance
 
     prov = provenance.read(args.file)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from swapkl.commands.probe import add_data_arguments, add_model_arguments, data_spec
+from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
 from swapkl.errors import SwapKLError
 
 
@@ -20,12 +20,7 @@ def _budgets(text: str) -> list[int]:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "prune", help="prune one checkpoint by every guide and baseline; perplexity and KL cost",
-        description="Remove blocks of one checkpoint guided by its probe files (interchange, replacement max/mean, "
-                    "deletion KL, anti-guided) and by the baselines (ShortGPT BI, Gromov angular distance, "
-                    "SLEB-iterative, random), for every budget; measure sliding-window perplexity on held-out "
-                    "text and KL against the base model on the probe windows; write one Parquet file.")
+    p = command(sub, "prune", run_prune, "prune one checkpoint by every guide and baseline; perplexity and KL cost")
     add_model_arguments(p)
     p.add_argument("--probe", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
@@ -39,7 +34,6 @@ def add_parser(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default: 1000)")
     p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: angular)")
-    p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
     e.add_argument("--eval-text-file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
     e.add_argument("--eval-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
@@ -52,20 +46,15 @@ def add_parser(sub) -> None:
     add_data_arguments(p, prefix="calib-")
     p.add_argument("--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
-    p.set_defaults(func=run_prune)
 
-    a = sub.add_parser("aggregate-pruning", help="concatenate per-checkpoint pruning files",
-                       description="Concatenate per-checkpoint pruning (and agreement) files into "
-                                   "results/pruning.parquet (and an agreement table).")
+    a = command(sub, "aggregate-pruning", run_aggregate, "concatenate per-checkpoint pruning files")
     a.add_argument("--inputs", nargs="+", required=True, metavar="FILE.parquet", help="per-checkpoint pruning files")
     a.add_argument("--agreement-inputs", nargs="*", default=[], metavar="FILE.parquet",
                    help="per-checkpoint agreement files")
     a.add_argument("--agreement-out", metavar="FILE.parquet", help="combined agreement table")
     a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined pruning table")
-    a.set_defaults(func=run_aggregate)
 
-    f = sub.add_parser("plot-pruning", help="pruning figures (PNG + PDF)",
-                       description="Draw one pruning figure from results/pruning.parquet or an agreement table.")
+    f = command(sub, "plot-pruning", run_plot, "pruning figures (PNG + PDF)")
     f.add_argument("kind", choices=["delta", "ir-panel", "ir-trajectory", "agreement"],
                    help="delta: delta PPL vs budget for one checkpoint; ir-panel: I/R ratio vs budget, one line "
                         "per model; ir-trajectory: I/R ratio vs training step; agreement: guides' agreement")
@@ -76,7 +65,6 @@ def add_parser(sub) -> None:
     f.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
     f.add_argument("--out-png", required=True)
     f.add_argument("--out-pdf", required=True)
-    f.set_defaults(func=run_plot)
 
 
 def eval_spec(args) -> dict:
@@ -86,6 +74,10 @@ def eval_spec(args) -> dict:
 
 
 def run_prune(args) -> None:
+    """Remove blocks of one checkpoint guided by its probe files (interchange, replacement max/mean, deletion
+    KL, anti-guided) and by the baselines (ShortGPT BI, Gromov angular distance, SLEB-iterative, random), for
+    every budget; measure sliding-window perplexity on held-out text and KL against the base model on the probe
+    windows; write one Parquet file."""
     from swapkl.prune import run_pruning
 
     run_pruning(args.model, args.probe, args.repr, args.out, revision=args.revision, budgets=args.budgets,
@@ -97,12 +89,15 @@ def run_prune(args) -> None:
 
 
 def run_aggregate(args) -> None:
+    """Concatenate per-checkpoint pruning (and agreement) files into results/pruning.parquet (and an agreement
+    table)."""
     from swapkl.prune import aggregate_pruning
 
     aggregate_pruning(args.inputs, args.out, agreement_inputs=args.agreement_inputs, agreement_out=args.agreement_out)
 
 
 def run_plot(args) -> None:
+    """Draw one pruning figure from results/pruning.parquet or an agreement table."""
     from swapkl.figures import pruning as fig
     from swapkl.schemas import read_agreement, read_pruning
 

@@ -1,19 +1,14 @@
-"""``swapkl relevance`` and ``swapkl demo-tasks``: accuracy-based layer relevance (AccRel) per task."""
+"""``swapkl relevance``, ``aggregate-relevance``, ``relevance-stats`` and ``plot-relevance``: accuracy-based layer
+relevance (AccRel) per task."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from swapkl.commands.probe import add_data_arguments, add_model_arguments, data_spec
+from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "relevance", help="accuracy-based relevance of every block on tasks (engine: base + each deletion)",
-        description="Score multiple-choice tasks (lm-eval task YAML + local JSONL; acc and acc_norm) and, "
-                    "optionally, language-modelling text (next-token accuracy) for the base model and every "
-                    "single-block deletion on the probe engine, and write AccRel per block and task: "
-                    "1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the base model is not above chance r.")
+    p = command(sub, "relevance", run,
+                "accuracy-based relevance of every block on tasks (engine: base + each deletion)")
     add_model_arguments(p)
     p.add_argument("--tasks", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
     p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
@@ -23,30 +18,18 @@ def add_parser(sub) -> None:
     p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
     p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
     add_data_arguments(p, prefix="lm-")
-    p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
-    p.set_defaults(func=run)
 
-    a = sub.add_parser("aggregate-relevance", help="concatenate per-checkpoint relevance files",
-                       description="Concatenate per-checkpoint relevance files into results/relevance.parquet.")
+    a = command(sub, "aggregate-relevance", run_aggregate, "concatenate per-checkpoint relevance files")
     a.add_argument("--inputs", nargs="+", required=True, metavar="FILE.parquet", help="relevance files")
     a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined table")
-    a.set_defaults(func=run_aggregate)
 
-    st = sub.add_parser("relevance-stats", help="relevance against cosine (BI): Pearson R, misranking, Wilcoxon",
-                        description="Per checkpoint and task: Pearson R of AccRel and BI (and in the paper's sign), "
-                                    "exact-rank and severe misranking (boundary blocks excluded), and the Wilcoxon "
-                                    "task-dependence test (results/relevance_stats.parquet).")
+    st = command(sub, "relevance-stats", run_stats, "relevance against cosine (BI): Pearson R, misranking, Wilcoxon")
     st.add_argument("--input", required=True, metavar="FILE.parquet", help="relevance table")
     st.add_argument("--aggregate", required=True, metavar="FILE.parquet", help="results/swapkl.parquet (BI rows)")
     st.add_argument("--out", required=True, metavar="FILE.parquet", help="statistics table")
-    st.set_defaults(func=run_stats)
 
-    f = sub.add_parser("plot-relevance", help="relevance figures (PNG + PDF)",
-                       description="cosine: each block's cosine similarity (1 - BI, from the aggregate) vs its "
-                                   "AccRel per task, with Pearson R; zscores: per-task z-scores of AccRel; "
-                                   "confusion: rank confusion of AccRel against BI per task (--input: the "
-                                   "relevance-stats table).")
+    f = command(sub, "plot-relevance", run_plot, "relevance figures (PNG + PDF)")
     f.add_argument("kind", choices=["cosine", "zscores", "confusion"])
     f.add_argument("--input", required=True, metavar="FILE.parquet",
                    help="relevance table (confusion: relevance-stats table)")
@@ -55,19 +38,13 @@ def add_parser(sub) -> None:
     f.add_argument("--revision", required=True, help="revision label")
     f.add_argument("--out-png", required=True)
     f.add_argument("--out-pdf", required=True)
-    f.set_defaults(func=run_plot)
-
-    t = sub.add_parser("demo-tasks", help="build the demo's multiple-choice tasks from the demo corpus",
-                       description="Write demo_next_word (4 choices) and demo_continuation (2 choices) from the "
-                                   "corpus's held-out test.txt as JSONL + lm-eval task YAML.")
-    t.add_argument("--corpus", required=True, metavar="DIR", help="directory written by demo-corpus")
-    t.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    t.add_argument("--n-docs", type=int, default=200, help="documents per task (default: 200)")
-    t.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
-    t.set_defaults(func=run_demo_tasks)
 
 
 def run(args) -> None:
+    """Score multiple-choice tasks (lm-eval task YAML + local JSONL; acc and acc_norm) and, optionally,
+    language-modelling text (next-token accuracy) for the base model and every single-block deletion on the
+    probe engine, and write AccRel per block and task: 1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the
+    base model is not above chance r."""
     from swapkl.relevance import run_relevance
 
     has_lm = any(getattr(args, f"lm_{k}") for k in ("tokens", "dataset", "text_file"))
@@ -79,20 +56,17 @@ def run(args) -> None:
                   harness_tasks=args.lm_eval_tasks)
 
 
-def run_demo_tasks(args) -> None:
-    from swapkl.demo.tasks import build_demo_tasks
-
-    for path in build_demo_tasks(Path(args.corpus), Path(args.out), n_docs=args.n_docs, seed=args.seed):
-        print(path)
-
-
 def run_aggregate(args) -> None:
+    """Concatenate per-checkpoint relevance files into results/relevance.parquet."""
     from swapkl.relevance import aggregate_relevance
 
     aggregate_relevance(args.inputs, args.out)
 
 
 def run_plot(args) -> None:
+    """cosine: each block's cosine similarity (1 - BI, from the aggregate) vs its AccRel per task, with Pearson R;
+    zscores: per-task z-scores of AccRel; confusion: rank confusion of AccRel against BI per task (--input: the
+    relevance-stats table)."""
     from swapkl.errors import SwapKLError
     from swapkl.figures import relevance as fig
 
@@ -108,6 +82,8 @@ def run_plot(args) -> None:
 
 
 def run_stats(args) -> None:
+    """Per checkpoint and task: Pearson R of AccRel and BI (and in the paper's sign), exact-rank and severe
+    misranking (boundary blocks excluded), and the Wilcoxon task-dependence test (results/relevance_stats.parquet)."""
     from swapkl.relevance_stats import summarise_relevance
 
     summarise_relevance(args.input, args.aggregate, args.out)
