@@ -93,26 +93,26 @@ def test_export_round_trip_and_generation(tmp_path, arch, flags, order):
     assert prov["verification"]["max_abs_logit_diff"] <= prov["verification"]["logit_tolerance"]
 
 
-def test_a_wrong_order_is_detectable(tmp_path):
-    """The reference tells the export's order apart from the unpruned model (the tests can fail)."""
-    model, _, out, code = _export(tmp_path, "llama", "--remove", "2")
+def _exported_logits(tmp_path, arch: str, *args: str, seed: int):
+    """Export, reload with the stock class, run two random prompts: (source model, prompts, logits)."""
+    model, _, out, code = _export(tmp_path, arch, *args)
     assert code == 0
     exported = AutoModelForCausalLM.from_pretrained(out).eval()
-    ids = random_tokens(VOCAB, 2, 20, seed=3)
+    ids = random_tokens(VOCAB, 2, 20, seed=seed)
     with torch.inference_mode():
-        got = exported(input_ids=ids).logits
+        return model, ids, exported(input_ids=ids).logits
+
+
+def test_a_wrong_order_is_detectable(tmp_path):
+    """The reference tells the export's order apart from the unpruned model (the tests can fail)."""
+    model, ids, got = _exported_logits(tmp_path, "llama", "--remove", "2", seed=3)
     assert not _close(got, ref.logits(model, ids, torch.ones_like(ids), [0, 1, 2, 4]))  # block 3 removed instead
     assert not _close(got, ref.logits(model, ids, torch.ones_like(ids)))
 
 
 def test_replacement_order_repeats_a_block(tmp_path):
     """M_{1<-3}: block 3 runs at slots 1 and 3; each slot owns a copy of its tensors."""
-    model, _, out, code = _export(tmp_path, "qwen3", "--order", "0,3,2,3,4")
-    assert code == 0
-    exported = AutoModelForCausalLM.from_pretrained(out).eval()
-    ids = random_tokens(VOCAB, 2, 20, seed=4)
-    with torch.inference_mode():
-        got = exported(input_ids=ids).logits
+    model, ids, got = _exported_logits(tmp_path, "qwen3", "--order", "0,3,2,3,4", seed=4)
     assert _close(got, ref.logits(model, ids, torch.ones_like(ids), [0, 3, 2, 3, 4]))
 
 

@@ -6,8 +6,8 @@ first changed slot and shares the stream its planned neighbour left behind, see
 :mod:`swapkl.engine`), with a progress bar over (batch, variant) items. Each item carries what a
 per-sequence reduction needs: the batch, the base pass's state and either the per-valid-token KL and
 NLL (``targets=True``) or the final residual stream before the norm (``targets=False``, for callers
-that score their own positions). The probe, pruning's perplexity and KL, SLEB's calibration NLL and
-the accuracy relevance all reduce these items; none of them writes its own batch loop.
+that score their own positions). The probe, pruning's perplexity and KL, SLEB's calibration NLL, CKA
+and the accuracy relevance all reduce these items; none of them writes its own batch loop.
 """
 
 from __future__ import annotations
