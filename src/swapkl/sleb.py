@@ -47,22 +47,18 @@ class SlebResult:
 def calibration_nll(engine, windows: Windows, removed_sets: list[tuple[int, ...]], *, batch_size: int = 8,
                     device: str = "cpu") -> tuple[float, list[float]]:
     """Mean calibration NLL of the base model and of each removal set."""
-    base_sum = base_cnt = 0.0
-    sums = np.zeros(len(removed_sets))
-    cnts = np.zeros(len(removed_sets))
+    sums = np.zeros(len(removed_sets) + 1)  # [0]: the base model, [k + 1]: removal set k
+    cnts = np.zeros(len(removed_sets) + 1)
     variants = [removal(r, engine.n_layers) for r in removed_sets]
     for m in sweep(engine, window_batches(windows.input_ids, windows.attention_mask, batch_size), variants,
                    device=device):
         ok = torch.isfinite(m.nll)
-        if m.k is None:
-            base_sum += float(m.nll[ok].sum())
-            base_cnt += float(ok.sum())
-        else:
-            sums[m.k] += float(m.nll[ok].sum())
-            cnts[m.k] += float(ok.sum())
-    if base_cnt == 0:
+        j = 0 if m.k is None else m.k + 1
+        sums[j] += float(m.nll[ok].sum())
+        cnts[j] += float(ok.sum())
+    if cnts[0] == 0:
         raise SwapKLError(f"calibration windows {windows.source} have no position with a next token")
-    return base_sum / base_cnt, (sums / np.maximum(cnts, 1)).tolist()
+    return float(sums[0] / cnts[0]), (sums[1:] / np.maximum(cnts[1:], 1)).tolist()
 
 
 def sleb_iterative(engine, windows: Windows, n: int, *, batch_size: int = 8, device: str = "cpu",
