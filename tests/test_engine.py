@@ -319,3 +319,50 @@ def test_kl_formula_with_bias_and_chunks_against_direct_float64():
         assert torch.isnan(nll[-1])  # no next token
         base_kl, _ = kl_and_nll(unemb, hb, base_targets(unemb, hb, labels, chunk), chunk)
         assert base_kl.abs().max().item() < 1e-9
+
+
+def test_sweep_yields_every_item_once_skips_done_ones_and_frees_each_batch(model):
+    """swapkl.sweep against the engine called by hand, batch by batch: the same per-token KL and NLL (bit for
+    bit: same calls), each (batch, variant) once with its position, nothing computed for items marked done,
+    and no batch's base-pass state alive once the next batch starts (two residual caches never coexist)."""
+    import gc
+    import weakref
+
+    from swapkl.sweep import BASE, sweep, window_batches
+
+    ids = random_tokens(VOCAB, 5, 9, seed=11)
+    mask = torch.ones_like(ids)
+    mask[4, 6:] = 0
+    variants = [deletion(3, N_LAYERS), replacement(1, 2, N_LAYERS), deletion(3, N_LAYERS)]  # one twice
+    hand = ProbeEngine(model)
+    want = {}
+    for b, lo in enumerate(range(0, 5, 2)):
+        s = hand.base_pass(ids[lo:lo + 2], mask[lo:lo + 2])
+        want[b, None] = s.base_nll
+        for k, v in enumerate(variants):
+            want[b, k] = hand.token_stats(s, v)[1]
+    # done: all of batch 1, the replacement in batch 2 (by variant: both copies of a variant share its result)
+    done = {(1, BASE.key), (1, variants[0].key), (1, variants[1].key), (2, variants[1].key)}
+    engine = ProbeEngine(model)
+    seen, states = [], []
+    prepare = engine.adapter.prepare
+
+    def checked_prepare(*args):  # a new base pass starts (after the engine dropped its own carried stream)
+        gc.collect()
+        assert all(r() is None for r in states), "an earlier batch's state is still alive"
+        return prepare(*args)
+
+    engine.adapter.prepare = checked_prepare
+    items = sweep(engine, window_batches(ids.numpy(), mask.numpy(), 2), variants, device="cpu",
+                  done=lambda b, v: (b, v.key) in done)
+    for m in items:
+        if m.k is None:
+            states.append(weakref.ref(m.state))
+        assert m.variant is (BASE if m.k is None else variants[m.k])
+        torch.testing.assert_close(m.nll, want[m.index, m.k], rtol=0, atol=0, equal_nan=True)  # NaN: no next token
+        assert m.batch.rows == slice(2 * m.index, min(5, 2 * m.index + 2))
+        seen.append((m.index, m.k))
+    key = lambda k: BASE.key if k is None else variants[k].key  # noqa: E731
+    expected = [(b, k) for b in range(3) for k in (None, 0, 1, 2) if (b, key(k)) not in done]
+    assert sorted(seen, key=str) == sorted(expected, key=str)
+    assert len(states) == 2  # batch 1 had nothing to do: no base pass
