@@ -64,8 +64,9 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
     guides = [k for k, _, _ in series]
     base = g[g["guide"] == "base"].iloc[0]
     with figure_style():
-        fig = new_figure(12.0, 4.6)
-        ax_p, ax_k = fig.subplots(1, 2)
+        fig = new_figure(12.0, 4.6 + 0.22 * len(series) + 1.0)
+        top, bottom = fig.subfigures(2, 1, height_ratios=[4.6, 0.22 * len(series) + 1.0])
+        ax_p, ax_k = top.subplots(1, 2)
         width = 0.6 / max(len(guides), 1)
         for k, (guide, (label, colour, ls, marker), rows_of) in enumerate(series):
             r = rows_of[rows_of["feasible"]].sort_values("budget")
@@ -97,6 +98,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
         if guides:
             handles, labels = ax_p.get_legend_handles_labels()
             fig.legend(handles, labels, loc="outside right upper", frameon=False, title="Selection rule")
+        _ranked_panel(bottom.subplots(), series, max(budgets, default=0))
         fig.suptitle(f"{model} @ {revision}: cost of removing blocks, by selection rule")
         add_note(fig, (
             f"Unpruned perplexity {base['ppl']:.2f} on {base['eval_split']} (sliding window {base['eval_window']}, "
@@ -104,6 +106,38 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
             f"evaluation windows (KL: over probe windows). Guided and random removals keep removed blocks more than "
             f"{base['spacing']} index apart; BI, angular and SLEB do not."))
         save_figure(fig, out_png, out_pdf)
+
+
+def _ranked_panel(ax, series, budget: int) -> None:
+    """Every selection rule's perplexity cost at ``budget`` blocks, sorted, with its CI: the rules that the
+    line panels draw on top of each other, side by side."""
+    rows = []
+    for guide, (label, colour, _, marker), rows_of in series:
+        r = rows_of[rows_of["feasible"] & (rows_of["budget"] == budget)]
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        if guide == "random_mean":
+            lo, hi = r["delta_ppl_pct"] - r["delta_ppl_pct_sd"], r["delta_ppl_pct"] + r["delta_ppl_pct_sd"]
+        else:
+            lo, hi = r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"]
+        rows.append((float(r["delta_ppl_pct"]), float(lo), float(hi), label, colour, marker))
+    if not rows:
+        ax.set_axis_off()
+        return
+    rows.sort(key=lambda t: t[0])
+    for k, (y, lo, hi, _, colour, marker) in enumerate(rows):
+        ax.errorbar([y], [k], xerr=_err([y], [lo], [hi]), color=colour, marker=marker, capsize=2, ls="none")
+    ax.set_yticks(range(len(rows)), [t[3] for t in rows], fontsize=7)
+    ax.invert_yaxis()
+    note = ""
+    if max(abs(t[2]) for t in rows) > 20:  # a few costly rules would squeeze the rest into one point
+        ax.set_xscale("symlog", linthresh=1)
+        note = " (symmetric log scale, linear within ±1%)"
+    ax.margins(x=0.04)
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.set_xlabel("Perplexity increase over the unpruned model (%)" + note)
+    ax.set_title(f"All rules at n = {budget} blocks removed, lowest cost first (bars: 95% CI; random: mean ± s.d.)")
 
 
 def _default_revision(g: pd.DataFrame) -> str:

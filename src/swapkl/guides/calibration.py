@@ -20,16 +20,18 @@ BEAM_WIDTH = 3
 BEAM_SEEDS = 12
 
 
-def sleb_iterative(*args, **kwargs):
-    from swapkl.sleb import sleb_iterative as run  # torch: imported when a guide runs, not when it registers
+def _run_sleb(*args, **kwargs):
+    """:func:`swapkl.sleb.sleb_iterative`, imported when a guide runs: registering the guides (which the
+    torch-free figures do) must not import torch."""
+    from swapkl.sleb import sleb_iterative
 
-    return run(*args, **kwargs)
+    return sleb_iterative(*args, **kwargs)
 
 
 def sleb(ctx: GuideContext):
     """SLEB-iterative up to the largest budget (shared by both SLEB guides)."""
-    return ctx.cached("sleb", lambda: sleb_iterative(ctx.engine, ctx.calib, max(ctx.budgets),
-                                                     batch_size=ctx.batch_size, device=ctx.device))
+    return ctx.cached("sleb", lambda: _run_sleb(ctx.engine, ctx.calib, max(ctx.budgets),
+                                                batch_size=ctx.batch_size, device=ctx.device))
 
 
 @register_guide("sleb_iterative", rank=80, label="SLEB-iterative (calibration NLL)", colour=SKY, marker="D")
@@ -53,7 +55,7 @@ def sleb_greedy(ctx: GuideContext) -> Selection | None:
     if not ctx.measures:
         return ctx.skip("sleb_greedy", "no model and calibration windows to measure")
     # SLEB-iterative's first step when it ran (the same scores), else that one step alone
-    res = ctx.measured("sleb") or sleb_iterative(ctx.engine, ctx.calib, 1, batch_size=ctx.batch_size, device=ctx.device)
+    res = ctx.measured("sleb") or _run_sleb(ctx.engine, ctx.calib, 1, batch_size=ctx.batch_size, device=ctx.device)
     single = res.single_removal_increase(ctx.n_layers)
     sel = Selection()
     for n in ctx.budgets:
@@ -83,7 +85,7 @@ def sleb_matched(ctx: GuideContext) -> Selection | None:
     depth = {n: max(k for k in range(L) if sleb_evals(L, k) <= beam_sel.n_evals[(n, None)]) for n in ctx.budgets}
     res = sleb(ctx)
     if max(depth.values()) > len(res.order):
-        res = sleb_iterative(ctx.engine, ctx.calib, max(depth.values()), batch_size=ctx.batch_size,
+        res = _run_sleb(ctx.engine, ctx.calib, max(depth.values()), batch_size=ctx.batch_size,
                              device=ctx.device, resume=res)
     sel = Selection()
     for n, k in depth.items():
