@@ -47,23 +47,13 @@ from tqdm.auto import tqdm
 
 from swapkl.errors import SwapKLError
 from swapkl.pairs import pairs_for, parse_pair_set
+from swapkl.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA  # noqa: F401  (COVARIATE_COLUMNS re-exported)
 
 log = logging.getLogger(__name__)
 
 #: per-token covariates summed over tokens (the token-weighted means of the docstring)
 PAIR_TOKEN_COVARIATES = ("update_cos", "commutator")
 BLOCK_TOKEN_COVARIATES = ("rel_update", "attn_entropy")
-#: every covariate column of a pair row, in table order
-COVARIATE_COLUMNS = ("rel_update_i", "rel_update_j", "rel_update_mean", "rel_update_absdiff", "update_cos",
-                     "commutator", "weight_dist", "attn_entropy_i", "attn_entropy_j", "attn_entropy_mean",
-                     "attn_entropy_absdiff")
-
-COVARIATE_FILE_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
-    ("layer_i", pa.int64()), ("layer_j", pa.int64()), ("distance", pa.int64()),
-    *[(c, pa.float64()) for c in COVARIATE_COLUMNS],
-    ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
-])
 
 
 def _norm(x: torch.Tensor) -> torch.Tensor:
