@@ -19,6 +19,7 @@ from swapkl.bootstrap import resample_indices
 from swapkl.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
                                     spearman_ci)
 from swapkl.errors import SwapKLError
+from swapkl.figures.covariates import plot_covariate_correlations
 from swapkl.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA, read_covariate_correlations
 from probe_fixtures import probe_files, provenance, random_values, write_checkpoint, write_table
 
@@ -122,6 +123,8 @@ def test_aggregate_joins_the_aggregate_gaps(tmp_path):
         assert r.gap == w["gap"] and r.gap_fwd == w["gap_fwd"]
     corr = read_covariate_correlations(corr_out)
     assert set(corr["scope"]) == {"checkpoint", "model"} and (corr[corr["scope"] == "model"]["n_pairs"] == 10).all()
+    plot_covariate_correlations(corr_out, tmp_path / "fig.png", tmp_path / "fig.pdf")
+    assert (tmp_path / "fig.png").read_bytes().startswith(b"\x89PNG") and (tmp_path / "fig.pdf").stat().st_size > 0
 
     # a covariate file measured on other weights than the probes of its checkpoint is refused
     bad = _covariate_file(tmp_path / "bad.parquet", "toy", "step5", pairs, 4,
