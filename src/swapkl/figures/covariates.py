@@ -38,7 +38,7 @@ def plot_covariate_correlations(corr, out_png, out_pdf) -> None:
     covariates = list(dict.fromkeys(pooled["covariate"]))
     y = np.arange(len(covariates))[::-1].astype(float)
     with figure_style():
-        fig = new_figure(3.6 * len(models) + 2.6, 0.45 * len(covariates) + 1.6)
+        fig = new_figure(3.4 * len(models) + 3.2, 0.45 * len(covariates) + 2.4)
         axes = np.atleast_1d(fig.subplots(1, len(models), sharey=True, squeeze=False)[0])
         for ax, model in zip(axes, models):
             for k, (target, (label, colour)) in enumerate(TARGETS.items()):
@@ -57,10 +57,11 @@ def plot_covariate_correlations(corr, out_png, out_pdf) -> None:
             ax.set_xlim(-1.05, 1.05)
             n = pooled[(pooled["model"] == model)]["n_pairs"].max()
             k_ck = corr[(corr["scope"] == "checkpoint") & (corr["model"] == model)]["revision"].nunique()
-            ax.set_title(f"{model}: {n} pairs over {k_ck} checkpoint(s)", fontsize=9)
-            ax.set_xlabel("Spearman \u03c1 with the gap (unitless)")
+            ax.set_title(f"{model}\n{n} pairs over {k_ck} checkpoint(s)", fontsize=9)
+            ax.set_xlabel("Spearman \u03c1 with the gap\n(unitless)")
         axes[0].set_yticks(y, [LABELS.get(c, c) for c in covariates])
-        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper center", ncol=2, fontsize=7, frameon=False)
         n_boot = int(pooled["n_boot"].max())
         add_note(fig, "Exploratory: no correction for multiple comparisons. \u03c1 > 0: pairs with a larger covariate "
                       f"have a larger gap. CIs: percentile bootstrap over pairs ({n_boot} resamples); duplicate "
