@@ -25,7 +25,7 @@ LABELS = {
     "attn_entropy_mean": "attention entropy, mean of i, j",
     "attn_entropy_absdiff": "attention entropy, |i \u2212 j|",
 }
-TARGETS = {"gap": ("gap = d_repl (max of both directions) \u2212 d_inter", VERMILLION),
+TARGETS = {"gap": ("gap = max(r(i\u2190j), r(j\u2190i)) \u2212 d_inter", VERMILLION),
            "gap_fwd": ("one-direction gap = r(i\u2190j) \u2212 d_inter", BLUE)}
 
 
@@ -61,7 +61,7 @@ def plot_covariate_correlations(corr, out_png, out_pdf) -> None:
             ax.set_xlabel("Spearman \u03c1 with the gap\n(unitless)")
         axes[0].set_yticks(y, [LABELS.get(c, c) for c in covariates])
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside upper center", ncol=2, fontsize=7, frameon=False)
+        fig.legend(handles, labels, loc="outside upper center", ncol=min(2, len(models)), fontsize=7, frameon=False)
         n_boot = int(pooled["n_boot"].max())
         add_note(fig, "Exploratory: no correction for multiple comparisons. \u03c1 > 0: pairs with a larger covariate "
                       f"have a larger gap. CIs: percentile bootstrap over pairs ({n_boot} resamples); duplicate "
