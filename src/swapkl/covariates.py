@@ -60,6 +60,11 @@ def _norm(x: torch.Tensor) -> torch.Tensor:
     return x.double().norm(dim=-1)
 
 
+def _diff(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a - b`` in float64 (an update is a small difference of large streams: no float32 cancellation)."""
+    return a.double() - b.double()
+
+
 def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cosine_similarity(a.double(), b.double(), dim=-1, eps=0.0)
 
@@ -136,14 +141,14 @@ def batch_sums(engine, input_ids: torch.Tensor, attention_mask: torch.Tensor, pa
         return float(x[valid].sum())
 
     for b in range(engine.n_layers):
-        out[("rel_update", b)] = total(_norm(h[b + 1] - h[b]) / _norm(h[b]))
+        out[("rel_update", b)] = total(_norm(_diff(h[b + 1], h[b])) / _norm(h[b]))
         out[("attn_entropy", b)] = total(_entropy(probs.pop(b)))
     for i, j in pairs:
         moved = a.run_block(j, i, h[i], ctx)  # B_j^i(h_i)
-        out[("update_cos", i, j)] = total(_cos(h[i + 1] - h[i], moved - h[i]))
+        out[("update_cos", i, j)] = total(_cos(_diff(h[i + 1], h[i]), _diff(moved, h[i])))
         i_then_j = a.run_block(j, i + 1, h[i + 1], ctx)
         j_then_i = a.run_block(i, i + 1, moved, ctx)
-        out[("commutator", i, j)] = total(_norm(i_then_j - j_then_i) / _norm(i_then_j))
+        out[("commutator", i, j)] = total(_norm(_diff(i_then_j, j_then_i)) / _norm(i_then_j))
     engine.layer_evals += 3 * len(pairs)
     return out
 
