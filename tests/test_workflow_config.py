@@ -176,7 +176,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
     assert added == Counter({"download_checkpoint": 1, "probe_replacement": 1, "probe_interchange": 1,
-                             "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
+                             "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
+                             "measure_covariates": 1})
     assert not before - after
 
 
