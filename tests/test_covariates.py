@@ -39,9 +39,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from swapkl.covariates import COVARIATE_COLUMNS, measure, run_covariates
+from swapkl.covariates import COVARIATE_COLUMNS, eager_attention, measure, run_covariates
 from swapkl.data import DataSpec
 from swapkl.engine import ProbeEngine
+from swapkl.errors import SwapKLError
 import naive_reference as ref
 from tiny_models import ARCHS, random_tokens, tiny_model
 
@@ -208,3 +209,29 @@ def test_run_covariates_writes_one_row_per_pair(tmp_path):
     for r, w in zip(df.to_dict("records"), want):
         for c in COVARIATE_COLUMNS:  # float32 forwards of other batch shapes: the stream bound DELTA, amplified
             assert r[c] == pytest.approx(w[c], rel=1e-3, abs=1e-6), c
+
+
+def test_bad_inputs_fail_before_writing(tmp_path):
+    model = tiny_model("llama", n_layers=1)
+    model.save_pretrained(tmp_path / "ckpt")
+    np.save(tmp_path / "tokens.npy", random_tokens(VOCAB, 2, 8).numpy())
+    out = tmp_path / "cov.parquet"
+    with pytest.raises(SwapKLError, match="holds no pair"):
+        run_covariates(str(tmp_path / "ckpt"), str(out), pairs="adjacent",
+                       data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu")
+    with pytest.raises(SwapKLError, match="unknown pair set"):
+        run_covariates(str(tmp_path / "ckpt"), str(out), pairs="nearby",
+                       data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu")
+    assert not out.exists()
+    with pytest.raises(SwapKLError, match=r"pair \(0, 1\) is not i < j"):
+        measure(ProbeEngine(model), *_batch(), [(0, 1)])
+
+
+def test_eager_attention_is_restored_after_an_error():
+    model = tiny_model("qwen3", n_layers=L)
+    before = model.config._attn_implementation
+    with pytest.raises(RuntimeError):
+        with eager_attention(model):
+            assert model.config._attn_implementation == "eager"
+            raise RuntimeError("boom")
+    assert model.config._attn_implementation == before != "eager"
