@@ -39,10 +39,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from swapkl.covariates import COVARIATE_COLUMNS, eager_attention, measure, run_covariates
+from swapkl.covariates import eager_attention, measure, run_covariates
 from swapkl.data import DataSpec
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
+from swapkl.schemas import COVARIATE_COLUMNS
 import naive_reference as ref
 from tiny_models import ARCHS, random_tokens, tiny_model
 

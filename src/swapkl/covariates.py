@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 
 from swapkl.errors import SwapKLError
 from swapkl.pairs import pairs_for, parse_pair_set
-from swapkl.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA  # noqa: F401  (COVARIATE_COLUMNS re-exported)
+from swapkl.schemas import COVARIATE_FILE_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def batch_sums(engine, input_ids: torch.Tensor, attention_mask: torch.Tensor, pa
 
 def measure(engine, input_ids: torch.Tensor, attention_mask: torch.Tensor, pairs, *, batch_size: int = 8,
             label: str = "covariates") -> list[dict]:
-    """One dict per pair (layer_i, layer_j, distance, every column of :data:`COVARIATE_COLUMNS`,
+    """One dict per pair (layer_i, layer_j, distance, every column of :data:`swapkl.schemas.COVARIATE_COLUMNS`,
     n_seqs, n_tokens): the covariates of the docstring over all windows."""
     pairs = [(int(i), int(j)) for i, j in pairs]
     n = engine.n_layers
