@@ -103,6 +103,9 @@ def expected_counts(cfg: dict) -> Counter:
                       plot_relevance_confusion=len(scored))
     if any(models[name].get("relevance", {}).get("demo_tasks", False) for name, _ in scored):
         counts["build_demo_tasks"] = 1
+    measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
+    if measured:
+        counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
     if demo:
         counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
                       plot_training_curves=1)
@@ -118,16 +121,18 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     assert counts == expected_counts(load(STUDY))
     # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled), and
     # the paper's protocols on the same weights (no download): Pythia-1.4B step143000 and Qwen3-8B; the
-    # second paper's relevance tasks (lm-eval names, C4) on Llama-3.1-8B.
+    # second paper's relevance tasks (lm-eval names, C4) on Llama-3.1-8B; the gap covariates of both Pythia
+    # trajectories.
     assert counts == Counter({
         "download_checkpoint": 12, "probe_replacement": 14, "probe_interchange": 14, "probe_deletion": 14,
         "aggregate_results": 1, "plot_gap_trajectory": 2, "plot_ratio_by_distance": 6, "plot_heatmaps": 14,
         "plot_deletion_vs_bi": 14, "prune_layers": 5, "aggregate_pruning": 1, "plot_pruning_cost": 5,
         "plot_pruning_agreement": 5, "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1,
         "summarise_relevance": 1, "plot_relevance_cosine": 1, "plot_relevance_zscores": 1,
-        "plot_relevance_confusion": 1, "all": 1,
+        "plot_relevance_confusion": 1, "measure_covariates": 10, "aggregate_covariates": 1, "plot_covariates": 1,
+        "all": 1,
     })
-    assert sum(counts.values()) == 115
+    assert sum(counts.values()) == 127
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
@@ -171,7 +176,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
     assert added == Counter({"download_checkpoint": 1, "probe_replacement": 1, "probe_interchange": 1,
-                             "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
+                             "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
+                             "measure_covariates": 1})
     assert not before - after
 
 

@@ -36,6 +36,24 @@ PRUNING_SCHEMA = pa.schema([
     # appended later (swapkl.pruning.table): null for guides they do not concern and in older files
     ("n_evals", pa.int64()), ("merged_layers", pa.list_(pa.int64())),
 ])
+#: covariate columns of a pair (definitions in swapkl.covariates), in table order
+COVARIATE_COLUMNS = ("rel_update_i", "rel_update_j", "rel_update_mean", "rel_update_absdiff", "update_cos",
+                     "commutator", "weight_dist", "attn_entropy_i", "attn_entropy_j", "attn_entropy_mean",
+                     "attn_entropy_absdiff")
+_COVARIATE_KEYS = [("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
+                   ("layer_i", pa.int64()), ("layer_j", pa.int64()), ("distance", pa.int64())]
+#: one row per pair of one checkpoint, as the covariates job writes it (swapkl.covariates)
+COVARIATE_FILE_SCHEMA = pa.schema([*_COVARIATE_KEYS, *[(c, pa.float64()) for c in COVARIATE_COLUMNS],
+                                   ("n_seqs", pa.int64()), ("n_tokens", pa.int64())])
+#: results/covariates.parquet: the covariate rows with the pair's gaps from the aggregate (swapkl.covariate_stats)
+COVARIATES_SCHEMA = pa.schema([*COVARIATE_FILE_SCHEMA, ("duplicate_of", pa.string()),
+                               ("gap", pa.float64()), ("gap_fwd", pa.float64())])
+#: results/covariate_correlations.parquet: Spearman correlation of a covariate with a gap in one group of rows
+COVARIATE_CORRELATIONS_SCHEMA = pa.schema([
+    ("scope", pa.string()), ("group", pa.string()), ("model", pa.string()), ("revision", pa.string()),
+    ("covariate", pa.string()), ("target", pa.string()), ("n_pairs", pa.int64()), ("spearman", pa.float64()),
+    ("ci_low", pa.float64()), ("ci_high", pa.float64()), ("n_boot", pa.int64()), ("resampled", pa.string()),
+])
 #: columns appended to a schema after files were written without them: read as null
 APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set"})
 
@@ -74,3 +92,7 @@ def read_pruning(path) -> pd.DataFrame:
 
 def read_agreement(path) -> pd.DataFrame:
     return read_table(path, AGREEMENT_SCHEMA, "agreement")[0].to_pandas()
+
+
+def read_covariate_correlations(path) -> pd.DataFrame:
+    return read_table(path, COVARIATE_CORRELATIONS_SCHEMA, "covariate correlations")[0].to_pandas()

@@ -534,6 +534,18 @@ def get_relevance_inputs(wildcards):
     }
 
 
+# --------------------------------------------------------------------------------------------------- covariates
+
+
+def covariate_checkpoints():
+    """Every (model, revision) of the models with `covariates: true`."""
+    return [(model, revision) for model, revision in checkpoints() if config["models"][model]["covariates"]]
+
+
+def covariate_file(model, revision):
+    return f"results/covariates/{model}/{revision}.parquet"
+
+
 # --------------------------------------------------------------------------------------------------- captions
 
 
@@ -629,6 +641,9 @@ def get_final_outputs():
             outputs += figure_files(f"relevance_cosine/{model}/{revision}")
             outputs += figure_files(f"relevance_zscores/{model}/{revision}")
             outputs += figure_files(f"relevance_confusion/{model}/{revision}")
+    if covariate_checkpoints():
+        outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
+                    *figure_files("covariates"), *[covariate_file(m, r) for m, r in covariate_checkpoints()]]
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]

@@ -32,6 +32,8 @@ class Adapter:
     backbone_attr = "model"
     embed_attr = "embed_tokens"
     norm_attr = "norm"
+    #: attribute of a block holding its attention module (returns ``(output, probabilities)``)
+    attention_attr = "self_attn"
 
     def __init__(self, model: nn.Module):
         self.model = model

@@ -28,6 +28,7 @@ class GPT2Adapter(Adapter):
     backbone_attr = "transformer"
     embed_attr = "wte"
     norm_attr = "ln_f"
+    attention_attr = "attn"
 
     @property
     def blocks(self):

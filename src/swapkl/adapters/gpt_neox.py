@@ -8,6 +8,7 @@ class GPTNeoXAdapter(Adapter):
     backbone_attr = "gpt_neox"
     embed_attr = "embed_in"
     norm_attr = "final_layer_norm"
+    attention_attr = "attention"
 
     def embed_dropout(self, h):
         return self.backbone.emb_dropout(h)

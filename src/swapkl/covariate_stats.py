@@ -1,0 +1,186 @@
+"""Which covariates predict the protocol gap: the covariates table and its rank correlations (exploratory).
+
+``results/covariates.parquet`` (:data:`swapkl.schemas.COVARIATES_SCHEMA`) joins every per-checkpoint
+covariate row (:mod:`swapkl.covariates`) with the same pair's ``gap`` and ``gap_fwd`` from the aggregate's
+pair rows (their one definition is :mod:`swapkl.pairstats`; nothing is recomputed here) and its
+``duplicate_of``. Every covariate row must find its pair in the aggregate, and the covariate file must
+have been measured on the weights and windows the probes of that checkpoint used.
+
+``results/covariate_correlations.parquet`` (:data:`swapkl.schemas.COVARIATE_CORRELATIONS_SCHEMA`): for
+every group of rows of a scope, every analysed covariate (:data:`ANALYSED`) and both gaps, Spearman's rank
+correlation (average ranks for ties; Pearson's r of the ranks) over the group's pairs with a finite
+covariate and gap, and its 95% percentile bootstrap CI (:func:`swapkl.bootstrap.percentile_ci`): the
+*pairs* (rows) of the group are resampled with replacement ``n_boot`` times
+(:func:`swapkl.bootstrap.resample_indices`, one set of resamples per group shared by every covariate and
+both gaps, seeded from the user seed and the group's name), and Spearman's rho recomputed on each
+resample (resamples where it is undefined, e.g. all ranks tied, are left out of the percentiles).
+
+Scopes (:data:`SCOPES`; a scope is used when the table has its columns, so a later grouping column such as a
+seed family only needs an entry there):
+
+* ``checkpoint`` -- model and revision: across the pairs of one checkpoint;
+* ``model`` -- model: across pairs and training steps together (the rows of one pair at different steps
+  are not independent, and between-step differences count as much as within-step ones);
+* ``family`` -- family: across pairs, steps and seeds, when the table has a ``family`` column.
+
+Rows of duplicate revisions (``duplicate_of`` set) are left out of every scope. The analysis is
+exploratory: many covariates and groups are tested, no correction for multiple comparisons is made, and a
+CI that excludes 0 is a lead to follow, not a finding; covariates whose CI includes 0 are reported alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from scipy import stats
+
+from swapkl import provenance
+from swapkl.bootstrap import percentile_ci, resample_indices
+from swapkl.errors import SwapKLError
+from swapkl.pairstats import CI_LEVEL
+from swapkl.schemas import (COVARIATE_CORRELATIONS_SCHEMA, COVARIATE_FILE_SCHEMA, COVARIATES_SCHEMA,
+                            read_table)
+
+log = logging.getLogger(__name__)
+
+#: covariates whose correlation with the gap is reported (pair-level; per-block values enter as mean and |difference|)
+ANALYSED = ("distance", "rel_update_mean", "rel_update_absdiff", "update_cos", "commutator", "weight_dist",
+            "attn_entropy_mean", "attn_entropy_absdiff")
+TARGETS = ("gap", "gap_fwd")
+#: scope name -> the columns whose values define its groups
+SCOPES = {"checkpoint": ("model", "revision"), "model": ("model",), "family": ("family",)}
+RESAMPLED = "pairs"
+#: provenance fields on which a covariate file must agree with the probes of its checkpoint
+SAME_INPUTS = ("weights_sha256", "tokens_sha256")
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of ``x`` against the same row of ``y`` (``[..., n]`` arrays; NaN when a
+    row's ranks are all tied or n < 2)."""
+    rx = stats.rankdata(np.asarray(x, dtype=np.float64), axis=-1)
+    ry = stats.rankdata(np.asarray(y, dtype=np.float64), axis=-1)
+    rx = rx - rx.mean(axis=-1, keepdims=True)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, (rx * ry).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def spearman_ci(x, y, idx: np.ndarray) -> tuple[float, float, float]:
+    """rho of ``x`` vs ``y`` and its percentile CI over the resampled index rows ``idx`` [n_boot, n]."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    rho = float(spearman(x, y))
+    if idx.shape[0] == 0:
+        return rho, float("nan"), float("nan")
+    lo, hi = percentile_ci(spearman(x[idx], y[idx]), CI_LEVEL)
+    return rho, lo, hi
+
+
+def group_seed(seed: int, label: str) -> int:
+    """Bootstrap seed of one group: the user seed and the group's name only (other groups never change it)."""
+    return int(seed) * (1 << 32) + zlib.crc32(label.encode())
+
+
+def _label(keys: tuple[str, ...], values: tuple) -> str:
+    return ", ".join(f"{k}={v}" for k, v in zip(keys, values))
+
+
+def correlations(table: pd.DataFrame, *, n_boot: int, seed: int, scopes: dict | None = None,
+                 covariates=ANALYSED, targets=TARGETS) -> pd.DataFrame:
+    """One row per (scope, group, covariate, target) with Spearman's rho and its bootstrap CI (see docstring)."""
+    scopes = SCOPES if scopes is None else scopes
+    data = table[table["duplicate_of"].isna()] if "duplicate_of" in table else table
+    rows = []
+    for scope, keys in scopes.items():
+        if not set(keys) <= set(data.columns):
+            continue
+        for values, grp in data.groupby(list(keys), sort=True, dropna=True):
+            values = values if isinstance(values, tuple) else (values,)
+            label = _label(keys, values)
+            idx_all = resample_indices(len(grp), n_boot, group_seed(seed, label))
+            for cov in covariates:
+                for target in targets:
+                    x, y = grp[cov].to_numpy(dtype=np.float64), grp[target].to_numpy(dtype=np.float64)
+                    ok = np.isfinite(x) & np.isfinite(y)
+                    # resample the finite pairs only (the same draws when every pair is finite)
+                    idx = idx_all if ok.all() else resample_indices(int(ok.sum()), n_boot, group_seed(seed, label + cov))
+                    rho, lo, hi = spearman_ci(x[ok], y[ok], idx) if ok.sum() >= 3 else (np.nan, np.nan, np.nan)
+                    rows.append({"scope": scope, "group": label, "model": grp["model"].iloc[0] if "model" in keys else None,
+                                 "revision": grp["revision"].iloc[0] if "revision" in keys else None,
+                                 "covariate": cov, "target": target, "n_pairs": int(ok.sum()), "spearman": rho,
+                                 "ci_low": lo, "ci_high": hi, "n_boot": int(n_boot), "resampled": RESAMPLED})
+    return pd.DataFrame(rows, columns=COVARIATE_CORRELATIONS_SCHEMA.names)
+
+
+def _checkpoint_inputs(aggregate_path: str) -> dict[tuple[str, str], dict]:
+    """Provenance of the probe files behind each checkpoint of the aggregate."""
+    out = {}
+    for item in provenance.read(aggregate_path).get("inputs", []):
+        if item.get("role") == "probe":
+            out.setdefault((item["model"], item["revision"]), item.get("provenance") or {})
+    return out
+
+
+def covariate_table(covariate_files, aggregate_path: str) -> tuple[pd.DataFrame, list[dict]]:
+    """The covariate rows of every file with their pair's gaps (see docstring), and the files' provenance."""
+    from swapkl.aggregate import read_aggregate
+
+    agg = read_aggregate(aggregate_path)
+    pairs = agg[agg["kind"] == "pair"][["model", "revision", "layer_i", "layer_j", "duplicate_of", "gap", "gap_fwd"]]
+    probes = _checkpoint_inputs(aggregate_path)
+    parts, inputs = [], []
+    for path in covariate_files:
+        table, prov = read_table(path, COVARIATE_FILE_SCHEMA, "covariates")
+        df = table.to_pandas()
+        for model, revision in df[["model", "revision"]].drop_duplicates().itertuples(index=False):
+            probe = probes.get((model, revision))
+            if probe is None:
+                raise SwapKLError(f"{path}: checkpoint {model} {revision} is not in the aggregate {aggregate_path}")
+            for name in SAME_INPUTS:
+                if prov.get(name) != probe.get(name):
+                    raise SwapKLError(f"{path}: {name} differs from the probes of {model} {revision}; covariates and "
+                                      "gaps measured on different weights or windows cannot be joined")
+        parts.append(df)
+        inputs.append({"file": str(path), "provenance": prov})
+    if not parts:
+        raise SwapKLError("no covariate file given")
+    cov = pd.concat(parts, ignore_index=True)
+    keys = ["model", "revision", "layer_i", "layer_j"]
+    if cov.duplicated(keys).any():
+        dup = cov[cov.duplicated(keys)].iloc[0]
+        raise SwapKLError(f"pair ({dup.layer_i}, {dup.layer_j}) of {dup.model} {dup.revision} is in two covariate files")
+    for k in ("layer_i", "layer_j"):
+        pairs = pairs.astype({k: "int64"})
+    joined = cov.merge(pairs.astype({"model": object, "revision": object}), on=keys, how="left", indicator=True)
+    missing = joined[joined["_merge"] != "both"]
+    if len(missing):
+        m = missing.iloc[0]
+        raise SwapKLError(f"the aggregate {aggregate_path} has no gap for pair ({m.layer_i}, {m.layer_j}) of "
+                          f"{m.model} {m.revision}: probe it with both protocols first")
+    joined = joined.drop(columns="_merge").sort_values(["model", "step", "revision", "layer_i", "layer_j"],
+                                                      kind="mergesort").reset_index(drop=True)
+    return joined[COVARIATES_SCHEMA.names], inputs
+
+
+def aggregate_covariates(covariate_files, aggregate_path: str, out: str, correlations_out: str, *,
+                         n_boot: int, seed: int) -> None:
+    """Write ``out`` (the covariates table) and ``correlations_out`` (their correlations with the gaps)."""
+    from swapkl.options import require_int
+    from swapkl.parquet_io import check_writable, write_parquet
+
+    require_int("n_boot (bootstrap resamples)", n_boot, 0)
+    require_int("bootstrap seed", seed, 0)
+    for path in (out, correlations_out):
+        check_writable(path)
+    table, inputs = covariate_table(list(covariate_files), str(aggregate_path))
+    corr = correlations(table, n_boot=n_boot, seed=seed)
+    prov = {"kind": "covariates", "aggregate": str(aggregate_path), "inputs": inputs}
+    write_parquet(pa.Table.from_pandas(table, schema=COVARIATES_SCHEMA, preserve_index=False), out, prov)
+    write_parquet(pa.Table.from_pandas(corr, schema=COVARIATE_CORRELATIONS_SCHEMA, preserve_index=False),
+                  correlations_out, prov | {"n_boot": int(n_boot), "seed": int(seed), "ci_level": CI_LEVEL,
+                                            "resampled": RESAMPLED, "analysed": list(ANALYSED)})
+    log.info("covariates: %d pairs -> %s; %d correlations -> %s", len(table), out, len(corr), correlations_out)
