@@ -23,6 +23,9 @@ def add_parser(sub) -> None:
     p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
     p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
     add_data_arguments(p, prefix="lm-")
+    p.add_argument("--pruning", metavar="FILE.parquet",
+                   help="this checkpoint's pruning table (swapkl prune): also score each guide's pruned model at "
+                        "each budget (rows with null layer and the guide, budget and removed_layers)")
     p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
     p.set_defaults(func=run)
@@ -76,7 +79,7 @@ def run(args) -> None:
                   revision_label=args.revision_label,
                   dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                   allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
-                  harness_tasks=args.lm_eval_tasks)
+                  harness_tasks=args.lm_eval_tasks, pruning=args.pruning)
 
 
 def run_demo_tasks(args) -> None:
