@@ -525,13 +525,17 @@ def get_relevance_lm_sets(wildcards):
 
 
 def get_relevance_inputs(wildcards):
+    """Inputs of a relevance job; a checkpoint that is also pruned scores its guides' pruned models too."""
     relevance = config["models"][wildcards.model]["relevance"]
     specs = ([relevance["lm"]] if "lm" in relevance else []) + list(relevance["lm_sets"].values())
-    return {
+    inputs = {
         "checkpoint": get_checkpoint_input(wildcards),
         "tasks": get_relevance_tasks(wildcards),
         "text": text_files(*specs),
     }
+    if wildcards.revision in get_prune_revisions(wildcards.model):
+        inputs["pruning"] = pruning_file(wildcards.model, wildcards.revision)
+    return inputs
 
 
 # --------------------------------------------------------------------------------------------------- captions

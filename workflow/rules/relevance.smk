@@ -1,5 +1,6 @@
 # Accuracy-based layer relevance (AccRel): demo tasks from the demo corpus, one engine job per scored
-# checkpoint (base model + every single-block deletion), one table, and its figures.
+# checkpoint (base model + every single-block deletion, and each pruning guide's pruned models where the
+# checkpoint is pruned too), one table, and its figures.
 
 
 rule build_demo_tasks:
