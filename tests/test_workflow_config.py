@@ -266,13 +266,20 @@ def workflow_helpers(configfile: Path) -> dict:
 
 def test_the_study_scores_the_second_papers_tasks_from_the_hub():
     """Llama-3.1-8B's relevance job gets the paper's tasks as lm-eval names (loaded from the dataset hub when
-    the study runs) and C4 as language-modelling data, and nothing local."""
+    the study runs) and C4 and the instruction sets (their text fields named) as language-modelling data, and
+    nothing local."""
     job = workflow_helpers(STUDY)["Llama-3.1-8B/main"]["relevance"]
     assert job["lm_eval_tasks"] == ["arc_challenge", "arc_easy", "boolq", "hellaswag", "openbookqa", "piqa",
                                     "winogrande", "mmlu"]
     assert job["tasks"] == [] and job["lm"] is None
-    assert list(job["lm_sets"]) == ["c4"]
+    assert list(job["lm_sets"]) == ["c4", "codealpaca", "lima", "mathinstruct"]
     assert job["lm_sets"]["c4"]["dataset"] == "allenai/c4" and job["lm_sets"]["c4"]["dataset_config"] == "en"
+    assert "text_fields" not in job["lm_sets"]["c4"]  # the `text` column
+    fields = {name: (spec["dataset"], spec["split"], spec["text_fields"]) for name, spec in job["lm_sets"].items()
+              if name != "c4"}
+    assert fields == {"codealpaca": ("sahil2801/CodeAlpaca-20k", "train", ["instruction", "input", "output"]),
+                      "lima": ("GAIR/lima", "train", ["conversations"]),
+                      "mathinstruct": ("TIGER-Lab/MathInstruct", "train", ["instruction", "output"])}
 
 
 def test_adding_one_revision_leaves_the_other_jobs_parameters_unchanged(tmp_path):
@@ -407,6 +414,10 @@ INVALID = {
     "unknown angular metric": (lambda c: _set(c, P14 + ("prune", "angular_metric"), "cosine"), "angular_metric"),
     "shared weights of an unknown model": (lambda c: _set(c, ("models", "Qwen3-8B-paper", "same_weights_as"), "Qwen9"),
                                            "same_weights_as"),
+    "text fields of a text file": (lambda c: _set(c, P410 + ("data",), {"text_file": "a.txt", "text_fields": ["x"]}),
+                                   "text_fields"),
+    "empty text fields": (lambda c: _set(c, P410 + ("data", "text_fields"), []), "text_fields"),
+    "repeated text field": (lambda c: _set(c, P410 + ("data", "text_fields"), ["output", "output"]), "text_fields"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
 }
 
