@@ -521,3 +521,22 @@ def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(t
         sorted((r["guide"], r["budget"]) for r in PRUNED_ROWS[1:8])
     assert pruned_rows.loc[pruned_rows["guide"] == "random", "random_draw"].eq(0).all()
     assert pruned_rows.loc[pruned_rows["guide"] == "fixed", "fixed_set"].eq("middle").all()
+
+
+def test_a_pruning_table_of_another_model_is_refused(tmp_path):
+    import pyarrow as pa
+
+    from swapkl.parquet_io import write_parquet
+    from swapkl.relevance import pruned_sets_from_table
+    from swapkl.schemas import PRUNING_SCHEMA
+
+    path = tmp_path / "pruning.parquet"
+    _pruning_table(path, 5, PRUNED_ROWS[:3])
+    with pytest.raises(SwapKLError, match=r"describes models of \[5\] blocks, not 4"):
+        pruned_sets_from_table(str(path), n_layers=4)
+    rows = pa.Table.from_pylist([dict(model="tiny", n_layers=5, guide="bi", budget=1, removed_layers=[2], feasible=True)],
+                                schema=PRUNING_SCHEMA)
+    write_parquet(rows, str(path), {"weights_sha256": "aa" * 32})
+    with pytest.raises(SwapKLError, match="other weights"):
+        pruned_sets_from_table(str(path), n_layers=5, weights_sha256="bb" * 32)
+    assert [s.removed for s in pruned_sets_from_table(str(path), n_layers=5, weights_sha256="aa" * 32)] == [(2,)]
