@@ -540,3 +540,9 @@ def test_a_pruning_table_of_another_model_is_refused(tmp_path):
     with pytest.raises(SwapKLError, match="other weights"):
         pruned_sets_from_table(str(path), n_layers=5, weights_sha256="bb" * 32)
     assert [s.removed for s in pruned_sets_from_table(str(path), n_layers=5, weights_sha256="aa" * 32)] == [(2,)]
+    # a choice of guides keeps their rows only, and names no guide the table lacks
+    _pruning_table(path, 5, PRUNED_ROWS)
+    got = pruned_sets_from_table(str(path), n_layers=5, guides=["bi", "laco"])
+    assert [(s.guide, s.removed, s.merged) for s in got] == [("bi", (3, 1), ()), ("laco", (2,), (1,))]
+    with pytest.raises(SwapKLError, match="has no guide beam"):
+        pruned_sets_from_table(str(path), n_layers=5, guides=["beam"])

@@ -153,20 +153,31 @@ def test_the_demo_profile_runs_the_demo_config():
     assert job_counts(result.stdout + result.stderr) == expected_counts(load(DEMO))
 
 
-def test_a_pruned_and_scored_checkpoint_scores_its_pruned_sets_in_its_relevance_job():
-    """Where a checkpoint is both pruned and scored for relevance (the demo's llama-demo), its one relevance job
-    reads its pruning table (no extra job); a checkpoint that is not pruned (pythia-demo) does not."""
-    result = snakemake("--dry-run", "--forceall", "--workflow-profile", "profiles/demo")
+def _relevance_inputs(*args: str) -> tuple[dict, Counter]:
+    result = snakemake("--dry-run", "--forceall", *args)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout + result.stderr
     inputs = {}
     for block in re.findall(r"rule score_relevance:\n((?:    .*\n)+)", out):
         wildcards = re.search(r"wildcards: model=(\S+), revision=(\S+)", block).groups()
         inputs[wildcards] = re.search(r"input: (.*)", block).group(1).split(", ")
+    return inputs, job_counts(out)
+
+
+def test_a_pruned_and_scored_checkpoint_scores_its_pruned_sets_in_its_relevance_job(tmp_path):
+    """Where a checkpoint is both pruned and scored for relevance (the demo's llama-demo), its one relevance job
+    reads its pruning table (no extra job); a checkpoint that is not pruned (pythia-demo) does not, and neither
+    does one whose relevance.pruning_guides is empty."""
+    inputs, counts = _relevance_inputs("--workflow-profile", "profiles/demo")
     assert set(inputs) == {("pythia-demo", "step200"), ("llama-demo", "step200")}
     assert "results/pruning/llama-demo/step200/pruning.parquet" in inputs[("llama-demo", "step200")]
     assert not any("results/pruning/" in x for x in inputs[("pythia-demo", "step200")])
-    assert job_counts(out)["score_relevance"] == 2 == expected_counts(load(DEMO))["score_relevance"]
+    assert counts["score_relevance"] == 2 == expected_counts(load(DEMO))["score_relevance"]
+    assert counts == expected_counts(load(DEMO))
+    cfg = load(DEMO)
+    cfg["models"]["llama-demo"]["relevance"]["pruning_guides"] = []
+    inputs, _ = _relevance_inputs("--replace-workflow-config", "--configfile", str(write_config(tmp_path, cfg)))
+    assert not any("results/pruning/" in x for x in inputs[("llama-demo", "step200")])
 
 
 def test_config_on_the_command_line_keeps_the_study_config():

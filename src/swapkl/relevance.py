@@ -234,9 +234,6 @@ class Scan:
     to the engine block id of its averaged block (:func:`scan_for` registers them)."""
 
     def __init__(self, n_layers: int, pruned_sets=(), merged_ids: dict | None = None):
-        from swapkl.guides.registry import Pruned
-        from swapkl.prune import pruned_variant
-
         self.n_layers = n_layers
         by_order: dict[tuple, Variant] = {}
         self.entries = []  # (the row's identifying columns, key of its variant)
@@ -250,6 +247,9 @@ class Scan:
                                   f"not distinct blocks of this {n_layers}-block model")
             v = removal_variant(s.removed, n_layers)
             if s.merged:
+                from swapkl.guides.registry import Pruned
+                from swapkl.prune import pruned_variant
+
                 v = pruned_variant(Pruned(s.removed, s.merged), n_layers, merged_ids or {})
                 v = dataclasses.replace(v, protocol=f"removed{list(s.removed)}merged{list(s.merged)}")
             self.entries.append((s.columns(), by_order.setdefault(v.order, v).key))
@@ -280,9 +280,10 @@ def scan_for(engine, pruned_sets=()):
         yield Scan(engine.n_layers, pruned_sets, ids)
 
 
-def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | None = None) -> list[PrunedSet]:
+def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | None = None,
+                           guides: list[str] | None = None) -> list[PrunedSet]:
     """Every pruned model of a checkpoint's pruning table: each feasible row with removed blocks (not the
-    ``base`` row, not the ``random_mean`` summary), in the table's order.
+    ``base`` row, not the ``random_mean`` summary), in the table's order; only those of ``guides`` if given.
 
     The table must describe a model of ``n_layers`` blocks and, where its provenance records the weights'
     hash, have been measured on the weights ``weights_sha256``."""
@@ -295,8 +296,14 @@ def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | No
         raise SwapKLError(f"pruning table {path!r} describes models of {sizes} blocks, not {n_layers}")
     if weights_sha256 is not None and prov.get("weights_sha256") not in (None, weights_sha256):
         raise SwapKLError(f"pruning table {path!r} was measured on other weights than the scored model")
+    unknown = sorted(set(guides or ()) - set(df["guide"]))
+    if unknown:
+        raise SwapKLError(f"pruning table {path!r} has no guide {', '.join(unknown)} "
+                          f"(it has {', '.join(sorted(set(df['guide'])))})")
     out = []
     for r in df.itertuples(index=False):
+        if guides is not None and r.guide not in guides:
+            continue
         if not r.feasible or r.removed_layers is None or len(r.removed_layers) == 0:
             continue
         merged = () if r.merged_layers is None else tuple(int(b) for b in r.merged_layers)
@@ -345,12 +352,13 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
                   lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
                   batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
                   trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None,
-                  pruning: str | None = None) -> None:
+                  pruning: str | None = None, pruning_guides: list[str] | None = None) -> None:
     """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file.
 
     ``harness_tasks``: task names lm-eval loads (:mod:`swapkl.harness_tasks`, hub datasets); ``lm_sets``:
     further language-modelling data by task name (``{name: DataSpec}``), like ``lm_data`` under ``lm_name``;
-    ``pruning``: this checkpoint's pruning table, whose guides' pruned models are scored too."""
+    ``pruning``: this checkpoint's pruning table, whose guides' pruned models are scored too (only those of
+    ``pruning_guides`` when given)."""
     import pyarrow as pa
 
     from swapkl import provenance
@@ -388,8 +396,11 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     revision = revision_label or loaded.revision
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer is not None and loaded.tokenizer.pad_token_id is not None \
         else 0
+    if pruning_guides is not None and pruning is None:
+        raise SwapKLError("pruning guides name the guides of a pruning table; give the table too (--pruning)")
     sets = [] if pruning is None else pruned_sets_from_table(pruning, n_layers=engine.n_layers,
-                                                                weights_sha256=loaded.weights_sha256)
+                                                                weights_sha256=loaded.weights_sha256,
+                                                                guides=pruning_guides)
     rows = []
     windows, lm_prov = None, {}
     with scan_for(engine, sets) as scan:
@@ -409,7 +420,8 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
             lm_prov[name] = spec.as_dict() | {"source": windows.source, "tokens_sha256": windows.sha256}
     task_prov = {t.name: {"yaml": t.yaml_path, "data": t.data_path, "n_docs": len(t.docs)} for t in tasks}
     task_prov |= {t.name: {"lm_eval_task": t.name, "n_docs": len(t.docs)} for t in hub_tasks}
-    pruning_prov = None if pruning is None else {"path": pruning, "n_pruned_sets": len(sets),
+    pruning_prov = None if pruning is None else {"path": pruning, "guides": pruning_guides or "all",
+                                                 "n_pruned_sets": len(sets),
                                                  "n_distinct_pruned_models": scan.n_distinct_sets}
     prov = provenance.build(loaded, windows if len(lm_sets) == 1 else None, tasks=task_prov,
                             n_layers=engine.n_layers, layer_evals=engine.layer_evals,

@@ -533,9 +533,15 @@ def get_relevance_inputs(wildcards):
         "tasks": get_relevance_tasks(wildcards),
         "text": text_files(*specs),
     }
-    if wildcards.revision in get_prune_revisions(wildcards.model):
+    if wildcards.revision in get_prune_revisions(wildcards.model) and relevance["pruning_guides"] != []:
         inputs["pruning"] = pruning_file(wildcards.model, wildcards.revision)
     return inputs
+
+
+def get_relevance_pruning_guides(wildcards):
+    """The guides whose pruned models a relevance job scores (None: all of the pruning table's)."""
+    guides = config["models"][wildcards.model]["relevance"]["pruning_guides"]
+    return None if guides == "all" else list(guides)
 
 
 # --------------------------------------------------------------------------------------------------- captions

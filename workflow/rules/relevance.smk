@@ -30,6 +30,7 @@ rule score_relevance:
         lm=get_relevance_lm,
         lm_sets=get_relevance_lm_sets,
         lm_eval_tasks=get_relevance_lm_eval_tasks,
+        pruning_guides=get_relevance_pruning_guides,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
     log:

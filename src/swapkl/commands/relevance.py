@@ -26,6 +26,8 @@ def add_parser(sub) -> None:
     p.add_argument("--pruning", metavar="FILE.parquet",
                    help="this checkpoint's pruning table (swapkl prune): also score each guide's pruned model at "
                         "each budget (rows with null layer and the guide, budget and removed_layers)")
+    p.add_argument("--pruning-guides", nargs="+", metavar="GUIDE",
+                   help="with --pruning: score only these guides' pruned models (default: every guide)")
     p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
     p.set_defaults(func=run)
@@ -79,7 +81,8 @@ def run(args) -> None:
                   revision_label=args.revision_label,
                   dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                   allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
-                  harness_tasks=args.lm_eval_tasks, pruning=args.pruning)
+                  harness_tasks=args.lm_eval_tasks, pruning=args.pruning,
+                  pruning_guides=args.pruning_guides)
 
 
 def run_demo_tasks(args) -> None:
