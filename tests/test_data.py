@@ -154,3 +154,138 @@ def test_check_windows(tmp_path):
     np.save(tmp_path / "neg.npy", np.array([[0, -1]]))
     with pytest.raises(SwapKLError, match="token id -1"):
         check_windows(load_token_file(str(tmp_path / "neg.npy")), vocab_size=97, max_positions=None)
+
+
+# -- a dataset row's text from named fields (the instruction-tuning sets) -----------------------------------------
+
+def _instruction_rows(n: int, seed: int = 0):
+    """CodeAlpaca-like rows (instruction / input, often empty / output) and LIMA-like rows (a list of turns)."""
+    rng = np.random.default_rng(seed)
+    words = lambda k: " ".join(WORDS[j] for j in rng.integers(0, len(WORDS), size=k))  # noqa: E731
+    alpaca = {"instruction": [words(int(rng.integers(2, 8))) for _ in range(n)],
+              "input": ["" if k % 3 else words(4) for k in range(n)],
+              "output": [words(int(rng.integers(3, 25))) for _ in range(n)]}
+    lima = {"conversations": [[words(int(rng.integers(2, 12))) for _ in range(int(rng.integers(1, 4)))]
+                              for _ in range(n)], "source": ["x"] * n}
+    return alpaca, lima
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """datasets.load_dataset answering from in-memory datasets (no hub): {name: {column: values}}."""
+    import datasets
+
+    tables, calls = {}, []
+
+    def load_dataset(name, config=None, split=None):
+        calls.append((name, config, split))
+        return datasets.Dataset.from_dict(tables[name])
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    return tables, calls
+
+
+def test_text_fields_join_a_rows_fields_and_give_the_documented_windows(hub):
+    from swapkl.data import dataset_paragraphs, default_bos
+
+    tables, calls = hub
+    alpaca, lima = _instruction_rows(60)
+    tables |= {"sahil2801/CodeAlpaca-20k": alpaca, "GAIR/lima": lima}
+    tok = word_tokenizer()
+    cases = (("sahil2801/CodeAlpaca-20k", ["instruction", "input", "output"],
+              ["\n\n".join(v for v in (a, b, c) if v) for a, b, c in zip(*alpaca.values())]),
+             ("GAIR/lima", ["conversations"], ["\n\n".join(turns) for turns in lima["conversations"]]))
+    for name, fields, want_text in cases:
+        spec = DataSpec(dataset=name, split="train", text_fields=fields, n_seqs=10, seq_len=12, min_tokens=6, seed=3)
+        assert dataset_paragraphs(spec) == want_text
+        # the windows by the documented rule, computed directly from the joined rows
+        assert default_bos(tok) is None
+        eligible = [ids[:12] for ids in (tok(t, add_special_tokens=False)["input_ids"] for t in want_text)
+                    if len(ids) >= 6]
+        chosen = np.sort(np.random.default_rng(3).permutation(len(eligible))[:10])
+        w = load_windows(spec, tok)
+        for row, k in enumerate(chosen):
+            n = len(eligible[k])
+            assert w.input_ids[row, :n].tolist() == eligible[k] and w.attention_mask[row].tolist() == [1] * n + [0] * (12 - n)
+        assert w.source == f"dataset:{name}/:train[{'+'.join(fields)}]"
+        assert spec.as_dict()["text_fields"] == fields
+    assert calls[-1] == ("GAIR/lima", None, "train")
+    # without text_fields nothing changes in the record; the `text` column is read
+    assert "text_fields" not in DataSpec(dataset="wikitext").as_dict()
+
+
+def test_perplexity_text_reads_the_same_text_source(hub):
+    from swapkl.data import dataset_paragraphs
+    from swapkl.perplexity import EvalSpec, eval_paragraphs, first_words, load_eval_windows
+
+    tables, _ = hub
+    tables["TIGER-Lab/MathInstruct"] = {"instruction": ["w1 w2", "w3"], "output": ["w4  w5", ""], "source": ["a", "b"]}
+    spec = EvalSpec(dataset="TIGER-Lab/MathInstruct", split="train", text_fields=["instruction", "output"], window=4,
+                    stride=2, max_words=None)
+    assert eval_paragraphs(spec) == dataset_paragraphs(spec) == ["w1 w2\n\nw4  w5", "w3"]
+    ew = load_eval_windows(spec, word_tokenizer())
+    assert first_words(eval_paragraphs(spec), None) == "w1 w2 w4 w5\n\nw3"
+    ids = word_tokenizer()("w1 w2 w4 w5\n\nw3", add_special_tokens=False)["input_ids"]
+    assert ew.n_text_tokens == 5 and ew.input_ids[0].tolist() == ids[:4] and ew.input_ids[1, :3].tolist() == ids[2:]
+    assert spec.as_dict()["text_fields"] == ["instruction", "output"]
+    assert "text_fields" not in EvalSpec(dataset="wikitext").as_dict()
+
+
+@pytest.mark.parametrize("fields,message", [
+    (["instruction", "response"], "no field 'response' (its columns: instruction, input, output)"),
+    (None, "no field 'text' (its columns: instruction, input, output); name the fields"),
+])
+def test_a_missing_field_is_one_line_naming_it_and_the_columns(hub, fields, message):
+    tables, _ = hub
+    tables["sahil2801/CodeAlpaca-20k"] = _instruction_rows(5)[0]
+    spec = DataSpec(dataset="sahil2801/CodeAlpaca-20k", split="train", text_fields=fields)
+    with pytest.raises(SwapKLError) as e:
+        load_windows(spec, word_tokenizer())
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("spec,message", [
+    (DataSpec(text_file="a.txt", text_fields=("x",)), "no effect on a text or token file"),
+    (DataSpec(dataset="d", text_fields=()), "non-empty list"),
+    (DataSpec(dataset="d", text_fields=("a", "a")), "distinct"),
+    (DataSpec(dataset="d", text_fields="abc"), "non-empty list"),
+])
+def test_bad_text_fields_are_refused(spec, message):
+    from swapkl.data import check_spec
+
+    with pytest.raises(SwapKLError, match=message):
+        check_spec(spec)
+
+
+def test_a_non_text_field_is_refused(hub):
+    tables, _ = hub
+    tables["d"] = {"q": ["w1", "w2"], "n": [1, 2]}
+    with pytest.raises(SwapKLError, match=r"dataset:d/:train\[q\+n\]: field 'n' holds int values, not text"):
+        load_windows(DataSpec(dataset="d", split="train", text_fields=["q", "n"], n_seqs=1, min_tokens=1),
+                     word_tokenizer())
+
+
+def test_text_fields_on_the_command_line(tmp_path, capsys):
+    from swapkl import cli
+    from swapkl.commands.probe import add_data_arguments, data_spec
+
+    import argparse
+
+    p = argparse.ArgumentParser()
+    add_data_arguments(p, prefix="lm-")
+    args = p.parse_args(["--lm-dataset", "d", "--lm-text-fields", "instruction, input,output"])
+    assert data_spec(args, "lm-").text_fields == ("instruction", "input", "output")
+    code = cli.main(["relevance", "--model", str(tmp_path / "m"), "--lm-text-file", "a.txt", "--lm-text-fields", "x",
+                     "--out", str(tmp_path / "r.parquet")])
+    errors = [line for line in capsys.readouterr().err.split("\n") if line.startswith("swapkl:")]
+    assert code == 2 and len(errors) == 1 and "--lm-text-fields" in errors[0], errors
+
+
+def test_held_out_checks_treat_the_same_rows_as_the_same_text():
+    """Two specs that read the same rows of one dataset split overlap, whichever fields make their text (an
+    instruction seen by the probe and its answer scored by perplexity are not held out from each other)."""
+    from swapkl.text_sources import source_key
+
+    a = dict(dataset="TIGER-Lab/MathInstruct", split="train")
+    assert source_key(**a, text_fields=["instruction"]) == source_key(**a, text_fields=["output"]) == source_key(**a)
+    assert source_key(**a) != source_key(**(a | {"split": "test"}))

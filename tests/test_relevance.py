@@ -398,3 +398,151 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
     assert prov["tasks"]["tiny_plain"]["lm_eval_task"] == "tiny_plain" and set(prov["lm_sets"]) == {"c4"}
     with pytest.raises(SwapKLError, match="task names repeat"):
         run_relevance(str(src), [], str(tmp_path / "x.parquet"), lm_data=lm, lm_sets={"lm": lm}, device="cpu")
+
+
+# -- pruned sets of a pruning table against lm-eval on the materialised pruned models --------------------------
+
+def _pruning_table(path, n_layers, rows):
+    """A pruning table holding ``rows`` (the columns relevance reads; the cost columns stay null)."""
+    import pyarrow as pa
+
+    from swapkl.parquet_io import write_parquet
+    from swapkl.schemas import PRUNING_SCHEMA
+
+    full = [dict(model="tiny", revision="final", n_layers=n_layers, random_draw=None, fixed_set=None,
+                 merged_layers=None, feasible=True) | r for r in rows]
+    write_parquet(pa.Table.from_pylist(full, schema=PRUNING_SCHEMA), str(path), {})
+
+
+#: guide, budget, removed, extra columns: two guides share [1, 3] (scored once), a budget-1 set equals a
+#: single-block deletion, a LaCo merge, a random draw, a fixed set; base, infeasible and summary rows are skipped
+PRUNED_ROWS = [
+    dict(guide="base", budget=0, removed_layers=[]),
+    dict(guide="interchange", budget=1, removed_layers=[2]),
+    dict(guide="interchange", budget=2, removed_layers=[1, 3]),
+    dict(guide="bi", budget=2, removed_layers=[3, 1]),
+    dict(guide="deletion", budget=3, removed_layers=[0, 2, 4]),
+    dict(guide="laco", budget=1, removed_layers=[2], merged_layers=[1]),
+    dict(guide="random", budget=2, removed_layers=[0, 4], random_draw=0),
+    dict(guide="fixed", budget=2, removed_layers=[2, 3], fixed_set="middle"),
+    dict(guide="sleb_greedy", budget=3, removed_layers=None, feasible=False),
+    dict(guide="random_mean", budget=2, removed_layers=None),
+]
+
+
+def _materialise(src, folder, removed, merged):
+    """The pruned checkpoint on disk: LaCo's merged slots get the float32 average of their block and the next
+    one (written into the source weights, independently of swapkl.merge), then ``swapkl export`` removes."""
+    from transformers import AutoModelForCausalLM
+
+    if merged:
+        model = AutoModelForCausalLM.from_pretrained(src, torch_dtype=torch.float32)
+        blocks = ref.block_list(model)
+        with torch.no_grad():
+            for i in merged:
+                for p, q in zip(blocks[i].parameters(), blocks[i + 1].parameters()):
+                    p.copy_((p + q) / 2)
+        merged_src = folder.parent / (folder.name + "-merged-source")
+        model.save_pretrained(merged_src)
+        eos_char_tokenizer().save_pretrained(merged_src)
+        src = merged_src
+    export_checkpoint(str(src), str(folder), remove=list(removed), device="cpu")
+    return folder
+
+
+def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(tmp_path, monkeypatch):
+    """run_relevance with a pruning table: for each distinct pruned model (deduplicated across guides), the
+    engine's per-question acc and acc_norm equal lm-eval HFLM's on the checkpoint materialised by swapkl export,
+    and every row of the table holds that model's accuracy and AccRel; single-block rows are unchanged."""
+    from swapkl.relevance import COLUMNS, pruned_sets_from_table, run_relevance, scan_for
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    n = 5
+    src = tmp_path / "model"
+    model = tiny_model("llama", n_layers=n, vocab=97, seed=1)
+    model.save_pretrained(src)
+    tok = eos_char_tokenizer()
+    tok.save_pretrained(src)
+    tasks = _tasks(tmp_path / "tasks")
+    pruning = tmp_path / "pruning.parquet"
+    _pruning_table(pruning, n, PRUNED_ROWS)
+    out = tmp_path / "rel.parquet"
+    run_relevance(str(src), [t.yaml_path for t in tasks], str(out), pruning=str(pruning), label="tiny",
+                  revision_label="final", device="cpu", batch_size=5)
+    table = pd.read_parquet(out)
+    assert list(table.columns) == COLUMNS
+
+    engine = ProbeEngine(model)
+    sets = pruned_sets_from_table(str(pruning), n_layers=n)
+    assert [(s.guide, s.budget) for s in sets] == [(r["guide"], r["budget"]) for r in PRUNED_ROWS[1:8]]
+    with scan_for(engine, sets) as scan:
+        # 5 deletions + [1, 3] + [0, 2, 4] + LaCo + [0, 4] + [2, 3]: [2] is deletion 2, [3, 1] is [1, 3]
+        assert len(scan.variants) == n + 5 and scan.n_distinct_sets == 5
+        per_task = {t.name: task_relevance(engine, t, tok, model="tiny", revision="final", batch_size=5, scan=scan)
+                    for t in tasks}
+    # the single-block rows are exactly those of a run without the pruning table
+    singles = table[table["layer"].notna()].reset_index(drop=True)
+    alone = pd.DataFrame([r for t in tasks for r in task_relevance(engine, t, tok, model="tiny", revision="final",
+                                                                    batch_size=5).rows])
+    pd.testing.assert_frame_equal(singles[COLUMNS[:10]].astype({"layer": "int64"}), alone[COLUMNS[:10]],
+                                  check_exact=True)
+    assert singles["guide"].isna().all() and [list(x) for x in singles["removed_layers"]] == \
+        [[layer] for layer in singles["layer"]]
+
+    checked = set()
+    for s, (columns, key) in zip(sets, scan.entries[n:]):
+        removed, merged = tuple(sorted(s.removed)), s.merged
+        if (removed, merged) in checked:
+            continue
+        checked.add((removed, merged))
+        folder = _materialise(src, tmp_path / f"pruned-{'-'.join(map(str, removed))}-m{len(merged)}", removed,
+                              merged)
+        samples = _lm_eval(folder, tmp_path / "tasks", [t.name for t in tasks])
+        for task in tasks:
+            theirs = samples[task.name]
+            their_lls = [[r[0] for r in x["filtered_resps"]] for x in theirs]
+            ours = per_task[task.name].loglikelihoods[key]
+            assert max(abs(a - b) for x, y in zip(their_lls, ours) for a, b in zip(x, y)) <= LL_TOL
+            assert _margins(their_lls, [d.choices for d in task.docs]) > 2 * LL_TOL
+            for metric in ("acc", "acc_norm"):
+                want = [x[metric] for x in theirs]
+                assert per_task[task.name].predictions[key][metric].tolist() == want
+                # every guide's row that chose this model holds its accuracy and AccRel
+                rows = table[(table["task"] == task.name) & (table["metric"] == metric) & table["layer"].isna()]
+                same = [r for r in rows.itertuples() if tuple(sorted(r.removed_layers)) == removed
+                        and tuple(r.merged_layers if r.merged_layers is not None else ()) == merged]
+                assert same and all(r.accuracy == np.mean(want) for r in same)
+                assert all(r.relevance == acc_rel(r.accuracy, r.base_accuracy, r.random_baseline)
+                           or (math.isnan(r.relevance) and r.base_accuracy <= r.random_baseline) for r in same)
+    assert len(checked) == 6  # the five distinct pruned sets and the budget-1 set (deletion 2) itself
+    pruned_rows = table[table["layer"].isna()]
+    assert sorted(set(zip(pruned_rows["guide"], pruned_rows["budget"]))) == \
+        sorted((r["guide"], r["budget"]) for r in PRUNED_ROWS[1:8])
+    assert pruned_rows.loc[pruned_rows["guide"] == "random", "random_draw"].eq(0).all()
+    assert pruned_rows.loc[pruned_rows["guide"] == "fixed", "fixed_set"].eq("middle").all()
+
+
+def test_a_pruning_table_of_another_model_is_refused(tmp_path):
+    import pyarrow as pa
+
+    from swapkl.parquet_io import write_parquet
+    from swapkl.relevance import pruned_sets_from_table
+    from swapkl.schemas import PRUNING_SCHEMA
+
+    path = tmp_path / "pruning.parquet"
+    _pruning_table(path, 5, PRUNED_ROWS[:3])
+    with pytest.raises(SwapKLError, match=r"describes models of \[5\] blocks, not 4"):
+        pruned_sets_from_table(str(path), n_layers=4)
+    rows = pa.Table.from_pylist([dict(model="tiny", n_layers=5, guide="bi", budget=1, removed_layers=[2], feasible=True)],
+                                schema=PRUNING_SCHEMA)
+    write_parquet(rows, str(path), {"weights_sha256": "aa" * 32})
+    with pytest.raises(SwapKLError, match="other weights"):
+        pruned_sets_from_table(str(path), n_layers=5, weights_sha256="bb" * 32)
+    assert [s.removed for s in pruned_sets_from_table(str(path), n_layers=5, weights_sha256="aa" * 32)] == [(2,)]
+    # a choice of guides keeps their rows only, and names no guide the table lacks
+    _pruning_table(path, 5, PRUNED_ROWS)
+    got = pruned_sets_from_table(str(path), n_layers=5, guides=["bi", "laco"])
+    assert [(s.guide, s.removed, s.merged) for s in got] == [("bi", (3, 1), ()), ("laco", (2,), (1,))]
+    with pytest.raises(SwapKLError, match="has no guide beam"):
+        pruned_sets_from_table(str(path), n_layers=5, guides=["beam"])

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import rankdata, zscore
 
+from swapkl.errors import SwapKLError
 from swapkl.figures.relevance import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
 from swapkl.relevance import acc_rel
 from swapkl.relevance_stats import COLUMNS, relevance_statistics, zscores
@@ -95,3 +96,37 @@ def test_relevance_figures_are_written(tmp_path):
                              revision="step1")
     for name in ("c.png", "c.pdf", "z.png", "z.pdf", "k.png", "k.pdf"):
         assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_pruned_set_rows_leave_the_statistics_and_figures_unchanged(tmp_path):
+    """The aggregate of an older relevance file (no pruned-set columns) and one with pruned-set rows holds both;
+    the statistics and figures read its single-block rows only, so they equal those of the single-block table."""
+    import pyarrow as pa
+
+    from swapkl.parquet_io import write_parquet
+    from swapkl.relevance import aggregate_relevance
+    from swapkl.schemas import RELEVANCE_SCHEMA, read_relevance
+
+    t, agg = _table(), _aggregate()
+    old = t.assign(model="old")
+    write_parquet(old, str(tmp_path / "old.parquet"), {})
+    pruned = [dict(model="m", revision="step1", task="a", metric="acc", layer=None, accuracy=0.3, base_accuracy=0.6,
+                   random_baseline=0.25, relevance=acc_rel(0.3, 0.6, 0.25), n_items=100, guide=g, budget=2,
+                   removed_layers=[1, 3]) for g in ("interchange", "bi")]
+    singles = [r | {"removed_layers": [r["layer"]]} for r in t.to_dict("records")]
+    write_parquet(pa.Table.from_pylist(singles + pruned, schema=RELEVANCE_SCHEMA), str(tmp_path / "new.parquet"), {})
+    out = tmp_path / "relevance.parquet"
+    aggregate_relevance([str(tmp_path / "old.parquet"), str(tmp_path / "new.parquet")], str(out))
+    full = read_relevance(out, pruned_sets=True)
+    assert len(full) == 2 * len(t) + 2 and full["layer"].isna().sum() == 2
+    assert full.loc[full["model"] == "old", "guide"].isna().all()
+    assert sorted(full.loc[full["layer"].isna(), "guide"]) == ["bi", "interchange"]
+    single = read_relevance(out)
+    assert len(single) == 2 * len(t) and single["layer"].dtype == "int64"
+    st = relevance_statistics(full, pd.concat([agg, agg.assign(model="old")]))
+    want = relevance_statistics(t, agg)
+    pd.testing.assert_frame_equal(st[st["model"] == "m"].reset_index(drop=True), want)
+    plot_relevance_zscores(full, tmp_path / "z.png", tmp_path / "z.pdf", model="m", revision="step1")
+    plot_cosine_vs_relevance(full, agg, tmp_path / "c.png", tmp_path / "c.pdf", model="m", revision="step1")
+    with pytest.raises(SwapKLError, match="overlap"):
+        aggregate_relevance([str(tmp_path / "new.parquet"), str(tmp_path / "new.parquet")], str(tmp_path / "x.parquet"))

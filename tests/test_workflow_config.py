@@ -158,6 +158,33 @@ def test_the_demo_profile_runs_the_demo_config():
     assert job_counts(result.stdout + result.stderr) == expected_counts(load(DEMO))
 
 
+def _relevance_inputs(*args: str) -> tuple[dict, Counter]:
+    result = snakemake("--dry-run", "--forceall", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout + result.stderr
+    inputs = {}
+    for block in re.findall(r"rule score_relevance:\n((?:    .*\n)+)", out):
+        wildcards = re.search(r"wildcards: model=(\S+), revision=(\S+)", block).groups()
+        inputs[wildcards] = re.search(r"input: (.*)", block).group(1).split(", ")
+    return inputs, job_counts(out)
+
+
+def test_a_pruned_and_scored_checkpoint_scores_its_pruned_sets_in_its_relevance_job(tmp_path):
+    """Where a checkpoint is both pruned and scored for relevance (the demo's llama-demo), its one relevance job
+    reads its pruning table (no extra job); a checkpoint that is not pruned (pythia-demo) does not, and neither
+    does one whose relevance.pruning_guides is empty."""
+    inputs, counts = _relevance_inputs("--workflow-profile", "profiles/demo")
+    assert set(inputs) == {("pythia-demo", "step200"), ("llama-demo", "step200")}
+    assert "results/pruning/llama-demo/step200/pruning.parquet" in inputs[("llama-demo", "step200")]
+    assert not any("results/pruning/" in x for x in inputs[("pythia-demo", "step200")])
+    assert counts["score_relevance"] == 2 == expected_counts(load(DEMO))["score_relevance"]
+    assert counts == expected_counts(load(DEMO))
+    cfg = load(DEMO)
+    cfg["models"]["llama-demo"]["relevance"]["pruning_guides"] = []
+    inputs, _ = _relevance_inputs("--replace-workflow-config", "--configfile", str(write_config(tmp_path, cfg)))
+    assert not any("results/pruning/" in x for x in inputs[("llama-demo", "step200")])
+
+
 def test_config_on_the_command_line_keeps_the_study_config():
     """`--config key=value` without `--configfile` changes one setting of config.yaml, not the whole config."""
     result = snakemake("--dry-run", "--forceall", "--config", "models={pythia-410m: {dtype: bfloat16}}")
@@ -256,13 +283,20 @@ def workflow_helpers(configfile: Path) -> dict:
 
 def test_the_study_scores_the_second_papers_tasks_from_the_hub():
     """Llama-3.1-8B's relevance job gets the paper's tasks as lm-eval names (loaded from the dataset hub when
-    the study runs) and C4 as language-modelling data, and nothing local."""
+    the study runs) and C4 and the instruction sets (their text fields named) as language-modelling data, and
+    nothing local."""
     job = workflow_helpers(STUDY)["Llama-3.1-8B/main"]["relevance"]
     assert job["lm_eval_tasks"] == ["arc_challenge", "arc_easy", "boolq", "hellaswag", "openbookqa", "piqa",
                                     "winogrande", "mmlu"]
     assert job["tasks"] == [] and job["lm"] is None
-    assert list(job["lm_sets"]) == ["c4"]
+    assert list(job["lm_sets"]) == ["c4", "codealpaca", "lima", "mathinstruct"]
     assert job["lm_sets"]["c4"]["dataset"] == "allenai/c4" and job["lm_sets"]["c4"]["dataset_config"] == "en"
+    assert "text_fields" not in job["lm_sets"]["c4"]  # the `text` column
+    fields = {name: (spec["dataset"], spec["split"], spec["text_fields"]) for name, spec in job["lm_sets"].items()
+              if name != "c4"}
+    assert fields == {"codealpaca": ("sahil2801/CodeAlpaca-20k", "train", ["instruction", "input", "output"]),
+                      "lima": ("GAIR/lima", "train", ["conversations"]),
+                      "mathinstruct": ("TIGER-Lab/MathInstruct", "train", ["instruction", "output"])}
 
 
 def test_adding_one_revision_leaves_the_other_jobs_parameters_unchanged(tmp_path):
@@ -397,6 +431,10 @@ INVALID = {
     "unknown angular metric": (lambda c: _set(c, P14 + ("prune", "angular_metric"), "cosine"), "angular_metric"),
     "shared weights of an unknown model": (lambda c: _set(c, ("models", "Qwen3-8B-paper", "same_weights_as"), "Qwen9"),
                                            "same_weights_as"),
+    "text fields of a text file": (lambda c: _set(c, P410 + ("data",), {"text_file": "a.txt", "text_fields": ["x"]}),
+                                   "text_fields"),
+    "empty text fields": (lambda c: _set(c, P410 + ("data", "text_fields"), []), "text_fields"),
+    "repeated text field": (lambda c: _set(c, P410 + ("data", "text_fields"), ["output", "output"]), "text_fields"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
 }
 

@@ -129,12 +129,25 @@ def test_relevance_table_and_figures(demo_run):
             "relevance"} <= set(rel.columns)
     assert set(rel["task"]) == {"demo_next_word", "demo_continuation", "lm"}
     assert set(rel["model"]) == {"pythia-demo", "llama-demo", "qwen3-demo"}
-    for (model, revision), g in rel.groupby(["model", "revision"]):
-        n_layers = len(set(g["layer"]))
+    singles = rel[rel["layer"].notna()]
+    for (model, revision), g in singles.groupby(["model", "revision"]):
+        n_layers = g["layer"].nunique()
         assert len(g) == n_layers * 5  # two metrics per multiple-choice task, one for the LM text
         for stem in ("relevance_cosine", "relevance_zscores", "relevance_confusion"):
             png = demo_run / f"results/figures/{stem}/{model}/{revision}.png"
             assert png.stat().st_size > 1000 and png.with_suffix(".pdf").is_file()
+    # every scored checkpoint is pruned too in the smoke run: each guide's pruned model at each budget is scored,
+    # on every task and metric
+    pruning = pd.read_parquet(demo_run / "results/pruning.parquet")
+    chosen = pruning[pruning["feasible"] & pruning["removed_layers"].map(lambda r: r is not None and len(r) > 0)]
+    def keys(df):  # budget and random_draw are float where the column holds nulls
+        return sorted((r.model, r.revision, r.guide, int(r.budget), None if pd.isna(r.random_draw) else int(r.random_draw),
+                       None if pd.isna(r.fixed_set) else r.fixed_set) for r in df.itertuples())
+
+    pruned = rel[rel["layer"].isna()]
+    for (task, metric), g in pruned.groupby(["task", "metric"]):
+        assert keys(g) == keys(chosen), (task, metric)
+    assert pruned.groupby(["task", "metric"]).ngroups == 5
     stats = pd.read_parquet(demo_run / "results/relevance_stats.parquet")
     plotted = rel[rel["metric"].isin(["acc", "next_token_acc"])]
     assert sorted(map(tuple, stats[["model", "revision", "task"]].to_numpy())) == \

@@ -16,14 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from swapkl.pairs import Variant, removal
+from swapkl.pairs import removal_variant
 from swapkl.relevance import BASE, choice_loglikelihoods, choice_predictions, next_token_hits, task_requests
-
-
-def removal_variant(layers, n_layers: int) -> Variant:
-    """The variant without ``layers``, keyed by the removed set."""
-    layers = tuple(sorted(layers))
-    return removal(layers, n_layers, protocol="removed[" + ",".join(map(str, layers)) + "]")
 
 
 def task_accuracy(engine, task, tokenizer, removed_sets, *, metric: str = "acc", batch_size: int = 16,

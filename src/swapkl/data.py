@@ -3,8 +3,9 @@
 Selection rule for text (documented in the README):
 
 1. Split the text into paragraphs. Dataset rows are paragraphs (WikiText layout: blank
-   rows and ``= Heading =`` rows are dropped). A text file's paragraphs are separated by
-   blank lines.
+   rows and ``= Heading =`` rows are dropped). A row's text is its ``text`` column, or with
+   ``text_fields`` (:func:`row_text`) its named fields joined by a blank line. A text file's
+   paragraphs are separated by blank lines.
    With ``text_format: lines`` a text file holds one item (e.g. a prompt) per non-empty line.
 2. Tokenise each paragraph with the model's tokenizer, without special tokens except the BOS token:
    when the tokenizer adds one by default (Llama-3's ``<|begin_of_text|>``; :func:`default_bos`),
@@ -48,25 +49,56 @@ class DataSpec:
     seed: int = 0
     text_format: str = "paragraphs"
     padding: str = "masked"
+    text_fields: tuple[str, ...] | None = None  # a dataset row's text: these fields (None: the `text` column)
+
+    def __post_init__(self):
+        if isinstance(self.text_fields, list):  # from JSON or YAML
+            object.__setattr__(self, "text_fields", tuple(self.text_fields))
 
     def describe(self) -> str:
         if self.tokens:
             return f"tokens:{self.tokens}"
         if self.text_file:
             return f"text_file:{self.text_file}"
-        return f"dataset:{self.dataset}/{self.dataset_config or ''}:{self.split}"
+        return describe_dataset(self)
 
     def as_dict(self) -> dict:
-        """The fields that determine the windows: a token file ignores every selection setting."""
+        """The fields that determine the windows: a token file ignores every selection setting (and
+        ``text_fields`` appears only where it is set, so records of the ``text`` column stay as they were)."""
         if self.tokens:
             return {"tokens": self.tokens}
         d = asdict(self)
         del d["tokens"]
+        if self.text_fields is None:
+            del d["text_fields"]
+        else:
+            d["text_fields"] = list(self.text_fields)
         if self.text_file:
             del d["dataset"], d["dataset_config"], d["split"]
         else:
             del d["text_file"]
         return d
+
+
+#: what joins the fields of a dataset row named by ``text_fields``, and the items of a list-valued field
+FIELD_SEPARATOR = "\n\n"
+
+
+def describe_dataset(spec) -> str:
+    """``dataset:NAME/CONFIG:SPLIT``, with ``[field+field]`` when the text comes from ``text_fields``."""
+    fields = "" if not getattr(spec, "text_fields", None) else "[" + "+".join(spec.text_fields) + "]"
+    return f"dataset:{spec.dataset}/{spec.dataset_config or ''}:{spec.split}{fields}"
+
+
+def check_text_fields(text_fields, has_dataset: bool) -> None:
+    """``text_fields``: None, or a non-empty list of distinct field names, for a dataset source only."""
+    if text_fields is None:
+        return
+    if not has_dataset:
+        raise SwapKLError("text_fields names the fields of a dataset row; it has no effect on a text or token file")
+    if (isinstance(text_fields, str) or not text_fields
+            or not all(isinstance(f, str) and f for f in text_fields) or len(set(text_fields)) != len(text_fields)):
+        raise SwapKLError(f"text_fields must be a non-empty list of distinct field names, got {text_fields!r}")
 
 
 @dataclass
@@ -101,6 +133,7 @@ def check_spec(spec: DataSpec) -> None:
         raise SwapKLError(f"padding must be 'masked' or 'counted', got {spec.padding!r}")
     if spec.tokens and spec.padding != "masked":
         raise SwapKLError("padding: counted applies to text sources; a token file is used as is")
+    check_text_fields(spec.text_fields, bool(spec.dataset))
 
 
 def wikitext_paragraphs(rows) -> list[str]:
@@ -143,7 +176,25 @@ def tokenize_text(tokenizer, text: str) -> list[int]:
     return ids if bos is None else [bos, *ids]
 
 
-def _dataset_paragraphs(spec: DataSpec) -> list[str]:
+def row_text(row: dict, fields) -> str:
+    """A dataset row's text from ``fields``: each field's value (a string, or a list of strings whose items
+    count as values), blank values left out, joined in order by :data:`FIELD_SEPARATOR` (a blank line)."""
+    parts = []
+    for f in fields:
+        value = row[f]
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if item is None:
+                continue
+            if not isinstance(item, str):
+                raise SwapKLError(f"field {f!r} holds {type(item).__name__} values, not text")
+            if item.strip():
+                parts.append(item)
+    return FIELD_SEPARATOR.join(parts)
+
+
+def dataset_paragraphs(spec) -> list[str]:
+    """The paragraphs of a hub dataset: the one reader of dataset text (probe, calibration and LM windows,
+    perplexity text). ``spec`` has ``dataset``, ``dataset_config``, ``split`` and ``text_fields``."""
     try:
         import datasets
     except ImportError as e:  # pragma: no cover - depends on the install
@@ -159,7 +210,20 @@ def _dataset_paragraphs(spec: DataSpec) -> list[str]:
     finally:
         if quiet:
             datasets.enable_progress_bar()
-    return wikitext_paragraphs(ds["text"])
+    fields = getattr(spec, "text_fields", None) or ("text",)
+    missing = [f for f in fields if f not in ds.column_names]
+    if missing:
+        hint = "" if getattr(spec, "text_fields", None) else "; name the fields that hold the text with text_fields"
+        raise SwapKLError(f"{describe_dataset(spec)} has no field {missing[0]!r} (its columns: "
+                          f"{', '.join(ds.column_names)}){hint}")
+    if not getattr(spec, "text_fields", None):
+        return wikitext_paragraphs(ds["text"])
+    columns = [ds[f] for f in fields]
+    try:
+        rows = [row_text(dict(zip(fields, values)), fields) for values in zip(*columns)]
+    except SwapKLError as e:
+        raise SwapKLError(f"{describe_dataset(spec)}: {e}") from None
+    return wikitext_paragraphs(rows)
 
 
 def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int = 0,
@@ -218,7 +282,7 @@ def load_windows(spec: DataSpec, tokenizer=None) -> Windows:
     if tokenizer is None:
         raise SwapKLError("this model directory has no tokenizer; use --tokens FILE.npy")
     paragraphs = (text_file_paragraphs(spec.text_file, spec.text_format) if spec.text_file
-                  else _dataset_paragraphs(spec))
+                  else dataset_paragraphs(spec))
     if not paragraphs:
         raise SwapKLError(f"{spec.describe()} is empty")
     pad = tokenizer.pad_token_id

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from swapkl.errors import SwapKLError
-from swapkl.relevance import deletion_variants, make_request, relevance_rows
+from swapkl.relevance import Scan, make_request
 from swapkl.tasks import random_baseline
 
 METRICS = ("acc", "acc_norm")
@@ -65,15 +65,17 @@ def load_harness_tasks(names: list[str], *, include_path: str | None = None,
 
 
 def harness_relevance(engine, task: HarnessTask, tokenizer, *, model: str, revision: str | None,
-                      batch_size: int = 16, pad_id: int = 0) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
-    """Relevance rows (``acc`` and ``acc_norm``) of every block on one lm-eval task, and the per-document
-    0/1 scores behind them (variant key -> metric -> array), as lm-eval's ``process_results`` gives them."""
+                      batch_size: int = 16, pad_id: int = 0,
+                      scan: Scan | None = None) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
+    """Relevance rows (``acc`` and ``acc_norm``) of every block (and of each pruned set of ``scan``) on one
+    lm-eval task, and the per-document 0/1 scores behind them (variant key -> metric -> array), as lm-eval's
+    ``process_results`` gives them."""
     from swapkl.relevance import choice_loglikelihoods
 
-    n = engine.n_layers
+    scan = scan or Scan(engine.n_layers)
     requests = [make_request(tokenizer, d, c, ctx, cont, engine.adapter.max_positions, task.name)
                 for d, args in enumerate(task.arguments) for c, (ctx, cont) in enumerate(args)]
-    lls = choice_loglikelihoods(engine, requests, deletion_variants(n), batch_size=batch_size, pad_id=pad_id)
+    lls = choice_loglikelihoods(engine, requests, scan.variants, batch_size=batch_size, pad_id=pad_id)
     per_variant = {}
     for key, x in lls.items():
         per_doc: list[list[float]] = [[] for _ in task.docs]
@@ -85,5 +87,5 @@ def harness_relevance(engine, task: HarnessTask, tokenizer, *, model: str, revis
     for metric in METRICS:
         if metric in per_variant[next(iter(per_variant))]:
             scores = {k: p[metric] for k, p in per_variant.items()}
-            rows += relevance_rows(model, revision, task.name, metric, scores, n, task.random_baseline)
+            rows += scan.rows(model, revision, task.name, metric, scores, task.random_baseline)
     return rows, per_variant

@@ -116,6 +116,12 @@ def removal(layers: list[int] | tuple[int, ...], n_layers: int, protocol: str = 
     return Variant(protocol, None, None, tuple(b for b in range(n_layers) if b not in drop))
 
 
+def removal_variant(layers, n_layers: int) -> Variant:
+    """The variant without ``layers``, keyed by the removed set (``removed[3,5]::``)."""
+    layers = tuple(sorted(layers))
+    return removal(layers, n_layers, protocol="removed[" + ",".join(map(str, layers)) + "]")
+
+
 def averaging(i: int, j: int, n_layers: int) -> Variant:
     """Slot i runs the average of blocks i and j; block j stays at slot j."""
     order = list(range(n_layers))

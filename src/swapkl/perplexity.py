@@ -2,9 +2,10 @@
 
 The evaluation text (documented rule):
 
-1. Paragraphs as in :mod:`swapkl.data`: a dataset's rows with blank rows and ``= Heading =``
-   rows dropped (WikiText layout), or a text file split at blank lines with runs of whitespace
-   collapsed to one space.
+1. Paragraphs as in :mod:`swapkl.data` (:func:`swapkl.data.dataset_paragraphs`, the one reader of
+   dataset text): a dataset's rows (their ``text`` column, or the ``text_fields`` joined) with blank
+   rows and ``= Heading =`` rows dropped (WikiText layout), or a text file split at blank lines with
+   runs of whitespace collapsed to one space.
 2. Words are maximal runs of non-whitespace characters (``str.split()``). The text is the first
    ``max_words`` words in order, paragraphs joined by a blank line (``"\\n\\n"``); a paragraph cut
    by the limit keeps its first words. ``max_words=None`` keeps everything.
@@ -33,7 +34,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import torch
 
-from swapkl.data import text_file_paragraphs, tokenize_text, wikitext_paragraphs
+from swapkl.data import check_text_fields, dataset_paragraphs, describe_dataset, text_file_paragraphs, tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_regular_file
 from swapkl.pairs import Variant
@@ -51,6 +52,11 @@ class EvalSpec:
     window: int = 512
     stride: int = 256
     max_words: int | None = 5000
+    text_fields: tuple[str, ...] | None = None  # as in swapkl.data.DataSpec
+
+    def __post_init__(self):
+        if isinstance(self.text_fields, list):
+            object.__setattr__(self, "text_fields", tuple(self.text_fields))
 
     @classmethod
     def from_dict(cls, d: "dict | EvalSpec") -> "EvalSpec":
@@ -67,10 +73,15 @@ class EvalSpec:
     def describe(self) -> str:
         if self.text_file:
             return f"text_file:{self.text_file}"
-        return f"dataset:{self.dataset}/{self.dataset_config or ''}:{self.split}"
+        return describe_dataset(self)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if self.text_fields is None:
+            del d["text_fields"]  # records of the `text` column stay as they were
+        else:
+            d["text_fields"] = list(self.text_fields)
+        return d
 
     def check(self) -> None:
         if bool(self.text_file) == bool(self.dataset):
@@ -84,6 +95,7 @@ class EvalSpec:
             )
         if self.max_words is not None and self.max_words < 1:
             raise SwapKLError(f"max_words must be at least 1, got {self.max_words}")
+        check_text_fields(self.text_fields, bool(self.dataset))
 
 
 @dataclass
@@ -131,15 +143,7 @@ def first_words(paragraphs: list[str], max_words: int | None) -> str:
 def eval_paragraphs(spec: EvalSpec) -> list[str]:
     if spec.text_file:
         return text_file_paragraphs(spec.text_file)
-    try:
-        import datasets
-    except ImportError as e:  # pragma: no cover - depends on the install
-        raise SwapKLError("reading a hub dataset needs the 'datasets' package: pip install 'swapkl[hub]'") from e
-    try:
-        ds = datasets.load_dataset(spec.dataset, spec.dataset_config, split=spec.split)
-    except Exception as e:
-        raise SwapKLError(f"cannot load dataset {spec.dataset}/{spec.dataset_config} split {spec.split!r}: {e}") from e
-    return wikitext_paragraphs(ds["text"])
+    return dataset_paragraphs(spec)
 
 
 def sliding_windows(ids, window: int, stride: int, pad_id: int = 0, source: str = "") -> EvalWindows:

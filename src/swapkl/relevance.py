@@ -19,10 +19,19 @@ model is ever built. Two kinds of data:
   continuation is what follows the context's own encoding;
 * language-modelling windows (:mod:`swapkl.data`): next-token accuracy, the share of positions whose
   greedy (argmax) prediction is the next token; random baseline 1 / vocabulary size.
+
+Besides every single-block deletion, a run can score the pruned models a pruning study chose
+(:class:`PrunedSet`, read from the checkpoint's pruning table by :func:`pruned_sets_from_table`): each
+guide's removed set at each budget (LaCo's merged slots run the averaged block, as in the pruning
+study), with AccRel of the pruned model ``f_-S`` in place of ``f_-l``. A :class:`Scan` holds the variants
+of one run: identical models (the same set chosen by several guides, or a budget-1 set that is a
+single-block deletion) are one variant, computed once and reported on each of their rows.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -30,9 +39,11 @@ import numpy as np
 import torch
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_regular_file
 from swapkl.kl import next_token_hits as _hits
 from swapkl.kl import next_token_nll
-from swapkl.pairs import Variant, deletion
+from swapkl.pairs import Variant, deletion, removal_variant
+from swapkl.schemas import RELEVANCE_KEY, RELEVANCE_SCHEMA
 from swapkl.sweep import BASE as SWEEP_BASE
 from swapkl.sweep import Batch, sweep, window_batches
 
@@ -180,25 +191,118 @@ def next_token_hits(engine, windows, variants: list[Variant], *, batch_size: int
 
 # -- the relevance table ---------------------------------------------------------------------------------------
 
-COLUMNS = ["model", "revision", "task", "metric", "layer", "accuracy", "base_accuracy", "random_baseline",
-           "relevance", "n_items"]
+COLUMNS = RELEVANCE_SCHEMA.names
 
 
-def deletion_variants(n_layers: int) -> list[Variant]:
-    return [deletion(i, n_layers) for i in range(n_layers)]
+@dataclass(frozen=True)
+class PrunedSet:
+    """A pruning guide's choice at one budget (one row of a pruning table): the blocks it removes and, for
+    LaCo, the slots whose block runs the average of itself and the next (removed) block."""
+
+    guide: str
+    budget: int
+    removed: tuple[int, ...]
+    merged: tuple[int, ...] = ()
+    random_draw: int | None = None
+    fixed_set: str | None = None
+
+    def columns(self) -> dict:
+        return dict(layer=None, guide=self.guide, budget=self.budget, random_draw=self.random_draw,
+                    fixed_set=self.fixed_set, removed_layers=list(self.removed),
+                    merged_layers=list(self.merged) if self.merged else None)
 
 
-def relevance_rows(model: str, revision: str | None, task: str, metric: str, scores: dict[str, np.ndarray],
-                   n_layers: int, random_baseline: float) -> list[dict]:
-    """One row per deleted block from per-item 0/1 scores of the base model and each deletion."""
-    base = float(scores[BASE].mean())
-    rows = []
-    for layer in range(n_layers):
-        acc = float(scores[deletion(layer, n_layers).key].mean())
-        rows.append(dict(model=model, revision=revision, task=task, metric=metric, layer=layer, accuracy=acc,
-                         base_accuracy=base, random_baseline=random_baseline,
-                         relevance=acc_rel(acc, base, random_baseline), n_items=int(len(scores[BASE]))))
-    return rows
+_NO_SET = dict(guide=None, budget=None, random_draw=None, fixed_set=None, merged_layers=None)
+
+
+class Scan:
+    """The models one relevance run scores: every single-block deletion and each :class:`PrunedSet`.
+
+    ``variants`` holds each distinct block order once; ``merged_ids`` maps a LaCo merge ``(i, i + 1)``
+    to the engine block id of its averaged block (:func:`scan_for` registers them)."""
+
+    def __init__(self, n_layers: int, pruned_sets=(), merged_ids: dict | None = None):
+        self.n_layers = n_layers
+        by_order: dict[tuple, Variant] = {}
+        self.entries = []  # (the row's identifying columns, key of its variant)
+        for layer in range(n_layers):
+            v = by_order.setdefault(deletion(layer, n_layers).order, deletion(layer, n_layers))
+            self.entries.append((dict(layer=layer, removed_layers=[layer]), v.key))
+        for s in pruned_sets:
+            bad = [b for b in (*s.removed, *s.merged) if not 0 <= b < n_layers]
+            if bad or not s.removed or len(set(s.removed)) != len(s.removed):
+                raise SwapKLError(f"pruned set of guide {s.guide!r} at budget {s.budget} removes {list(s.removed)}: "
+                                  f"not distinct blocks of this {n_layers}-block model")
+            v = removal_variant(s.removed, n_layers)
+            if s.merged:
+                from swapkl.guides.registry import Pruned
+                from swapkl.prune import pruned_variant
+
+                v = pruned_variant(Pruned(s.removed, s.merged), n_layers, merged_ids or {})
+                v = dataclasses.replace(v, protocol=f"removed{list(s.removed)}merged{list(s.merged)}")
+            self.entries.append((s.columns(), by_order.setdefault(v.order, v).key))
+        self.variants = list(by_order.values())
+        self.n_distinct_sets = len(self.variants) - n_layers
+
+    def rows(self, model: str, revision: str | None, task: str, metric: str, scores: dict[str, np.ndarray],
+             random_baseline: float) -> list[dict]:
+        """One row per scored model from per-item 0/1 scores of the base model and each variant."""
+        base = float(scores[BASE].mean())
+        rows = []
+        for columns, key in self.entries:
+            acc = float(scores[key].mean())
+            rows.append(dict(model=model, revision=revision, task=task, metric=metric, accuracy=acc,
+                             base_accuracy=base, random_baseline=random_baseline,
+                             relevance=acc_rel(acc, base, random_baseline), n_items=int(len(scores[BASE])))
+                        | _NO_SET | columns)
+        return rows
+
+
+@contextlib.contextmanager
+def scan_for(engine, pruned_sets=()):
+    """The :class:`Scan` of ``engine``'s model and ``pruned_sets``, with LaCo's averaged blocks registered
+    while inside."""
+    from swapkl.merge import merged_blocks
+
+    with merged_blocks(engine, sorted({(i, i + 1) for s in pruned_sets for i in s.merged})) as ids:
+        yield Scan(engine.n_layers, pruned_sets, ids)
+
+
+def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | None = None,
+                           guides: list[str] | None = None) -> list[PrunedSet]:
+    """Every pruned model of a checkpoint's pruning table: each feasible row with removed blocks (not the
+    ``base`` row, not the ``random_mean`` summary), in the table's order; only those of ``guides`` if given.
+
+    The table must describe a model of ``n_layers`` blocks and, where its provenance records the weights'
+    hash, have been measured on the weights ``weights_sha256``."""
+    from swapkl.schemas import PRUNING_SCHEMA, read_table
+
+    table, prov = read_table(path, PRUNING_SCHEMA, "pruning")
+    df = table.to_pandas()
+    sizes = sorted(set(df["n_layers"].dropna().astype(int)))
+    if sizes != [n_layers]:
+        raise SwapKLError(f"pruning table {path!r} describes models of {sizes} blocks, not {n_layers}")
+    if weights_sha256 is not None and prov.get("weights_sha256") not in (None, weights_sha256):
+        raise SwapKLError(f"pruning table {path!r} was measured on other weights than the scored model")
+    unknown = sorted(set(guides or ()) - set(df["guide"]))
+    if unknown:
+        raise SwapKLError(f"pruning table {path!r} has no guide {', '.join(unknown)} "
+                          f"(it has {', '.join(sorted(set(df['guide'])))})")
+    out = []
+    for r in df.itertuples(index=False):
+        if guides is not None and r.guide not in guides:
+            continue
+        if not r.feasible or r.removed_layers is None or len(r.removed_layers) == 0:
+            continue
+        merged = () if r.merged_layers is None else tuple(int(b) for b in r.merged_layers)
+        out.append(PrunedSet(r.guide, int(r.budget), tuple(int(b) for b in r.removed_layers), merged,
+                             None if _missing(r.random_draw) else int(r.random_draw),
+                             None if _missing(r.fixed_set) else str(r.fixed_set)))
+    return out
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 @dataclass
@@ -209,35 +313,41 @@ class TaskScores:
 
 
 def task_relevance(engine, task, tokenizer, *, model: str, revision: str | None, batch_size: int = 16,
-                   pad_id: int = 0) -> TaskScores:
-    """Relevance of every block on one multiple-choice task, with the per-document scores behind it."""
-    n = engine.n_layers
+                   pad_id: int = 0, scan: Scan | None = None) -> TaskScores:
+    """Relevance of every block (and of each pruned set of ``scan``) on one multiple-choice task, with the
+    per-document scores behind it."""
+    scan = scan or Scan(engine.n_layers)
     requests = task_requests(task, tokenizer, engine.adapter.max_positions)
-    lls = choice_loglikelihoods(engine, requests, deletion_variants(n), batch_size=batch_size, pad_id=pad_id)
+    lls = choice_loglikelihoods(engine, requests, scan.variants, batch_size=batch_size, pad_id=pad_id)
     per_variant = {k: choice_predictions(task, requests, x) for k, x in lls.items()}
     rows = []
     for metric in ("acc", "acc_norm"):
         scores = {k: p[metric] for k, p in per_variant.items()}
-        rows += relevance_rows(model, revision, task.name, metric, scores, n, task.random_baseline)
+        rows += scan.rows(model, revision, task.name, metric, scores, task.random_baseline)
     return TaskScores(rows, per_variant, {k: per_document(task, requests, x) for k, x in lls.items()})
 
 
-def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None, batch_size: int = 8) -> list[dict]:
-    """Relevance rows of every block on language-modelling windows (next-token accuracy)."""
-    n = engine.n_layers
-    hits = next_token_hits(engine, windows, deletion_variants(n), batch_size=batch_size)
-    return relevance_rows(model, revision, name, "next_token_acc", hits, n, 1.0 / engine.adapter.vocab_size)
+def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None, batch_size: int = 8,
+                 scan: Scan | None = None) -> list[dict]:
+    """Relevance rows of every block (and of each pruned set of ``scan``) on language-modelling windows
+    (next-token accuracy)."""
+    scan = scan or Scan(engine.n_layers)
+    hits = next_token_hits(engine, windows, scan.variants, batch_size=batch_size)
+    return scan.rows(model, revision, name, "next_token_acc", hits, 1.0 / engine.adapter.vocab_size)
 
 
 def run_relevance(model: str, task_files: list[str], out: str, *, revision: str | None = None, lm_data=None,
                   lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
                   batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
-                  trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None) -> None:
+                  trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None,
+                  pruning: str | None = None, pruning_guides: list[str] | None = None) -> None:
     """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file.
 
     ``harness_tasks``: task names lm-eval loads (:mod:`swapkl.harness_tasks`, hub datasets); ``lm_sets``:
-    further language-modelling data by task name (``{name: DataSpec}``), like ``lm_data`` under ``lm_name``."""
-    import pandas as pd
+    further language-modelling data by task name (``{name: DataSpec}``), like ``lm_data`` under ``lm_name``;
+    ``pruning``: this checkpoint's pruning table, whose guides' pruned models are scored too (only those of
+    ``pruning_guides`` when given)."""
+    import pyarrow as pa
 
     from swapkl import provenance
     from swapkl.data import check_windows, load_windows
@@ -263,6 +373,8 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     if len(set(names)) != len(names):
         raise SwapKLError(f"task names repeat: {names}")
     check_writable(out)
+    if pruning is not None:
+        require_regular_file(pruning, "pruning table")
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code)
     if (tasks or hub_tasks) and loaded.tokenizer is None:
@@ -272,48 +384,61 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     revision = revision_label or loaded.revision
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer is not None and loaded.tokenizer.pad_token_id is not None \
         else 0
+    if pruning_guides is not None and pruning is None:
+        raise SwapKLError("pruning guides name the guides of a pruning table; give the table too (--pruning)")
+    sets = [] if pruning is None else pruned_sets_from_table(pruning, n_layers=engine.n_layers,
+                                                                weights_sha256=loaded.weights_sha256,
+                                                                guides=pruning_guides)
     rows = []
-    for t in tasks:
-        rows += task_relevance(engine, t, loaded.tokenizer, model=label, revision=revision,
-                               batch_size=batch_size, pad_id=pad).rows
-    for t in hub_tasks:
-        from swapkl.harness_tasks import harness_relevance
-
-        rows += harness_relevance(engine, t, loaded.tokenizer, model=label, revision=revision,
-                                  batch_size=batch_size, pad_id=pad)[0]
     windows, lm_prov = None, {}
-    for name, spec in lm_sets.items():
-        windows = load_windows(spec, loaded.tokenizer)
-        check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-        rows += lm_relevance(engine, windows, name, model=label, revision=revision, batch_size=batch_size)
-        lm_prov[name] = spec.as_dict() | {"source": windows.source, "tokens_sha256": windows.sha256}
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    with scan_for(engine, sets) as scan:
+        for t in tasks:
+            rows += task_relevance(engine, t, loaded.tokenizer, model=label, revision=revision,
+                                   batch_size=batch_size, pad_id=pad, scan=scan).rows
+        for t in hub_tasks:
+            from swapkl.harness_tasks import harness_relevance
+
+            rows += harness_relevance(engine, t, loaded.tokenizer, model=label, revision=revision,
+                                      batch_size=batch_size, pad_id=pad, scan=scan)[0]
+        for name, spec in lm_sets.items():
+            windows = load_windows(spec, loaded.tokenizer)
+            check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+            rows += lm_relevance(engine, windows, name, model=label, revision=revision, batch_size=batch_size,
+                                 scan=scan)
+            lm_prov[name] = spec.as_dict() | {"source": windows.source, "tokens_sha256": windows.sha256}
     task_prov = {t.name: {"yaml": t.yaml_path, "data": t.data_path, "n_docs": len(t.docs)} for t in tasks}
     task_prov |= {t.name: {"lm_eval_task": t.name, "n_docs": len(t.docs)} for t in hub_tasks}
+    pruning_prov = None if pruning is None else {"path": pruning, "guides": pruning_guides or "all",
+                                                 "n_pruned_sets": len(sets),
+                                                 "n_distinct_pruned_models": scan.n_distinct_sets}
     prov = provenance.build(loaded, windows if len(lm_sets) == 1 else None, tasks=task_prov,
                             n_layers=engine.n_layers, layer_evals=engine.layer_evals,
-                            lm_data=None if lm_data is None else lm_data.as_dict(), lm_sets=lm_prov)
-    write_parquet(df, out, prov)
+                            lm_data=None if lm_data is None else lm_data.as_dict(), lm_sets=lm_prov,
+                            pruning=pruning_prov)
+    write_parquet(pa.Table.from_pylist(rows, schema=RELEVANCE_SCHEMA), out, prov)
 
 
 def aggregate_relevance(inputs: list[str], out: str) -> None:
-    """Concatenate per-checkpoint relevance files into one table (provenance: each input's, in order)."""
-    import pandas as pd
+    """Concatenate per-checkpoint relevance files into one table (provenance: each input's, in order).
+
+    Rows are sorted by model, revision, task, metric, then the single-block rows by layer and the
+    pruned-set rows after them by guide, fixed set, budget and random draw."""
+    import pyarrow as pa
 
     from swapkl import provenance
     from swapkl.parquet_io import write_parquet
+    from swapkl.schemas import RELEVANCE_APPENDED, read_table
 
-    frames, provs = [], []
+    tables, provs = [], []
     for path in inputs:
-        provs.append(provenance.read(path))
-        df = pd.read_parquet(path)
-        missing = sorted(set(COLUMNS) - set(df.columns))
-        if missing:
-            raise SwapKLError(f"{path!r} is not a relevance file: it lacks {', '.join(missing)}")
-        frames.append(df[COLUMNS])
-    if not frames:
+        table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", RELEVANCE_APPENDED)
+        tables.append(table)
+        provs.append(prov)
+    if not tables:
         raise SwapKLError("no relevance file to aggregate")
-    df = pd.concat(frames, ignore_index=True).sort_values(["model", "revision", "task", "metric", "layer"])
-    if df.duplicated(["model", "revision", "task", "metric", "layer"]).any():
-        raise SwapKLError("relevance files overlap: the same model, revision, task and layer appear twice")
-    write_parquet(df.reset_index(drop=True), out, provenance.software_versions() | {"inputs": provs})
+    table = pa.concat_tables(tables)
+    if table.to_pandas()[RELEVANCE_KEY].duplicated().any():
+        raise SwapKLError("relevance files overlap: the same model, revision, task and scored model appear twice")
+    order = ["model", "revision", "task", "metric", "layer", "guide", "fixed_set", "budget", "random_draw"]
+    table = table.sort_by([(c, "ascending") for c in order])  # nulls last: pruned-set rows after the blocks
+    write_parquet(table, out, provenance.software_versions() | {"inputs": provs})

@@ -26,6 +26,7 @@ from scipy import stats
 
 from swapkl.agreement import rank_statistics
 from swapkl.errors import SwapKLError
+from swapkl.schemas import read_relevance, single_block
 
 #: the metric each task contributes to the statistics and figures (acc_norm stays in the relevance table)
 PLOT_METRICS = ("acc", "next_token_acc")
@@ -78,7 +79,9 @@ def task_dependence(rel_wide: pd.DataFrame, bi: pd.Series) -> dict:
 
 
 def relevance_statistics(rel: pd.DataFrame, agg: pd.DataFrame) -> pd.DataFrame:
-    """One row per checkpoint and task of ``rel`` (the relevance table) with BI rows in ``agg``."""
+    """One row per checkpoint and task of ``rel`` (the relevance table's single-block rows) with BI rows in
+    ``agg``."""
+    rel = single_block(rel)
     rel = rel[rel["metric"].isin(PLOT_METRICS)]
     rows = []
     for (model, revision), g in rel.groupby(["model", "revision"], sort=True):
@@ -101,5 +104,5 @@ def summarise_relevance(relevance_path: str, aggregate_path: str, out: str) -> N
     from swapkl.parquet_io import check_writable, write_parquet
 
     check_writable(out)
-    df = relevance_statistics(pd.read_parquet(relevance_path), read_aggregate(aggregate_path))
+    df = relevance_statistics(read_relevance(relevance_path), read_aggregate(aggregate_path))
     write_parquet(df, out, provenance.software_versions() | {"inputs": [relevance_path, aggregate_path]})

@@ -57,6 +57,23 @@ COVARIATE_CORRELATIONS_SCHEMA = pa.schema([
 #: columns appended to a schema after files were written without them: read as null
 APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set"})
 
+#: one row per (checkpoint, task, metric, scored model) of a relevance run (see swapkl.relevance). A
+#: single-block row has ``layer`` = the deleted block and null ``guide``; a pruned-set row (a pruning
+#: guide's choice at a budget, from the checkpoint's pruning table) has null ``layer`` and the pruning
+#: table's ``guide``, ``budget``, ``random_draw``, ``fixed_set``, ``removed_layers``, ``merged_layers``.
+#: ``removed_layers`` is ``[layer]`` on single-block rows; ``relevance`` is AccRel of the scored model.
+RELEVANCE_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("task", pa.string()), ("metric", pa.string()),
+    ("layer", pa.int64()), ("accuracy", pa.float64()), ("base_accuracy", pa.float64()),
+    ("random_baseline", pa.float64()), ("relevance", pa.float64()), ("n_items", pa.int64()),
+    ("guide", pa.string()), ("budget", pa.int64()), ("random_draw", pa.int64()), ("fixed_set", pa.string()),
+    ("removed_layers", pa.list_(pa.int64())), ("merged_layers", pa.list_(pa.int64())),
+])
+#: relevance columns after ``n_items``, added with the pruned-set rows: null in files written before
+RELEVANCE_APPENDED = frozenset(RELEVANCE_SCHEMA.names[RELEVANCE_SCHEMA.get_field_index("guide"):])
+#: what identifies a relevance row
+RELEVANCE_KEY = ["model", "revision", "task", "metric", "layer", "guide", "budget", "random_draw", "fixed_set"]
+
 
 def open_table(path, columns, what: str) -> pa.Table:
     """The Parquet file at ``path``, which must exist, be readable and hold ``columns``."""
@@ -73,10 +90,11 @@ def open_table(path, columns, what: str) -> pa.Table:
     return table
 
 
-def read_table(path, schema: pa.Schema, what: str) -> tuple[pa.Table, dict]:
-    """The table at ``path`` cast to ``schema`` (columns in its order), and the file's provenance."""
-    table = open_table(path, [n for n in schema.names if n not in APPENDED], what)
-    for name in APPENDED:
+def read_table(path, schema: pa.Schema, what: str, appended=APPENDED) -> tuple[pa.Table, dict]:
+    """The table at ``path`` cast to ``schema`` (columns in its order), and the file's provenance; columns
+    named in ``appended`` may be missing (read as null)."""
+    table = open_table(path, [n for n in schema.names if n not in appended], what)
+    for name in appended:
         if schema.get_field_index(name) >= 0 and name not in table.column_names:
             table = table.append_column(schema.field(name), pa.nulls(table.num_rows, schema.field(name).type))
     try:
@@ -96,3 +114,17 @@ def read_agreement(path) -> pd.DataFrame:
 
 def read_covariate_correlations(path) -> pd.DataFrame:
     return read_table(path, COVARIATE_CORRELATIONS_SCHEMA, "covariate correlations")[0].to_pandas()
+
+
+def read_relevance(path, *, pruned_sets: bool = False) -> pd.DataFrame:
+    """The relevance table: its single-block rows (:func:`single_block`), all rows with ``pruned_sets``."""
+    df = read_table(path, RELEVANCE_SCHEMA, "relevance", RELEVANCE_APPENDED)[0].to_pandas()
+    return df if pruned_sets else single_block(df)
+
+
+def single_block(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of single-block deletions (``layer`` set), with ``layer`` as int64; pruned-set rows dropped."""
+    if "layer" not in df.columns:
+        raise SwapKLError("relevance table lacks the column 'layer'")
+    out = df[df["layer"].notna()]
+    return out.astype({"layer": "int64"}).reset_index(drop=True)

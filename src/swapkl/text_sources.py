@@ -12,7 +12,9 @@ def source_key(*, text_file=None, dataset=None, dataset_config=None, split=None,
     """A key that is equal for two specifications exactly when they read the same text.
 
     Local files compare by their resolved path. WikiText-2 and WikiText-103 share their validation
-    and test articles, so for WikiText the configuration is ignored for those splits.
+    and test articles, so for WikiText the configuration is ignored for those splits. ``text_fields``
+    is ignored: two specs that read the same rows share their documents whichever fields make the
+    text (an instruction the probe saw and its answer scored by perplexity are not held out).
     """
     if text_file:
         return ("file", os.path.realpath(text_file))

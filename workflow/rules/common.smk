@@ -525,13 +525,23 @@ def get_relevance_lm_sets(wildcards):
 
 
 def get_relevance_inputs(wildcards):
+    """Inputs of a relevance job; a checkpoint that is also pruned scores its guides' pruned models too."""
     relevance = config["models"][wildcards.model]["relevance"]
     specs = ([relevance["lm"]] if "lm" in relevance else []) + list(relevance["lm_sets"].values())
-    return {
+    inputs = {
         "checkpoint": get_checkpoint_input(wildcards),
         "tasks": get_relevance_tasks(wildcards),
         "text": text_files(*specs),
     }
+    if wildcards.revision in get_prune_revisions(wildcards.model) and relevance["pruning_guides"] != []:
+        inputs["pruning"] = pruning_file(wildcards.model, wildcards.revision)
+    return inputs
+
+
+def get_relevance_pruning_guides(wildcards):
+    """The guides whose pruned models a relevance job scores (None: all of the pruning table's)."""
+    guides = config["models"][wildcards.model]["relevance"]["pruning_guides"]
+    return None if guides == "all" else list(guides)
 
 
 # --------------------------------------------------------------------------------------------------- covariates

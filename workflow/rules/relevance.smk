@@ -1,5 +1,6 @@
 # Accuracy-based layer relevance (AccRel): demo tasks from the demo corpus, one engine job per scored
-# checkpoint (base model + every single-block deletion), one table, and its figures.
+# checkpoint (base model + every single-block deletion, and each pruning guide's pruned models where the
+# checkpoint is pruned too), one table, and its figures.
 
 
 rule build_demo_tasks:
@@ -29,6 +30,7 @@ rule score_relevance:
         lm=get_relevance_lm,
         lm_sets=get_relevance_lm_sets,
         lm_eval_tasks=get_relevance_lm_eval_tasks,
+        pruning_guides=get_relevance_pruning_guides,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
     log:

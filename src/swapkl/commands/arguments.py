@@ -44,7 +44,7 @@ def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True,
 # Options that only shape windows cut from text; a token file is used as it is. Their defaults are
 # DataSpec's, filled in by data_spec() so that an option given where it has no effect can be refused.
 TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding")
-DATASET_ONLY = ("dataset_config", "split")
+DATASET_ONLY = ("dataset_config", "split", "text_fields")
 
 
 def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
@@ -55,6 +55,7 @@ def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     g.add_argument(f"--{prefix}dataset-config", metavar="CONFIG", help="dataset configuration, e.g. wikitext-2-raw-v1")
     g.add_argument(f"--{prefix}split", help=f"dataset split (default: {d.split})")
     g.add_argument(f"--{prefix}text-file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
+    add_text_fields_argument(g, prefix)
     g.add_argument(f"--{prefix}n-seqs", type=int, help=f"number of windows (default: {d.n_seqs})")
     g.add_argument(f"--{prefix}seq-len", type=int, help=f"tokens per window (default: {d.seq_len})")
     g.add_argument(f"--{prefix}min-tokens", type=int,
@@ -66,6 +67,12 @@ def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     g.add_argument(f"--{prefix}padding", choices=["masked", "counted"],
                    help="masked (default) or the paper's compatibility mode: right-padded, no attention mask, "
                         "padding counted as positions")
+
+
+def add_text_fields_argument(group, prefix: str) -> None:
+    group.add_argument(f"--{prefix}text-fields", metavar="FIELD,FIELD", type=lambda t: [f.strip() for f in t.split(",")],
+                       help="dataset fields that make a row's text, joined by a blank line (list fields item by "
+                            "item; default: the `text` column), e.g. instruction,input,output")
 
 
 def data_spec(args, prefix: str = "") -> DataSpec:
@@ -84,4 +91,4 @@ def data_spec(args, prefix: str = "") -> DataSpec:
                     split=pick("split", d.split), text_file=a("text_file"), n_seqs=pick("n_seqs", d.n_seqs),
                     seq_len=pick("seq_len", d.seq_len), min_tokens=pick("min_tokens", d.min_tokens),
                     seed=pick("data_seed", d.seed), text_format=pick("text_format", d.text_format),
-                    padding=pick("padding", d.padding))
+                    padding=pick("padding", d.padding), text_fields=a("text_fields"))

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.arguments import (
+    add_data_arguments,
+    add_model_arguments,
+    add_text_fields_argument,
+    command,
+    data_spec,
+)
 from swapkl.errors import SwapKLError
 
 
@@ -39,6 +45,7 @@ def add_parser(sub) -> None:
     e.add_argument("--eval-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
     e.add_argument("--eval-dataset-config", metavar="CONFIG", help="e.g. wikitext-2-raw-v1")
     e.add_argument("--eval-split", default="test", help="dataset split (default: test)")
+    add_text_fields_argument(e, "eval-")
     e.add_argument("--eval-window", type=int, default=512, help="tokens per window (default: 512)")
     e.add_argument("--eval-stride", type=int, default=256, help="window stride in tokens (default: 256)")
     e.add_argument("--eval-max-words", type=int, default=5000,
@@ -70,7 +77,7 @@ def add_parser(sub) -> None:
 def eval_spec(args) -> dict:
     return dict(text_file=args.eval_text_file, dataset=args.eval_dataset, dataset_config=args.eval_dataset_config,
                 split=args.eval_split, window=args.eval_window, stride=args.eval_stride,
-                max_words=args.eval_max_words or None)
+                max_words=args.eval_max_words or None, text_fields=args.eval_text_fields)
 
 
 def run_prune(args) -> None:

@@ -18,6 +18,11 @@ def add_parser(sub) -> None:
     p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
     p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
     add_data_arguments(p, prefix="lm-")
+    p.add_argument("--pruning", metavar="FILE.parquet",
+                   help="this checkpoint's pruning table (swapkl prune): also score each guide's pruned model at "
+                        "each budget (rows with null layer and the guide, budget and removed_layers)")
+    p.add_argument("--pruning-guides", nargs="+", metavar="GUIDE",
+                   help="with --pruning: score only these guides' pruned models (default: every guide)")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
     a = command(sub, "aggregate-relevance", run_aggregate, "concatenate per-checkpoint relevance files")
@@ -53,7 +58,8 @@ def run(args) -> None:
                   revision_label=args.revision_label,
                   dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                   allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
-                  harness_tasks=args.lm_eval_tasks)
+                  harness_tasks=args.lm_eval_tasks, pruning=args.pruning,
+                  pruning_guides=args.pruning_guides)
 
 
 def run_aggregate(args) -> None:

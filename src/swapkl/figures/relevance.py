@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from swapkl import schemas
 from swapkl.agreement import rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.figures.select import as_frame
@@ -22,10 +23,12 @@ from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, zscores
 
 
 def read_relevance(path) -> pd.DataFrame:
-    return pd.read_parquet(path)
+    return schemas.read_relevance(path)
 
 
 def relevance_of(rel: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
+    """The checkpoint's single-block rows on the plotted metrics (pruned-set rows are not per block)."""
+    rel = schemas.single_block(rel)
     sel = rel[(rel["model"] == model) & (rel["revision"] == revision) & rel["metric"].isin(PLOT_METRICS)]
     if sel.empty:
         raise SwapKLError(f"relevance table has no acc / next_token_acc rows for {model} {revision}")
