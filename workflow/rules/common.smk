@@ -103,17 +103,32 @@ def _check_consistency(cfg):
         fail("models", "no model is enabled")
 
 
-def _load_text_sources():
-    """swapkl.text_sources from this repository, loaded by path: the one definition of "the same text",
-    without needing swapkl (or torch) installed where Snakemake itself runs."""
+def _load_swapkl_module(name):
+    """A pure module of swapkl from this repository, loaded by path, without needing swapkl (or torch)
+    installed where Snakemake itself runs."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "swapkl_text_sources", os.path.join(workflow.basedir, "src", "swapkl", "text_sources.py")
+        f"swapkl_{name}", os.path.join(workflow.basedir, "src", "swapkl", f"{name}.py")
     )
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded
+
+
+def _load_text_sources():
+    """swapkl.text_sources: the one definition of "the same text"."""
+    return _load_swapkl_module("text_sources")
+
+
+def _expand_seed_families(cfg):
+    """Replace every seed family entry by its members (plain models); return the families."""
+    seed_families = _load_swapkl_module("seed_families")
+    try:
+        cfg["models"], families = seed_families.expand_seed_families(cfg["models"])
+    except seed_families.SeedFamilyError as err:
+        raise WorkflowError(f"Invalid config: {err}") from None
+    return families
 
 
 def _check_no_duplicate_keys(paths):
@@ -189,6 +204,8 @@ except WorkflowError as err:
     if not isinstance(cause, jsonschema.ValidationError):
         raise
     raise WorkflowError(f"Invalid config: {_schema_error_message(cause)}") from None
+# {family: {"varies": both|data|init, "members": {model: seed}}}; the members are plain models from here on
+SEED_FAMILIES = _expand_seed_families(config)
 _check_consistency(config)
 
 
