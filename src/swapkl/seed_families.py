@@ -8,8 +8,8 @@ name). Its members are
 * one model per value of ``seeds.values``, named ``seeds.name`` with ``{model}`` and ``{seed}``
   filled in (default ``{model}-seed{seed}``), with the entry's settings except: its checkpoints come
   from ``seeds.source`` with ``{seed}`` filled in (hub entries) or from a demo training with that
-  ``seed`` (demo entries); its revisions are ``seeds.revisions`` when given; accuracy relevance stays
-  with the entry's own run.
+  ``seed`` (demo entries); its revisions are ``seeds.revisions`` and its ``deletion`` is
+  ``seeds.deletion`` when given; accuracy relevance stays with the entry's own run.
 
 :func:`expand_seed_families` turns a validated config's ``models`` into plain models (every member an
 ordinary model of the workflow) and the family table that the across-seed statistics read. It is
@@ -80,6 +80,8 @@ def _member(name: str, model: dict, seed: int) -> dict:
         member["source"] = seeds["source"].format(seed=seed)
     if seeds.get("revisions") is not None:
         member["revisions"] = list(seeds["revisions"])
+    if seeds.get("deletion") is not None:
+        member["deletion"] = seeds["deletion"]
     member["relevance"] = {**member.get("relevance", {}), "enabled": False}
     return member
 
