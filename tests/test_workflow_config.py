@@ -211,13 +211,19 @@ def test_demo_smoke_dry_run():
 
 def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     cfg = load(STUDY)
-    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    cfg["models"]["pythia-1.4b"]["revisions"].append("step2000")
     before = dry_run(STUDY)
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
     assert added == Counter({"download_checkpoint": 1, "probe_replacement": 1, "probe_interchange": 1,
                              "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
     assert not before - after
+    # a seed family's entry: the revision comes to each of its ten members, figures only to the entry
+    cfg = load(STUDY)
+    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    added = dry_run(write_config(tmp_path, cfg)) - before
+    assert added == Counter({"download_checkpoint": 10, "probe_replacement": 10, "probe_interchange": 10,
+                             "probe_deletion": 10, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
 
 
 def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_path):
@@ -233,7 +239,7 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     cfg["models"]["Qwen3-8B"]["enabled"] = False
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    assert counts["download_checkpoint"] == 11 and counts["prune_layers"] == 3  # Qwen3-8B-paper goes too
+    assert counts["download_checkpoint"] == 11 + 125 and counts["prune_layers"] == 3  # Qwen3-8B-paper goes too
 
 
 def test_a_local_model_is_used_in_place(tmp_path):
@@ -315,7 +321,7 @@ with SnakemakeApi(OutputSettings()) as api:
         jobs[model] = {"train": g["get_demo_settings"](wc), "save_steps": g["get_save_steps"](wc)}
     jobs["pair_sets"] = g["get_pair_sets"]()
     jobs["seed_families"] = g["get_seed_families"]()
-    jobs["sources"] = {m: g["config"]["models"][m].get("source") for m in g["enabled_models"]()}
+    jobs["sources"] = {m: g["config"]["models"][m].get("source") for m in sorted(g["enabled_models"]())}
     print("RESULT" + json.dumps(jobs))
 """
 
@@ -345,10 +351,10 @@ def test_adding_one_revision_leaves_the_other_jobs_parameters_unchanged(tmp_path
     existing checkpoints' probe or pruning parameters, so only the new checkpoint's jobs run (plus the
     aggregate, whose input set grew, and the figures drawn from it)."""
     cfg = load(STUDY)
-    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    cfg["models"]["pythia-1.4b"]["revisions"].append("step2000")
     before = workflow_helpers(STUDY)
     after = workflow_helpers(write_config(tmp_path, cfg))
-    assert set(after) - set(before) == {"pythia-410m/step2000"}
+    assert set(after) - set(before) == {"pythia-1.4b/step2000"}
     assert {key: after[key] for key in before} == before
 
 
@@ -377,9 +383,12 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     cfg["models"]["pythia-1.4b"]["local"] = "/data/pythia-1.4b"
     cfg["models"]["pythia-410m"]["data"] = {"text_file": "corpus.txt", "n_seqs": 4}
     got = workflow_helpers(write_config(tmp_path, cfg))
-    assert {key: job["pairs"] for key, job in got.items() if key.endswith("/step0") or "8B" in key} == {
+    listed = ("pythia-410m", "pythia-1.4b", "pythia-1.4b-paper", "Qwen3-8B", "Llama-3.1-8B", "Qwen3-8B-paper")
+    assert {key: job["pairs"] for key, job in got.items()
+            if key.split("/")[0] in listed and (key.endswith("/step0") or "8B" in key)} == {
         "pythia-410m/step0": "within:5", "pythia-1.4b/step0": "adjacent", "Qwen3-8B/main": "all",
         "Llama-3.1-8B/main": "all", "Qwen3-8B-paper/main": "within:3"}
+    assert got["pythia-410m-seed3/step0"]["pairs"] == "within:5"  # a seed family member: its entry's settings
     assert got["pythia-410m/step0"]["checkpoint"] == "resources/checkpoints/pythia-410m/step0"
     assert got["pythia-1.4b/step1000"]["checkpoint"] == "/data/pythia-1.4b/step1000"
     # a model on the same weights as another loads that model's checkpoint (no second download)
