@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from swapkl.errors import SwapKLError
+from swapkl.figures.seeds import plot_seed_band
 from swapkl.seed_families import SeedFamilyError, expand_seed_families
 from swapkl.seeds import kendall_w, mean_pairwise_spearman, read_seeds, seed_statistics, write_seed_statistics
 
@@ -196,7 +197,11 @@ def test_pruning_choice_counts():
         [{"model": m, "revision": "step100", "step": 100, "n_layers": N_LAYERS, "guide": "interchange", "budget": 2,
           "random_draw": None, "fixed_set": None, "feasible": True, "removed_layers": sets[m]} for m in members]
         + [{"model": "fam", "revision": "step100", "step": 100, "n_layers": N_LAYERS, "guide": "random", "budget": 2,
-            "random_draw": 0, "fixed_set": None, "feasible": True, "removed_layers": [0, 1]}])
+            "random_draw": 0, "fixed_set": None, "feasible": True, "removed_layers": [0, 1]},
+           {"model": "fam", "revision": "step100", "step": 100, "n_layers": N_LAYERS, "guide": "random_mean",
+            "budget": 2, "random_draw": None, "fixed_set": None, "feasible": True, "removed_layers": None},
+           {"model": "fam", "revision": "step100", "step": 100, "n_layers": N_LAYERS, "guide": "fixed", "budget": 2,
+            "random_draw": None, "fixed_set": "mine", "feasible": True, "removed_layers": [2, 3]}])
     table = seed_statistics(agg, FAMILIES, pruning)
     rows = table[table["kind"] == "pruning"]
     assert set(rows["guide"]) == {"interchange"} and len(rows) == N_LAYERS
@@ -215,5 +220,9 @@ def test_written_table_round_trips_and_no_member_is_an_error(tmp_path):
     df = write_seed_statistics(path, out, families=FAMILIES)
     back = read_seeds(out)
     assert len(back) == len(df) and set(back["kind"]) == {"member", "family", "decomposition"}
+    plot_seed_band(out, tmp_path / "band.png", tmp_path / "band.pdf", family="fam")
+    assert (tmp_path / "band.png").stat().st_size > 1000 and (tmp_path / "band.pdf").is_file()
+    with pytest.raises(SwapKLError, match="no step with two or more seeds of nope"):
+        plot_seed_band(out, tmp_path / "x.png", tmp_path / "x.pdf", family="nope")
     with pytest.raises(SwapKLError, match="no summary rows of any seed family member"):
         seed_statistics(agg, {"x": {"varies": "both", "members": {"nope": 1}}})

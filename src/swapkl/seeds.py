@@ -19,8 +19,8 @@ kind="family" -- one per (family, revision, pair set) with at least one member:
     (Kendall's coefficient of concordance W of the seeds' rankings, tie-corrected), null with fewer
     than two seeds or pairs, or when a seed ranks every pair equal.
 
-kind="pruning" -- one per (family, revision, guide, budget, layer) of the deterministic guides
-    (random draws and fixed sets left out), over the members pruned at that revision with a feasible
+kind="pruning" -- one per (family, revision, guide, budget, layer) of the guides (the base row, the
+    random baseline and fixed sets left out), over the members pruned at that revision with a feasible
     set: guide, budget, layer, n_chosen (members whose set removes the layer), n_seeds, share_chosen.
 
 kind="decomposition" -- one per (data family, init family, revision, pair set, quantity) where both a
@@ -51,6 +51,8 @@ from swapkl.schemas import read_pruning, read_table
 KINDS = ("member", "family", "pruning", "decomposition")
 GAPS = ("gap", "gap_fwd")
 RANKED = ("gap", "gap_fwd", "d_repl_max", "d_inter")
+#: pruning rows that are no guide's choice: the unpruned model and the random baseline (draws and their mean)
+NOT_CHOICES = ("base", "random", "random_mean")
 MEMBER_STATS = ("gap_mean", "gap_fwd_mean", "d_repl_max_mean", "d_repl_fwd_mean", "d_inter_mean")
 
 SCHEMA = pa.schema(
@@ -171,7 +173,8 @@ def pruning_choices(pruning: pd.DataFrame, families: dict) -> pd.DataFrame:
     """How often each layer is chosen per (family, revision, guide, budget) across the members."""
     member_of = {m: (f, seed) for f, spec in families.items() for m, seed in spec["members"].items()}
     p = pruning[pruning["model"].isin(list(member_of)) & pruning["random_draw"].isna()
-                & pruning["fixed_set"].isna() & pruning["feasible"].fillna(False).astype(bool)]
+                & pruning["fixed_set"].isna() & pruning["feasible"].fillna(False).astype(bool)
+                & ~pruning["guide"].isin(NOT_CHOICES) & pruning["removed_layers"].notna()]
     rows = []
     p = p.assign(family=[member_of[m][0] for m in p["model"]])
     for (family, revision, guide, budget), g in p.groupby(["family", "revision", "guide", "budget"], sort=False):
