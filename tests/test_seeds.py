@@ -72,6 +72,20 @@ def test_expansion_errors_name_the_field(seeds, field):
     assert str(err.value).startswith(field + ":") and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("seeds, field", [
+    ({"seed": 7}, "models.pythia-demo.seeds.seed"),  # the demo's own seed is demo.seed (0)
+    ({"source": "x/y{seed}"}, "models.pythia-demo.seeds.source"),
+    ({"values": [0, 1]}, "models.pythia-demo.seeds.values"),
+])
+def test_demo_family_errors_name_the_field(seeds, field):
+    entry = {"demo": {"arch": "gpt_neox", "seed": 0}, "revisions": ["step0"],
+             "seeds": {"name": "{model}-seed{seed}", "family": None, "revisions": None, "varies": "both",
+                       "seed": None, "values": [1], **seeds}}
+    with pytest.raises(SeedFamilyError) as err:
+        expand_seed_families({"pythia-demo": entry})
+    assert str(err.value).startswith(field + ":") and "\n" not in str(err.value)
+
+
 # ----------------------------------------------------------------------------------------- rank statistics
 
 
