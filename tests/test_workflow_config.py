@@ -61,11 +61,43 @@ def load(path: Path) -> dict:
     return yaml.safe_load(path.read_text())
 
 
+def expand_seeds(cfg: dict) -> tuple[dict, dict]:
+    """(models with every seed family member, {family: [member names]}): the README's rules, written here
+    independently of swapkl.seed_families."""
+    models, families = {}, {}
+    for name, m in cfg["models"].items():
+        m = {k: v for k, v in m.items() if k != "seeds"}
+        models[name] = m
+        seeds = cfg["models"][name].get("seeds")
+        if seeds is None:
+            continue
+        family = [name]
+        for seed in seeds["values"]:
+            member = seeds.get("name", "{model}-seed{seed}").replace("{model}", name).replace("{seed}", str(seed))
+            settings = copy.deepcopy(m)
+            settings["revisions"] = seeds.get("revisions") or m["revisions"]
+            if seeds.get("deletion") is not None:
+                settings["deletion"] = seeds["deletion"]
+            settings["relevance"] = {"enabled": False}
+            settings["seed_member"] = True
+            if "demo" not in m:
+                settings.pop("same_weights_as", None)
+                settings["source"] = seeds["source"].replace("{seed}", str(seed))
+            models[member] = settings
+            family.append(member)
+        families[seeds.get("family") or name] = family
+    return models, families
+
+
 def expected_counts(cfg: dict) -> Counter:
     """Jobs of a full run, computed from the config file independently of the workflow code."""
-    models = {name: m for name, m in cfg["models"].items()
-              if m.get("enabled", True) and cfg["models"][m.get("same_weights_as", name)].get("enabled", True)}
+    every, families = expand_seeds(cfg)
+    models = {name: m for name, m in every.items()
+              if m.get("enabled", True) and every[m.get("same_weights_as", name)].get("enabled", True)}
     checkpoints = [(name, rev) for name, m in models.items() for rev in m["revisions"]]
+    # per-model figures: not for seed family members
+    drawn = {name: m for name, m in models.items() if not m.get("seed_member")}
+    drawn_checkpoints = [(name, rev) for name, rev in checkpoints if name in drawn]
     pruned = [
         (name, rev)
         for name, m in models.items() if m.get("prune", {}).get("enabled", False)
@@ -73,21 +105,30 @@ def expected_counts(cfg: dict) -> Counter:
     ]
     demo = [name for name, m in models.items() if "demo" in m]
     counts = Counter({rule: len(checkpoints) for rule in PROBE_RULES})
+    counts["probe_deletion"] = sum(1 for name, _ in checkpoints if models[name].get("deletion", True))
     for name, _ in checkpoints:
         for protocol in models[name].get("weight_protocols", []):
             counts[f"probe_{protocol}"] += 1
-        counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols"))
+        counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols")) and name in drawn
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
     counts["aggregate_results"] = 1
-    counts["plot_gap_trajectory"] = sum(1 for m in models.values() if m.get("trajectory", False))
-    counts["plot_ratio_by_distance"] = len(models)
-    counts["plot_heatmaps"] = counts["plot_deletion_vs_bi"] = len(checkpoints)
+    counts["plot_gap_trajectory"] = sum(1 for m in drawn.values() if m.get("trajectory", False))
+    counts["plot_ratio_by_distance"] = len(drawn)
+    counts["plot_heatmaps"] = len(drawn_checkpoints)
+    counts["plot_deletion_vs_bi"] = sum(1 for name, _ in drawn_checkpoints if drawn[name].get("deletion", True))
     if pruned:
-        counts.update(prune_layers=len(pruned), aggregate_pruning=1, plot_pruning_cost=len(pruned),
-                      plot_pruning_agreement=len(pruned), plot_pruning_ratio=1)
+        drawn_pruned = [(name, rev) for name, rev in pruned if name in drawn]
+        counts.update(prune_layers=len(pruned), aggregate_pruning=1, plot_pruning_cost=len(drawn_pruned),
+                      plot_pruning_agreement=len(drawn_pruned), plot_pruning_ratio=1)
         counts["plot_pruning_trajectory"] = sum(
-            1 for name, m in models.items()
+            1 for name, m in drawn.items()
             if m.get("trajectory", False) and sum(1 for n, _ in pruned if n == name) >= 2)
+    seeded = {f: [m for m in members if m in models] for f, members in families.items()}
+    seeded = {f: members for f, members in seeded.items() if len(members) >= 2}
+    if seeded:
+        counts["summarise_seeds"] = 1
+        counts["plot_seed_band"] = sum(all(models[m].get("trajectory", False) for m in members)
+                                       for members in seeded.values())
     exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
     if exported:
         counts["export_pruned_models"] = len(exported)
@@ -116,23 +157,32 @@ def expected_counts(cfg: dict) -> Counter:
 # ----------------------------------------------------------------------------------------------- dry runs
 
 
+# measure_covariates jobs of the study: 5 revisions x (pythia-410m's 10 seeds + pythia-1.4b + pythia-160m's 10 seeds +
+# its 3 data-seed and 3 weight-seed runs)
+COVARIATES = 5 * (10 + 1 + 10 + 3 + 3)
+
+
 def test_study_dry_run_lists_exactly_the_published_jobs():
     counts = dry_run(STUDY)
     assert counts == expected_counts(load(STUDY))
     # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled), and
     # the paper's protocols on the same weights (no download): Pythia-1.4B step143000 and Qwen3-8B; the
     # second paper's relevance tasks (lm-eval names, C4) on Llama-3.1-8B; the gap covariates of both Pythia
-    # trajectories.
+    # trajectories (pythia-410m's family members included).
+    # The seed families: pythia-410m and pythia-160m across ten seeds each (the original + 9 PolyPythias
+    # runs) and the 160m data-seed and weight-seed variants (3 each), 5 revisions each: 125 more checkpoints
+    # of 4 jobs each; per-model figures only for the families' own entries (3 new: 3 x 12 figures).
     assert counts == Counter({
-        "download_checkpoint": 12, "probe_replacement": 14, "probe_interchange": 14, "probe_deletion": 14,
-        "aggregate_results": 1, "plot_gap_trajectory": 2, "plot_ratio_by_distance": 6, "plot_heatmaps": 14,
-        "plot_deletion_vs_bi": 14, "prune_layers": 5, "aggregate_pruning": 1, "plot_pruning_cost": 5,
-        "plot_pruning_agreement": 5, "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1,
-        "summarise_relevance": 1, "plot_relevance_cosine": 1, "plot_relevance_zscores": 1,
-        "plot_relevance_confusion": 1, "measure_covariates": 10, "aggregate_covariates": 1, "plot_covariates": 1,
-        "all": 1,
+        "download_checkpoint": 12 + 125, "probe_replacement": 14 + 125, "probe_interchange": 14 + 125,
+        "probe_deletion": 14 + 125, "aggregate_results": 1, "plot_gap_trajectory": 2 + 3,
+        "plot_ratio_by_distance": 6 + 3, "plot_heatmaps": 14 + 15, "plot_deletion_vs_bi": 14 + 15,
+        "prune_layers": 5, "aggregate_pruning": 1, "plot_pruning_cost": 5, "plot_pruning_agreement": 5,
+        "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
+        "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
+        "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
+        "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
     })
-    assert sum(counts.values()) == 127
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
@@ -198,7 +248,7 @@ def test_demo_smoke_dry_run():
 
 def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     cfg = load(STUDY)
-    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    cfg["models"]["pythia-1.4b"]["revisions"].append("step2000")
     before = dry_run(STUDY)
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
@@ -206,6 +256,13 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
                              "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
                              "measure_covariates": 1})
     assert not before - after
+    # a seed family's entry: the revision comes to each of its ten members, figures only to the entry
+    cfg = load(STUDY)
+    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    added = dry_run(write_config(tmp_path, cfg)) - before
+    assert added == Counter({"download_checkpoint": 10, "probe_replacement": 10, "probe_interchange": 10,
+                             "probe_deletion": 10, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
+                             "measure_covariates": 10})
 
 
 def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_path):
@@ -221,7 +278,7 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     cfg["models"]["Qwen3-8B"]["enabled"] = False
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    assert counts["download_checkpoint"] == 11 and counts["prune_layers"] == 3  # Qwen3-8B-paper goes too
+    assert counts["download_checkpoint"] == 11 + 125 and counts["prune_layers"] == 3  # Qwen3-8B-paper goes too
 
 
 def test_a_local_model_is_used_in_place(tmp_path):
@@ -233,6 +290,40 @@ def test_a_local_model_is_used_in_place(tmp_path):
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     assert "download_checkpoint" not in counts and counts["probe_replacement"] == 2
+
+
+def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
+    """One hub entry with three further seeds (two revisions each, deletion off for the members) schedules
+    every member like a model of its own, and the across-seed table and figure once."""
+    cfg = {"models": {"fam": {
+        "source": "org/run", "revisions": ["step0", "step10", "step20"], "trajectory": True,
+        "seeds": {"seed": 1234, "source": "org/run-seed{seed}", "values": [1, 2, 3],
+                  "revisions": ["step0", "step20"], "deletion": False}}}}
+    counts = dry_run(write_config(tmp_path, cfg))
+    assert counts == expected_counts(cfg)
+    assert counts == Counter({
+        "download_checkpoint": 3 + 3 * 2, "probe_replacement": 9, "probe_interchange": 9, "probe_deletion": 3,
+        "aggregate_results": 1, "plot_gap_trajectory": 1, "plot_ratio_by_distance": 1, "plot_heatmaps": 3,
+        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "all": 1})
+    result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",
+                       str(tmp_path / "config.yaml"))
+    for seed in (1, 2, 3):
+        assert f"resources/checkpoints/fam-seed{seed}/step20" in result.stdout
+
+
+def test_seed_family_parameters_of_the_study():
+    """The across-seed step gets every family with its members' seeds; a member loads its own hub repository."""
+    helpers = workflow_helpers(STUDY)
+    families = helpers["seed_families"]
+    assert families["pythia-160m"] == {"varies": "both", "members": {
+        "pythia-160m": 1234, **{f"pythia-160m-seed{k}": k for k in range(1, 10)}}}
+    assert families["pythia-160m-data-seed"] == {"varies": "data", "members": {
+        f"pythia-160m-data-seed{k}": k for k in (1, 2, 3)}}
+    assert families["pythia-160m-weight-seed"]["varies"] == "init"
+    assert sorted(families["pythia-410m"]["members"].values()) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 1234]
+    assert helpers["sources"]["pythia-410m-seed7"] == "EleutherAI/pythia-410m-seed7"
+    assert helpers["sources"]["pythia-160m-weight-seed3"] == "EleutherAI/pythia-160m-weight-seed3"
+    assert helpers["pythia-160m-seed4/step143000"]["data"] == helpers["pythia-410m/step0"]["data"]
 
 
 _HELPERS = """
@@ -268,6 +359,8 @@ with SnakemakeApi(OutputSettings()) as api:
         wc = SimpleNamespace(model=model)
         jobs[model] = {"train": g["get_demo_settings"](wc), "save_steps": g["get_save_steps"](wc)}
     jobs["pair_sets"] = g["get_pair_sets"]()
+    jobs["seed_families"] = g["get_seed_families"]()
+    jobs["sources"] = {m: g["config"]["models"][m].get("source") for m in sorted(g["enabled_models"]())}
     print("RESULT" + json.dumps(jobs))
 """
 
@@ -304,10 +397,10 @@ def test_adding_one_revision_leaves_the_other_jobs_parameters_unchanged(tmp_path
     existing checkpoints' probe or pruning parameters, so only the new checkpoint's jobs run (plus the
     aggregate, whose input set grew, and the figures drawn from it)."""
     cfg = load(STUDY)
-    cfg["models"]["pythia-410m"]["revisions"].append("step2000")
+    cfg["models"]["pythia-1.4b"]["revisions"].append("step2000")
     before = workflow_helpers(STUDY)
     after = workflow_helpers(write_config(tmp_path, cfg))
-    assert set(after) - set(before) == {"pythia-410m/step2000"}
+    assert set(after) - set(before) == {"pythia-1.4b/step2000"}
     assert {key: after[key] for key in before} == before
 
 
@@ -336,9 +429,12 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     cfg["models"]["pythia-1.4b"]["local"] = "/data/pythia-1.4b"
     cfg["models"]["pythia-410m"]["data"] = {"text_file": "corpus.txt", "n_seqs": 4}
     got = workflow_helpers(write_config(tmp_path, cfg))
-    assert {key: job["pairs"] for key, job in got.items() if key.endswith("/step0") or "8B" in key} == {
+    listed = ("pythia-410m", "pythia-1.4b", "pythia-1.4b-paper", "Qwen3-8B", "Llama-3.1-8B", "Qwen3-8B-paper")
+    assert {key: job["pairs"] for key, job in got.items()
+            if key.split("/")[0] in listed and (key.endswith("/step0") or "8B" in key)} == {
         "pythia-410m/step0": "within:5", "pythia-1.4b/step0": "adjacent", "Qwen3-8B/main": "all",
         "Llama-3.1-8B/main": "all", "Qwen3-8B-paper/main": "within:3"}
+    assert got["pythia-410m-seed3/step0"]["pairs"] == "within:5"  # a seed family member: its entry's settings
     assert got["pythia-410m/step0"]["checkpoint"] == "resources/checkpoints/pythia-410m/step0"
     assert got["pythia-1.4b/step1000"]["checkpoint"] == "/data/pythia-1.4b/step1000"
     # a model on the same weights as another loads that model's checkpoint (no second download)
@@ -436,6 +532,15 @@ INVALID = {
     "empty text fields": (lambda c: _set(c, P410 + ("data", "text_fields"), []), "text_fields"),
     "repeated text field": (lambda c: _set(c, P410 + ("data", "text_fields"), ["output", "output"]), "text_fields"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
+    "seed family without its own seed": (lambda c: _set(c, P410 + ("seeds", "seed"), None), "pythia-410m.seeds.seed"),
+    "seed source without the seed": (lambda c: _set(c, P410 + ("seeds", "source"), "EleutherAI/pythia-410m-s"),
+                                     "pythia-410m.seeds.source"),
+    "misspelt seeds field": (lambda c: _rename(c, P410 + ("seeds", "values"), "valuse"), "valuse"),
+    "seed member named like a model": (lambda c: _set(c, P410 + ("seeds", "name"), "pythia-1.{seed}b"),
+                                       "pythia-410m.seeds.name"),
+    "seed family of a local model": (lambda c: _set(c, ("models", "mine"), {
+        "local": "ckpts", "revisions": ["main"], "seeds": {"values": [1]}}), "mine.seeds"),
+    "pruning without the deletion probe": (lambda c: _set(c, P14 + ("deletion",), False), "pythia-1.4b.deletion"),
 }
 
 _LOAD_WORKFLOWS = """

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from test_workflow_config import expand_seeds
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_COMMAND = "make demo (snakemake --workflow-profile profiles/demo)"
@@ -26,14 +27,14 @@ def test_study_without_hub_stops_at_once_with_one_line_per_checkpoint(tmp_path):
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
-    study = yaml.safe_load((REPO / "config.yaml").read_text())
+    models, _ = expand_seeds(yaml.safe_load((REPO / "config.yaml").read_text()))  # seed family members too
     # one line per download; a model on another model's weights (same_weights_as) downloads nothing itself
-    expected = [(name, rev) for name, m in study["models"].items() if m.get("enabled", True) and "source" in m
+    expected = [(name, rev) for name, m in models.items() if m.get("enabled", True) and "source" in m
                 for rev in m["revisions"]]
     lines = re.findall(r"^(\S+)/(\S+): cannot download (\S+)@\S+: the model hub is unreachable "
                        r"\(hub\.swapkl-test\.invalid does not resolve: .+\)$", out, re.M)
     assert [(m, r) for m, r, _ in lines] == expected, out
-    assert all(source == study["models"][m]["source"] for m, _, source in lines)
+    assert all(source == models[m]["source"] for m, _, source in lines)
     assert out.count(DEMO_COMMAND) == 1
     # no job started: nothing was written into the results tree, no job log, no partial download
     assert not any((tmp_path / d).exists() for d in ("logs", "resources", "results")), out

@@ -79,6 +79,8 @@ def _check_consistency(cfg):
             if relevance["demo_tasks"] and "demo" not in model:
                 fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
         prune = model["prune"]
+        if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
+            fail(f"models.{name}.deletion", "pruning and relevance need the deletion probe (and its BI baseline)")
         if prune["score_pairs"] is not None and _pair_reach(prune["score_pairs"]) > max(map(_pair_reach, model["pair_sets"])):
             fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
                  f"{model['pair_sets']}")
@@ -103,17 +105,32 @@ def _check_consistency(cfg):
         fail("models", "no model is enabled")
 
 
-def _load_text_sources():
-    """swapkl.text_sources from this repository, loaded by path: the one definition of "the same text",
-    without needing swapkl (or torch) installed where Snakemake itself runs."""
+def _load_swapkl_module(name):
+    """A pure module of swapkl from this repository, loaded by path, without needing swapkl (or torch)
+    installed where Snakemake itself runs."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "swapkl_text_sources", os.path.join(workflow.basedir, "src", "swapkl", "text_sources.py")
+        f"swapkl_{name}", os.path.join(workflow.basedir, "src", "swapkl", f"{name}.py")
     )
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded
+
+
+def _load_text_sources():
+    """swapkl.text_sources: the one definition of "the same text"."""
+    return _load_swapkl_module("text_sources")
+
+
+def _expand_seed_families(cfg):
+    """Replace every seed family entry by its members (plain models); return the families."""
+    seed_families = _load_swapkl_module("seed_families")
+    try:
+        cfg["models"], families = seed_families.expand_seed_families(cfg["models"])
+    except seed_families.SeedFamilyError as err:
+        raise WorkflowError(f"Invalid config: {err}") from None
+    return families
 
 
 def _check_no_duplicate_keys(paths):
@@ -189,6 +206,8 @@ except WorkflowError as err:
     if not isinstance(cause, jsonschema.ValidationError):
         raise
     raise WorkflowError(f"Invalid config: {_schema_error_message(cause)}") from None
+# {family: {"varies": both|data|init, "members": {model: seed}}}; the members are plain models from here on
+SEED_FAMILIES = _expand_seed_families(config)
 _check_consistency(config)
 
 
@@ -387,16 +406,19 @@ def repr_file(model, revision):
     return f"results/probes/{model}/{revision}/representation.parquet"
 
 
+def probe_protocols(model):
+    """The probe protocols of a model: replacement, interchange, deletion (unless switched off) and its
+    weight-changing protocols."""
+    cfg = config["models"][model]
+    return [p for p in PROBE_PROTOCOLS if p != "deletion" or cfg["deletion"]] + list(cfg["weight_protocols"])
+
+
 def get_all_probe_files():
-    return [
-        probe_file(m, r, p)
-        for m, r in checkpoints()
-        for p in (*PROBE_PROTOCOLS, *config["models"][m]["weight_protocols"])
-    ]
+    return [probe_file(m, r, p) for m, r in checkpoints() for p in probe_protocols(m)]
 
 
 def get_all_repr_files():
-    return [repr_file(m, r) for m, r in checkpoints()]
+    return [repr_file(m, r) for m, r in checkpoints() if config["models"][m]["deletion"]]
 
 
 def get_pair_sets():
@@ -556,6 +578,44 @@ def covariate_file(model, revision):
     return f"results/covariates/{model}/{revision}.parquet"
 
 
+# --------------------------------------------------------------------------------------------------- seeds
+
+
+def seed_members():
+    """Family members other than their entry's own run: in the tables and the across-seed figures, without
+    per-model figures of their own."""
+    return {member for family in SEED_FAMILIES.values() for member in list(family["members"])[1:]}
+
+
+def get_seed_families():
+    """{family: {"varies", "members": {model: seed}}} over the enabled members, for families with two or more."""
+    enabled = set(enabled_models())
+    families = {}
+    for name, family in SEED_FAMILIES.items():
+        members = {m: seed for m, seed in family["members"].items() if m in enabled}
+        if len(members) >= 2:
+            families[name] = {"varies": family["varies"], "members": members}
+    return canonical(families)
+
+
+def seed_band_families():
+    """Families whose members are all trajectory models (gap vs training step)."""
+    trajectory = set(trajectory_models())
+    return [name for name, f in get_seed_families().items() if set(f["members"]) <= trajectory]
+
+
+def get_seeds_inputs(wildcards):
+    members = {m for f in get_seed_families().values() for m in f["members"]}
+    pruned = members & set(models_with_pruning())
+    return {"table": "results/swapkl.parquet", **({"pruning": "results/pruning.parquet"} if pruned else {})}
+
+
+def describe_family(family):
+    members = get_seed_families()[family]["members"]
+    entry = next(iter(members))
+    return f"seeds {sorted(members.values())} ({', '.join(members)}); probes as {describe_setup(entry)}"
+
+
 # --------------------------------------------------------------------------------------------------- captions
 
 
@@ -631,15 +691,25 @@ def get_final_outputs():
     """Every file the README lists as an output, intermediate tables included, so that a deleted one is
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
     outputs = ["results/swapkl.parquet", *get_all_probe_files(), *get_all_repr_files()]
+    members = seed_members()  # per-model figures: not for seed family members (see seed_band_families)
     for model in trajectory_models():
-        outputs += figure_files(f"gap_trajectory/{model}")
-        outputs += figure_files(f"gap_trajectory_fwd/{model}")
+        if model not in members:
+            outputs += figure_files(f"gap_trajectory/{model}")
+            outputs += figure_files(f"gap_trajectory_fwd/{model}")
     for model in enabled_models():
-        outputs += figure_files(f"ratio_by_distance/{model}")
-        outputs += figure_files(f"ratio_by_distance_fwd/{model}")
+        if model not in members:
+            outputs += figure_files(f"ratio_by_distance/{model}")
+            outputs += figure_files(f"ratio_by_distance_fwd/{model}")
+    if get_seed_families():
+        outputs.append("results/seeds.parquet")
+        for family in seed_band_families():
+            outputs += figure_files(f"seeds/{family}")
     for model, revision in checkpoints():
+        if model in members:
+            continue
         outputs += figure_files(f"heatmaps/{model}/{revision}")
-        outputs += figure_files(f"deletion_vs_bi/{model}/{revision}")
+        if config["models"][model]["deletion"]:
+            outputs += figure_files(f"deletion_vs_bi/{model}/{revision}")
         if config["models"][model]["weight_protocols"]:
             outputs += figure_files(f"weight_protocols/{model}/{revision}")
     if models_with("demo"):
@@ -659,11 +729,14 @@ def get_final_outputs():
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]
         outputs += figure_files("pruning_ratio")
         for model, revision in prune_checkpoints():
+            if model in members:
+                continue
             outputs += figure_files(f"pruning_cost/{model}/{revision}")
             outputs += figure_files(f"pruning_agreement/{model}/{revision}")
             outputs += figure_files(f"rank_confusion/{model}/{revision}")
         for model in pruning_trajectory_models():
-            outputs += figure_files(f"pruning_trajectory/{model}")
+            if model not in members:
+                outputs += figure_files(f"pruning_trajectory/{model}")
     return outputs
 
 
