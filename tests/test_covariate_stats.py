@@ -137,3 +137,32 @@ def test_aggregate_joins_the_aggregate_gaps(tmp_path):
         aggregate_covariates([extra], agg_path, tmp_path / "x.parquet", tmp_path / "y.parquet", n_boot=5, seed=0)
     assert not (tmp_path / "x.parquet").exists() and not (tmp_path / "y.parquet").exists()
     assert pq.read_table(out).num_rows == 10
+
+
+def test_seed_families_label_the_rows_and_pool_their_members(tmp_path):
+    """With the workflow's families, rows carry family and seed (null outside), and the family scope's rho is
+    Spearman's over the members' pooled pairs (scipy), the non-member left out."""
+    rng = np.random.default_rng(4)
+    pairs = [(0, 1), (1, 2), (2, 3), (0, 2), (1, 3)]
+    probes, covs = [], []
+    for model in ("a", "a-seed1", "other"):
+        repl, inter, dele = random_values(4, seed=len(probes), pairs=pairs)
+        probes += probe_files(write_checkpoint(tmp_path / "in" / model, model=model, revision="step3", n_layers=4,
+                                               repl=repl, inter=inter, deletion=dele))
+        covs.append(_covariate_file(tmp_path / "cov" / f"{model}.parquet", model, "step3", pairs, 4,
+                                    provenance(model, "step3"), rng))
+    agg_path = tmp_path / "swapkl.parquet"
+    aggregate(probes, [], agg_path, pair_sets={m: ["within:2"] for m in ("a", "a-seed1", "other")}, n_boot=20)
+    families = {"a": {"varies": "both", "members": {"a": 1234, "a-seed1": 1}}}
+    out, corr_out = tmp_path / "covariates.parquet", tmp_path / "corr.parquet"
+    aggregate_covariates(covs, agg_path, out, corr_out, n_boot=30, seed=0, families=families)
+    got = pd.read_parquet(out)
+    labels = got.drop_duplicates("model").set_index("model")[["family", "seed"]]
+    assert list(labels.loc["a"]) == ["a", 1234] and list(labels.loc["a-seed1"]) == ["a", 1]
+    assert labels.loc["other"].isna().all()
+    corr = read_covariate_correlations(corr_out)
+    fam = corr[(corr["scope"] == "family") & (corr["covariate"] == "commutator") & (corr["target"] == "gap")]
+    assert list(fam["group"]) == ["family=a"] and int(fam["n_pairs"].iloc[0]) == 10
+    members = got[got["family"] == "a"]
+    assert fam["spearman"].iloc[0] == pytest.approx(stats.spearmanr(members["commutator"], members["gap"])[0],
+                                                    abs=1e-12)

@@ -54,6 +54,8 @@ TARGETS = ("gap", "gap_fwd")
 #: scope name -> the columns whose values define its groups
 SCOPES = {"checkpoint": ("model", "revision"), "model": ("model",), "family": ("family",)}
 RESAMPLED = "pairs"
+#: columns that :func:`with_families` adds
+FAMILY_COLUMNS = ("family", "seed")
 #: provenance fields on which a covariate file must agree with the probes of its checkpoint
 SAME_INPUTS = ("weights_sha256", "tokens_sha256")
 
@@ -163,12 +165,23 @@ def covariate_table(covariate_files, aggregate_path: str) -> tuple[pd.DataFrame,
                           f"{m.model} {m.revision}: probe it with both protocols first")
     joined = joined.drop(columns="_merge").sort_values(["model", "step", "revision", "layer_i", "layer_j"],
                                                       kind="mergesort").reset_index(drop=True)
-    return joined[COVARIATES_SCHEMA.names], inputs
+    return joined[[n for n in COVARIATES_SCHEMA.names if n not in FAMILY_COLUMNS]], inputs
+
+
+def with_families(table: pd.DataFrame, families: dict | None) -> pd.DataFrame:
+    """``table`` with each row's seed family and seed (null for models outside the families); ``families`` as
+    the workflow's seed summary takes it: ``{family: {"members": {model: seed}, ...}}``."""
+    member = {m: (name, int(s)) for name, f in (families or {}).items() for m, s in f["members"].items()}
+    out = table.copy()
+    out["family"] = [member.get(m, (None, None))[0] for m in out["model"]]
+    out["seed"] = pd.array([member.get(m, (None, None))[1] for m in out["model"]], dtype="Int64")
+    return out
 
 
 def aggregate_covariates(covariate_files, aggregate_path: str, out: str, correlations_out: str, *,
-                         n_boot: int, seed: int) -> None:
-    """Write ``out`` (the covariates table) and ``correlations_out`` (their correlations with the gaps)."""
+                         n_boot: int, seed: int, families: dict | None = None) -> None:
+    """Write ``out`` (the covariates table) and ``correlations_out`` (their correlations with the gaps);
+    with ``families``, the rows carry their seed family and seed and the family scope pools the members."""
     from swapkl.options import require_int
     from swapkl.parquet_io import check_writable, write_parquet
 
@@ -177,6 +190,7 @@ def aggregate_covariates(covariate_files, aggregate_path: str, out: str, correla
     for path in (out, correlations_out):
         check_writable(path)
     table, inputs = covariate_table(list(covariate_files), str(aggregate_path))
+    table = with_families(table, families)
     corr = correlations(table, n_boot=n_boot, seed=seed)
     prov = {"kind": "covariates", "aggregate": str(aggregate_path), "inputs": inputs}
     write_parquet(pa.Table.from_pandas(table, schema=COVARIATES_SCHEMA, preserve_index=False), out, prov)

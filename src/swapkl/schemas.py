@@ -47,7 +47,8 @@ COVARIATE_FILE_SCHEMA = pa.schema([*_COVARIATE_KEYS, *[(c, pa.float64()) for c i
                                    ("n_seqs", pa.int64()), ("n_tokens", pa.int64())])
 #: results/covariates.parquet: the covariate rows with the pair's gaps from the aggregate (swapkl.covariate_stats)
 COVARIATES_SCHEMA = pa.schema([*COVARIATE_FILE_SCHEMA, ("duplicate_of", pa.string()),
-                               ("gap", pa.float64()), ("gap_fwd", pa.float64())])
+                               ("gap", pa.float64()), ("gap_fwd", pa.float64()),
+                               ("family", pa.string()), ("seed", pa.int64())])  # null outside seed families
 #: results/covariate_correlations.parquet: Spearman correlation of a covariate with a gap in one group of rows
 COVARIATE_CORRELATIONS_SCHEMA = pa.schema([
     ("scope", pa.string()), ("group", pa.string()), ("model", pa.string()), ("revision", pa.string()),

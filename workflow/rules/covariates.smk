@@ -48,6 +48,7 @@ rule aggregate_covariates:
     params:
         n_boot=config["probe"]["n_boot"],
         seed=config["probe"]["seed"],
+        families=get_seed_families(),
     log:
         "logs/aggregate_covariates.log",
     conda:
