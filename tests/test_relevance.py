@@ -336,7 +336,7 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     np.save(tmp_path / "probe.npy", random_tokens(97, 4, 16, seed=5).numpy())
     probe, rep, agg = tmp_path / "probe.parquet", tmp_path / "repr.parquet", tmp_path / "agg.parquet"
     run_probe(str(src), str(probe), pairs="adjacent", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
-              device="cpu", n_boot=10, repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"})
+              device="cpu", repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"})
     aggregate([probe], [rep], str(agg), pair_sets={"tiny": ["adjacent"]}, n_boot=10)
     rel = tmp_path / "rel.parquet"
     run_relevance(str(src), [t.yaml_path for t in tasks], str(rel), label="tiny", revision_label="step1",

@@ -108,7 +108,7 @@ def test_repr_out_file_matches_direct_computation(tmp_path):
     ids = random_tokens(97, 4, 10, seed=8)
     np.save(tmp_path / "tokens.npy", ids.numpy())
     run_probe(str(tmp_path / "ckpt"), str(tmp_path / "probe.parquet"), protocols=["deletion"], pairs="adjacent",
-              data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu", batch_size=3, n_boot=50,
+              data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu", batch_size=3,
               repr_out=str(tmp_path / "repr.parquet"))
     want = direct_metrics(direct_streams(model, ids, torch.ones_like(ids)), torch.ones_like(ids))
     df = pq.read_table(tmp_path / "repr.parquet").to_pandas()

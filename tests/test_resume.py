@@ -56,7 +56,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
 
     def argv(tag, progress_file=None):
         a = [sys.executable, "-m", "swapkl", "probe", "--model", str(model), "--tokens", str(tokens),
-             "--pairs", "all", "--batch-size", "2", "--bootstrap", "50",
+             "--pairs", "all", "--batch-size", "2",
              "--out", str(tmp_path / tag / "probe.parquet"), "--repr-out", str(tmp_path / tag / "repr.parquet")]
         return a + (["--progress-file", str(progress_file)] if progress_file else [])
 

@@ -143,7 +143,7 @@ def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
     for name, protocols in (("std", "replacement,interchange,deletion"), ("w", "averaging,head_interchange")):
         files.append(tmp_path / f"{name}.parquet")
         run_probe(str(tmp_path / "model"), str(files[-1]), protocols=protocols, pairs="adjacent", data=data,
-                  device="cpu", n_boot=10, metadata={"model": "m", "revision": "step1"})
+                  device="cpu", metadata={"model": "m", "revision": "step1"})
     out = tmp_path / "agg.parquet"
     aggregate(files, [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
     d = read_aggregate(out)

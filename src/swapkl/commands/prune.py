@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
         description="Remove blocks of one checkpoint guided by its probe files (interchange, replacement max/mean, "
                     "deletion KL, anti-guided) and by the baselines (ShortGPT BI, Gromov angular distance, "
                     "SLEB-iterative, random), for every budget; measure sliding-window perplexity on held-out "
-                    "text and KL against the base model on the probe windows; write one Parquet file.")
+                    "text and KL against the base model on the probe windows; write one Parquet file "
+                    "(`swapkl aggregate-pruning` adds the bootstrap confidence intervals).")
     add_model_arguments(p)
     p.add_argument("--probe", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
@@ -35,8 +36,8 @@ def add_parser(sub) -> None:
     p.add_argument("--spacing", type=int, default=1,
                    help="guided and random removals are more than this many indices apart (default: 1)")
     p.add_argument("--n-random", type=int, default=10, help="random draws per budget (default: 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random draws and the bootstrap (default: 0)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default: 1000)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` (default: 0)")
     p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: angular)")
     p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
@@ -56,11 +57,13 @@ def add_parser(sub) -> None:
 
     a = sub.add_parser("aggregate-pruning", help="concatenate per-checkpoint pruning files",
                        description="Concatenate per-checkpoint pruning (and agreement) files into "
-                                   "results/pruning.parquet (and an agreement table).")
+                                   "results/pruning.parquet (and an agreement table), with 95% bootstrap CIs over "
+                                   "windows, resampled with the seed each `swapkl prune` run recorded.")
     a.add_argument("--inputs", nargs="+", required=True, metavar="FILE.parquet", help="per-checkpoint pruning files")
     a.add_argument("--agreement-inputs", nargs="*", default=[], metavar="FILE.parquet",
                    help="per-checkpoint agreement files")
     a.add_argument("--agreement-out", metavar="FILE.parquet", help="combined agreement table")
+    a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs (default: 1000)")
     a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined pruning table")
     a.set_defaults(func=run_aggregate)
 
@@ -90,7 +93,7 @@ def run_prune(args) -> None:
 
     run_pruning(args.model, args.probe, args.repr, args.out, revision=args.revision, budgets=args.budgets,
                 spacing=args.spacing, eval_data=eval_spec(args), calib_data=data_spec(args, "calib-"),
-                n_random=args.n_random, seed=args.seed, n_boot=args.bootstrap, angular_metric=args.angular_metric,
+                n_random=args.n_random, seed=args.seed, angular_metric=args.angular_metric,
                 dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                 agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
                 trust_remote_code=args.trust_remote_code)
@@ -99,7 +102,8 @@ def run_prune(args) -> None:
 def run_aggregate(args) -> None:
     from swapkl.prune import aggregate_pruning
 
-    aggregate_pruning(args.inputs, args.out, agreement_inputs=args.agreement_inputs, agreement_out=args.agreement_out)
+    aggregate_pruning(args.inputs, args.out, agreement_inputs=args.agreement_inputs, agreement_out=args.agreement_out,
+                      n_boot=args.bootstrap)
 
 
 def run_plot(args) -> None:
