@@ -59,7 +59,8 @@ class Sequences:
 
 def variant_row(seqs: Sequences, meta: dict, protocol: str, i, j, kl: float, nll: float = 3.0) -> dict:
     tok = seqs.tokens
-    return dict(meta, protocol=protocol, layer_i=i, layer_j=j, kl_mean=float(kl), nll_mean=nll, n_seqs=len(tok), n_tokens=int(tok.sum()), seq_kl_sum=seqs.sums(kl),
+    return dict(meta, protocol=protocol, layer_i=i, layer_j=j, kl_mean=float(kl), nll_mean=nll,
+                n_seqs=len(tok), n_tokens=int(tok.sum()), seq_kl_sum=seqs.sums(kl),
                 seq_tokens=tok.tolist(), seq_nll_sum=(nll * tok).tolist(), seq_nll_tokens=tok.tolist())
 
 

@@ -479,7 +479,8 @@ def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
     files = []
     for rev in ("step100", "step200"):
         p = tmp_path / f"{rev}.parquet"
-        run_probe(str(tmp_path / rev), str(p), data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu", metadata={"model": "tiny", "revision": rev})
+        run_probe(str(tmp_path / rev), str(p), data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
+                  metadata={"model": "tiny", "revision": rev})
         files.append(p)
     agg, _ = run(tmp_path, files, [], sets={"tiny": ["adjacent"]}, n_boot=10)
     assert agg["duplicate_of"].isna().all()

@@ -222,7 +222,7 @@ def test_relevance_cli_writes_the_table_with_provenance(tmp_path):
     import pandas as pd
 
     from swapkl import cli, provenance
-    from swapkl.relevance import COLUMNS
+    from swapkl.schemas import RELEVANCE_COLUMNS as COLUMNS
 
     src = _saved_model(tmp_path)
     tasks = _tasks(tmp_path / "tasks")

@@ -109,7 +109,7 @@ def setup(tmp_path_factory):
     tiny_model("llama", n_layers=N_LAYERS).save_pretrained(model)
     tokens = root / "tokens.npy"
     np.save(tokens, random_tokens(97, N_SEQS, 10).numpy())
-    kw = dict(pairs="all", data=DataSpec(tokens=str(tokens)), batch_size=BATCH, n_boot=50)
+    kw = dict(pairs="all", data=DataSpec(tokens=str(tokens)), batch_size=BATCH)
     clean = root / "clean"
     run_probe(str(model), str(clean / "probe.parquet"), repr_out=str(clean / "repr.parquet"), **kw)
     return model, kw, clean

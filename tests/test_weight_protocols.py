@@ -191,7 +191,7 @@ def test_weight_protocols_resume_after_a_crash(tmp_path, monkeypatch):
     tiny_model("qwen3", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 6, 10, seed=9).numpy())
     kw = dict(protocols="averaging,head_interchange", pairs="all", data=DataSpec(tokens=str(tmp_path / "tok.npy")),
-              device="cpu", n_boot=10, batch_size=3)
+              device="cpu", batch_size=3)
     run_probe(str(tmp_path / "model"), str(tmp_path / "clean.parquet"), **kw)
     real, calls = ProbeEngine.variant_seq_stats, []
 

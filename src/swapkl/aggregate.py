@@ -17,8 +17,11 @@ Every row:
 kind="directed" -- every measured variant as probed (replacement in both directions,
 interchange, deletion, base, averaging in both directions, head interchange per head unit),
 without the per-sequence lists:
-    protocol, layer_i, layer_j, kl_mean, kl_ci_low, kl_ci_high, nll_mean, nll_ci_low,
-    nll_ci_high, n_seqs, n_tokens, head (same meaning as in the probe files).
+    protocol, layer_i, layer_j, kl_mean, nll_mean, n_seqs, n_tokens, head (same meaning as in the
+    probe files), and kl_ci_low, kl_ci_high, nll_ci_low, nll_ci_high: 95% percentile bootstrap CIs
+    computed here from the per-sequence sums (:mod:`swapkl.intervals`; ``n_boot`` resamplings of the
+    sequences with ``seed``, one per checkpoint shared by its directed and repr rows; the base row's
+    KL CI is 0).
 
 kind="pair" -- one per (model, revision, i<j) probed by both protocols:
     layer_i, layer_j (i < j), distance (j - i), r_ij = r(i<-j) and r_ji = r(j<-i) (nats),
@@ -46,8 +49,8 @@ kind="summary" -- one per (model, revision, pair set configured for that model):
     first variant). Every pair of a configured set must have been probed, else SwapKLError.
 
 kind="repr" -- the representation baselines as probed:
-    metric ("bi" | "angular" | "angular_last"), layer_i (start block), width, value, ci_low,
-    ci_high, n_seqs, n_tokens.
+    metric ("bi" | "angular" | "angular_last"), layer_i (start block), width, value, n_seqs,
+    n_tokens, and ci_low, ci_high bootstrapped like the directed rows'.
 
 Rows are sorted by kind (in the order above), model, step, revision, then protocol / layers /
 pair set / metric. Parquet metadata key ``b"swapkl"`` holds a JSON object with the settings

@@ -203,7 +203,8 @@ def _cat(parts: list[dict], key: str) -> np.ndarray:
 def _row(v: Variant, parts: list[dict], meta: dict) -> dict:
     kl, tok, nll, ntok = (_cat(parts, k) for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
     return dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j,
-                kl_mean=ratio_mean(kl, tok), nll_mean=ratio_mean(nll, ntok), n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
+                kl_mean=ratio_mean(kl, tok), nll_mean=ratio_mean(nll, ntok),
+                n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
                 seq_kl_sum=kl.tolist(), seq_tokens=tok.astype(np.int64).tolist(),
                 seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist(), head=v.head)
 

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from swapkl.errors import SwapKLError
+from swapkl.schemas import RELEVANCE_COLUMNS, read_table
 from swapkl.kl import next_token_hits as _hits
 from swapkl.kl import next_token_nll
 from swapkl.pairs import Variant, deletion
@@ -192,8 +193,6 @@ def next_token_hits(engine, windows, variants: list[Variant], *, batch_size: int
 
 # -- the relevance table ---------------------------------------------------------------------------------------
 
-COLUMNS = ["model", "revision", "task", "metric", "layer", "accuracy", "base_accuracy", "random_baseline",
-           "relevance", "n_items"]
 
 
 def deletion_variants(n_layers: int) -> list[Variant]:
@@ -299,7 +298,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
         check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
         rows += lm_relevance(engine, windows, name, model=label, revision=revision, batch_size=batch_size)
         lm_prov[name] = spec.as_dict() | {"source": windows.source, "tokens_sha256": windows.sha256}
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=RELEVANCE_COLUMNS)
     task_prov = {t.name: {"yaml": t.yaml_path, "data": t.data_path, "n_docs": len(t.docs)} for t in tasks}
     task_prov |= {t.name: {"lm_eval_task": t.name, "n_docs": len(t.docs)} for t in hub_tasks}
     prov = provenance.build(loaded, windows if len(lm_sets) == 1 else None, tasks=task_prov,
@@ -317,12 +316,9 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
 
     frames, provs = [], []
     for path in inputs:
-        provs.append(provenance.read(path))
-        df = pd.read_parquet(path)
-        missing = sorted(set(COLUMNS) - set(df.columns))
-        if missing:
-            raise SwapKLError(f"{path!r} is not a relevance file: it lacks {', '.join(missing)}")
-        frames.append(df[COLUMNS])
+        table, prov = read_table(path, RELEVANCE_COLUMNS, "relevance")
+        provs.append(prov)
+        frames.append(table.select(RELEVANCE_COLUMNS).to_pandas())
     if not frames:
         raise SwapKLError("no relevance file to aggregate")
     df = pd.concat(frames, ignore_index=True).sort_values(["model", "revision", "task", "metric", "layer"])

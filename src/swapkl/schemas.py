@@ -12,7 +12,8 @@ by the aggregation steps, and changing those settings never repeats a GPU job.
   (:data:`PRUNING_CI_COLUMNS`), the published ``results/pruning.parquet``;
 * :data:`AGREEMENT_SCHEMA`: the guides' agreement statistics (:mod:`swapkl.agreement`);
 * :func:`aggregate_schema`: ``results/swapkl.parquet`` (:mod:`swapkl.aggregate`);
-* :data:`RELEVANCE_COLUMNS`: the accuracy-relevance tables (:mod:`swapkl.relevance`).
+* :data:`RELEVANCE_COLUMNS`, :data:`RELEVANCE_STATS_COLUMNS`: the accuracy-relevance tables
+  (:mod:`swapkl.relevance`, :mod:`swapkl.relevance_stats`).
 
 :func:`read_table` reads any of them: the file must exist, be Parquet, carry swapkl provenance and
 hold every column of the schema with a type that casts to it (extra columns are dropped; columns
@@ -91,9 +92,14 @@ AGREEMENT_SCHEMA = pa.schema([
     ("layers", pa.list_(pa.int64())), ("guide_rank", pa.list_(pa.int64())), ("reference_rank", pa.list_(pa.int64())),
 ])
 
-#: the accuracy-relevance tables (per checkpoint and results/relevance.parquet)
-RELEVANCE_COLUMNS = ("model", "revision", "task", "metric", "layer", "accuracy", "base_accuracy", "random_baseline",
-                     "relevance", "n_items")
+#: the accuracy-relevance tables (per checkpoint and results/relevance.parquet, swapkl.relevance)
+RELEVANCE_COLUMNS = ["model", "revision", "task", "metric", "layer", "accuracy", "base_accuracy", "random_baseline",
+                     "relevance", "n_items"]
+#: results/relevance_stats.parquet (swapkl.relevance_stats)
+RELEVANCE_STATS_COLUMNS = ["model", "revision", "task", "metric", "reference", "n_layers", "excluded_layers",
+                           "n_ranked", "exact_rank_misranking", "severe_misranking", "severe_offset", "pearson",
+                           "pearson_paper_sign", "layers", "guide_rank", "reference_rank", "n_tasks", "n_blocks",
+                           "mean_spread_relevance", "mean_spread_cosine", "wilcoxon_statistic", "wilcoxon_p"]
 
 # results/swapkl.parquet: one long table, the column `kind` says which columns a row fills (swapkl.aggregate)
 AGGREGATE_COMMON = [("kind", pa.string()), *_IDENTITY, ("n_layers", pa.int64()), ("duplicate_of", pa.string())]
