@@ -68,12 +68,13 @@ def test_bootstrap_defaults_are_the_probe_sections():
         assert not hasattr(build_parser().parse_args(argv), "bootstrap")
 
 
-@pytest.mark.parametrize("name", ["n_random", "spacing", "seed", "angular_metric"])
+@pytest.mark.parametrize("name", ["n_random", "spacing", "seed", "angular_metric", "budgets", "dtype", "batch_size"])
 def test_python_defaults_of_run_pruning_are_the_cli_defaults(name):
     """`swapkl prune` and a Python call of run_pruning without the option measure the same thing."""
     import inspect
 
     from swapkl.prune import run_pruning
 
-    assert inspect.signature(run_pruning).parameters[name].default == getattr(build_parser().parse_args(PRUNE_ARGS),
-                                                                              name)
+    default = inspect.signature(run_pruning).parameters[name].default
+    cli = getattr(build_parser().parse_args(PRUNE_ARGS), name)
+    assert (list(default) if name == "budgets" else default) == cli
