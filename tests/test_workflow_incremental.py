@@ -103,7 +103,21 @@ def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
     if (demo_run / "results" / "pruning.parquet").exists():
         expected["aggregate_pruning"] = 1
     assert {rule: counts[rule] for rule in expected} == expected, counts
-    downstream = {"summarise_relevance"}  # reads the aggregate's BI
-    others = sorted(rule for rule in counts if rule not in expected and rule not in downstream
-                    and not rule.startswith("plot_"))
+    gpu_rules = {rule for rule, block in rule_blocks() if re.search(r"^\s+gpu=1,?$", block, re.M)}
+    assert {"probe_replacement", "probe_deletion", "prune_layers"} <= gpu_rules  # the parser finds them
+    assert not gpu_rules & set(counts), counts
+    # only statistics of the aggregates (their rules aggregate_*, summarise_*) and figures drawn from them
+    others = sorted(rule for rule in counts if rule != "all" and not rule.startswith(("aggregate_", "summarise_",
+                                                                                      "plot_")))
     assert others == [], others
+
+
+def rule_blocks() -> list[tuple[str, str]]:
+    """(rule name, its text) of every rule in workflow/rules (a `use rule ... as NAME with:` block included)."""
+    found = []
+    for smk in sorted((SMOKE_CONFIG.parents[1] / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"\n(?=rule \w+:|use rule )", smk.read_text()):
+            name = re.match(r"(?:rule (\w+):|use rule \w+ as (\w+) with:)", block)
+            if name:
+                found.append((name.group(1) or name.group(2), block))
+    return found
