@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from swapkl.probe import PROBE_SCHEMA, REPR_SCHEMA  # the engine's own output schema, one definition
+from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA  # the engine's own output schema, one definition
 
 
 def step_of(revision: str) -> int | None:
@@ -59,11 +59,15 @@ class Sequences:
 
 def variant_row(seqs: Sequences, meta: dict, protocol: str, i, j, kl: float, nll: float = 3.0) -> dict:
     tok = seqs.tokens
-    return dict(meta, protocol=protocol, layer_i=i, layer_j=j, kl_mean=float(kl),
-                kl_ci_low=float(kl) * 0.9, kl_ci_high=float(kl) * 1.1,
-                nll_mean=nll, nll_ci_low=nll - 0.1, nll_ci_high=nll + 0.1,
+    return dict(meta, protocol=protocol, layer_i=i, layer_j=j, kl_mean=float(kl), nll_mean=nll,
                 n_seqs=len(tok), n_tokens=int(tok.sum()), seq_kl_sum=seqs.sums(kl),
                 seq_tokens=tok.tolist(), seq_nll_sum=(nll * tok).tolist(), seq_nll_tokens=tok.tolist())
+
+
+def repr_row(seqs: Sequences, meta: dict, metric: str, i: int, width: int, value: float) -> dict:
+    tok = seqs.tokens
+    return dict(meta, metric=metric, layer_i=i, width=width, value=value, n_seqs=len(tok), n_tokens=int(tok.sum()),
+                seq_value_sum=seqs.sums(value), seq_count=tok.tolist())
 
 
 def write_checkpoint(folder: Path, *, model: str = "toy", revision: str = "step1000", n_layers: int = 4,
@@ -99,12 +103,8 @@ def write_checkpoint(folder: Path, *, model: str = "toy", revision: str = "step1
         rows = [r for g in groups.values() for r in g]
         out["probe"] = write_table(folder / f"{stem}_probe.parquet", [base, *rows], PROBE_SCHEMA, prov)
     if bi is not None:
-        rows = [dict(meta, metric="bi", layer_i=i, width=1, value=float(v), ci_low=float(v) * 0.9,
-                     ci_high=float(v) * 1.1, n_seqs=n_seqs, n_tokens=int(seqs.tokens.sum()))
-                for i, v in enumerate(bi)]
-        rows += [dict(meta, metric="angular", layer_i=l, width=n, value=0.1 * n, ci_low=0.09 * n,
-                      ci_high=0.11 * n, n_seqs=n_seqs, n_tokens=int(seqs.tokens.sum()))
-                 for n in (1, 2) for l in range(n_layers - n + 1)]
+        rows = [repr_row(seqs, meta, "bi", i, 1, float(v)) for i, v in enumerate(bi)]
+        rows += [repr_row(seqs, meta, "angular", l, n, 0.1 * n) for n in (1, 2) for l in range(n_layers - n + 1)]
         out["repr"] = write_table(folder / f"{stem}_repr.parquet", rows, REPR_SCHEMA, prov)
     return out
 

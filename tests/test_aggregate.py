@@ -274,8 +274,52 @@ def test_directed_values_carried_unchanged(tmp_path, toy):
     src = pq.read_table(paths["interchange"]).to_pandas()
     src = src[src["protocol"] == "interchange"].sort_values(["layer_i", "layer_j"])
     got = agg[(agg["kind"] == "directed") & (agg["protocol"] == "interchange")]
-    for col in ("kl_mean", "kl_ci_low", "kl_ci_high", "nll_mean", "n_tokens"):
+    for col in ("kl_mean", "nll_mean", "n_tokens"):
         assert got[col].to_numpy(dtype=float).tolist() == src[col].to_numpy(dtype=float).tolist()
+
+
+def direct_ci(sums, counts, n_boot: int, seed: int) -> tuple[float, float]:
+    """The 95% percentile bootstrap CI of sum(sums)/sum(counts), written out with numpy alone."""
+    sums, counts = np.asarray(sums, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    idx = np.random.default_rng(seed).integers(0, len(counts), size=(n_boot, len(counts)))
+    return tuple(np.quantile(sums[idx].sum(axis=1) / counts[idx].sum(axis=1), [0.025, 0.975]))
+
+
+def test_confidence_intervals_are_computed_from_the_per_sequence_sums(tmp_path, toy):
+    """The probe files hold no CI: the aggregate bootstraps every directed and repr row from the stored
+    per-sequence sums, one resampling of the sequences per checkpoint (seed as given).
+
+    Tolerance: swapkl and the direct computation add the same float64 values (at most 15 per resample) in
+    the same order, so they agree to the last bits; 1e-12 relative covers a reordered sum (15 * 2**-53)."""
+    paths, *_ = toy
+    agg, _ = run(tmp_path, probe_files(paths), [paths["repr"]], n_boot=300, seed=7)
+    assert "kl_ci_low" not in pq.read_schema(paths["interchange"]).names
+    directed = agg[agg["kind"] == "directed"]
+    for path in probe_files(paths):
+        for _, r in pq.read_table(path).to_pandas().iterrows():
+            got = directed[(directed["protocol"] == r["protocol"]) & (directed["layer_i"].astype(float).fillna(-1)
+                            == (-1 if r["layer_i"] is None or np.isnan(r["layer_i"]) else r["layer_i"]))
+                           & (directed["layer_j"].astype(float).fillna(-1)
+                              == (-1 if r["layer_j"] is None or np.isnan(r["layer_j"]) else r["layer_j"]))]
+            assert len(got) == 1
+            got = got.iloc[0]
+            kl = (0.0, 0.0) if r["protocol"] == "base" else direct_ci(r["seq_kl_sum"], r["seq_tokens"], 300, 7)
+            assert (got["kl_ci_low"], got["kl_ci_high"]) == pytest.approx(kl, rel=1e-12, abs=0)
+            nll = direct_ci(r["seq_nll_sum"], r["seq_nll_tokens"], 300, 7)
+            assert (got["nll_ci_low"], got["nll_ci_high"]) == pytest.approx(nll, rel=1e-12, abs=0)
+            assert got["kl_ci_low"] <= got["kl_mean"] <= got["kl_ci_high"]
+    rep_rows = agg[agg["kind"] == "repr"]
+    src = pq.read_table(paths["repr"]).to_pandas()
+    assert len(rep_rows) == len(src) and "ci_low" not in src.columns
+    for _, r in src.iterrows():
+        got = rep_rows[(rep_rows["metric"] == r["metric"]) & (rep_rows["layer_i"] == r["layer_i"])
+                       & (rep_rows["width"] == r["width"])].iloc[0]
+        ci = direct_ci(r["seq_value_sum"], r["seq_count"], 300, 7)
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx(ci, rel=1e-12, abs=0)
+    # another seed, other intervals: the seed is the aggregate's to choose
+    other, _ = run(tmp_path / "b", probe_files(paths), [paths["repr"]], n_boot=300, seed=8)
+    assert not np.array_equal(other[other["kind"] == "directed"]["kl_ci_low"].to_numpy(dtype=float),
+                              directed["kl_ci_low"].to_numpy(dtype=float))
 
 
 # --- bad inputs: one-line SwapKLError naming the culprit, no output written ---------------------
@@ -291,9 +335,9 @@ def expect_error(tmp_path, files, match, reprs=(), sets=SETS, **kw):
 
 def test_missing_column_names_file(tmp_path, toy):
     paths, *_ = toy
-    bad = rewrite(paths["interchange"], lambda t: t.drop_columns(["kl_ci_low"]))
+    bad = rewrite(paths["interchange"], lambda t: t.drop_columns(["seq_nll_sum"]))
     msg = expect_error(tmp_path, probe_files(paths), "lacks column")
-    assert str(bad) in msg and "kl_ci_low" in msg
+    assert str(bad) in msg and "seq_nll_sum" in msg
 
 
 def test_mixed_n_layers_within_file(tmp_path, toy):
@@ -404,7 +448,7 @@ def test_engine_output_aggregates_and_identical_weights_are_duplicates(tmp_path)
     for rev in ("step200", "step100"):
         p, r = tmp_path / f"{rev}.parquet", tmp_path / f"{rev}_repr.parquet"
         run_probe(str(tmp_path / "model"), str(p), pairs="all", data=DataSpec(tokens=str(tmp_path / "tok.npy")),
-                  device="cpu", n_boot=10, repr_out=str(r), metadata={"model": "tiny", "revision": rev})
+                  device="cpu", repr_out=str(r), metadata={"model": "tiny", "revision": rev})
         files.append(p)
         reprs.append(r)
     agg, _ = run(tmp_path, files, reprs, sets={"tiny": ["adjacent", "all"]}, n_boot=50)
@@ -436,7 +480,7 @@ def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
     for rev in ("step100", "step200"):
         p = tmp_path / f"{rev}.parquet"
         run_probe(str(tmp_path / rev), str(p), data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
-                  n_boot=10, metadata={"model": "tiny", "revision": rev})
+                  metadata={"model": "tiny", "revision": rev})
         files.append(p)
     agg, _ = run(tmp_path, files, [], sets={"tiny": ["adjacent"]}, n_boot=10)
     assert agg["duplicate_of"].isna().all()

@@ -57,7 +57,7 @@ def env(tmp_path_factory):
 
 def probe_args(model, out, *extra, data=None):
     data = data if data is not None else []
-    return ["probe", "--model", str(model), *data, "--bootstrap", "10", "--out", str(out), *extra]
+    return ["probe", "--model", str(model), *data, "--out", str(out), *extra]
 
 
 def copy_model(env, folder: Path) -> Path:
@@ -233,9 +233,7 @@ def case_zero_batch(env, d):
 
 
 def case_negative_bootstrap(env, d):
-    argv = probe_args(env.model, d / "out.parquet", data=["--tokens", env.tokens])
-    argv[argv.index("--bootstrap") + 1] = "-1"
-    return argv, {}
+    return ["aggregate-pruning", "--inputs", d / "pruning.parquet", "--bootstrap", "-1", "--out", d / "out.parquet"], {}
 
 
 def case_out_under_a_file(env, d):
@@ -246,12 +244,12 @@ def case_out_under_a_file(env, d):
 
 def case_budget_infeasible(env, d):
     probe = d / "probe.parquet"
-    run_probe(env.model, str(probe), pairs="adjacent", data=DataSpec(tokens=env.tokens), n_boot=10)
+    run_probe(env.model, str(probe), pairs="adjacent", data=DataSpec(tokens=env.tokens))
     eval_text = d / "eval.txt"
     eval_text.write_text("\n\n".join(f"{PARAGRAPH} {k}" for k in range(4)))
     argv = ["prune", "--model", env.model, "--probe", str(probe), "--budgets", "1-9",
             "--eval-text-file", str(eval_text), "--eval-window", "32", "--eval-stride", "16",
-            "--calib-tokens", env.tokens, "--bootstrap", "10", "--out", str(d / "out.parquet")]
+            "--calib-tokens", env.tokens, "--out", str(d / "out.parquet")]
     return argv, {}
 
 
@@ -315,7 +313,7 @@ CLI_CASES = {
         "CLI", case_bad_protocol, "unknown protocol 'swap': choose from replacement, interchange, deletion, averaging, head_interchange"),
     "batch size 0": ("CLI", case_zero_batch, "batch_size must be at least 1, got 0"),
     "negative bootstrap count": (
-        "CLI", case_negative_bootstrap, "n_boot (bootstrap resamples) must be at least 0, got -1"),
+        "CLI", case_negative_bootstrap, "n_boot (bootstrap resamples) must be at least 1, got -1"),
     "results folder is a file": (
         "CLI", case_out_under_a_file, "cannot write to folder '{folder}': a path component is a file, not a folder"),
     "pruning budget larger than feasible": (
@@ -460,7 +458,8 @@ def case_negative_data_seed(env, d):
 
 
 def case_negative_bootstrap_seed(env, d):
-    return probe_args(env.model, d / "out.parquet", "--bootstrap-seed", "-1", data=["--tokens", env.tokens]), {}
+    return ["aggregate", "--probe", d / "probe.parquet", "--pair-sets", "m=adjacent", "--bootstrap-seed", "-1",
+            "--out", d / "out.parquet"], {}
 
 
 def case_dangling_weight_file(env, d):
@@ -608,7 +607,8 @@ CLI_CASES_ISSUE_9 = {
     "--device tpu": ("CLI", case_unknown_device, "unknown device 'tpu': choose cpu, cuda, cuda:N, mps or auto"),
     "--chunk-tokens 0": ("CLI", case_zero_chunk_tokens, "chunk_tokens must be at least 1, got 0"),
     "negative --seed": ("CLI", case_negative_data_seed, "seed (of the window draw) must be at least 0, got -1"),
-    "negative --bootstrap-seed": ("CLI", case_negative_bootstrap_seed, "bootstrap seed must be at least 0, got -1"),
+    "negative --bootstrap-seed": (
+        "CLI", case_negative_bootstrap_seed, "aggregate: seed must be an integer >= 0, got -1"),
     "dangling weight file": (
         "model", case_dangling_weight_file,
         "weight file '{weights}' is a dangling symbolic link (to '{target}')"),
@@ -773,7 +773,7 @@ API_CASES = {
 def test_layer_index_out_of_range(env, tmp_path):
     out = tmp_path / "out.parquet"
     with pytest.raises(SwapKLError) as e:
-        run_probe(env.model, str(out), data=DataSpec(tokens=env.tokens), n_boot=10, layers=[0, 7])
+        run_probe(env.model, str(out), data=DataSpec(tokens=env.tokens), layers=[0, 7])
     assert str(e.value) == API_CASES["layer index out of range"][1].format(model=env.model)
     assert not out.exists()
 
@@ -793,7 +793,7 @@ def test_unreadable_weight_file(env, tmp_path, monkeypatch):
 
     monkeypatch.setattr(file_checks.os, "open", refuse)
     with pytest.raises(SwapKLError) as e:
-        run_probe(str(folder), str(tmp_path / "out.parquet"), data=DataSpec(tokens=env.tokens), n_boot=10)
+        run_probe(str(folder), str(tmp_path / "out.parquet"), data=DataSpec(tokens=env.tokens))
     assert str(e.value) == API_CASES["unreadable weight file"][1].format(weights=weights)
 
 
@@ -816,9 +816,9 @@ def _two_protocol_files(env, d: Path, tokens_b: str) -> tuple[Path, Path]:
     """Replacement measured on env.tokens, interchange on ``tokens_b``: one checkpoint, two windows."""
     a, b = d / "replacement.parquet", d / "interchange.parquet"
     meta = {"model": "m", "revision": "main"}
-    run_probe(env.model, str(a), protocols="replacement", data=DataSpec(tokens=env.tokens), n_boot=10,
+    run_probe(env.model, str(a), protocols="replacement", data=DataSpec(tokens=env.tokens),
               metadata=meta)
-    run_probe(env.model, str(b), protocols="interchange", data=DataSpec(tokens=tokens_b), n_boot=10, metadata=meta)
+    run_probe(env.model, str(b), protocols="interchange", data=DataSpec(tokens=tokens_b), metadata=meta)
     return a, b
 
 
@@ -852,7 +852,7 @@ def test_aggregate_refuses_revisions_measured_on_different_windows(env, tmp_path
     files = []
     for rev, tokens in (("step1", env.tokens), ("step2", str(other))):
         files.append(tmp_path / f"{rev}.parquet")
-        run_probe(env.model, str(files[-1]), data=DataSpec(tokens=tokens), n_boot=10,
+        run_probe(env.model, str(files[-1]), data=DataSpec(tokens=tokens),
                   metadata={"model": "m", "revision": rev})
     with pytest.raises(SwapKLError) as e:
         aggregate(files, [], tmp_path / "agg.parquet", pair_sets={"m": ["adjacent"]}, n_boot=10)
@@ -915,7 +915,7 @@ def test_layers_restricts_variants(env, tmp_path):
     import pyarrow.parquet as pq
 
     out = tmp_path / "out.parquet"
-    run_probe(env.model, str(out), pairs="all", data=DataSpec(tokens=env.tokens), n_boot=10, layers="1,3")
+    run_probe(env.model, str(out), pairs="all", data=DataSpec(tokens=env.tokens), layers="1,3")
     rows = pq.read_table(out, columns=["protocol", "layer_i", "layer_j"]).to_pylist()
     touched = {(r["protocol"], r["layer_i"], r["layer_j"]) for r in rows}
     assert touched == {("base", None, None), ("replacement", 1, 3), ("replacement", 3, 1), ("interchange", 1, 3),

@@ -57,8 +57,24 @@ def test_cli_window_defaults_are_the_schema_defaults(field):
 
 
 def test_bootstrap_defaults_are_the_probe_sections():
+    """The bootstrap settings belong to the aggregation commands (the CIs are computed there, not by the
+    probe or pruning runs, which take no bootstrap option)."""
     probe = SCHEMA["properties"]["probe"]["properties"]
-    args = build_parser().parse_args(PROBE_ARGS)
-    assert (args.bootstrap, args.bootstrap_seed) == (probe["n_boot"]["default"], probe["seed"]["default"])
-    prune = build_parser().parse_args(PRUNE_ARGS)
-    assert prune.bootstrap == probe["n_boot"]["default"]
+    agg = build_parser().parse_args(["aggregate", "--probe", "p.parquet", "--pair-sets", "m=adjacent", "--out", "o"])
+    assert (agg.bootstrap, agg.bootstrap_seed) == (probe["n_boot"]["default"], probe["seed"]["default"])
+    pruning = build_parser().parse_args(["aggregate-pruning", "--inputs", "p.parquet", "--out", "o.parquet"])
+    assert pruning.bootstrap == probe["n_boot"]["default"]
+    for argv in (PROBE_ARGS, PRUNE_ARGS):
+        assert not hasattr(build_parser().parse_args(argv), "bootstrap")
+
+
+@pytest.mark.parametrize("name", ["n_random", "spacing", "seed", "angular_metric", "budgets", "dtype", "batch_size"])
+def test_python_defaults_of_run_pruning_are_the_cli_defaults(name):
+    """`swapkl prune` and a Python call of run_pruning without the option measure the same thing."""
+    import inspect
+
+    from swapkl.prune import run_pruning
+
+    default = inspect.signature(run_pruning).parameters[name].default
+    cli = getattr(build_parser().parse_args(PRUNE_ARGS), name)
+    assert (list(default) if name == "budgets" else default) == cli

@@ -59,7 +59,7 @@ def model_dir(tmp_path_factory):
 
 def _probe(model_dir, which, spec, tmp_path):
     out = tmp_path / f"{which}.parquet"
-    run_probe(str(model_dir / which), str(out), pairs="adjacent", data=spec, device="cpu", n_boot=10,
+    run_probe(str(model_dir / which), str(out), pairs="adjacent", data=spec, device="cpu",
               protocols=("interchange",))
     df = pd.read_parquet(out)
     return df[df["protocol"] == "interchange"].set_index(["layer_i", "layer_j"]), provenance.read(str(out))

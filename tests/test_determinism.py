@@ -31,7 +31,6 @@ def test_two_fresh_runs_write_identical_bytes(tmp_path):
     def start(tag):
         argv = [sys.executable, "-m", "swapkl", "probe", "--model", str(model), "--text-file", str(text),
                 "--n-seqs", "6", "--seq-len", "32", "--seed", "3", "--pairs", "within:2", "--batch-size", "4",
-                "--bootstrap", "200", "--bootstrap-seed", "5",
                 "--out", str(tmp_path / tag / "probe.parquet"), "--repr-out", str(tmp_path / tag / "repr.parquet")]
         env = dict(os.environ, OMP_NUM_THREADS="1")
         return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -24,6 +24,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import naive_reference as ref
 from swapkl import cli
 from swapkl.export import PROVENANCE_FILE
+from swapkl.parquet_io import write_parquet
 from test_perplexity import save_tiny
 from tiny_models import ARCHS, random_tokens
 
@@ -179,7 +180,7 @@ def test_export_pruning_choices_writes_each_feasible_budget(tmp_path):
     table = pd.DataFrame({"guide": ["base", "interchange", "interchange", "interchange", "bi"],
                           "budget": [0, 1, 2, 3, 1], "removed_layers": [[], [3], [1, 3], None, [0]],
                           "feasible": [True, True, True, False, True]})
-    table.to_parquet(tmp_path / "pruning.parquet")
+    write_parquet(table, str(tmp_path / "pruning.parquet"), {"test": "a table swapkl wrote"})
     out = tmp_path / "exports"
     written = export_pruning_choices(str(tmp_path / "pruning.parquet"), str(src), str(out), ["interchange"],
                                      device="cpu")

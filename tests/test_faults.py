@@ -380,7 +380,7 @@ def test_probe_on_a_full_disk(tiny, tmp_path, capsys, monkeypatch):
     out = tmp_path / "res" / "probe.parquet"
     progress_file = tmp_path / "progress.jsonl"
     code = cli.main(["probe", "--model", str(tiny / "model"), "--tokens", str(tiny / "tokens.npy"),
-                     "--bootstrap", "10", "--progress-file", str(progress_file), "--out", str(out)])
+                     "--progress-file", str(progress_file), "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2
     assert [ln for ln in err.splitlines() if "error" in ln] == [f"swapkl: error: cannot write '{out}': disk full"]
@@ -396,6 +396,6 @@ def test_progress_file_on_a_full_disk(tiny, tmp_path, monkeypatch):
     progress_file = tmp_path / "progress.jsonl"
     with pytest.raises(SwapKLError) as e:
         run_probe(str(tiny / "model"), str(tmp_path / "out.parquet"), data=DataSpec(tokens=str(tiny / "tokens.npy")),
-                  n_boot=10, progress_path=str(progress_file))
+                  progress_path=str(progress_file))
     assert str(e.value) == f"cannot write progress file '{progress_file}': disk full"
     assert not (tmp_path / "out.parquet").exists()

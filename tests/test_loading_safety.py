@@ -112,7 +112,7 @@ def provenance_json(path, capsys) -> dict:
 def test_relaxing_flags_are_recorded_in_provenance(ckpt, tmp_path, capsys, flags):
     out = tmp_path / "probe.parquet"
     code = cli.main(["probe", "--model", str(ckpt / "model"), "--tokens", str(ckpt / "tokens.npy"),
-                     "--bootstrap", "5", "--out", str(out), *flags])
+                     "--out", str(out), *flags])
     assert code == 0
     prov = provenance_json(out, capsys)
     assert prov["allow_pickle"] is ("--allow-pickle" in flags)
@@ -135,7 +135,7 @@ def test_probe_parquet_carries_full_provenance(ckpt, tmp_path, capsys):
     hub.download_checkpoint("org/tiny", "step1000", str(ckpt_dir), snapshot=fake_snapshot(ckpt / "model"),
                             resolve_commit=lambda model_id, revision: COMMIT)
     out = tmp_path / "probe.parquet"
-    run_probe(str(ckpt_dir), str(out), data=DataSpec(tokens=str(ckpt / "tokens.npy")), n_boot=5, seed=7,
+    run_probe(str(ckpt_dir), str(out), data=DataSpec(tokens=str(ckpt / "tokens.npy")),
               device="cpu", metadata={"model": "tiny", "revision": "step1000", "config_sha256": "f" * 64})
     prov = provenance_json(out, capsys)
 
@@ -159,7 +159,6 @@ def test_probe_parquet_carries_full_provenance(ckpt, tmp_path, capsys):
         "tokenizer_sha256": None,  # --tokens: no tokenizer is loaded
         "data_source": f"tokens:{ckpt / 'tokens.npy'}",
         "tokens_sha256": tokens,
-        "seed": 7,
         "dtype": "float32",
         "device": "cpu",
         "allow_pickle": False,
@@ -192,7 +191,7 @@ def test_tokenizer_files_are_hashed_into_the_provenance_when_used(ckpt, tmp_path
     text.write_text("\n\n".join(f"the quick brown fox jumps over the lazy dog number {k}" for k in range(4)))
     out = tmp_path / "probe.parquet"
     run_probe(str(ckpt / "model"), str(out), data=DataSpec(text_file=str(text), n_seqs=2, seq_len=16, min_tokens=4),
-              n_boot=5, device="cpu", protocols="deletion")
+              device="cpu", protocols="deletion")
     h = hashlib.sha256()
     for name in (n for n in TOKENIZER_FILES if (ckpt / "model" / n).exists()):
         h.update(name.encode() + b"\0" + (ckpt / "model" / name).read_bytes())

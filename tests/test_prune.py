@@ -14,19 +14,20 @@ import torch
 from scipy import stats
 
 from swapkl import provenance
-from swapkl.agreement import AGREEMENT_SCHEMA, compare, misranking, rank_confusion, rank_statistics
+from swapkl.agreement import compare, misranking, rank_confusion, rank_statistics
 from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.perplexity import first_words
 from swapkl.probe import run_probe
 from swapkl.prune import aggregate_pruning, run_pruning
 from swapkl.pruning.ratio import ir_ratios
-from swapkl.schemas import PRUNING_SCHEMA, read_pruning
+from swapkl.schemas import AGREEMENT_SCHEMA, PRUNING_CI_COLUMNS, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_pruning
 from test_perplexity import TEXT, char_tokenizer, hf_recipe_nll, save_tiny, stock_drop
 from tiny_models import random_tokens
 
 N_LAYERS = 6
 WINDOW, STRIDE, MAX_WORDS = 16, 8, 40
+N_BOOT = 200
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +39,22 @@ def setup(tmp_path_factory):
     (d / "eval.txt").write_text(TEXT)
     probe_out, repr_out = d / "probe.parquet", d / "repr.parquet"
     run_probe(str(d / "model"), str(probe_out), pairs="all", data=DataSpec(tokens=str(d / "probe.npy")),
-              device="cpu", n_boot=20, repr_out=str(repr_out), metadata={"revision": "step100"})
+              device="cpu", repr_out=str(repr_out), metadata={"revision": "step100"})
     kw = dict(budgets=[1, 2], spacing=1, eval_data=dict(text_file=str(d / "eval.txt"), window=WINDOW, stride=STRIDE,
                                                         max_words=MAX_WORDS),
-              calib_data=DataSpec(tokens=str(d / "calib.npy")), n_random=3, seed=0, n_boot=200, device="cpu",
+              calib_data=DataSpec(tokens=str(d / "calib.npy")), n_random=3, seed=0, device="cpu",
               batch_size=4, metadata={"model": "tiny", "revision": "step100", "config_sha256": "abc"})
     out, agr = d / "pruning.parquet", d / "agreement.parquet"
     run_pruning(str(d / "model"), [probe_out], str(repr_out), str(out), agreement_out=str(agr), **kw)
-    return dict(dir=d, model=model, probe=probe_out, repr=repr_out, out=out, agreement=agr, kw=kw)
+    return dict(dir=d, model=model, probe=probe_out, repr=repr_out, out=out, agreement=agr, kw=kw,
+                table=published(out))
+
+
+def published(path, n_boot: int = N_BOOT) -> pd.DataFrame:
+    """The pruning run's file as ``aggregate_pruning`` publishes it (with the bootstrap CIs)."""
+    out = path.with_name(path.stem + ".published.parquet")
+    aggregate_pruning([path], str(out), n_boot=n_boot)
+    return read_pruning(out)
 
 
 def _row(df, guide, budget, draw=None):
@@ -57,9 +66,8 @@ def _row(df, guide, budget, draw=None):
 
 
 def test_output_has_documented_columns_and_rows(setup):
-    t = pq.read_table(setup["out"])
-    assert t.schema.names == PRUNING_SCHEMA.names
-    df = t.to_pandas()
+    assert pq.read_schema(setup["out"]).names == PRUNING_RUN_SCHEMA.names  # no CI: the aggregate adds them
+    df = setup["table"]
     guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
               "angular", "sleb_iterative", "sleb_greedy", "accuracy_iterative", "cka", "taylor", "laco", "beam", "sleb_matched", "random",
               "random_mean"}
@@ -103,7 +111,7 @@ def test_paper_selection_settings(setup, tmp_path):
     baseline, each against a direct computation; fixed sets cost exactly what a guide's same set costs."""
     from swapkl.selection import SelectionOptions
 
-    base = read_pruning(setup["out"])
+    base = setup["table"]
     probe = pd.read_parquet(setup["probe"])
     inter2 = list(_row(base, "interchange", 2)["removed_layers"])
     options = SelectionOptions(score_pairs="adjacent", clustered_region=(2, 5), random_spacing=0,
@@ -111,7 +119,7 @@ def test_paper_selection_settings(setup, tmp_path):
     kw = dict(setup["kw"], spacing=0, budgets=[1, 2, 3], n_random=20)
     out = tmp_path / "paper.parquet"
     run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(out), selection=options, **kw)
-    df = read_pruning(out)
+    df = published(out)
     for n in (1, 2, 3):
         assert list(_row(df, "interchange", n)["removed_layers"]) == _independent_interchange_selection(
             probe, n, spacing=0, max_distance=1)
@@ -135,7 +143,7 @@ def test_paper_selection_settings(setup, tmp_path):
 
 
 def test_costs_match_independent_computation(setup):
-    df = read_pruning(setup["out"])
+    df = setup["table"]
     probe = pd.read_parquet(setup["probe"])
     tok = char_tokenizer()
     text = first_words([" ".join(p.split()) for p in TEXT.split("\n\n")], MAX_WORDS)
@@ -178,7 +186,7 @@ def _stock_merged_all(model, merged):
 def test_search_guides_against_brute_force(setup):
     from test_sleb import brute_nll
 
-    df = read_pruning(setup["out"])
+    df = setup["table"]
     calib = np.load(setup["dir"] / "calib.npy")
     from swapkl.data import Windows
 
@@ -209,7 +217,7 @@ def test_search_guides_against_brute_force(setup):
 
 
 def test_baseline_selections(setup):
-    df = read_pruning(setup["out"])
+    df = setup["table"]
     rep = pd.read_parquet(setup["repr"])
     bi = rep[rep["metric"] == "bi"].sort_values(["value", "layer_i"])
     assert list(_row(df, "bi", 2)["removed_layers"]) == sorted(bi["layer_i"].iloc[:2])
@@ -368,13 +376,13 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
     out = tmp_path / "cli.parquet"
     args = parser.parse_args([
         "prune", "--model", str(d / "model"), "--probe", str(setup["probe"]), "--repr", str(setup["repr"]),
-        "--budgets", "1", "--n-random", "1", "--bootstrap", "20", "--device", "cpu",
+        "--budgets", "1", "--n-random", "1", "--device", "cpu",
         "--eval-text-file", str(d / "eval.txt"), "--eval-window", str(WINDOW), "--eval-stride", str(STRIDE),
         "--eval-max-words", str(MAX_WORDS), "--calib-tokens", str(d / "calib.npy"), "--out", str(out)])
     args.func(args)
-    df = read_pruning(out)
+    df = published(out)
     assert set(df["budget"]) == {0, 1}
-    ref = read_pruning(setup["out"])
+    ref = setup["table"]
     for guide in ("interchange", "sleb_iterative", "bi"):
         assert list(_row(df, guide, 1)["removed_layers"]) == list(_row(ref, guide, 1)["removed_layers"])
         # Same windows and layers, but float32 forwards in other batch shapes may take other matmul kernels
@@ -433,3 +441,45 @@ def test_pruning_refuses_probe_files_of_another_config(setup, tmp_path):
         run_pruning(str(edited), [setup["probe"]], str(setup["repr"]), str(out), **setup["kw"])
     assert str(e.value) == f"the probe files were measured under another config.json than that of '{edited}'"
     assert not out.exists()
+
+
+def _direct_percentiles(stats) -> tuple[float, float]:
+    return tuple(np.quantile(stats[np.isfinite(stats)], [0.025, 0.975]))
+
+
+def test_pruning_intervals_are_a_direct_bootstrap_of_the_stored_window_sums(setup, tmp_path):
+    """The pruning run stores per-window sums and no CI; aggregate_pruning resamples the evaluation windows and
+    the probe windows with the run's seed (written out here with numpy alone), paired with the base row.
+
+    Tolerance: the same float64 sums of the same values in the same order (at most a few dozen windows), so
+    agreement to the last bits; 1e-12 relative covers a reordered summation."""
+    seed = setup["kw"]["seed"]
+    assert provenance.read(str(setup["out"]))["seed"] == seed and "n_boot" not in provenance.read(str(setup["out"]))
+    df = setup["table"]
+    base = _row(df, "base", 0)
+    tok = np.asarray(base["window_tokens"], dtype=np.float64)
+    ptok = np.asarray(base["probe_tokens"], dtype=np.float64)
+    e_idx = np.random.default_rng(seed).integers(0, len(tok), size=(N_BOOT, len(tok)))
+    p_idx = np.random.default_rng(seed).integers(0, len(ptok), size=(N_BOOT, len(ptok)))
+    log_ppl = lambda nll: np.asarray(nll, dtype=np.float64)[e_idx].sum(1) / tok[e_idx].sum(1)  # noqa: E731
+    base_boot = log_ppl(base["window_nll_sum"])
+    checked = 0
+    for _, r in df.iterrows():
+        if r["window_nll_sum"] is None:  # infeasible rows and the mean of the random draws
+            assert np.isnan([r[c] for c in ("ppl_ci_low", "delta_ppl_pct_ci_high", "kl_ci_low")]).all()
+            continue
+        boot = log_ppl(r["window_nll_sum"])
+        kl = np.asarray(r["probe_kl_sum"], dtype=np.float64)[p_idx].sum(1) / ptok[p_idx].sum(1)
+        expected = {"ppl": _direct_percentiles(np.exp(boot)),
+                    "delta_ppl_pct": _direct_percentiles(100.0 * np.expm1(boot - base_boot)),
+                    "kl": (0.0, 0.0) if r["guide"] == "base" else _direct_percentiles(kl)}
+        for name, (lo, hi) in expected.items():
+            assert (r[f"{name}_ci_low"], r[f"{name}_ci_high"]) == pytest.approx((lo, hi), rel=1e-12, abs=1e-300)
+        assert r["kl_mean"] == pytest.approx(r["probe_kl_sum"].sum() / ptok.sum(), rel=1e-12)
+        checked += 1
+    assert checked > 30
+    # more resamples: other intervals, every other column as it was
+    more = published(setup["out"], n_boot=N_BOOT + 1)
+    ci = list(PRUNING_CI_COLUMNS)
+    pd.testing.assert_frame_equal(more.drop(columns=ci), df.drop(columns=ci))
+    assert not more[ci].fillna(0).equals(df[ci].fillna(0))

@@ -222,7 +222,7 @@ def test_relevance_cli_writes_the_table_with_provenance(tmp_path):
     import pandas as pd
 
     from swapkl import cli, provenance
-    from swapkl.relevance import COLUMNS
+    from swapkl.schemas import RELEVANCE_SCHEMA
 
     src = _saved_model(tmp_path)
     tasks = _tasks(tmp_path / "tasks")
@@ -234,7 +234,7 @@ def test_relevance_cli_writes_the_table_with_provenance(tmp_path):
                      "--revision-label", "final", "--out", str(out)])
     assert code == 0
     df = pd.read_parquet(out)
-    assert list(df.columns) == COLUMNS
+    assert list(df.columns) == RELEVANCE_SCHEMA.names
     assert len(df) == N_LAYERS * 5 and set(df["task"]) == {"tiny_plain", "tiny_template", "lm"}
     assert (df["model"] == "tiny").all() and (df["revision"] == "final").all()
     prov = provenance.read(str(out))
@@ -336,7 +336,7 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     np.save(tmp_path / "probe.npy", random_tokens(97, 4, 16, seed=5).numpy())
     probe, rep, agg = tmp_path / "probe.parquet", tmp_path / "repr.parquet", tmp_path / "agg.parquet"
     run_probe(str(src), str(probe), pairs="adjacent", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
-              device="cpu", n_boot=10, repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"})
+              device="cpu", repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"})
     aggregate([probe], [rep], str(agg), pair_sets={"tiny": ["adjacent"]}, n_boot=10)
     rel = tmp_path / "rel.parquet"
     run_relevance(str(src), [t.yaml_path for t in tasks], str(rel), label="tiny", revision_label="step1",

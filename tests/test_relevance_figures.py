@@ -14,7 +14,8 @@ from scipy.stats import rankdata, zscore
 from swapkl.errors import SwapKLError
 from swapkl.figures.relevance import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
 from swapkl.relevance import acc_rel
-from swapkl.relevance_stats import COLUMNS, relevance_statistics, zscores
+from swapkl.relevance_stats import relevance_statistics, zscores
+from swapkl.schemas import RELEVANCE_STATS_COLUMNS as COLUMNS
 
 N = 6
 

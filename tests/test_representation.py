@@ -108,13 +108,14 @@ def test_repr_out_file_matches_direct_computation(tmp_path):
     ids = random_tokens(97, 4, 10, seed=8)
     np.save(tmp_path / "tokens.npy", ids.numpy())
     run_probe(str(tmp_path / "ckpt"), str(tmp_path / "probe.parquet"), protocols=["deletion"], pairs="adjacent",
-              data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu", batch_size=3, n_boot=50,
+              data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu", batch_size=3,
               repr_out=str(tmp_path / "repr.parquet"))
     want = direct_metrics(direct_streams(model, ids, torch.ones_like(ids)), torch.ones_like(ids))
     df = pq.read_table(tmp_path / "repr.parquet").to_pandas()
     assert len(df) == len(want)
     for r in df.itertuples():
         _close(r.value, want[(r.metric, r.layer_i, r.width)], f"{r.metric} {r.layer_i} {r.width}")
-        assert r.ci_low <= r.value + 1e-12 and r.value <= r.ci_high + 1e-12
-        assert r.n_seqs == 4
+        # the per-sequence sums (the aggregate bootstraps them) make up the value
+        assert r.value == pytest.approx(np.sum(r.seq_value_sum) / np.sum(r.seq_count), rel=1e-12)
+        assert r.n_seqs == 4 and len(r.seq_value_sum) == 4 and int(np.sum(r.seq_count)) == r.n_tokens
         assert r.n_tokens == (4 if r.metric == "angular_last" else 40)

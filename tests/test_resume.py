@@ -56,7 +56,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
 
     def argv(tag, progress_file=None):
         a = [sys.executable, "-m", "swapkl", "probe", "--model", str(model), "--tokens", str(tokens),
-             "--pairs", "all", "--batch-size", "2", "--bootstrap", "50",
+             "--pairs", "all", "--batch-size", "2",
              "--out", str(tmp_path / tag / "probe.parquet"), "--repr-out", str(tmp_path / tag / "repr.parquet")]
         return a + (["--progress-file", str(progress_file)] if progress_file else [])
 
@@ -105,7 +105,7 @@ def setup(tmp_path_factory):
     tiny_model("llama", n_layers=N_LAYERS).save_pretrained(model)
     tokens = root / "tokens.npy"
     np.save(tokens, random_tokens(97, N_SEQS, 10).numpy())
-    kw = dict(pairs="all", data=DataSpec(tokens=str(tokens)), batch_size=BATCH, n_boot=50)
+    kw = dict(pairs="all", data=DataSpec(tokens=str(tokens)), batch_size=BATCH)
     clean = root / "clean"
     run_probe(str(model), str(clean / "probe.parquet"), repr_out=str(clean / "repr.parquet"), **kw)
     return model, kw, clean

@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from swapkl.errors import SwapKLError
+from swapkl.parquet_io import write_parquet
 from swapkl.figures.seeds import plot_seed_band
 from swapkl.seed_families import SeedFamilyError, expand_seed_families
 from swapkl.seeds import kendall_w, mean_pairwise_spearman, read_seeds, seed_statistics, write_seed_statistics
@@ -229,7 +230,7 @@ def test_written_table_round_trips_and_no_member_is_an_error(tmp_path):
     rng = np.random.default_rng(3)
     agg = _aggregate(rng)
     path = tmp_path / "swapkl.parquet"
-    agg.assign(step=agg["step"].astype("Int64")).to_parquet(path)
+    write_parquet(agg.assign(step=agg["step"].astype("Int64")), str(path), {"test": "an aggregate table"})
     out = tmp_path / "seeds.parquet"
     df = write_seed_statistics(path, out, families=FAMILIES)
     back = read_seeds(out)

@@ -144,7 +144,7 @@ def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
     for name, protocols in (("std", "replacement,interchange,deletion"), ("w", "averaging,head_interchange")):
         files.append(tmp_path / f"{name}.parquet")
         run_probe(str(tmp_path / "model"), str(files[-1]), protocols=protocols, pairs="adjacent", data=data,
-                  device="cpu", n_boot=10, metadata={"model": "m", "revision": "step1"})
+                  device="cpu", metadata={"model": "m", "revision": "step1"})
     out = tmp_path / "agg.parquet"
     aggregate(files, [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
     d = read_aggregate(out)
@@ -189,7 +189,7 @@ def test_weight_protocols_resume_after_a_crash(tmp_path, monkeypatch):
     tiny_model("qwen3", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 6, 10, seed=9).numpy())
     kw = dict(protocols="averaging,head_interchange", pairs="all", data=DataSpec(tokens=str(tmp_path / "tok.npy")),
-              device="cpu", n_boot=10, batch_size=3)
+              device="cpu", batch_size=3)
     run_probe(str(tmp_path / "model"), str(tmp_path / "clean.parquet"), **kw)
     progress = tmp_path / "progress.jsonl"
     with crash_after(monkeypatch, 17):

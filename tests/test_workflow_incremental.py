@@ -86,3 +86,38 @@ def test_a_deleted_probe_table_is_rebuilt(demo_run):
     assert ("probe_interchange", "results/probes/llama-demo/step60/interchange.parquet") in jobs
     assert [rule for rule, _ in jobs if rule.startswith(("probe_", "train_", "build_"))] == ["probe_interchange"]
     assert dry_run(demo_run) == []  # the tree is finished again
+
+
+def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
+    """probe.n_boot and probe.seed shape only the CIs, which the aggregates compute from the stored per-window
+    sums: a change schedules the two aggregates and what is drawn from them, no probe, pruning or other job
+    that loads a model."""
+    cfg = yaml.safe_load(SMOKE_CONFIG.read_text())
+    stats = cfg.setdefault("probe", {})
+    stats["n_boot"] = stats.get("n_boot", 1000) + 7
+    stats["seed"] = stats.get("seed", 0) + 1
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    counts = Counter(rule for rule, _ in dry_run(demo_run, configfile))
+    expected = {"aggregate_results": 1, "all": 1}
+    if (demo_run / "results" / "pruning.parquet").exists():
+        expected["aggregate_pruning"] = 1
+    assert {rule: counts[rule] for rule in expected} == expected, counts
+    gpu_rules = {rule for rule, block in rule_blocks() if re.search(r"^\s+gpu=1,?$", block, re.M)}
+    assert {"probe_replacement", "probe_deletion", "prune_layers"} <= gpu_rules  # the parser finds them
+    assert not gpu_rules & set(counts), counts
+    # only statistics of the aggregates (their rules aggregate_*, summarise_*) and figures drawn from them
+    others = sorted(rule for rule in counts if rule != "all" and not rule.startswith(("aggregate_", "summarise_",
+                                                                                      "plot_")))
+    assert others == [], others
+
+
+def rule_blocks() -> list[tuple[str, str]]:
+    """(rule name, its text) of every rule in workflow/rules (a `use rule ... as NAME with:` block included)."""
+    found = []
+    for smk in sorted((SMOKE_CONFIG.parents[1] / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"\n(?=rule \w+:|use rule )", smk.read_text()):
+            name = re.match(r"(?:rule (\w+):|use rule \w+ as (\w+) with:)", block)
+            if name:
+                found.append((name.group(1) or name.group(2), block))
+    return found

@@ -17,8 +17,11 @@ Every row:
 kind="directed" -- every measured variant as probed (replacement in both directions,
 interchange, deletion, base, averaging in both directions, head interchange per head unit),
 without the per-sequence lists:
-    protocol, layer_i, layer_j, kl_mean, kl_ci_low, kl_ci_high, nll_mean, nll_ci_low,
-    nll_ci_high, n_seqs, n_tokens, head (same meaning as in the probe files).
+    protocol, layer_i, layer_j, kl_mean, nll_mean, n_seqs, n_tokens, head (same meaning as in the
+    probe files), and kl_ci_low, kl_ci_high, nll_ci_low, nll_ci_high: 95% percentile bootstrap CIs
+    computed here from the per-sequence sums (:mod:`swapkl.intervals`; ``n_boot`` resamplings of the
+    sequences with ``seed``, one per checkpoint shared by its directed and repr rows; the base row's
+    KL CI is 0).
 
 kind="pair" -- one per (model, revision, i<j) probed by both protocols:
     layer_i, layer_j (i < j), distance (j - i), r_ij = r(i<-j) and r_ji = r(j<-i) (nats),
@@ -46,8 +49,8 @@ kind="summary" -- one per (model, revision, pair set configured for that model):
     first variant). Every pair of a configured set must have been probed, else SwapKLError.
 
 kind="repr" -- the representation baselines as probed:
-    metric ("bi" | "angular" | "angular_last"), layer_i (start block), width, value, ci_low,
-    ci_high, n_seqs, n_tokens.
+    metric ("bi" | "angular" | "angular_last"), layer_i (start block), width, value, n_seqs,
+    n_tokens, and ci_low, ci_high bootstrapped like the directed rows'.
 
 Rows are sorted by kind (in the order above), model, step, revision, then protocol / layers /
 pair set / metric. Parquet metadata key ``b"swapkl"`` holds a JSON object with the settings
@@ -63,53 +66,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from swapkl import __version__
 from swapkl.aggregate_inputs import ProbeInput, ReprInput, read_probe_file, read_repr_file
+from swapkl.bootstrap import resample_indices
 from swapkl.duplicate_revisions import Checkpoint, find_duplicates, revision_order
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_distinct, same_file
+from swapkl.intervals import ratio_intervals
 from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
 from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.provenance import COMPARABLE_ACROSS_REVISIONS, check_comparable
 from swapkl.provenance import read as read_provenance
+from swapkl.schemas import aggregate_schema, read_table
 
 log = logging.getLogger(__name__)
 
 KINDS = ("directed", "pair", "summary", "repr")
 PROTOCOL_ORDER = ("base", "replacement", "interchange", "deletion", "averaging", "head_interchange")
 
-_COMMON = [("kind", pa.string()), ("model", pa.string()), ("revision", pa.string()),
-           ("step", pa.int64()), ("n_layers", pa.int64()), ("duplicate_of", pa.string())]
-_DIRECTED = [("protocol", pa.string()), ("layer_i", pa.int64()), ("layer_j", pa.int64()),
-             ("kl_mean", pa.float64()), ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()),
-             ("nll_mean", pa.float64()), ("nll_ci_low", pa.float64()), ("nll_ci_high", pa.float64()),
-             ("n_seqs", pa.int64()), ("n_tokens", pa.int64()), ("head", pa.int64())]
-_PAIR = [("distance", pa.int64()), ("r_ij", pa.float64()), ("r_ji", pa.float64()),
-         ("d_repl_max", pa.float64()), ("d_repl_mean", pa.float64()), ("d_inter", pa.float64()),
-         ("gap", pa.float64()), ("ratio_ir", pa.float64()), ("d_repl_fwd", pa.float64()),
-         ("gap_fwd", pa.float64()), ("ratio_ir_fwd", pa.float64()), ("class_repl", pa.string()),
-         ("class_inter", pa.string())]
-_GAP_STATS = [f"{g}_{stat}" for g in ("gap", "gap_fwd")
-              for stat in ("mean", "median", "p75", "max", "min", "mean_ci_low", "mean_ci_high", "max_share")]
-_SUMMARY = [("pair_set", pa.string()), ("n_pairs", pa.int64()),
-            *[(name, pa.float64()) for name in _GAP_STATS],
-            ("d_repl_max_mean", pa.float64()), ("ratio_ir_mean", pa.float64()), ("ratio_ir_median", pa.float64()),
-            ("d_repl_fwd_mean", pa.float64()), ("ratio_ir_fwd_mean", pa.float64()),
-            ("ratio_ir_fwd_median", pa.float64()),
-            ("d_inter_mean", pa.float64()), ("frac_inter_le_repl", pa.float64()), ("n_strong_repl", pa.int64()),
-            ("n_strong_inter", pa.int64()), ("n_boot", pa.int64())]
-_REPR = [("metric", pa.string()), ("width", pa.int64()), ("value", pa.float64()),
-         ("ci_low", pa.float64()), ("ci_high", pa.float64())]
-
-
 def output_schema(set_names: list[str]) -> pa.Schema:
     """Arrow schema of the aggregate for the given pair-set names (their ``in_*`` columns)."""
-    member = [(pair_set_column(s), pa.bool_()) for s in set_names]
-    return pa.schema(_COMMON + _DIRECTED + _PAIR + member + _SUMMARY + _REPR)
+    return aggregate_schema([pair_set_column(s) for s in set_names])
 
 
 class _Checkpoint:
@@ -143,6 +123,11 @@ class _Checkpoint:
             self.n_seqs = item.n_seqs
             self.probes.append(item)
         else:
+            n_seqs = int(item.rows["n_seqs"].iloc[0])
+            if self.n_seqs is not None and n_seqs != self.n_seqs:
+                raise SwapKLError(f"{item.path}: n_seqs={n_seqs} but {self.n_seqs} in other files of {self.model} "
+                                  f"{self.revision}; the representation rows must come from the probed sequences")
+            self.n_seqs = n_seqs
             self.reprs.append(item)
 
 
@@ -156,14 +141,15 @@ def _group(probes: list[ProbeInput], reprs: list[ReprInput]) -> dict[tuple[str, 
     return groups
 
 
-def _directed(ck: _Checkpoint) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-    """Directed rows of a checkpoint from all its probe files, with their per-sequence arrays.
+def _directed(ck: _Checkpoint) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Directed rows of a checkpoint from all its probe files, with their per-sequence arrays
+    (KL sums, token counts, NLL sums, NLL token counts).
 
     Every probe file carries the base row; the first one (by path) is kept, and a warning is
     logged when the files disagree on the base NLL. Any other variant present in two files is
     an error.
     """
-    frames, kls, toks, seen = [], [], [], {}
+    frames, arrays, seen = [], [], {}
     base_nll: tuple[float, str] | None = None
     for p in sorted(ck.probes, key=lambda x: x.path):
         keep = np.ones(len(p.rows), dtype=bool)
@@ -186,10 +172,18 @@ def _directed(ck: _Checkpoint) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
                                   f"{ck.revision} is also in {seen[k]}")
             seen[k] = p.path
         frames.append(p.rows[keep])
-        kls.append(p.seq_kl[keep])
-        toks.append(p.seq_tokens[keep])
+        arrays.append([a[keep] for a in (p.seq_kl, p.seq_tokens, p.seq_nll, p.seq_nll_tokens)])
     df = pd.concat(frames, ignore_index=True)
-    return df, np.vstack(kls), np.vstack(toks)
+    return (df, *(np.vstack(a) for a in zip(*arrays)))
+
+
+def _with_intervals(directed: pd.DataFrame, seq_kl, seq_tok, seq_nll, seq_nll_tok, idx) -> pd.DataFrame:
+    """The directed rows with the CIs of kl_mean and nll_mean (the base row's KL is 0 by definition)."""
+    kl_lo, kl_hi = ratio_intervals(seq_kl, seq_tok, idx)
+    base = (directed["protocol"] == "base").to_numpy()
+    kl_lo[base], kl_hi[base] = 0.0, 0.0
+    nll_lo, nll_hi = ratio_intervals(seq_nll, seq_nll_tok, idx)
+    return directed.assign(kl_ci_low=kl_lo, kl_ci_high=kl_hi, nll_ci_low=nll_lo, nll_ci_high=nll_hi)
 
 
 def _checkpoint_rows(ck: _Checkpoint, sets: list[str], all_sets: list[str], dup: str | None,
@@ -197,8 +191,10 @@ def _checkpoint_rows(ck: _Checkpoint, sets: list[str], all_sets: list[str], dup:
     common = {"model": ck.model, "revision": ck.revision, "step": ck.step,
               "n_layers": ck.n_layers, "duplicate_of": dup}
     out: dict[str, pd.DataFrame] = {}
+    idx = resample_indices(ck.n_seqs, n_boot, seed)  # the CIs of the directed and repr rows, paired
     if ck.probes:
-        directed, seq_kl, seq_tok = _directed(ck)
+        directed, seq_kl, seq_tok, seq_nll, seq_nll_tok = _directed(ck)
+        directed = _with_intervals(directed, seq_kl, seq_tok, seq_nll, seq_nll_tok, idx)
         d = directed.drop(columns=["model", "revision", "step", "n_layers"]).assign(**common)
         out["directed"] = d.assign(kind="directed")
         pairs = pair_table(directed)
@@ -229,6 +225,9 @@ def _checkpoint_rows(ck: _Checkpoint, sets: list[str], all_sets: list[str], dup:
             out["summary"] = pd.DataFrame(summ).assign(kind="summary", **common)
     if ck.reprs:
         r = pd.concat([x.rows for x in ck.reprs], ignore_index=True)
+        lo, hi = ratio_intervals(np.vstack([x.seq_sum for x in ck.reprs]), np.vstack([x.seq_count for x in ck.reprs]),
+                                 idx)
+        r = r.assign(ci_low=lo, ci_high=hi)
         r = r.drop(columns=["model", "revision", "step", "n_layers"]).assign(kind="repr", **common)
         out["repr"] = r
     return out
@@ -359,15 +358,7 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
 
 def read_aggregate(path: str | Path) -> pd.DataFrame:
     """The aggregate as a DataFrame (nullable Int64/boolean/string dtypes)."""
-    path = str(path)
-    if not Path(path).is_file():
-        raise SwapKLError(f"{path}: aggregate file not found")
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as e:
-        raise SwapKLError(f"{path}: not a readable Parquet file ({str(e).splitlines()[0]})") from None
-    if "kind" not in table.column_names:
-        raise SwapKLError(f"{path}: not a swapkl aggregate (no column 'kind')")
+    table = read_table(path, ["kind"], "aggregate")[0]
     mapping = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
     return table.to_pandas(types_mapper=mapping.get)
 

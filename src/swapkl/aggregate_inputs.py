@@ -1,9 +1,10 @@
 """Reading and validating the inputs of ``swapkl aggregate``: probe and representation Parquets.
 
 A *probe file* holds one checkpoint's measurements for one rule, one row per variant (the
-schema is :data:`PROBE_COLUMNS`); a *representation file* holds the ShortGPT BI and angular
-distances of one checkpoint (:data:`REPR_COLUMNS`). Both carry their provenance as JSON under
-the Parquet key-value metadata key ``b"swapkl"``.
+schema is :data:`swapkl.schemas.PROBE_SCHEMA`); a *representation file* holds the ShortGPT BI
+and angular distances of one checkpoint (:data:`swapkl.schemas.REPR_SCHEMA`). Both carry their
+provenance as JSON under the Parquet key-value metadata key ``b"swapkl"``, and the per-sequence
+sums from which the aggregate computes their confidence intervals.
 
 Every problem found here raises :class:`~swapkl.errors.SwapKLError` with a one-line message
 that starts with the offending file's path.
@@ -11,17 +12,15 @@ that starts with the offending file's path.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from swapkl.errors import SwapKLError
-from swapkl.provenance import METADATA_KEY as META_KEY
+from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA, SEQ_COLUMNS, read_table
 
 PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base", "averaging", "head_interchange")
 PAIRED_PROTOCOLS = ("replacement", "interchange")
@@ -29,45 +28,6 @@ PAIRED_PROTOCOLS = ("replacement", "interchange")
 TWO_BLOCK_PROTOCOLS = ("replacement", "interchange", "averaging", "head_interchange")
 REPR_METRICS = ("bi", "angular", "angular_last")
 
-PROBE_COLUMNS: dict[str, pa.DataType] = {
-    "model": pa.string(),
-    "revision": pa.string(),
-    "step": pa.int64(),
-    "protocol": pa.string(),
-    "layer_i": pa.int64(),
-    "layer_j": pa.int64(),
-    "n_layers": pa.int64(),
-    "kl_mean": pa.float64(),
-    "kl_ci_low": pa.float64(),
-    "kl_ci_high": pa.float64(),
-    "nll_mean": pa.float64(),
-    "nll_ci_low": pa.float64(),
-    "nll_ci_high": pa.float64(),
-    "n_seqs": pa.int64(),
-    "n_tokens": pa.int64(),
-    "seq_kl_sum": pa.list_(pa.float64()),
-    "seq_tokens": pa.list_(pa.int64()),
-    "seq_nll_sum": pa.list_(pa.float64()),
-    "seq_nll_tokens": pa.list_(pa.int64()),
-}
-SEQ_COLUMNS = ("seq_kl_sum", "seq_tokens", "seq_nll_sum", "seq_nll_tokens")
-#: probe columns added later: null when a file predates them (head: head_interchange rows only)
-OPTIONAL_PROBE_COLUMNS: dict[str, pa.DataType] = {"head": pa.int64()}
-
-REPR_COLUMNS: dict[str, pa.DataType] = {
-    "model": pa.string(),
-    "revision": pa.string(),
-    "step": pa.int64(),
-    "metric": pa.string(),
-    "layer_i": pa.int64(),
-    "width": pa.int64(),
-    "value": pa.float64(),
-    "ci_low": pa.float64(),
-    "ci_high": pa.float64(),
-    "n_seqs": pa.int64(),
-    "n_tokens": pa.int64(),
-    "n_layers": pa.int64(),
-}
 
 # kl_mean must equal sum(seq_kl_sum) / sum(seq_tokens) up to this tolerance (abs + rel * |kl|)
 _KL_ATOL = 1e-6
@@ -76,8 +36,8 @@ _KL_RTOL = 1e-4
 
 @dataclass
 class ProbeInput:
-    """One validated probe file. ``seq_kl``/``seq_tokens`` are ``[n_rows, n_seqs]`` arrays aligned
-    with ``rows`` (rows of protocol deletion/base may hold zeros there when their lists were empty)."""
+    """One validated probe file. ``seq_kl``/``seq_tokens`` and ``seq_nll``/``seq_nll_tokens`` are
+    ``[n_rows, n_seqs]`` arrays of the per-sequence sums aligned with ``rows``."""
 
     path: str
     model: str
@@ -89,11 +49,14 @@ class ProbeInput:
     rows: pd.DataFrame
     seq_kl: np.ndarray
     seq_tokens: np.ndarray
+    seq_nll: np.ndarray
+    seq_nll_tokens: np.ndarray
 
 
 @dataclass
 class ReprInput:
-    """One validated representation file."""
+    """One validated representation file; ``seq_sum``/``seq_count`` are ``[n_rows, n_seqs]`` arrays of
+    the per-sequence sums aligned with ``rows``."""
 
     path: str
     model: str
@@ -102,47 +65,8 @@ class ReprInput:
     n_layers: int
     provenance: dict
     rows: pd.DataFrame = field(repr=False)
-
-
-def _read(path: str, columns: dict[str, pa.DataType], what: str,
-          optional: dict[str, pa.DataType] | None = None) -> tuple[pa.Table, dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise SwapKLError(f"{path}: {what} file not found")
-    try:
-        pf = pq.ParquetFile(p)
-        table = pf.read()
-    except (pa.ArrowException, OSError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise SwapKLError(f"{path}: not a readable Parquet file ({first})") from None
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise SwapKLError(f"{path}: {what} file lacks column(s) {', '.join(missing)}")
-    if table.num_rows == 0:
-        raise SwapKLError(f"{path}: {what} file has no rows")
-    cast = {}
-    for name, typ in (optional or {}).items():
-        if name not in table.column_names:
-            table = table.append_column(name, pa.nulls(table.num_rows, typ))
-    for name, typ in {**columns, **(optional or {})}.items():
-        col = table.column(name)
-        if col.type != typ:
-            try:
-                col = col.cast(typ)
-            except (pa.ArrowException, ValueError):
-                raise SwapKLError(f"{path}: column {name} has type {col.type}, expected {typ}") from None
-        cast[name] = col
-    table = pa.table(cast)
-    meta = (table.schema.metadata or {}) | (pf.schema_arrow.metadata or {})
-    if META_KEY not in meta:
-        raise SwapKLError(f"{path}: no swapkl provenance in the Parquet metadata (key 'swapkl')")
-    try:
-        prov = json.loads(meta[META_KEY])
-    except ValueError:
-        raise SwapKLError(f"{path}: swapkl provenance metadata is not valid JSON") from None
-    if not isinstance(prov, dict):
-        raise SwapKLError(f"{path}: swapkl provenance metadata is not a JSON object")
-    return table, prov
+    seq_sum: np.ndarray = field(repr=False)
+    seq_count: np.ndarray = field(repr=False)
 
 
 def _single(path: str, df: pd.DataFrame, col: str):
@@ -173,15 +97,14 @@ def _int_frame(table: pa.Table, names) -> pd.DataFrame:
         types_mapper={pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype()}.get)
 
 
-def _seq_matrix(path: str, table: pa.Table, name: str, n_rows: int, n_seqs: np.ndarray,
-                required: np.ndarray) -> np.ndarray:
+def _seq_matrix(path: str, table: pa.Table, name: str, n_rows: int, n_seqs: np.ndarray) -> np.ndarray:
     """``[n_rows, max_n]`` float64 matrix of a list column; checks list lengths against n_seqs."""
     col = table.column(name).combine_chunks()
     if col.null_count:
         bad = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
         raise SwapKLError(f"{path}: row {bad}: {name} is null")
     lengths = col.value_lengths().to_numpy(zero_copy_only=False).astype(np.int64)
-    ok = (lengths == n_seqs) | ((lengths == 0) & ~required)
+    ok = lengths == n_seqs
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         raise SwapKLError(
@@ -208,10 +131,10 @@ def _check_labels(path: str, df: pd.DataFrame, column: str, allowed, required) -
 
 
 def read_probe_file(path: str | Path) -> ProbeInput:
-    """Read and validate one probe Parquet (schema: :data:`PROBE_COLUMNS`)."""
+    """Read and validate one probe Parquet (schema: :data:`swapkl.schemas.PROBE_SCHEMA`)."""
     path = str(path)
-    table, prov = _read(path, PROBE_COLUMNS, "probe", OPTIONAL_PROBE_COLUMNS)
-    scalar = [c for c in PROBE_COLUMNS if c not in SEQ_COLUMNS] + list(OPTIONAL_PROBE_COLUMNS)
+    table, prov = read_table(path, PROBE_SCHEMA, "probe", nonempty=True)
+    scalar = [c for c in PROBE_SCHEMA.names if c not in SEQ_COLUMNS]
     df = _int_frame(table, scalar)
     model, revision, step, n_layers = _checkpoint_identity(path, df)
 
@@ -257,39 +180,32 @@ def read_probe_file(path: str | Path) -> ProbeInput:
         r = int(np.flatnonzero(dup.to_numpy())[0])
         raise SwapKLError(f"{path}: row {r}: variant {proto[r]} {li.iloc[r]},{lj.iloc[r]} appears twice")
 
-    required = needs_j
-    seq_kl = _seq_matrix(path, table, "seq_kl_sum", len(df), n_seqs_col, required)
-    seq_tok = _seq_matrix(path, table, "seq_tokens", len(df), n_seqs_col, required)
-    for name in ("seq_nll_sum", "seq_nll_tokens"):
-        _seq_matrix(path, table, name, len(df), n_seqs_col, np.zeros(len(df), dtype=bool))
+    seq_kl, seq_tok, seq_nll, seq_nll_tok = (_seq_matrix(path, table, name, len(df), n_seqs_col)
+                                             for name in SEQ_COLUMNS)
 
     # The per-sequence lists must describe the reported means (they feed the bootstrap).
-    rows_req = np.flatnonzero(required)
-    if len(rows_req):
-        tok = seq_tok[rows_req].sum(axis=1)
-        if (seq_tok[rows_req] < 0).any() or (tok <= 0).any():
-            r = int(rows_req[np.flatnonzero((tok <= 0) | (seq_tok[rows_req] < 0).any(axis=1))[0]])
-            raise SwapKLError(f"{path}: row {r}: seq_tokens must be >= 0 with a positive sum")
-        n_tok = df["n_tokens"].to_numpy(dtype=np.int64)[rows_req]
-        if (tok != n_tok).any():
-            r = int(rows_req[np.flatnonzero(tok != n_tok)[0]])
-            raise SwapKLError(f"{path}: row {r}: sum(seq_tokens)={int(seq_tok[r].sum())} "
-                              f"differs from n_tokens={int(df['n_tokens'].iloc[r])}")
-        kl_seq = seq_kl[rows_req].sum(axis=1) / tok
-        kl = df["kl_mean"].to_numpy(dtype=np.float64)[rows_req]
-        off = np.abs(kl_seq - kl) > _KL_ATOL + _KL_RTOL * np.abs(kl)
-        if off.any():
-            r = int(rows_req[np.flatnonzero(off)[0]])
-            raise SwapKLError(f"{path}: row {r}: kl_mean={df['kl_mean'].iloc[r]:.6g} but "
-                              f"sum(seq_kl_sum)/sum(seq_tokens)={kl_seq[np.flatnonzero(off)[0]]:.6g}")
-    return ProbeInput(path, model, revision, step, n_layers, n_seqs, prov, df, seq_kl, seq_tok)
+    tok = seq_tok.sum(axis=1)
+    bad = (tok <= 0) | (seq_tok < 0).any(axis=1)
+    if bad.any():
+        raise SwapKLError(f"{path}: row {int(np.flatnonzero(bad)[0])}: seq_tokens must be >= 0 with a positive sum")
+    n_tok = df["n_tokens"].to_numpy(dtype=np.int64)
+    if (tok != n_tok).any():
+        r = int(np.flatnonzero(tok != n_tok)[0])
+        raise SwapKLError(f"{path}: row {r}: sum(seq_tokens)={int(tok[r])} differs from n_tokens={int(n_tok[r])}")
+    kl_seq = seq_kl.sum(axis=1) / tok
+    kl = df["kl_mean"].to_numpy(dtype=np.float64)
+    off = np.abs(kl_seq - kl) > _KL_ATOL + _KL_RTOL * np.abs(kl)
+    if off.any():
+        r = int(np.flatnonzero(off)[0])
+        raise SwapKLError(f"{path}: row {r}: kl_mean={kl[r]:.6g} but sum(seq_kl_sum)/sum(seq_tokens)={kl_seq[r]:.6g}")
+    return ProbeInput(path, model, revision, step, n_layers, n_seqs, prov, df, seq_kl, seq_tok, seq_nll, seq_nll_tok)
 
 
 def read_repr_file(path: str | Path) -> ReprInput:
-    """Read and validate one representation Parquet (schema: :data:`REPR_COLUMNS`)."""
+    """Read and validate one representation Parquet (schema: :data:`swapkl.schemas.REPR_SCHEMA`)."""
     path = str(path)
-    table, prov = _read(path, REPR_COLUMNS, "representation")
-    df = _int_frame(table, REPR_COLUMNS)
+    table, prov = read_table(path, REPR_SCHEMA, "representation", nonempty=True)
+    df = _int_frame(table, [c for c in REPR_SCHEMA.names if not c.startswith("seq_")])
     model, revision, step, n_layers = _checkpoint_identity(path, df)
     _check_labels(path, df, "metric", REPR_METRICS, required=("layer_i", "width", "value"))
     li = df["layer_i"].to_numpy(dtype=np.int64)
@@ -303,4 +219,9 @@ def read_repr_file(path: str | Path) -> ReprInput:
     if dup.any():
         r = int(np.flatnonzero(dup.to_numpy())[0])
         raise SwapKLError(f"{path}: row {r}: {df['metric'].iloc[r]} {li[r]} width {w[r]} appears twice")
-    return ReprInput(path, model, revision, step, n_layers, prov, df)
+    n_seqs = df["n_seqs"].to_numpy(dtype=np.int64)
+    if len(set(n_seqs.tolist())) != 1:
+        raise SwapKLError(f"{path}: rows disagree on n_seqs ({sorted(set(n_seqs.tolist()))}); "
+                          "all rows of a checkpoint must be measured on the same sequences")
+    seq_sum, seq_count = (_seq_matrix(path, table, name, len(df), n_seqs) for name in ("seq_value_sum", "seq_count"))
+    return ReprInput(path, model, revision, step, n_layers, prov, df, seq_sum, seq_count)

@@ -35,20 +35,7 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
-import pyarrow as pa
 from scipy import stats
-
-AGREEMENT_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
-    ("guide", pa.string()), ("reference", pa.string()), ("n_compared", pa.int64()),
-    ("spearman", pa.float64()), ("kendall", pa.float64()),
-    ("misranking_rate", pa.float64()), ("n_pairs", pa.int64()),
-    ("excluded_layers", pa.list_(pa.int64())), ("n_ranked", pa.int64()),
-    ("exact_rank_misranking", pa.float64()), ("severe_misranking", pa.float64()), ("severe_offset", pa.int64()),
-    ("pearson", pa.float64()), ("pearson_paper_sign", pa.float64()),
-    ("layers", pa.list_(pa.int64())), ("guide_rank", pa.list_(pa.int64())), ("reference_rank", pa.list_(pa.int64())),
-])
-
 
 def misranking(x, y) -> tuple[float, int]:
     """(share of untied layer pairs ordered differently, number of untied pairs)."""

@@ -292,12 +292,9 @@ def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: 
 
     Writes ``out_dir/<guide>-n<budget>/`` (``out_dir`` must be new or empty); returns the written folders.
     """
-    import pandas as pd
+    from swapkl.schemas import read_frame
 
-    try:
-        table = pd.read_parquet(pruning_file, columns=["guide", "budget", "removed_layers", "feasible"])
-    except Exception as e:
-        raise SwapKLError(f"cannot read pruning table {pruning_file!r}: {e}") from e
+    table = read_frame(pruning_file, ["guide", "budget", "removed_layers", "feasible"], "pruning")
     unknown = sorted(set(guides) - set(table["guide"]))
     if unknown:
         raise SwapKLError(f"pruning table {pruning_file!r} has no guide {', '.join(unknown)} "

@@ -1,7 +1,9 @@
 """``run_probe``: one checkpoint, one set of windows -> one long-format Parquet file.
 
-Output schema (one row per measurement) is documented in the README; see
-:func:`_rows`. Representation metrics (BI, angular distance) go to a second file.
+Output schema (one row per measurement): :data:`swapkl.schemas.PROBE_SCHEMA`, documented in the
+README. Representation metrics (BI, angular distance) go to a second file
+(:data:`swapkl.schemas.REPR_SCHEMA`). Both hold means and per-sequence sums, no confidence
+intervals: those are computed by ``swapkl aggregate`` (:mod:`swapkl.intervals`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ import sys
 from contextlib import contextmanager
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from swapkl import provenance
-from swapkl.bootstrap import ratio_ci, ratio_mean, resample_indices
+from swapkl.bootstrap import ratio_mean
 from swapkl.data import DataSpec, check_spec, check_windows, load_windows
 from swapkl.engine import ProbeEngine, SeqStats
 from swapkl.errors import SwapKLError
@@ -30,26 +31,10 @@ from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocol
 from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.progress import ProgressLog, is_progress_file
 from swapkl.representation import representation_sums
+from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA
 from swapkl.sweep import BASE, sweep, window_batches
 
 log = logging.getLogger(__name__)
-
-PROBE_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("protocol", pa.string()),
-    ("layer_i", pa.int64()), ("layer_j", pa.int64()), ("n_layers", pa.int64()),
-    ("kl_mean", pa.float64()), ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()),
-    ("nll_mean", pa.float64()), ("nll_ci_low", pa.float64()), ("nll_ci_high", pa.float64()),
-    ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
-    ("seq_kl_sum", pa.list_(pa.float64())), ("seq_tokens", pa.list_(pa.int64())),
-    ("seq_nll_sum", pa.list_(pa.float64())), ("seq_nll_tokens", pa.list_(pa.int64())),
-    ("head", pa.int64()),
-])
-REPR_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("metric", pa.string()),
-    ("layer_i", pa.int64()), ("width", pa.int64()), ("n_layers", pa.int64()),
-    ("value", pa.float64()), ("ci_low", pa.float64()), ("ci_high", pa.float64()),
-    ("n_seqs", pa.int64()), ("n_tokens", pa.int64()),
-])
 
 
 def step_of(revision: str | None) -> int | None:
@@ -83,7 +68,7 @@ def _stats_dict(s: SeqStats) -> dict:
 
 def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("replacement", "interchange", "deletion"),
               pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
-              batch_size: int = 8, n_boot: int = 1000, seed: int = 0, repr_out: str | None = None,
+              batch_size: int = 8, repr_out: str | None = None,
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
               trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
@@ -97,8 +82,6 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     parse_pair_set(pairs)
     # every option is checked before anything is loaded or computed
     require_int("batch_size", batch_size, 1)
-    require_int("n_boot (bootstrap resamples)", n_boot, 0)
-    require_int("bootstrap seed", seed, 0)
     require_int("chunk_tokens", chunk_tokens, 1)
     require_device(device)
     check_spec(data)
@@ -128,7 +111,7 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
                           f"with pairs {pairs} exists, nothing to measure")
     variants = [BASE] + measured
     rev = metadata.pop("revision", None) or loaded.revision or "main"
-    prov = provenance.build(loaded, windows, seed=seed, n_boot=n_boot, protocols=protocols, pairs=pairs,
+    prov = provenance.build(loaded, windows, protocols=protocols, pairs=pairs,
                             batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
                             layers=layers, **metadata)
     fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
@@ -162,12 +145,11 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     log.info("computed %d of %d (batch, variant) results; %d taken over from the progress file",
              computed, len(batches) * (len(variants) + (repr_out is not None)), plog.n_resumed)
 
-    idx = resample_indices(n_seqs, n_boot, seed)
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers)
-    table = pa.Table.from_pylist([_row(v, results[v.key], idx, meta) for v in variants], schema=PROBE_SCHEMA)
+    table = pa.Table.from_pylist([_row(v, results[v.key], meta) for v in variants], schema=PROBE_SCHEMA)
     write_parquet(table, out, prov)
     if repr_out is not None:
-        rows = _repr_rows(repr_parts, idx, meta)
+        rows = _repr_rows(repr_parts, meta)
         write_parquet(pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov)
     plog.close(remove=True)
     log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), n_seqs, windows.n_tokens)
@@ -204,31 +186,23 @@ def _cat(parts: list[dict], key: str) -> np.ndarray:
     return np.concatenate([np.asarray(p[key], dtype=np.float64) for p in parts])
 
 
-def _row(v: Variant, parts: list[dict], idx: np.ndarray, meta: dict) -> dict:
+def _row(v: Variant, parts: list[dict], meta: dict) -> dict:
     kl, tok, nll, ntok = (_cat(parts, k) for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
-    kl_lo, kl_hi = ratio_ci(kl, tok, idx) if v.protocol != "base" else (0.0, 0.0)
-    nll_lo, nll_hi = ratio_ci(nll, ntok, idx)
     return dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j,
-                kl_mean=ratio_mean(kl, tok), kl_ci_low=kl_lo, kl_ci_high=kl_hi,
-                nll_mean=ratio_mean(nll, ntok), nll_ci_low=nll_lo, nll_ci_high=nll_hi,
+                kl_mean=ratio_mean(kl, tok), nll_mean=ratio_mean(nll, ntok),
                 n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
                 seq_kl_sum=kl.tolist(), seq_tokens=tok.astype(np.int64).tolist(),
                 seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist(), head=v.head)
 
 
-def _repr_rows(parts: list[dict], idx: np.ndarray, meta: dict) -> list[dict]:
+def _repr_rows(parts: list[dict], meta: dict) -> list[dict]:
     rows = []
     for key in parts[0]:
         metric, l, n = key.split(":")
         s = np.concatenate([np.asarray(p[key][0]) for p in parts])
         c = np.concatenate([np.asarray(p[key][1]) for p in parts])
-        lo, hi = ratio_ci(s, c, idx)
         rows.append(dict(meta, metric=metric, layer_i=int(l), width=int(n), value=ratio_mean(s, c),
-                         ci_low=lo, ci_high=hi, n_seqs=int(len(c)), n_tokens=int(c.sum())))
+                         n_seqs=int(len(c)), n_tokens=int(c.sum()), seq_value_sum=s.astype(np.float64).tolist(),
+                         seq_count=c.astype(np.int64).tolist()))
     rows.sort(key=lambda r: (r["metric"], r["layer_i"], r["width"]))
     return rows
-
-
-def results_frame(path: str) -> pd.DataFrame:
-    """Read a probe Parquet file into pandas."""
-    return pd.read_parquet(path)

@@ -1,7 +1,7 @@
 """``run_pruning``: remove blocks of one checkpoint by every guide and baseline, measure the cost.
 
-Per checkpoint (one output file, schema :data:`PRUNING_SCHEMA`, one row per guide x budget
-[x random draw]):
+Per checkpoint (one output file, schema :data:`~swapkl.schemas.PRUNING_RUN_SCHEMA`, one row per
+guide x budget [x random draw]):
 
 * every guide of the registry :mod:`swapkl.guides` (in its order): the protocol guides (static
   greedy of :mod:`swapkl.selection`, spacing Delta) ``interchange``, ``replacement_max``,
@@ -22,11 +22,11 @@ Per checkpoint (one output file, schema :data:`PRUNING_SCHEMA`, one row per guid
   random baseline's own spacing.
 
 Cost of a pruned model: sliding-window perplexity on the evaluation text
-(:mod:`swapkl.perplexity`), ``delta_ppl_pct = 100 * (ppl / base_ppl - 1)``, each with a 95%
-percentile bootstrap CI over evaluation windows (resamplings shared by all rows, so the delta CI
-is paired); and ``kl_mean`` = token-weighted KL(p_base || p_pruned) over every valid token of the
-probe windows, with a 95% bootstrap CI over those windows. Per-window NLL sums are kept
-(``window_nll_sum``, ``window_tokens``) so later statistics (the I/R ratio) can be bootstrapped.
+(:mod:`swapkl.perplexity`), ``delta_ppl_pct = 100 * (ppl / base_ppl - 1)``, and ``kl_mean`` =
+token-weighted KL(p_base || p_pruned) over every valid token of the probe windows. The per-window
+sums are kept (``window_nll_sum``, ``window_tokens``, ``probe_kl_sum``, ``probe_tokens``): the
+bootstrap CIs of all three (:func:`swapkl.intervals.pruning_intervals`, seeded with ``seed``) and
+later statistics (the I/R ratio) are computed from them downstream, by ``aggregate_pruning``.
 
 A guide whose greedy scan cannot reach a feasible budget (the scan may block more layers than
 necessary) gets a row with ``feasible = false``, null ``removed_layers`` and NaN costs; a budget
@@ -48,8 +48,8 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl import provenance
-from swapkl.agreement import AGREEMENT_SCHEMA, agreement_rows
-from swapkl.bootstrap import boot_log_ppl, percentile_ci, ratio_ci, ratio_mean, resample_indices
+from swapkl.agreement import agreement_rows
+from swapkl.bootstrap import ratio_mean
 from swapkl.data import DataSpec, Windows, check_spec, check_windows, load_windows
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
@@ -63,18 +63,20 @@ from swapkl.parquet_io import check_writable, write_parquet
 from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.probe import step_of
 from swapkl.pruning.inputs import (  # noqa: F401  (check_disjoint, read_probe_inputs: public here as before)
-    REPR_COLUMNS,
     check_budgets,
     check_disjoint,
     probe_data_spec,
     read_probe_inputs,
-    read_table,
 )
 from swapkl.pruning.ratio import ir_ratios  # noqa: F401  (public here as before)
-from swapkl.pruning.table import (  # noqa: F401  (public here as before)
+from swapkl.pruning.table import aggregate_pruning  # noqa: F401  (public here as before)
+from swapkl.schemas import (  # noqa: F401  (PRUNING_SCHEMA, read_agreement, read_pruning: public here as before)
+    AGREEMENT_SCHEMA,
+    PRUNING_RUN_SCHEMA,
     PRUNING_SCHEMA,
-    aggregate_pruning,
+    REPR_SCHEMA,
     read_agreement,
+    read_frame,
     read_pruning,
 )
 from swapkl.selection import SelectionOptions
@@ -127,8 +129,8 @@ def _row_order(r: dict) -> tuple:
 
 def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
                 budgets: Sequence[int] = (1, 2, 3, 4, 5), spacing: int = 1, eval_data: dict | EvalSpec,
-                calib_data: DataSpec, probe_data: DataSpec | None = None, n_random: int = 5, seed: int = 0,
-                n_boot: int = 1000, angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
+                calib_data: DataSpec, probe_data: DataSpec | None = None, n_random: int = 10, seed: int = 0,
+                angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
                 batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
                 agreement_out: str | None = None, allow_pickle: bool = False,
                 trust_remote_code: bool = False, selection: SelectionOptions | None = None,
@@ -138,7 +140,8 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
     paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
     ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
-    in the probe files' provenance, and its token hash must match theirs. Returns the rows written.
+    in the probe files' provenance, and its token hash must match theirs. ``seed`` draws the random
+    baseline and is recorded for the bootstrap CIs that ``aggregate_pruning`` adds. Returns the rows written.
     """
     eval_spec = EvalSpec.from_dict(eval_data)
     eval_spec.check()
@@ -154,9 +157,8 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
             check_writable(path)
     if spacing < 0:
         raise SwapKLError(f"spacing must be >= 0, got {spacing}")
-    if n_random < 0 or n_boot < 0 or batch_size < 1:
-        raise SwapKLError(f"n_random and n_boot must be >= 0 and batch_size >= 1 "
-                          f"(got {n_random}, {n_boot}, {batch_size})")
+    if n_random < 0 or batch_size < 1:
+        raise SwapKLError(f"n_random must be >= 0 and batch_size >= 1 (got {n_random}, {batch_size})")
     if angular_metric not in ("angular", "angular_last"):
         raise SwapKLError(f"unknown angular metric {angular_metric!r}: choose 'angular' or 'angular_last'")
     if not isinstance(calib_data, DataSpec):
@@ -165,7 +167,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     metadata = dict(metadata or {})
 
     probe, probe_provs = read_probe_inputs(probe_files)
-    rep = read_table(repr_file, REPR_COLUMNS, "representation")[0] if repr_file else None
+    rep = read_frame(repr_file, REPR_SCHEMA, "representation") if repr_file else None
     if probe_data is None:
         probe_data = probe_data_spec(probe_provs)
     for spec, role in ((calib_data, "calibration"), (probe_data, "probe")):
@@ -224,10 +226,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     nll = dict(zip(sets, nll_list))
     kl = dict(zip(sets, kl_list))
 
-    eval_idx = resample_indices(ew.n_windows, n_boot, seed)
-    probe_idx = resample_indices(len(seq_tok), n_boot, seed)
     base_lp = base_nll.sum() / win_tok.sum()
-    base_boot = boot_log_ppl(base_nll, win_tok, eval_idx)
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers, spacing=spacing,
                 eval_split=eval_spec.describe(), calibration_split=calib_data.describe(),
                 probe_split=probe_data.describe(), eval_window=eval_spec.window, eval_stride=eval_spec.stride,
@@ -236,16 +235,12 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
 
     def cost_row(guide, budget, draw, removed, nll_sum, kl_sum, merged=None, evals=None):
         lp = nll_sum.sum() / win_tok.sum()
-        boot = boot_log_ppl(nll_sum, win_tok, eval_idx)
-        lo, hi = percentile_ci(np.exp(boot))
-        dlo, dhi = percentile_ci(100.0 * np.expm1(boot - base_boot))
-        klo, khi = (0.0, 0.0) if guide == "base" else ratio_ci(kl_sum, seq_tok, probe_idx)
         return dict(meta, guide=guide, budget=budget, random_draw=draw, removed_layers=list(removed), feasible=True,
-                    ppl=float(np.exp(lp)), ppl_ci_low=lo, ppl_ci_high=hi,
-                    delta_ppl_pct=float(100.0 * np.expm1(lp - base_lp)), delta_ppl_pct_ci_low=dlo,
-                    delta_ppl_pct_ci_high=dhi, kl_mean=ratio_mean(kl_sum, seq_tok), kl_ci_low=klo, kl_ci_high=khi,
+                    ppl=float(np.exp(lp)), delta_ppl_pct=float(100.0 * np.expm1(lp - base_lp)),
+                    kl_mean=ratio_mean(kl_sum, seq_tok),
                     window_nll_sum=nll_sum.tolist(), window_tokens=win_tok.astype(np.int64).tolist(),
-                    n_evals=evals, merged_layers=merged)
+                    n_evals=evals, merged_layers=merged, probe_kl_sum=np.asarray(kl_sum, dtype=np.float64).tolist(),
+                    probe_tokens=seq_tok.astype(np.int64).tolist())
 
     nan = float("nan")
     rows = [cost_row("base", 0, None, [], base_nll, np.zeros(len(seq_tok)))]
@@ -254,9 +249,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         evals = n_evals.get((guide, n, tag))
         if p is None:
             rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
-                             ppl=nan, ppl_ci_low=nan, ppl_ci_high=nan, delta_ppl_pct=nan,
-                             delta_ppl_pct_ci_low=nan, delta_ppl_pct_ci_high=nan, kl_mean=nan, kl_ci_low=nan,
-                             kl_ci_high=nan, n_evals=evals))
+                             ppl=nan, delta_ppl_pct=nan, kl_mean=nan, n_evals=evals))
             continue
         rows.append(dict(cost_row(guide, n, draw, p.removed, nll[p], kl[p], list(p.merged) if p.merged else None,
                                   evals), fixed_set=fixed))
@@ -265,17 +258,16 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         if draws:
             d = np.array([r["delta_ppl_pct"] for r in draws])
             rows.append(dict(meta, guide="random_mean", budget=n, random_draw=None, removed_layers=None, feasible=True,
-                             ppl=float(np.mean([r["ppl"] for r in draws])), ppl_ci_low=nan, ppl_ci_high=nan,
-                             delta_ppl_pct=float(d.mean()), delta_ppl_pct_ci_low=nan, delta_ppl_pct_ci_high=nan,
-                             kl_mean=float(np.mean([r["kl_mean"] for r in draws])), kl_ci_low=nan, kl_ci_high=nan,
+                             ppl=float(np.mean([r["ppl"] for r in draws])), delta_ppl_pct=float(d.mean()),
+                             kl_mean=float(np.mean([r["kl_mean"] for r in draws])),
                              n_draws=len(draws), delta_ppl_pct_sd=float(d.std(ddof=1)) if len(d) > 1 else nan,
                              delta_ppl_pct_min=float(d.min()), delta_ppl_pct_max=float(d.max())))
     rows.sort(key=_row_order)
-    table = pa.Table.from_pylist(rows, schema=PRUNING_SCHEMA)
+    table = pa.Table.from_pylist(rows, schema=PRUNING_RUN_SCHEMA)
 
     prov = provenance.build(
         loaded, None, model=label, revision_label=rev, budgets=budgets, spacing=spacing, n_random=n_random, seed=seed,
-        n_boot=n_boot, angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
+        angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
         bos_token_id=probe_windows.bos_token_id, bos_prepended=probe_windows.bos_token_id is not None,
         allow_overlap=bool(allow_overlap),
         eval_spec=eval_spec.as_dict(), eval_split=eval_spec.describe(), eval_tokens_sha256=ew.sha256,

@@ -275,9 +275,10 @@ def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | No
 
     The table must describe a model of ``n_layers`` blocks and, where its provenance records the weights'
     hash, have been measured on the weights ``weights_sha256``."""
-    from swapkl.schemas import PRUNING_SCHEMA, read_table
+    from swapkl.schemas import PRUNING_RUN_SCHEMA, read_table
 
-    table, prov = read_table(path, PRUNING_SCHEMA, "pruning")
+    # a per-checkpoint file (swapkl prune) or the aggregated table: the run's columns are in both
+    table, prov = read_table(path, PRUNING_RUN_SCHEMA, "pruning")
     df = table.to_pandas()
     sizes = sorted(set(df["n_layers"].dropna().astype(int)))
     if sizes != [n_layers]:
@@ -431,7 +432,7 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
 
     tables, provs = [], []
     for path in inputs:
-        table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", RELEVANCE_APPENDED)
+        table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", appended=RELEVANCE_APPENDED)
         tables.append(table)
         provs.append(prov)
     if not tables:

@@ -26,15 +26,11 @@ from scipy import stats
 
 from swapkl.agreement import rank_statistics
 from swapkl.errors import SwapKLError
-from swapkl.schemas import read_relevance, single_block
+from swapkl.schemas import RELEVANCE_STATS_COLUMNS, read_relevance, single_block
 
 #: the metric each task contributes to the statistics and figures (acc_norm stays in the relevance table)
 PLOT_METRICS = ("acc", "next_token_acc")
 
-COLUMNS = ["model", "revision", "task", "metric", "reference", "n_layers", "excluded_layers", "n_ranked",
-           "exact_rank_misranking", "severe_misranking", "severe_offset", "pearson", "pearson_paper_sign",
-           "layers", "guide_rank", "reference_rank", "n_tasks", "n_blocks", "mean_spread_relevance",
-           "mean_spread_cosine", "wilcoxon_statistic", "wilcoxon_p"]
 
 
 def bi_per_block(agg: pd.DataFrame, model: str, revision: str) -> pd.Series:
@@ -94,7 +90,7 @@ def relevance_statistics(rel: pd.DataFrame, agg: pd.DataFrame) -> pd.DataFrame:
             x = t.set_index("layer")["relevance"].reindex(range(n_layers)).to_numpy(float)
             rows.append(dict(model=model, revision=revision, task=task, metric=t["metric"].iloc[0], reference="bi",
                              n_layers=n_layers, **rank_statistics(x, x_ref), **dep))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=RELEVANCE_STATS_COLUMNS)
 
 
 def summarise_relevance(relevance_path: str, aggregate_path: str, out: str) -> None:

@@ -46,28 +46,15 @@ from swapkl.aggregate import read_aggregate
 from swapkl.errors import SwapKLError
 from swapkl.pairstats import pair_set_column
 from swapkl.parquet_io import check_writable, write_parquet
+from swapkl.schemas import SEED_GAPS as GAPS
+from swapkl.schemas import SEED_MEMBER_STATS as MEMBER_STATS
+from swapkl.schemas import SEED_RANKED as RANKED
+from swapkl.schemas import SEEDS_SCHEMA as SCHEMA
 from swapkl.schemas import read_pruning, read_table
 
 KINDS = ("member", "family", "pruning", "decomposition")
-GAPS = ("gap", "gap_fwd")
-RANKED = ("gap", "gap_fwd", "d_repl_max", "d_inter")
 #: pruning rows that are no guide's choice: the unpruned model and the random baseline (draws and their mean)
 NOT_CHOICES = ("base", "random", "random_mean")
-MEMBER_STATS = ("gap_mean", "gap_fwd_mean", "d_repl_max_mean", "d_repl_fwd_mean", "d_inter_mean")
-
-SCHEMA = pa.schema(
-    [("kind", pa.string()), ("family", pa.string()), ("pair_set", pa.string()), ("revision", pa.string()),
-     ("step", pa.int64()),
-     ("seed", pa.int64()), ("model", pa.string()), ("n_pairs", pa.int64()),
-     *[(c, pa.float64()) for c in MEMBER_STATS],
-     ("n_seeds", pa.int64()), ("seeds", pa.list_(pa.int64())),
-     *[(f"{q}_seed_{s}", pa.float64()) for q in GAPS for s in ("mean", "sd", "min", "max")],
-     *[(f"{s}_{q}", pa.float64()) for q in RANKED for s in ("spearman", "kendall_w")],
-     ("guide", pa.string()), ("budget", pa.int64()), ("layer", pa.int64()), ("n_chosen", pa.int64()),
-     ("share_chosen", pa.float64()),
-     ("data_family", pa.string()), ("init_family", pa.string()), ("quantity", pa.string()),
-     ("var_data", pa.float64()), ("var_init", pa.float64()), ("n_data", pa.int64()), ("n_init", pa.int64()),
-     ("share_data", pa.float64()), ("share_init", pa.float64())])
 
 
 # ----------------------------------------------------------------------------------------- rank statistics

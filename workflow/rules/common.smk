@@ -356,7 +356,8 @@ def _settings_hash(settings):
 
 def get_probe_settings(model):
     """Everything in the config that determines one checkpoint's probe numbers (not the revision list,
-    so adding a revision leaves the existing jobs' parameters unchanged)."""
+    so adding a revision leaves the existing jobs' parameters unchanged, and not the bootstrap settings
+    `probe`, which only the aggregates use)."""
     cfg = config["models"][model]
     return {
         "checkpoint": {key: cfg[key] for key in ("source", "local", "demo", "same_weights_as") if key in cfg},
@@ -364,7 +365,6 @@ def get_probe_settings(model):
         "data": cfg["data"],
         "dtype": cfg["dtype"],
         "batch_size": cfg["batch_size"],
-        "probe": config["probe"],
     }
 
 

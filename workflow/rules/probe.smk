@@ -1,5 +1,6 @@
 # The probe protocols, one GPU job each per checkpoint, on the model's widest pair set (get_probe_pairs);
-# the aggregate reports each configured pair set by filtering. The other protocols are probe_replacement
+# the aggregate reports each configured pair set by filtering and computes the confidence intervals (so that
+# probe.n_boot and probe.seed are no parameters here: changing them re-runs no GPU job). The other protocols are probe_replacement
 # with their protocol, output and runtime (deletion also writes the representation baselines).
 
 
@@ -15,8 +16,6 @@ rule probe_replacement:
         data=get_probe_data,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
         progress=get_progress_path("replacement"),
         metadata=get_metadata,
     log:

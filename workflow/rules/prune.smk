@@ -1,5 +1,6 @@
 # Layer pruning guided by the probe scores and by the baselines: one GPU job per pruned checkpoint, then
-# one pruning table and one guide-agreement table over every pruned checkpoint.
+# one pruning table and one guide-agreement table over every pruned checkpoint; the pruning table's bootstrap
+# CIs are computed there (probe.n_boot resamples, each checkpoint's prune.seed), not in the GPU jobs.
 
 
 rule prune_layers:
@@ -19,7 +20,6 @@ rule prune_layers:
         angular_metric=lambda wildcards: config["models"][wildcards.model]["prune"]["angular_metric"],
         allow_overlap=lambda wildcards: config["models"][wildcards.model]["prune"]["allow_overlap"],
         seed=lambda wildcards: config["models"][wildcards.model]["prune"]["seed"],
-        n_boot=config["probe"]["n_boot"],
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
         metadata=get_prune_metadata,
@@ -49,6 +49,8 @@ rule aggregate_pruning:
             category="Tables",
         ),
         agreement="results/pruning_agreement.parquet",
+    params:
+        n_boot=config["probe"]["n_boot"],
     log:
         "logs/aggregate_pruning.log",
     resources:

@@ -5,4 +5,5 @@ from swapkl.prune import aggregate_pruning
 
 with job_log(snakemake):
     aggregate_pruning(list(snakemake.input.pruning), snakemake.output.pruning,
-                      agreement_inputs=list(snakemake.input.agreement), agreement_out=snakemake.output.agreement)
+                      agreement_inputs=list(snakemake.input.agreement), agreement_out=snakemake.output.agreement,
+                      n_boot=snakemake.params.n_boot)

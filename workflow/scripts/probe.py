@@ -7,5 +7,5 @@ from swapkl.probe import run_probe
 with job_log(snakemake):
     p = snakemake.params
     run_probe(p.checkpoint, snakemake.output.probe, protocols=[p.protocol], pairs=p.pairs, data=DataSpec(**p.data),
-              dtype=p.dtype, batch_size=p.batch_size, n_boot=p.n_boot, seed=p.seed,
-              repr_out=snakemake.output.get("representation"), progress_path=p.progress, metadata=p.metadata)
+              dtype=p.dtype, batch_size=p.batch_size, repr_out=snakemake.output.get("representation"),
+              progress_path=p.progress, metadata=p.metadata)

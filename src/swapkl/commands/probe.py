@@ -14,8 +14,6 @@ def add_parser(sub) -> None:
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     add_data_arguments(p)
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default: 1000)")
-    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
     p.add_argument("--progress-file", help="persist progress here so a killed run resumes")
     p.add_argument("--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
@@ -23,11 +21,12 @@ def add_parser(sub) -> None:
 
 def run(args) -> None:
     """Measure KL(p_base || p_variant) for replacement, interchange, deletion, weight averaging and head-level
-    interchange variants of one checkpoint and write one long-format Parquet file."""
+    interchange variants of one checkpoint and write one long-format Parquet file (means and per-sequence sums;
+    `swapkl aggregate` adds the bootstrap confidence intervals)."""
     from swapkl.probe import run_probe
 
     run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
-              n_boot=args.bootstrap, seed=args.bootstrap_seed, repr_out=args.repr_out,
+              repr_out=args.repr_out,
               progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
               trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens)

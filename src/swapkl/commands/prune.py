@@ -36,8 +36,8 @@ def add_parser(sub) -> None:
     p.add_argument("--spacing", type=int, default=1,
                    help="guided and random removals are more than this many indices apart (default: 1)")
     p.add_argument("--n-random", type=int, default=10, help="random draws per budget (default: 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random draws and the bootstrap (default: 0)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default: 1000)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` (default: 0)")
     p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: angular)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
@@ -59,6 +59,7 @@ def add_parser(sub) -> None:
     a.add_argument("--agreement-inputs", nargs="*", default=[], metavar="FILE.parquet",
                    help="per-checkpoint agreement files")
     a.add_argument("--agreement-out", metavar="FILE.parquet", help="combined agreement table")
+    a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs (default: 1000)")
     a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined pruning table")
 
     f = command(sub, "plot-pruning", run_plot, "pruning figures (PNG + PDF)")
@@ -84,12 +85,12 @@ def run_prune(args) -> None:
     """Remove blocks of one checkpoint guided by its probe files (interchange, replacement max/mean, deletion
     KL, anti-guided) and by the baselines (ShortGPT BI, Gromov angular distance, SLEB-iterative, random), for
     every budget; measure sliding-window perplexity on held-out text and KL against the base model on the probe
-    windows; write one Parquet file."""
+    windows; write one Parquet file (`swapkl aggregate-pruning` adds the bootstrap confidence intervals)."""
     from swapkl.prune import run_pruning
 
     run_pruning(args.model, args.probe, args.repr, args.out, revision=args.revision, budgets=args.budgets,
                 spacing=args.spacing, eval_data=eval_spec(args), calib_data=data_spec(args, "calib-"),
-                n_random=args.n_random, seed=args.seed, n_boot=args.bootstrap, angular_metric=args.angular_metric,
+                n_random=args.n_random, seed=args.seed, angular_metric=args.angular_metric,
                 dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                 agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
                 trust_remote_code=args.trust_remote_code)
@@ -97,10 +98,11 @@ def run_prune(args) -> None:
 
 def run_aggregate(args) -> None:
     """Concatenate per-checkpoint pruning (and agreement) files into results/pruning.parquet (and an agreement
-    table)."""
+    table), with 95% bootstrap CIs over windows, resampled with the seed each `swapkl prune` run recorded."""
     from swapkl.prune import aggregate_pruning
 
-    aggregate_pruning(args.inputs, args.out, agreement_inputs=args.agreement_inputs, agreement_out=args.agreement_out)
+    aggregate_pruning(args.inputs, args.out, agreement_inputs=args.agreement_inputs, agreement_out=args.agreement_out,
+                      n_boot=args.bootstrap)
 
 
 def run_plot(args) -> None:

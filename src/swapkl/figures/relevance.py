@@ -20,6 +20,7 @@ from swapkl.errors import SwapKLError
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
 from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, zscores
+from swapkl.schemas import RELEVANCE_STATS_COLUMNS, read_frame
 
 
 def read_relevance(path) -> pd.DataFrame:
@@ -99,7 +100,8 @@ def plot_relevance_zscores(rel, out_png, out_pdf, *, model: str, revision: str) 
 def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, model: str, revision: str) -> None:
     """One panel per task: the rank confusion matrix of AccRel (rows) against cosine / BI (columns), with the
     exact-rank and severe misranking rates of ``results/relevance_stats.parquet``."""
-    st = stats if isinstance(stats, pd.DataFrame) else pd.read_parquet(stats)
+    st = stats if isinstance(stats, pd.DataFrame) else read_frame(stats, RELEVANCE_STATS_COLUMNS,
+                                                                  "relevance statistics")
     st = st[(st["model"] == model) & (st["revision"] == revision)].sort_values("task")
     if st.empty:
         raise SwapKLError(f"relevance statistics have no rows for {model} {revision}")

@@ -10,16 +10,9 @@ from swapkl import provenance
 from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.perplexity import EvalSpec
-from swapkl.schemas import open_table
+from swapkl.schemas import PROBE_SCHEMA, read_table
 from swapkl.selection import max_feasible
 from swapkl.text_sources import source_key
-
-PROBE_COLUMNS = ("protocol", "layer_i", "layer_j", "n_layers", "kl_mean")
-REPR_COLUMNS = ("metric", "layer_i", "width", "value")
-
-
-def read_table(path, columns, what: str) -> tuple[pd.DataFrame, dict]:
-    return open_table(path, columns, what).to_pandas(), provenance.read(str(path))
 
 
 def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
@@ -28,7 +21,8 @@ def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
         raise SwapKLError("no probe file given")
     frames, provs, seen = [], [], {}
     for p in paths:
-        df, prov = read_table(p, PROBE_COLUMNS, "probe")
+        table, prov = read_table(p, PROBE_SCHEMA, "probe")
+        df = table.to_pandas()
         provenance.check_comparable(seen, str(p), prov, "the pruned checkpoint")
         frames.append(df)
         provs.append(prov)

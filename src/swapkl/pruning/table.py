@@ -1,5 +1,7 @@
-"""The pruning table (one row per guide x budget [x random draw]): its schema, the aggregation of
-per-checkpoint files into ``results/pruning.parquet`` and the readers.
+"""The pruning table (one row per guide x budget [x random draw]): the aggregation of per-checkpoint
+files (:data:`~swapkl.schemas.PRUNING_RUN_SCHEMA`) into ``results/pruning.parquet``
+(:data:`~swapkl.schemas.PRUNING_SCHEMA`), which adds the bootstrap CIs
+(:func:`swapkl.intervals.pruning_intervals`).
 
 Columns appended after ``window_tokens`` (null for guides they do not concern):
 
@@ -19,27 +21,41 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl import provenance
-from swapkl.agreement import AGREEMENT_SCHEMA
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_distinct
 from swapkl.guides.registry import guide_names
+from swapkl.intervals import pruning_intervals
+from swapkl.options import require_int
 from swapkl.parquet_io import write_parquet
-from swapkl.schemas import PRUNING_SCHEMA, read_agreement, read_pruning, read_table  # noqa: F401  (public here)
+from swapkl.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_table
 
 log = logging.getLogger(__name__)
 
-def _concat(paths: Sequence, schema: pa.Schema, what: str) -> tuple[pa.Table, list[dict]]:
+
+def _with_intervals(n_boot: int):
+    """Adds the CIs to one pruning file, resampled with the seed its run recorded (that of its random draws)."""
+    def finish(table: pa.Table, prov: dict, path: str) -> pa.Table:
+        seed = prov.get("seed")
+        if not isinstance(seed, int) or seed < 0:
+            raise SwapKLError(f"{path}: the provenance records no bootstrap seed (a pruning file of swapkl prune?)")
+        return pruning_intervals(table, n_boot, seed, path)
+    return finish
+
+
+def _concat(paths: Sequence, schema: pa.Schema, what: str, finish=None) -> tuple[pa.Table, list[dict]]:
     tables, provs, seen = [], [], {}
     for p in paths:
         t, prov = read_table(p, schema, what)
+        if finish is not None:
+            t = finish(t, prov, str(p))
         for key in sorted(set(zip(t.column("model").to_pylist(), t.column("revision").to_pylist()))):
             if key in seen:
                 raise SwapKLError(f"{what} files {seen[key]!r} and {str(p)!r} both hold {key[0]}@{key[1]}")
             seen[key] = str(p)
         tables.append(t)
         provs.append(dict(path=str(p), **{k: prov.get(k) for k in (
-            "model", "revision_label", "weights_sha256", "commit", "eval_split", "calibration_split", "probe_split",
-            "config_sha256")}))
+            "model", "revision_label", "weights_sha256", "commit", "seed", "eval_split", "calibration_split",
+            "probe_split", "config_sha256")}))
     if not tables:
         raise SwapKLError(f"no {what} file given")
     return pa.concat_tables(tables), provs
@@ -52,17 +68,19 @@ def _sort(df: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
 
 
 def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence = (),
-                      agreement_out: str | None = None) -> pd.DataFrame:
-    """Concatenate per-checkpoint pruning files (and agreement files) into one table each.
+                      agreement_out: str | None = None, n_boot: int = 1000) -> pd.DataFrame:
+    """Concatenate per-checkpoint pruning files (and agreement files) into one table each, adding the 95%
+    bootstrap CIs (``n_boot`` resamples of the windows, seeded with each run's recorded ``seed``).
 
     Rows are sorted by model, step (revisions without a step last), revision, guide (the order of
     the guide registry :mod:`swapkl.guides`), budget and random draw. A checkpoint present in two inputs is an error.
     """
+    require_int("n_boot (bootstrap resamples)", n_boot, 1)
     if bool(agreement_inputs) != (agreement_out is not None):
         raise SwapKLError("give both agreement inputs and agreement_out, or neither")
     require_distinct({"--out": out, "--agreement-out": agreement_out},
                      [("--inputs", p) for p in inputs] + [("--agreement-inputs", p) for p in agreement_inputs])
-    table, provs = _concat(inputs, PRUNING_SCHEMA, "pruning")
+    table, provs = _concat(inputs, PRUNING_RUN_SCHEMA, "pruning", _with_intervals(n_boot))
     df = table.to_pandas()
     order = guide_names()
     unknown = sorted(set(df["guide"]) - set(order))
@@ -72,7 +90,7 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     df["_d"] = df["random_draw"].astype("float64").fillna(-1)
     df["_f"] = df["fixed_set"].fillna("")
     df = _sort(df, ["_g", "_f", "budget", "_d"]).drop(columns=["_g", "_d", "_f"])
-    prov = dict(provenance.software_versions(), inputs=provs)
+    prov = dict(provenance.software_versions(), inputs=provs, n_boot=int(n_boot), ci_level=0.95)
     write_parquet(pa.Table.from_pandas(df, schema=PRUNING_SCHEMA, preserve_index=False), out, prov)
     if agreement_out is not None:
         at, aprovs = _concat(agreement_inputs, AGREEMENT_SCHEMA, "agreement")
