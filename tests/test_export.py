@@ -210,3 +210,40 @@ def test_half_precision_export_is_verified_and_keeps_its_dtype(tmp_path, dtype):
     assert check["max_abs_logit_diff"] <= check["logit_tolerance"]
     assert check["generate_max_abs_logit_diff"] <= check["generate_logit_tolerance"]
     assert check["generate_tokens_checked"] == 8
+
+
+def _averaged_copy(model, a: int):
+    """A copy of ``model`` whose block ``a`` holds the mean of blocks ``a`` and ``a + 1``'s parameters, written
+    through the state dict (independent of swapkl.merge)."""
+    import copy
+
+    m = copy.deepcopy(model)
+    prefix = next(k for k in m.state_dict() if ".0." in k).split(".0.")[0] + "."
+    sd = m.state_dict()
+    with torch.no_grad():
+        for key, t in sd.items():
+            if key.startswith(f"{prefix}{a}.") and t.is_floating_point():
+                t.copy_((t + sd[f"{prefix}{a + 1}." + key[len(f"{prefix}{a}."):]]) / 2)
+    return m
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_merged_export_runs_the_averaged_block(tmp_path, arch):
+    """--merge 1 with --remove 2: slot 1 runs the average of blocks 1 and 2, as LaCo rows of the pruning
+    study measure it; the reloaded export equals the stock forward of a hand-averaged copy."""
+    model, _, out, code = _export(tmp_path, arch, "--remove", "2", "--merge", "1")
+    assert code == 0
+    exported = AutoModelForCausalLM.from_pretrained(out).eval()
+    ids = random_tokens(VOCAB, 2, 20, seed=7)
+    with torch.inference_mode():
+        got = exported(input_ids=ids).logits
+    mask = torch.ones_like(ids)
+    assert _close(got, ref.logits(_averaged_copy(model, 1), ids, mask, [0, 1, 3, 4]))
+    assert not _close(got, ref.logits(model, ids, mask, [0, 1, 3, 4]))  # the merge is not a plain removal
+    assert json.loads((out / PROVENANCE_FILE).read_text())["merged_layers"] == [1]
+
+
+def test_a_merge_needs_the_next_block_removed(tmp_path, capsys):
+    _, _, out, code = _export(tmp_path, "llama", "--remove", "3", "--merge", "1")
+    assert code == 2 and "--merge 1" in capsys.readouterr().err
+    assert not out.exists()
