@@ -179,7 +179,7 @@ def test_export_pruning_choices_writes_each_feasible_budget(tmp_path):
     model = save_tiny(src, "mistral", n_layers=N_LAYERS)
     table = pd.DataFrame({"guide": ["base", "interchange", "interchange", "interchange", "bi"],
                           "budget": [0, 1, 2, 3, 1], "removed_layers": [[], [3], [1, 3], None, [0]],
-                          "feasible": [True, True, True, False, True]})
+                          "feasible": [True, True, True, False, True], "random_draw": [None] * 5})
     write_parquet(table, str(tmp_path / "pruning.parquet"), {"test": "a table swapkl wrote"})
     out = tmp_path / "exports"
     written = export_pruning_choices(str(tmp_path / "pruning.parquet"), str(src), str(out), ["interchange"],
@@ -211,3 +211,63 @@ def test_half_precision_export_is_verified_and_keeps_its_dtype(tmp_path, dtype):
     assert check["max_abs_logit_diff"] <= check["logit_tolerance"]
     assert check["generate_max_abs_logit_diff"] <= check["generate_logit_tolerance"]
     assert check["generate_tokens_checked"] == 8
+
+
+def _averaged_copy(model, a: int):
+    """A copy of ``model`` whose block ``a`` holds the mean of blocks ``a`` and ``a + 1``'s parameters, written
+    through the state dict (independent of swapkl.merge)."""
+    import copy
+
+    m = copy.deepcopy(model)
+    prefix = next(k for k in m.state_dict() if ".0." in k).split(".0.")[0] + "."
+    sd = m.state_dict()
+    with torch.no_grad():
+        for key, t in sd.items():
+            if key.startswith(f"{prefix}{a}.") and t.is_floating_point():
+                t.copy_((t + sd[f"{prefix}{a + 1}." + key[len(f"{prefix}{a}."):]]) / 2)
+    return m
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_merged_export_runs_the_averaged_block(tmp_path, arch):
+    """--merge 1 with --remove 2: slot 1 runs the average of blocks 1 and 2, as LaCo rows of the pruning
+    study measure it; the reloaded export equals the stock forward of a hand-averaged copy."""
+    model, _, out, code = _export(tmp_path, arch, "--remove", "2", "--merge", "1")
+    assert code == 0
+    exported = AutoModelForCausalLM.from_pretrained(out).eval()
+    ids = random_tokens(VOCAB, 2, 20, seed=7)
+    with torch.inference_mode():
+        got = exported(input_ids=ids).logits
+    mask = torch.ones_like(ids)
+    assert _close(got, ref.logits(_averaged_copy(model, 1), ids, mask, [0, 1, 3, 4]))
+    assert not _close(got, ref.logits(model, ids, mask, [0, 1, 3, 4]))  # the merge is not a plain removal
+    assert json.loads((out / PROVENANCE_FILE).read_text())["merged_layers"] == [1]
+
+
+def test_a_merge_needs_the_next_block_removed(tmp_path, capsys):
+    _, _, out, code = _export(tmp_path, "llama", "--remove", "3", "--merge", "1")
+    assert code == 2 and "--merge 1" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_export_pruning_choices_keeps_merges_and_separates_draws(tmp_path):
+    """A LaCo row is exported with its averaged block (not as a plain removal), and random draws of one budget
+    get a folder each instead of colliding."""
+    import pandas as pd
+
+    from swapkl.export import export_pruning_choices
+
+    src = tmp_path / "src"
+    model = save_tiny(src, "llama", n_layers=N_LAYERS)
+    table = pd.DataFrame({"guide": ["laco", "random", "random"], "budget": [1, 1, 1], "random_draw": [None, 0, 1],
+                          "removed_layers": [[2], [0], [4]], "feasible": [True, True, True],
+                          "merged_layers": [[1], None, None]})
+    write_parquet(table, str(tmp_path / "pruning.parquet"), {"test": "a table swapkl wrote"})
+    written = export_pruning_choices(str(tmp_path / "pruning.parquet"), str(src), str(tmp_path / "out"),
+                                     ["laco", "random"], device="cpu")
+    assert [os.path.basename(w) for w in written] == ["laco-n1", "random-n1-draw0", "random-n1-draw1"]
+    exported = AutoModelForCausalLM.from_pretrained(tmp_path / "out" / "laco-n1").eval()
+    ids = random_tokens(VOCAB, 2, 16, seed=8)
+    with torch.inference_mode():
+        got = exported(input_ids=ids).logits
+    assert _close(got, ref.logits(_averaged_copy(model, 1), ids, torch.ones_like(ids), [0, 1, 3, 4]))

@@ -246,10 +246,32 @@ def _copy_side_files(src: str, dst: str) -> list[str]:
     return copied
 
 
+def check_merge(merge: list[int] | None, order: tuple[int, ...]) -> list[int]:
+    """The merged slots (sorted): each runs the weight average of its block ``a`` and block ``a + 1``, which the
+    export must leave out (LaCo rows of the pruning table: ``merged_layers`` and ``removed_layers``)."""
+    merged = sorted(set(merge or ()))
+    for a in merged:
+        if a not in order or a + 1 in order:
+            raise SwapKLError(f"--merge {a}: a merged block {a} must be kept and block {a + 1} removed "
+                              f"(kept blocks: {list(order)})")
+    return merged
+
+
+def _merge_blocks(blocks, merged: list[int]) -> None:
+    """Replace each merged block ``a`` of the loaded model by the average of blocks ``a`` and ``a + 1``
+    (:func:`swapkl.merge.averaged_block`, the pruning study's merge)."""
+    from swapkl.merge import averaged_block
+
+    for a in merged:
+        blocks[a] = averaged_block(blocks[a], blocks[a + 1])
+
+
 def export_checkpoint(model: str, out: str, *, revision: str | None = None, remove: list[int] | None = None,
-                      order: list[int] | None = None, guide: str | None = None, dtype: str = "float32",
-                      device: str = "auto", allow_pickle: bool = False, trust_remote_code: bool = False) -> dict:
-    """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance."""
+                      order: list[int] | None = None, merge: list[int] | None = None, guide: str | None = None,
+                      dtype: str = "float32", device: str = "auto", allow_pickle: bool = False,
+                      trust_remote_code: bool = False) -> dict:
+    """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance.
+    ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
     from swapkl import provenance
     from swapkl.adapters import get_adapter
     from swapkl.loading import load_model, weights_sha256
@@ -263,6 +285,8 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
                         trust_remote_code=trust_remote_code, need_tokenizer=False)
     adapter = get_adapter(loaded.model)
     blocks_order = export_order(adapter.n_layers, remove=remove, order=order)
+    merged = check_merge(merge, blocks_order)
+    _merge_blocks(adapter.blocks, merged)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
     try:
         _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
@@ -271,7 +295,7 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
         check = verify_export(tmp, loaded.model, blocks_order)
         removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
         prov = provenance.build(loaded, source_path=loaded.path, order=list(blocks_order), removed_layers=removed,
-                                guide=guide, n_layers_source=adapter.n_layers, n_layers=len(blocks_order),
+                                merged_layers=merged, guide=guide, n_layers_source=adapter.n_layers, n_layers=len(blocks_order),
                                 export_weights_sha256=weights_sha256(tmp), copied_files=copied, verification=check)
         with open(os.path.join(tmp, PROVENANCE_FILE), "w") as f:
             json.dump(prov, f, indent=2, sort_keys=True)
@@ -286,15 +310,30 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     return prov
 
 
+def _choice_folder(r) -> str:
+    """``<guide>-n<budget>``, with the random draw or the fixed set's name where a guide has several rows."""
+    name = f"{r.guide}-n{int(r.budget)}"
+    if r.random_draw is not None and r.random_draw == r.random_draw:  # not null / NaN
+        name += f"-draw{int(r.random_draw)}"
+    if isinstance(r.fixed_set, str):
+        name += f"-{r.fixed_set}"
+    return name
+
+
 def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: list[str], *,
                            revision: str | None = None, dtype: str = "float32", device: str = "auto") -> list[str]:
-    """Export the pruned model each of ``guides`` chose at each feasible budget of a pruning table.
+    """Export the pruned model each of ``guides`` chose at each feasible budget of a pruning table
+    (LaCo rows with their merged blocks; one folder per random draw and per fixed set).
 
-    Writes ``out_dir/<guide>-n<budget>/`` (``out_dir`` must be new or empty); returns the written folders.
+    Writes ``out_dir/<guide>-n<budget>[-draw<k>|-<fixed set>]/`` (``out_dir`` must be new or empty); returns the
+    written folders.
     """
     from swapkl.schemas import read_frame
 
-    table = read_frame(pruning_file, ["guide", "budget", "removed_layers", "feasible"], "pruning")
+    table = read_frame(pruning_file, ["guide", "budget", "random_draw", "removed_layers", "feasible"], "pruning")
+    for name in ("fixed_set", "merged_layers"):  # appended columns: absent from older tables
+        if name not in table:
+            table[name] = None
     unknown = sorted(set(guides) - set(table["guide"]))
     if unknown:
         raise SwapKLError(f"pruning table {pruning_file!r} has no guide {', '.join(unknown)} "
@@ -305,9 +344,10 @@ def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: 
     written = []
     for guide in guides:
         rows = table[(table["guide"] == guide) & table["feasible"].astype(bool)].sort_values("budget")
-        for budget, removed in zip(rows["budget"], rows["removed_layers"]):
-            folder = os.path.join(out_dir, f"{guide}-n{int(budget)}")
-            export_checkpoint(model, folder, revision=revision, remove=[int(b) for b in removed], guide=guide,
-                              dtype=dtype, device=device)
+        for r in rows.itertuples(index=False):
+            folder = os.path.join(out_dir, _choice_folder(r))
+            merged = None if r.merged_layers is None else [int(b) for b in r.merged_layers]
+            export_checkpoint(model, folder, revision=revision, remove=[int(b) for b in r.removed_layers],
+                              merge=merged, guide=guide, dtype=dtype, device=device)
             written.append(folder)
     return written

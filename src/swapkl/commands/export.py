@@ -14,6 +14,8 @@ def add_parser(sub) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--remove", metavar="I,J", help="blocks to remove, e.g. 3,5")
     what.add_argument("--order", metavar="I,J,...", help="blocks to run, slot by slot, e.g. 0,2,1,3")
+    p.add_argument("--merge", metavar="A,B", help="with --remove: slots A whose block becomes the weight average of "
+                   "blocks A and A+1 (block A+1 removed), e.g. a LaCo row of the pruning table")
     p.add_argument("--guide", help="name of the guide that chose the blocks (recorded in the provenance)")
     p.add_argument("--out", required=True, metavar="DIR", help="new output directory")
 
@@ -26,7 +28,8 @@ def run(args) -> None:
 
     remove = None if args.remove is None else parse_indices(args.remove, "--remove")
     order = None if args.order is None else parse_indices(args.order, "--order")
-    prov = export_checkpoint(args.model, args.out, revision=args.revision, remove=remove, order=order,
+    merge = None if args.merge is None else parse_indices(args.merge, "--merge")
+    prov = export_checkpoint(args.model, args.out, revision=args.revision, remove=remove, order=order, merge=merge,
                              guide=args.guide, dtype=args.dtype, device=args.device, allow_pickle=args.allow_pickle,
                              trust_remote_code=args.trust_remote_code)
     print(json.dumps({"out": args.out, "order": prov["order"], "removed_layers": prov["removed_layers"],
