@@ -100,7 +100,7 @@ def _capture_attention(adapter, store: dict[int, torch.Tensor]):
     """Forward hooks that keep each block's attention probabilities ``[B, heads, T, T]`` by block index."""
     hooks = []
     for b in range(adapter.n_layers):
-        module = getattr(adapter.blocks[b], adapter.attention_attr)
+        module = getattr(adapter.blocks[b], adapter.layout.attention)
 
         def hook(_m, _args, out, b=b):
             probs = out[1] if isinstance(out, tuple) and len(out) > 1 else None

@@ -23,22 +23,28 @@ class BlockContext:
     masks: dict[str, torch.Tensor | None] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Attribute names of a model's parts: on the causal-LM wrapper (``backbone``), on the backbone
+    (``embed``, ``norm``) and on a block (``attention``, the module that returns ``(output, probabilities)``)."""
+
+    backbone: str = "model"
+    embed: str = "embed_tokens"
+    norm: str = "norm"
+    attention: str = "self_attn"
+
+
 class Adapter:
     """Base adapter for decoder-only models laid out as ``<backbone>.layers``."""
 
     #: ``config.model_type`` values handled by this adapter.
     model_types: tuple[str, ...] = ()
-    #: attribute names on the causal-LM wrapper and on its backbone
-    backbone_attr = "model"
-    embed_attr = "embed_tokens"
-    norm_attr = "norm"
-    #: attribute of a block holding its attention module (returns ``(output, probabilities)``)
-    attention_attr = "self_attn"
+    layout = Layout()
 
     def __init__(self, model: nn.Module):
         self.model = model
         self.config = model.config
-        self.backbone = getattr(model, self.backbone_attr)
+        self.backbone = getattr(model, self.layout.backbone)
         #: blocks built outside the model (averaged blocks), keyed by negative block ids
         self.extra_blocks: dict[int, nn.Module] = {}
 
@@ -53,7 +59,7 @@ class Adapter:
 
     @property
     def final_norm(self) -> nn.Module:
-        return getattr(self.backbone, self.norm_attr)
+        return getattr(self.backbone, self.layout.norm)
 
     @property
     def head(self) -> nn.Linear:
@@ -69,7 +75,7 @@ class Adapter:
 
     # -- computation -----------------------------------------------------
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return getattr(self.backbone, self.embed_attr)(input_ids)
+        return getattr(self.backbone, self.layout.embed)(input_ids)
 
     def mask_kind(self, slot: int) -> str:
         """Which attention mask the stock forward hands to the block at ``slot``."""

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import torch
 
-from swapkl.adapters.base import Adapter, BlockContext
+from swapkl.adapters.base import Adapter, BlockContext, Layout
 
 
 class GPT2Adapter(Adapter):
     model_types = ("gpt2",)
-    backbone_attr = "transformer"
-    embed_attr = "wte"
-    norm_attr = "ln_f"
-    attention_attr = "attn"
+    layout = Layout(backbone="transformer", embed="wte", norm="ln_f", attention="attn")
 
     @property
     def blocks(self):

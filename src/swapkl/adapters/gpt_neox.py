@@ -1,14 +1,11 @@
 """GPT-NeoX (Pythia): parallel residual, partial rotary, untied output embedding."""
 
-from swapkl.adapters.base import Adapter
+from swapkl.adapters.base import Adapter, Layout
 
 
 class GPTNeoXAdapter(Adapter):
     model_types = ("gpt_neox",)
-    backbone_attr = "gpt_neox"
-    embed_attr = "embed_in"
-    norm_attr = "final_layer_norm"
-    attention_attr = "attention"
+    layout = Layout(backbone="gpt_neox", embed="embed_in", norm="final_layer_norm", attention="attention")
 
     def embed_dropout(self, h):
         return self.backbone.emb_dropout(h)
