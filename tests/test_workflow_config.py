@@ -168,7 +168,8 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled), and
     # the paper's protocols on the same weights (no download): Pythia-1.4B step143000 and Qwen3-8B; the
     # second paper's relevance tasks (lm-eval names, C4) on Llama-3.1-8B; the gap covariates of both Pythia
-    # trajectories (pythia-410m's family members included).
+    # trajectories (pythia-410m's family members included); pythia-160m pruned at step143000 by each of its ten
+    # seeds (figures for the entry only).
     # The seed families: pythia-410m and pythia-160m across ten seeds each (the original + 9 PolyPythias
     # runs) and the 160m data-seed and weight-seed variants (3 each), 5 revisions each: 125 more checkpoints
     # of 4 jobs each; per-model figures only for the families' own entries (3 new: 3 x 12 figures).
@@ -176,13 +177,13 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "download_checkpoint": 12 + 125, "probe_replacement": 14 + 125, "probe_interchange": 14 + 125,
         "probe_deletion": 14 + 125, "aggregate_results": 1, "plot_gap_trajectory": 2 + 3,
         "plot_ratio_by_distance": 6 + 3, "plot_heatmaps": 14 + 15, "plot_deletion_vs_bi": 14 + 15,
-        "prune_layers": 5, "aggregate_pruning": 1, "plot_pruning_cost": 5, "plot_pruning_agreement": 5,
+        "prune_layers": 5 + 10, "aggregate_pruning": 1, "plot_pruning_cost": 5 + 1, "plot_pruning_agreement": 5 + 1,
         "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
         "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
@@ -221,15 +222,18 @@ def _relevance_inputs(*args: str) -> tuple[dict, Counter]:
 
 def test_a_pruned_and_scored_checkpoint_scores_its_pruned_sets_in_its_relevance_job(tmp_path):
     """Where a checkpoint is both pruned and scored for relevance (the demo's llama-demo), its one relevance job
-    reads its pruning table (no extra job); a checkpoint that is not pruned (pythia-demo) does not, and neither
-    does one whose relevance.pruning_guides is empty."""
+    reads its pruning table (no extra job); a checkpoint that is not pruned (pythia-demo, scored here) does not,
+    and neither does one whose relevance.pruning_guides is empty."""
     inputs, counts = _relevance_inputs("--workflow-profile", "profiles/demo")
-    assert set(inputs) == {("pythia-demo", "step200"), ("llama-demo", "step200")}
+    assert set(inputs) == {("llama-demo", "step200")}
     assert "results/pruning/llama-demo/step200/pruning.parquet" in inputs[("llama-demo", "step200")]
-    assert not any("results/pruning/" in x for x in inputs[("pythia-demo", "step200")])
-    assert counts["score_relevance"] == 2 == expected_counts(load(DEMO))["score_relevance"]
     assert counts == expected_counts(load(DEMO))
     cfg = load(DEMO)
+    cfg["models"]["pythia-demo"]["relevance"] = {"enabled": True, "revisions": ["step200"], "demo_tasks": True}
+    inputs, counts = _relevance_inputs("--replace-workflow-config", "--configfile", str(write_config(tmp_path, cfg)))
+    assert set(inputs) == {("pythia-demo", "step200"), ("llama-demo", "step200")}
+    assert not any("results/pruning/" in x for x in inputs[("pythia-demo", "step200")])
+    assert counts["score_relevance"] == 2 == expected_counts(cfg)["score_relevance"]
     cfg["models"]["llama-demo"]["relevance"]["pruning_guides"] = []
     inputs, _ = _relevance_inputs("--replace-workflow-config", "--configfile", str(write_config(tmp_path, cfg)))
     assert not any("results/pruning/" in x for x in inputs[("llama-demo", "step200")])
