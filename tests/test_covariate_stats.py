@@ -166,3 +166,5 @@ def test_seed_families_label_the_rows_and_pool_their_members(tmp_path):
     members = got[got["family"] == "a"]
     assert fam["spearman"].iloc[0] == pytest.approx(stats.spearmanr(members["commutator"], members["gap"])[0],
                                                     abs=1e-12)
+    plot_covariate_correlations(corr_out, tmp_path / "fig.png", tmp_path / "fig.pdf", families=families)
+    assert (tmp_path / "fig.png").read_bytes().startswith(b"\x89PNG")

@@ -67,6 +67,8 @@ rule plot_covariates:
             category="8. What explains the gap",
         ),
         pdf="results/figures/covariates.pdf",
+    params:
+        families=get_seed_families(),
     log:
         "logs/plot_covariates.log",
     conda:

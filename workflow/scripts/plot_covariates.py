@@ -4,4 +4,5 @@ from swapkl.figures.covariates import plot_covariate_correlations
 from swapkl.joblog import job_log
 
 with job_log(snakemake):
-    plot_covariate_correlations(snakemake.input.correlations, snakemake.output.png, snakemake.output.pdf)
+    plot_covariate_correlations(snakemake.input.correlations, snakemake.output.png, snakemake.output.pdf,
+                                families=snakemake.params.families)
