@@ -37,6 +37,18 @@ from collections.abc import Mapping
 import numpy as np
 from scipy import stats
 
+def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of ``x`` against the same row of ``y`` (``[..., n]`` arrays; NaN when a
+    row's ranks are all tied or n < 2)."""
+    rx = stats.rankdata(np.asarray(x, dtype=np.float64), axis=-1)
+    ry = stats.rankdata(np.asarray(y, dtype=np.float64), axis=-1)
+    rx = rx - rx.mean(axis=-1, keepdims=True)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, (rx * ry).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
 def misranking(x, y) -> tuple[float, int]:
     """(share of untied layer pairs ordered differently, number of untied pairs)."""
     x = np.asarray(x, dtype=np.float64)

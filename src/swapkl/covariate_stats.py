@@ -36,14 +36,15 @@ import zlib
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from scipy import stats
 
 from swapkl import provenance
+from swapkl.agreement import spearman
 from swapkl.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
 from swapkl.pairstats import CI_LEVEL
 from swapkl.schemas import (COVARIATE_CORRELATIONS_SCHEMA, COVARIATE_FILE_SCHEMA, COVARIATES_SCHEMA,
                             read_table)
+from swapkl.seed_families import family_of
 
 log = logging.getLogger(__name__)
 
@@ -58,18 +59,6 @@ RESAMPLED = "pairs"
 FAMILY_COLUMNS = ("family", "seed")
 #: provenance fields on which a covariate file must agree with the probes of its checkpoint
 SAME_INPUTS = ("weights_sha256", "tokens_sha256")
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row of ``x`` against the same row of ``y`` (``[..., n]`` arrays; NaN when a
-    row's ranks are all tied or n < 2)."""
-    rx = stats.rankdata(np.asarray(x, dtype=np.float64), axis=-1)
-    ry = stats.rankdata(np.asarray(y, dtype=np.float64), axis=-1)
-    rx = rx - rx.mean(axis=-1, keepdims=True)
-    ry = ry - ry.mean(axis=-1, keepdims=True)
-    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, (rx * ry).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
 
 
 def spearman_ci(x, y, idx: np.ndarray) -> tuple[float, float, float]:
@@ -171,7 +160,7 @@ def covariate_table(covariate_files, aggregate_path: str) -> tuple[pd.DataFrame,
 def with_families(table: pd.DataFrame, families: dict | None) -> pd.DataFrame:
     """``table`` with each row's seed family and seed (null for models outside the families); ``families`` as
     the workflow's seed summary takes it: ``{family: {"members": {model: seed}, ...}}``."""
-    member = {m: (name, int(s)) for name, f in (families or {}).items() for m, s in f["members"].items()}
+    member = family_of(families or {})
     out = table.copy()
     out["family"] = [member.get(m, (None, None))[0] for m in out["model"]]
     out["seed"] = pd.array([member.get(m, (None, None))[1] for m in out["model"]], dtype="Int64")

@@ -43,6 +43,7 @@ import pyarrow as pa
 from scipy.stats import rankdata
 
 from swapkl.aggregate import read_aggregate
+from swapkl.agreement import spearman
 from swapkl.errors import SwapKLError
 from swapkl.pairstats import pair_set_column
 from swapkl.parquet_io import check_writable, write_parquet
@@ -51,6 +52,7 @@ from swapkl.schemas import SEED_MEMBER_STATS as MEMBER_STATS
 from swapkl.schemas import SEED_RANKED as RANKED
 from swapkl.schemas import SEEDS_SCHEMA as SCHEMA
 from swapkl.schemas import read_pruning, read_table
+from swapkl.seed_families import family_of
 
 KINDS = ("member", "family", "pruning", "decomposition")
 #: pruning rows that are no guide's choice: the unpruned model and the random baseline (draws and their mean)
@@ -66,19 +68,14 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 def mean_pairwise_spearman(values) -> float:
-    """Mean over every pair of rows (seeds) of Spearman's rho between them (the Pearson correlation of
-    their average ranks); NaN with fewer than two rows or columns, or a row of equal values."""
+    """Mean over every pair of rows (seeds) of Spearman's rho between them (:func:`swapkl.agreement.spearman`);
+    NaN with fewer than two rows or columns, or a row of equal values."""
     values = np.asarray(values, dtype=np.float64)
     m, n = values.shape
     if m < 2 or n < 2 or not np.isfinite(values).all():
         return float("nan")
-    ranks = _ranks(values)
-    centred = ranks - ranks.mean(axis=1, keepdims=True)
-    norms = np.sqrt((centred ** 2).sum(axis=1))
-    if (norms == 0).any():
-        return float("nan")
-    rhos = [float(centred[a] @ centred[b] / (norms[a] * norms[b])) for a, b in combinations(range(m), 2)]
-    return float(np.mean(rhos))
+    a, b = np.array(list(combinations(range(m), 2))).T
+    return float(np.mean(spearman(values[a], values[b])))
 
 
 def kendall_w(values) -> float:
@@ -103,7 +100,7 @@ def kendall_w(values) -> float:
 
 
 def _members_frame(agg: pd.DataFrame, families: dict) -> pd.DataFrame:
-    member_of = {m: (f, seed) for f, spec in families.items() for m, seed in spec["members"].items()}
+    member_of = family_of(families)
     s = agg[(agg["kind"] == "summary") & agg["model"].isin(list(member_of)) & agg["duplicate_of"].isna()]
     out = pd.DataFrame({
         "kind": "member",
@@ -158,7 +155,7 @@ def _family_rows(agg: pd.DataFrame, members: pd.DataFrame) -> pd.DataFrame:
 
 def pruning_choices(pruning: pd.DataFrame, families: dict) -> pd.DataFrame:
     """How often each layer is chosen per (family, revision, guide, budget) across the members."""
-    member_of = {m: (f, seed) for f, spec in families.items() for m, seed in spec["members"].items()}
+    member_of = family_of(families)
     p = pruning[pruning["model"].isin(list(member_of)) & pruning["random_draw"].isna()
                 & pruning["fixed_set"].isna() & pruning["feasible"].fillna(False).astype(bool)
                 & ~pruning["guide"].isin(NOT_CHOICES) & pruning["removed_layers"].notna()]

@@ -16,6 +16,7 @@ import pandas as pd
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
 from swapkl.schemas import read_covariate_correlations
+from swapkl.seed_families import family_of
 
 LABELS = {
     "distance": "pair distance j \u2212 i",
@@ -36,7 +37,7 @@ def _panels(corr: pd.DataFrame, families: dict | None) -> list[tuple[str, pd.Dat
     members' pairs, steps and seeds; small markers: each member's rho) and one per model outside the families
     (pooled over its pairs and steps; small markers: each checkpoint's rho)."""
     by_model = corr[corr["scope"] == "model"]
-    member_of = {m: name for name, f in (families or {}).items() for m in f["members"]}
+    member_of = {m: name for m, (name, _) in family_of(families or {}).items()}
     panels, drawn = [], set()
     for name, f in (families or {}).items():
         pooled = corr[(corr["scope"] == "family") & (corr["group"] == f"family={name}")]
