@@ -129,10 +129,10 @@ def check_paths(parser: argparse.ArgumentParser, args) -> list[tuple[str, str]]:
             raise SwapKLError(f"{name} is an empty path; give a {'folder' if role.kind == 'dir' else 'file'}")
     for name, path, role in ins:
         _check_input(name, path, role, args)
-    for name, path, role in outs:
-        _check_output(path, role)
     outs.sort(key=lambda o: o[0] != "--out")
     require_distinct([(n, p) for n, p, _ in outs], [(n, p) for n, p, _ in ins if os.path.lexists(p)])
+    for name, path, role in outs:
+        _check_output(path, role)
     return [(n, p) for n, p, _ in outs]
 
 
