@@ -283,7 +283,7 @@ def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | No
     df = table.to_pandas()
     if weights_sha256 is not None:
         own = provenance.require_made_from(path, prov, weights_sha256, model or path, "pruning table")
-        if own is not None:  # an aggregate holds other checkpoints too: only this one's rows apply
+        if own is not None and "checkpoints" in prov:  # an aggregate holds other checkpoints: only this one's rows
             df = df[[(m, r) in own for m, r in zip(df["model"], df["revision"])]].reset_index(drop=True)
     sizes = sorted(set(df["n_layers"].dropna().astype(int)))
     if sizes != [n_layers]:
