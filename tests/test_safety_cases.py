@@ -287,10 +287,32 @@ def test_aggregates_carry_every_checkpoints_weights():
         ("m", "step1", "11"), ("m", "step2", "22"), ("n", "main", "33")]
 
 
+CONFIG_REVISION_CLASH = (
+    "Invalid config: models.m.revisions.1: revision 'plot_gap_trajectory.log' would share a path with the "
+    "workflow's own file logs/m/plot_gap_trajectory.log; choose another revision name")
+
+
+def test_revision_named_like_a_per_model_file_is_refused(tmp_path):
+    """A revision is a folder beside the per-model files (logs/m/step0/ beside logs/m/plot_gap_trajectory.log)."""
+    import subprocess
+    import sys
+
+    config = tmp_path / "config.yaml"
+    config.write_text(f"models:\n  m:\n    local: {tmp_path / 'checkpoints'}\n"
+                      "    revisions: [step0, plot_gap_trajectory.log]\n")
+    proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--dry-run", "--nolock",
+                           "--replace-workflow-config", "--configfile", str(config), "--directory", str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert [ln for ln in out.splitlines() if ln.startswith("Invalid config:")] == [CONFIG_REVISION_CLASH]
+
+
 def test_catalogue_lists_every_case():
     doc = (REPO / "docs" / "bad_inputs.md").read_text()
     section = doc[doc.index("## Checks shared by every command"):]
-    missing = [t for _, t in CASES.values() if "`" + t.replace("|", "\\|") + "`" not in section]
+    messages = [t for _, t in CASES.values()] + [CONFIG_REVISION_CLASH]
+    missing = [t for t in messages if "`" + t.replace("|", "\\|") + "`" not in section]
     assert not missing
     for name in CASES:
         assert f"| {name} |" in section
