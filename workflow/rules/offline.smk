@@ -20,6 +20,9 @@ def executes_jobs():
     """Whether this Snakemake invocation runs jobs (not a dry run, a listing, a report or a job's own process)."""
     if workflow.output_settings.dryrun or workflow.exec_mode != ExecMode.DEFAULT:
         return False
+    program = sys.argv[0] if sys.argv else ""
+    if not (os.path.basename(program) == "snakemake" or program.endswith(os.path.join("snakemake", "__main__.py"))):
+        return False  # Snakemake's Python API (parsing the workflow, listing jobs), not its command line
     for arg in sys.argv[1:]:
         if arg.split("=")[0] in NON_EXECUTING:
             return False
