@@ -72,7 +72,7 @@ def files_sha256(path: str, names: list[str]) -> str:
     h = hashlib.sha256()
     for n in names:
         h.update(n.encode() + b"\0")
-        with open(os.path.join(path, n), "rb") as f:
+        with open_input(os.path.join(path, n), "checkpoint file") as f:
             for block in iter(lambda: f.read(1 << 22), b""):
                 h.update(block)
     return h.hexdigest()
@@ -234,7 +234,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     source = {}
     if os.path.isfile(os.path.join(path, SOURCE_FILE)):
         try:
-            with open(os.path.join(path, SOURCE_FILE)) as f:
+            with open_input(os.path.join(path, SOURCE_FILE), "download record") as f:
                 source = dict(json.load(f))
         except (ValueError, TypeError) as e:
             raise SwapKLError(f"{os.path.join(path, SOURCE_FILE)!r} is unreadable: {e}") from e

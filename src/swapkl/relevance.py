@@ -40,7 +40,7 @@ import torch
 
 from swapkl import provenance
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import require_regular_file
+from swapkl.file_checks import require_distinct, require_regular_file
 from swapkl.kl import next_token_hits as _hits
 from swapkl.kl import next_token_nll
 from swapkl.pairs import Variant, deletion, removal_variant
@@ -376,6 +376,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     names = [t.name for t in tasks] + [t.name for t in hub_tasks] + list(lm_sets)
     if len(set(names)) != len(names):
         raise SwapKLError(f"task names repeat: {names}")
+    require_distinct({"--out": out}, [("--tasks", t) for t in task_files] + [("--pruning", pruning)])
     check_writable(out)
     if pruning is not None:
         require_regular_file(pruning, "pruning table")
@@ -432,6 +433,7 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
     from swapkl.parquet_io import write_parquet
     from swapkl.schemas import RELEVANCE_APPENDED, read_table
 
+    require_distinct({"--out": out}, [("--inputs", p) for p in inputs])
     tables, provs = [], []
     for path in inputs:
         table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", appended=RELEVANCE_APPENDED)
