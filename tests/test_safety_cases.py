@@ -146,20 +146,21 @@ def case_aggregated_pruning_of_another_model(env, tables, d):
     return argv, {"agg": agg, "model": env.model, "ours": ours[:12]}
 
 
-def case_calibration_text_is_a_copy(env, tables, d):
-    copy = d / "calibration.txt"
-    shutil.copy(env.text, copy)
+def _calibration_like_eval(env, tables, d, make):
+    """prune with calibration text that ``make(eval_text, path)`` made from the evaluation text."""
+    path = d / "calibration.txt"
+    make(env.text, path)
     argv = _prune(env, d, tables / "probe.parquet")
-    argv[argv.index("--calib-tokens"):argv.index("--calib-tokens") + 2] = ["--calib-text-file", str(copy)]
-    return argv, {"copy": copy, "eval": env.text}
+    argv[argv.index("--calib-tokens"):argv.index("--calib-tokens") + 2] = ["--calib-text-file", str(path)]
+    return argv, {"copy": path, "eval": env.text}
+
+
+def case_calibration_text_is_a_copy(env, tables, d):
+    return _calibration_like_eval(env, tables, d, shutil.copy)
 
 
 def case_calibration_text_is_a_hard_link(env, tables, d):
-    link = d / "calibration.txt"
-    os.link(env.text, link)
-    argv = _prune(env, d, tables / "probe.parquet")
-    argv[argv.index("--calib-tokens"):argv.index("--calib-tokens") + 2] = ["--calib-text-file", str(link)]
-    return argv, {"copy": link, "eval": env.text}
+    return _calibration_like_eval(env, tables, d, os.link)
 
 
 def case_out_held_by_another_run(env, tables, d):
@@ -316,3 +317,22 @@ def test_catalogue_lists_every_case():
     assert not missing
     for name in CASES:
         assert f"| {name} |" in section
+
+
+@pytest.mark.parametrize("fault,reason", [("access", "permission denied"), ("statvfs", "read-only file system")])
+def test_an_unwritable_results_folder_is_refused_before_the_run(env, tmp_path, capsys, monkeypatch, fault, reason):
+    """Root writes anywhere, so the folder's refusal is injected where the shared check asks the system."""
+    from swapkl.commands import paths
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    if fault == "access":
+        monkeypatch.setattr(paths.os, "access", lambda p, mode: os.path.realpath(p) != str(folder))
+    else:
+        real = os.statvfs
+        monkeypatch.setattr(paths.os, "statvfs", lambda p: type("V", (), {"f_flag": os.ST_RDONLY})()
+                            if os.path.realpath(p) == str(folder) else real(p))
+    code = cli.main(["probe", "--model", env.model, "--tokens", env.tokens, "--out", str(folder / "sub" / "o.parquet")])
+    assert code == 2
+    assert error_lines(capsys.readouterr().err) == [f"cannot write to folder '{folder / 'sub'}': {reason}"]
+    assert os.listdir(folder) == []
