@@ -81,15 +81,7 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
             try:
                 commit = resolve_commit(model_id, revision)
                 shards = shard_hashes(model_id, commit or revision)
-                twin = _downloaded_twin(out_dir, shards)
-                if twin is not None:  # the shards are linked; the small files (config, tokenizer) are fetched
-                    _link_shards(twin, tmp, shards)
-                    log.warning("%s serves the same weight shards (hub sha256) as %s: linked, not downloaded "
-                                "again; recorded as duplicate_of %s", what, twin, os.path.basename(twin))
-                snapshot(repo_id=model_id, revision=commit or revision, local_dir=tmp,
-                         allow_patterns=ALLOW_PATTERNS if twin is None else
-                         [p for p in ALLOW_PATTERNS if p != "*.safetensors"])
-                _verify_shards(tmp, shards, what)
+                twin = _fetch(model_id, commit or revision, out_dir, tmp, shards, snapshot, what)
                 break
             except Exception as e:  # network errors come in many types
                 if isinstance(e, SwapKLError) and attempt == retries:
@@ -120,6 +112,20 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
     except OSError as e:
         raise SwapKLError(f"cannot store the download of {what} in {out_dir!r}: {e.strerror}") from e
     log.info("downloaded %s (commit %s) to %s", what, commit, out_dir)
+
+
+def _fetch(model_id: str, commit: str, out_dir: str, tmp: str, shards: dict, snapshot, what: str) -> str | None:
+    """Fetch ``commit`` into ``tmp``, linking the shards from an earlier download with the same shards (the
+    returned folder) instead of fetching them again; then verify every shard against the hub's sha256."""
+    twin = _downloaded_twin(out_dir, shards)
+    if twin is not None:  # the shards are linked; the small files (config, tokenizer) are fetched
+        _link_shards(twin, tmp, shards)
+        log.warning("%s serves the same weight shards (hub sha256) as %s: linked, not downloaded again; "
+                    "recorded as duplicate_of %s", what, twin, os.path.basename(twin))
+    snapshot(repo_id=model_id, revision=commit, local_dir=tmp,
+             allow_patterns=ALLOW_PATTERNS if twin is None else [p for p in ALLOW_PATTERNS if p != "*.safetensors"])
+    _verify_shards(tmp, shards, what)
+    return twin
 
 
 def _causes(e: BaseException):

@@ -353,7 +353,6 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     ``pruning_guides`` when given)."""
     import pyarrow as pa
 
-    from swapkl import provenance
     from swapkl.data import check_windows, load_windows
     from swapkl.engine import ProbeEngine
     from swapkl.loading import load_model
