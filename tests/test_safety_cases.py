@@ -125,6 +125,14 @@ def case_repr_of_another_model(env, tables, d):
         "theirs": prov["weights_sha256"][:12], "ours": ours[:12]}
 
 
+def case_probe_of_another_model(env, tables, d):
+    probe = tables / "other-probe.parquet"
+    prov = provenance.read(str(probe))
+    ours = provenance.read(str(tables / "probe.parquet"))["weights_sha256"]
+    return _prune(env, d, probe), {"probe": probe, "model": env.model, "held": f"{prov['model']}@{prov['revision_label']}",
+                                   "theirs": prov["weights_sha256"][:12], "ours": ours[:12]}
+
+
 def case_repr_with_more_layers(env, tables, d):
     src = tables / "repr.parquet"
     t = pq.read_table(src)
@@ -194,6 +202,10 @@ CASES = {
         case_repr_of_another_model,
         "representation file '{repr}' was made from other weights than '{model}': it holds {held} (weights sha256 "
         "{theirs}...), the model's weights have sha256 {ours}...; give the representation file of this checkpoint"),
+    "`prune --probe` made from another model": (
+        case_probe_of_another_model,
+        "probe file '{probe}' was made from other weights than '{model}': it holds {held} (weights sha256 "
+        "{theirs}...), the model's weights have sha256 {ours}...; give the probe file of this checkpoint"),
     "`prune --repr` with more layers than the model": (
         case_repr_with_more_layers, "representation file '{repr}' describes models of [6] blocks, but '{model}' has 4"),
     "`relevance --pruning` with an aggregated table of another model": (

@@ -187,10 +187,8 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     probe_layers = int(probe["n_layers"].iloc[0])
     if probe_layers != n_layers:
         raise SwapKLError(f"the probe files describe {probe_layers} layers but {model!r} has {n_layers}")
-    shas = {p.get("weights_sha256") for p in probe_provs} - {None}
-    if shas and loaded.weights_sha256 not in shas:
-        raise SwapKLError(f"the probe files were measured on other weights than {model!r}"
-                          f"{'@' + revision if revision else ''}")
+    for path, prov in zip(probe_files, probe_provs):  # one check for every table applied to the model
+        provenance.require_made_from(path, prov, loaded.weights_sha256, model, "probe file")
     if rep is not None:  # a table made from another model would pick that model's layers
         provenance.require_made_from(repr_file, rep_prov, loaded.weights_sha256, model, "representation file")
         sizes = sorted(set(int(v) for v in rep["n_layers"]))
