@@ -60,6 +60,12 @@ def probe_args(model, out, *extra, data=None):
     return ["probe", "--model", str(model), *data, "--out", str(out), *extra]
 
 
+def placeholder(path: Path) -> str:
+    """An empty input file: present, so that the paths pass and the option under test is what is refused."""
+    path.write_bytes(b"")
+    return str(path)
+
+
 def copy_model(env, folder: Path) -> Path:
     shutil.copytree(env.model, folder)
     return folder
@@ -233,7 +239,7 @@ def case_zero_batch(env, d):
 
 
 def case_negative_bootstrap(env, d):
-    return ["aggregate-pruning", "--inputs", d / "pruning.parquet", "--bootstrap", "-1", "--out", d / "out.parquet"], {}
+    return ["aggregate-pruning", "--inputs", placeholder(d / "pruning.parquet"), "--bootstrap", "-1", "--out", d / "out.parquet"], {}
 
 
 def case_out_under_a_file(env, d):
@@ -330,9 +336,9 @@ CLI_CASES = {
 
 
 def case_progress_file_is_the_weights(env, d):
-    folder = copy_model(env, d / "model")
+    folder = copy_model(env, d / "model")  # another copy than the one measured: not an input of the run
     weights = folder / "model.safetensors"
-    argv = probe_args(folder, d / "out.parquet", "--progress-file", weights, data=["--tokens", env.tokens])
+    argv = probe_args(env.model, d / "out.parquet", "--progress-file", weights, data=["--tokens", env.tokens])
     return argv, {"weights": weights}
 
 
@@ -458,7 +464,7 @@ def case_negative_data_seed(env, d):
 
 
 def case_negative_bootstrap_seed(env, d):
-    return ["aggregate", "--probe", d / "probe.parquet", "--pair-sets", "m=adjacent", "--bootstrap-seed", "-1",
+    return ["aggregate", "--probe", placeholder(d / "probe.parquet"), "--pair-sets", "m=adjacent", "--bootstrap-seed", "-1",
             "--out", d / "out.parquet"], {}
 
 
@@ -662,13 +668,13 @@ def case_provenance_of_a_fifo(env, d):
 
 def case_prune_outputs_are_one_file(env, d):
     out = d / "pruning.parquet"
-    argv = ["prune", "--model", env.model, "--probe", str(d / "probe.parquet"), "--eval-text-file", env.text,
+    argv = ["prune", "--model", env.model, "--probe", placeholder(d / "probe.parquet"), "--eval-text-file", env.text,
             "--calib-tokens", env.tokens, "--agreement-out", str(out), "--out", str(out)]
     return argv, {"out": out}
 
 
 def case_prune_negative_calibration_seed(env, d):
-    argv = ["prune", "--model", env.model, "--probe", str(d / "probe.parquet"), "--eval-text-file", env.text,
+    argv = ["prune", "--model", env.model, "--probe", placeholder(d / "probe.parquet"), "--eval-text-file", env.text,
             "--calib-text-file", env.text, "--calib-seed", "-1", "--out", str(d / "pruning.parquet")]
     return argv, {}
 
@@ -676,7 +682,7 @@ def case_prune_negative_calibration_seed(env, d):
 def case_aggregate_out_is_a_foreign_file(env, d):
     notes = d / "notes.parquet"
     notes.write_text("my notes")
-    argv = ["aggregate", "--probe", str(d / "p.parquet"), "--pair-sets", "m=adjacent", "--out", str(notes)]
+    argv = ["aggregate", "--probe", placeholder(d / "p.parquet"), "--pair-sets", "m=adjacent", "--out", str(notes)]
     return argv, {"notes": notes}
 
 

@@ -137,7 +137,7 @@ def test_token_file(tmp_path):
         with pytest.raises(SwapKLError, match=f"{name}.npy"):
             load_token_file(str(tmp_path / f"{name}.npy"))
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
-    with pytest.raises(SwapKLError, match="not a readable"):
+    with pytest.raises(SwapKLError, match="expected .npy"):
         load_token_file(str(tmp_path / "junk.npy"))
     with pytest.raises(SwapKLError, match="does not exist"):
         load_token_file(str(tmp_path / "missing.npy"))
@@ -275,7 +275,11 @@ def test_text_fields_on_the_command_line(tmp_path, capsys):
     add_data_arguments(p, prefix="lm-")
     args = p.parse_args(["--lm-dataset", "d", "--lm-text-fields", "instruction, input,output"])
     assert data_spec(args, "lm-").text_fields == ("instruction", "input", "output")
-    code = cli.main(["relevance", "--model", str(tmp_path / "m"), "--lm-text-file", "a.txt", "--lm-text-fields", "x",
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")  # the paths pass; the option is what is refused
+    (tmp_path / "a.txt").write_text("text")
+    code = cli.main(["relevance", "--model", str(tmp_path / "m"), "--lm-text-file", str(tmp_path / "a.txt"),
+                     "--lm-text-fields", "x",
                      "--out", str(tmp_path / "r.parquet")])
     errors = [line for line in capsys.readouterr().err.split("\n") if line.startswith("swapkl:")]
     assert code == 2 and len(errors) == 1 and "--lm-text-fields" in errors[0], errors

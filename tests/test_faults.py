@@ -78,7 +78,7 @@ def test_transient_failures_are_retried_with_exponential_backoff(tmp_path, waits
     assert "*.safetensors" in patterns and not {"*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl"} & set(patterns)
     assert leftovers(tmp_path / "ckpt") == ["step1000"]
     assert json.loads((out / hub.SOURCE_FILE).read_text()) == {
-        "model_id": "org/model", "revision": "step1000", "commit": COMMIT}
+        "model_id": "org/model", "revision": "step1000", "commit": COMMIT, "shards": {}, "duplicate_of": None}
 
 
 def test_failing_commit_lookup_is_retried_too(tmp_path, waits):

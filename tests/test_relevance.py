@@ -246,7 +246,7 @@ def test_relevance_cli_writes_the_table_with_provenance(tmp_path):
     ("task: t\noutput_type: generate_until\n", "multiple_choice"),
     ("task: t\noutput_type: multiple_choice\ndescription: hi\n", "description"),
     ("task: t\noutput_type: multiple_choice\ndataset_path: json\ndoc_to_text: q\ndoc_to_choice: c\n"
-     "doc_to_target: g\ntest_split: test\ndataset_kwargs: {data_files: {test: MISSING}}\n", "cannot read"),
+     "doc_to_target: g\ntest_split: test\ndataset_kwargs: {data_files: {test: MISSING}}\n", "does not exist"),
     ("task: [\n", "not valid YAML"),
 ])
 def test_bad_task_file_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, yaml_text, message):
@@ -254,11 +254,13 @@ def test_bad_task_file_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, y
 
     task = tmp_path / "t.yaml"
     task.write_text(yaml_text.replace("MISSING", str(tmp_path / "missing.jsonl")))
+    (tmp_path / "nomodel").mkdir()
+    (tmp_path / "nomodel" / "config.json").write_text("{}")  # the paths pass: the task file is what is refused
     code = cli.main(["relevance", "--model", str(tmp_path / "nomodel"), "--tasks", str(task),
                      "--out", str(tmp_path / "rel.parquet")])
     errors = [line for line in capsys.readouterr().err.split("\n") if line.startswith("swapkl:")]
     assert code == 2 and len(errors) == 1 and message in errors[0], errors
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nomodel", "t.yaml"]
 
 
 @pytest.mark.parametrize("doc,message", [

@@ -78,7 +78,7 @@ from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
 from swapkl.parquet_io import check_writable, write_parquet
-from swapkl.provenance import COMPARABLE_ACROSS_REVISIONS, check_comparable
+from swapkl.provenance import COMPARABLE_ACROSS_REVISIONS, check_comparable, checkpoints
 from swapkl.provenance import read as read_provenance
 from swapkl.schemas import aggregate_schema, read_table
 
@@ -349,6 +349,7 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
         "inputs": [{"file": x.path, "role": role, "model": x.model, "revision": x.revision,
                     "provenance": x.provenance}
                    for role, items in (("probe", probes), ("repr", reprs)) for x in items],
+        "checkpoints": checkpoints([x.provenance for x in probes + reprs]),
     }
     schema = output_schema(all_sets)
     df = df.reindex(columns=[f.name for f in schema])

@@ -8,6 +8,7 @@ import sys
 
 from swapkl import __version__
 from swapkl.commands import aggregate, demo, export, figures, probe, provenance, prune, relevance
+from swapkl.commands.paths import checked
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
@@ -29,10 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format=LOG_FORMAT)
     try:
-        args.func(args)
+        with checked(parser, args):  # every declared input and output, before the command starts
+            args.func(args)
     except SwapKLError as e:
         print(error_line(e), file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import require_regular_file
+from swapkl.file_checks import open_input, require_npy
 from swapkl.options import require_int
 
 
@@ -148,9 +148,8 @@ def wikitext_paragraphs(rows) -> list[str]:
 
 def text_file_paragraphs(path: str, text_format: str = "paragraphs") -> list[str]:
     """Paragraphs separated by blank lines, or with ``text_format="lines"`` one item per non-empty line."""
-    require_regular_file(path, "text file")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_input(path, "text file", "r", encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError as e:
         raise SwapKLError(f"text file {path!r} is not UTF-8 text: byte 0x{e.object[e.start]:02x} at offset "
@@ -254,9 +253,10 @@ def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int 
 
 
 def load_token_file(path: str) -> Windows:
-    require_regular_file(path, "token file")
+    require_npy(path, "token file")
     try:
-        arr = np.load(path, allow_pickle=False)
+        with open_input(path, "token file") as f:
+            arr = np.load(f, allow_pickle=False)
     except Exception as e:
         raise SwapKLError(f"token file {path!r} is not a readable .npy array: {e}") from e
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.integer):

@@ -31,6 +31,7 @@ import tempfile
 import torch
 
 from swapkl.errors import SwapKLError
+from swapkl.parquet_io import os_reason
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +258,22 @@ def check_merge(merge: list[int] | None, order: tuple[int, ...]) -> list[int]:
     return merged
 
 
+def check_merge_indices(merge: list[int] | None, remove: list[int] | None, order: list[int] | None) -> None:
+    """Before anything is loaded: a merged block ``a`` is kept and replaced by its average with block ``a + 1``,
+    which ``remove`` must remove; so ``a`` itself may not be removed (``merge`` goes with ``remove`` only)."""
+    if not merge:
+        return
+    if remove is None:
+        raise SwapKLError("--merge goes with --remove (the merged block's partner is removed), not with --order")
+    for a in sorted(set(merge)):
+        if a in remove:
+            raise SwapKLError(f"--merge {a} names block {a}, which --remove removes; a merged block is kept (as the "
+                              f"average of blocks {a} and {a + 1}) and block {a + 1} is removed")
+        if a + 1 not in remove:
+            raise SwapKLError(f"--merge {a} averages block {a + 1} into block {a}, so --remove must remove block "
+                              f"{a + 1} too")
+
+
 def _merge_blocks(blocks, merged: list[int]) -> None:
     """Replace each merged block ``a`` of the loaded model by the average of blocks ``a`` and ``a + 1``
     (:func:`swapkl.merge.averaged_block`, the pruning study's merge)."""
@@ -276,6 +293,7 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     from swapkl.adapters import get_adapter
     from swapkl.loading import load_model, weights_sha256
 
+    check_merge_indices(merge, remove, order)
     if os.path.lexists(out):
         raise SwapKLError(f"--out {out!r} already exists; swapkl export writes only a new directory")
     parent = os.path.dirname(os.path.abspath(out))
@@ -287,8 +305,9 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     blocks_order = export_order(adapter.n_layers, remove=remove, order=order)
     merged = check_merge(merge, blocks_order)
     _merge_blocks(adapter.blocks, merged)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
+    tmp = None
     try:
+        tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
         _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
         export_config(loaded.model.config, blocks_order).save_pretrained(tmp)
         copied = _copy_side_files(loaded.path, tmp)
@@ -302,8 +321,11 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
         if os.path.lexists(out):
             raise SwapKLError(f"--out {out!r} appeared while exporting; left untouched")
         os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # our own staging directory, never the user's --out
+    except BaseException as e:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)  # our own staging directory, never the user's --out
+        if isinstance(e, OSError):  # disk full, read-only file system...: one line, as for every output
+            raise SwapKLError(f"cannot write {out!r}: {os_reason(e)}") from e
         raise
     log.info("exported %d of %d blocks to %s (max |logit diff| %.3g)", len(blocks_order), adapter.n_layers, out,
              check["max_abs_logit_diff"])

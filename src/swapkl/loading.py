@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import require_regular_file
+from swapkl.file_checks import describe, open_input, require_regular_file, safetensors_header_size
 from swapkl.hub import SOURCE_FILE
 from swapkl.options import require_device
 
@@ -72,25 +72,26 @@ def files_sha256(path: str, names: list[str]) -> str:
     h = hashlib.sha256()
     for n in names:
         h.update(n.encode() + b"\0")
-        with open(os.path.join(path, n), "rb") as f:
+        with open_input(os.path.join(path, n), "checkpoint file") as f:
             for block in iter(lambda: f.read(1 << 22), b""):
                 h.update(block)
     return h.hexdigest()
 
 
-def _is_local_spec(model: str) -> bool:
+def is_local_spec(model: str) -> bool:
+    """Whether ``model`` names a local folder rather than a hub id."""
     return os.path.isabs(model) or model.startswith((".", "~")) or os.path.exists(model) or model.count("/") > 1
 
 
 def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str | None]:
     """Local directory for ``model`` [at ``revision``]. Hub ids are returned unchanged."""
-    if not _is_local_spec(model):
+    if not is_local_spec(model):
         return model, revision
     path = os.path.expanduser(model)
     if not os.path.exists(path):
         raise SwapKLError(f"model path {model!r} does not exist")
     if not os.path.isdir(path):
-        raise SwapKLError(f"model path {model!r} is a file, not a checkpoint directory")
+        raise SwapKLError(f"model path {model!r} is {describe(os.stat(path).st_mode)}, not a checkpoint directory")
     if revision:
         if revision in (".", "..") or "/" in revision or os.sep in revision or os.path.isabs(revision):
             # a revision is one subdirectory of the local model, never a path to somewhere else
@@ -147,7 +148,7 @@ def _check_shard_index(path: str) -> None:
     if not os.path.isfile(index):
         return
     try:
-        with open(index) as f:
+        with open_input(index, "shard index") as f:
             shards = sorted(set(json.load(f)["weight_map"].values()))
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise SwapKLError(f"shard index {index!r} is unreadable: {e}") from e
@@ -158,13 +159,12 @@ def _check_shard_index(path: str) -> None:
 
 def _check_safetensors_size(path: str) -> None:
     """The header must parse and its largest data offset must fit in the file (catches truncation)."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        head = f.read(8)
-        n = int.from_bytes(head, "little") if len(head) == 8 else None
-        if n is None or 8 + n > size:
-            need = "at least 8" if n is None else str(8 + n)
-            raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {need}")
+    n, size = safetensors_header_size(path, "weight file")
+    if n is None or 8 + n > size:
+        need = "at least 8" if n is None else str(8 + n)
+        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {need}")
+    with open_input(path, "weight file") as f:
+        f.seek(8)
         try:
             header = json.loads(f.read(n))
             end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
@@ -234,7 +234,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     source = {}
     if os.path.isfile(os.path.join(path, SOURCE_FILE)):
         try:
-            with open(os.path.join(path, SOURCE_FILE)) as f:
+            with open_input(os.path.join(path, SOURCE_FILE), "download record") as f:
                 source = dict(json.load(f))
         except (ValueError, TypeError) as e:
             raise SwapKLError(f"{os.path.join(path, SOURCE_FILE)!r} is unreadable: {e}") from e

@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import tempfile
+from contextlib import ExitStack
 
 import pandas as pd
 import pyarrow as pa
@@ -22,16 +23,26 @@ def write_parquet(df: pd.DataFrame | pa.Table, path: str, provenance: dict) -> N
 
     An existing file at ``path`` is only replaced when swapkl wrote it (see :func:`written_by_swapkl`).
     """
-    replaceable(path, "output", written_by_swapkl)
-    table = df if isinstance(df, pa.Table) else pa.Table.from_pandas(df, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta.pop(b"pandas", None)  # pandas metadata is not needed and varies with pandas versions
-    meta[METADATA_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
-    table = table.replace_schema_metadata(meta)
-    check_writable(path)  # names the folder when it cannot take a file at all
+    write_parquets([(df, path, provenance)])
+
+
+def write_parquets(items) -> None:
+    """Write several (table, path, provenance) files as one: all of them are renamed into place only once
+    every one is written, so a failure (disk full...) leaves none of them behind."""
+    staged = []
+    for df, path, provenance in items:
+        replaceable(path, "output", written_by_swapkl)
+        table = df if isinstance(df, pa.Table) else pa.Table.from_pandas(df, preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta.pop(b"pandas", None)  # pandas metadata is not needed and varies with pandas versions
+        meta[METADATA_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
+        staged.append((table.replace_schema_metadata(meta), path))
+        check_writable(path)  # names the folder when it cannot take a file at all
+    path = staged[0][1] if staged else None
     try:
-        with replaced_on_success(path) as tmp:
-            pq.write_table(table, tmp, compression="zstd")
+        with ExitStack() as stack:
+            for table, path in staged:
+                pq.write_table(table, stack.enter_context(replaced_on_success(path)), compression="zstd")
     except OSError as e:
         raise SwapKLError(f"cannot write {path!r}: {os_reason(e)}") from e
 

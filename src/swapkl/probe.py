@@ -28,7 +28,7 @@ from swapkl.heads import n_units, unit_slices
 from swapkl.loading import load_model
 from swapkl.options import require_device, require_int
 from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocols
-from swapkl.parquet_io import check_writable, write_parquet
+from swapkl.parquet_io import check_writable, write_parquets
 from swapkl.progress import ProgressLog, is_progress_file
 from swapkl.representation import representation_sums
 from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA
@@ -147,10 +147,11 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
 
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers)
     table = pa.Table.from_pylist([_row(v, results[v.key], meta) for v in variants], schema=PROBE_SCHEMA)
-    write_parquet(table, out, prov)
+    outputs = [(table, out, prov)]
     if repr_out is not None:
         rows = _repr_rows(repr_parts, meta)
-        write_parquet(pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov)
+        outputs.append((pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov))
+    write_parquets(outputs)  # both or neither: a failed --repr-out leaves no --out behind
     plog.close(remove=True)
     log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), n_seqs, windows.n_tokens)
 

@@ -26,7 +26,7 @@ import tempfile
 import zlib
 
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import replaceable
+from swapkl.file_checks import open_input, replaceable
 from swapkl.parquet_io import os_reason
 
 MAGIC = "swapkl_progress"
@@ -57,7 +57,7 @@ class ProgressLog:
         if not os.path.lexists(self.path):
             return
         try:
-            with open(self.path, "rb") as f:
+            with open_input(self.path, "progress file") as f:
                 raw = f.read()
         except OSError as e:
             raise SwapKLError(f"cannot read progress file {self.path!r}: {os_reason(e)}") from e

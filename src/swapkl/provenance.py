@@ -91,6 +91,41 @@ def check_comparable(seen: dict, path: str, prov: dict, what: str, fields=COMPAR
                               "files measured on different weights, config, data or dtype cannot be compared")
 
 
+def checkpoints(provs) -> list[dict]:
+    """The checkpoints behind tables with provenances ``provs``: model, revision and weights_sha256 of each,
+    flattened through aggregates (which record theirs under ``checkpoints``). An aggregate writes this list
+    into its own provenance, so that a table made from it can still be checked against a model."""
+    out: list[dict] = []
+    for prov in provs:
+        if isinstance(prov.get("checkpoints"), list):
+            out += [c for c in prov["checkpoints"] if isinstance(c, dict)]
+        elif prov.get("weights_sha256"):
+            out.append({"model": prov.get("model") or prov.get("model_id"),
+                        "revision": prov.get("revision_label") or prov.get("revision"),
+                        "weights_sha256": prov["weights_sha256"]})
+    unique = {(c.get("model"), c.get("revision"), c.get("weights_sha256")): c for c in out}
+    return [unique[k] for k in sorted(unique, key=lambda k: tuple(str(x) for x in k))]
+
+
+def require_made_from(path, prov: dict, weights_sha256: str, model: str, what: str) -> set | None:
+    """Refuse a table that was made from other weights than those of ``model`` (hash ``weights_sha256``).
+
+    Returns the (model, revision) labels of the table's checkpoints with those weights (an aggregate may
+    hold others too: only these rows belong to the model), or None when the table records no weights.
+    """
+    cks = checkpoints([prov])
+    if not cks:
+        return None
+    match = {(c.get("model"), c.get("revision")) for c in cks if c.get("weights_sha256") == weights_sha256}
+    if match:
+        return match
+    first = cks[0]
+    held = f"{first.get('model')}@{first.get('revision')}" + (f" and {len(cks) - 1} more" if len(cks) > 1 else "")
+    raise SwapKLError(f"{what} {str(path)!r} was made from other weights than {model!r}: it holds {held} (weights "
+                      f"sha256 {str(first.get('weights_sha256'))[:12]}...), the model's weights have sha256 "
+                      f"{weights_sha256[:12]}...; give the {what} of this checkpoint")
+
+
 def _short(value) -> str:
     return repr(value[:12] + "...") if isinstance(value, str) and len(value) > 16 else repr(value)
 

@@ -59,7 +59,7 @@ from swapkl.loading import load_model
 from swapkl.merge import merged_blocks
 from swapkl.options import require_device, require_int
 from swapkl.pairs import Variant
-from swapkl.parquet_io import check_writable, write_parquet
+from swapkl.parquet_io import check_writable, write_parquets
 from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.probe import step_of
 from swapkl.pruning.inputs import (  # noqa: F401  (check_disjoint, read_probe_inputs: public here as before)
@@ -76,8 +76,8 @@ from swapkl.schemas import (  # noqa: F401  (PRUNING_SCHEMA, read_agreement, rea
     PRUNING_SCHEMA,
     REPR_SCHEMA,
     read_agreement,
-    read_frame,
     read_pruning,
+    read_table,
 )
 from swapkl.selection import SelectionOptions
 from swapkl.sweep import sweep, window_batches
@@ -167,7 +167,8 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     metadata = dict(metadata or {})
 
     probe, probe_provs = read_probe_inputs(probe_files)
-    rep = read_frame(repr_file, REPR_SCHEMA, "representation") if repr_file else None
+    rep, rep_prov = read_table(repr_file, REPR_SCHEMA, "representation") if repr_file else (None, None)
+    rep = None if rep is None else rep.to_pandas()
     if probe_data is None:
         probe_data = probe_data_spec(probe_provs)
     for spec, role in ((calib_data, "calibration"), (probe_data, "probe")):
@@ -186,10 +187,14 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     probe_layers = int(probe["n_layers"].iloc[0])
     if probe_layers != n_layers:
         raise SwapKLError(f"the probe files describe {probe_layers} layers but {model!r} has {n_layers}")
-    shas = {p.get("weights_sha256") for p in probe_provs} - {None}
-    if shas and loaded.weights_sha256 not in shas:
-        raise SwapKLError(f"the probe files were measured on other weights than {model!r}"
-                          f"{'@' + revision if revision else ''}")
+    for path, prov in zip(probe_files, probe_provs):  # one check for every table applied to the model
+        provenance.require_made_from(path, prov, loaded.weights_sha256, model, "probe file")
+    if rep is not None:  # a table made from another model would pick that model's layers
+        provenance.require_made_from(repr_file, rep_prov, loaded.weights_sha256, model, "representation file")
+        sizes = sorted(set(int(v) for v in rep["n_layers"]))
+        if sizes != [n_layers]:
+            raise SwapKLError(f"representation file {str(repr_file)!r} describes models of {sizes} blocks, but "
+                              f"{model!r} has {n_layers}")
     configs = {p.get("model_config_sha256") for p in probe_provs} - {None}
     if configs and loaded.config_sha256 not in configs:
         raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
@@ -276,9 +281,10 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         probe_tokens_sha256=probe_windows.sha256, probe_files=[str(p) for p in probe_files],
         repr_file=None if repr_file is None else str(repr_file), guides=sorted({r["guide"] for r in rows}),
         sleb_order=ctx.measured("sleb").order[:max(budgets)] if ctx.measured("sleb") else None, **metadata)
+    outputs = [(table, out, prov)]
     if agreement_out is not None:
         arows = agreement_rows(scores, dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers))
-        write_parquet(pa.Table.from_pylist(arows, schema=AGREEMENT_SCHEMA), agreement_out, prov)
-    write_parquet(table, out, prov)
+        outputs.append((pa.Table.from_pylist(arows, schema=AGREEMENT_SCHEMA), agreement_out, prov))
+    write_parquets(outputs)  # both or neither
     log.info("wrote %s (%d rows, %d distinct pruned models)", out, len(rows), len(sets))
     return table.to_pandas()

@@ -38,8 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from swapkl import provenance
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import require_regular_file
+from swapkl.file_checks import require_distinct, require_regular_file
 from swapkl.kl import next_token_hits as _hits
 from swapkl.kl import next_token_nll
 from swapkl.pairs import Variant, deletion, removal_variant
@@ -269,7 +270,7 @@ def scan_for(engine, pruned_sets=()):
 
 
 def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | None = None,
-                           guides: list[str] | None = None) -> list[PrunedSet]:
+                           guides: list[str] | None = None, model: str | None = None) -> list[PrunedSet]:
     """Every pruned model of a checkpoint's pruning table: each feasible row with removed blocks (not the
     ``base`` row, not the ``random_mean`` summary), in the table's order; only those of ``guides`` if given.
 
@@ -280,11 +281,13 @@ def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | No
     # a per-checkpoint file (swapkl prune) or the aggregated table: the run's columns are in both
     table, prov = read_table(path, PRUNING_RUN_SCHEMA, "pruning")
     df = table.to_pandas()
+    if weights_sha256 is not None:
+        own = provenance.require_made_from(path, prov, weights_sha256, model or path, "pruning table")
+        if own is not None and "checkpoints" in prov:  # an aggregate holds other checkpoints: only this one's rows
+            df = df[[(m, r) in own for m, r in zip(df["model"], df["revision"])]].reset_index(drop=True)
     sizes = sorted(set(df["n_layers"].dropna().astype(int)))
     if sizes != [n_layers]:
         raise SwapKLError(f"pruning table {path!r} describes models of {sizes} blocks, not {n_layers}")
-    if weights_sha256 is not None and prov.get("weights_sha256") not in (None, weights_sha256):
-        raise SwapKLError(f"pruning table {path!r} was measured on other weights than the scored model")
     unknown = sorted(set(guides or ()) - set(df["guide"]))
     if unknown:
         raise SwapKLError(f"pruning table {path!r} has no guide {', '.join(unknown)} "
@@ -350,7 +353,6 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     ``pruning_guides`` when given)."""
     import pyarrow as pa
 
-    from swapkl import provenance
     from swapkl.data import check_windows, load_windows
     from swapkl.engine import ProbeEngine
     from swapkl.loading import load_model
@@ -373,6 +375,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     names = [t.name for t in tasks] + [t.name for t in hub_tasks] + list(lm_sets)
     if len(set(names)) != len(names):
         raise SwapKLError(f"task names repeat: {names}")
+    require_distinct({"--out": out}, [("--tasks", t) for t in task_files] + [("--pruning", pruning)])
     check_writable(out)
     if pruning is not None:
         require_regular_file(pruning, "pruning table")
@@ -389,7 +392,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
         raise SwapKLError("pruning guides name the guides of a pruning table; give the table too (--pruning)")
     sets = [] if pruning is None else pruned_sets_from_table(pruning, n_layers=engine.n_layers,
                                                                 weights_sha256=loaded.weights_sha256,
-                                                                guides=pruning_guides)
+                                                                guides=pruning_guides, model=model)
     rows = []
     windows, lm_prov = None, {}
     with scan_for(engine, sets) as scan:
@@ -426,10 +429,10 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
     pruned-set rows after them by guide, fixed set, budget and random draw."""
     import pyarrow as pa
 
-    from swapkl import provenance
     from swapkl.parquet_io import write_parquet
     from swapkl.schemas import RELEVANCE_APPENDED, read_table
 
+    require_distinct({"--out": out}, [("--inputs", p) for p in inputs])
     tables, provs = [], []
     for path in inputs:
         table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", appended=RELEVANCE_APPENDED)
@@ -442,4 +445,5 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
         raise SwapKLError("relevance files overlap: the same model, revision, task and scored model appear twice")
     order = ["model", "revision", "task", "metric", "layer", "guide", "fixed_set", "budget", "random_draw"]
     table = table.sort_by([(c, "ascending") for c in order])  # nulls last: pruned-set rows after the blocks
-    write_parquet(table, out, provenance.software_versions() | {"inputs": provs})
+    write_parquet(table, out, provenance.software_versions() | {"inputs": provs,
+                                                                 "checkpoints": provenance.checkpoints(provs)})

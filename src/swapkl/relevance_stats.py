@@ -26,6 +26,7 @@ from scipy import stats
 
 from swapkl.agreement import rank_statistics
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_distinct
 from swapkl.schemas import RELEVANCE_STATS_COLUMNS, read_relevance, single_block
 
 #: the metric each task contributes to the statistics and figures (acc_norm stays in the relevance table)
@@ -99,6 +100,7 @@ def summarise_relevance(relevance_path: str, aggregate_path: str, out: str) -> N
     from swapkl.aggregate import read_aggregate
     from swapkl.parquet_io import check_writable, write_parquet
 
+    require_distinct({"--out": out}, {"--input": relevance_path, "--aggregate": aggregate_path})
     check_writable(out)
     df = relevance_statistics(read_relevance(relevance_path), read_aggregate(aggregate_path))
     write_parquet(df, out, provenance.software_versions() | {"inputs": [relevance_path, aggregate_path]})

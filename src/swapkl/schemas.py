@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from swapkl import provenance
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import require_regular_file
 
 _IDENTITY = [("model", pa.string()), ("revision", pa.string()), ("step", pa.int64())]
 
@@ -199,8 +200,9 @@ def read_table(path, schema: pa.Schema | Sequence[str], what: str, *, nonempty: 
     may be missing (read as null). ``nonempty``: a file without rows is an error.
     """
     path = str(path)
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise SwapKLError(f"{path}: {what} file not found")
+    require_regular_file(path, f"{what} file")  # a FIFO, device or directory is refused before pyarrow sees it
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as e:

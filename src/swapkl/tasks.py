@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import open_input
 
 #: keys of a task YAML that swapkl understands (all others are refused)
 KNOWN_KEYS = frozenset({"task", "tag", "dataset_path", "dataset_kwargs", "output_type", "test_split",
@@ -110,7 +111,7 @@ def load_task(yaml_path: str) -> Task:
     import yaml
 
     try:
-        with open(yaml_path, encoding="utf-8") as f:
+        with open_input(yaml_path, "task file", "r", encoding="utf-8") as f:
             cfg = yaml.safe_load(f)
     except OSError as e:
         raise SwapKLError(f"cannot read task file {yaml_path!r}: {e.strerror}") from e
@@ -138,7 +139,7 @@ def load_task(yaml_path: str) -> Task:
         raise SwapKLError(f"task {name!r}: dataset_kwargs.data_files must name one JSONL file for split {split!r}")
     docs = []
     try:
-        with open(data, encoding="utf-8") as f:
+        with open_input(data, f"data file of task {name!r}", "r", encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if line.strip():
                     try:

@@ -1,6 +1,7 @@
 # Config validation and the get_* helpers of every rule file. This is wiring only (which files exist for
 # which model and revision, and which settings each job passes to swapkl); no measurement logic lives here.
 
+import glob
 import hashlib
 import json
 import os
@@ -53,8 +54,10 @@ def _check_consistency(cfg):
         raise WorkflowError(f"Invalid config: {where}: {message}")
 
     _check_model_names(cfg, fail)
+    per_model_files = _per_model_files()
     for name, model in cfg["models"].items():
         _check_pruning_texts(name, model, fail)
+        _check_revision_names(name, model, per_model_files, fail)
         revisions = model["revisions"]
         if model["trajectory"]:
             bad = [r for r in revisions if _step(r) is None]
@@ -183,6 +186,29 @@ def _check_model_names(cfg, fail):
             fail(f"models.{name}", f"differs from models.{lowered[name.lower()]} only in case; their folders "
                                    "would be the same on a case-insensitive file system")
         lowered[name.lower()] = name
+
+
+def _per_model_files():
+    """{folder: names} of the files the rules write next to the per-revision folders of a model, e.g.
+    logs/{model}/plot_gap_trajectory.log beside logs/{model}/{revision}/, read from the rule files."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(workflow.basedir, "workflow", "rules", "*.smk"))):
+        with open(path, encoding="utf-8") as fh:
+            for folder, file in re.findall(r'"([a-z_/]+)/\{model\}/([^{}/"]+)"', fh.read()):
+                found.setdefault(folder, set()).add(file)
+    return found
+
+
+def _check_revision_names(name, model, per_model_files, fail):
+    """A revision names a folder (logs/{model}/{revision}/...) or a file stem; it must not be the name of a
+    per-model file of the workflow in the same folder, or the two would share one path."""
+    for i, revision in enumerate(model["revisions"]):
+        for folder, files in sorted(per_model_files.items()):
+            clash = sorted(f for f in files if f == revision or f.rsplit(".", 1)[0] == revision)
+            if clash:
+                fail(f"models.{name}.revisions.{i}",
+                     f"revision {revision!r} would share a path with the workflow's own file {folder}/{name}/"
+                     f"{clash[0]}; choose another revision name")
 
 
 def _check_pruning_texts(name, model, fail):

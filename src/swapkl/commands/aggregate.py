@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from swapkl.commands.arguments import command
+from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 
 
@@ -23,15 +24,15 @@ def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
 def add_parser(sub) -> None:
     p = command(sub, "aggregate", run, "combine probe Parquets into one dataset with pair statistics",
                 show_defaults=True)
-    p.add_argument("--probe", nargs="+", required=True, metavar="FILE", help="probe Parquet files")
-    p.add_argument("--repr", nargs="*", default=[], metavar="FILE",
+    input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE", help="probe Parquet files")
+    input_arg(p, "--repr", what="representation file", nargs="*", default=[], metavar="FILE",
                    help="representation (BI / angular distance) Parquet files")
     p.add_argument("--pair-sets", action="append", required=True, metavar="MODEL=SET[,SET...]",
                    help="pair sets to summarise per model (adjacent, within:K, all); repeat for each model, "
                         "e.g. --pair-sets pythia-410m=adjacent,within:3")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CI of the mean gap")
     p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap")
-    p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
 
 def run(args) -> None:

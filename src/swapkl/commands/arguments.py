@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import inspect
 
+from swapkl.commands.paths import input_arg
 from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 
@@ -28,7 +29,7 @@ def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True,
                         dtype_help: str = "weight dtype; KL is always float32 or better (default: float32)",
                         device_help: str = "cpu, cuda, cuda:N or auto (default)") -> None:
     """The checkpoint, how it is loaded and (``engine``) how the probe engine batches it."""
-    p.add_argument("--model", required=True, help="local checkpoint directory or hub id")
+    input_arg(p, "--model", what="model path", kind="model", required=True, help="local checkpoint directory or hub id")
     p.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help=dtype_help)
     p.add_argument("--device", default="auto", help=device_help)
@@ -50,11 +51,11 @@ DATASET_ONLY = ("dataset_config", "split", "text_fields")
 def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     d = DataSpec()
     g = p.add_argument_group("data (exactly one of --tokens, --dataset, --text-file)")
-    g.add_argument(f"--{prefix}tokens", metavar="FILE.npy", help="int array [n_seqs, seq_len]; every position valid")
+    input_arg(g, f"--{prefix}tokens", what="token file", fmt="npy", metavar="FILE.npy", help="int array [n_seqs, seq_len]; every position valid")
     g.add_argument(f"--{prefix}dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
     g.add_argument(f"--{prefix}dataset-config", metavar="CONFIG", help="dataset configuration, e.g. wikitext-2-raw-v1")
     g.add_argument(f"--{prefix}split", help=f"dataset split (default: {d.split})")
-    g.add_argument(f"--{prefix}text-file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
+    input_arg(g, f"--{prefix}text-file", what="text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
     add_text_fields_argument(g, prefix)
     g.add_argument(f"--{prefix}n-seqs", type=int, help=f"number of windows (default: {d.n_seqs})")
     g.add_argument(f"--{prefix}seq-len", type=int, help=f"tokens per window (default: {d.seq_len})")

@@ -4,18 +4,20 @@ tokenizer, models and multiple-choice tasks."""
 from __future__ import annotations
 
 from swapkl.commands.arguments import command
+from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 
 
 def _corpus_and_out(p) -> None:
-    p.add_argument("--corpus", required=True, metavar="DIR", help="directory written by demo-corpus")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    input_arg(p, "--corpus", what="demo corpus", kind="dir", required=True, metavar="DIR",
+              help="directory written by demo-corpus")
+    output_arg(p, "--out", kind="dir", required=True, metavar="DIR", help="output directory")
 
 
 def add_parser(sub) -> None:
     c = command(sub, "demo-corpus", run_corpus,
                 "build the offline demo corpus from Python's standard-library docstrings", show_defaults=True)
-    c.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    output_arg(c, "--out", kind="dir", required=True, metavar="DIR", help="output directory")
     c.add_argument("--seed", type=int, default=0, help="seed of the train/valid/test split")
     c.add_argument("--valid-fraction", type=float, default=0.05, help="share of paragraphs in valid.txt")
     c.add_argument("--test-fraction", type=float, default=0.05, help="share of paragraphs in test.txt")
@@ -30,7 +32,7 @@ def add_parser(sub) -> None:
                 "train a tiny causal LM from scratch with Pythia-like step{N} checkpoints", show_defaults=True)
     m.add_argument("--arch", required=True, choices=("gpt_neox", "llama", "qwen3"), help="model family")
     _corpus_and_out(m)
-    m.add_argument("--tokenizer", required=True, metavar="DIR", help="directory written by demo-tokenizer")
+    input_arg(m, "--tokenizer", what="demo tokenizer", kind="dir", required=True, metavar="DIR", help="directory written by demo-tokenizer")
     m.add_argument("--steps", type=int, default=300, help="optimizer updates")
     m.add_argument("--n-even", type=int, default=6, help="evenly spaced checkpoints after the log-spaced ones")
     m.add_argument("--save-steps", metavar="LIST", default=None,

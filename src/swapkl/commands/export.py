@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from swapkl.commands.arguments import add_model_arguments, command
+from swapkl.commands.paths import output_arg
 
 
 def add_parser(sub) -> None:
@@ -17,7 +18,7 @@ def add_parser(sub) -> None:
     p.add_argument("--merge", metavar="A,B", help="with --remove: slots A whose block becomes the weight average of "
                    "blocks A and A+1 (block A+1 removed), e.g. a LaCo row of the pruning table")
     p.add_argument("--guide", help="name of the guide that chose the blocks (recorded in the provenance)")
-    p.add_argument("--out", required=True, metavar="DIR", help="new output directory")
+    output_arg(p, "--out", kind="dir", required=True, metavar="DIR", help="new output directory")
 
 
 def run(args) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 
 
@@ -19,13 +20,13 @@ def parse_logs(items: list[str]) -> dict[str, str]:
 
 
 def _outputs(p) -> None:
-    p.add_argument("--png", required=True, metavar="FILE.png", help="output PNG")
-    p.add_argument("--pdf", required=True, metavar="FILE.pdf", help="output PDF")
+    output_arg(p, "--png", what="figure", required=True, metavar="FILE.png", help="output PNG")
+    output_arg(p, "--pdf", what="figure", required=True, metavar="FILE.pdf", help="output PDF")
 
 
 def _from_aggregate(sub, name: str, help_: str, func, revision: bool) -> None:
     p = sub.add_parser(name, help=help_, description=help_ + ". Writes a PNG and a PDF.")
-    p.add_argument("--aggregate", required=True, metavar="FILE.parquet", help="the file written by swapkl aggregate")
+    input_arg(p, "--aggregate", what="aggregate", required=True, metavar="FILE.parquet", help="the file written by swapkl aggregate")
     p.add_argument("--model", required=True, help="model name as in the aggregate's model column")
     if revision:
         p.add_argument("--revision", required=True, help="checkpoint revision, e.g. step143000")
@@ -49,7 +50,7 @@ def add_parser(sub) -> None:
     t = kinds.add_parser("training-curves", help="held-out and training loss vs step of the demo models",
                          description="Held-out and training loss vs step, from CSV logs with columns step, "
                                      "heldout_loss, train_loss. Writes a PNG and a PDF.")
-    t.add_argument("--log", action="append", required=True, metavar="NAME=CSV",
+    input_arg(t, "--log", what="training log", named=True, action="append", required=True, metavar="NAME=CSV",
                    help="a model's training log; repeat for each model")
     _outputs(t)
     t.set_defaults(func=_training_curves)

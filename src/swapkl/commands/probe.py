@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.paths import output_arg
 
 
 def add_parser(sub) -> None:
@@ -14,9 +15,9 @@ def add_parser(sub) -> None:
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     add_data_arguments(p)
-    p.add_argument("--progress-file", help="persist progress here so a killed run resumes")
-    p.add_argument("--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
-    p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+    output_arg(p, "--progress-file", what="progress file", help="persist progress here so a killed run resumes")
+    output_arg(p, "--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
 
 def run(args) -> None:

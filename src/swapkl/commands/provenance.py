@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 from swapkl.commands.arguments import command
+from swapkl.commands.paths import input_arg
 
 
 def add_parser(sub) -> None:
     p = command(sub, "provenance", run, "print the provenance of a swapkl Parquet file")
-    p.add_argument("file", help="a Parquet file written by swapkl")
+    input_arg(p, "file", what="Parquet file", help="a Parquet file written by swapkl")
     p.add_argument("--json", action="store_true", help="print JSON instead of aligned text")
 
 

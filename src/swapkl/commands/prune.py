@@ -11,6 +11,7 @@ from swapkl.commands.arguments import (
     command,
     data_spec,
 )
+from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 
 
@@ -28,9 +29,9 @@ def _budgets(text: str) -> list[int]:
 def add_parser(sub) -> None:
     p = command(sub, "prune", run_prune, "prune one checkpoint by every guide and baseline; perplexity and KL cost")
     add_model_arguments(p)
-    p.add_argument("--probe", nargs="+", required=True, metavar="FILE.parquet",
+    input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
-    p.add_argument("--repr", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
+    input_arg(p, "--repr", what="representation file", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
     p.add_argument("--budgets", type=_budgets, default=[1, 2, 3, 4, 5],
                    help="numbers of blocks to remove: 1-5 or 1,2,4 (default: 1-5)")
     p.add_argument("--spacing", type=int, default=1,
@@ -41,7 +42,7 @@ def add_parser(sub) -> None:
     p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: angular)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
-    e.add_argument("--eval-text-file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
+    input_arg(e, "--eval-text-file", what="evaluation text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
     e.add_argument("--eval-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
     e.add_argument("--eval-dataset-config", metavar="CONFIG", help="e.g. wikitext-2-raw-v1")
     e.add_argument("--eval-split", default="test", help="dataset split (default: test)")
@@ -51,28 +52,28 @@ def add_parser(sub) -> None:
     e.add_argument("--eval-max-words", type=int, default=5000,
                    help="score only the first N whitespace-separated words; 0 = all (default: 5000)")
     add_data_arguments(p, prefix="calib-")
-    p.add_argument("--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
-    p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+    output_arg(p, "--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
     a = command(sub, "aggregate-pruning", run_aggregate, "concatenate per-checkpoint pruning files")
-    a.add_argument("--inputs", nargs="+", required=True, metavar="FILE.parquet", help="per-checkpoint pruning files")
-    a.add_argument("--agreement-inputs", nargs="*", default=[], metavar="FILE.parquet",
+    input_arg(a, "--inputs", what="pruning file", nargs="+", required=True, metavar="FILE.parquet", help="per-checkpoint pruning files")
+    input_arg(a, "--agreement-inputs", what="agreement file", nargs="*", default=[], metavar="FILE.parquet",
                    help="per-checkpoint agreement files")
-    a.add_argument("--agreement-out", metavar="FILE.parquet", help="combined agreement table")
+    output_arg(a, "--agreement-out", metavar="FILE.parquet", help="combined agreement table")
     a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs (default: 1000)")
-    a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined pruning table")
+    output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined pruning table")
 
     f = command(sub, "plot-pruning", run_plot, "pruning figures (PNG + PDF)")
     f.add_argument("kind", choices=["delta", "ir-panel", "ir-trajectory", "agreement"],
                    help="delta: delta PPL vs budget for one checkpoint; ir-panel: I/R ratio vs budget, one line "
                         "per model; ir-trajectory: I/R ratio vs training step; agreement: guides' agreement")
-    f.add_argument("--input", required=True, metavar="FILE.parquet", help="pruning (or agreement) table")
+    input_arg(f, "--input", what="pruning table", required=True, metavar="FILE.parquet", help="pruning (or agreement) table")
     f.add_argument("--model", help="model label (delta, ir-trajectory, agreement)")
     f.add_argument("--revision", help="revision label (delta, agreement)")
     f.add_argument("--bootstrap", type=int, default=1000, help="resamples for the I/R ratio CI (default: 1000)")
     f.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
-    f.add_argument("--out-png", required=True)
-    f.add_argument("--out-pdf", required=True)
+    output_arg(f, "--out-png", what="figure", required=True, metavar="FILE.png", help="output PNG")
+    output_arg(f, "--out-pdf", what="figure", required=True, metavar="FILE.pdf", help="output PDF")
 
 
 def eval_spec(args) -> dict:

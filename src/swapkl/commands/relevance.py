@@ -4,13 +4,14 @@ relevance (AccRel) per task."""
 from __future__ import annotations
 
 from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.paths import input_arg, output_arg
 
 
 def add_parser(sub) -> None:
     p = command(sub, "relevance", run,
                 "accuracy-based relevance of every block on tasks (engine: base + each deletion)")
     add_model_arguments(p)
-    p.add_argument("--tasks", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
+    input_arg(p, "--tasks", what="task file", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
     p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
                    help="task names lm-eval loads from the dataset hub (e.g. arc_easy hellaswag mmlu; zero-shot "
                         "multiple choice; groups scored per subtask)")
@@ -18,31 +19,31 @@ def add_parser(sub) -> None:
     p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
     p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
     add_data_arguments(p, prefix="lm-")
-    p.add_argument("--pruning", metavar="FILE.parquet",
+    input_arg(p, "--pruning", what="pruning table", metavar="FILE.parquet",
                    help="this checkpoint's pruning table (swapkl prune): also score each guide's pruned model at "
                         "each budget (rows with null layer and the guide, budget and removed_layers)")
     p.add_argument("--pruning-guides", nargs="+", metavar="GUIDE",
                    help="with --pruning: score only these guides' pruned models (default: every guide)")
-    p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
     a = command(sub, "aggregate-relevance", run_aggregate, "concatenate per-checkpoint relevance files")
-    a.add_argument("--inputs", nargs="+", required=True, metavar="FILE.parquet", help="relevance files")
-    a.add_argument("--out", required=True, metavar="FILE.parquet", help="combined table")
+    input_arg(a, "--inputs", what="relevance file", nargs="+", required=True, metavar="FILE.parquet", help="relevance files")
+    output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined table")
 
     st = command(sub, "relevance-stats", run_stats, "relevance against cosine (BI): Pearson R, misranking, Wilcoxon")
-    st.add_argument("--input", required=True, metavar="FILE.parquet", help="relevance table")
-    st.add_argument("--aggregate", required=True, metavar="FILE.parquet", help="results/swapkl.parquet (BI rows)")
-    st.add_argument("--out", required=True, metavar="FILE.parquet", help="statistics table")
+    input_arg(st, "--input", what="relevance table", required=True, metavar="FILE.parquet", help="relevance table")
+    input_arg(st, "--aggregate", what="aggregate", required=True, metavar="FILE.parquet", help="results/swapkl.parquet (BI rows)")
+    output_arg(st, "--out", required=True, metavar="FILE.parquet", help="statistics table")
 
     f = command(sub, "plot-relevance", run_plot, "relevance figures (PNG + PDF)")
     f.add_argument("kind", choices=["cosine", "zscores", "confusion"])
-    f.add_argument("--input", required=True, metavar="FILE.parquet",
+    input_arg(f, "--input", what="relevance table", required=True, metavar="FILE.parquet",
                    help="relevance table (confusion: relevance-stats table)")
-    f.add_argument("--aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (cosine only)")
+    input_arg(f, "--aggregate", what="aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (cosine only)")
     f.add_argument("--model", required=True, help="model label")
     f.add_argument("--revision", required=True, help="revision label")
-    f.add_argument("--out-png", required=True)
-    f.add_argument("--out-pdf", required=True)
+    output_arg(f, "--out-png", what="figure", required=True, metavar="FILE.png", help="output PNG")
+    output_arg(f, "--out-pdf", what="figure", required=True, metavar="FILE.pdf", help="output PDF")
 
 
 def run(args) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
 
 from swapkl.errors import SwapKLError
+from swapkl.file_checks import open_input
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
 from swapkl.palette import cycled
 
@@ -17,10 +19,11 @@ def read_training_log(path: str | Path) -> pd.DataFrame:
     """A training-log CSV with columns step, heldout_loss, train_loss (empty cells allowed in the
     loss columns), sorted by step."""
     path = str(path)
-    if not Path(path).is_file():
+    if not os.path.lexists(path):
         raise SwapKLError(f"{path}: training log not found")
     try:
-        df = pd.read_csv(path)
+        with open_input(path, "training log", "r", encoding="utf-8") as fh:
+            df = pd.read_csv(fh)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise SwapKLError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
     missing = [c for c in COLUMNS if c not in df.columns]

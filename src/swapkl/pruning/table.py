@@ -55,7 +55,7 @@ def _concat(paths: Sequence, schema: pa.Schema, what: str, finish=None) -> tuple
         tables.append(t)
         provs.append(dict(path=str(p), **{k: prov.get(k) for k in (
             "model", "revision_label", "weights_sha256", "commit", "seed", "eval_split", "calibration_split",
-            "probe_split", "config_sha256")}))
+            "probe_split", "config_sha256")}, checkpoints=provenance.checkpoints([prov])))
     if not tables:
         raise SwapKLError(f"no {what} file given")
     return pa.concat_tables(tables), provs
@@ -90,12 +90,13 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     df["_d"] = df["random_draw"].astype("float64").fillna(-1)
     df["_f"] = df["fixed_set"].fillna("")
     df = _sort(df, ["_g", "_f", "budget", "_d"]).drop(columns=["_g", "_d", "_f"])
-    prov = dict(provenance.software_versions(), inputs=provs, n_boot=int(n_boot), ci_level=0.95)
+    prov = dict(provenance.software_versions(), inputs=provs, n_boot=int(n_boot), ci_level=0.95,
+                checkpoints=provenance.checkpoints(provs))
     write_parquet(pa.Table.from_pandas(df, schema=PRUNING_SCHEMA, preserve_index=False), out, prov)
     if agreement_out is not None:
         at, aprovs = _concat(agreement_inputs, AGREEMENT_SCHEMA, "agreement")
         adf = _sort(at.to_pandas(), ["guide", "reference"])
         write_parquet(pa.Table.from_pandas(adf, schema=AGREEMENT_SCHEMA, preserve_index=False), agreement_out,
-                      dict(provenance.software_versions(), inputs=aprovs))
+                      dict(provenance.software_versions(), inputs=aprovs, checkpoints=provenance.checkpoints(aprovs)))
     log.info("wrote %s (%d rows from %d files)", out, len(df), len(provs))
     return df
