@@ -65,6 +65,8 @@ def build(loaded=None, windows=None, **extra) -> dict:
                    n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]),
                    bos_prepended=getattr(windows, "bos_token_id", None) is not None,
                    bos_token_id=getattr(windows, "bos_token_id", None))
+        if getattr(windows, "pad_token_id", None) is not None:
+            out.update(pad_token_id=windows.pad_token_id)
     out.update(extra)
     return out
 
