@@ -24,7 +24,8 @@ import torch
 import naive_reference as ref
 from swapkl import provenance
 from swapkl.cli import main
-from swapkl.data import DataSpec, load_windows, paper_qwen3_items, select_windows
+from swapkl.data import DataSpec, load_windows, select_windows
+from swapkl.paper_text import paper_qwen3_items
 from swapkl.errors import SwapKLError
 from tiny_models import tiny_model
 

@@ -39,6 +39,7 @@ import numpy as np
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_regular_file
 from swapkl.options import require_int
+from swapkl.paper_text import paper_qwen3_items
 
 
 @dataclass(frozen=True)
@@ -151,10 +152,6 @@ def check_spec(spec: DataSpec) -> None:
 
 TEXT_FORMATS = ("paragraphs", "lines", "jsonl")
 SELECTIONS = ("random", "first", "paper-qwen3")
-#: the paper's Qwen3-8B rule: rows of at least this many characters (after stripping)
-PAPER_QWEN3_MIN_CHARS = 50
-
-
 def check_pad_token(pad_token) -> None:
     """``tokenizer``, ``eos`` or a token id >= 0 (an int, or its decimal text from the command line)."""
     if pad_token in ("tokenizer", "eos"):
@@ -191,17 +188,6 @@ def resolve_pad_id(tokenizer, pad_token, padding: str) -> int:
         if pad is None:
             raise SwapKLError("padding: counted needs a pad or EOS token, and the tokenizer has neither")
     return 0 if pad is None else int(pad)
-
-
-def paper_qwen3_items(paragraphs: list[str], seed: int) -> list[str]:
-    """The paper's Qwen3-8B candidate rows, in the order they are tried: each row stripped, rows shorter than
-    :data:`PAPER_QWEN3_MIN_CHARS` characters or starting with ``=`` dropped, the rest shuffled in place by
-    ``numpy.random.default_rng(seed).shuffle`` (the paper: seed 42). Cutting to ``seq_len`` tokens, skipping
-    rows under ``min_tokens`` tokens and keeping the first ``n_seqs`` is :func:`select_windows`' ``first``."""
-    items = [p.strip() for p in paragraphs]
-    items = [p for p in items if len(p) >= PAPER_QWEN3_MIN_CHARS and not p.startswith("=")]
-    np.random.default_rng(seed).shuffle(items)
-    return items
 
 
 def wikitext_paragraphs(rows) -> list[str]:
@@ -283,6 +269,12 @@ def row_text(row: dict, fields) -> str:
 def dataset_paragraphs(spec) -> list[str]:
     """The paragraphs of a hub dataset: the one reader of dataset text (probe, calibration and LM windows,
     perplexity text). ``spec`` has ``dataset``, ``dataset_config``, ``split`` and ``text_fields``."""
+    return wikitext_paragraphs(dataset_rows(spec))
+
+
+def dataset_rows(spec) -> list[str]:
+    """The rows of a hub dataset as they are (their ``text`` column, or ``text_fields`` joined by
+    :func:`row_text`), before :func:`wikitext_paragraphs` strips them and drops blank and heading rows."""
     try:
         import datasets
     except ImportError as e:  # pragma: no cover - depends on the install
@@ -305,13 +297,13 @@ def dataset_paragraphs(spec) -> list[str]:
         raise SwapKLError(f"{describe_dataset(spec)} has no field {missing[0]!r} (its columns: "
                           f"{', '.join(ds.column_names)}){hint}")
     if not getattr(spec, "text_fields", None):
-        return wikitext_paragraphs(ds["text"])
+        return list(ds["text"])
     columns = [ds[f] for f in fields]
     try:
         rows = [row_text(dict(zip(fields, values)), fields) for values in zip(*columns)]
     except SwapKLError as e:
         raise SwapKLError(f"{describe_dataset(spec)}: {e}") from None
-    return wikitext_paragraphs(rows)
+    return rows
 
 
 def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int = 0,

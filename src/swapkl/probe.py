@@ -70,9 +70,11 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
               pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
               batch_size: int = 8, repr_out: str | None = None,
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
-              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None) -> None:
+              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
+              compute_dtype: str | None = None, rope_scaling: str = "config") -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
 
+    ``compute_dtype`` and ``rope_scaling``: see :func:`swapkl.loading.load_model` (recorded in the provenance).
     ``layers`` (optional) restricts the variants to those that only touch the given blocks
     (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
     ``progress_path`` persists finished (batch, variant) results so that a killed run started
@@ -96,7 +98,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     metadata = dict(metadata or {})
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
+                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
+                            compute_dtype=compute_dtype, rope_scaling=rope_scaling)
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
@@ -116,7 +119,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
                             layers=layers, **metadata)
     fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
                       tokens=windows.sha256, variants=[v.key for v in variants],
-                      dtype=dtype, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
+                      dtype=dtype, compute_dtype=compute_dtype, rope_scaling=rope_scaling,
+                      device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
                       repr=repr_out is not None, versions=provenance.software_versions())
     plog = ProgressLog(progress_path, fp)
 

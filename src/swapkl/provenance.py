@@ -60,6 +60,11 @@ def build(loaded=None, windows=None, **extra) -> dict:
             allow_pickle=loaded.allow_pickle,
             trust_remote_code=loaded.trust_remote_code,
         )
+        # recorded only where set, so the records of the default (transformers' own) forward stay as they were
+        if getattr(loaded, "compute_dtype", None) is not None:
+            out.update(compute_dtype=loaded.compute_dtype)
+        if getattr(loaded, "rope_scaling", "config") != "config":
+            out.update(rope_scaling=loaded.rope_scaling)
     if windows is not None:
         out.update(data_source=windows.source, tokens_sha256=windows.sha256,
                    n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]),

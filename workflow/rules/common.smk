@@ -364,6 +364,7 @@ def get_probe_settings(model):
         "pairs": get_probe_pairs(model),
         "data": cfg["data"],
         "dtype": cfg["dtype"],
+        "rope_scaling": cfg["rope_scaling"],
         "batch_size": cfg["batch_size"],
     }
 

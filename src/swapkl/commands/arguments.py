@@ -41,6 +41,16 @@ def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True,
                    help="run model code from the checkpoint; recorded in provenance")
 
 
+def add_forward_arguments(p: argparse.ArgumentParser) -> None:
+    """How the forward deviates from transformers' own (the published study's settings; both recorded)."""
+    p.add_argument("--compute-dtype", choices=["float32", "bfloat16", "float16"],
+                   help="cast the weights loaded in --dtype to this for the computation, e.g. float32 for bfloat16 "
+                        "weights (values keep --dtype's rounding; default: compute in --dtype)")
+    p.add_argument("--rope-scaling", choices=["config", "none"], default="config",
+                   help="config: the RoPE scaling of config.json (default); none: plain rope_theta, e.g. without "
+                        "Llama-3.1's llama3 scaling, as the paper's JAX forward ran")
+
+
 # Options that only shape windows cut from text; a token file is used as it is. Their defaults are
 # DataSpec's, filled in by data_spec() so that an option given where it has no effect can be refused.
 TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding", "pad_token", "selection")
