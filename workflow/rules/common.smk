@@ -365,6 +365,7 @@ def get_probe_settings(model):
         "data": cfg["data"],
         "dtype": cfg["dtype"],
         "rope_scaling": cfg["rope_scaling"],
+        "kl": cfg["kl"],
         "batch_size": cfg["batch_size"],
     }
 

@@ -9,6 +9,7 @@ from swapkl.commands.arguments import (
     command,
     data_spec,
 )
+from swapkl.kl import KLOptions
 
 
 def add_parser(sub) -> None:
@@ -21,6 +22,13 @@ def add_parser(sub) -> None:
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     add_data_arguments(p)
+    k = p.add_argument_group("KL (default: every valid position, token-weighted mean)")
+    k.add_argument("--kl-positions", choices=["all", "last"], default="all",
+                   help="all (default) or last: only the last valid position of each window (last-token KL)")
+    k.add_argument("--kl-clamp", action="store_true", help="clamp each position's KL at 0 before averaging")
+    k.add_argument("--kl-average", choices=["tokens", "prompts"], default="tokens",
+                   help="tokens (default): over every counted position; prompts: each window's mean, then the "
+                        "mean over windows")
     p.add_argument("--progress-file", help="persist progress here so a killed run resumes")
     p.add_argument("--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
     p.add_argument("--out", required=True, metavar="FILE.parquet", help="output Parquet file")
@@ -37,4 +45,5 @@ def run(args) -> None:
               repr_out=args.repr_out,
               progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
               trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
-              compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling)
+              compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
+              kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average))
