@@ -141,3 +141,29 @@ def test_rope_scaling_none_gives_plain_theta(tmp_path):
     with pytest.raises(SwapKLError, match="applies no RoPE scaling to switch off"):
         tiny_model("llama", n_layers=2).save_pretrained(tmp_path / "plain")
         load_model(str(tmp_path / "plain"), device="cpu", need_tokenizer=False, rope_scaling="none")
+
+
+def test_prune_cli_with_the_paper_evaluator(llama_like, tmp_path, capsys):
+    """`swapkl prune ... --eval-text-prep paper --eval-window W --eval-stride S`: the base perplexity and the
+    scored-token count of the pruning table are the paper loop's."""
+    from swapkl.cli import main
+    from tiny_models import random_tokens
+
+    d, model = llama_like
+    np.save(tmp_path / "probe.npy", random_tokens(97, 4, 12, seed=1).numpy())
+    np.save(tmp_path / "calib.npy", random_tokens(97, 4, 12, seed=2).numpy())
+    probe, rep = tmp_path / "probe.parquet", tmp_path / "repr.parquet"
+    run_probe(str(d / "model"), str(probe), pairs="all", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
+              device="cpu", repr_out=str(rep))
+    out = tmp_path / "pruning.parquet"
+    rc = main(["prune", "--model", str(d / "model"), "--probe", str(probe), "--repr", str(rep), "--budgets", "1",
+               "--n-random", "1", "--device", "cpu", "--eval-text-file", str(d / "rows.txt"), "--eval-text-prep",
+               "paper", "--eval-window", str(WINDOW), "--eval-stride", str(STRIDE), "--eval-max-words",
+               str(MAX_WORDS), "--calib-tokens", str(tmp_path / "calib.npy"), "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    tokens = bos_tokenizer()(_paper_text(ROWS, MAX_WORDS))["input_ids"]
+    total, count, n_windows = _paper_eval(model, tokens, WINDOW, STRIDE)
+    df = pd.read_parquet(out)
+    assert (df["n_eval_tokens"] == len(tokens) - n_windows).all() and (df["n_eval_windows"] == n_windows).all()
+    assert df["base_ppl"].iloc[0] == pytest.approx(np.exp(total / count), rel=1e-6)
+    assert provenance.read(str(out))["eval_spec"]["text_prep"] == "paper"
