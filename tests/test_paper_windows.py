@@ -159,15 +159,36 @@ def _qwen_reference(rows, encode, n, seq_len, min_tokens, seed=42):
     return out
 
 
-def test_paper_qwen3_selection_matches_the_described_rule():
+def _wikitext_like_rows() -> list[str]:
     rng = np.random.default_rng(5)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
     rows = []
     for k in range(80):
         n_words = int(rng.integers(1, 40))
         body = " ".join(rng.choice(words, n_words))
-        rows.append(f" = Heading {k} = " if k % 9 == 0 else f"  {body}  ")
-    rows += ["", "= an unclosed heading line that is long enough to pass the length rule ="]
+        rows.append(f" = Heading {k} = \n" if k % 9 == 0 else f"  {body}  \n")
+    return rows + ["", "= an unclosed heading line that is long enough to pass the length rule =\n"]
+
+
+def test_paper_qwen3_windows_from_dataset_rows(monkeypatch):
+    """The whole path: dataset rows (in memory, no hub) -> load_windows with selection paper-qwen3."""
+    import datasets
+
+    rows = _wikitext_like_rows()
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: datasets.Dataset.from_dict({"text": rows}))
+    tok = neox_tokenizer()
+    spec = DataSpec(dataset="wikitext", dataset_config="wikitext-103-raw-v1", split="test", n_seqs=10, seq_len=40,
+                    min_tokens=30, seed=42, selection="paper-qwen3")
+    w = load_windows(spec, tok)
+    want = _qwen_reference(rows, lambda t: tok.encode(t), 10, 40, 30)  # the tokenizer's default special tokens
+    assert len(want) == 10
+    for row, ids in enumerate(want):
+        assert w.input_ids[row, : len(ids)].tolist() == ids
+        assert w.attention_mask[row].tolist() == [1] * len(ids) + [0] * (40 - len(ids))
+
+
+def test_paper_qwen3_selection_matches_the_described_rule():
+    rows = _wikitext_like_rows()
     encode = lambda t: [len(w) for w in t.split()]  # noqa: E731  (a deterministic toy tokenizer)
     spec = DataSpec(dataset="wikitext", n_seqs=12, seq_len=10, min_tokens=8, seed=42, selection="paper-qwen3")
     # dataset rows reach select_windows as swapkl's paragraphs (stripped, blank rows and headings dropped)
