@@ -22,8 +22,8 @@ Selection rule for text (documented in the README):
 Compatibility mode ``padding: counted`` (the paper's Pythia trajectory: short prompts right-padded
 to 128 tokens with end-of-text, no attention mask, KL averaged over every position): the windows are
 padded with the id that ``pad_token`` names (``tokenizer``: the tokenizer's pad token, its EOS token
-when it has none; ``eos``: the EOS token, as the paper's code ended up using; or an explicit id) and the attention mask is 1
-everywhere, so padded positions are attended to and counted in every mean. The setting is part of
+when it has none; ``eos``: the EOS token, as the paper's code ended up using; or an explicit id) and
+the attention mask is 1 everywhere, so padded positions are attended to and counted in every mean. The setting is part of
 the DataSpec, hence of every provenance record that holds it.
 """
 
