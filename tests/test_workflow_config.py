@@ -574,6 +574,18 @@ INVALID = {
     "seed family of a local model": (lambda c: _set(c, ("models", "mine"), {
         "local": "ckpts", "revisions": ["main"], "seeds": {"values": [1]}}), "mine.seeds"),
     "pruning without the deletion probe": (lambda c: _set(c, P14 + ("deletion",), False), "pythia-1.4b.deletion"),
+    "unknown window selection": (lambda c: _set(c, P410 + ("data", "selection"), "last"), "selection"),
+    "unknown pad token": (lambda c: _set(c, P410 + ("data", "pad_token"), "padding"), "pad_token"),
+    "negative pad id": (lambda c: _set(c, P410 + ("data", "pad_token"), -1), "pad_token"),
+    "unknown text format": (lambda c: _set(c, P410 + ("data", "text_format"), "json"), "text_format"),
+    "unknown evaluator text prep": (lambda c: _set(c, P14 + ("prune", "eval"), {"dataset": "wikitext",
+                                                                                "text_prep": "raw"}), "text_prep"),
+    "unknown compute dtype": (lambda c: _set(c, P14 + ("prune", "compute_dtype"), "float64"), "compute_dtype"),
+    "unknown KL positions": (lambda c: _set(c, P410 + ("kl", "positions"), "first"), "positions"),
+    "misspelt KL field": (lambda c: _set(c, P410 + ("kl", "average_over"), "prompts"), "average_over"),
+    "misspelt paper field": (lambda c: _set(c, ("paper", "clone"), "/x"), "clone"),
+    "RoPE scaling off with covariates": (lambda c: _set(c, P410 + ("rope_scaling",), "none"),
+                                         "pythia-410m.rope_scaling"),
 }
 
 _LOAD_WORKFLOWS = """
