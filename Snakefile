@@ -37,6 +37,7 @@ rule all:
 
 
 include: "workflow/rules/download.smk"
+include: "workflow/rules/paper.smk"
 include: "workflow/rules/demo.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/aggregate.smk"

@@ -34,6 +34,10 @@ CASES = [
     (PRUNE_ARGS, "eval_stride", "perplexity_text", "stride", None),
     (PRUNE_ARGS, "eval_max_words", "perplexity_text", "max_words", None),
     (PRUNE_ARGS, "eval_split", "perplexity_text", "split", None),
+    (PRUNE_ARGS, "eval_text_prep", "perplexity_text", "text_prep", None),
+    (PRUNE_ARGS, "compute_dtype", "prune", "compute_dtype", None),
+    (PRUNE_ARGS, "rope_scaling", "model", "rope_scaling", None),
+    (PROBE_ARGS, "rope_scaling", "model", "rope_scaling", None),
 ]
 
 
@@ -46,7 +50,8 @@ def test_cli_default_is_the_schema_default(argv, attr, definition, field, conver
     assert getattr(args, attr) == expected
 
 
-@pytest.mark.parametrize("field", ["n_seqs", "seq_len", "min_tokens", "split", "seed", "text_format", "padding"])
+@pytest.mark.parametrize("field", ["n_seqs", "seq_len", "min_tokens", "split", "seed", "text_format", "padding",
+                                   "pad_token", "selection"])
 def test_cli_window_defaults_are_the_schema_defaults(field):
     """The data options default to None on the command line (so an option that the chosen source ignores can be
     refused); the DataSpec they build takes the schema's defaults."""

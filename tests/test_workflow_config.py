@@ -147,6 +147,10 @@ def expected_counts(cfg: dict) -> Counter:
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
         counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
+    # the paper's prompt lists: one job writes them all when an enabled model reads one of them
+    fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
+    if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
+        counts["fetch_paper_inputs"] = 1
     if demo:
         counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
                       plot_training_curves=1)
@@ -165,36 +169,59 @@ COVARIATES = 5 * (10 + 1 + 10 + 3 + 3)
 def test_study_dry_run_lists_exactly_the_published_jobs():
     counts = dry_run(STUDY)
     assert counts == expected_counts(load(STUDY))
-    # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B (Mistral disabled), and
-    # the paper's protocols on the same weights (no download): Pythia-1.4B step143000 and Qwen3-8B; the
-    # second paper's relevance tasks (lm-eval names, C4) on Llama-3.1-8B; the gap covariates of both Pythia
-    # trajectories (pythia-410m's family members included); pythia-160m pruned at step143000 by each of its ten
-    # seeds (figures for the entry only).
+    # The published study: 2 Pythia models x 5 revisions + Qwen3-8B + Llama-3.1-8B + GPT-2-Medium (Mistral and
+    # OLMo disabled), and the paper's protocols on the same weights (no download): both Pythia trajectories on
+    # the paper's prompts (2 x 5 revisions), Pythia-1.4B pruning at step143000, Qwen3-8B and Llama-3.1-8B, whose
+    # prompt files one fetch_paper_inputs job writes; the second paper's relevance tasks (lm-eval names, C4) on
+    # Llama-3.1-8B; the gap covariates of both Pythia trajectories (pythia-410m's family members included);
+    # pythia-160m pruned at step143000 by each of its ten seeds (figures for the entry only).
     # The seed families: pythia-410m and pythia-160m across ten seeds each (the original + 9 PolyPythias
     # runs) and the 160m data-seed and weight-seed variants (3 each), 5 revisions each: 125 more checkpoints
     # of 4 jobs each; per-model figures only for the families' own entries (3 new: 3 x 12 figures).
     assert counts == Counter({
-        "download_checkpoint": 12 + 125, "probe_replacement": 14 + 125, "probe_interchange": 14 + 125,
-        "probe_deletion": 14 + 125, "aggregate_results": 1, "plot_gap_trajectory": 2 + 3,
-        "plot_ratio_by_distance": 6 + 3, "plot_heatmaps": 14 + 15, "plot_deletion_vs_bi": 14 + 15,
-        "prune_layers": 5 + 10, "aggregate_pruning": 1, "plot_pruning_cost": 5 + 1, "plot_pruning_agreement": 5 + 1,
+        "download_checkpoint": 13 + 125, "probe_replacement": 26 + 125, "probe_interchange": 26 + 125,
+        "probe_deletion": 26 + 125, "aggregate_results": 1, "plot_gap_trajectory": 4 + 3,
+        "plot_ratio_by_distance": 10 + 3, "plot_heatmaps": 26 + 15, "plot_deletion_vs_bi": 26 + 15,
+        "prune_layers": 7 + 10, "aggregate_pruning": 1, "plot_pruning_cost": 7 + 1, "plot_pruning_agreement": 7 + 1,
         "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
-        "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
+        "aggregate_covariates": 1, "plot_covariates": 1, "fetch_paper_inputs": 1, "all": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12
+    assert sum(counts.values()) == 879
 
 
-def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
+def test_olmo_entry_dry_runs_when_enabled(tmp_path):
     cfg = load(STUDY)
-    for name in ("GPT-2-Medium", "OLMo-1B"):
-        cfg["models"][name]["enabled"] = True
+    cfg["models"]["OLMo-1B"]["enabled"] = True
     before = dry_run(STUDY)
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     for rule in ("download_checkpoint", "probe_interchange", "prune_layers", "plot_heatmaps"):
-        assert counts[rule] == before[rule] + 2
+        assert counts[rule] == before[rule] + 1
+
+
+def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
+    """Every paper entry of the study runs by default; the paper's prompt files are the fetch rule's outputs, so
+    the dry run schedules one fetch_paper_inputs job whose outputs are the inputs of the probes that read them."""
+    cfg = load(STUDY)
+    paper = [name for name in cfg["models"] if "paper" in name] + ["GPT-2-Medium"]
+    assert len(paper) == 6 and all(cfg["models"][name].get("enabled", True) for name in paper)
+    result = snakemake("--dry-run", "--forceall", "--configfile", str(STUDY))
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    jobs = []
+    for block in re.split(r"^\[.*\]$", out, flags=re.M):
+        rule = re.search(r"^(?:local)?rule (\w+):$", block, re.M)
+        if rule:
+            field = lambda name: (re.findall(rf"^    {name}: (.*)$", block, re.M) or [""])[0].split(", ")  # noqa: E731
+            jobs.append((rule.group(1), field("input"), field("output")))
+    fetch = [output for rule, _, output in jobs if rule == "fetch_paper_inputs"]
+    assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl"]]
+    readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule.startswith("probe_") and re.match(
+        r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper)/", output[0])}
+    assert len(readers) == 3 * (5 + 5 + 1)
+    assert all(set(inputs) & set(fetch[0]) for inputs in readers.values())
 
 
 def test_the_configfile_option_replaces_the_study_config():
@@ -275,7 +302,7 @@ def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     # 4 more pythia-1.4b revisions; pythia-160m's ten seeds prune step143000 (10)
-    assert counts["prune_layers"] == 5 + 10 + 4 and counts["plot_pruning_trajectory"] == 1
+    assert counts["prune_layers"] == 7 + 10 + 4 and counts["plot_pruning_trajectory"] == 1
 
 
 def test_disabling_a_model_removes_all_its_jobs(tmp_path):
@@ -284,7 +311,7 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     # Qwen3-8B-paper goes too; pythia-160m's ten seeds still prune step143000
-    assert counts["download_checkpoint"] == 11 + 125 and counts["prune_layers"] == 3 + 10
+    assert counts["download_checkpoint"] == 12 + 125 and counts["prune_layers"] == 5 + 10
 
 
 def test_a_local_model_is_used_in_place(tmp_path):
@@ -447,7 +474,7 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     assert got["pythia-1.4b-paper/step143000"]["checkpoint"] == "/data/pythia-1.4b/step143000"
     assert got["Qwen3-8B-paper/main"]["checkpoint"] == "resources/checkpoints/Qwen3-8B/main"
     # DataSpec keyword arguments: the config's values plus the schema's defaults, no nulls
-    defaults = {"text_format": "paragraphs", "padding": "masked"}
+    defaults = {"text_format": "paragraphs", "padding": "masked", "pad_token": "tokenizer", "selection": "random"}
     assert got["pythia-410m/step0"]["data"] == {"text_file": "corpus.txt", "n_seqs": 4, "split": "validation",
                                                 "seq_len": 128, "min_tokens": 16, "seed": 0, **defaults}
     assert got["pythia-1.4b/step0"]["data"] == {"dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1",
@@ -547,6 +574,18 @@ INVALID = {
     "seed family of a local model": (lambda c: _set(c, ("models", "mine"), {
         "local": "ckpts", "revisions": ["main"], "seeds": {"values": [1]}}), "mine.seeds"),
     "pruning without the deletion probe": (lambda c: _set(c, P14 + ("deletion",), False), "pythia-1.4b.deletion"),
+    "unknown window selection": (lambda c: _set(c, P410 + ("data", "selection"), "last"), "selection"),
+    "unknown pad token": (lambda c: _set(c, P410 + ("data", "pad_token"), "padding"), "pad_token"),
+    "negative pad id": (lambda c: _set(c, P410 + ("data", "pad_token"), -1), "pad_token"),
+    "unknown text format": (lambda c: _set(c, P410 + ("data", "text_format"), "json"), "text_format"),
+    "unknown evaluator text prep": (lambda c: _set(c, P14 + ("prune", "eval"), {"dataset": "wikitext",
+                                                                                "text_prep": "raw"}), "text_prep"),
+    "unknown compute dtype": (lambda c: _set(c, P14 + ("prune", "compute_dtype"), "float64"), "compute_dtype"),
+    "unknown KL positions": (lambda c: _set(c, P410 + ("kl", "positions"), "first"), "positions"),
+    "misspelt KL field": (lambda c: _set(c, P410 + ("kl", "average_over"), "prompts"), "average_over"),
+    "misspelt paper field": (lambda c: _set(c, ("paper", "clone"), "/x"), "clone"),
+    "RoPE scaling off with covariates": (lambda c: _set(c, P410 + ("rope_scaling",), "none"),
+                                         "pythia-410m.rope_scaling"),
 }
 
 _LOAD_WORKFLOWS = """

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl.errors import SwapKLError
+from swapkl.kl import per_prompt_means
 from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA, SEQ_COLUMNS, read_table
 
 PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base", "averaging", "head_interchange")
@@ -192,6 +193,10 @@ def read_probe_file(path: str | Path) -> ProbeInput:
     if (tok != n_tok).any():
         r = int(np.flatnonzero(tok != n_tok)[0])
         raise SwapKLError(f"{path}: row {r}: sum(seq_tokens)={int(tok[r])} differs from n_tokens={int(n_tok[r])}")
+    if (prov.get("kl_options") or {}).get("average") == "prompts":
+        # each prompt's mean KL with weight 1: every statistic below (means, bootstrap) averages over prompts
+        seq_kl, seq_tok = per_prompt_means(seq_kl, seq_tok)
+        tok = seq_tok.sum(axis=1)
     kl_seq = seq_kl.sum(axis=1) / tok
     kl = df["kl_mean"].to_numpy(dtype=np.float64)
     off = np.abs(kl_seq - kl) > _KL_ATOL + _KL_RTOL * np.abs(kl)

@@ -23,7 +23,7 @@ import torch
 
 from swapkl.adapters import BlockContext, get_adapter
 from swapkl.errors import SwapKLError
-from swapkl.kl import BaseTargets, Unembedding, base_targets, kl_and_nll
+from swapkl.kl import BaseTargets, KLOptions, Unembedding, base_targets, kl_and_nll, last_positions
 from swapkl.options import require_int
 from swapkl.pairs import Variant
 
@@ -43,6 +43,7 @@ class BatchState:
     n_seqs: int
     targets: BaseTargets
     base_nll: torch.Tensor  # [N] float64
+    kl_counted: torch.Tensor | None = None  # [N] bool: the valid tokens whose KL counts (None: all of them)
 
 
 @dataclass
@@ -75,8 +76,12 @@ def _where_non_finite(residuals: list[torch.Tensor], valid: torch.Tensor) -> str
 
 
 class ProbeEngine:
-    def __init__(self, model, *, chunk_tokens: int = 2048):
+    """``kl``: which positions' KL count and whether it is clamped at 0 (:class:`swapkl.kl.KLOptions`; its
+    ``average`` is the caller's business: the engine returns per-sequence sums and counts)."""
+
+    def __init__(self, model, *, chunk_tokens: int = 2048, kl: KLOptions | None = None):
         require_int("chunk_tokens", chunk_tokens, 1)
+        self.kl = kl or KLOptions()
         self.model = model.eval()
         self.adapter = get_adapter(model)
         self.n_layers = self.adapter.n_layers
@@ -134,15 +139,16 @@ class ProbeEngine:
         nxt[:, :-1] = torch.where(valid[:, 1:], input_ids[:, 1:], torch.full_like(input_ids[:, 1:], -1))
         labels = nxt[valid]
         token_seq = torch.arange(input_ids.shape[0], device=input_ids.device).unsqueeze(1).expand_as(input_ids)[valid]
+        counted = last_positions(valid)[valid] if self.kl.positions == "last" else None
         if not targets:
             return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0],
-                              BaseTargets(None, None, None, labels), None)
+                              BaseTargets(None, None, None, labels), None, counted)
         hf = a.final_norm(h)[valid]
         base = base_targets(self.unemb, hf, labels, self.chunk_tokens)
         _, base_nll = kl_and_nll(self.unemb, hf, base, self.chunk_tokens)
         if not torch.isfinite(base.negent).all():
             raise SwapKLError(f"the base model produced non-finite logits: {_where_non_finite(residuals, valid)}")
-        return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0], base, base_nll)
+        return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0], base, base_nll, counted)
 
     @contextlib.contextmanager
     def variant_blocks(self, variant: Variant):
@@ -210,17 +216,21 @@ class ProbeEngine:
         kl, nll = kl_and_nll(self.unemb, hv, state.targets, self.chunk_tokens)
         if not torch.isfinite(kl).all():
             raise SwapKLError(f"variant {variant.key} produced non-finite logits")
+        if self.kl.clamp:
+            kl = kl.clamp(min=0.0)
         return kl, nll
 
     def seq_stats(self, state: BatchState, kl: torch.Tensor, nll: torch.Tensor) -> SeqStats:
-        """Sum per-token values into per-sequence sums (padding never counts)."""
+        """Sum per-token values into per-sequence sums (padding never counts; with ``positions: last`` the KL
+        and its count only at each sequence's last valid position)."""
         b = state.n_seqs
         idx = state.token_seq
         z = torch.zeros(b, dtype=torch.float64, device=kl.device)
         has = torch.isfinite(nll)
+        kl_idx, kl_vals = (idx, kl) if state.kl_counted is None else (idx[state.kl_counted], kl[state.kl_counted])
         return SeqStats(
-            kl_sum=z.clone().index_add_(0, idx, kl),
-            tokens=z.clone().index_add_(0, idx, torch.ones_like(kl)),
+            kl_sum=z.clone().index_add_(0, kl_idx, kl_vals),
+            tokens=z.clone().index_add_(0, kl_idx, torch.ones_like(kl_vals)),
             nll_sum=z.clone().index_add_(0, idx, torch.where(has, nll, torch.zeros_like(nll))),
             nll_tokens=z.clone().index_add_(0, idx, has.double()),
         )

@@ -37,6 +37,23 @@ class LoadedModel:
     device: str
     allow_pickle: bool
     trust_remote_code: bool
+    compute_dtype: str | None = None  # weights rounded to `dtype`, then cast to this for the computation
+    rope_scaling: str = "config"  # `none`: the config's RoPE scaling (e.g. llama3) switched off
+
+
+#: ``rope_scaling`` values: ``config`` (as the checkpoint's config.json says) or ``none`` (plain theta)
+ROPE_SCALING = ("config", "none")
+
+
+def without_rope_scaling(config) -> bool:
+    """Switch ``config``'s RoPE scaling off (plain ``rope_theta``, as the paper's Llama forward ran); whether
+    the config had any scaling to switch off."""
+    params = getattr(config, "rope_parameters", None)
+    if not isinstance(params, dict) or params.get("rope_type", "default") == "default":
+        return False
+    config.rope_parameters = {"rope_type": "default",
+                              **{k: params[k] for k in ("rope_theta", "partial_rotary_factor") if k in params}}
+    return True
 
 
 def resolve_device(device: str) -> str:
@@ -175,10 +192,17 @@ def _check_safetensors_size(path: str) -> None:
 
 
 def load_model(model: str, revision: str | None = None, *, dtype: str = "float32", device: str = "auto",
-               allow_pickle: bool = False, trust_remote_code: bool = False, need_tokenizer: bool = True) -> LoadedModel:
+               allow_pickle: bool = False, trust_remote_code: bool = False, need_tokenizer: bool = True,
+               compute_dtype: str | None = None, rope_scaling: str = "config") -> LoadedModel:
+    """Load a checkpoint in ``dtype``. ``compute_dtype`` (e.g. float32 for bfloat16 weights) casts the loaded
+    weights afterwards, so they keep ``dtype``'s rounding and the forward runs in ``compute_dtype``;
+    ``rope_scaling="none"`` switches the config's RoPE scaling off. Both are recorded in the result."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     torch_dtype = resolve_dtype(dtype)
+    cast_to = None if compute_dtype is None else resolve_dtype(compute_dtype)
+    if rope_scaling not in ROPE_SCALING:
+        raise SwapKLError(f"rope_scaling must be one of {', '.join(ROPE_SCALING)}, got {rope_scaling!r}")
     dev = resolve_device(device)
     path, revision = resolve_checkpoint_dir(model, revision)
     local = os.path.isdir(path)
@@ -210,16 +234,21 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
         raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
                           "a model needs at least 1 block")
+    if rope_scaling == "none" and not without_rope_scaling(config):
+        raise SwapKLError(f"rope_scaling: none, but the config of {path!r} applies no RoPE scaling to switch off")
     try:
         lm, info = AutoModelForCausalLM.from_pretrained(
             # safetensors whenever present: --allow-pickle only permits pickles when nothing else exists
             path, dtype=torch_dtype, use_safetensors=has_safetensors, trust_remote_code=trust_remote_code,
+            **({"config": config} if rope_scaling == "none" else {}),
             output_loading_info=True, ignore_mismatched_sizes=True,  # mismatches are reported below, by name
         )
     except Exception as e:
         raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(e).split())}") from e
     check_loading_info(path, info)
     check_finite_weights(path, lm)
+    if cast_to is not None:
+        lm = lm.to(cast_to)  # the values stay those rounded to `dtype`
     lm = lm.to(dev).eval()
     tok = None
     tok_files = tokenizer_files(path)
@@ -257,6 +286,8 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         device=dev,
         allow_pickle=allow_pickle,
         trust_remote_code=trust_remote_code,
+        compute_dtype=compute_dtype,
+        rope_scaling=rope_scaling,
     )
 
 

@@ -21,6 +21,13 @@ scored), window k > 0 scores ``x_{e_{k-1}} .. x_{e_k - 1}`` (``stride`` tokens e
 last window). So ``stride <= window`` is required; with ``stride == window`` the windows do not
 overlap and the first token of every window has no context, so it is not scored either.
 
+``text_prep: paper`` applies the published study's matched evaluator instead (docs/paper_modes.md): the
+text is :func:`swapkl.paper_text.paper_eval_text` of the rows as they are (a dataset's rows, or a text
+file's lines: headings kept, blank rows dropped, joined by a blank line, the first ``max_words`` words
+re-joined by single spaces), tokenised as above, cut into the same windows, but window k > 0 never scores
+the token ``x_{e_{k-1}}`` at the previous window's end (its first target is ``x_{e_{k-1} + 1}``): the
+scored tokens are ``N - (number of windows)``.
+
 ``PPL = exp(sum of NLL / number of scored tokens)`` (natural log). The 95% CI resamples windows
 with replacement (each window keeps its NLL sum and its token count) with
 ``numpy.random.default_rng(seed)``; one set of resamplings is shared by every pruned model of a
@@ -34,9 +41,17 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import torch
 
-from swapkl.data import check_text_fields, dataset_paragraphs, describe_dataset, text_file_paragraphs, tokenize_text
+from swapkl.data import (
+    check_text_fields,
+    dataset_paragraphs,
+    dataset_rows,
+    describe_dataset,
+    text_file_paragraphs,
+    tokenize_text,
+)
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_regular_file
+from swapkl.paper_text import paper_eval_text
 from swapkl.pairs import Variant
 from swapkl.sweep import sweep, window_batches
 
@@ -53,6 +68,7 @@ class EvalSpec:
     stride: int = 256
     max_words: int | None = 5000
     text_fields: tuple[str, ...] | None = None  # as in swapkl.data.DataSpec
+    text_prep: str = "clean"  # or "paper": the published study's matched evaluator (module docstring)
 
     def __post_init__(self):
         if isinstance(self.text_fields, list):
@@ -77,6 +93,8 @@ class EvalSpec:
 
     def as_dict(self) -> dict:
         d = asdict(self)
+        if self.text_prep == "clean":
+            del d["text_prep"]  # records of the clean evaluator stay as they were
         if self.text_fields is None:
             del d["text_fields"]  # records of the `text` column stay as they were
         else:
@@ -96,6 +114,12 @@ class EvalSpec:
         if self.max_words is not None and self.max_words < 1:
             raise SwapKLError(f"max_words must be at least 1, got {self.max_words}")
         check_text_fields(self.text_fields, bool(self.dataset))
+        if self.text_prep not in TEXT_PREPS:
+            raise SwapKLError(f"evaluation text_prep must be one of {', '.join(TEXT_PREPS)}, got {self.text_prep!r}")
+
+
+#: ``text_prep`` values: swapkl's clean rule, or the published study's matched evaluator
+TEXT_PREPS = ("clean", "paper")
 
 
 @dataclass
@@ -146,8 +170,19 @@ def eval_paragraphs(spec: EvalSpec) -> list[str]:
     return dataset_paragraphs(spec)
 
 
-def sliding_windows(ids, window: int, stride: int, pad_id: int = 0, source: str = "") -> EvalWindows:
-    """Cut a 1-D token sequence into scored windows (see the module docstring)."""
+def eval_rows(spec: EvalSpec) -> list[str]:
+    """The rows of ``text_prep: paper``: a dataset's rows as they are, or a text file's lines."""
+    if spec.text_file:
+        require_regular_file(spec.text_file, "evaluation text file")
+        with open(spec.text_file, encoding="utf-8") as f:
+            return f.read().splitlines()
+    return dataset_rows(spec)
+
+
+def sliding_windows(ids, window: int, stride: int, pad_id: int = 0, source: str = "",
+                    skip_prev_end: bool = False) -> EvalWindows:
+    """Cut a 1-D token sequence into scored windows (see the module docstring); ``skip_prev_end``: the
+    paper's evaluator, which never scores the token at the previous window's end."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     n = len(ids)
     if n < 2:
@@ -165,7 +200,8 @@ def sliding_windows(ids, window: int, stride: int, pad_id: int = 0, source: str 
         mask = np.zeros(window, dtype=np.int64)
         mask[:length] = 1
         score = np.zeros(window, dtype=bool)
-        first_target = max(prev_end, begin + 1)  # first token this window scores
+        # first token this window scores
+        first_target = max(prev_end + (1 if skip_prev_end and begin > 0 else 0), begin + 1)
         score[first_target - begin - 1: length - 1] = True
         rows.append(row), masks.append(mask), scores.append(score)
         prev_end = end
@@ -186,12 +222,14 @@ def load_eval_windows(spec: EvalSpec, tokenizer, max_positions: int | None = Non
         raise SwapKLError("the model has no tokenizer; sliding-window perplexity needs one")
     if spec.text_file:
         require_regular_file(spec.text_file, "evaluation text file")
-    text = first_words(eval_paragraphs(spec), spec.max_words)
+    paper = spec.text_prep == "paper"
+    text = paper_eval_text(eval_rows(spec), spec.max_words) if paper else first_words(eval_paragraphs(spec),
+                                                                                      spec.max_words)
     if not text:
         raise SwapKLError(f"evaluation text {spec.describe()} is empty")
     ids = tokenize_text(tokenizer, text)  # BOS first where the tokenizer adds one by default
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    return sliding_windows(ids, spec.window, spec.stride, pad, spec.describe())
+    return sliding_windows(ids, spec.window, spec.stride, pad, spec.describe(), skip_prev_end=paper)
 
 
 # ------------------------------------------------------------------------------------------ NLL

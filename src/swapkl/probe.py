@@ -25,6 +25,7 @@ from swapkl.engine import ProbeEngine, SeqStats
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import replaceable, require_distinct
 from swapkl.heads import n_units, unit_slices
+from swapkl.kl import KLOptions
 from swapkl.loading import load_model
 from swapkl.options import require_device, require_int
 from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocols
@@ -70,9 +71,14 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
               pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
               batch_size: int = 8, repr_out: str | None = None,
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
-              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None) -> None:
+              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
+              compute_dtype: str | None = None, rope_scaling: str = "config",
+              kl_options: KLOptions | None = None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
 
+    ``kl_options`` (:class:`swapkl.kl.KLOptions`: last-token KL, clamping, per-prompt averaging; default the
+    clean KL) is recorded in the provenance as ``kl_options``.
+    ``compute_dtype`` and ``rope_scaling``: see :func:`swapkl.loading.load_model` (recorded in the provenance).
     ``layers`` (optional) restricts the variants to those that only touch the given blocks
     (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
     ``progress_path`` persists finished (batch, variant) results so that a killed run started
@@ -85,6 +91,7 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     require_int("chunk_tokens", chunk_tokens, 1)
     require_device(device)
     check_spec(data)
+    kl_options = kl_options or KLOptions()
     layers = _parse_layers(layers)
     require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
                      {"--tokens": data.tokens, "--text-file": data.text_file})
@@ -96,8 +103,9 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     metadata = dict(metadata or {})
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
+                            compute_dtype=compute_dtype, rope_scaling=rope_scaling)
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, kl=kl_options)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     n_layers = engine.n_layers
@@ -113,10 +121,11 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     rev = metadata.pop("revision", None) or loaded.revision or "main"
     prov = provenance.build(loaded, windows, protocols=protocols, pairs=pairs,
                             batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
-                            layers=layers, **metadata)
+                            layers=layers, kl_options=kl_options.as_dict(), **metadata)
     fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
-                      tokens=windows.sha256, variants=[v.key for v in variants],
-                      dtype=dtype, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
+                      tokens=windows.sha256, variants=[v.key for v in variants], kl=kl_options.as_dict(),
+                      dtype=dtype, compute_dtype=compute_dtype, rope_scaling=rope_scaling,
+                      device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
                       repr=repr_out is not None, versions=provenance.software_versions())
     plog = ProgressLog(progress_path, fp)
 
@@ -146,7 +155,7 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
              computed, len(batches) * (len(variants) + (repr_out is not None)), plog.n_resumed)
 
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers)
-    table = pa.Table.from_pylist([_row(v, results[v.key], meta) for v in variants], schema=PROBE_SCHEMA)
+    table = pa.Table.from_pylist([_row(v, results[v.key], meta, kl_options) for v in variants], schema=PROBE_SCHEMA)
     outputs = [(table, out, prov)]
     if repr_out is not None:
         rows = _repr_rows(repr_parts, meta)
@@ -187,10 +196,10 @@ def _cat(parts: list[dict], key: str) -> np.ndarray:
     return np.concatenate([np.asarray(p[key], dtype=np.float64) for p in parts])
 
 
-def _row(v: Variant, parts: list[dict], meta: dict) -> dict:
+def _row(v: Variant, parts: list[dict], meta: dict, kl_options: KLOptions) -> dict:
     kl, tok, nll, ntok = (_cat(parts, k) for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
     return dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j,
-                kl_mean=ratio_mean(kl, tok), nll_mean=ratio_mean(nll, ntok),
+                kl_mean=kl_options.mean(kl, tok), nll_mean=ratio_mean(nll, ntok),
                 n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
                 seq_kl_sum=kl.tolist(), seq_tokens=tok.astype(np.int64).tolist(),
                 seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist(), head=v.head)

@@ -60,17 +60,24 @@ def build(loaded=None, windows=None, **extra) -> dict:
             allow_pickle=loaded.allow_pickle,
             trust_remote_code=loaded.trust_remote_code,
         )
+        # recorded only where set, so the records of the default (transformers' own) forward stay as they were
+        if getattr(loaded, "compute_dtype", None) is not None:
+            out.update(compute_dtype=loaded.compute_dtype)
+        if getattr(loaded, "rope_scaling", "config") != "config":
+            out.update(rope_scaling=loaded.rope_scaling)
     if windows is not None:
         out.update(data_source=windows.source, tokens_sha256=windows.sha256,
                    n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]),
                    bos_prepended=getattr(windows, "bos_token_id", None) is not None,
                    bos_token_id=getattr(windows, "bos_token_id", None))
+        if getattr(windows, "pad_token_id", None) is not None:
+            out.update(pad_token_id=windows.pad_token_id)
     out.update(extra)
     return out
 
 
 # Fields on which files that are combined (the protocols of one checkpoint) must agree; absent is a value too.
-COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code")
+COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code", "kl_options")
 # Fields on which all revisions of one model must agree, so that they can be compared along training.
 COMPARABLE_ACROSS_REVISIONS = ("tokens_sha256", "dtype")
 

@@ -63,6 +63,9 @@ def _check_consistency(cfg):
             bad = [r for r in revisions if _step(r) is None]
             if bad:
                 fail(f"models.{name}.revisions", f"trajectory models need stepN revisions, got {bad}")
+        if model["rope_scaling"] != "config" and (model["covariates"] or model["relevance"]["enabled"]):
+            fail(f"models.{name}.rope_scaling", "applies to the probes and pruning only; the covariates and relevance "
+                 "jobs would run with the config's RoPE scaling: switch them off for this model")
         prune_revisions = model["prune"]["revisions"]
         if prune_revisions != "all":
             unknown = [r for r in prune_revisions if r not in revisions]
@@ -390,6 +393,8 @@ def get_probe_settings(model):
         "pairs": get_probe_pairs(model),
         "data": cfg["data"],
         "dtype": cfg["dtype"],
+        "rope_scaling": cfg["rope_scaling"],
+        "kl": cfg["kl"],
         "batch_size": cfg["batch_size"],
     }
 

@@ -15,6 +15,8 @@ rule probe_replacement:
         pairs=lambda wildcards: get_probe_pairs(wildcards.model),
         data=get_probe_data,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        rope_scaling=lambda wildcards: config["models"][wildcards.model]["rope_scaling"],
+        kl=lambda wildcards: canonical(config["models"][wildcards.model]["kl"]),
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
         progress=get_progress_path("replacement"),
         metadata=get_metadata,

@@ -21,6 +21,8 @@ rule prune_layers:
         allow_overlap=lambda wildcards: config["models"][wildcards.model]["prune"]["allow_overlap"],
         seed=lambda wildcards: config["models"][wildcards.model]["prune"]["seed"],
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        compute_dtype=lambda wildcards: config["models"][wildcards.model]["prune"]["compute_dtype"],
+        rope_scaling=lambda wildcards: config["models"][wildcards.model]["rope_scaling"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
         metadata=get_prune_metadata,
     log:

@@ -10,7 +10,7 @@ import argparse
 import inspect
 
 from swapkl.commands.paths import input_arg
-from swapkl.data import DataSpec
+from swapkl.data import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
 
 
@@ -42,9 +42,19 @@ def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True,
                    help="run model code from the checkpoint; recorded in provenance")
 
 
+def add_forward_arguments(p: argparse.ArgumentParser) -> None:
+    """How the forward deviates from transformers' own (the published study's settings; both recorded)."""
+    p.add_argument("--compute-dtype", choices=["float32", "bfloat16", "float16"],
+                   help="cast the weights loaded in --dtype to this for the computation, e.g. float32 for bfloat16 "
+                        "weights (values keep --dtype's rounding; default: compute in --dtype)")
+    p.add_argument("--rope-scaling", choices=["config", "none"], default="config",
+                   help="config: the RoPE scaling of config.json (default); none: plain rope_theta, e.g. without "
+                        "Llama-3.1's llama3 scaling, as the paper's JAX forward ran")
+
+
 # Options that only shape windows cut from text; a token file is used as it is. Their defaults are
 # DataSpec's, filled in by data_spec() so that an option given where it has no effect can be refused.
-TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding")
+TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding", "pad_token", "selection")
 DATASET_ONLY = ("dataset_config", "split", "text_fields")
 
 
@@ -63,11 +73,25 @@ def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
                    help=f"paragraphs shorter than this are skipped (default: {d.min_tokens})")
     g.add_argument(f"--{prefix}seed", dest=f"{prefix.replace('-', '_')}data_seed", type=int,
                    help=f"seed of the window selection (default: {d.seed})")
-    g.add_argument(f"--{prefix}text-format", choices=["paragraphs", "lines"],
-                   help="--text-file items: paragraphs (blank-line separated, default) or one per line (prompts)")
+    g.add_argument(f"--{prefix}text-format", choices=list(TEXT_FORMATS),
+                   help="--text-file items: paragraphs (blank-line separated, default), one per line (prompts) "
+                        "or jsonl (one JSON string per line, verbatim: a prompt may contain newlines)")
+    g.add_argument(f"--{prefix}selection", choices=list(SELECTIONS),
+                   help="random: a seeded draw of n-seqs items (default); first: the first n-seqs eligible items "
+                        "in order; paper-qwen3: the paper's Qwen3-8B row rule (see docs/paper_modes.md)")
     g.add_argument(f"--{prefix}padding", choices=["masked", "counted"],
                    help="masked (default) or the paper's compatibility mode: right-padded, no attention mask, "
                         "padding counted as positions")
+    g.add_argument(f"--{prefix}pad-token", metavar="eos|tokenizer|ID", type=_pad_token,
+                   help="what right-pads shorter windows: the tokenizer's pad token (default; its EOS token "
+                        "when it has none and padding is counted), its EOS token, or a token id")
+
+
+def _pad_token(text: str):
+    try:
+        return parse_pad_token(text)
+    except SwapKLError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_text_fields_argument(group, prefix: str) -> None:
@@ -92,4 +116,5 @@ def data_spec(args, prefix: str = "") -> DataSpec:
                     split=pick("split", d.split), text_file=a("text_file"), n_seqs=pick("n_seqs", d.n_seqs),
                     seq_len=pick("seq_len", d.seq_len), min_tokens=pick("min_tokens", d.min_tokens),
                     seed=pick("data_seed", d.seed), text_format=pick("text_format", d.text_format),
-                    padding=pick("padding", d.padding), text_fields=a("text_fields"))
+                    padding=pick("padding", d.padding), text_fields=a("text_fields"),
+                    pad_token=pick("pad_token", d.pad_token), selection=pick("selection", d.selection))

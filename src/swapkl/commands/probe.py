@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.arguments import (
+    add_data_arguments,
+    add_forward_arguments,
+    add_model_arguments,
+    command,
+    data_spec,
+)
 from swapkl.commands.paths import output_arg
+from swapkl.kl import KLOptions
 
 
 def add_parser(sub) -> None:
     p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
     add_model_arguments(p)
+    add_forward_arguments(p)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
                    help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange "
                         "(default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     add_data_arguments(p)
+    k = p.add_argument_group("KL (default: every valid position, token-weighted mean)")
+    k.add_argument("--kl-positions", choices=["all", "last"], default="all",
+                   help="all (default) or last: only the last valid position of each window (last-token KL)")
+    k.add_argument("--kl-clamp", action="store_true", help="clamp each position's KL at 0 before averaging")
+    k.add_argument("--kl-average", choices=["tokens", "prompts"], default="tokens",
+                   help="tokens (default): over every counted position; prompts: each window's mean, then the "
+                        "mean over windows")
     output_arg(p, "--progress-file", what="progress file", help="persist progress here so a killed run resumes")
     output_arg(p, "--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
@@ -30,4 +45,6 @@ def run(args) -> None:
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
               repr_out=args.repr_out,
               progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
-              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens)
+              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
+              compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
+              kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average))

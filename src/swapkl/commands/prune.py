@@ -6,6 +6,7 @@ import argparse
 
 from swapkl.commands.arguments import (
     add_data_arguments,
+    add_forward_arguments,
     add_model_arguments,
     add_text_fields_argument,
     command,
@@ -29,6 +30,7 @@ def _budgets(text: str) -> list[int]:
 def add_parser(sub) -> None:
     p = command(sub, "prune", run_prune, "prune one checkpoint by every guide and baseline; perplexity and KL cost")
     add_model_arguments(p)
+    add_forward_arguments(p)
     input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
     input_arg(p, "--repr", what="representation file", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
@@ -51,6 +53,10 @@ def add_parser(sub) -> None:
     e.add_argument("--eval-stride", type=int, default=256, help="window stride in tokens (default: 256)")
     e.add_argument("--eval-max-words", type=int, default=5000,
                    help="score only the first N whitespace-separated words; 0 = all (default: 5000)")
+    e.add_argument("--eval-text-prep", choices=["clean", "paper"], default="clean",
+                   help="clean (default): headings dropped, paragraphs joined, every token scored; paper: the "
+                        "published study's matched evaluator (headings kept, words re-joined by spaces, the token "
+                        "at each window's previous end never scored; docs/paper_modes.md)")
     add_data_arguments(p, prefix="calib-")
     output_arg(p, "--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
@@ -79,7 +85,8 @@ def add_parser(sub) -> None:
 def eval_spec(args) -> dict:
     return dict(text_file=args.eval_text_file, dataset=args.eval_dataset, dataset_config=args.eval_dataset_config,
                 split=args.eval_split, window=args.eval_window, stride=args.eval_stride,
-                max_words=args.eval_max_words or None, text_fields=args.eval_text_fields)
+                max_words=args.eval_max_words or None, text_fields=args.eval_text_fields,
+                text_prep=args.eval_text_prep)
 
 
 def run_prune(args) -> None:
@@ -94,7 +101,8 @@ def run_prune(args) -> None:
                 n_random=args.n_random, seed=args.seed, angular_metric=args.angular_metric,
                 dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                 agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
-                trust_remote_code=args.trust_remote_code)
+                trust_remote_code=args.trust_remote_code, compute_dtype=args.compute_dtype,
+                rope_scaling=args.rope_scaling)
 
 
 def run_aggregate(args) -> None:

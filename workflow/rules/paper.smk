@@ -1,0 +1,21 @@
+# The published study's prompt lists, extracted from its public code at a pinned commit (swapkl.paper_inputs):
+# downloaded from raw GitHub URLs, or read from the local clone named by `paper: {repo: PATH}` (offline
+# clusters). The paper entries of config.yaml name these files as their probe text, so their probes wait for it.
+
+
+localrules:
+    fetch_paper_inputs,
+
+
+rule fetch_paper_inputs:
+    output:
+        llama_prompts_100="resources/paper/llama_prompts_100.jsonl",
+        pythia_prompts_32="resources/paper/pythia_prompts_32.jsonl",
+    params:
+        repo=lambda wildcards: config["paper"]["repo"],
+    log:
+        "logs/fetch_paper_inputs.log",
+    conda:
+        "../../envs/download.yaml"
+    script:
+        "../scripts/fetch_paper_inputs.py"
