@@ -70,8 +70,11 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
               pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
               batch_size: int = 8, repr_out: str | None = None,
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
-              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None) -> None:
+              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None, rope: str = "on") -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
+
+    ``rope="off"`` is the RoPE counterfactual: base and variants alike run with every rotation angle zero
+    (cos = 1, sin = 0); refused on architectures without rotary embeddings, recorded in the provenance.
 
     ``layers`` (optional) restricts the variants to those that only touch the given blocks
     (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
@@ -86,6 +89,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     require_device(device)
     check_spec(data)
     layers = _parse_layers(layers)
+    if rope not in ("on", "off"):
+        raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
     require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
                      {"--tokens": data.tokens, "--text-file": data.text_file})
     for path in (out, repr_out):  # fail before the computation, not after it
@@ -98,6 +103,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                             trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    if rope == "off":
+        engine.adapter.disable_rope()
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     n_layers = engine.n_layers
@@ -113,10 +120,10 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     rev = metadata.pop("revision", None) or loaded.revision or "main"
     prov = provenance.build(loaded, windows, protocols=protocols, pairs=pairs,
                             batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
-                            layers=layers, **metadata)
+                            layers=layers, rope=rope, **metadata)
     fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
                       tokens=windows.sha256, variants=[v.key for v in variants],
-                      dtype=dtype, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
+                      dtype=dtype, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens, rope=rope,
                       repr=repr_out is not None, versions=provenance.software_versions())
     plog = ProgressLog(progress_path, fp)
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from swapkl.errors import SwapKLError
+
 
 @dataclass
 class BlockContext:
@@ -40,6 +42,8 @@ class Adapter:
     #: ``config.model_type`` values handled by this adapter.
     model_types: tuple[str, ...] = ()
     layout = Layout()
+    #: how the architecture encodes positions: "rope", "learned" (absolute table) or "alibi"
+    position_encoding = "rope"
 
     def __init__(self, model: nn.Module):
         self.model = model
@@ -47,6 +51,16 @@ class Adapter:
         self.backbone = getattr(model, self.layout.backbone)
         #: blocks built outside the model (averaged blocks), keyed by negative block ids
         self.extra_blocks: dict[int, nn.Module] = {}
+        #: the RoPE counterfactual: every rotation angle zero (cos = 1, sin = 0), see :meth:`disable_rope`
+        self.rope_off = False
+
+    def disable_rope(self) -> None:
+        """Run every block with rotation angle zero at every position (cos = 1, sin = 0): rotary position
+        information is removed while every weight stays. Only for RoPE architectures."""
+        if self.position_encoding != "rope":
+            raise SwapKLError(f"rope off: architecture {self.config.model_type!r} has no rotary embeddings "
+                              f"(its positions are {self.position_encoding})")
+        self.rope_off = True
 
     # -- structure -------------------------------------------------------
     @property
@@ -98,6 +112,9 @@ class Adapter:
         masks = self.build_masks(h0, attention_mask, position_ids)
         h0 = self.embed_dropout(h0)
         position_embeddings = self.backbone.rotary_emb(h0, position_ids=position_ids)
+        if self.rope_off:
+            cos, sin = position_embeddings
+            position_embeddings = (torch.ones_like(cos), torch.zeros_like(sin))
         return h0, BlockContext(position_ids, position_embeddings, masks)
 
     def embed_dropout(self, h: torch.Tensor) -> torch.Tensor:

@@ -21,6 +21,7 @@ from swapkl.adapters.base import Adapter, BlockContext, Layout
 class BloomAdapter(Adapter):
     model_types = ("bloom",)
     layout = Layout(backbone="transformer", embed="word_embeddings", norm="ln_f", attention="self_attention")
+    position_encoding = "alibi"
 
     @property
     def blocks(self):

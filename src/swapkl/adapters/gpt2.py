@@ -26,6 +26,7 @@ from swapkl.adapters.base import Adapter, BlockContext, Layout
 class GPT2Adapter(Adapter):
     model_types = ("gpt2",)
     layout = Layout(backbone="transformer", embed="wte", norm="ln_f", attention="attn")
+    position_encoding = "learned"
 
     @property
     def blocks(self):

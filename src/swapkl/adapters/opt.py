@@ -24,6 +24,7 @@ from swapkl.adapters.base import Adapter, BlockContext, Layout
 class OPTAdapter(Adapter):
     model_types = ("opt",)
     layout = Layout(backbone="model", embed="embed_tokens", norm="final_layer_norm", attention="self_attn")
+    position_encoding = "learned"
 
     def __init__(self, model: nn.Module):
         super().__init__(model)

@@ -13,6 +13,8 @@ def add_parser(sub) -> None:
                         "(default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
+    p.add_argument("--rope", choices=("on", "off"), default="on",
+                   help="off: every rotary angle zero (cos=1, sin=0) for base and variants; RoPE models only")
     add_data_arguments(p)
     p.add_argument("--progress-file", help="persist progress here so a killed run resumes")
     p.add_argument("--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
@@ -29,4 +31,5 @@ def run(args) -> None:
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
               repr_out=args.repr_out,
               progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
-              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens)
+              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
+              rope=args.rope)
