@@ -14,8 +14,8 @@ from swapkl.covariates import eager_attention
 from swapkl.data import DataSpec
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.jacobian import (block_norms, block_swap_distances, norm_exact, norm_finite_difference,
-                             residual_update, run_jacobian)
+from swapkl.figures.scale import block_swap_distances
+from swapkl.jacobian import block_norms, norm_exact, norm_finite_difference, residual_update, run_jacobian
 from tiny_models import random_tokens, tiny_model
 
 T, BLOCK = 5, 1

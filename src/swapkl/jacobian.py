@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import torch
 from tqdm.auto import tqdm
 
@@ -143,9 +144,12 @@ def run_jacobian(model: str, out: str, *, data: DataSpec, revision: str | None =
     return df
 
 
-def block_swap_distances(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Per block k: mean d_repl_max and mean d_inter over its adjacent pairs (k-1, k) and (k, k+1)."""
-    adj = pairs[pairs["distance"] == 1]
-    long = pd.concat([adj.assign(block=adj["layer_i"]), adj.assign(block=adj["layer_j"])])
-    g = long.groupby("block")[["d_repl_max", "d_inter"]].mean()
-    return g.rename(columns={"d_repl_max": "d_repl_adjacent", "d_inter": "d_inter_adjacent"}).reset_index()
+def combine_jacobian(files, out: str | Path) -> pd.DataFrame:
+    """Concatenate per-checkpoint Jacobian tables into ``out`` (provenance: each input's)."""
+    if not files:
+        raise SwapKLError("jacobian: no per-checkpoint table to combine")
+    check_writable(str(out))
+    df = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+    write_parquet(df, str(out), {**provenance.software_versions(),
+                                 "inputs": {str(f): provenance.read(str(f)) for f in files}})
+    return df

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from swapkl import provenance
-from swapkl.aggregate import read_aggregate
+from swapkl.aggregate import aggregate_provenance, read_aggregate
 from swapkl.errors import SwapKLError
 from swapkl.figures.select import rows
 from swapkl.parquet_io import check_writable, write_parquet
@@ -69,9 +69,27 @@ def counterfactual_table(agg: pd.DataFrame, *, model_on: str, model_off: str, re
     return pd.concat([df, pd.DataFrame([summary])], ignore_index=True)
 
 
+def check_inputs(inputs: list[dict], *, model_on: str, model_off: str, revision: str) -> None:
+    """The two models' probes (the aggregate's input provenance) share weights and tokens and differ in rope."""
+    seen = {}
+    for item in inputs:
+        if item["revision"] == revision and item["model"] in (model_on, model_off) and item["role"] == "probe":
+            prov = item["provenance"]
+            seen.setdefault(item["model"], set()).add((prov.get("weights_sha256"), prov.get("tokens_sha256"),
+                                                       prov.get("rope", "on")))
+    for model, want in ((model_on, "on"), (model_off, "off")):
+        if len(seen.get(model, ())) != 1 or next(iter(seen[model]))[2] != want:
+            raise SwapKLError(f"rope counterfactual: the probes of {model} {revision} are not all rope {want}")
+    if next(iter(seen[model_on]))[:2] != next(iter(seen[model_off]))[:2]:
+        raise SwapKLError(f"rope counterfactual: {model_off} and {model_on} at {revision} were not probed on the "
+                          "same weights and tokens")
+
+
 def build_counterfactual(aggregate: str | Path, out: str | Path, *, model_on: str, model_off: str,
                          revision: str, pairs=None) -> pd.DataFrame:
     check_writable(str(out))
+    check_inputs(aggregate_provenance(aggregate)["inputs"], model_on=model_on, model_off=model_off,
+                 revision=revision)
     df = counterfactual_table(read_aggregate(aggregate), model_on=model_on, model_off=model_off,
                               revision=revision, pairs=pairs)
     write_parquet(df, str(out), {**provenance.software_versions(), "inputs": {"aggregate": str(aggregate)},

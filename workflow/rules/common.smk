@@ -22,6 +22,9 @@ DEMO_DIR = "resources/demo"
 DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
 
 
+include: "scale_common.smk"
+
+
 # --------------------------------------------------------------------------------------------------- validation
 
 
@@ -55,6 +58,7 @@ def _check_consistency(cfg):
     _check_model_names(cfg, fail)
     for name, model in cfg["models"].items():
         _check_pruning_texts(name, model, fail)
+        check_scale_mechanisms(name, model, fail)
         revisions = model["revisions"]
         if model["trajectory"]:
             bad = [r for r in revisions if _step(r) is None]
@@ -737,6 +741,7 @@ def get_final_outputs():
         for model in pruning_trajectory_models():
             if model not in members:
                 outputs += figure_files(f"pruning_trajectory/{model}")
+    outputs += scale_mechanism_outputs()
     return outputs
 
 

@@ -16,6 +16,7 @@ rule probe_replacement:
         data=get_probe_data,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        rope=lambda wildcards: "on" if rope_is_on(config["models"][wildcards.model]) else "off",
         progress=get_progress_path("replacement"),
         metadata=get_metadata,
     log:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from swapkl.figures.select import as_frame, rows
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
 from swapkl.palette import BLUE, GREEN, ORANGE, VERMILLION
 
@@ -98,9 +99,23 @@ def plot_convergence(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None
         save_figure(fig, out_png, out_pdf)
 
 
-def plot_jacobian(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
-    """||J_k||_2 per block against the block's swap distances (mean KL of its adjacent pairs)."""
-    df = _frame(table)
+def block_swap_distances(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per block k: mean d_repl_max and mean d_inter over its adjacent pairs (k-1, k) and (k, k+1)."""
+    adj = pairs[pairs["distance"] == 1]
+    long = pd.concat([adj.assign(block=adj["layer_i"]), adj.assign(block=adj["layer_j"])])
+    g = long.groupby("block")[["d_repl_max", "d_inter"]].mean()
+    return g.rename(columns={"d_repl_max": "d_repl_adjacent", "d_inter": "d_inter_adjacent"}).reset_index()
+
+
+def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """||J_k||_2 per block, and against the block's swap distances (mean KL of its adjacent pairs in the
+    aggregate ``agg``)."""
+    agg = as_frame(agg)
+    parts = []
+    for (model, revision), sub in _frame(table).groupby(["model", "revision"], sort=True):
+        dist = block_swap_distances(rows(agg, "pair", model, revision))
+        parts.append(sub.merge(dist, on="block", how="left"))
+    df = pd.concat(parts, ignore_index=True)
     with figure_style():
         fig = new_figure(8.4, 3.6)
         axes = fig.subplots(1, 2)

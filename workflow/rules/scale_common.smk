@@ -1,0 +1,63 @@
+# Helpers of the scale sweep and the mechanism / robustness stages (scaling.smk, rope.smk, jacobian.smk,
+# convergence.smk): which models take part and which files they produce. Included from common.smk so that
+# get_final_outputs (evaluated when `rule all` is parsed) can list the files. Wiring only.
+
+
+def check_scale_mechanisms(name, model, fail):
+    """Consistency of a model's scaling / rope / jacobian / convergence settings."""
+    if model.get("rope_pairs") and (rope_is_on(model) or "same_weights_as" not in model):
+        fail(f"models.{name}.rope_pairs", "only for a `rope: off` model with `same_weights_as` (the RoPE-on reference)")
+    bad = [p for p in model.get("rope_pairs", []) if p[1] != p[0] + 1]
+    if bad:
+        fail(f"models.{name}.rope_pairs", f"{bad} are not adjacent pairs [i, i+1]")
+    if not rope_is_on(model) and "demo" in model and model["demo"]["arch"] not in ("gpt_neox", "llama", "qwen3"):
+        fail(f"models.{name}.rope", "rope off needs a RoPE architecture")
+
+
+def rope_is_on(model):
+    """`rope: off` (or YAML's bare off, read as false) switches rotary embeddings off."""
+    return model.get("rope", "on") not in ("off", False)
+
+
+def last_revision(model):
+    return config["models"][model]["revisions"][-1]
+
+
+def _own_entries():
+    """Enabled models other than seed family members (which copy their entry's settings)."""
+    members = seed_members()
+    return [m for m in enabled_models() if m not in members]
+
+
+def scaling_models():
+    return [m for m in _own_entries() if config["models"][m]["scaling"]]
+
+
+def rope_counterfactual_models():
+    return [m for m in _own_entries() if not rope_is_on(config["models"][m]) and "same_weights_as" in config["models"][m]]
+
+
+def jacobian_models():
+    return [m for m in _own_entries() if config["models"][m]["jacobian"]["enabled"]]
+
+
+def convergence_models():
+    return [m for m in _own_entries() if config["models"][m]["convergence"]]
+
+
+def jacobian_file(model):
+    return f"results/jacobian/{model}/{last_revision(model)}.parquet"
+
+
+def scale_mechanism_outputs():
+    """Tables and figures of these stages, for get_final_outputs."""
+    out = []
+    if scaling_models():
+        out += ["results/scaling.parquet", *figure_files("scaling")]
+    for model in rope_counterfactual_models():
+        out += [f"results/rope_counterfactual/{model}.parquet", *figure_files(f"rope_counterfactual/{model}")]
+    if jacobian_models():
+        out += ["results/jacobian.parquet", *figure_files("jacobian"), *map(jacobian_file, jacobian_models())]
+    if convergence_models():
+        out += ["results/convergence.parquet", *figure_files("convergence")]
+    return out
