@@ -150,6 +150,16 @@ def expected_counts(cfg: dict) -> Counter:
     if demo:
         counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
                       plot_training_curves=1)
+    # scale sweep and mechanism stages: entries only (seed family members copy their entry's settings)
+    if any(m.get("scaling", False) for m in drawn.values()):
+        counts.update(summarise_scaling=1, plot_scaling=1)
+    rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
+    counts.update(summarise_rope_counterfactual=len(rope_off), plot_rope_counterfactual=len(rope_off))
+    jacobian = [n for n, m in drawn.items() if m.get("jacobian", {}).get("enabled", False)]
+    if jacobian:
+        counts.update(measure_jacobian=len(jacobian), combine_jacobian=1, plot_jacobian=1)
+    if any(m.get("convergence", False) for m in drawn.values()):
+        counts.update(summarise_convergence=1, plot_convergence=1)
     counts["all"] = 1
     return +counts
 
@@ -173,28 +183,35 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # The seed families: pythia-410m and pythia-160m across ten seeds each (the original + 9 PolyPythias
     # runs) and the 160m data-seed and weight-seed variants (3 each), 5 revisions each: 125 more checkpoints
     # of 4 jobs each; per-model figures only for the families' own entries (3 new: 3 x 12 figures).
+    # The scale sweep adds GPT-2-Medium (enabled, pruned) and 7 more public models at their final checkpoint
+    # (8 downloads, 3 probes, 3 figures each), Qwen3-8B-rope-off on Qwen3-8B's weights (replacement and
+    # interchange, 2 figures), the Jacobian norms of GPT-2-Medium and Pythia-410M and the stage tables and
+    # figures (scaling, rope counterfactual, Jacobian, convergence: 8 jobs).
     assert counts == Counter({
-        "download_checkpoint": 12 + 125, "probe_replacement": 14 + 125, "probe_interchange": 14 + 125,
-        "probe_deletion": 14 + 125, "aggregate_results": 1, "plot_gap_trajectory": 2 + 3,
-        "plot_ratio_by_distance": 6 + 3, "plot_heatmaps": 14 + 15, "plot_deletion_vs_bi": 14 + 15,
-        "prune_layers": 5 + 10, "aggregate_pruning": 1, "plot_pruning_cost": 5 + 1, "plot_pruning_agreement": 5 + 1,
+        "download_checkpoint": 12 + 125 + 8, "probe_replacement": 14 + 125 + 9, "probe_interchange": 14 + 125 + 9,
+        "probe_deletion": 14 + 125 + 8, "aggregate_results": 1, "plot_gap_trajectory": 2 + 3,
+        "plot_ratio_by_distance": 6 + 3 + 9, "plot_heatmaps": 14 + 15 + 9, "plot_deletion_vs_bi": 14 + 15 + 8,
+        "prune_layers": 5 + 10 + 1, "aggregate_pruning": 1, "plot_pruning_cost": 5 + 1 + 1,
+        "plot_pruning_agreement": 5 + 1 + 1,
         "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
-        "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
+        "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
+        "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
+        "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1, "all": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 8 * 7 + 4 + 3 + 10
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
     cfg = load(STUDY)
-    for name in ("GPT-2-Medium", "OLMo-1B"):
-        cfg["models"][name]["enabled"] = True
+    assert cfg["models"]["GPT-2-Medium"].get("enabled", True)  # in the scale sweep
+    cfg["models"]["OLMo-1B"]["enabled"] = True
     before = dry_run(STUDY)
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     for rule in ("download_checkpoint", "probe_interchange", "prune_layers", "plot_heatmaps"):
-        assert counts[rule] == before[rule] + 2
+        assert counts[rule] == before[rule] + 1
 
 
 def test_the_configfile_option_replaces_the_study_config():
@@ -506,6 +523,11 @@ INVALID = {
     "pruned revision not probed": (lambda c: _set(c, P14 + ("prune", "revisions"), ["step5"]),
                                    "prune.revisions"),
     "misspelt export field": (lambda c: _set(c, P14 + ("prune", "export_guide"), ["bi"]), "export_guide"),
+    "unknown rope setting": (lambda c: _set(c, QWEN + ("rope",), "none"), "rope"),
+    "rope pairs on a rotary-on model": (lambda c: _set(c, QWEN + ("rope_pairs",), [[2, 3]]), "rope_pairs"),
+    "rope pair not adjacent": (lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_pairs"), [[2, 4]]),
+                               "rope_pairs"),
+    "unknown jacobian method": (lambda c: _set(c, P410 + ("jacobian", "method"), "svd"), "method"),
     "relevance without tasks": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True}), "relevance"),
     "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],
                                                                           "revisions": ["step5"]}),

@@ -20,7 +20,11 @@ def rope_is_on(model):
 
 
 def last_revision(model):
-    return config["models"][model]["revisions"][-1]
+    """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
+    revisions = config["models"][model]["revisions"]
+    if all(_step(r) is not None for r in revisions):
+        return max(revisions, key=_step)
+    return revisions[-1]
 
 
 def _own_entries():
