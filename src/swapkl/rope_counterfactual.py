@@ -66,7 +66,9 @@ def counterfactual_table(agg: pd.DataFrame, *, model_on: str, model_off: str, re
                "ratio_ir_mean_off": float(np.nanmean(df["ratio_ir_off"])),
                "ratio_delta_mean": float(np.nanmean(delta)), "n_larger_gap": larger, "n_smaller_gap": smaller,
                "n_ties": len(df) - larger - smaller, "sign_test_p": p2, "sign_test_p_larger": p1}
-    return pd.concat([df, pd.DataFrame([summary])], ignore_index=True)
+    out = pd.concat([df, pd.DataFrame([summary])], ignore_index=True)
+    ints = ("layer_i", "layer_j", "n_pairs", "n_larger_gap", "n_smaller_gap", "n_ties")
+    return out.astype({c: "Int64" for c in ints})  # nullable: pair rows have no counts, the summary no layers
 
 
 def check_inputs(inputs: list[dict], *, model_on: str, model_off: str, revision: str) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+from matplotlib.ticker import MaxNLocator
 
 from swapkl.figures.select import as_frame, rows
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
@@ -129,9 +130,12 @@ def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Pa
                             label=f"{model} interchange")
         axes[0].axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
         axes[0].set_xlabel("block k")
-        axes[0].set_ylabel("||J_k||\u2082 of the block's residual update (mean over prompts)")
+        axes[0].set_ylabel("||J_k||\u2082 (mean over prompts)")
+        axes[0].set_yscale("log")
+        axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
         axes[1].set_xlabel("||J_k||\u2082")
-        axes[1].set_ylabel("mean swap KL of block k's adjacent pairs (nats)")
+        axes[1].set_xscale("log")
+        axes[1].set_ylabel("swap KL, block k's adjacent pairs (nats)")
         axes[1].set_yscale("log")
         axes[0].legend(frameon=False, fontsize=6)
         axes[1].legend(frameon=False, fontsize=6)
