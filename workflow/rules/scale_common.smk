@@ -1,5 +1,5 @@
 # Helpers of the scale sweep and the mechanism / robustness stages (scaling.smk, rope.smk, jacobian.smk,
-# convergence.smk): which models take part and which files they produce. Included from common.smk so that
+# convergence.smk, domain_slices.smk): which models take part and which files they produce. Included from common.smk so that
 # get_final_outputs (evaluated when `rule all` is parsed) can list the files. Wiring only.
 
 
@@ -10,6 +10,12 @@ def check_scale_mechanisms(name, model, fail):
     bad = [p for p in model.get("rope_pairs", []) if p[1] != p[0] + 1]
     if bad:
         fail(f"models.{name}.rope_pairs", f"{bad} are not adjacent pairs [i, i+1]")
+    reference = model.get("domain_slice_of")
+    if reference is not None:
+        other = config["models"].get(reference)
+        if other is None or not other["prune"]["enabled"] or not model["prune"]["enabled"]:
+            fail(f"models.{name}.domain_slice_of", f"{reference!r} must be another model of this config, and both "
+                 "must have prune.enabled")
     if not rope_is_on(model) and "demo" in model and model["demo"]["arch"] not in ("gpt_neox", "llama", "qwen3"):
         fail(f"models.{name}.rope", "rope off needs a RoPE architecture")
 
@@ -49,6 +55,10 @@ def convergence_models():
     return [m for m in _own_entries() if config["models"][m]["convergence"]]
 
 
+def domain_slice_models():
+    return [m for m in _own_entries() if config["models"][m].get("domain_slice_of") in enabled_models()]
+
+
 def jacobian_file(model):
     return f"results/jacobian/{model}/{last_revision(model)}.parquet"
 
@@ -64,4 +74,6 @@ def scale_mechanism_outputs():
         out += ["results/jacobian.parquet", *figure_files("jacobian"), *map(jacobian_file, jacobian_models())]
     if convergence_models():
         out += ["results/convergence.parquet", *figure_files("convergence")]
+    if domain_slice_models():
+        out += ["results/domain_slices.parquet", *figure_files("domain_slices")]
     return out

@@ -28,12 +28,14 @@ class BlockContext:
 @dataclass(frozen=True)
 class Layout:
     """Attribute names of a model's parts: on the causal-LM wrapper (``backbone``), on the backbone
-    (``embed``, ``norm``) and on a block (``attention``, the module that returns ``(output, probabilities)``)."""
+    (``embed``, ``norm``, the block list ``blocks``) and on a block (``attention``, the module that returns
+    ``(output, probabilities)``)."""
 
     backbone: str = "model"
     embed: str = "embed_tokens"
     norm: str = "norm"
     attention: str = "self_attn"
+    blocks: str = "layers"
 
 
 class Adapter:
@@ -65,7 +67,7 @@ class Adapter:
     # -- structure -------------------------------------------------------
     @property
     def blocks(self) -> nn.ModuleList:
-        return self.backbone.layers
+        return getattr(self.backbone, self.layout.blocks)
 
     @property
     def n_layers(self) -> int:

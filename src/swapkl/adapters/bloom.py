@@ -20,12 +20,9 @@ from swapkl.adapters.base import Adapter, BlockContext, Layout
 
 class BloomAdapter(Adapter):
     model_types = ("bloom",)
-    layout = Layout(backbone="transformer", embed="word_embeddings", norm="ln_f", attention="self_attention")
+    layout = Layout(backbone="transformer", embed="word_embeddings", norm="ln_f", attention="self_attention",
+                    blocks="h")
     position_encoding = "alibi"
-
-    @property
-    def blocks(self):
-        return self.backbone.h
 
     def build_masks(self, h0, attention_mask, position_ids):
         from transformers.masking_utils import create_causal_mask

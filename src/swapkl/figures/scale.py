@@ -144,3 +144,29 @@ def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Pa
         add_note(fig, f"||J_k||: largest singular value of d(block_k(x) - x)/dx over a whole sequence ({method}); "
                       "below 1 (dashed) the block contracts perturbations")
         save_figure(fig, out_png, out_pdf)
+
+
+def plot_domain_slices(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """Relative perplexity increase of every pruning configuration on the reference text against the second
+    corpus, one panel per slice, with Spearman's rho."""
+    df = _frame(table)
+    summaries = df[df["kind"] == "summary"].reset_index(drop=True)
+    with figure_style():
+        fig = new_figure(3.6 * len(summaries) + 0.6, 3.6)
+        axes = np.atleast_1d(fig.subplots(1, len(summaries)))
+        for ax, (_, s) in zip(axes, summaries.iterrows()):
+            rows = df[(df["kind"] == "config") & (df["model"] == s["model"])]
+            guides = sorted(set(rows["guide"]))
+            for k, guide in enumerate(guides):
+                g = rows[rows["guide"] == guide]
+                ax.scatter(g["delta_ppl_pct_reference"], g["delta_ppl_pct_slice"], s=16,
+                           color=[BLUE, VERMILLION, GREEN, ORANGE, GREY][k % 5], label=guide)
+            ax.set_xlabel(f"\u0394PPL % on {s['reference']}'s text")
+            ax.set_ylabel(f"\u0394PPL % on {s['model']}'s text")
+            ax.set_title(f"{s['model']}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_configs'])})", fontsize=9)
+            ax.legend(frameon=False, fontsize=6, title="guide", title_fontsize=6)
+        fig.suptitle("Pruning cost on two corpora: is the ranking of removals the same?")
+        add_note(fig, "each dot: one guide at one budget (random draws: their mean); the same removed blocks "
+                      "evaluated on both texts")
+        save_figure(fig, out_png, out_pdf)
+
