@@ -190,7 +190,7 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # interchange, 2 figures), the Jacobian norms of GPT-2-Medium and Pythia-410M and the stage tables and
     # figures (scaling, rope counterfactual, Jacobian, convergence: 8 jobs).
     # The domain slices (Qwen3-8B and Pythia-1.4B pruned again, perplexity on IMDB): 2 entries on the same
-    # weights (3 probes, 3 figures and a pruning run with its 2 figures each) and the slice table and figure.
+    # weights (3 probes, 3 figures and a pruning run with its 2 figures: 9 jobs each) and the slice table and figure.
     assert counts == Counter({
         "download_checkpoint": 12 + 125 + 8, "probe_replacement": 14 + 125 + 9 + 2,
         "probe_interchange": 14 + 125 + 9 + 2, "probe_deletion": 14 + 125 + 8 + 2, "aggregate_results": 1,
@@ -205,7 +205,7 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1, "all": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 8 * 7 + 4 + 3 + 10 + 2 * 8 + 2
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 8 * 7 + 4 + 3 + 10 + 2 * 9 + 2
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
@@ -296,8 +296,9 @@ def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_
     cfg["models"]["pythia-1.4b"]["prune"]["revisions"] = "all"
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    # 4 more pythia-1.4b revisions; pythia-160m's ten seeds prune step143000 (10)
-    assert counts["prune_layers"] == 5 + 10 + 4 and counts["plot_pruning_trajectory"] == 1
+    # 4 more pythia-1.4b revisions; pythia-160m's ten seeds prune step143000 (10); GPT-2-Medium and the two
+    # domain slices (3)
+    assert counts["prune_layers"] == 5 + 10 + 4 + 3 and counts["plot_pruning_trajectory"] == 1
 
 
 def test_disabling_a_model_removes_all_its_jobs(tmp_path):
@@ -305,8 +306,9 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     cfg["models"]["Qwen3-8B"]["enabled"] = False
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    # Qwen3-8B-paper goes too; pythia-160m's ten seeds still prune step143000
-    assert counts["download_checkpoint"] == 11 + 125 and counts["prune_layers"] == 3 + 10
+    # Qwen3-8B-paper, -imdb and -rope-off go too; pythia-160m's ten seeds still prune step143000, and GPT-2-Medium
+    # and pythia-1.4b-imdb; the 8 scale-sweep downloads stay
+    assert counts["download_checkpoint"] == 11 + 125 + 8 and counts["prune_layers"] == 3 + 10 + 2
 
 
 def test_a_local_model_is_used_in_place(tmp_path):
