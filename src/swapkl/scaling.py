@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from safetensors import safe_open
 
 from swapkl import provenance
 from swapkl.adapters import ADAPTERS
@@ -36,8 +37,6 @@ PROTOCOL_KL = {"replacement": ("d_repl_max", "class_repl"), "interchange": ("d_i
 def checkpoint_facts(path: str | Path) -> dict:
     """Architecture, position encoding and parameter count of a checkpoint directory (config.json and the
     safetensors headers; no weights are read)."""
-    from safetensors import safe_open
-
     path = Path(path)
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
