@@ -160,6 +160,8 @@ def expected_counts(cfg: dict) -> Counter:
         counts.update(measure_jacobian=len(jacobian), combine_jacobian=1, plot_jacobian=1)
     if any(m.get("convergence", False) for m in drawn.values()):
         counts.update(summarise_convergence=1, plot_convergence=1)
+    validity = [n for n, m in drawn.items() if m.get("predictor_validity", False)]
+    counts.update(measure_predictor_validity=len(validity), plot_predictor_validity=len(validity))
     if any(m.get("domain_slice_of") in models for m in drawn.values()):
         counts.update(summarise_domain_slices=1, plot_domain_slices=1)
     counts["all"] = 1
@@ -190,14 +192,16 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # interchange, 2 figures), the Jacobian norms of GPT-2-Medium and Pythia-410M and the stage tables and
     # figures (scaling, rope counterfactual, Jacobian, convergence: 8 jobs).
     # The domain slices (Qwen3-8B and Pythia-1.4B pruned again, perplexity on IMDB): 2 entries on the same
-    # weights (3 probes, 3 figures and a pruning run with its 2 figures: 9 jobs each) and the slice table and figure.
+    # weights (3 probes, 3 figures and a pruning run with its 2 figures: 9 jobs each) and the slice table and figure;
+    # predictor validity (a removal-cost job and a figure) on Pythia-1.4B and Qwen3-8B.
     assert counts == Counter({
         "download_checkpoint": 12 + 125 + 8, "probe_replacement": 14 + 125 + 9 + 2,
         "probe_interchange": 14 + 125 + 9 + 2, "probe_deletion": 14 + 125 + 8 + 2, "aggregate_results": 1,
         "plot_gap_trajectory": 2 + 3, "plot_ratio_by_distance": 6 + 3 + 9 + 2, "plot_heatmaps": 14 + 15 + 9 + 2,
         "plot_deletion_vs_bi": 14 + 15 + 8 + 2, "prune_layers": 5 + 10 + 1 + 2, "aggregate_pruning": 1,
         "plot_pruning_cost": 5 + 1 + 1 + 2, "plot_pruning_agreement": 5 + 1 + 1 + 2,
-        "summarise_domain_slices": 1, "plot_domain_slices": 1,
+        "summarise_domain_slices": 1, "plot_domain_slices": 1, "measure_predictor_validity": 2,
+        "plot_predictor_validity": 2,
         "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
@@ -205,7 +209,7 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1, "all": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 8 * 7 + 4 + 3 + 10 + 2 * 9 + 2
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 8 * 7 + 4 + 3 + 10 + 2 * 9 + 2 + 4
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):

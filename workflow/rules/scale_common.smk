@@ -1,5 +1,5 @@
 # Helpers of the scale sweep and the mechanism / robustness stages (scaling.smk, rope.smk, jacobian.smk,
-# convergence.smk, domain_slices.smk): which models take part and which files they produce. Included from common.smk so that
+# convergence.smk, domain_slices.smk, predictor_validity.smk): which models take part and which files they produce. Included from common.smk so that
 # get_final_outputs (evaluated when `rule all` is parsed) can list the files. Wiring only.
 
 
@@ -59,6 +59,10 @@ def domain_slice_models():
     return [m for m in _own_entries() if config["models"][m].get("domain_slice_of") in enabled_models()]
 
 
+def predictor_validity_models():
+    return [m for m in _own_entries() if config["models"][m]["predictor_validity"]]
+
+
 def jacobian_file(model):
     return f"results/jacobian/{model}/{last_revision(model)}.parquet"
 
@@ -74,6 +78,8 @@ def scale_mechanism_outputs():
         out += ["results/jacobian.parquet", *figure_files("jacobian"), *map(jacobian_file, jacobian_models())]
     if convergence_models():
         out += ["results/convergence.parquet", *figure_files("convergence")]
+    for model in predictor_validity_models():
+        out += [f"results/predictor_validity/{model}.parquet", *figure_files(f"predictor_validity/{model}")]
     if domain_slice_models():
         out += ["results/domain_slices.parquet", *figure_files("domain_slices")]
     return out
