@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from swapkl.figures.select import as_frame, rows
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
-from swapkl.palette import BLUE, GREEN, ORANGE, VERMILLION
+from swapkl.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 
 PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
 PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}
@@ -82,7 +82,7 @@ def plot_convergence(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None
         axes = fig.subplots(1, 2)
         for k, ((model, revision, protocol), sub) in enumerate(df.groupby(["model", "revision", "protocol"],
                                                                           sort=True)):
-            colour = [BLUE, VERMILLION, GREEN, ORANGE][k % 4]
+            colour = cycled(k)
             label = f"{model}@{revision} {protocol}"
             axes[0].errorbar(sub["n"], sub["spearman_median"], yerr=[sub["spearman_median"] - sub["spearman_q05"],
                              sub["spearman_q95"] - sub["spearman_median"]], color=colour, marker="o", capsize=2,
@@ -124,7 +124,7 @@ def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Pa
         fig = new_figure(8.4, 3.6)
         axes = fig.subplots(1, 2)
         for k, ((model, revision), sub) in enumerate(df.groupby(["model", "revision"], sort=True)):
-            colour = [BLUE, VERMILLION, GREEN, ORANGE][k % 4]
+            colour = cycled(k)
             axes[0].plot(sub["block"], sub["norm_mean"], marker="o", markersize=3, color=colour,
                          label=f"{model}@{revision}")
             axes[1].scatter(sub["norm_mean"], sub["d_repl_adjacent"], color=colour, marker="o", s=16,
@@ -163,7 +163,7 @@ def plot_domain_slices(table: pd.DataFrame | str | Path, out_png, out_pdf) -> No
             for k, guide in enumerate(guides):
                 g = rows[rows["guide"] == guide]
                 ax.scatter(g["delta_ppl_pct_reference"], g["delta_ppl_pct_slice"], s=16,
-                           color=[BLUE, VERMILLION, GREEN, ORANGE, GREY][k % 5], label=guide)
+                           color=cycled(k), label=guide)
             ax.set_xlabel(f"\u0394PPL % on {s['reference']}'s text")
             ax.set_ylabel(f"\u0394PPL % on {s['model']}'s text")
             ax.set_title(f"{s['model']}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_configs'])})", fontsize=9)
