@@ -39,7 +39,9 @@ def deletion_order(i: int, n_layers: int) -> list[int]:
 
 def block_list(model) -> torch.nn.ModuleList:
     base = model.base_model
-    return base.h if model.config.model_type == "gpt2" else base.layers
+    if model.config.model_type == "opt":
+        return base.decoder.layers
+    return base.h if model.config.model_type in ("gpt2", "bloom") else base.layers
 
 
 @contextmanager

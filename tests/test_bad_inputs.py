@@ -23,7 +23,7 @@ import pytest
 import torch
 import yaml
 from safetensors.torch import load_file
-from transformers import BloomConfig, BloomForCausalLM
+from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
 from swapkl import cli
 from swapkl.data import DataSpec
@@ -94,9 +94,10 @@ def case_local_revision_missing(env, d):
 
 
 def case_no_adapter(env, d):
-    folder = d / "bloom"
+    folder = d / "gpt-neo"
     torch.manual_seed(0)
-    BloomForCausalLM(BloomConfig(n_layer=2, hidden_size=32, n_head=4, vocab_size=97)).save_pretrained(folder)
+    GPTNeoForCausalLM(GPTNeoConfig(num_layers=2, hidden_size=32, num_heads=4, vocab_size=97,
+                                   attention_types=[[["global"], 2]])).save_pretrained(folder)
     return probe_args(folder, d / "out.parquet", data=["--tokens", env.tokens]), {"model": folder}
 
 
@@ -277,8 +278,8 @@ CLI_CASES = {
         "CLI", case_local_revision_missing, "revision 'step999' not found under local model '{models}'"),
     "architecture without an adapter": (
         "model", case_no_adapter,
-        "architecture 'bloom' of '{model}' has no swapkl adapter; supported: gpt2, gpt_neox, llama, mistral, olmo, olmo2, "
-        "qwen3"),
+        "architecture 'gpt_neo' of '{model}' has no swapkl adapter; supported: bloom, gpt2, gpt_neox, llama, mistral, "
+        "olmo, olmo2, opt, qwen3"),
     "seq_len beyond the model's positions (token file)": (
         "data", case_seq_len_beyond_positions,
         "seq_len 80 exceeds the model's 64 positions (max_position_embeddings)"),

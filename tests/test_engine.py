@@ -202,10 +202,11 @@ def test_a_wrong_mask_choice_is_caught():
 
 
 def test_unsupported_architecture_is_named():
-    from transformers import BloomConfig, BloomForCausalLM
+    from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
-    model = BloomForCausalLM(BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=50))
-    with pytest.raises(SwapKLError, match=r"'bloom'.*supported: gpt2, gpt_neox, llama, mistral, olmo, olmo2, qwen3"):
+    model = GPTNeoForCausalLM(GPTNeoConfig(num_layers=2, hidden_size=16, num_heads=2, vocab_size=50,
+                                           attention_types=[[["global"], 2]]))
+    with pytest.raises(SwapKLError, match=r"'gpt_neo'.*" + "supported: bloom, gpt2, gpt_neox, llama, mistral, olmo, olmo2, opt, qwen3"):
         get_adapter(model)
 
 

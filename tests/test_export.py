@@ -67,7 +67,7 @@ def test_export_round_trip_and_generation(tmp_path, arch, flags, order):
     assert exported.config.num_hidden_layers == len(order)
     blocks = ref.block_list(exported)
     assert len(blocks) == len(order)
-    attn = {"gpt_neox": "attention", "gpt2": "attn"}.get(arch, "self_attn")
+    attn = {"gpt_neox": "attention", "gpt2": "attn", "bloom": "self_attention"}.get(arch, "self_attn")
     assert [getattr(blk, attn).layer_idx for blk in blocks] == list(range(len(order)))
     if hasattr(model.config, "layer_types"):
         assert exported.config.layer_types == model.config.layer_types[: len(order)]

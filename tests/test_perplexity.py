@@ -20,6 +20,7 @@ from swapkl.perplexity import (
     sliding_windows,
     window_nll,
 )
+import naive_reference as ref
 from tiny_models import ARCHS, tiny_model
 
 TEXT = (
@@ -53,10 +54,11 @@ def save_tiny(folder, arch: str = "llama", n_layers: int = 5, seed: int = 0):
 def stock_drop(model, removed):
     """A copy of ``model`` whose ``nn.ModuleList`` no longer holds the removed blocks."""
     m = copy.deepcopy(model)
-    backbone = m.base_model
-    name = "h" if m.config.model_type == "gpt2" else "layers"
-    keep = [b for k, b in enumerate(getattr(backbone, name)) if k not in set(removed)]
-    setattr(backbone, name, torch.nn.ModuleList(keep))
+    blocks = ref.block_list(m)
+    keep = [b for k, b in enumerate(blocks) if k not in set(removed)]
+    for k in range(len(blocks) - 1, -1, -1):
+        del blocks[k]
+    blocks.extend(keep)
     m.config.num_hidden_layers = len(keep)
     return m.eval()
 

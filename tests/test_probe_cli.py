@@ -208,10 +208,11 @@ def _save_tokens(path: Path, arr) -> Path:
     return path
 
 
-def _bloom_checkpoint(d: Path) -> Path:
-    from transformers import BloomConfig, BloomForCausalLM
+def _gpt_neo_checkpoint(d: Path) -> Path:
+    from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
-    BloomForCausalLM(BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=VOCAB)).save_pretrained(d)
+    GPTNeoForCausalLM(GPTNeoConfig(num_layers=2, hidden_size=16, num_heads=2, vocab_size=VOCAB,
+                                   attention_types=[[["global"], 2]])).save_pretrained(d)
     return d
 
 
@@ -305,8 +306,8 @@ BAD = {
                            "paragraphs with at least 16 tokens; 8 are needed"),
     "empty dataset": (lambda c, t, d: ["--model", c, "--dataset", _local_dataset(d / "ds"), "--split", "test"],
                       "is empty"),
-    "no adapter": (lambda c, t, d: ["--model", _bloom_checkpoint(d / "bloom"), "--tokens", t],
-                   "architecture 'bloom'"),
+    "no adapter": (lambda c, t, d: ["--model", _gpt_neo_checkpoint(d / "gpt-neo"), "--tokens", t],
+                   "architecture 'gpt_neo'"),
     "non-finite weights": (lambda c, t, d: ["--model", _nan_block_checkpoint(d / "nan"), "--tokens", t],
                            "weight tensor 'model.layers.1.mlp.down_proj.weight' of "),
     "non-finite base": (lambda c, t, d: ["--model", _overflow_base_checkpoint(d / "inf-base"), "--tokens", t],

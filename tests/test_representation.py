@@ -26,18 +26,27 @@ L = 4
 
 @torch.no_grad()
 def direct_streams(model, ids, mask) -> list[torch.Tensor]:
-    """Residual stream entering each block, plus the last block's output (pre final norm)."""
-    captured = {}
-    last = ref.block_list(model)[-1]
-    hook = last.register_forward_hook(lambda m, a, o: captured.setdefault("h", o[0] if isinstance(o, tuple) else o))
+    """Residual stream entering each block, plus the last block's output (pre final norm), hooked on the
+    stock forward's own blocks."""
+    entering, captured = [], {}
+    blocks = ref.block_list(model)
+
+    def pre(m, args, kwargs):
+        entering.append(args[0] if args else kwargs["hidden_states"])
+
+    hooks = [b.register_forward_pre_hook(pre, with_kwargs=True) for b in blocks]
+
+    def post(m, args, out):  # returns None: the block's output goes on unchanged
+        captured["h"] = out[0] if isinstance(out, tuple) else out
+
+    hooks.append(blocks[-1].register_forward_hook(post))
     try:
-        out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True, use_cache=False)
+        model(input_ids=ids, attention_mask=mask, use_cache=False)
     finally:
-        hook.remove()
-    hs = list(out.hidden_states)
-    assert len(hs) == L + 1
-    assert not torch.allclose(hs[-1], captured["h"])  # hidden_states[-1] is after the final norm
-    return [h.double() for h in hs[:L]] + [captured["h"].double()]
+        for h in hooks:
+            h.remove()
+    assert len(entering) == L
+    return [h.double() for h in entering] + [captured["h"].double()]
 
 
 def cos(a, b):

@@ -54,8 +54,8 @@ def _units_view(config, block, unit):
     kv = n_units(config)
     d = getattr(config, "head_dim", None) or config.hidden_size // h
     g = h // kv
-    if t == "gpt_neox":
-        a = block.attention
+    if t in ("gpt_neox", "bloom"):
+        a = block.attention if t == "gpt_neox" else block.self_attention
         out = [(a.query_key_value.weight.view(h, 3 * d, -1), unit),
                (a.dense.weight.view(-1, h, d).transpose(0, 1), unit)]
         if a.query_key_value.bias is not None:
@@ -67,8 +67,9 @@ def _units_view(config, block, unit):
         b = a.c_attn.bias.view(3, h, d).transpose(0, 1)
         return [(w, unit), (b, unit), (a.c_proj.weight.view(h, d, -1), unit)]
     a = block.self_attn
+    o_proj = a.out_proj if t == "opt" else a.o_proj
     out = [(a.q_proj.weight.view(kv, g * d, -1), unit), (a.k_proj.weight.view(kv, d, -1), unit),
-           (a.v_proj.weight.view(kv, d, -1), unit), (a.o_proj.weight.view(-1, kv, g * d).transpose(0, 1), unit)]
+           (a.v_proj.weight.view(kv, d, -1), unit), (o_proj.weight.view(-1, kv, g * d).transpose(0, 1), unit)]
     for p, n in ((a.q_proj.bias, g * d), (a.k_proj.bias, d), (a.v_proj.bias, d)):
         if p is not None:
             out.append((p.view(kv, n), unit))

@@ -154,6 +154,20 @@ def expected_counts(cfg: dict) -> Counter:
     if demo:
         counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
                       plot_training_curves=1)
+    # scale sweep and mechanism stages: entries only (seed family members copy their entry's settings)
+    if any(m.get("scaling", False) for m in drawn.values()):
+        counts.update(summarise_scaling=1, plot_scaling=1)
+    rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
+    counts.update(summarise_rope_counterfactual=len(rope_off), plot_rope_counterfactual=len(rope_off))
+    jacobian = [n for n, m in drawn.items() if m.get("jacobian", {}).get("enabled", False)]
+    if jacobian:
+        counts.update(measure_jacobian=len(jacobian), combine_jacobian=1, plot_jacobian=1)
+    if any(m.get("convergence", False) for m in drawn.values()):
+        counts.update(summarise_convergence=1, plot_convergence=1)
+    validity = [n for n, m in drawn.items() if m.get("predictor_validity", False)]
+    counts.update(measure_predictor_validity=len(validity), plot_predictor_validity=len(validity))
+    if any(m.get("domain_slice_of") in models for m in drawn.values()):
+        counts.update(summarise_domain_slices=1, plot_domain_slices=1)
     counts["all"] = 1
     return +counts
 
@@ -178,21 +192,35 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # The seed families: pythia-410m and pythia-160m across ten seeds each (the original + 9 PolyPythias
     # runs) and the 160m data-seed and weight-seed variants (3 each), 5 revisions each: 125 more checkpoints
     # of 4 jobs each; per-model figures only for the families' own entries (3 new: 3 x 12 figures).
+    # The scale sweep adds GPT-2-Medium (enabled, pruned) and 7 more public models at their final checkpoint
+    # (8 downloads, 3 probes, 3 figures each), Qwen3-8B-rope-off on Qwen3-8B's weights (replacement and
+    # interchange, 2 figures), the Jacobian norms of GPT-2-Medium and Pythia-410M and the stage tables and
+    # figures (scaling, rope counterfactual, Jacobian, convergence: 8 jobs).
+    # The domain slices (Qwen3-8B and Pythia-1.4B pruned again, perplexity on IMDB): 2 entries on the same
+    # weights (3 probes, 3 figures and a pruning run with its 2 figures: 9 jobs each) and the slice table and figure;
+    # predictor validity (a removal-cost job and a figure) on Pythia-1.4B and Qwen3-8B.
     assert counts == Counter({
-        "download_checkpoint": 13 + 125, "probe_replacement": 26 + 125, "probe_interchange": 26 + 125,
-        "probe_deletion": 26 + 125, "aggregate_results": 1, "plot_gap_trajectory": 4 + 3,
-        "plot_ratio_by_distance": 10 + 3, "plot_heatmaps": 26 + 15, "plot_deletion_vs_bi": 26 + 15,
-        "prune_layers": 7 + 10, "aggregate_pruning": 1, "plot_pruning_cost": 7 + 1, "plot_pruning_agreement": 7 + 1,
+        "download_checkpoint": 13 + 125 + 7, "probe_replacement": 26 + 125 + 8 + 2,
+        "probe_interchange": 26 + 125 + 8 + 2, "probe_deletion": 26 + 125 + 7 + 2, "aggregate_results": 1,
+        "plot_gap_trajectory": 4 + 3, "plot_ratio_by_distance": 10 + 3 + 8 + 2, "plot_heatmaps": 26 + 15 + 8 + 2,
+        "plot_deletion_vs_bi": 26 + 15 + 7 + 2, "prune_layers": 7 + 10 + 2, "aggregate_pruning": 1,
+        "plot_pruning_cost": 7 + 1 + 2, "plot_pruning_agreement": 7 + 1 + 2,
+        "summarise_domain_slices": 1, "plot_domain_slices": 1, "measure_predictor_validity": 2,
+        "plot_predictor_validity": 2,
         "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
-        "aggregate_covariates": 1, "plot_covariates": 1, "fetch_paper_inputs": 1, "all": 1,
+        "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
+        "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
+        "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
+        "fetch_paper_inputs": 1, "all": 1,
     })
-    assert sum(counts.values()) == 879
+    assert sum(counts.values()) == 966
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):
     cfg = load(STUDY)
+    assert cfg["models"]["GPT-2-Medium"].get("enabled", True)  # in the scale sweep
     cfg["models"]["OLMo-1B"]["enabled"] = True
     before = dry_run(STUDY)
     counts = dry_run(write_config(tmp_path, cfg))
@@ -301,8 +329,9 @@ def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_
     cfg["models"]["pythia-1.4b"]["prune"]["revisions"] = "all"
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    # 4 more pythia-1.4b revisions; pythia-160m's ten seeds prune step143000 (10)
-    assert counts["prune_layers"] == 7 + 10 + 4 and counts["plot_pruning_trajectory"] == 1
+    # 4 more pythia-1.4b revisions; pythia-160m's ten seeds prune step143000 (10); GPT-2-Medium and the two
+    # domain slices (3)
+    assert counts["prune_layers"] == 5 + 10 + 4 + 3 and counts["plot_pruning_trajectory"] == 1
 
 
 def test_disabling_a_model_removes_all_its_jobs(tmp_path):
@@ -310,8 +339,9 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     cfg["models"]["Qwen3-8B"]["enabled"] = False
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    # Qwen3-8B-paper goes too; pythia-160m's ten seeds still prune step143000
-    assert counts["download_checkpoint"] == 12 + 125 and counts["prune_layers"] == 5 + 10
+    # Qwen3-8B-paper, -imdb and -rope-off go too; pythia-160m's ten seeds still prune step143000, and GPT-2-Medium
+    # and pythia-1.4b-imdb; the 8 scale-sweep downloads stay
+    assert counts["download_checkpoint"] == 11 + 125 + 8 and counts["prune_layers"] == 3 + 10 + 2
 
 
 def test_a_local_model_is_used_in_place(tmp_path):
@@ -533,6 +563,11 @@ INVALID = {
     "pruned revision not probed": (lambda c: _set(c, P14 + ("prune", "revisions"), ["step5"]),
                                    "prune.revisions"),
     "misspelt export field": (lambda c: _set(c, P14 + ("prune", "export_guide"), ["bi"]), "export_guide"),
+    "unknown rope setting": (lambda c: _set(c, QWEN + ("rope",), "none"), "rope"),
+    "rope pairs on a rotary-on model": (lambda c: _set(c, QWEN + ("rope_pairs",), [[2, 3]]), "rope_pairs"),
+    "rope pair not adjacent": (lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_pairs"), [[2, 4]]),
+                               "rope_pairs"),
+    "unknown jacobian method": (lambda c: _set(c, P410 + ("jacobian", "method"), "svd"), "method"),
     "relevance without tasks": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True}), "relevance"),
     "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],
                                                                           "revisions": ["step5"]}),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 from transformers import (
+    BloomConfig,
+    BloomForCausalLM,
     GPT2Config,
     GPT2LMHeadModel,
     GPTNeoXConfig,
@@ -16,11 +18,13 @@ from transformers import (
     Olmo2ForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
+    OPTConfig,
+    OPTForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
 )
 
-ARCHS = ("gpt_neox", "llama", "qwen3", "mistral", "gpt2", "olmo", "olmo2")
+ARCHS = ("gpt_neox", "llama", "qwen3", "mistral", "gpt2", "olmo", "olmo2", "bloom", "opt")
 
 
 def tiny_model(arch: str, n_layers: int = 5, vocab: int = 97, hidden: int = 32, seed: int = 0, init: float = 0.3):
@@ -53,6 +57,15 @@ def tiny_model(arch: str, n_layers: int = 5, vocab: int = 97, hidden: int = 32, 
     elif arch == "olmo2":
         cfg = Olmo2Config(num_key_value_heads=2, **common)
         model = Olmo2ForCausalLM(cfg)
+    elif arch == "bloom":
+        cfg = BloomConfig(vocab_size=vocab, hidden_size=hidden, n_layer=n_layers, n_head=4, initializer_range=init)
+        model = BloomForCausalLM(cfg)
+    elif arch == "opt":
+        # OPT-350M's layout: post-LN blocks (no final LayerNorm) and word embeddings projected in and out
+        cfg = OPTConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=n_layers, num_attention_heads=4,
+                        ffn_dim=2 * hidden, max_position_embeddings=64, do_layer_norm_before=False,
+                        word_embed_proj_dim=hidden // 2, init_std=init, pad_token_id=1)
+        model = OPTForCausalLM(cfg)
     else:
         raise ValueError(arch)
     # default init leaves norms at 1 and biases at 0; perturb them so every parameter matters

@@ -17,6 +17,10 @@ Per architecture (``u`` = unit, ``d`` = head dim, ``H`` = hidden size):
   as the architecture does).
 * GPT-NeoX (fused ``query_key_value``, laid out per head as ``[q_h; k_h; v_h]``): rows
   ``[3 u d, 3 (u+1) d)`` and bias; ``dense`` columns ``[u d, (u+1) d)``.
+* BLOOM (fused ``query_key_value``, laid out per head as ``[q_h; k_h; v_h]`` like GPT-NeoX): rows
+  ``[3 u d, 3 (u+1) d)`` and bias; ``dense`` columns ``[u d, (u+1) d)``.
+* OPT (``q_proj``, ``k_proj``, ``v_proj``, ``out_proj``, no GQA): rows ``[u d, (u+1) d)`` of q, k, v
+  and their biases, ``out_proj`` columns ``[u d, (u+1) d)``.
 * GPT-2 (``c_attn``, a Conv1D with weight ``[H, 3H]`` = ``[q | k | v]``): columns ``[u d, (u+1) d)``
   of each third and bias; ``c_proj`` (weight ``[H, H]``, input rows) rows ``[u d, (u+1) d)``.
 
@@ -52,10 +56,15 @@ def unit_slices(config, unit: int) -> list[tuple[str, int, slice]]:
     if not 0 <= unit < kv:
         raise SwapKLError(f"head unit {unit} does not exist: the blocks have {kv} head units")
     t = config.model_type
-    if t == "gpt_neox":
+    if t in ("gpt_neox", "bloom"):
         rows = slice(3 * unit * d, 3 * (unit + 1) * d)
-        return [("attention.query_key_value.weight", 0, rows), ("attention.query_key_value.bias", 0, rows),
-                ("attention.dense.weight", 1, slice(unit * d, (unit + 1) * d))]
+        a = "attention" if t == "gpt_neox" else "self_attention"
+        return [(f"{a}.query_key_value.weight", 0, rows), (f"{a}.query_key_value.bias", 0, rows),
+                (f"{a}.dense.weight", 1, slice(unit * d, (unit + 1) * d))]
+    if t == "opt":
+        k = slice(unit * d, (unit + 1) * d)
+        out = [(f"self_attn.{p}_proj.{w}", 0, k) for p in ("q", "k", "v") for w in ("weight", "bias")]
+        return out + [("self_attn.out_proj.weight", 1, k)]
     if t == "gpt2":
         h = config.hidden_size
         out = []

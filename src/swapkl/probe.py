@@ -73,12 +73,15 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
               trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
               compute_dtype: str | None = None, rope_scaling: str = "config",
-              kl_options: KLOptions | None = None) -> None:
+              kl_options: KLOptions | None = None, rope: str = "on") -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
 
     ``kl_options`` (:class:`swapkl.kl.KLOptions`: last-token KL, clamping, per-prompt averaging; default the
     clean KL) is recorded in the provenance as ``kl_options``.
     ``compute_dtype`` and ``rope_scaling``: see :func:`swapkl.loading.load_model` (recorded in the provenance).
+
+    ``rope="off"`` is the RoPE counterfactual: base and variants alike run with every rotation angle zero
+    (cos = 1, sin = 0); refused on architectures without rotary embeddings, recorded in the provenance.
     ``layers`` (optional) restricts the variants to those that only touch the given blocks
     (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
     ``progress_path`` persists finished (batch, variant) results so that a killed run started
@@ -93,6 +96,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     check_spec(data)
     kl_options = kl_options or KLOptions()
     layers = _parse_layers(layers)
+    if rope not in ("on", "off"):
+        raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
     require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
                      {"--tokens": data.tokens, "--text-file": data.text_file})
     for path in (out, repr_out):  # fail before the computation, not after it
@@ -106,6 +111,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
                             trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
                             compute_dtype=compute_dtype, rope_scaling=rope_scaling)
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, kl=kl_options)
+    if rope == "off":
+        engine.adapter.disable_rope()
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     n_layers = engine.n_layers
@@ -121,11 +128,11 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     rev = metadata.pop("revision", None) or loaded.revision or "main"
     prov = provenance.build(loaded, windows, protocols=protocols, pairs=pairs,
                             batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
-                            layers=layers, kl_options=kl_options.as_dict(), **metadata)
+                            layers=layers, rope=rope, kl_options=kl_options.as_dict(), **metadata)
     fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
                       tokens=windows.sha256, variants=[v.key for v in variants], kl=kl_options.as_dict(),
                       dtype=dtype, compute_dtype=compute_dtype, rope_scaling=rope_scaling,
-                      device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
+                      device=loaded.device, batch_size=batch_size, chunk=chunk_tokens, rope=rope,
                       repr=repr_out is not None, versions=provenance.software_versions())
     plog = ProgressLog(progress_path, fp)
 

@@ -23,6 +23,9 @@ DEMO_DIR = "resources/demo"
 DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
 
 
+include: "scale_common.smk"
+
+
 # --------------------------------------------------------------------------------------------------- validation
 
 
@@ -58,6 +61,7 @@ def _check_consistency(cfg):
     for name, model in cfg["models"].items():
         _check_pruning_texts(name, model, fail)
         _check_revision_names(name, model, per_model_files, fail)
+        check_scale_mechanisms(name, model, fail)
         revisions = model["revisions"]
         if model["trajectory"]:
             bad = [r for r in revisions if _step(r) is None]
@@ -768,6 +772,7 @@ def get_final_outputs():
         for model in pruning_trajectory_models():
             if model not in members:
                 outputs += figure_files(f"pruning_trajectory/{model}")
+    outputs += scale_mechanism_outputs()
     return outputs
 
 

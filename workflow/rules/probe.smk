@@ -18,6 +18,7 @@ rule probe_replacement:
         rope_scaling=lambda wildcards: config["models"][wildcards.model]["rope_scaling"],
         kl=lambda wildcards: canonical(config["models"][wildcards.model]["kl"]),
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        rope=lambda wildcards: "on" if rope_is_on(config["models"][wildcards.model]) else "off",
         progress=get_progress_path("replacement"),
         metadata=get_metadata,
     log:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from swapkl.adapters.base import Adapter, BlockContext
+from swapkl.adapters.bloom import BloomAdapter
 from swapkl.adapters.gpt2 import GPT2Adapter
 from swapkl.adapters.gpt_neox import GPTNeoXAdapter
 from swapkl.adapters.llama import LlamaAdapter
 from swapkl.adapters.mistral import MistralAdapter
 from swapkl.adapters.olmo import OlmoAdapter
 from swapkl.adapters.olmo2 import Olmo2Adapter
+from swapkl.adapters.opt import OPTAdapter
 from swapkl.adapters.qwen3 import Qwen3Adapter
 from swapkl.errors import SwapKLError
 
 ADAPTERS: dict[str, type[Adapter]] = {
     t: cls
-    for cls in (GPT2Adapter, GPTNeoXAdapter, LlamaAdapter, MistralAdapter, OlmoAdapter, Olmo2Adapter, Qwen3Adapter)
+    for cls in (BloomAdapter, GPT2Adapter, GPTNeoXAdapter, LlamaAdapter, MistralAdapter, OlmoAdapter, Olmo2Adapter,
+                OPTAdapter, Qwen3Adapter)
     for t in cls.model_types
 }
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from swapkl.errors import SwapKLError
+
 
 @dataclass
 class BlockContext:
@@ -26,12 +28,14 @@ class BlockContext:
 @dataclass(frozen=True)
 class Layout:
     """Attribute names of a model's parts: on the causal-LM wrapper (``backbone``), on the backbone
-    (``embed``, ``norm``) and on a block (``attention``, the module that returns ``(output, probabilities)``)."""
+    (``embed``, ``norm``, the block list ``blocks``) and on a block (``attention``, the module that returns
+    ``(output, probabilities)``)."""
 
     backbone: str = "model"
     embed: str = "embed_tokens"
     norm: str = "norm"
     attention: str = "self_attn"
+    blocks: str = "layers"
 
 
 class Adapter:
@@ -40,6 +44,8 @@ class Adapter:
     #: ``config.model_type`` values handled by this adapter.
     model_types: tuple[str, ...] = ()
     layout = Layout()
+    #: how the architecture encodes positions: "rope", "learned" (absolute table) or "alibi"
+    position_encoding = "rope"
 
     def __init__(self, model: nn.Module):
         self.model = model
@@ -47,11 +53,21 @@ class Adapter:
         self.backbone = getattr(model, self.layout.backbone)
         #: blocks built outside the model (averaged blocks), keyed by negative block ids
         self.extra_blocks: dict[int, nn.Module] = {}
+        #: the RoPE counterfactual: every rotation angle zero (cos = 1, sin = 0), see :meth:`disable_rope`
+        self.rope_off = False
+
+    def disable_rope(self) -> None:
+        """Run every block with rotation angle zero at every position (cos = 1, sin = 0): rotary position
+        information is removed while every weight stays. Only for RoPE architectures."""
+        if self.position_encoding != "rope":
+            raise SwapKLError(f"rope off: architecture {self.config.model_type!r} has no rotary embeddings "
+                              f"(its positions are {self.position_encoding})")
+        self.rope_off = True
 
     # -- structure -------------------------------------------------------
     @property
     def blocks(self) -> nn.ModuleList:
-        return self.backbone.layers
+        return getattr(self.backbone, self.layout.blocks)
 
     @property
     def n_layers(self) -> int:
@@ -98,6 +114,9 @@ class Adapter:
         masks = self.build_masks(h0, attention_mask, position_ids)
         h0 = self.embed_dropout(h0)
         position_embeddings = self.backbone.rotary_emb(h0, position_ids=position_ids)
+        if self.rope_off:
+            cos, sin = position_embeddings
+            position_embeddings = (torch.ones_like(cos), torch.zeros_like(sin))
         return h0, BlockContext(position_ids, position_embeddings, masks)
 
     def embed_dropout(self, h: torch.Tensor) -> torch.Tensor:

@@ -25,11 +25,8 @@ from swapkl.adapters.base import Adapter, BlockContext, Layout
 
 class GPT2Adapter(Adapter):
     model_types = ("gpt2",)
-    layout = Layout(backbone="transformer", embed="wte", norm="ln_f", attention="attn")
-
-    @property
-    def blocks(self):
-        return self.backbone.h
+    layout = Layout(backbone="transformer", embed="wte", norm="ln_f", attention="attn", blocks="h")
+    position_encoding = "learned"
 
     def prepare(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, BlockContext]:
         tokens = self.embed(input_ids)

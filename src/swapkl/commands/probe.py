@@ -22,6 +22,8 @@ def add_parser(sub) -> None:
                         "(default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
+    p.add_argument("--rope", choices=("on", "off"), default="on",
+                   help="off: every rotary angle zero (cos=1, sin=0) for base and variants; RoPE models only")
     add_data_arguments(p)
     k = p.add_argument_group("KL (default: every valid position, token-weighted mean)")
     k.add_argument("--kl-positions", choices=["all", "last"], default="all",
@@ -46,5 +48,5 @@ def run(args) -> None:
               repr_out=args.repr_out,
               progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
               trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
-              compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
+              compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, rope=args.rope,
               kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average))

@@ -1,0 +1,197 @@
+"""Figures of the scale sweep and the mechanism/robustness tables (results/scaling.parquet,
+results/rope_counterfactual.parquet, results/convergence.parquet, results/jacobian.parquet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+from matplotlib.ticker import MaxNLocator
+
+from swapkl.figures.select import as_frame, rows
+from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
+from swapkl.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
+
+PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
+PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}
+
+
+def _frame(table) -> pd.DataFrame:
+    return table if isinstance(table, pd.DataFrame) else pq.read_table(table).to_pandas()
+
+
+def plot_scaling(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """Mean protocol gap and mean I/R ratio over adjacent pairs against parameter count, one dot per model,
+    coloured by position encoding."""
+    df = _frame(table)
+    with figure_style():
+        fig = new_figure(8.4, 3.8)
+        axes = fig.subplots(1, 2)
+        for ax, col, label in ((axes[0], "gap_mean", "mean gap d_repl \u2212 d_inter (nats)"),
+                               (axes[1], "ratio_ir_mean", "mean I/R ratio d_inter / d_repl")):
+            for pe, sub in df.groupby("position_encoding", sort=True):
+                ax.scatter(sub["n_params"], sub[col], color=PE_COLOURS.get(pe, GREY), label=PE_LABELS.get(pe, pe),
+                           s=28, zorder=3)
+                for _, r in sub.iterrows():
+                    ax.annotate(r["model"], (r["n_params"], r[col]), fontsize=6, xytext=(3, 3),
+                                textcoords="offset points")
+            ax.set_xscale("log")
+            ax.set_xlabel("parameters")
+            ax.set_ylabel(label)
+        axes[1].axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
+        axes[0].axhline(0.0, color=GREY, linestyle="--", linewidth=1.0)
+        axes[0].legend(title="position encoding", frameon=False, loc="best", fontsize=7)
+        fig.suptitle("Protocol gap across model families and sizes (adjacent pairs)")
+        add_note(fig, "each dot: one model at its final checkpoint; gap > 0 and I/R < 1: swapping two neighbouring "
+                      "blocks disturbs the output less than overwriting one with the other")
+        save_figure(fig, out_png, out_pdf)
+
+
+def plot_rope_counterfactual(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """Per-pair I/R ratio with rotary embeddings on and off (paired dots), with the sign test in the note."""
+    df = _frame(table)
+    pairs, summary = df[df["kind"] == "pair"], df[df["kind"] == "summary"].iloc[0]
+    with figure_style():
+        fig = new_figure(6.4, 4.0)
+        ax = fig.subplots()
+        x = np.arange(len(pairs))
+        for k, (_, r) in enumerate(pairs.iterrows()):
+            ax.plot([k, k], [r["ratio_ir_on"], r["ratio_ir_off"]], color=GREY, linewidth=0.8)
+        ax.scatter(x, pairs["ratio_ir_on"], color=BLUE, label="RoPE on", zorder=3, s=22)
+        ax.scatter(x, pairs["ratio_ir_off"], color=ORANGE, label="RoPE off (cos = 1, sin = 0)", zorder=3, s=22)
+        ax.set_xticks(x, [f"{i}\u2013{j}" for i, j in zip(pairs["layer_i"], pairs["layer_j"])], rotation=90,
+                      fontsize=6)
+        ax.axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
+        ax.set_xlabel("adjacent pair")
+        ax.set_ylabel("I/R ratio d_inter / d_repl")
+        ax.set_title(f"{summary['model']}: the protocol gap without rotary position information")
+        ax.legend(frameon=False, loc="best")
+        add_note(fig, f"mean I/R {summary['ratio_ir_mean_on']:.3f} (on) vs {summary['ratio_ir_mean_off']:.3f} (off); "
+                      f"gap larger without RoPE on {int(summary['n_larger_gap'])} of {int(summary['n_pairs'])} pairs, "
+                      f"exact sign test p = {summary['sign_test_p']:.3g} (two-sided)")
+        save_figure(fig, out_png, out_pdf)
+
+
+def plot_convergence(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """Rank agreement with the full prompt set and top-pair stability against the number of prompts."""
+    df = _frame(table)
+    with figure_style():
+        fig = new_figure(8.4, 3.6)
+        axes = fig.subplots(1, 2)
+        for k, ((model, revision, protocol), sub) in enumerate(df.groupby(["model", "revision", "protocol"],
+                                                                          sort=True)):
+            colour = cycled(k)
+            label = f"{model}@{revision} {protocol}"
+            axes[0].errorbar(sub["n"], sub["spearman_median"], yerr=[sub["spearman_median"] - sub["spearman_q05"],
+                             sub["spearman_q95"] - sub["spearman_median"]], color=colour, marker="o", capsize=2,
+                             markersize=3, label=label)
+            axes[1].plot(sub["n"], sub["top_pair_share"], color=colour, marker="o", markersize=3, label=label)
+        axes[0].set_ylabel("Spearman \u03c1 with the full-set ranking")
+        axes[1].set_ylabel("share of draws finding the best pair")
+        sizes = sorted(set(df["n"]))
+        for ax in axes:
+            ax.set_xscale("log")
+            ax.set_xticks(sizes, [str(n) for n in sizes])
+            ax.minorticks_off()
+            ax.set_xlabel("windows (prompts) in the subsample")
+        axes[1].set_ylim(-0.02, 1.02)
+        axes[0].legend(frameon=False, fontsize=6, loc="lower right")
+        fig.suptitle("How many prompts does a stable pair ranking need?")
+        add_note(fig, "subsamples drawn without replacement from the stored per-sequence sums; bars: 5-95% of draws")
+        save_figure(fig, out_png, out_pdf)
+
+
+def block_swap_distances(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per block k: mean d_repl_max and mean d_inter over its adjacent pairs (k-1, k) and (k, k+1)."""
+    adj = pairs[pairs["distance"] == 1]
+    long = pd.concat([adj.assign(block=adj["layer_i"]), adj.assign(block=adj["layer_j"])])
+    g = long.groupby("block")[["d_repl_max", "d_inter"]].mean()
+    return g.rename(columns={"d_repl_max": "d_repl_adjacent", "d_inter": "d_inter_adjacent"}).reset_index()
+
+
+def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """||J_k||_2 per block, and against the block's swap distances (mean KL of its adjacent pairs in the
+    aggregate ``agg``)."""
+    agg = as_frame(agg)
+    parts = []
+    for (model, revision), sub in _frame(table).groupby(["model", "revision"], sort=True):
+        dist = block_swap_distances(rows(agg, "pair", model, revision))
+        parts.append(sub.merge(dist, on="block", how="left"))
+    df = pd.concat(parts, ignore_index=True)
+    with figure_style():
+        fig = new_figure(8.4, 3.6)
+        axes = fig.subplots(1, 2)
+        for k, ((model, revision), sub) in enumerate(df.groupby(["model", "revision"], sort=True)):
+            colour = cycled(k)
+            axes[0].plot(sub["block"], sub["norm_mean"], marker="o", markersize=3, color=colour,
+                         label=f"{model}@{revision}")
+            axes[1].scatter(sub["norm_mean"], sub["d_repl_adjacent"], color=colour, marker="o", s=16,
+                            label=f"{model} replacement")
+            axes[1].scatter(sub["norm_mean"], sub["d_inter_adjacent"], color=colour, marker="x", s=16,
+                            label=f"{model} interchange")
+        axes[0].axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
+        axes[0].set_xlabel("block k")
+        axes[0].set_ylabel("||J_k||\u2082 (mean over prompts)")
+        axes[0].set_yscale("log")
+        axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes[1].set_xlabel("||J_k||\u2082")
+        axes[1].set_xscale("log")
+        axes[1].set_ylabel("swap KL, block k's adjacent pairs (nats)")
+        axes[1].set_yscale("log")
+        axes[0].legend(frameon=False, fontsize=6)
+        axes[1].legend(frameon=False, fontsize=6)
+        method = ", ".join(sorted(set(df["method"])))
+        fig.suptitle("Residual Jacobian spectral norms and swap distances")
+        add_note(fig, f"||J_k||: largest singular value of d(block_k(x) - x)/dx over a whole sequence ({method}); "
+                      "below 1 (dashed) the block contracts perturbations")
+        save_figure(fig, out_png, out_pdf)
+
+
+def plot_domain_slices(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """Relative perplexity increase of every pruning configuration on the reference text against the second
+    corpus, one panel per slice, with Spearman's rho."""
+    df = _frame(table)
+    summaries = df[df["kind"] == "summary"].reset_index(drop=True)
+    with figure_style():
+        fig = new_figure(3.6 * len(summaries) + 0.6, 3.6)
+        axes = np.atleast_1d(fig.subplots(1, len(summaries)))
+        for ax, (_, s) in zip(axes, summaries.iterrows()):
+            rows = df[(df["kind"] == "config") & (df["model"] == s["model"])]
+            guides = sorted(set(rows["guide"]))
+            for k, guide in enumerate(guides):
+                g = rows[rows["guide"] == guide]
+                ax.scatter(g["delta_ppl_pct_reference"], g["delta_ppl_pct_slice"], s=16,
+                           color=cycled(k), label=guide)
+            ax.set_xlabel(f"\u0394PPL % on {s['reference']}'s text")
+            ax.set_ylabel(f"\u0394PPL % on {s['model']}'s text")
+            ax.set_title(f"{s['model']}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_configs'])})", fontsize=9)
+            ax.legend(frameon=False, fontsize=6, title="guide", title_fontsize=6)
+        fig.suptitle("Pruning cost on two corpora: is the ranking of removals the same?")
+        add_note(fig, "each dot: one guide at one budget (random draws: their mean); the same removed blocks "
+                      "evaluated on both texts")
+        save_figure(fig, out_png, out_pdf)
+
+
+def plot_predictor_validity(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """Each pair's swap score against the cost of removing the cheaper of its two blocks, per protocol."""
+    df = _frame(table)
+    pairs, summary = df[df["kind"] == "pair"], df[df["kind"] == "summary"].set_index("protocol")
+    model, revision = df["model"].iloc[0], df["revision"].iloc[0]
+    with figure_style():
+        fig = new_figure(8.4, 3.6)
+        axes = fig.subplots(1, 2)
+        for ax, (protocol, col, colour) in zip(axes, (("replacement", "d_repl_max", VERMILLION),
+                                                      ("interchange", "d_inter", BLUE))):
+            ax.scatter(pairs[col], pairs["cost"], s=14, color=colour)
+            ax.set_xscale("log")
+            ax.set_xlabel(f"{protocol} KL of the pair (nats)")
+            ax.set_ylabel("\u0394PPL % removing the cheaper block")
+            s = summary.loc[protocol]
+            ax.set_title(f"{protocol}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_pairs'])})", fontsize=9)
+        fig.suptitle(f"{model}@{revision}: does the swap score predict the removal cost?")
+        add_note(fig, f"cost: relative perplexity increase when the cheaper of the pair's two blocks is removed "
+                      f"alone (base perplexity {df['base_ppl'].iloc[0]:.2f}); \u03c1: Spearman")
+        save_figure(fig, out_png, out_pdf)
+

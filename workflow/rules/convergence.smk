@@ -1,0 +1,35 @@
+# Prompt-set convergence from the probes' stored per-sequence sums (no forward pass; swapkl.convergence), for
+# every model marked `convergence: true`, at its last revision.
+
+
+rule summarise_convergence:
+    input:
+        lambda wildcards: [probe_file(m, last_revision(m), p) for m in convergence_models()
+                           for p in ("replacement", "interchange")],
+    output:
+        report("results/convergence.parquet", caption="../report/convergence_table.rst", category="Tables"),
+    params:
+        checkpoints=[[m, last_revision(m), [probe_file(m, last_revision(m), p) for p in ("replacement", "interchange")]]
+                     for m in convergence_models()],
+        seed=config["probe"]["seed"],
+    log:
+        "logs/summarise_convergence.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/summarise_convergence.py"
+
+
+rule plot_convergence:
+    input:
+        table="results/convergence.parquet",
+    output:
+        png=report("results/figures/convergence.png", caption="../report/convergence.rst",
+                   category="9. Scale and mechanisms"),
+        pdf="results/figures/convergence.pdf",
+    log:
+        "logs/plot_convergence.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_convergence.py"

@@ -1,0 +1,32 @@
+# Domain slices: models marked `domain_slice_of: <reference>` prune the reference's weights with the same guides
+# but measure perplexity on another text; the rank correlation of the two pruning costs (swapkl.domain_slices).
+
+
+rule summarise_domain_slices:
+    input:
+        table="results/pruning.parquet",
+    output:
+        report("results/domain_slices.parquet", caption="../report/domain_slices_table.rst", category="Tables"),
+    params:
+        slices=[[m, config["models"][m]["domain_slice_of"], last_revision(m)] for m in domain_slice_models()],
+    log:
+        "logs/summarise_domain_slices.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/summarise_domain_slices.py"
+
+
+rule plot_domain_slices:
+    input:
+        table="results/domain_slices.parquet",
+    output:
+        png=report("results/figures/domain_slices.png", caption="../report/domain_slices.rst",
+                   category="9. Scale and mechanisms"),
+        pdf="results/figures/domain_slices.pdf",
+    log:
+        "logs/plot_domain_slices.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_domain_slices.py"

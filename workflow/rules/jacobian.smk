@@ -1,0 +1,59 @@
+# Residual Jacobian spectral norms ||J_k||_2 per block (swapkl.jacobian), one GPU job per model marked
+# `jacobian.enabled` at its last revision, combined into results/jacobian.parquet and drawn against the
+# blocks' swap distances from the aggregate.
+
+
+rule measure_jacobian:
+    input:
+        unpack(get_probe_inputs),
+    output:
+        "results/jacobian/{model}/{revision}.parquet",
+    wildcard_constraints:
+        model=name_regex(jacobian_models()),
+    params:
+        checkpoint=get_checkpoint_dir,
+        data=get_probe_data,
+        settings=lambda wildcards: {k: v for k, v in config["models"][wildcards.model]["jacobian"].items()
+                                    if k != "enabled"},
+        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        metadata=get_metadata,
+    log:
+        "logs/{model}/{revision}/measure_jacobian.log",
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=5),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/measure_jacobian.py"
+
+
+rule combine_jacobian:
+    input:
+        lambda wildcards: [jacobian_file(m) for m in jacobian_models()],
+    output:
+        report("results/jacobian.parquet", caption="../report/jacobian_table.rst", category="Tables"),
+    log:
+        "logs/combine_jacobian.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/combine_jacobian.py"
+
+
+rule plot_jacobian:
+    input:
+        jacobian="results/jacobian.parquet",
+        table="results/swapkl.parquet",
+    output:
+        png=report("results/figures/jacobian.png", caption="../report/jacobian.rst",
+                   category="9. Scale and mechanisms"),
+        pdf="results/figures/jacobian.pdf",
+    log:
+        "logs/plot_jacobian.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_jacobian.py"

@@ -1,0 +1,51 @@
+# Predictor validity: every single-block removal's perplexity cost on the model's prune.eval text at its last
+# revision (one GPU job), correlated with the pair scores of the aggregate (swapkl.predictor_validity).
+
+
+rule measure_predictor_validity:
+    input:
+        table="results/swapkl.parquet",
+        checkpoint=lambda wildcards: get_checkpoint_input(
+            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))),
+    output:
+        report("results/predictor_validity/{model}.parquet", caption="../report/predictor_validity_table.rst",
+               category="Tables", labels={"model": "{model}"}),
+    wildcard_constraints:
+        model=name_regex(predictor_validity_models()),
+    params:
+        checkpoint=lambda wildcards: get_checkpoint_dir(
+            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))),
+        revision=lambda wildcards: last_revision(wildcards.model),
+        eval_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
+        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+    log:
+        "logs/{model}/measure_predictor_validity.log",
+    threads: 4
+    resources:
+        gpu=1,
+        mem_mb=lambda wildcards, attempt: gpu_job_mem_mb(
+            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model)), attempt),
+        runtime=lambda wildcards, attempt: gpu_job_runtime(minutes_per_gb=5)(
+            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model)), attempt),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/measure_predictor_validity.py"
+
+
+rule plot_predictor_validity:
+    input:
+        table="results/predictor_validity/{model}.parquet",
+    output:
+        png=report("results/figures/predictor_validity/{model}.png", caption="../report/predictor_validity.rst",
+                   category="9. Scale and mechanisms", labels={"model": "{model}"}),
+        pdf="results/figures/predictor_validity/{model}.pdf",
+    wildcard_constraints:
+        model=name_regex(predictor_validity_models()),
+    log:
+        "logs/{model}/plot_predictor_validity.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_predictor_validity.py"

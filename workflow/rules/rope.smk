@@ -1,0 +1,39 @@
+# The RoPE counterfactual: a `rope: off` model (probed with every rotary angle zero, base included) against
+# the model whose weights it shares (rotary on), per adjacent pair, with the sign test (swapkl.rope_counterfactual).
+
+
+rule summarise_rope_counterfactual:
+    input:
+        table="results/swapkl.parquet",
+    output:
+        report("results/rope_counterfactual/{model}.parquet", caption="../report/rope_counterfactual_table.rst",
+               category="Tables", labels={"model": "{model}"}),
+    wildcard_constraints:
+        model=name_regex(rope_counterfactual_models()),
+    params:
+        reference=lambda wildcards: config["models"][wildcards.model]["same_weights_as"],
+        revision=lambda wildcards: last_revision(wildcards.model),
+        pairs=lambda wildcards: config["models"][wildcards.model].get("rope_pairs"),
+    log:
+        "logs/{model}/summarise_rope_counterfactual.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/summarise_rope_counterfactual.py"
+
+
+rule plot_rope_counterfactual:
+    input:
+        table="results/rope_counterfactual/{model}.parquet",
+    output:
+        png=report("results/figures/rope_counterfactual/{model}.png", caption="../report/rope_counterfactual.rst",
+                   category="9. Scale and mechanisms", labels={"model": "{model}"}),
+        pdf="results/figures/rope_counterfactual/{model}.pdf",
+    wildcard_constraints:
+        model=name_regex(rope_counterfactual_models()),
+    log:
+        "logs/{model}/plot_rope_counterfactual.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_rope_counterfactual.py"

@@ -1,0 +1,39 @@
+# The scale sweep: one row per model marked `scaling: true` (its last revision, adjacent pairs) from the
+# aggregate, with architecture, position encoding and parameter count read from the checkpoint (swapkl.scaling).
+
+
+def _scaling_checkpoints():
+    return {m: (last_revision(m), get_checkpoint_dir(SimpleNamespace(model=m, revision=last_revision(m))))
+            for m in scaling_models()}
+
+
+rule summarise_scaling:
+    input:
+        table="results/swapkl.parquet",
+        checkpoints=lambda wildcards: [get_checkpoint_input(SimpleNamespace(model=m, revision=last_revision(m)))
+                                       for m in scaling_models()],
+    output:
+        report("results/scaling.parquet", caption="../report/scaling_table.rst", category="Tables"),
+    params:
+        checkpoints=_scaling_checkpoints(),
+    log:
+        "logs/summarise_scaling.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/summarise_scaling.py"
+
+
+rule plot_scaling:
+    input:
+        table="results/scaling.parquet",
+    output:
+        png=report("results/figures/scaling.png", caption="../report/scaling.rst",
+                   category="9. Scale and mechanisms"),
+        pdf="results/figures/scaling.pdf",
+    log:
+        "logs/plot_scaling.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_scaling.py"
