@@ -329,9 +329,8 @@ def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_
     cfg["models"]["pythia-1.4b"]["prune"]["revisions"] = "all"
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    # 4 more pythia-1.4b revisions; pythia-160m's ten seeds prune step143000 (10); GPT-2-Medium and the two
-    # domain slices (3)
-    assert counts["prune_layers"] == 5 + 10 + 4 + 3 and counts["plot_pruning_trajectory"] == 1
+    # 4 more pythia-1.4b revisions; pythia-160m's ten seeds prune step143000 (10); the two domain slices (2)
+    assert counts["prune_layers"] == 7 + 10 + 4 + 2 and counts["plot_pruning_trajectory"] == 1
 
 
 def test_disabling_a_model_removes_all_its_jobs(tmp_path):
@@ -341,7 +340,7 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     assert counts == expected_counts(cfg)
     # Qwen3-8B-paper, -imdb and -rope-off go too; pythia-160m's ten seeds still prune step143000, and GPT-2-Medium
     # and pythia-1.4b-imdb; the 8 scale-sweep downloads stay
-    assert counts["download_checkpoint"] == 11 + 125 + 8 and counts["prune_layers"] == 3 + 10 + 2
+    assert counts["download_checkpoint"] == 12 + 125 + 7 and counts["prune_layers"] == 5 + 10 + 1
 
 
 def test_a_local_model_is_used_in_place(tmp_path):
