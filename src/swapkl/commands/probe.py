@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec, label_metadata
 
 
 def add_parser(sub) -> None:
     p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
-    add_model_arguments(p)
+    add_model_arguments(p, label=True)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
                    help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange "
                         "(default: replacement,interchange,deletion)")
@@ -28,5 +28,5 @@ def run(args) -> None:
     run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
               repr_out=args.repr_out,
-              progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
+              progress_path=args.progress_file, layers=args.layers, metadata=label_metadata(args), allow_pickle=args.allow_pickle,
               trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens)
