@@ -59,8 +59,9 @@ def weights_sha256(path: str) -> str:
     return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
 
 
+#: the tokenizer files of a checkpoint: hashed into ``tokenizer_sha256`` when loaded, copied by ``swapkl export``
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model")
+                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
 
 
 def tokenizer_files(path: str) -> list[str]:
@@ -78,13 +79,13 @@ def files_sha256(path: str, names: list[str]) -> str:
     return h.hexdigest()
 
 
-def _is_local_spec(model: str) -> bool:
+def is_local_spec(model: str) -> bool:
     return os.path.isabs(model) or model.startswith((".", "~")) or os.path.exists(model) or model.count("/") > 1
 
 
 def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str | None]:
     """Local directory for ``model`` [at ``revision``]. Hub ids are returned unchanged."""
-    if not _is_local_spec(model):
+    if not is_local_spec(model):
         return model, revision
     path = os.path.expanduser(model)
     if not os.path.exists(path):
