@@ -19,6 +19,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/report.smk"
 
 
 localrules:

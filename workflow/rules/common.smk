@@ -737,7 +737,7 @@ def get_final_outputs():
         for model in pruning_trajectory_models():
             if model not in members:
                 outputs += figure_files(f"pruning_trajectory/{model}")
-    return outputs
+    return outputs + table_views(outputs)
 
 
 # --------------------------------------------------------------------------------------------------- resources
