@@ -114,3 +114,39 @@ def seeds_table(family: str = "fam", seeds=(0, 1, 2), steps=(0, 1000, 4000, 1600
                             f"{q}_seed_min": scale * v.min(), f"{q}_seed_max": scale * v.max()})
             rows.append(fam)
     return pd.DataFrame(rows)
+
+
+COVARIATES = ("distance", "rel_update_mean", "rel_update_absdiff", "update_cos", "commutator", "weight_dist",
+              "attn_entropy_mean", "attn_entropy_absdiff")
+
+
+def covariate_correlations(models=("toy", "other"), revisions=("step0", "step100", "step200")) -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    rows = []
+    for model in models:
+        for scope, revs in (("model", [None]), ("checkpoint", list(revisions))):
+            for rev in revs:
+                for cov in COVARIATES:
+                    for target in ("gap", "gap_fwd"):
+                        rho = float(rng.uniform(-0.9, 0.9))
+                        rows.append(dict(scope=scope, group=f"model={model}" + (f", revision={rev}" if rev else ""),
+                                         model=model, revision=rev, covariate=cov, target=target, n_pairs=30,
+                                         spearman=rho, ci_low=rho - 0.1, ci_high=rho + 0.1, n_boot=100,
+                                         resampled="pairs"))
+    return pd.DataFrame(rows)
+
+
+def weight_protocol_aggregate(n_layers: int = N_LAYERS, heads: int = 4) -> pd.DataFrame:
+    rng = np.random.default_rng(13)
+    rows = []
+    for i in range(n_layers):
+        for j in range(i + 1, min(n_layers, i + 4)):
+            for p, (a, b) in (("replacement", (i, j)), ("replacement", (j, i)), ("averaging", (i, j)),
+                              ("averaging", (j, i))):
+                rows.append(dict(protocol=p, layer_i=a, layer_j=b, head=None, kl_mean=float(rng.uniform(0.01, 2))))
+            rows.append(dict(protocol="interchange", layer_i=i, layer_j=j, head=None, kl_mean=float(rng.uniform(0.01, 2))))
+            for h in range(heads):
+                rows.append(dict(protocol="head_interchange", layer_i=i, layer_j=j, head=h,
+                                 kl_mean=float(rng.uniform(0.001, 0.2))))
+    df = pd.DataFrame(rows).assign(kind="directed", model="toy", revision="step16000", duplicate_of=None)
+    return df

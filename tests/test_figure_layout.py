@@ -219,3 +219,41 @@ def test_relevance_zscores_layout(figs, tmp_path):
     rel, _ = syn.relevance_tables()
     _clean(_draw(tmp_path, "z", lambda p, q: plot_relevance_zscores(rel, p, q, model="toy", revision="step16000"),
                  figs))
+
+
+def test_covariates_layout(figs, tmp_path):
+    from swapkl.figures.covariates import plot_covariate_correlations
+
+    corr = syn.covariate_correlations()
+    _clean(_draw(tmp_path, "cov", lambda p, q: plot_covariate_correlations(corr, p, q), figs))
+
+
+def test_weight_protocols_layout(figs, tmp_path):
+    from swapkl.figures import plot_weight_protocols
+
+    agg_w = syn.weight_protocol_aggregate()
+    _clean(_draw(tmp_path, "w", lambda p, q: plot_weight_protocols(agg_w, p, q, model="toy", revision="step16000"),
+                 figs))
+
+
+def test_relevance_confusion_layout(figs, tmp_path):
+    from swapkl.figures.relevance import plot_relevance_confusion
+    from swapkl.relevance_stats import relevance_statistics
+
+    rel, ragg = syn.relevance_tables()
+    st = relevance_statistics(rel, ragg)
+    _clean(_draw(tmp_path, "rc", lambda p, q: plot_relevance_confusion(st, p, q, model="toy", revision="step16000"),
+                 figs))
+
+
+def test_training_curves_layout(figs, tmp_path):
+    from swapkl.figures import plot_training_curves
+
+    logs = {}
+    for name, scale in (("demo-a", 1.0), ("demo-b", 0.7), ("demo-c", 0.5)):
+        lines = ["step,heldout_loss,train_loss"] + [
+            f"{s},{3 + 4 * scale * np.exp(-s / 150):.4f},{2.9 + 4 * scale * np.exp(-s / 150):.4f}"
+            for s in range(0, 501, 50)]
+        (tmp_path / f"{name}.csv").write_text("\n".join(lines) + "\n")
+        logs[name] = tmp_path / f"{name}.csv"
+    _clean(_draw(tmp_path, "train", lambda p, q: plot_training_curves(logs, p, q), figs))
