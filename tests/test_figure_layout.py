@@ -78,39 +78,6 @@ def test_ratio_and_deletion(agg, figs, tmp_path):
                  figs))
 
 
-def test_pruning_cost(figs, tmp_path):
-    df = syn.pruning_table()
-    fig = _draw(tmp_path, "cost", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
-    _clean(fig)
-
-
-def test_pruning_ratio(figs, tmp_path):
-    df = syn.pruning_table()
-    fig = _draw(tmp_path, "ir", lambda p, q: pfig.plot_ir_panel(df, p, q, n_boot=50), figs)
-    _clean(fig)
-    fig = _draw(tmp_path, "irt", lambda p, q: pfig.plot_ir_trajectory(df, "toy", p, q, n_boot=50), figs)
-    _clean(fig)
-
-
-def test_pruning_agreement(figs, tmp_path):
-    agr = syn.agreement_table()
-    fig = _draw(tmp_path, "agr", lambda p, q: pfig.plot_agreement(agr, "toy", "step16000", p, q), figs)
-    _clean(fig)
-
-
-def test_rank_confusion(figs, tmp_path):
-    agr = syn.agreement_table()
-    fig = _draw(tmp_path, "conf", lambda p, q: plot_rank_confusion(agr, "toy", "step16000", p, q), figs)
-    _clean(fig)
-
-
-def test_relevance_cosine(figs, tmp_path):
-    rel, ragg = syn.relevance_tables()
-    fig = _draw(tmp_path, "cos", lambda p, q: plot_cosine_vs_relevance(rel, ragg, p, q, model="toy",
-                                                                        revision="step16000"), figs)
-    _clean(fig)
-
-
 def test_seed_band(figs, tmp_path):
     fig = _draw(tmp_path, "seeds", lambda p, q: plot_seed_band(syn.seeds_table(), p, q, family="fam"), figs)
     _clean(fig)
@@ -128,6 +95,8 @@ def test_pruning_ratio_draws_the_difference_of_costs(figs, tmp_path):
     ratio of the signed costs (which are negative at n = 1 here) is drawn."""
     df = syn.pruning_table()
     fig = _draw(tmp_path, "ir", lambda p, q: pfig.plot_ir_panel(df, p, q, n_boot=50), figs)
+    _clean(fig)
+    _clean(_draw(tmp_path, "irt", lambda p, q: pfig.plot_ir_trajectory(df, "toy", p, q, n_boot=50), figs))
     g = df[df["revision"] == "step16000"]
     pick = lambda guide, n: g[(g["guide"] == guide) & (g["budget"] == n)].iloc[0]  # noqa: E731
     base = pick("base", 0)
@@ -154,6 +123,7 @@ def test_pruning_ratio_column_only_where_both_costs_are_clearly_positive():
 def test_pruning_cost_styles_come_from_the_registry(figs, tmp_path):
     df = syn.pruning_table()
     fig = _draw(tmp_path, "cost", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    _clean(fig)
     handles = dict(zip(*reversed(fig.axes[0].get_legend_handles_labels())))
     plotted = [g for g in registered() if g.plotted]
     for g in plotted:
@@ -169,6 +139,7 @@ def test_pruning_cost_styles_come_from_the_registry(figs, tmp_path):
 def test_agreement_cells_show_the_spearman_of_the_scores(figs, tmp_path):
     agr = syn.agreement_table()
     fig = _draw(tmp_path, "agr", lambda p, q: pfig.plot_agreement(agr, "toy", "step16000", p, q), figs)
+    _clean(fig)
     ax = fig.axes[0]
     cells = [t.get_text() for t in ax.texts]
     row = agr[(agr["guide"] == "interchange") & (agr["reference"] == "bi")].iloc[0]
@@ -180,6 +151,7 @@ def test_agreement_cells_show_the_spearman_of_the_scores(figs, tmp_path):
 def test_rank_confusion_reports_spearman_of_the_ranks(figs, tmp_path):
     agr = syn.agreement_table()
     fig = _draw(tmp_path, "conf", lambda p, q: plot_rank_confusion(agr, "toy", "step16000", p, q), figs)
+    _clean(fig)
     r = agr[(agr["guide"] == "bi") & (agr["reference"] == "deletion")].iloc[0]
     rho = stats.spearmanr(r["guide_rank"], r["reference_rank"]).statistic
     assert f"Spearman ρ of the ranks = {rho:.2f}" in fig.axes[0].get_title()
@@ -191,6 +163,7 @@ def test_relevance_cosine_axes_leave_out_the_boundary_blocks(figs, tmp_path):
     rel, ragg = syn.relevance_tables()
     fig = _draw(tmp_path, "cos", lambda p, q: plot_cosine_vs_relevance(rel, ragg, p, q, model="toy",
                                                                         revision="step16000"), figs)
+    _clean(fig)
     cos = 1 - ragg.sort_values("layer_i")["value"].to_numpy()
     for ax in fig.axes:
         lo, hi = ax.get_xlim()
