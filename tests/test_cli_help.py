@@ -70,3 +70,25 @@ def test_figures_accepts_the_old_output_flags():
     b = build_parser().parse_args(["figures", "heatmaps", "--aggregate", "a", "--model", "m", "--revision", "r",
                                    "--out-png", "x.png", "--out-pdf", "x.pdf"])
     assert (a.out_png, a.out_pdf) == (b.out_png, b.out_pdf) == ("x.png", "x.pdf")
+
+
+def test_seed_band_and_covariate_figures_from_the_command_line(tmp_path):
+    import pyarrow as pa
+
+    import synthetic_tables as syn
+    from swapkl import cli
+    from swapkl.parquet_io import write_parquet
+    from swapkl.schemas import COVARIATE_CORRELATIONS_SCHEMA, SEEDS_SCHEMA
+    from swapkl.seeds import to_table
+
+    seeds, corr = tmp_path / "seeds.parquet", tmp_path / "corr.parquet"
+    write_parquet(to_table(syn.seeds_table().reindex(columns=SEEDS_SCHEMA.names)), str(seeds), {"kind": "test"})
+    write_parquet(pa.Table.from_pandas(syn.covariate_correlations(), schema=COVARIATE_CORRELATIONS_SCHEMA,
+                                       preserve_index=False), str(corr), {"kind": "test"})
+    for argv in (["seed-band", "--seeds", str(seeds), "--family", "fam"],
+                 ["covariates", "--correlations", str(corr), "--family", "both=toy:0,other:1"]):
+        png, pdf = tmp_path / f"{argv[0]}.png", tmp_path / f"{argv[0]}.pdf"
+        assert cli.main(["figures", *argv, "--out-png", str(png), "--out-pdf", str(pdf)]) == 0
+        assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
+    assert cli.main(["figures", "covariates", "--correlations", str(corr), "--family", "bad",
+                     "--out-png", str(tmp_path / "x.png"), "--out-pdf", str(tmp_path / "x.pdf")]) == 2
