@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec, label_metadata
+from swapkl.pairs import PROTOCOLS
 
 
 def add_parser(sub) -> None:
     p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
     add_model_arguments(p, label=True)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
-                   help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange "
-                        "(default: replacement,interchange,deletion)")
+                   help=f"comma-separated subset of {', '.join(PROTOCOLS)} (default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     add_data_arguments(p)
