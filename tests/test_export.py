@@ -8,7 +8,7 @@ with the wrong per-slot masks or with stale ``layer_idx`` values (KV cache) fail
 Tolerance (logits): the reloaded export and the reference run the same float32 operations on the same
 weights and inputs in the same order; the only admissible difference is a matrix-product kernel that
 blocks its sums differently, a relative error of about sqrt(d) * 6e-8 < 1e-6 for the tiny models'
-d <= 64. We allow 1e-5 of the logit scale, the issue's bound, well above that and far below the
+d <= 64. We allow 1e-5 of the logit scale, the required bound, well above that and far below the
 differences a wrong block or mask causes (order 1, checked by ``test_a_wrong_order_is_detectable``).
 """
 

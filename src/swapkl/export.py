@@ -166,7 +166,7 @@ def logits_tolerance(dtype: torch.dtype, scale: float) -> float:
     same argument holds for half types with their eps. In half precision the stock head also rounds
     the logits to the model dtype while the engine forms them in float32 (up to eps/2 of |z| each),
     and a KV-cache step multiplies other shapes than the full forward. The tolerance is 1e-5 (the
-    issue's bound) times ``max(1, max |logit|)`` in float32 and ``8 eps`` times that scale for
+    required bound) times ``max(1, max |logit|)`` in float32 and ``8 eps`` times that scale for
     bfloat16/float16.
     """
     rel = 1e-5 if dtype == torch.float32 else 8 * torch.finfo(dtype).eps
