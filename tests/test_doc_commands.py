@@ -115,3 +115,15 @@ def test_documented_command_works(command, marker):
     else:
         pytest.fail(f"{command!r}: no rule to check this command; mark it with one of {sorted(MARKERS)}")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_relative_links_point_to_files():
+    """Every relative link of the README and docs/ names a file of this checkout."""
+    broken = []
+    for path in DOCS:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text()):
+            if "://" in target:
+                continue
+            if not (path.parent / target).exists():
+                broken.append(f"{path.relative_to(REPO)} -> {target}")
+    assert not broken, broken
