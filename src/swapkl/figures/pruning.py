@@ -8,6 +8,8 @@ agreement table) and writes one PNG and one PDF, byte-identical on reruns
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
@@ -311,14 +313,15 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
         m[names.index(r["guide"]), names.index(r["reference"])] = r["spearman"]
     labels = [AGREEMENT_LABELS.get(n, n) for n in names]
     vs = g[g["reference"] == "deletion"].set_index("guide")
-    bars = [n for n in names if n in vs.index]
+    # the bars share the heatmap's rows (and so its labels): a row without a comparison reads "n/a"
+    rates = np.array([vs.loc[n, "misranking_rate"] if n in vs.index else np.nan for n in names], dtype=np.float64)
     cell = 0.48  # inches per heatmap cell: room for "−0.00" at 7 pt
     side = cell * len(names)
     with figure_style():
-        fig = new_figure(side + 9.0, max(side + 3.6, 5.0))
-        ax_h, ax_b = fig.subplots(1, 2, width_ratios=[side, 2.6])
+        fig = new_figure(side + 6.4, max(side + 3.4, 5.0))
+        ax_h, ax_b = fig.subplots(1, 2, width_ratios=[side, 2.4], sharey=True)
         im = ax_h.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")  # cells fill the axes
-        ax_h.set_xticks(range(len(names)), labels, rotation=90)
+        ax_h.set_xticks(range(len(names)), [textwrap.fill(t, 18) for t in labels], rotation=90, fontsize=7)
         ax_h.set_yticks(range(len(names)), labels)
         ax_h.grid(False)
         for i in range(len(names)):
@@ -326,16 +329,14 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
                 if np.isfinite(m[i, j]):
                     ax_h.text(j, i, f"{m[i, j]:.2f}".replace("-", "−"), ha="center", va="center", fontsize=6.5,
                               color="white" if abs(m[i, j]) > 0.6 else "black")
-        fig.colorbar(im, ax=ax_h, label="Spearman ρ between per-layer scores", shrink=0.8)
+        fig.colorbar(im, ax=ax_h, location="bottom", label="Spearman ρ between per-layer scores", shrink=0.7,
+                     aspect=40)
         ax_h.set_title("Rank agreement between guides")
-        y = np.arange(len(bars))
-        rates = vs.loc[bars, "misranking_rate"].to_numpy(dtype=np.float64)
-        ax_b.barh(y, rates, color=BLUE)
+        ax_b.barh(np.arange(len(names)), np.nan_to_num(rates), color=BLUE)
         for k, v in enumerate(rates):
             ax_b.text((0 if np.isnan(v) else v) + 0.01, k, "n/a" if np.isnan(v) else f"{v:.2f}", va="center",
-                      fontsize=7)
-        ax_b.set_yticks(y, [AGREEMENT_LABELS.get(n, n) for n in bars])
-        ax_b.invert_yaxis()
+                      fontsize=7, zorder=4, bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none"))
+        ax_b.tick_params(axis="y", labelleft=False)
         ax_b.axvline(0.5, color="black", lw=0.8, ls="--", label="unrelated ordering (0.5)")
         ax_b.set_xlim(0, 1.1)
         ax_b.set_xlabel("Misranking rate: share of layer\npairs ordered unlike deletion KL")
