@@ -20,6 +20,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/offline.smk"
+include: "workflow/rules/report.smk"
 
 
 localrules:

@@ -2,7 +2,7 @@
 
 Not a test: run it by hand and read the numbers.
 
-    .venv/bin/python benchmarks/bench_engine.py                       # the CPU shape
+    .venv/bin/python benchmarks/bench_engine.py                       # the default CPU shape
     .venv/bin/python benchmarks/bench_engine.py --device cuda --shape pythia-1.4b --pairs adjacent
 
 Sections:

@@ -83,3 +83,11 @@ def test_python_defaults_of_run_pruning_are_the_cli_defaults(name):
     default = inspect.signature(run_pruning).parameters[name].default
     cli = getattr(build_parser().parse_args(PRUNE_ARGS), name)
     assert (list(default) if name == "budgets" else default) == cli
+
+
+def test_calibration_split_default_is_the_workflows():
+    from swapkl.commands.arguments import data_spec
+
+    args = build_parser().parse_args(PRUNE_ARGS + ["--calib-dataset", "wikitext"])
+    workflow = DEFS["prune"]["properties"]["calibration"]["default"]["split"]
+    assert data_spec(args, "calib-").split == workflow == "train"

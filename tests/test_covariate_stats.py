@@ -8,12 +8,16 @@ bounds it (each rank sum carries at most n * 2**-53 relative error, n <= 200).
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
+from swapkl import provenance as swapkl_provenance
 from swapkl.aggregate import aggregate, read_aggregate
 from swapkl.bootstrap import resample_indices
 from swapkl.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
@@ -114,6 +118,11 @@ def test_aggregate_joins_the_aggregate_gaps(tmp_path):
     aggregate(probes, [], agg_path, pair_sets={"toy": ["within:2"]}, n_boot=20)
     out, corr_out = tmp_path / "covariates.parquet", tmp_path / "corr.parquet"
     aggregate_covariates(covs, agg_path, out, corr_out, n_boot=50, seed=0)
+    for written in (out, corr_out):  # the code that wrote it and the sha256 of every input
+        prov = swapkl_provenance.read(str(written))
+        assert prov["input_sha256"] == {str(f): hashlib.sha256(Path(f).read_bytes()).hexdigest()
+                                        for f in [*covs, agg_path]}
+        assert prov["swapkl_source_sha256"] == swapkl_provenance.source_sha256()
     got = pd.read_parquet(out)
     agg = read_aggregate(agg_path)
     want = agg[agg["kind"] == "pair"].set_index(["revision", "layer_i", "layer_j"])

@@ -141,7 +141,7 @@ def test_cli_figures(agg_path, tmp_path):
     figures_command.add_parser(parser.add_subparsers())
     png, pdf = tmp_path / "h.png", tmp_path / "h.pdf"
     args = parser.parse_args(["figures", "heatmaps", "--aggregate", str(agg_path), "--model", "toy",
-                              "--revision", "step0", "--png", str(png), "--pdf", str(pdf)])
+                              "--revision", "step0", "--out-png", str(png), "--out-pdf", str(pdf)])
     args.func(args)
     assert png.stat().st_size > 0 and pdf.stat().st_size > 0
     with pytest.raises(SwapKLError, match="NAME=CSV"):

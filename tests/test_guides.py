@@ -19,6 +19,7 @@ from swapkl.data import Windows
 from swapkl.engine import ProbeEngine
 from swapkl.guides import GuideContext, get_guide, guide_names, register_guide, registered
 from swapkl.guides.merge import laco_pairs
+from swapkl.guides.registry import FAMILIES
 from swapkl.merge import averaged_block, merged_blocks
 from swapkl.pairs import Variant
 from swapkl.taylor import taylor_importance
@@ -43,10 +44,13 @@ def test_registry_order_and_styles():
     assert names[0] == "base" and names[-2:] == ["random", "random_mean"]
     for g in ("sleb_greedy", "cka", "taylor", "laco", "beam"):
         assert g in names and names.index("sleb_iterative") < names.index(g) < names.index("random")
-    assert len({(g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}) == \
+    assert len({(g.colour, g.marker) for g in registered() if g.plotted}) == \
         sum(g.plotted for g in registered()), "two plotted guides look alike"
+    assert all(g.colour == FAMILIES[g.family].colour for g in registered() if g.colour != "black")
     with pytest.raises(ValueError, match="registered twice"):
-        register_guide("bi", rank=12345, label="x", colour="black")(lambda ctx: None)
+        register_guide("bi", rank=12345, label="x", family="representation")(lambda ctx: None)
+    with pytest.raises(ValueError, match="unknown family 'nope'"):
+        register_guide("new", rank=12346, label="x", family="nope")
     with pytest.raises(Exception, match="unknown guide 'nope'"):
         get_guide("nope")
 

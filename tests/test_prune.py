@@ -318,9 +318,10 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
     ir = ir_ratios(df, n_boot=100, seed=1)
     assert set(ir["budget"]) == {1, 2} and len(ir) == 4
     r = ir[(ir["revision"] == "step100") & (ir["budget"] == 2)].iloc[0]
-    expect = _row(df[df["revision"] == "step100"], "interchange", 2)["delta_ppl_pct"] / \
-        _row(df[df["revision"] == "step100"], "replacement_max", 2)["delta_ppl_pct"]
-    assert r["ir_ratio"] == pytest.approx(expect)
+    num = _row(df[df["revision"] == "step100"], "interchange", 2)["delta_ppl_pct"]
+    den = _row(df[df["revision"] == "step100"], "replacement_max", 2)["delta_ppl_pct"]
+    assert r["ir_diff"] == pytest.approx(num - den)
+    assert r["ir_ratio"] == pytest.approx(num / den) if r["ratio_defined"] else np.isnan(r["ir_ratio"])
 
     from swapkl.figures import pruning as fig
     from swapkl.figures.confusion import plot_rank_confusion

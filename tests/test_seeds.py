@@ -9,6 +9,8 @@ formula (ddof, tie correction, a missing seed) changes the result at the 1e-2 le
 
 from __future__ import annotations
 
+import hashlib
+
 from itertools import combinations
 
 import numpy as np
@@ -16,6 +18,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from swapkl import provenance
 from swapkl.errors import SwapKLError
 from swapkl.parquet_io import write_parquet
 from swapkl.figures.seeds import plot_seed_band
@@ -235,6 +238,9 @@ def test_written_table_round_trips_and_no_member_is_an_error(tmp_path):
     df = write_seed_statistics(path, out, families=FAMILIES)
     back = read_seeds(out)
     assert len(back) == len(df) and set(back["kind"]) == {"member", "family", "decomposition"}
+    prov = provenance.read(str(out))  # the input's hash and the code that wrote it
+    assert prov["input_sha256"] == {str(path): hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert prov["swapkl_source_sha256"] == provenance.source_sha256()
     plot_seed_band(out, tmp_path / "band.png", tmp_path / "band.pdf", family="fam")
     assert (tmp_path / "band.png").stat().st_size > 1000 and (tmp_path / "band.pdf").is_file()
     with pytest.raises(SwapKLError, match="no step with two or more seeds of nope"):

@@ -168,6 +168,12 @@ def expected_counts(cfg: dict) -> Counter:
     counts.update(measure_predictor_validity=len(validity), plot_predictor_validity=len(validity))
     if any(m.get("domain_slice_of") in models for m in drawn.values()):
         counts.update(summarise_domain_slices=1, plot_domain_slices=1)
+    # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
+    # relevance and its statistics, seeds, covariates and their correlations, and the scale and mechanism tables
+    counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
+                              + counts["summarise_scaling"] + counts["combine_jacobian"]
+                              + counts["summarise_convergence"] + counts["summarise_domain_slices"]
+                              + len(rope_off) + len(validity))
     counts["all"] = 1
     return +counts
 
@@ -213,9 +219,9 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
-        "fetch_paper_inputs": 1, "all": 1,
+        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2, "all": 1,
     })
-    assert sum(counts.values()) == 966
+    assert sum(counts.values()) == 966 + 15
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):
@@ -366,7 +372,7 @@ def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
     assert counts == Counter({
         "download_checkpoint": 3 + 3 * 2, "probe_replacement": 9, "probe_interchange": 9, "probe_deletion": 3,
         "aggregate_results": 1, "plot_gap_trajectory": 1, "plot_ratio_by_distance": 1, "plot_heatmaps": 3,
-        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "all": 1})
+        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "render_table": 2, "all": 1})
     result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",
                        str(tmp_path / "config.yaml"))
     for seed in (1, 2, 3):

@@ -78,7 +78,7 @@ from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import (CONDITIONAL_BELOW, STRONG_BELOW, bootstrap_gaps, checkpoint_seed,
                               in_pair_set, missing_pairs, pair_set_column, pair_table, summarise_set)
 from swapkl.parquet_io import check_writable, write_parquet
-from swapkl.provenance import COMPARABLE_ACROSS_REVISIONS, check_comparable, checkpoints
+from swapkl.provenance import COMPARABLE_ACROSS_REVISIONS, check_comparable, checkpoints, input_sha256
 from swapkl.provenance import read as read_provenance
 from swapkl.schemas import aggregate_schema, read_table
 
@@ -339,6 +339,7 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     provenance = {
         "kind": "aggregate",
         "swapkl_version": __version__,
+        "input_sha256": input_sha256([x.path for x in (*probes, *reprs)]),
         "pair_sets": {m: list(pair_sets[m]) for m in sorted(pair_sets)},
         "n_boot": int(n_boot),
         "seed": int(seed),

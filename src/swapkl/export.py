@@ -31,14 +31,12 @@ import tempfile
 import torch
 
 from swapkl.errors import SwapKLError
+from swapkl.loading import TOKENIZER_FILES, files_sha256, is_local_spec, load_model, weights_sha256
 from swapkl.parquet_io import os_reason
 
 log = logging.getLogger(__name__)
 
 PROVENANCE_FILE = "swapkl_export.json"
-#: tokenizer files copied from the source checkpoint when present
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
-                   "vocab.json", "merges.txt", "added_tokens.json", "vocab.txt", "chat_template.jinja")
 #: config fields that hold one entry per block (renumbered by slot)
 PER_LAYER_FIELDS = ("layer_types",)
 MAX_SHARD_SIZE = "5GB"
@@ -169,7 +167,7 @@ def logits_tolerance(dtype: torch.dtype, scale: float) -> float:
     same argument holds for half types with their eps. In half precision the stock head also rounds
     the logits to the model dtype while the engine forms them in float32 (up to eps/2 of |z| each),
     and a KV-cache step multiplies other shapes than the full forward. The tolerance is 1e-5 (the
-    issue's bound) times ``max(1, max |logit|)`` in float32 and ``8 eps`` times that scale for
+    required bound) times ``max(1, max |logit|)`` in float32 and ``8 eps`` times that scale for
     bfloat16/float16.
     """
     rel = 1e-5 if dtype == torch.float32 else 8 * torch.finfo(dtype).eps
@@ -283,6 +281,25 @@ def _merge_blocks(blocks, merged: list[int]) -> None:
         blocks[a] = averaged_block(blocks[a], blocks[a + 1])
 
 
+def resolved_source(loaded) -> str:
+    """Where the exported weights came from, resolved: ``hub-id@commit`` for a hub checkpoint (also one that
+    ``swapkl download`` stored locally with its source record), else the absolute path of the local folder."""
+    if is_local_spec(loaded.model_id):
+        return os.path.abspath(loaded.path)
+    return f"{loaded.model_id}@{loaded.commit}" if loaded.commit else loaded.model_id
+
+
+def share_tree(folder: str) -> None:
+    """Folders 0755 and files 0644 under ``folder`` (less what the umask removes): an export is readable by the
+    group and others like any file the user creates, not private like a temporary folder."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for root, dirs, files in os.walk(folder):
+        os.chmod(root, 0o755 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644 & ~mask)
+
+
 def export_checkpoint(model: str, out: str, *, revision: str | None = None, remove: list[int] | None = None,
                       order: list[int] | None = None, merge: list[int] | None = None, guide: str | None = None,
                       dtype: str = "float32", device: str = "auto", allow_pickle: bool = False,
@@ -291,7 +308,6 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
     from swapkl import provenance
     from swapkl.adapters import get_adapter
-    from swapkl.loading import load_model, weights_sha256
 
     check_merge_indices(merge, remove, order)
     if os.path.lexists(out):
@@ -313,11 +329,15 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
         copied = _copy_side_files(loaded.path, tmp)
         check = verify_export(tmp, loaded.model, blocks_order)
         removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
-        prov = provenance.build(loaded, source_path=loaded.path, order=list(blocks_order), removed_layers=removed,
+        tok = [n for n in copied if n in TOKENIZER_FILES]
+        prov = provenance.build(loaded, model_id=resolved_source(loaded), source_path=os.path.abspath(loaded.path),
+                                tokenizer_sha256=files_sha256(loaded.path, tok) if tok else None,
+                                order=list(blocks_order), removed_layers=removed,
                                 merged_layers=merged, guide=guide, n_layers_source=adapter.n_layers, n_layers=len(blocks_order),
                                 export_weights_sha256=weights_sha256(tmp), copied_files=copied, verification=check)
         with open(os.path.join(tmp, PROVENANCE_FILE), "w") as f:
             json.dump(prov, f, indent=2, sort_keys=True)
+        share_tree(tmp)
         if os.path.lexists(out):
             raise SwapKLError(f"--out {out!r} appeared while exporting; left untouched")
         os.rename(tmp, out)

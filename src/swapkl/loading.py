@@ -76,8 +76,9 @@ def weights_sha256(path: str) -> str:
     return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
 
 
+#: the tokenizer files of a checkpoint: hashed into ``tokenizer_sha256`` when loaded, copied by ``swapkl export``
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model")
+                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
 
 
 def tokenizer_files(path: str) -> list[str]:

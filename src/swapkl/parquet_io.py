@@ -15,11 +15,14 @@ import pyarrow.parquet as pq
 from swapkl.atomic import replaced_on_success
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import replaceable
-from swapkl.provenance import METADATA_KEY
+from swapkl.provenance import METADATA_KEY, table_versions
 
 
 def write_parquet(df: pd.DataFrame | pa.Table, path: str, provenance: dict) -> None:
     """Write ``df`` to ``path`` via a temporary file and a rename; never leaves a partial file.
+
+    The file's provenance is ``provenance`` on top of :func:`swapkl.provenance.table_versions` (swapkl's
+    version and source hash are in every file).
 
     An existing file at ``path`` is only replaced when swapkl wrote it (see :func:`written_by_swapkl`).
     """
@@ -35,6 +38,7 @@ def write_parquets(items) -> None:
         table = df if isinstance(df, pa.Table) else pa.Table.from_pandas(df, preserve_index=False)
         meta = dict(table.schema.metadata or {})
         meta.pop(b"pandas", None)  # pandas metadata is not needed and varies with pandas versions
+        provenance = table_versions() | dict(provenance)  # every file names the code that wrote it
         meta[METADATA_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
         staged.append((table.replace_schema_metadata(meta), path))
         check_writable(path)  # names the folder when it cannot take a file at all

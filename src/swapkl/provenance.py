@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -30,6 +31,43 @@ def software_versions() -> dict:
     }
 
 
+def table_versions() -> dict:
+    """What every Parquet file records (:func:`swapkl.parquet_io.write_parquet` adds it where a writer did not):
+    swapkl's version and source hash, Python, pyarrow and pandas, without importing torch."""
+    import pandas
+    import pyarrow
+
+    from swapkl import __version__
+
+    return {"swapkl_version": __version__, "swapkl_source_sha256": source_sha256(),
+            "python": platform.python_version(), "pyarrow": pyarrow.__version__, "pandas": pandas.__version__}
+
+
+def file_sha256(path) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def input_sha256(paths) -> dict:
+    """``{path: sha256}`` of every input file a table was computed from (``None`` entries skipped)."""
+    out = {}
+    for path in paths:
+        if path is not None:
+            out[str(path)] = file_sha256(path)
+    return out
+
+
+def derived(input_files, /, **extra) -> dict:
+    """Provenance of a table computed from other files: :func:`table_versions`, the sha256 of every input
+    (``input_sha256``) and ``extra``."""
+    return table_versions() | {"input_sha256": input_sha256(input_files)} | extra
+
+
+@functools.lru_cache(maxsize=1)
 def source_sha256() -> str:
     """sha256 over the swapkl package's Python sources (relative paths and contents, sorted).
 

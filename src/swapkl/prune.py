@@ -284,6 +284,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),
         probe_tokens_sha256=probe_windows.sha256, probe_files=[str(p) for p in probe_files],
         repr_file=None if repr_file is None else str(repr_file), guides=sorted({r["guide"] for r in rows}),
+        input_sha256=provenance.input_sha256([*probe_files, repr_file]),
         sleb_order=ctx.measured("sleb").order[:max(budgets)] if ctx.measured("sleb") else None, **metadata)
     outputs = [(table, out, prov)]
     if agreement_out is not None:

@@ -418,7 +418,8 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     prov = provenance.build(loaded, windows if len(lm_sets) == 1 else None, tasks=task_prov,
                             n_layers=engine.n_layers, layer_evals=engine.layer_evals,
                             lm_data=None if lm_data is None else lm_data.as_dict(), lm_sets=lm_prov,
-                            pruning=pruning_prov)
+                            pruning=pruning_prov, input_sha256=provenance.input_sha256(
+                                [*(f for t in tasks for f in (t.yaml_path, t.data_path)), pruning]))
     write_parquet(pa.Table.from_pylist(rows, schema=RELEVANCE_SCHEMA), out, prov)
 
 
@@ -446,4 +447,5 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
     order = ["model", "revision", "task", "metric", "layer", "guide", "fixed_set", "budget", "random_draw"]
     table = table.sort_by([(c, "ascending") for c in order])  # nulls last: pruned-set rows after the blocks
     write_parquet(table, out, provenance.software_versions() | {"inputs": provs,
-                                                                 "checkpoints": provenance.checkpoints(provs)})
+                                                                 "checkpoints": provenance.checkpoints(provs),
+                                                                 "input_sha256": provenance.input_sha256(inputs)})

@@ -103,4 +103,6 @@ def summarise_relevance(relevance_path: str, aggregate_path: str, out: str) -> N
     require_distinct({"--out": out}, {"--input": relevance_path, "--aggregate": aggregate_path})
     check_writable(out)
     df = relevance_statistics(read_relevance(relevance_path), read_aggregate(aggregate_path))
-    write_parquet(df, out, provenance.software_versions() | {"inputs": [relevance_path, aggregate_path]})
+    write_parquet(df, out, provenance.software_versions() | {
+        "inputs": [relevance_path, aggregate_path],
+        "input_sha256": provenance.input_sha256([relevance_path, aggregate_path])})

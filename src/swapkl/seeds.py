@@ -42,6 +42,7 @@ import pandas as pd
 import pyarrow as pa
 from scipy.stats import rankdata
 
+from swapkl import provenance
 from swapkl.aggregate import read_aggregate
 from swapkl.agreement import spearman
 from swapkl.errors import SwapKLError
@@ -232,8 +233,9 @@ def write_seed_statistics(aggregate_path, out, *, families: dict, pruning_path=N
     agg = read_aggregate(aggregate_path)
     pruning = read_pruning(pruning_path) if pruning_path else None
     df = seed_statistics(agg, families, pruning)
-    write_parquet(to_table(df), str(out), {"families": families, "aggregate": str(aggregate_path),
-                                           "pruning": None if pruning_path is None else str(pruning_path)})
+    write_parquet(to_table(df), str(out), provenance.derived(
+        [aggregate_path, pruning_path], families=families, aggregate=str(aggregate_path),
+        pruning=None if pruning_path is None else str(pruning_path)))
     return df
 
 

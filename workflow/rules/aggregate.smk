@@ -10,7 +10,7 @@ rule aggregate_results:
         report(
             "results/swapkl.parquet",
             caption="../report/swapkl_table.rst",
-            category="Tables",
+            category=section("tables"),
         ),
     params:
         pair_sets=get_pair_sets(),

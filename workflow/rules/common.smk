@@ -773,7 +773,7 @@ def get_final_outputs():
             if model not in members:
                 outputs += figure_files(f"pruning_trajectory/{model}")
     outputs += scale_mechanism_outputs()
-    return outputs
+    return outputs + table_views(outputs)
 
 
 # --------------------------------------------------------------------------------------------------- resources

@@ -7,7 +7,7 @@ rule summarise_convergence:
         lambda wildcards: [probe_file(m, last_revision(m), p) for m in convergence_models()
                            for p in ("replacement", "interchange")],
     output:
-        report("results/convergence.parquet", caption="../report/convergence_table.rst", category="Tables"),
+        report("results/convergence.parquet", caption="../report/convergence_table.rst", category=section("tables")),
     params:
         checkpoints=[[m, last_revision(m), [probe_file(m, last_revision(m), p) for p in ("replacement", "interchange")]]
                      for m in convergence_models()],
@@ -25,7 +25,7 @@ rule plot_convergence:
         table="results/convergence.parquet",
     output:
         png=report("results/figures/convergence.png", caption="../report/convergence.rst",
-                   category="9. Scale and mechanisms"),
+                   category=section("scale")),
         pdf="results/figures/convergence.pdf",
     log:
         "logs/plot_convergence.log",

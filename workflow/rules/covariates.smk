@@ -38,12 +38,12 @@ rule aggregate_covariates:
         table=report(
             "results/covariates.parquet",
             caption="../report/covariates_table.rst",
-            category="Tables",
+            category=section("tables"),
         ),
         correlations=report(
             "results/covariate_correlations.parquet",
             caption="../report/covariate_correlations_table.rst",
-            category="Tables",
+            category=section("tables"),
         ),
     params:
         n_boot=config["probe"]["n_boot"],
@@ -64,7 +64,7 @@ rule plot_covariates:
         png=report(
             "results/figures/covariates.png",
             caption="../report/covariates.rst",
-            category="8. What explains the gap",
+            category=section("covariates"),
         ),
         pdf="results/figures/covariates.pdf",
     params:

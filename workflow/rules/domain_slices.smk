@@ -6,7 +6,7 @@ rule summarise_domain_slices:
     input:
         table="results/pruning.parquet",
     output:
-        report("results/domain_slices.parquet", caption="../report/domain_slices_table.rst", category="Tables"),
+        report("results/domain_slices.parquet", caption="../report/domain_slices_table.rst", category=section("tables")),
     params:
         slices=[[m, config["models"][m]["domain_slice_of"], last_revision(m)] for m in domain_slice_models()],
     log:
@@ -22,7 +22,7 @@ rule plot_domain_slices:
         table="results/domain_slices.parquet",
     output:
         png=report("results/figures/domain_slices.png", caption="../report/domain_slices.rst",
-                   category="9. Scale and mechanisms"),
+                   category=section("scale")),
         pdf="results/figures/domain_slices.pdf",
     log:
         "logs/plot_domain_slices.log",

@@ -9,14 +9,14 @@ rule plot_gap_trajectory:
         png=report(
             "results/figures/gap_trajectory/{model}.png",
             caption="../report/gap_trajectory.rst",
-            category="1. Protocol gap along training",
+            category=section("gap"),
             labels={"model": "{model}"},
         ),
         pdf="results/figures/gap_trajectory/{model}.pdf",
         png_fwd=report(
             "results/figures/gap_trajectory_fwd/{model}.png",
             caption="../report/gap_trajectory_fwd.rst",
-            category="1. Protocol gap along training",
+            category=section("gap"),
             labels={"model": "{model}", "replacement": "one direction"},
         ),
         pdf_fwd="results/figures/gap_trajectory_fwd/{model}.pdf",
@@ -37,14 +37,14 @@ rule plot_ratio_by_distance:
         png=report(
             "results/figures/ratio_by_distance/{model}.png",
             caption="../report/ratio_by_distance.rst",
-            category="2. I/R ratio by pair distance",
+            category=section("ratio"),
             labels={"model": "{model}"},
         ),
         pdf="results/figures/ratio_by_distance/{model}.pdf",
         png_fwd=report(
             "results/figures/ratio_by_distance_fwd/{model}.png",
             caption="../report/ratio_by_distance_fwd.rst",
-            category="2. I/R ratio by pair distance",
+            category=section("ratio"),
             labels={"model": "{model}", "replacement": "one direction"},
         ),
         pdf_fwd="results/figures/ratio_by_distance_fwd/{model}.pdf",
@@ -65,7 +65,7 @@ rule plot_heatmaps:
         png=report(
             "results/figures/heatmaps/{model}/{revision}.png",
             caption="../report/heatmaps.rst",
-            category="3. Replacement and interchange heatmaps",
+            category=section("heatmaps"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}"},
         ),
@@ -87,7 +87,7 @@ rule plot_deletion_vs_bi:
         png=report(
             "results/figures/deletion_vs_bi/{model}/{revision}.png",
             caption="../report/deletion_vs_bi.rst",
-            category="4. Deletion KL and block influence",
+            category=section("deletion"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}"},
         ),
@@ -109,7 +109,7 @@ rule plot_training_curves:
         png=report(
             "results/figures/training_curves.png",
             caption="../report/training_curves.rst",
-            category="0. Demo training",
+            category=section("demo"),
         ),
         pdf="results/figures/training_curves.pdf",
     params:
@@ -132,7 +132,7 @@ rule plot_pruning_cost:
         png=report(
             "results/figures/pruning_cost/{model}/{revision}.png",
             caption="../report/pruning_cost.rst",
-            category="5. Pruning cost",
+            category=section("pruning"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}"},
         ),
@@ -155,7 +155,7 @@ rule plot_pruning_agreement:
         png=report(
             "results/figures/pruning_agreement/{model}/{revision}.png",
             caption="../report/pruning_agreement.rst",
-            category="6. Agreement between pruning guides",
+            category=section("agreement"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}"},
         ),
@@ -163,7 +163,7 @@ rule plot_pruning_agreement:
         confusion_png=report(
             "results/figures/rank_confusion/{model}/{revision}.png",
             caption="../report/rank_confusion.rst",
-            category="6. Agreement between pruning guides",
+            category=section("agreement"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}", "figure": "rank confusion"},
         ),
@@ -186,7 +186,7 @@ rule plot_pruning_ratio:
         png=report(
             "results/figures/pruning_ratio.png",
             caption="../report/pruning_ratio.rst",
-            category="5. Pruning cost",
+            category=section("pruning"),
             subcategory="All models",
         ),
         pdf="results/figures/pruning_ratio.pdf",
@@ -209,7 +209,7 @@ rule plot_pruning_trajectory:
         png=report(
             "results/figures/pruning_trajectory/{model}.png",
             caption="../report/pruning_trajectory.rst",
-            category="5. Pruning cost",
+            category=section("pruning"),
             subcategory="{model}",
             labels={"model": "{model}"},
         ),
@@ -233,7 +233,7 @@ rule plot_weight_protocols:
         png=report(
             "results/figures/weight_protocols/{model}/{revision}.png",
             caption="../report/weight_protocols.rst",
-            category="5. Weight averaging and head-level swaps",
+            category=section("weights"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}"},
         ),

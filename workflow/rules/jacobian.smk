@@ -34,7 +34,7 @@ rule combine_jacobian:
     input:
         lambda wildcards: [jacobian_file(m) for m in jacobian_models()],
     output:
-        report("results/jacobian.parquet", caption="../report/jacobian_table.rst", category="Tables"),
+        report("results/jacobian.parquet", caption="../report/jacobian_table.rst", category=section("tables")),
     log:
         "logs/combine_jacobian.log",
     conda:
@@ -49,7 +49,7 @@ rule plot_jacobian:
         table="results/swapkl.parquet",
     output:
         png=report("results/figures/jacobian.png", caption="../report/jacobian.rst",
-                   category="9. Scale and mechanisms"),
+                   category=section("scale")),
         pdf="results/figures/jacobian.pdf",
     log:
         "logs/plot_jacobian.log",

@@ -9,7 +9,7 @@ rule measure_predictor_validity:
             SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))),
     output:
         report("results/predictor_validity/{model}.parquet", caption="../report/predictor_validity_table.rst",
-               category="Tables", labels={"model": "{model}"}),
+               category=section("tables"), labels={"model": "{model}"}),
     wildcard_constraints:
         model=name_regex(predictor_validity_models()),
     params:
@@ -39,7 +39,7 @@ rule plot_predictor_validity:
         table="results/predictor_validity/{model}.parquet",
     output:
         png=report("results/figures/predictor_validity/{model}.png", caption="../report/predictor_validity.rst",
-                   category="9. Scale and mechanisms", labels={"model": "{model}"}),
+                   category=section("scale"), labels={"model": "{model}"}),
         pdf="results/figures/predictor_validity/{model}.pdf",
     wildcard_constraints:
         model=name_regex(predictor_validity_models()),

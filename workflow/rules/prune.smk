@@ -48,9 +48,13 @@ rule aggregate_pruning:
         pruning=report(
             "results/pruning.parquet",
             caption="../report/pruning_table.rst",
-            category="Tables",
+            category=section("tables"),
         ),
-        agreement="results/pruning_agreement.parquet",
+        agreement=report(
+            "results/pruning_agreement.parquet",
+            caption="../report/pruning_agreement_table.rst",
+            category=section("tables"),
+        ),
     params:
         n_boot=config["probe"]["n_boot"],
     log:

@@ -55,7 +55,7 @@ rule aggregate_relevance:
         report(
             "results/relevance.parquet",
             caption="../report/relevance_table.rst",
-            category="Tables",
+            category=section("tables"),
         ),
     log:
         "logs/aggregate_relevance.log",
@@ -73,7 +73,7 @@ rule plot_relevance_cosine:
         png=report(
             "results/figures/relevance_cosine/{model}/{revision}.png",
             caption="../report/relevance_cosine.rst",
-            category="7. Accuracy-based relevance",
+            category=section("relevance"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}", "figure": "cosine vs AccRel"},
         ),
@@ -93,7 +93,7 @@ rule plot_relevance_zscores:
         png=report(
             "results/figures/relevance_zscores/{model}/{revision}.png",
             caption="../report/relevance_zscores.rst",
-            category="7. Accuracy-based relevance",
+            category=section("relevance"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}", "figure": "task z-scores"},
         ),
@@ -114,7 +114,7 @@ rule summarise_relevance:
         report(
             "results/relevance_stats.parquet",
             caption="../report/relevance_stats.rst",
-            category="Tables",
+            category=section("tables"),
         ),
     log:
         "logs/summarise_relevance.log",
@@ -131,7 +131,7 @@ rule plot_relevance_confusion:
         png=report(
             "results/figures/relevance_confusion/{model}/{revision}.png",
             caption="../report/relevance_confusion.rst",
-            category="7. Accuracy-based relevance",
+            category=section("relevance"),
             subcategory="{model}",
             labels={"model": "{model}", "revision": "{revision}", "figure": "rank confusion vs cosine"},
         ),

@@ -7,7 +7,7 @@ rule summarise_rope_counterfactual:
         table="results/swapkl.parquet",
     output:
         report("results/rope_counterfactual/{model}.parquet", caption="../report/rope_counterfactual_table.rst",
-               category="Tables", labels={"model": "{model}"}),
+               category=section("tables"), labels={"model": "{model}"}),
     wildcard_constraints:
         model=name_regex(rope_counterfactual_models()),
     params:
@@ -27,7 +27,7 @@ rule plot_rope_counterfactual:
         table="results/rope_counterfactual/{model}.parquet",
     output:
         png=report("results/figures/rope_counterfactual/{model}.png", caption="../report/rope_counterfactual.rst",
-                   category="9. Scale and mechanisms", labels={"model": "{model}"}),
+                   category=section("scale"), labels={"model": "{model}"}),
         pdf="results/figures/rope_counterfactual/{model}.pdf",
     wildcard_constraints:
         model=name_regex(rope_counterfactual_models()),

@@ -13,7 +13,7 @@ rule summarise_scaling:
         checkpoints=lambda wildcards: [get_checkpoint_input(SimpleNamespace(model=m, revision=last_revision(m)))
                                        for m in scaling_models()],
     output:
-        report("results/scaling.parquet", caption="../report/scaling_table.rst", category="Tables"),
+        report("results/scaling.parquet", caption="../report/scaling_table.rst", category=section("tables")),
     params:
         checkpoints=_scaling_checkpoints(),
     log:
@@ -29,7 +29,7 @@ rule plot_scaling:
         table="results/scaling.parquet",
     output:
         png=report("results/figures/scaling.png", caption="../report/scaling.rst",
-                   category="9. Scale and mechanisms"),
+                   category=section("scale")),
         pdf="results/figures/scaling.pdf",
     log:
         "logs/plot_scaling.log",

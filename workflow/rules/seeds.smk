@@ -10,7 +10,7 @@ rule summarise_seeds:
         report(
             "results/seeds.parquet",
             caption="../report/seeds_table.rst",
-            category="Tables",
+            category=section("tables"),
         ),
     params:
         families=get_seed_families(),
@@ -29,7 +29,7 @@ rule plot_seed_band:
         png=report(
             "results/figures/seeds/{family}.png",
             caption="../report/seed_band.rst",
-            category="8. Protocol gap across training seeds",
+            category=section("seeds"),
             labels={"family": "{family}"},
         ),
         pdf="results/figures/seeds/{family}.pdf",

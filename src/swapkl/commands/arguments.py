@@ -14,57 +14,95 @@ from swapkl.data import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
 
 
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends an option's default to its help, except where there is none to tell: required options,
+    flags, positionals and options without a default (no "(default: None)")."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.required or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings \
+                or "%(default)" in text or "(default" in text:
+            return text
+        return text + " (default: %(default)s)"
+
+
 def command(sub, name: str, func, help: str, *, show_defaults: bool = False) -> argparse.ArgumentParser:
     """The subcommand ``name`` that runs ``func(args)``; its description is ``func``'s docstring.
 
     ``show_defaults`` appends every option's default to its help (otherwise the help says it where it matters).
     """
-    fmt = argparse.ArgumentDefaultsHelpFormatter if show_defaults else argparse.HelpFormatter
+    fmt = DefaultsHelpFormatter if show_defaults else argparse.HelpFormatter
     p = sub.add_parser(name, help=help, description=inspect.getdoc(func), formatter_class=fmt)
     p.set_defaults(func=func)
     return p
 
 
-def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True,
+def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True, label: bool = False,
                         dtype_help: str = "weight dtype; KL is always float32 or better (default: float32)",
                         device_help: str = "cpu, cuda, cuda:N or auto (default)") -> None:
-    """The checkpoint, how it is loaded and (``engine``) how the probe engine batches it."""
-    input_arg(p, "--model", what="model path", kind="model", required=True, help="local checkpoint directory or hub id")
-    p.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help=dtype_help)
-    p.add_argument("--device", default="auto", help=device_help)
-    if engine:
-        p.add_argument("--batch-size", type=int, default=8, help="sequences per forward batch (default: 8)")
-        p.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
-    p.add_argument("--allow-pickle", action="store_true",
+    """The checkpoint and how it is loaded; ``label``: the names its rows get in the table; ``engine``: how the
+    probe engine batches it."""
+    m = p.add_argument_group("model")
+    input_arg(m, "--model", what="model path", kind="model", required=True,
+              help="local checkpoint directory or hub id")
+    m.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
+    if label:
+        add_label_arguments(m)
+    m.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help=dtype_help)
+    m.add_argument("--device", default="auto", help=device_help)
+    m.add_argument("--allow-pickle", action="store_true",
                    help="also load non-safetensors (pickle) weights; recorded in provenance")
-    p.add_argument("--trust-remote-code", action="store_true",
+    m.add_argument("--trust-remote-code", action="store_true",
                    help="run model code from the checkpoint; recorded in provenance")
+    if engine:
+        e = p.add_argument_group("engine")
+        e.add_argument("--batch-size", type=int, default=8, help="sequences per forward batch (default: 8)")
+        e.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
+
+
+def add_label_arguments(group) -> None:
+    """``--label`` and ``--revision-label``: what the rows' ``model`` and ``revision`` columns say (aggregates
+    key by them and figure titles show them), instead of the checkpoint path or hub id."""
+    group.add_argument("--label", help="model name in the table's model column, e.g. pythia-160m (default: the "
+                                       "model id as given)")
+    group.add_argument("--revision-label", help="revision name in the table (default: --revision, else main)")
+
+
+def label_metadata(args) -> dict:
+    """The run's ``metadata`` for the labels the user gave (``model``, ``revision``)."""
+    return {k: v for k, v in (("model", args.label), ("revision", args.revision_label)) if v}
 
 
 def add_forward_arguments(p: argparse.ArgumentParser) -> None:
     """How the forward deviates from transformers' own (the published study's settings; both recorded)."""
-    p.add_argument("--compute-dtype", choices=["float32", "bfloat16", "float16"],
+    g = p.add_argument_group("forward (default: transformers' own)")
+    g.add_argument("--compute-dtype", choices=["float32", "bfloat16", "float16"],
                    help="cast the weights loaded in --dtype to this for the computation, e.g. float32 for bfloat16 "
                         "weights (values keep --dtype's rounding; default: compute in --dtype)")
-    p.add_argument("--rope-scaling", choices=["config", "none"], default="config",
+    g.add_argument("--rope-scaling", choices=["config", "none"], default="config",
                    help="config: the RoPE scaling of config.json (default); none: plain rope_theta, e.g. without "
                         "Llama-3.1's llama3 scaling, as the paper's JAX forward ran")
 
 
 # Options that only shape windows cut from text; a token file is used as it is. Their defaults are
 # DataSpec's, filled in by data_spec() so that an option given where it has no effect can be refused.
+#: a split default that differs from DataSpec's, per option prefix: calibration windows come from the training
+#: split, as in the workflow (workflow/schemas/config.schema.yaml, prune.calibration)
+SPLIT_DEFAULTS = {"calib-": "train"}
 TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding", "pad_token", "selection")
 DATASET_ONLY = ("dataset_config", "split", "text_fields")
 
 
-def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
+def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "", what: str = "probe windows",
+                       optional: bool = False) -> None:
+    """The window options, named ``--{prefix}...``, under a header saying what the windows are for."""
     d = DataSpec()
-    g = p.add_argument_group("data (exactly one of --tokens, --dataset, --text-file)")
+    need = "at most" if optional else "exactly"
+    g = p.add_argument_group(f"{what} ({need} one of --{prefix}tokens, --{prefix}dataset, --{prefix}text-file)")
     input_arg(g, f"--{prefix}tokens", what="token file", fmt="npy", metavar="FILE.npy", help="int array [n_seqs, seq_len]; every position valid")
     g.add_argument(f"--{prefix}dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
     g.add_argument(f"--{prefix}dataset-config", metavar="CONFIG", help="dataset configuration, e.g. wikitext-2-raw-v1")
-    g.add_argument(f"--{prefix}split", help=f"dataset split (default: {d.split})")
+    g.add_argument(f"--{prefix}split", help=f"dataset split (default: {SPLIT_DEFAULTS.get(prefix, d.split)})")
     input_arg(g, f"--{prefix}text-file", what="text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
     add_text_fields_argument(g, prefix)
     g.add_argument(f"--{prefix}n-seqs", type=int, help=f"number of windows (default: {d.n_seqs})")
@@ -113,7 +151,7 @@ def data_spec(args, prefix: str = "") -> DataSpec:
     d = DataSpec()
     pick = lambda k, default: default if a(k) is None else a(k)  # noqa: E731
     return DataSpec(tokens=a("tokens"), dataset=a("dataset"), dataset_config=a("dataset_config"),
-                    split=pick("split", d.split), text_file=a("text_file"), n_seqs=pick("n_seqs", d.n_seqs),
+                    split=pick("split", SPLIT_DEFAULTS.get(prefix, d.split)), text_file=a("text_file"), n_seqs=pick("n_seqs", d.n_seqs),
                     seq_len=pick("seq_len", d.seq_len), min_tokens=pick("min_tokens", d.min_tokens),
                     seed=pick("data_seed", d.seed), text_format=pick("text_format", d.text_format),
                     padding=pick("padding", d.padding), text_fields=a("text_fields"),

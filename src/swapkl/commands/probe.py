@@ -8,18 +8,19 @@ from swapkl.commands.arguments import (
     add_model_arguments,
     command,
     data_spec,
+    label_metadata,
 )
 from swapkl.commands.paths import output_arg
 from swapkl.kl import KLOptions
+from swapkl.pairs import PROTOCOLS
 
 
 def add_parser(sub) -> None:
     p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
-    add_model_arguments(p)
+    add_model_arguments(p, label=True)
     add_forward_arguments(p)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
-                   help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange "
-                        "(default: replacement,interchange,deletion)")
+                   help=f"comma-separated subset of {', '.join(PROTOCOLS)} (default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     p.add_argument("--rope", choices=("on", "off"), default="on",
@@ -46,7 +47,8 @@ def run(args) -> None:
     run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
               repr_out=args.repr_out,
-              progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
+              progress_path=args.progress_file, layers=args.layers, metadata=label_metadata(args),
+              allow_pickle=args.allow_pickle,
               trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
               compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, rope=args.rope,
               kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average))

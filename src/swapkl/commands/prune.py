@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 
 from swapkl.commands.arguments import (
     add_data_arguments,
@@ -11,9 +12,12 @@ from swapkl.commands.arguments import (
     add_text_fields_argument,
     command,
     data_spec,
+    label_metadata,
 )
+from swapkl.commands.figures import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
+from swapkl.guides import registered
 
 
 def _budgets(text: str) -> list[int]:
@@ -29,7 +33,8 @@ def _budgets(text: str) -> list[int]:
 
 def add_parser(sub) -> None:
     p = command(sub, "prune", run_prune, "prune one checkpoint by every guide and baseline; perplexity and KL cost")
-    add_model_arguments(p)
+    p.description = prune_description()
+    add_model_arguments(p, label=True)
     add_forward_arguments(p)
     input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
@@ -57,7 +62,7 @@ def add_parser(sub) -> None:
                    help="clean (default): headings dropped, paragraphs joined, every token scored; paper: the "
                         "published study's matched evaluator (headings kept, words re-joined by spaces, the token "
                         "at each window's previous end never scored; docs/paper_modes.md)")
-    add_data_arguments(p, prefix="calib-")
+    add_data_arguments(p, prefix="calib-", what="calibration windows of the calibration-based guides")
     output_arg(p, "--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
@@ -70,16 +75,26 @@ def add_parser(sub) -> None:
     output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined pruning table")
 
     f = command(sub, "plot-pruning", run_plot, "pruning figures (PNG + PDF)")
-    f.add_argument("kind", choices=["delta", "ir-panel", "ir-trajectory", "agreement"],
-                   help="delta: delta PPL vs budget for one checkpoint; ir-panel: I/R ratio vs budget, one line "
-                        "per model; ir-trajectory: I/R ratio vs training step; agreement: guides' agreement")
-    input_arg(f, "--input", what="pruning table", required=True, metavar="FILE.parquet", help="pruning (or agreement) table")
-    f.add_argument("--model", help="model label (delta, ir-trajectory, agreement)")
-    f.add_argument("--revision", help="revision label (delta, agreement)")
-    f.add_argument("--bootstrap", type=int, default=1000, help="resamples for the I/R ratio CI (default: 1000)")
+    f.add_argument("kind", choices=["delta", "ir-panel", "ir-trajectory", "agreement", "rank-confusion"],
+                   help="delta: delta PPL vs budget for one checkpoint; ir-panel: interchange- minus "
+                        "replacement-guided cost vs budget, one line per model; ir-trajectory: the same vs training "
+                        "step; agreement: the guides' rank agreement; rank-confusion: one guide's ranks against the "
+                        "deletion ranking")
+    input_arg(f, "--input", what="pruning table", required=True, metavar="FILE.parquet",
+                   help="pruning table (agreement, rank-confusion: the agreement table)")
+    f.add_argument("--model", help="model label (delta, ir-trajectory, agreement, rank-confusion)")
+    f.add_argument("--revision", help="revision label (delta, agreement, rank-confusion)")
+    f.add_argument("--guide", default="bi", help="rank-confusion: the guide against the deletion ranking (default: bi)")
+    f.add_argument("--bootstrap", type=int, default=1000, help="resamples for the cost-difference CI (default: 1000)")
     f.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
-    output_arg(f, "--out-png", what="figure", required=True, metavar="FILE.png", help="output PNG")
-    output_arg(f, "--out-pdf", what="figure", required=True, metavar="FILE.pdf", help="output PDF")
+    add_output_arguments(f)
+
+
+def prune_description() -> str:
+    """``swapkl prune --help``'s description: :func:`run_prune`'s docstring and every selection rule of the guide
+    registry."""
+    rules = "; ".join(f"{g.name}: {g.label}" for g in registered() if g.name != "base")
+    return f"{inspect.getdoc(run_prune)}\n\nSelection rules, in table order: {rules}."
 
 
 def eval_spec(args) -> dict:
@@ -90,10 +105,10 @@ def eval_spec(args) -> dict:
 
 
 def run_prune(args) -> None:
-    """Remove blocks of one checkpoint guided by its probe files (interchange, replacement max/mean, deletion
-    KL, anti-guided) and by the baselines (ShortGPT BI, Gromov angular distance, SLEB-iterative, random), for
-    every budget; measure sliding-window perplexity on held-out text and KL against the base model on the probe
-    windows; write one Parquet file (`swapkl aggregate-pruning` adds the bootstrap confidence intervals)."""
+    """Remove blocks of one checkpoint by every selection rule of the guide registry (those guided by its probe
+    files, the representation and calibration baselines, random draws), for every budget; measure
+    sliding-window perplexity on held-out text and KL against the base model on the probe windows; write one
+    Parquet file (`swapkl aggregate-pruning` adds the bootstrap confidence intervals)."""
     from swapkl.prune import run_pruning
 
     run_pruning(args.model, args.probe, args.repr, args.out, revision=args.revision, budgets=args.budgets,
@@ -102,7 +117,7 @@ def run_prune(args) -> None:
                 dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                 agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
                 trust_remote_code=args.trust_remote_code, compute_dtype=args.compute_dtype,
-                rope_scaling=args.rope_scaling)
+                rope_scaling=args.rope_scaling, metadata=label_metadata(args))
 
 
 def run_aggregate(args) -> None:
@@ -119,12 +134,19 @@ def run_plot(args) -> None:
     from swapkl.figures import pruning as fig
     from swapkl.schemas import read_agreement, read_pruning
 
-    need = {"delta": ("model", "revision"), "ir-trajectory": ("model",), "agreement": ("model", "revision")}
+    from swapkl.figures.confusion import plot_rank_confusion
+
+    need = {"delta": ("model", "revision"), "ir-trajectory": ("model",), "agreement": ("model", "revision"),
+            "rank-confusion": ("model", "revision")}
     for name in need.get(args.kind, ()):
         if getattr(args, name) is None:
             raise SwapKLError(f"plot-pruning {args.kind} needs --{name}")
     if args.kind == "agreement":
         fig.plot_agreement(read_agreement(args.input), args.model, args.revision, args.out_png, args.out_pdf)
+        return
+    if args.kind == "rank-confusion":
+        plot_rank_confusion(read_agreement(args.input), args.model, args.revision, args.out_png, args.out_pdf,
+                            guide=args.guide)
         return
     df = read_pruning(args.input)
     if args.kind == "delta":

@@ -4,21 +4,20 @@ relevance (AccRel) per task."""
 from __future__ import annotations
 
 from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.figures import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
 
 
 def add_parser(sub) -> None:
     p = command(sub, "relevance", run,
                 "accuracy-based relevance of every block on tasks (engine: base + each deletion)")
-    add_model_arguments(p)
+    add_model_arguments(p, label=True)
     input_arg(p, "--tasks", what="task file", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
     p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
                    help="task names lm-eval loads from the dataset hub (e.g. arc_easy hellaswag mmlu; zero-shot "
                         "multiple choice; groups scored per subtask)")
-    p.add_argument("--label", help="model label in the table (default: the model id)")
-    p.add_argument("--revision-label", help="revision label in the table (default: --revision)")
     p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
-    add_data_arguments(p, prefix="lm-")
+    add_data_arguments(p, prefix="lm-", what="language-modelling text", optional=True)
     input_arg(p, "--pruning", what="pruning table", metavar="FILE.parquet",
                    help="this checkpoint's pruning table (swapkl prune): also score each guide's pruned model at "
                         "each budget (rows with null layer and the guide, budget and removed_layers)")
@@ -36,14 +35,15 @@ def add_parser(sub) -> None:
     output_arg(st, "--out", required=True, metavar="FILE.parquet", help="statistics table")
 
     f = command(sub, "plot-relevance", run_plot, "relevance figures (PNG + PDF)")
-    f.add_argument("kind", choices=["cosine", "zscores", "confusion"])
+    f.add_argument("kind", choices=["cosine", "zscores", "confusion"],
+                   help="cosine: cosine similarity vs AccRel per block; zscores: per-task z-scores of AccRel; "
+                        "confusion: rank confusion of AccRel against cosine")
     input_arg(f, "--input", what="relevance table", required=True, metavar="FILE.parquet",
                    help="relevance table (confusion: relevance-stats table)")
     input_arg(f, "--aggregate", what="aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (cosine only)")
     f.add_argument("--model", required=True, help="model label")
     f.add_argument("--revision", required=True, help="revision label")
-    output_arg(f, "--out-png", what="figure", required=True, metavar="FILE.png", help="output PNG")
-    output_arg(f, "--out-pdf", what="figure", required=True, metavar="FILE.pdf", help="output PDF")
+    add_output_arguments(f)
 
 
 def run(args) -> None:

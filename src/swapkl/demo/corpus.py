@@ -23,6 +23,7 @@ from pathlib import Path
 from swapkl.atomic import claim_folder, write_json_atomic, write_text_atomic
 from swapkl.demo.stdlib_docs import EXCLUDED_MODULES, collect_stdlib_docs
 from swapkl.errors import SwapKLError
+from swapkl.provenance import file_sha256
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "corpus.json"
@@ -103,14 +104,6 @@ def read_paragraphs(path: Path) -> list[str]:
     return [p.strip() for p in _BLANK_LINE.split(text) if p.strip()]
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def build_corpus(out_dir: Path, *, seed: int = 0, valid_fraction: float = 0.05,
                  test_fraction: float = 0.05) -> dict:
     """Build ``train.txt``, ``valid.txt``, ``test.txt`` and ``corpus.json`` in ``out_dir``; return the manifest.
@@ -134,7 +127,7 @@ def build_corpus(out_dir: Path, *, seed: int = 0, valid_fraction: float = 0.05,
         write_text_atomic(path, text)
         files[name] = {
             "file": path.name,
-            "sha256": sha256_file(path),
+            "sha256": file_sha256(path),
             "paragraphs": len(splits[name]),
             "bytes": path.stat().st_size,
         }
@@ -175,7 +168,7 @@ def load_corpus_manifest(corpus_dir: Path, *, verify: bool = False) -> dict:
             file = corpus_dir / entry["file"]
             if not file.is_file():
                 raise SwapKLError(f"corpus file {file} is missing")
-            if sha256_file(file) != entry["sha256"]:
+            if file_sha256(file) != entry["sha256"]:
                 raise SwapKLError(f"corpus file {file} does not match the sha256 in {path}")
     return manifest
 

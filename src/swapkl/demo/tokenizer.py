@@ -10,7 +10,8 @@ import tempfile
 from pathlib import Path
 
 from swapkl.atomic import claim_folder, move_files_into, write_json_atomic
-from swapkl.demo.corpus import corpus_file, read_paragraphs, sha256_file
+from swapkl.demo.corpus import corpus_file, read_paragraphs
+from swapkl.provenance import file_sha256
 from swapkl.errors import SwapKLError
 
 EOS_TOKEN = "<|endoftext|>"
@@ -84,7 +85,7 @@ def train_demo_tokenizer(corpus_dir: Path, out_dir: Path, *, vocab_size: int = 2
         "pad_token": PAD_TOKEN,
         "eos_token_id": fast.eos_token_id,
         "pad_token_id": fast.pad_token_id,
-        "train_sha256": sha256_file(train_path),
+        "train_sha256": file_sha256(train_path),
         "files": saved,
     })
     return out_dir

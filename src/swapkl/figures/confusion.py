@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.agreement import rank_confusion
+from swapkl.agreement import rank_confusion, spearman
 from swapkl.errors import SwapKLError
+from swapkl.figures.pruning import AGREEMENT_LABELS
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
 from swapkl.schemas import read_agreement
 
@@ -25,16 +26,19 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
     c = rank_confusion(r["guide_rank"], r["reference_rank"])
     m = len(c)
     excluded = ", ".join(str(v) for v in r["excluded_layers"]) or "none"
+    name = lambda k: AGREEMENT_LABELS.get(k, k)  # noqa: E731
+    rho = float(spearman(r["guide_rank"], r["reference_rank"])) if m >= 2 else float("nan")
     with figure_style():
         fig = new_figure(11.0, 4.8)
         ax_c, ax_b = fig.subplots(1, 2, width_ratios=[1, 1.1])
         ax_c.imshow(c, cmap="Greys", vmin=0, vmax=1, origin="lower")
         ax_c.plot([-0.5, m - 0.5], [-0.5, m - 0.5], color=BLUE, lw=0.8, ls="--")
-        ax_c.set_xlabel(f"rank by {reference} (0 = safest to remove)")
-        ax_c.set_ylabel(f"rank by {guide} (0 = safest to remove)")
+        ax_c.set_xlabel(f"rank by {name(reference)} (0 = safest to remove)")
+        ax_c.set_ylabel(f"rank by {name(guide)} (0 = safest to remove)")
         ax_c.grid(False)
-        ax_c.set_title(f"{guide} vs {reference}: exact rank differs for {r['exact_rank_misranking']:.1%},\n"
-                       f"severe (offset ≥ {r['severe_offset']}) for {r['severe_misranking']:.1%}", fontsize=9)
+        ax_c.set_title(f"{name(guide)} vs {name(reference)}:\nexact rank differs for {r['exact_rank_misranking']:.1%}, "
+                       f"severe (offset ≥ {r['severe_offset']}) for {r['severe_misranking']:.1%}\n"
+                       f"Spearman ρ of the ranks = {rho:.2f}", fontsize=9)
         vs = g.sort_values("guide")
         y = np.arange(len(vs))
         ax_b.barh(y - 0.2, vs["exact_rank_misranking"].to_numpy(dtype=float), height=0.4, color=BLUE,
@@ -42,14 +46,16 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
         ax_b.barh(y + 0.2, vs["severe_misranking"].to_numpy(dtype=float), height=0.4, color=VERMILLION,
                   label="severe (rank offset ≥ ⌈m/4⌉)")
         ax_b.axvline(1 - 1 / m, color="black", lw=0.8, ls=":", label=f"exact-rank chance level (1 − 1/{m})")
-        ax_b.set_yticks(y, vs["guide"].tolist())
+        ax_b.set_yticks(y, [name(k) for k in vs["guide"]])
         ax_b.invert_yaxis()
         ax_b.set_xlim(0, 1)
         ax_b.set_xlabel(f"share of the {m} ranked layers (fraction)")
-        ax_b.set_title(f"Every guide against the {reference} ranking", pad=26)
-        ax_b.legend(frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, fontsize="x-small")
+        ax_b.set_title(f"Every guide against the {name(reference)} ranking")
+        ax_b.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize="x-small")
         fig.suptitle(f"{model} @ {revision}: rank confusion (second seed paper's statistics)")
         add_note(fig, f"Ordinal ranks of the per-layer scores (low = safe to remove; ties: lower layer first) over "
-                      f"the {m} layers both rankings score; boundary layers excluded: {excluded}. "
-                      f"Pearson r = {r['pearson']:.3f} (paper's sign convention: {r['pearson_paper_sign']:.3f}).")
+                      f"the {m} layers both rankings score; boundary layers excluded: {excluded}. Spearman ρ = "
+                      f"{rho:.2f} is the Pearson correlation of these ranks, so no single layer dominates it (the "
+                      "Pearson r of the raw scores in the agreement table can be set by one outlying layer); the "
+                      "paper's sign convention is −ρ.")
         save_figure(fig, out_png, out_pdf)

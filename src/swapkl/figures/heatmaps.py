@@ -15,9 +15,9 @@ from swapkl.figures.select import as_frame, rows
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
 from swapkl.pairstats import CONDITIONAL_BELOW, STRONG_BELOW
 
-FLOOR = 1e-4  # KL values below this (or 0) are drawn at this value on the log colour scale
 MISSING_COLOUR = "#DDDDDD"
 DIAGONAL_COLOUR = "#FFFFFF"
+ZERO_COLOUR = "#CC79A7"  # KL of exactly 0 (or a rounding-negative value): below any log scale
 
 
 def kl_matrices(directed: pd.DataFrame, n_layers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -55,9 +55,25 @@ def colorbar_ticks(vmin: float, vmax: float) -> list[float]:
     return sorted(ticks)
 
 
+def shared_scale(agg: pd.DataFrame, model: str) -> tuple[float, float]:
+    """One log colour scale for every checkpoint of ``model``: from the smallest positive to the largest
+    replacement or interchange KL of any of its checkpoints (rounded outwards to two digits), widened to
+    include the class thresholds. Nothing above zero is clamped."""
+    d = rows(agg, "directed", model)
+    v = d.loc[d["protocol"].isin(["replacement", "interchange"]), "kl_mean"].to_numpy(dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        raise SwapKLError(f"aggregate has no replacement or interchange rows for {model}")
+    positive = v[v > 0]
+    vmax = two_digits(max(float(v.max()), CONDITIONAL_BELOW * 2), up=True)
+    low = float(positive.min()) if positive.size else STRONG_BELOW / 2
+    return two_digits(min(low, STRONG_BELOW / 2), up=False), vmax
+
+
 def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str, revision: str) -> None:
-    """Side-by-side heatmaps of r(i<-j) and d_inter(i, j) for one checkpoint, on one log colour
-    scale in nats; the class thresholds 0.05 and 0.10 are marked on the colour bar."""
+    """Side-by-side heatmaps of r(i<-j) and d_inter(i, j) for one checkpoint, on one log colour scale in nats
+    shared by every checkpoint of the model (:func:`shared_scale`), so panels of different checkpoints
+    compare by colour; the class thresholds 0.05 and 0.10 are marked on the colour bar."""
     agg = as_frame(agg)
     d = rows(agg, "directed", model, revision)
     n_layers = int(d["n_layers"].iloc[0])
@@ -65,10 +81,9 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
     finite = np.concatenate([R[np.isfinite(R)], I[np.isfinite(I)]])
     if finite.size == 0:
         raise SwapKLError(f"aggregate has no replacement or interchange rows for {model} {revision}")
-    vmax = two_digits(max(float(finite.max()), CONDITIONAL_BELOW * 2), up=True)
-    vmin = two_digits(min(max(float(finite.min()), FLOOR), STRONG_BELOW / 2), up=False)
+    vmin, vmax = shared_scale(agg, model)
     norm = LogNorm(vmin=vmin, vmax=vmax)
-    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=MISSING_COLOUR)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad=MISSING_COLOUR, under=ZERO_COLOUR)
     dup = d["duplicate_of"].dropna()
     with figure_style():
         fig = new_figure(10.0, 4.9)
@@ -78,7 +93,7 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
                   (I, "interchange d_inter(i\u2194j): blocks i and j swap slots", "block j",
                    "block i")]
         for ax, (M, title, xlabel, ylabel) in zip(axes, panels):
-            shown = np.where(np.isfinite(M), np.maximum(M, vmin), np.nan)
+            shown = np.where(np.isfinite(M), np.where(M > 0, M, vmin / 10), np.nan)  # <= 0: the under colour
             diag = np.zeros((n_layers, n_layers, 4))
             diag[np.arange(n_layers), np.arange(n_layers)] = matplotlib.colors.to_rgba(DIAGONAL_COLOUR)
             im = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, norm=norm, origin="upper",
@@ -103,9 +118,9 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
             title += f" (same weights as {dup.iloc[0]})"
         fig.suptitle(title)
         n_seqs, n_tokens = d["n_seqs"].iloc[0], d["n_tokens"].iloc[0]
-        floor = f"; values below {vmin:.2g} drawn at {vmin:.2g}" if (finite < vmin).any() else ""
+        zero = "; pink: KL of 0 (identical outputs)" if (finite <= 0).any() else ""
         add_note(fig, f"{n_layers} blocks; {int(n_seqs)} sequences, {int(n_tokens)} tokens; grey: pair "
                       f"not probed; white diagonal: unmodified model; dashed lines on the colour bar: "
                       f"swap-similarity thresholds {STRONG_BELOW:g} (strong) and {CONDITIONAL_BELOW:g} "
-                      f"(conditional){floor}")
+                      f"(conditional); colour scale shared by every checkpoint of {model}{zero}")
         save_figure(fig, out_png, out_pdf)

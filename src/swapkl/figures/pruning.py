@@ -8,18 +8,24 @@ agreement table) and writes one PNG and one PDF, byte-identical on reruns
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from swapkl.errors import SwapKLError
+from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
-from swapkl.guides.registry import registered
+from swapkl.guides.registry import FAMILIES, registered
 from swapkl.palette import cycled
 from swapkl.pruning.ratio import ir_ratios
 from swapkl.schemas import read_agreement, read_pruning
 
 #: guide -> (label, colour, line style, marker), in the registry's order (:mod:`swapkl.guides`)
 GUIDE_STYLE = {g.name: (g.label, g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}
+GUIDE_FAMILY = {g.name: g.family for g in registered()}
 FIXED_MARKERS = ("*", "h", "X", "p")
 
 
@@ -35,14 +41,64 @@ def _err(y, lo, hi) -> np.ndarray:
     return np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
 
 
+def _compact(v: float, _pos=None) -> str:
+    """Plain tick labels for a symmetric-log axis: 0, 0.5, 1, 20, 500, 1k, 20k, 1M (no "-10^0")."""
+    a = abs(v)
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{'−' if v < 0 else ''}{a / div:g}{suffix}"
+    return f"{v:g}".replace("-", "−")
+
+
+def symlog_axis(ax, which: str, linthresh: float) -> None:
+    """A symmetric-log ``which`` ("x" or "y") axis, linear within ±``linthresh``, with ticks at 0 and at
+    1-2-5 multiples of the decades above ``linthresh`` (decades alone, thinned to at most six a side, over a
+    wide range), labelled as plain numbers. Call once the data are drawn."""
+    (ax.set_xscale if which == "x" else ax.set_yscale)("symlog", linthresh=linthresh)
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
+    top = max(abs(lo), abs(hi), linthresh)
+    decades = [linthresh * 10.0 ** k for k in range(int(np.floor(np.log10(top / linthresh))) + 1)]
+    if len(decades) <= 3:
+        mags = [d * m for d in decades for m in (1, 2, 5)]
+    else:
+        mags = decades[::int(np.ceil(len(decades) / 6))]
+    ticks = [0.0] + [m for m in mags if m <= hi] + [-m for m in mags if -m >= lo]
+    axis.set_major_locator(FixedLocator(sorted(ticks)))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(_compact))
+
+
 def _scale_for(ax, values) -> str:
     """Symmetric-log y axis when the values span more than ~2 decades, else linear."""
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if v.size and np.nanmax(np.abs(v)) > 300:
-        ax.set_yscale("symlog", linthresh=10)
+        symlog_axis(ax, "y", 10)
         return " (symmetric log scale, linear within ±10%)"
     return ""
+
+
+def grouped_legend(fig, ax, series) -> None:
+    """One legend of the selection rules, grouped under a bold header per guide family
+    (:data:`swapkl.guides.registry.FAMILIES`), in the registry's family order."""
+    by_label = dict(zip(*reversed(ax.get_legend_handles_labels())))
+    handles, labels, headers = [], [], []
+    for fam in FAMILIES.values():
+        members = [label for guide, (label, *_), _ in series if GUIDE_FAMILY.get(guide) == fam.name]
+        members = [m for m in dict.fromkeys(members) if m in by_label]
+        if not members:
+            continue
+        headers.append(len(labels))
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append(fam.label)
+        handles += [by_label[m] for m in members]
+        labels += members
+    leg = fig.legend(handles, labels, loc="outside right upper", frameon=False, title="Selection rule by family",
+                     handlelength=2.6)
+    for k, text in enumerate(leg.get_texts()):
+        if k in headers:
+            text.set_fontweight("bold")
 
 
 def _table(table, reader) -> pd.DataFrame:
@@ -59,7 +115,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
     series = [(k, GUIDE_STYLE[k], g[g["guide"] == k]) for k in GUIDE_STYLE if k in set(g["guide"])]
     fixed = g[g["guide"] == "fixed"]
     for n, name in enumerate(sorted(set(fixed["fixed_set"].dropna()))):
-        style = (f"Fixed set {name}", cycled(n), "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)])
+        style = (f"Fixed set {name}", FAMILIES["control"].colour, "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)])
         series.append(("fixed", style, fixed[fixed["fixed_set"] == name]))
     guides = [k for k, _, _ in series]
     base = g[g["guide"] == "base"].iloc[0]
@@ -96,8 +152,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
         for ax in (ax_p, ax_k):
             ax.set_xticks(budgets)
         if guides:
-            handles, labels = ax_p.get_legend_handles_labels()
-            fig.legend(handles, labels, loc="outside right upper", frameon=False, title="Selection rule")
+            grouped_legend(fig, ax_p, series)
         _ranked_panel(bottom.subplots(), series, max(budgets, default=0))
         fig.suptitle(f"{model} @ {revision}: cost of removing blocks, by selection rule")
         add_note(fig, (
@@ -131,10 +186,10 @@ def _ranked_panel(ax, series, budget: int) -> None:
     ax.set_yticks(range(len(rows)), [t[3] for t in rows], fontsize=7)
     ax.invert_yaxis()
     note = ""
-    if max(abs(t[2]) for t in rows) > 20:  # a few costly rules would squeeze the rest into one point
-        ax.set_xscale("symlog", linthresh=1)
-        note = " (symmetric log scale, linear within ±1%)"
     ax.margins(x=0.04)
+    if max(abs(t[2]) for t in rows) > 20:  # a few costly rules would squeeze the rest into one point
+        symlog_axis(ax, "x", 1)
+        note = " (symmetric log scale, linear within ±1%)"
     ax.axvline(0.0, color="black", lw=0.8)
     ax.set_xlabel("Perplexity increase over the unpruned model (%)" + note)
     ax.set_title(f"All rules at n = {budget} blocks removed, lowest cost first (bars: 95% CI; random: mean ± s.d.)")
@@ -151,10 +206,21 @@ def _default_revision(g: pd.DataFrame) -> str:
     raise SwapKLError(f"model {g['model'].iloc[0]} has several revisions without steps; say which one to plot")
 
 
+DIFF_LABEL = "ΔPPL% interchange-guided − ΔPPL% replacement-guided\n(percentage points; below 0: interchange cheaper)"
+
+
+def _diff_note(n_boot: int) -> str:
+    return ("Difference of the perplexity increases (%) of interchange-guided and replacement-guided (max of both "
+            "directions) removal of the same number of blocks; below 0: the blocks the interchange protocol calls "
+            "equivalent are cheaper to remove. Error bars: 95% paired bootstrap CI over evaluation windows "
+            f"({n_boot} resamples). The ratio of the two costs is not drawn: it is undefined where either cost is "
+            "near zero or negative.")
+
+
 def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, str] | None = None,
                   n_boot: int = 1000, seed: int = 0) -> None:
-    """I/R pruning ratio (interchange-guided delta PPL % / replacement-guided (max) delta PPL %) vs budget,
-    one line per model (its last training step unless ``revisions`` says otherwise)."""
+    """Interchange- minus replacement-guided perplexity increase (percentage points) vs budget, with its paired
+    bootstrap CI, one line per model (its last training step unless ``revisions`` says otherwise)."""
     df = _table(df, read_pruning)
     revisions = dict(revisions or {})
     parts = []
@@ -167,31 +233,29 @@ def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, st
     if ir.empty:
         raise SwapKLError("no checkpoint has both interchange- and replacement-guided rows")
     with figure_style():
-        fig = new_figure(6.0, 4.2)
+        fig = new_figure(6.4, 4.6)
         ax = fig.subplots()
         models = list(dict.fromkeys(ir["model"]))
         for k, model in enumerate(models):
             r = ir[ir["model"] == model].sort_values("budget")
             x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(models) - 1) / 2) * 0.08
-            y = r["ir_ratio"].to_numpy()
-            ax.errorbar(x, y, yerr=_err(y, r["ir_ci_low"], r["ir_ci_high"]), marker="o", capsize=2,
+            y = r["ir_diff"].to_numpy()
+            ax.errorbar(x, y, yerr=_err(y, r["ir_diff_ci_low"], r["ir_diff_ci_high"]), marker="o", capsize=2,
                         color=cycled(k), label=f"{model} @ {r['revision'].iloc[0]}")
-        ax.axhline(1.0, color="black", lw=0.8, ls="--", label="tie (same cost)")
+        ax.axhline(0.0, color="black", lw=0.8, ls="--", label="same cost")
         ax.set_xticks(sorted(set(ir["budget"])))
         ax.set_xlabel("Blocks removed (n)")
-        ax.set_ylabel("I/R pruning ratio (ΔPPL% I / ΔPPL% R)")
+        ax.set_ylabel(DIFF_LABEL)
         ax.set_title("Does the interchange protocol find cheaper removals?")
-        ax.legend(frameon=False)
-        add_note(fig, "I/R = perplexity increase (%) of interchange-guided removal divided by that of "
-                      "replacement-guided (max of both directions) removal, same number of blocks. Below 1: the "
-                      "blocks the interchange protocol calls equivalent are cheaper to remove. Error bars: 95% "
-                      f"paired bootstrap CI over evaluation windows ({n_boot} resamples).")
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", frameon=False)
+        add_note(fig, _diff_note(n_boot))
         save_figure(fig, out_png, out_pdf)
 
 
 def plot_ir_trajectory(df: pd.DataFrame, model: str, out_png, out_pdf, *, budgets=None, n_boot: int = 1000,
                        seed: int = 0) -> None:
-    """I/R pruning ratio vs training step of ``model``, one line per budget."""
+    """Interchange- minus replacement-guided perplexity increase vs training step of ``model``, one line per
+    budget."""
     df = _table(df, read_pruning)
     g = df[df["model"] == model]
     if g.empty:
@@ -204,29 +268,20 @@ def plot_ir_trajectory(df: pd.DataFrame, model: str, out_png, out_pdf, *, budget
     if ir.empty:
         raise SwapKLError(f"model {model} has no checkpoint with both interchange- and replacement-guided rows")
     with figure_style():
-        fig = new_figure(6.4, 4.2)
+        fig = new_figure(6.6, 4.6)
         ax = fig.subplots()
         for k, n in enumerate(sorted(set(ir["budget"]))):
             r = ir[ir["budget"] == n].sort_values("step")
-            y = r["ir_ratio"].to_numpy()
-            ax.errorbar(r["step"].to_numpy(dtype=np.float64), y, yerr=_err(y, r["ir_ci_low"], r["ir_ci_high"]),
+            y = r["ir_diff"].to_numpy()
+            ax.errorbar(r["step"].to_numpy(dtype=np.float64), y, yerr=_err(y, r["ir_diff_ci_low"], r["ir_diff_ci_high"]),
                         marker="o", capsize=2, color=cycled(k), label=f"n = {n}")
-        steps = np.sort(ir["step"].unique().astype(np.float64))
-        positive = steps[steps > 0]
-        if steps.size and positive.size and steps.max() / positive.min() > 20:
-            ax.set_xscale("symlog", linthresh=float(positive.min()))
-            xlab = "Training step (symmetric log scale)"
-        else:
-            xlab = "Training step"
-        ax.axhline(1.0, color="black", lw=0.8, ls="--", label="tie (same cost)")
-        ax.set_xlabel(xlab)
-        ax.set_ylabel("I/R pruning ratio (ΔPPL% I / ΔPPL% R)")
+        desc = set_step_axis(ax, ir["step"].to_numpy(dtype=np.float64))
+        ax.axhline(0.0, color="black", lw=0.8, ls="--", label="same cost")
+        ax.set_xlabel("Training step")
+        ax.set_ylabel(DIFF_LABEL)
         ax.set_title(f"{model}: protocol dependence of pruning over training")
-        ax.legend(title="blocks removed", frameon=False)
-        add_note(fig, "I/R = perplexity increase (%) of interchange-guided removal divided by that of "
-                      "replacement-guided (max) removal; one line per number of removed blocks n; below 1: interchange "
-                      "finds cheaper removals. Error bars: 95% paired bootstrap CI over "
-                      f"evaluation windows ({n_boot} resamples).")
+        fig.legend(*ax.get_legend_handles_labels(), title="blocks removed", loc="outside right upper", frameon=False)
+        add_note(fig, _diff_note(n_boot) + f" One line per number of removed blocks n; {desc}.")
         save_figure(fig, out_png, out_pdf)
 
 
@@ -258,34 +313,35 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
         m[names.index(r["guide"]), names.index(r["reference"])] = r["spearman"]
     labels = [AGREEMENT_LABELS.get(n, n) for n in names]
     vs = g[g["reference"] == "deletion"].set_index("guide")
-    bars = [n for n in names if n in vs.index]
+    # the bars share the heatmap's rows (and so its labels): a row without a comparison reads "n/a"
+    rates = np.array([vs.loc[n, "misranking_rate"] if n in vs.index else np.nan for n in names], dtype=np.float64)
+    cell = 0.48  # inches per heatmap cell: room for "−0.00" at 7 pt
+    side = cell * len(names)
     with figure_style():
-        fig = new_figure(12.0, 5.0)
-        ax_h, ax_b = fig.subplots(1, 2, width_ratios=[1.3, 1])
-        im = ax_h.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1)
-        ax_h.set_xticks(range(len(names)), labels, rotation=45, ha="right")
+        fig = new_figure(side + 6.4, max(side + 3.4, 5.0))
+        ax_h, ax_b = fig.subplots(1, 2, width_ratios=[side, 2.4], sharey=True)
+        im = ax_h.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")  # cells fill the axes
+        ax_h.set_xticks(range(len(names)), [textwrap.fill(t, 18) for t in labels], rotation=90, fontsize=7)
         ax_h.set_yticks(range(len(names)), labels)
         ax_h.grid(False)
         for i in range(len(names)):
             for j in range(len(names)):
                 if np.isfinite(m[i, j]):
-                    ax_h.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    ax_h.text(j, i, f"{m[i, j]:.2f}".replace("-", "−"), ha="center", va="center", fontsize=6.5,
                               color="white" if abs(m[i, j]) > 0.6 else "black")
-        fig.colorbar(im, ax=ax_h, label="Spearman ρ between per-layer scores")
+        fig.colorbar(im, ax=ax_h, location="bottom", label="Spearman ρ between per-layer scores", shrink=0.7,
+                     aspect=40)
         ax_h.set_title("Rank agreement between guides")
-        y = np.arange(len(bars))
-        rates = vs.loc[bars, "misranking_rate"].to_numpy(dtype=np.float64)
-        ax_b.barh(y, rates, color=BLUE)
+        ax_b.barh(np.arange(len(names)), np.nan_to_num(rates), color=BLUE)
         for k, v in enumerate(rates):
             ax_b.text((0 if np.isnan(v) else v) + 0.01, k, "n/a" if np.isnan(v) else f"{v:.2f}", va="center",
-                      fontsize=7)
-        ax_b.set_yticks(y, [AGREEMENT_LABELS.get(n, n) for n in bars])
-        ax_b.invert_yaxis()
+                      fontsize=7, zorder=4, bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none"))
+        ax_b.tick_params(axis="y", labelleft=False)
         ax_b.axvline(0.5, color="black", lw=0.8, ls="--", label="unrelated ordering (0.5)")
-        ax_b.set_xlim(0, 1)
-        ax_b.set_xlabel("Misranking rate (share of layer pairs ordered\nunlike the deletion-KL ranking)")
+        ax_b.set_xlim(0, 1.1)
+        ax_b.set_xlabel("Misranking rate: share of layer\npairs ordered unlike deletion KL")
         ax_b.set_title("Against the deletion-cost ranking")
-        ax_b.legend(frameon=False, loc="lower right")
+        ax_b.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16))
         fig.suptitle(f"{model} @ {revision}: do the guides rank layers alike? (low score = safe to remove)")
         add_note(fig, "Per-layer scores: pair guides s(i) = min over probed partners of d(i, j); deletion KL and "
                       "single-removal calibration NLL increase of block i; BI; angular distance across block i; 1 − linear "

@@ -72,7 +72,8 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
         ax.set_ylabel("I/R ratio d_inter / d_repl (median over pairs)")
         ax.set_ylim(bottom=0)
         ax.set_title(f"{model}: interchange vs replacement by pair distance")
-        ax.legend(title="checkpoint", frameon=False, loc="best", ncol=2 if n > 5 else 1)
+        fig.legend(*ax.get_legend_handles_labels(), title="checkpoint", frameon=False, loc="outside right upper",
+                   ncol=2 if n > 5 else 1)
         band = ""
         if n <= MAX_POINTS:
             band = "; dots: individual pairs" + (" (shifted sideways per checkpoint)" if n > 1 else "")

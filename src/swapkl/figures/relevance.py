@@ -17,6 +17,7 @@ from matplotlib.ticker import MaxNLocator
 from swapkl import schemas
 from swapkl.agreement import rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
+from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
 from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, zscores
@@ -42,18 +43,36 @@ def cosine_similarity(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFr
     return pd.DataFrame({"layer": bi.index, "cos": 1.0 - bi.to_numpy()})
 
 
+def _inner_range(v: np.ndarray) -> tuple[float, float]:
+    """Axis limits around the finite values ``v`` with a 12% margin (a span of 0.02 at least)."""
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return 0.0, 1.0
+    lo, hi = float(v.min()), float(v.max())
+    pad = max(0.12 * (hi - lo), 0.005)
+    return lo - pad, hi + pad
+
+
 def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision: str) -> None:
-    """One panel per task: each block's cosine similarity vs its AccRel, with Pearson R."""
+    """One panel per task: each block's cosine similarity vs its AccRel, with Pearson R.
+
+    The axes span the blocks that R and the ranks use (the first and last block are left out of both, as the
+    paper does); a boundary block outside that range is listed in the panel instead of stretching the axes.
+    """
     rel = relevance_of(rel if isinstance(rel, pd.DataFrame) else read_relevance(rel), model, revision)
     cos = cosine_similarity(as_frame(agg), model, revision)
     tasks = list(dict.fromkeys(rel["task"]))
+    n_layers = int(cos["layer"].max()) + 1
+    boundary = {0, n_layers - 1} if n_layers > 2 else set()
     with figure_style():
-        fig = new_figure(3.5 * len(tasks) + 0.6, 3.6)
+        fig = new_figure(4.2 * len(tasks) + 0.6, 4.2)
         axes = np.atleast_1d(fig.subplots(1, len(tasks), squeeze=False)[0])
+        to_label = []
         for ax, task in zip(axes, tasks):
             m = rel[rel["task"] == task].merge(cos, on="layer")
             ok = m["relevance"].notna().to_numpy()
             x, y = m["cos"].to_numpy(float), m["relevance"].to_numpy(float)
+            layer = m["layer"].to_numpy()
             title = f"{task} ({m['metric'].iloc[0]})"
             st = rank_statistics(y, 1.0 - x)  # relevance vs BI, both low = safe to remove; boundary layers out
             if np.isfinite(st["pearson"]):
@@ -61,18 +80,31 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
                           f"{100 * st['exact_rank_misranking']:.0f}%, severe {100 * st['severe_misranking']:.0f}%")
             elif not ok.any():
                 title += "\nAccRel undefined: base model not above chance"
-            ax.scatter(x[ok], y[ok], s=16, color="#333333", zorder=3)
-            for xi, yi, lab in zip(x[ok], y[ok], m["layer"][ok]):
-                ax.annotate(str(lab), (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=6)
+            inner = ok & ~np.isin(layer, list(boundary))
+            xlim, ylim = _inner_range(x[inner]), _inner_range(np.r_[y[inner], 0.0])
+            shown = ok & (x >= xlim[0]) & (x <= xlim[1]) & (y >= ylim[0]) & (y <= ylim[1])
+            ax.scatter(x[shown & inner], y[shown & inner], s=16, color="#333333", zorder=3, label="blocks in R")
+            edge = shown & ~inner
+            if edge.any():
+                ax.scatter(x[edge], y[edge], s=18, facecolors="none", edgecolors="#333333", zorder=3,
+                           label="boundary block (not in R)")
+            outside = [f"{int(k)} (cos {xi:.3f}, AccRel {yi:.2f})" for k, xi, yi, o in zip(layer, x, y, ok & ~shown) if o]
+            ax.set_xlim(*xlim)
+            ax.set_ylim(*ylim)
             ax.axhline(0.0, color="#999999", linewidth=0.8)
-            ax.set_xlabel("cos(h_in, h_out) = 1 \u2212 BI (unitless)")
+            ax.set_xlabel("cos(h_in, h_out) = 1 \u2212 BI (unitless)"
+                          + ("\nblocks off the axes: " + "\n".join(outside) if outside else ""), fontsize=8)
             if ax is axes[0]:
                 ax.set_ylabel("AccRel (unitless; 1 = deletion drops to chance)")
             ax.set_title(title, fontsize=8)
+            to_label.append((ax, x[shown], y[shown], layer[shown]))
         fig.suptitle(f"{model} @ {revision}: cosine similarity vs accuracy-based relevance per block")
         add_note(fig, "AccRel = 1 \u2212 max(acc without block \u2212 chance, 0) / max(acc \u2212 chance, 0); "
                       "negative R = cosine and accuracy agree (paper's convention); R and ranks over the blocks "
-                      "without the first and last; severe: rank offset \u2265 \u2308m/4\u2309")
+                      "without the first and last, and the axes span those blocks; severe: rank offset "
+                      "\u2265 \u2308m/4\u2309; labels: block index")
+        for ax, xs, ys, ls in to_label:
+            place_labels(ax, xs, ys, ls)
         save_figure(fig, out_png, out_pdf)
 
 

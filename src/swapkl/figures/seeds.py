@@ -10,12 +10,13 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
-from swapkl.figures.style import BLUE, GREEN, GREY, ORANGE, VERMILLION, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import (BLUE, GREEN, GREY, ORANGE, VERMILLION, add_note, figure_style, fit_title, new_figure,
+                                  save_figure)
 from swapkl.figures.trajectory import GAP_LABELS, pair_set_title
 from swapkl.seeds import read_seeds
 
 #: the band rows: (column prefix in the seeds table, y label, GAP_LABELS key)
-_GAP_ROWS = (("gap", "gap, both directions (nats)", "max"), ("gap_fwd", "gap, one direction (nats)", "fwd"))
+_GAP_ROWS = (("gap", "gap, both\ndirections (nats)", "max"), ("gap_fwd", "gap, one\ndirection (nats)", "fwd"))
 
 
 def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family: str) -> None:
@@ -58,25 +59,25 @@ def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family
                 ax.axhline(0.0, color="black", linewidth=0.8, zorder=0)
                 if c == 0:
                     ax.set_ylabel(label)
-                    if r == 0:
-                        ax.legend(loc="best", frameon=False, fontsize="x-small")
             ax = axes[2, c]
             ax.plot(x, t["spearman_gap"].to_numpy(float), "-o", color=VERMILLION, label="mean pairwise Spearman (gap)")
             ax.plot(x, t["kendall_w_gap"].to_numpy(float), "--s", color=GREEN, label="Kendall's W (gap)")
             ax.plot(x, t["spearman_gap_fwd"].to_numpy(float), ":^", color=ORANGE,
                     label="mean pairwise Spearman (one-direction gap)")
-            ax.set_ylim(-1.05, 1.6)
+            ax.set_ylim(-1.05, 1.05)
             ax.axhline(0.0, color="black", linewidth=0.8, zorder=0)
             ax.set_xlabel("training step")
             if c == 0:
-                ax.set_ylabel("rank agreement (dimensionless)")
-                ax.legend(loc="upper center", ncol=2, frameon=False, fontsize="xx-small")
+                ax.set_ylabel("rank agreement\n(dimensionless)")
             axes[0, c].set_title(pair_set_title(s, every["n_pairs"].iloc[-1]))
             for ax in axes[:, c]:
                 desc = set_step_axis(ax, every["step"].to_numpy(dtype=np.float64))
         n_seeds = [int(n) for n in fam["n_seeds"]]
         seeds_list = sorted(set(int(v) for v in members["seed"]))
-        fig.suptitle(f"{family}: protocol gap (replacement KL − interchange KL) over training, across seeds")
+        fit_title(fig, f"{family}: protocol gap (replacement KL − interchange KL) over training, across seeds")
+        handles = [h for a in (axes[0, 0], axes[2, 0]) for h in zip(*a.get_legend_handles_labels())]
+        fig.legend([h for h, _ in handles], [t for _, t in handles], loc="outside right center", frameon=False,
+                   fontsize="x-small")
         add_note(fig, f"mean over pairs of the per-pair gap for each seed; seeds {seeds_list}, "
                       f"{min(n_seeds)} to {max(n_seeds)} per step (bands and rank agreement where two or more); "
                       f"{GAP_LABELS['max']} (row 1); "

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import textwrap
 from pathlib import Path
 
 import matplotlib
+import matplotlib.font_manager
 from matplotlib.figure import Figure
 
 from swapkl.atomic import replaced_on_success
@@ -75,6 +77,15 @@ def add_note(fig: Figure, text: str) -> None:
     """A small grey note under the axes (data and settings)."""
     fig.get_layout_engine().set(h_pad=0.06)
     fig.supxlabel(text, fontsize=7, color="#444444", ha="center", wrap=True)
+
+
+def fit_title(fig: Figure, text: str) -> None:
+    """``text`` as the figure's title, wrapped at word boundaries to the figure's width (a long title on a narrow
+    figure is otherwise clipped at both edges)."""
+    size = matplotlib.rcParams["figure.titlesize"]
+    points = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
+    per_line = max(20, int(fig.get_figwidth() * 72 / (0.56 * points)) - 2)  # DejaVu Sans: ~0.56 em a character
+    fig.suptitle("\n".join(textwrap.wrap(text, per_line)))
 
 
 FIGURE_MARK = "swapkl"

@@ -12,7 +12,7 @@ from swapkl.aggregate import trajectory
 from swapkl.errors import SwapKLError
 from swapkl.figures.select import as_frame, duplicate_note, rows
 from swapkl.figures.stepaxis import set_step_axis
-from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style,
+from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style, fit_title,
                                   new_figure, save_figure)
 from swapkl.pairs import parse_pair_set
 from swapkl.pairstats import GAP_DEFINITIONS
@@ -89,8 +89,8 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
                     ax.legend(loc="best", frameon=False, fontsize="small")
                 bottom.legend(loc="upper center", ncol=2, frameon=False, fontsize="x-small")
         first = traj.iloc[0]
-        fig.suptitle(f"{model}: protocol gap (replacement KL − interchange KL) over training"
-                     + (" — one replacement direction" if gap == "fwd" else ""))
+        fit_title(fig, f"{model}: protocol gap (replacement KL − interchange KL) over training"
+                  + (" — one replacement direction" if gap == "fwd" else ""))
         note = (f"{GAP_LABELS[gap]}; KL(p_base ‖ p_variant) in nats; "
                 f"{int(first['n_seqs'])} sequences, {int(first['n_tokens'])} tokens; CI: percentile "
                 f"bootstrap over sequences, {int(first['n_boot'])} resamples; {desc}")

@@ -7,10 +7,12 @@ from swapkl.guides.registry import Pruned, Selection, register_guide
 from swapkl.selection import random_rng, random_select
 
 # budget 0, the model itself; every row's base_ppl
-register_guide("base", rank=0, label="Unpruned model", colour="black", plotted=False)(None)
+register_guide("base", rank=0, label="Unpruned model", family="control", colour="black",
+               plotted=False)(None)
 
 
-@register_guide("random", rank=900, label="Random (one draw)", colour="black", marker=".", plotted=False)
+@register_guide("random", rank=900, label="Random (one draw)", family="control", colour="black",
+                marker=".", plotted=False)
 def random_draws(ctx: GuideContext) -> Selection:
     """``n_random`` uniform draws per budget under the guides' spacing (or ``options.random_spacing``), seeded
     per (seed, budget, draw)."""
@@ -23,5 +25,5 @@ def random_draws(ctx: GuideContext) -> Selection:
 
 
 # mean, s.d., min and max of the random draws per budget
-register_guide("random_mean", rank=910, label="Random (mean ± s.d. of draws; band: min–max)", colour="black",
-               linestyle="--", marker=".")(None)
+register_guide("random_mean", rank=910, label="Random (mean ± s.d. of draws; band: min–max)",
+               family="control", colour="black", linestyle="--", marker="o")(None)

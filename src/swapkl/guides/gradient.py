@@ -5,11 +5,10 @@ from __future__ import annotations
 from swapkl.guides.context import GuideContext
 from swapkl.guides.registry import Selection, register_guide
 from swapkl.guides.representation import lowest
-from swapkl.palette import ORANGE
 
 
-@register_guide("taylor", rank=100, label="First-order Taylor (|weight x gradient|, lowest first)", colour=ORANGE,
-                linestyle="--", marker="h")
+@register_guide("taylor", rank=100, label="First-order Taylor (|weight x gradient|, lowest first)",
+                family="gradient", linestyle="--", marker="h")
 def taylor(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks of lowest first-order Taylor importance on the calibration windows, no spacing."""
     if not ctx.measures:

@@ -16,7 +16,6 @@ import logging
 
 from swapkl.guides.context import GuideContext
 from swapkl.guides.registry import Pruned, Selection, register_guide
-from swapkl.palette import GREEN
 from swapkl.selection import pair_distances
 
 log = logging.getLogger(__name__)
@@ -35,8 +34,8 @@ def laco_pairs(adjacent_kl: dict[tuple[int, int], float], n: int) -> list[tuple[
     return chosen if len(chosen) == n else None
 
 
-@register_guide("laco", rank=110, label="LaCo merge (adjacent pairs averaged, by interchange KL)", colour=GREEN,
-                linestyle=":", marker="p")
+@register_guide("laco", rank=110, label="LaCo merge (adjacent pairs averaged, by interchange KL)",
+                family="merge", linestyle=":", marker="p")
 def laco(ctx: GuideContext) -> Selection | None:
     if "interchange" not in ctx.protocols():
         return ctx.skip("laco", "no interchange rows to order the adjacent pairs")

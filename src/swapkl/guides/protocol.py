@@ -13,7 +13,6 @@ import numpy as np
 
 from swapkl.guides.context import GuideContext
 from swapkl.guides.registry import Pruned, Selection, register_guide
-from swapkl.palette import BLUE, GREEN, GREY, VERMILLION
 from swapkl.selection import (
     BudgetError,
     deletion_scores,
@@ -74,18 +73,18 @@ def _protocol_guide(name: str):
     return guide
 
 
-register_guide("interchange", rank=10, label="Interchange-guided", colour=BLUE, marker="o")(
+register_guide("interchange", rank=10, label="Interchange-guided", family="interchange", marker="o")(
     _protocol_guide("interchange"))
-register_guide("replacement_max", rank=20, label="Replacement-guided (max)", colour=VERMILLION, marker="s")(
+register_guide("replacement_max", rank=20, label="Replacement-guided (max)", family="replacement", marker="s")(
     _protocol_guide("replacement_max"))
-register_guide("replacement_mean", rank=30, label="Replacement-guided (mean)", colour=VERMILLION, linestyle="--",
-               marker="s")(_protocol_guide("replacement_mean"))
-register_guide("deletion", rank=40, label="Deletion-KL-guided", colour=GREEN, marker="^")(
+register_guide("replacement_mean", rank=30, label="Replacement-guided (mean)", family="replacement",
+               linestyle="--", marker="D")(_protocol_guide("replacement_mean"))
+register_guide("deletion", rank=40, label="Deletion-KL-guided", family="removal", marker="^")(
     _protocol_guide("deletion"))
 
 
-@register_guide("anti_interchange", rank=50, label="Anti-guided (highest interchange first)", colour=GREY,
-                linestyle=":", marker="x")
+@register_guide("anti_interchange", rank=50, label="Anti-guided (highest interchange first)",
+                family="control", linestyle=":", marker="x")
 def anti_interchange(ctx: GuideContext) -> Selection | None:
     """The same scan over descending interchange scores: the sanity bound."""
     s = protocol_scores(ctx, "interchange")
@@ -106,12 +105,13 @@ def _clustered_guide(name: str, scores_of: str):
 
 
 register_guide("interchange_clustered", rank=52, label="Interchange-guided within a region (paper's clustered)",
-               colour=BLUE, linestyle=":", marker="o")(_clustered_guide("interchange_clustered", "interchange"))
-register_guide("replacement_max_clustered", rank=54, label="Replacement-guided within a region", colour=VERMILLION,
-               linestyle=":", marker="s")(_clustered_guide("replacement_max_clustered", "replacement_max"))
+               family="interchange", linestyle=":", marker=">")(_clustered_guide("interchange_clustered", "interchange"))
+register_guide("replacement_max_clustered", rank=54, label="Replacement-guided within a region",
+               family="replacement", linestyle=":", marker=">")(_clustered_guide("replacement_max_clustered", "replacement_max"))
 
 
-@register_guide("fixed", rank=58, label="Fixed layer set", colour=GREY, linestyle="-.", marker="*", plotted=False)
+@register_guide("fixed", rank=58, label="Fixed layer set", family="control", linestyle="-.", marker="*",
+                plotted=False)
 def fixed_sets(ctx: GuideContext) -> Selection | None:
     """Named fixed layer sets (the paper's hard-coded tables), evaluated exactly like a guide's set; the row
     key's second element is the set's name, written as ``fixed_set``; the budget is the set's size."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from swapkl.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
+
 #: a row key: (budget, random draw or None)
 RowKey = tuple[int, "int | None"]
 
@@ -43,6 +45,28 @@ class Selection:
 
 
 @dataclass(frozen=True)
+class Family:
+    """A family of guides: what their scores measure. Figures colour a guide by its family and group their
+    legends by family; within a family the marker (and line style) tells the guides apart."""
+
+    name: str
+    label: str
+    colour: str
+
+
+#: the guide families, in legend order
+FAMILIES = {f.name: f for f in (
+    Family("interchange", "Interchange KL", BLUE),
+    Family("replacement", "Replacement KL", VERMILLION),
+    Family("removal", "Measured removal cost", GREEN),
+    Family("representation", "Representation similarity", ORANGE),
+    Family("gradient", "Gradient", PURPLE),
+    Family("merge", "Layer merging", SKY),
+    Family("control", "Controls and baselines", GREY),
+)}
+
+
+@dataclass(frozen=True)
 class Guide:
     name: str
     rank: int
@@ -52,21 +76,29 @@ class Guide:
     marker: str
     select: Callable | None
     plotted: bool = True
+    family: str = "control"
 
 
 _REGISTRY: dict[str, Guide] = {}
 
 
-def register_guide(name: str, *, rank: int, label: str, colour: str, linestyle: str = "-", marker: str = "o",
-                   plotted: bool = True):
-    """Decorator registering a guide function (or, applied to ``None``, a derived row) under ``name``."""
+def register_guide(name: str, *, rank: int, label: str, family: str, colour: str | None = None,
+                   linestyle: str = "-", marker: str = "o", plotted: bool = True):
+    """Decorator registering a guide function (or, applied to ``None``, a derived row) under ``name``.
+
+    ``family`` is a key of :data:`FAMILIES`; the guide's colour is its family's unless ``colour`` is given.
+    Plotted guides must differ in (colour, marker) from each other (checked by the tests).
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"guide {name!r}: unknown family {family!r} (families: {', '.join(FAMILIES)})")
 
     def deco(fn):
         if name in _REGISTRY:
             raise ValueError(f"guide {name!r} is registered twice")
         if any(g.rank == rank for g in _REGISTRY.values()):
             raise ValueError(f"guide {name!r}: rank {rank} is taken")
-        _REGISTRY[name] = Guide(name, rank, label, colour, linestyle, marker, fn, plotted)
+        _REGISTRY[name] = Guide(name, rank, label, colour or FAMILIES[family].colour, linestyle, marker, fn,
+                                plotted, family)
         return fn
 
     return deco

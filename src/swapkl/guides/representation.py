@@ -10,7 +10,6 @@ import numpy as np
 
 from swapkl.guides.context import GuideContext
 from swapkl.guides.registry import Pruned, Selection, register_guide
-from swapkl.palette import ORANGE, PURPLE
 from swapkl.selection import BudgetError, angular_table, bi_scores, contiguous_select, lowest_select
 
 log = logging.getLogger(__name__)
@@ -28,7 +27,7 @@ def lowest(ctx: GuideContext, name: str, scores: np.ndarray) -> Selection:
     return sel
 
 
-@register_guide("bi", rank=60, label="ShortGPT BI (lowest first)", colour=ORANGE, marker="v")
+@register_guide("bi", rank=60, label="ShortGPT BI (lowest first)", family="representation", marker="v")
 def bi(ctx: GuideContext) -> Selection | None:
     """ShortGPT: the ``n`` blocks of lowest block influence, no spacing."""
     if ctx.rep is None:
@@ -36,7 +35,8 @@ def bi(ctx: GuideContext) -> Selection | None:
     return lowest(ctx, "bi", bi_scores(ctx.rep, ctx.n_layers))
 
 
-@register_guide("angular", rank=70, label="Gromov angular (contiguous block)", colour=PURPLE, marker="P")
+@register_guide("angular", rank=70, label="Gromov angular (contiguous block)", family="representation",
+                marker="P")
 def angular(ctx: GuideContext) -> Selection | None:
     """Gromov et al.: the contiguous block whose entry and exit streams are closest in angle."""
     if ctx.rep is None:
@@ -52,8 +52,8 @@ def angular(ctx: GuideContext) -> Selection | None:
     return sel
 
 
-@register_guide("cka", rank=95, label="Linear CKA of block input and output (highest first)", colour=PURPLE,
-                linestyle="--", marker="*")
+@register_guide("cka", rank=95, label="Linear CKA of block input and output (highest first)",
+                family="representation", linestyle="--", marker="*")
 def cka(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks whose output is most similar (linear CKA) to their input, no spacing.
 

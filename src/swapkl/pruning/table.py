@@ -91,12 +91,13 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     df["_f"] = df["fixed_set"].fillna("")
     df = _sort(df, ["_g", "_f", "budget", "_d"]).drop(columns=["_g", "_d", "_f"])
     prov = dict(provenance.software_versions(), inputs=provs, n_boot=int(n_boot), ci_level=0.95,
-                checkpoints=provenance.checkpoints(provs))
+                checkpoints=provenance.checkpoints(provs), input_sha256=provenance.input_sha256(inputs))
     write_parquet(pa.Table.from_pandas(df, schema=PRUNING_SCHEMA, preserve_index=False), out, prov)
     if agreement_out is not None:
         at, aprovs = _concat(agreement_inputs, AGREEMENT_SCHEMA, "agreement")
         adf = _sort(at.to_pandas(), ["guide", "reference"])
         write_parquet(pa.Table.from_pandas(adf, schema=AGREEMENT_SCHEMA, preserve_index=False), agreement_out,
-                      dict(provenance.software_versions(), inputs=aprovs, checkpoints=provenance.checkpoints(aprovs)))
+                      dict(provenance.software_versions(), inputs=aprovs, checkpoints=provenance.checkpoints(aprovs),
+                           input_sha256=provenance.input_sha256(agreement_inputs)))
     log.info("wrote %s (%d rows from %d files)", out, len(df), len(provs))
     return df

@@ -1,0 +1,90 @@
+"""What a workflow script can import when it runs, read eagerly: every import statement of the script and,
+transitively, of every swapkl module it reaches, at any depth (function-level imports included), so an
+import that a rule only reaches lazily (``import lm_eval`` inside a function) still counts."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as md
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+
+
+def _imports(path: Path) -> set[str]:
+    """Dotted names imported anywhere in ``path`` (``from a.b import c`` gives a.b and a.b.c); imports under
+    ``if TYPE_CHECKING:`` are left out (they never run)."""
+    tree = ast.parse(path.read_text())
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip |= {id(n) for child in node.body for n in ast.walk(child)}
+    names = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def _module_file(name: str) -> Path | None:
+    base = SRC.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def third_party_imports(script: Path) -> set[str]:
+    """Top-level names of every non-swapkl, non-stdlib module that ``script`` may import on any code path."""
+    seen: set[Path] = set()
+    todo = [script]
+    found: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top == "swapkl":
+                parts = name.split(".")
+                for k in range(1, len(parts) + 1):  # swapkl.a.b imports swapkl, swapkl.a, swapkl.a.b
+                    f = _module_file(".".join(parts[:k]))
+                    if f is not None:
+                        todo.append(f)
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                found.add(top)
+    return found
+
+
+def _requirement_names(dist: str) -> list[str]:
+    try:
+        reqs = md.requires(dist) or []
+    except md.PackageNotFoundError:
+        return []
+    return [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0] for r in reqs if "extra ==" not in r]
+
+
+def provided_imports(distributions: list[str]) -> set[str]:
+    """Top-level import names that installing ``distributions`` (with their required dependencies, as installed
+    here) provides."""
+    by_dist: dict[str, set[str]] = {}
+    for top, dists in md.packages_distributions().items():
+        for d in dists:
+            by_dist.setdefault(d.lower().replace("_", "-"), set()).add(top)
+    closure, todo = set(), [d.lower().replace("_", "-") for d in distributions]
+    while todo:
+        d = todo.pop()
+        if d in closure:
+            continue
+        closure.add(d)
+        todo += [r.lower().replace("_", "-") for r in _requirement_names(d)]
+    return set().union(*(by_dist.get(d, set()) for d in closure))

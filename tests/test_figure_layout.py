@@ -1,0 +1,232 @@
+"""Every figure drawn from a small synthetic table: the plotted data against an independent computation, and
+the rendered layout (no two texts overlap, no text leaves the canvas, no legend covers data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import to_hex
+from scipy import stats
+
+import synthetic_tables as syn
+from figure_layout import captured_figures, layout_problems, legends_cover_data
+from probe_fixtures import probe_files, random_values, write_checkpoint
+from swapkl.aggregate import aggregate, read_aggregate
+from swapkl.figures import (plot_deletion_vs_bi, plot_gap_trajectory, plot_heatmaps, plot_ratio_by_distance,
+                            plot_seed_band)
+from swapkl.figures import pruning as pfig
+from swapkl.figures.confusion import plot_rank_confusion
+from swapkl.figures.relevance import plot_cosine_vs_relevance, plot_relevance_zscores
+from swapkl.guides.registry import FAMILIES, registered
+
+L = 12
+
+
+@pytest.fixture(scope="module")
+def agg(tmp_path_factory):
+    """Aggregate of three checkpoints whose KL ranges differ by two decades, with one exact zero."""
+    d = tmp_path_factory.mktemp("layout")
+    files, reprs = [], []
+    pairs = [(i, j) for i in range(L) for j in range(i + 1, L) if j - i <= 3]
+    for k, rev in enumerate(["step0", "step1000", "step16000"]):
+        repl, inter, dele = random_values(L, seed=k, pairs=pairs)
+        scale = 10.0 ** (k - 1)
+        repl = {p: v * scale for p, v in repl.items()}
+        inter = {p: v * scale for p, v in inter.items()}
+        if k == 0:
+            inter[pairs[0]] = 0.0
+        p = write_checkpoint(d / "in", model="toy", revision=rev, n_layers=L, repl=repl, inter=inter, deletion=dele,
+                             bi=list(np.random.default_rng(k).uniform(0.01, 0.4, L)), seed=k)
+        files += probe_files(p)
+        reprs.append(p["repr"])
+    out = d / "swapkl.parquet"
+    aggregate(files, reprs, out, pair_sets={"toy": ["adjacent", "within:2", "within:3"]}, n_boot=30)
+    return read_aggregate(out)
+
+
+@pytest.fixture
+def figs(monkeypatch):
+    with captured_figures(monkeypatch) as f:
+        yield f
+
+
+def _clean(fig):
+    problems = layout_problems(fig) + legends_cover_data(fig)
+    assert not problems, "\n".join(problems)
+
+
+def _draw(tmp_path, name, call, figs):
+    call(tmp_path / f"{name}.png", tmp_path / f"{name}.pdf")
+    assert (tmp_path / f"{name}.png").stat().st_size > 0
+    return figs[-1]
+
+
+@pytest.mark.parametrize("gap", ["max", "fwd"])
+@pytest.mark.parametrize("sets", [1, 3])
+def test_gap_trajectory(agg, figs, tmp_path, gap, sets):
+    """With one pair set the figure is narrow: its title must wrap, not run off the canvas."""
+    if sets == 1:
+        agg = agg[(agg["kind"] != "summary") | (agg["pair_set"] == "adjacent")]
+    fig = _draw(tmp_path, "traj", lambda p, q: plot_gap_trajectory(agg, p, q, model="toy", gap=gap), figs)
+    _clean(fig)
+
+
+def test_ratio_and_deletion(agg, figs, tmp_path):
+    _clean(_draw(tmp_path, "ratio", lambda p, q: plot_ratio_by_distance(agg, p, q, model="toy"), figs))
+    _clean(_draw(tmp_path, "del", lambda p, q: plot_deletion_vs_bi(agg, p, q, model="toy", revision="step1000"),
+                 figs))
+
+
+def test_seed_band(figs, tmp_path):
+    fig = _draw(tmp_path, "seeds", lambda p, q: plot_seed_band(syn.seeds_table(), p, q, family="fam"), figs)
+    _clean(fig)
+
+
+# ------------------------------------------------------------------ plotted data against direct computations
+
+
+def _ppl_pct(nll, base, tok):
+    return 100 * (np.exp(np.sum(nll) / np.sum(tok)) / np.exp(np.sum(base) / np.sum(tok)) - 1)
+
+
+def test_pruning_ratio_draws_the_difference_of_costs(figs, tmp_path):
+    """The panel's points are ΔPPL%(interchange) − ΔPPL%(replacement, max), from the stored window sums; no
+    ratio of the signed costs (which are negative at n = 1 here) is drawn."""
+    df = syn.pruning_table()
+    fig = _draw(tmp_path, "ir", lambda p, q: pfig.plot_ir_panel(df, p, q, n_boot=50), figs)
+    _clean(fig)
+    _clean(_draw(tmp_path, "irt", lambda p, q: pfig.plot_ir_trajectory(df, "toy", p, q, n_boot=50), figs))
+    g = df[df["revision"] == "step16000"]
+    pick = lambda guide, n: g[(g["guide"] == guide) & (g["budget"] == n)].iloc[0]  # noqa: E731
+    base = pick("base", 0)
+    want = [_ppl_pct(pick("interchange", n)["window_nll_sum"], base["window_nll_sum"], base["window_tokens"])
+            - _ppl_pct(pick("replacement_max", n)["window_nll_sum"], base["window_nll_sum"], base["window_tokens"])
+            for n in (1, 2, 3, 4)]
+    line = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 4][0]
+    assert np.allclose(line.get_ydata(), want, rtol=1e-9, atol=1e-9)
+    assert "ratio" not in fig.axes[0].get_ylabel().lower()
+
+
+def test_pruning_ratio_column_only_where_both_costs_are_clearly_positive():
+    from swapkl.pruning.ratio import ir_ratios
+
+    ir = ir_ratios(syn.pruning_table(), n_boot=200, seed=0)
+    low = ir[ir["budget"] == 1]  # both costs negative: no ratio
+    assert not low["ratio_defined"].any() and low["ir_ratio"].isna().all()
+    high = ir[ir["budget"] == 4]
+    assert high["ratio_defined"].all()
+    assert np.allclose(high["ir_ratio"], high["delta_num"] / high["delta_den"])
+    assert ((ir["ir_diff_ci_low"] <= ir["ir_diff"]) & (ir["ir_diff"] <= ir["ir_diff_ci_high"])).all()
+
+
+def test_pruning_cost_styles_come_from_the_registry(figs, tmp_path):
+    df = syn.pruning_table()
+    fig = _draw(tmp_path, "cost", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    _clean(fig)
+    handles = dict(zip(*reversed(fig.axes[0].get_legend_handles_labels())))
+    plotted = [g for g in registered() if g.plotted]
+    for g in plotted:
+        line = handles[g.label].lines[0]  # the errorbar's data line
+        assert (to_hex(line.get_color()), line.get_marker()) == (to_hex(g.colour), g.marker), g.name
+    assert len({(g.colour, g.marker) for g in plotted}) == len(plotted), "two guides look alike"
+    headers = [t for t in fig.legends[0].get_texts() if t.get_fontweight() == "bold"]
+    assert [t.get_text() for t in headers] == [f.label for f in FAMILIES.values()]
+    for ax in fig.axes:  # no "10^0"-style ticks on the symmetric-log axes
+        assert not any("^" in t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels())
+
+
+def test_agreement_cells_show_the_spearman_of_the_scores(figs, tmp_path):
+    agr = syn.agreement_table()
+    fig = _draw(tmp_path, "agr", lambda p, q: pfig.plot_agreement(agr, "toy", "step16000", p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    cells = [t.get_text() for t in ax.texts]
+    row = agr[(agr["guide"] == "interchange") & (agr["reference"] == "bi")].iloc[0]
+    assert f"{row['spearman']:.2f}".replace("-", "\u2212") in cells
+    box = ax.get_position()
+    assert box.width * box.height > 0.3, "the heatmap fills too little of the canvas"
+
+
+def test_rank_confusion_reports_spearman_of_the_ranks(figs, tmp_path):
+    agr = syn.agreement_table()
+    fig = _draw(tmp_path, "conf", lambda p, q: plot_rank_confusion(agr, "toy", "step16000", p, q), figs)
+    _clean(fig)
+    r = agr[(agr["guide"] == "bi") & (agr["reference"] == "deletion")].iloc[0]
+    rho = stats.spearmanr(r["guide_rank"], r["reference_rank"]).statistic
+    assert f"Spearman ρ of the ranks = {rho:.2f}" in fig.axes[0].get_title()
+    assert abs(r["pearson"]) > 0.99 and abs(rho) < 0.9  # the outlier drives Pearson, not the drawn statistic
+    assert "ShortGPT BI" in fig.axes[0].get_ylabel() and "bi" not in [t.get_text() for t in fig.axes[1].get_yticklabels()]
+
+
+def test_relevance_cosine_axes_leave_out_the_boundary_blocks(figs, tmp_path):
+    rel, ragg = syn.relevance_tables()
+    fig = _draw(tmp_path, "cos", lambda p, q: plot_cosine_vs_relevance(rel, ragg, p, q, model="toy",
+                                                                        revision="step16000"), figs)
+    _clean(fig)
+    cos = 1 - ragg.sort_values("layer_i")["value"].to_numpy()
+    for ax in fig.axes:
+        lo, hi = ax.get_xlim()
+        assert lo <= cos[1:-1].min() and cos[1:-1].max() <= hi
+        assert not lo <= cos[0] <= hi  # block 0 (cos 0.2) does not set the range
+        assert "blocks off the axes: 0 " in ax.get_xlabel()
+
+
+def test_heatmaps_share_one_unclamped_scale_across_checkpoints(agg, figs, tmp_path):
+    norms, notes = [], []
+    for rev in ("step0", "step1000", "step16000"):
+        fig = _draw(tmp_path, rev, lambda p, q: plot_heatmaps(agg, p, q, model="toy", revision=rev), figs)
+        _clean(fig)
+        im = fig.axes[0].get_images()[0]
+        norms.append((im.norm.vmin, im.norm.vmax))
+        notes.append(fig._supxlabel.get_text())
+    assert len(set(norms)) == 1
+    d = agg[(agg["kind"] == "directed") & agg["protocol"].isin(["replacement", "interchange"])]["kl_mean"]
+    vmin, vmax = norms[0]
+    assert vmin <= d[d > 0].min() and vmax >= d.max()  # nothing above zero saturates
+    assert (d == 0).any()  # the exact zero is drawn in the under colour, noted in the figure
+    assert "pink: KL of 0" in notes[0] and "pink" not in notes[2]  # step0 holds the zero
+
+
+def test_relevance_zscores_layout(figs, tmp_path):
+    rel, _ = syn.relevance_tables()
+    _clean(_draw(tmp_path, "z", lambda p, q: plot_relevance_zscores(rel, p, q, model="toy", revision="step16000"),
+                 figs))
+
+
+def test_covariates_layout(figs, tmp_path):
+    from swapkl.figures.covariates import plot_covariate_correlations
+
+    corr = syn.covariate_correlations()
+    _clean(_draw(tmp_path, "cov", lambda p, q: plot_covariate_correlations(corr, p, q), figs))
+
+
+def test_weight_protocols_layout(figs, tmp_path):
+    from swapkl.figures import plot_weight_protocols
+
+    agg_w = syn.weight_protocol_aggregate()
+    _clean(_draw(tmp_path, "w", lambda p, q: plot_weight_protocols(agg_w, p, q, model="toy", revision="step16000"),
+                 figs))
+
+
+def test_relevance_confusion_layout(figs, tmp_path):
+    from swapkl.figures.relevance import plot_relevance_confusion
+    from swapkl.relevance_stats import relevance_statistics
+
+    rel, ragg = syn.relevance_tables()
+    st = relevance_statistics(rel, ragg)
+    _clean(_draw(tmp_path, "rc", lambda p, q: plot_relevance_confusion(st, p, q, model="toy", revision="step16000"),
+                 figs))
+
+
+def test_training_curves_layout(figs, tmp_path):
+    from swapkl.figures import plot_training_curves
+
+    logs = {}
+    for name, scale in (("demo-a", 1.0), ("demo-b", 0.7), ("demo-c", 0.5)):
+        lines = ["step,heldout_loss,train_loss"] + [
+            f"{s},{3 + 4 * scale * np.exp(-s / 150):.4f},{2.9 + 4 * scale * np.exp(-s / 150):.4f}"
+            for s in range(0, 501, 50)]
+        (tmp_path / f"{name}.csv").write_text("\n".join(lines) + "\n")
+        logs[name] = tmp_path / f"{name}.csv"
+    _clean(_draw(tmp_path, "train", lambda p, q: plot_training_curves(logs, p, q), figs))

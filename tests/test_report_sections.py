@@ -1,0 +1,35 @@
+"""The report's sections come from one numbered list (workflow/rules/report.smk): every figure and table rule
+names its section by key, so no two sections share a number, and every results table has an HTML view."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
+
+
+def _literal(name: str):
+    text = (RULES / "report.smk").read_text()
+    m = re.search(rf"^{name} = (\(.*?^\))", text, re.M | re.S)
+    return ast.literal_eval(m.group(1))
+
+
+def test_every_category_is_a_numbered_section():
+    keys = [k for k, _ in _literal("REPORT_SECTIONS")]
+    assert len(keys) == len(set(keys))
+    used = set()
+    for smk in RULES.glob("*.smk"):
+        text = smk.read_text()
+        assert not re.search(r"\bcategory=\"", text), f"{smk.name}: a category written by hand"
+        used |= set(re.findall(r"\bcategory=section\(\"(\w+)\"\)", text))
+    assert used == set(keys), (sorted(used), keys)
+
+
+def test_every_results_table_in_the_report_has_an_html_view():
+    tables = set(_literal("RESULT_TABLES"))
+    reported = set()
+    for smk in RULES.glob("*.smk"):
+        reported |= set(re.findall(r"report\(\s*\"results/(\w+)\.parquet\"", smk.read_text()))
+    assert reported == tables, (sorted(reported), sorted(tables))

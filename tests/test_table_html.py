@@ -1,0 +1,42 @@
+"""A results table as an HTML page for the report: its rows (nullable integers as integers, lists as lists), a
+row limit that says where the rest is, its columns and its provenance."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from swapkl.errors import SwapKLError
+from swapkl.parquet_io import write_parquet
+from swapkl.table_html import write_table_html
+
+
+@pytest.fixture
+def table(tmp_path):
+    path = tmp_path / "t.parquet"
+    write_parquet(pa.table({"layer": pa.array([3, None, 5], pa.int64()), "kl": [0.5, 0.25, None],
+                            "ranks": pa.array([[0, 1], [], [2]], pa.list_(pa.int64()))}), str(path), {"kind": "t"})
+    return path
+
+
+def test_rows_columns_and_provenance(table, tmp_path):
+    out = tmp_path / "t.html"
+    write_table_html(table, out, title="results/t.parquet")
+    text = out.read_text().replace("&quot;", '"')
+    shown = pd.read_html(io.StringIO(text))[0]
+    assert shown["layer"].tolist()[0] == 3 and shown["layer"].tolist()[2] == 5  # not 3.0: integers stay integers
+    assert shown["kl"].tolist()[:2] == [0.5, 0.25] and shown["ranks"].tolist()[0] == "0, 1"
+    assert "swapkl_source_sha256" in text and '"kind": "t"' in text and "int64" in text
+    assert 'dtype_backend="numpy_nullable"' in text
+
+
+def test_long_tables_are_cut_with_a_note(table, tmp_path):
+    out = tmp_path / "t.html"
+    write_table_html(table, out, max_rows=2)
+    assert len(pd.read_html(io.StringIO(out.read_text()))[0]) == 2
+    assert "First 2 of 3 rows" in out.read_text()
+    with pytest.raises(SwapKLError, match="max_rows"):
+        write_table_html(table, out, max_rows=0)
