@@ -376,3 +376,20 @@ def trajectory(agg: pd.DataFrame, model: str) -> pd.DataFrame:
     s = agg[(agg["kind"] == "summary") & (agg["model"] == model)]
     s = s[s["duplicate_of"].isna() & s["step"].notna()]
     return s.sort_values("step", kind="mergesort").reset_index(drop=True)
+
+
+def rows(agg: pd.DataFrame, kind: str, model: str, revision: str | None = None,
+         *, with_duplicates: bool = True) -> pd.DataFrame:
+    """Rows of ``kind`` for ``model`` (and ``revision``); SwapKLError naming what is missing."""
+    sel = agg[(agg["kind"] == kind) & (agg["model"] == model)]
+    if revision is not None:
+        sel = sel[sel["revision"] == revision]
+    if not with_duplicates:
+        sel = sel[sel["duplicate_of"].isna()]
+    if sel.empty:
+        models = sorted(set(agg.loc[agg["kind"] == kind, "model"].dropna()))
+        what = f"{model} {revision}" if revision is not None else model
+        raise SwapKLError(f"aggregate has no {kind} rows for {what} (models with {kind} rows: "
+                          f"{', '.join(models) or 'none'})")
+    return sel.reset_index(drop=True)
+

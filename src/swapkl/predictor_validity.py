@@ -18,10 +18,9 @@ import pandas as pd
 
 from swapkl import provenance
 from swapkl.agreement import spearman
-from swapkl.aggregate import read_aggregate
+from swapkl.aggregate import read_aggregate, rows
 from swapkl.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.figures.select import rows
 from swapkl.loading import load_model
 from swapkl.pairs import removal_variant
 from swapkl.parquet_io import check_writable, write_parquet

@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 
 from swapkl import provenance
-from swapkl.aggregate import aggregate_provenance, read_aggregate
+from swapkl.aggregate import aggregate_provenance, read_aggregate, rows
 from swapkl.errors import SwapKLError
-from swapkl.figures.select import rows
 from swapkl.parquet_io import check_writable, write_parquet
 
 

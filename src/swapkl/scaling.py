@@ -25,9 +25,8 @@ from safetensors import safe_open
 
 from swapkl import provenance
 from swapkl.adapters import ADAPTERS
-from swapkl.aggregate import aggregate_provenance, read_aggregate
+from swapkl.aggregate import aggregate_provenance, read_aggregate, rows
 from swapkl.errors import SwapKLError
-from swapkl.figures.select import rows
 from swapkl.pairstats import CONDITIONAL_BELOW, STRONG_BELOW
 from swapkl.parquet_io import check_writable, write_parquet
 

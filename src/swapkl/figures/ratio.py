@@ -11,7 +11,8 @@ from matplotlib.ticker import MaxNLocator
 
 from swapkl.duplicate_revisions import revision_order
 from swapkl.errors import SwapKLError
-from swapkl.figures.select import as_frame, duplicate_note, rows
+from swapkl.aggregate import rows
+from swapkl.figures.select import as_frame, duplicate_note
 from swapkl.figures.style import GREY, SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.trajectory import GAP_LABELS
 from swapkl.pairstats import GAP_DEFINITIONS

@@ -10,7 +10,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 from matplotlib.ticker import MaxNLocator
 
-from swapkl.figures.select import as_frame, rows
+from swapkl.aggregate import rows
+from swapkl.figures.select import as_frame
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
 from swapkl.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 

@@ -10,7 +10,8 @@ import pandas as pd
 
 from swapkl.aggregate import trajectory
 from swapkl.errors import SwapKLError
-from swapkl.figures.select import as_frame, duplicate_note, rows
+from swapkl.aggregate import rows
+from swapkl.figures.select import as_frame, duplicate_note
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style, fit_title,
                                   new_figure, save_figure)

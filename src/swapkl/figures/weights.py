@@ -10,7 +10,8 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.select import as_frame, rows
+from swapkl.aggregate import rows
+from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
 from swapkl.palette import cycled
 
