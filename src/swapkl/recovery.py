@@ -150,10 +150,12 @@ def _heal_control(loaded_base, healed_dir, settings, text):
 
 def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, settings: HealSettings, text: TrainText,
                  eval_spec, *, revision: str | None = None, probe_data=None, model_name: str | None = None,
+                 revision_label: str | None = None, budgets: list[int] | None = None,
                  dtype: str = "float32", device: str = "auto", batch_size: int = 8) -> pd.DataFrame:
     """Heal every exported pruned checkpoint of ``base`` and the unpruned control; write the recovery table.
 
-    Each export must have been cut from exactly these base weights (its recorded source sha256). Healed
+    ``budgets`` keeps the exports that remove that many blocks (None: all). Each export must have been cut
+    from exactly these base weights (its recorded source sha256). Healed
     checkpoints go to ``healed_dir/control`` and ``healed_dir/<export folder name>`` (``healed_dir`` new or empty).
     """
     from swapkl import provenance
@@ -166,6 +168,10 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
     if os.path.lexists(healed_dir) and (not os.path.isdir(healed_dir) or os.listdir(healed_dir)):
         raise SwapKLError(f"{healed_dir!r} already exists and is not empty; healed checkpoints go into a new one")
     sources = [(path, read_export(path)) for path in exports]
+    if budgets is not None:
+        sources = [(p, prov) for p, prov in sources if len(prov["removed_layers"]) in set(budgets)]
+        if not sources:
+            raise SwapKLError(f"no exported model removes {sorted(budgets)} blocks")
     lb = load_model(base, revision, dtype=dtype, device=device)
     for path, prov in sources:
         if prov.get("weights_sha256") != lb.weights_sha256:
@@ -175,7 +181,7 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
                                                                                "max_position_embeddings", None))
     windows = None if probe_data is None else load_windows(probe_data, lb.tokenizer)
     name = model_name or lb.model_id
-    row = dict(model=name, revision=lb.revision, steps=settings.steps, seed=settings.seed)
+    row = dict(model=name, revision=revision_label or lb.revision or "main", steps=settings.steps, seed=settings.seed)
     ppl_base = _ppl(lb.model, ew, batch_size, dev)
     control = _heal_control(lb, healed_dir, settings, text)
     ppl_control = _ppl(control, ew, batch_size, dev)
@@ -221,3 +227,14 @@ def concat_recovery(inputs: list[str], out: str) -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
     write_parquet(df, out, dict(provenance.software_versions(), inputs=provs))
     return df
+
+
+def export_folders(exports_dir: str) -> list[str]:
+    """The checkpoints swapkl export wrote into ``exports_dir`` (folders with its provenance file), sorted."""
+    if not os.path.isdir(exports_dir):
+        raise SwapKLError(f"{exports_dir!r} is not a directory of exported checkpoints")
+    out = sorted(os.path.join(exports_dir, n) for n in os.listdir(exports_dir)
+                 if os.path.isfile(os.path.join(exports_dir, n, EXPORT_FILE)))
+    if not out:
+        raise SwapKLError(f"{exports_dir!r} holds no checkpoint written by swapkl export")
+    return out

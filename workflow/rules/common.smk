@@ -84,6 +84,9 @@ def _check_consistency(cfg):
         if prune["score_pairs"] is not None and _pair_reach(prune["score_pairs"]) > max(map(_pair_reach, model["pair_sets"])):
             fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
                  f"{model['pair_sets']}")
+        if model["heal"]["enabled"] and not (prune["enabled"] and prune["export_guides"]):
+            fail(f"models.{name}.heal", "healing starts from the exported pruned models: enable prune and name "
+                 "prune.export_guides")
         region = prune["clustered_region"]
         if region is not None and region[0] >= region[1]:
             fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")
@@ -483,6 +486,15 @@ def export_checkpoints():
     return [(m, r) for m, r in prune_checkpoints() if config["models"][m]["prune"]["export_guides"]]
 
 
+def heal_checkpoints():
+    """Exported pruned checkpoints that are healed, with their unpruned control (heal.enabled)."""
+    return [(m, r) for m, r in export_checkpoints() if config["models"][m]["heal"]["enabled"]]
+
+
+def recovery_file(model, revision):
+    return f"results/recovery/{model}/{revision}/recovery.parquet"
+
+
 def get_prune_settings(model):
     prune = config["models"][model]["prune"]
     settings = {key: value for key, value in prune.items() if key not in ("enabled", "revisions", "export_guides")}
@@ -715,6 +727,9 @@ def get_final_outputs():
     if models_with("demo"):
         outputs += figure_files("training_curves")
     outputs += [f"results/exports/{model}/{revision}" for model, revision in export_checkpoints()]
+    if heal_checkpoints():
+        outputs += ["results/recovery.parquet", *figure_files("recovery"),
+                    *[recovery_file(m, r) for m, r in heal_checkpoints()]]
     if relevance_checkpoints():
         outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
         for model, revision in relevance_checkpoints():
