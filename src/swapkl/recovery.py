@@ -215,16 +215,15 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
     return df
 
 
-def concat_recovery(inputs: list[str], out: str) -> pd.DataFrame:
-    """One recovery table from the per-checkpoint ones (their provenance kept as ``inputs``)."""
+def concat_tables(inputs: list[str], out: str) -> pd.DataFrame:
+    """One table from per-checkpoint tables swapkl wrote (their provenance kept as ``inputs``)."""
     from swapkl import provenance
     from swapkl.parquet_io import write_parquet
 
-    frames, provs = [], []
-    for path in inputs:
-        frames.append(pd.read_parquet(path))
-        provs.append(provenance.read(path))
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(COLUMNS))
+    if not inputs:
+        raise SwapKLError("no tables to concatenate")
+    provs = [provenance.read(path) for path in inputs]
+    df = pd.concat([pd.read_parquet(path) for path in inputs], ignore_index=True)
     write_parquet(df, out, dict(provenance.software_versions(), inputs=provs))
     return df
 

@@ -10,7 +10,7 @@ rule heal_pruned_models:
                                           config["models"][wildcards.model]["prune"]["eval"]),
     output:
         table=recovery_file("{model}", "{revision}"),
-        healed=directory("results/healed/{model}/{revision}"),
+        healed=directory("results/healed_models/{model}/{revision}"),
     params:
         checkpoint=get_checkpoint_dir,
         settings=lambda wildcards: config["models"][wildcards.model]["heal"]["settings"],
