@@ -79,6 +79,7 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
             if seeds.get("deletion") is not None:
                 settings["deletion"] = seeds["deletion"]
             settings["relevance"] = {"enabled": False}
+            settings["heal"] = settings["healed_probes"] = {"enabled": False}  # healing stays with the entry
             settings["seed_member"] = True
             if "demo" not in m:
                 settings.pop("same_weights_as", None)
@@ -132,6 +133,18 @@ def expected_counts(cfg: dict) -> Counter:
     exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
     if exported:
         counts["export_pruned_models"] = len(exported)
+    healed = [(name, rev) for name, rev in exported if models[name].get("heal", {}).get("enabled", False)]
+    if healed:
+        counts.update(heal_pruned_models=len(healed), aggregate_recovery=1, plot_recovery=1)
+    probed_healed = [
+        (name, rev)
+        for name, m in models.items() if m.get("healed_probes", {}).get("enabled", False)
+        for rev in (m["revisions"] if m["healed_probes"].get("revisions", "all") == "all"
+                    else m["healed_probes"]["revisions"])
+    ]
+    if probed_healed:
+        counts.update(probe_healed=len(probed_healed), measure_test_agreement=len(probed_healed),
+                      plot_test_agreement=len(probed_healed), aggregate_healed=1)
     scored = [
         (name, rev)
         for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
@@ -182,8 +195,10 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
         "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
+        # the third test on pythia-410m at three revisions
+        "probe_healed": 3, "measure_test_agreement": 3, "plot_test_agreement": 3, "aggregate_healed": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 10
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
