@@ -172,7 +172,7 @@ def test_heal_command_writes_a_verified_checkpoint(tmp_path, capsys):
     src = tmp_path / "src"
     save_tiny(src, "llama", n_layers=3)
     rc = main(["heal", "--model", str(src), "--out", str(tmp_path / "h"), "--train-text-file",
-               _text_file(tmp_path), "--steps", "2", "--seq-len", "16", "--rank", "2", "--device", "cpu"])
+               _text_file(tmp_path), "--steps", "2", "--train-seq-len", "16", "--rank", "2", "--device", "cpu"])
     assert rc == 0
     assert json.loads(capsys.readouterr().out)["steps"] == 2
     assert (tmp_path / "h" / HEAL_FILE).is_file()

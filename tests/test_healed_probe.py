@@ -142,3 +142,24 @@ def test_selection_extremes_and_random_are_bounded():
     assert pairs == [(0, 1), (0, 3), (2, 3)] and blocks == [0, 3]
     pairs, blocks = select(probe, ["healed_interchange", "healed_deletion"], "random", 2, seed=1)
     assert len(pairs) == 2 and len(blocks) == 2 and np.all(np.diff(blocks) > 0)
+
+
+def test_commands_write_the_healed_and_agreement_tables(tmp_path, capsys):
+    import json
+
+    from swapkl.cli import main
+
+    src, data, probe = _setup(tmp_path)
+    healed = tmp_path / "healed.parquet"
+    rc = main(["healed-probe", "--model", str(src), "--probe-files", str(probe), "--out", str(healed),
+               "--text-file", data.text_file, "--n-seqs", "4", "--seq-len", "24", "--min-tokens", "8",
+               "--train-text-file", str(tmp_path / "calib.txt"), "--preset", "demo", "--steps", "2",
+               "--train-seq-len", "16", "--rank", "2", "--k", "1", "--device", "cpu"])
+    assert rc == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["variants"] > 0
+    out = tmp_path / "agreement.parquet"
+    assert main(["test-agreement", "--probe-files", str(probe), "--healed-file", str(healed), "--out", str(out),
+                 "--n-boot", "20"]) == 0
+    df = pd.read_parquet(out)
+    assert {"healed_interchange", "healed_replacement_max"} <= set(df["test_a"]) | set(df["test_b"])
+    assert df["kendall"].between(-1, 1).any()

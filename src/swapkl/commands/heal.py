@@ -24,7 +24,7 @@ def add_heal_arguments(p) -> None:
     g.add_argument("--lr", type=float, help="AdamW learning rate")
     g.add_argument("--weight-decay", type=float, help="AdamW weight decay")
     g.add_argument("--train-batch-size", type=int, help="chunks per step")
-    g.add_argument("--seq-len", type=int, help="tokens per training chunk")
+    g.add_argument("--train-seq-len", type=int, help="tokens per training chunk")
     g.add_argument("--heal-seed", type=int, help="seed of the adapters' initialisation and the chunk draws")
     t = p.add_argument_group("training text (exactly one of --train-text-file, --train-dataset)")
     t.add_argument("--train-text-file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
@@ -40,7 +40,7 @@ def heal_settings(args, **fixed):
     targets = None if args.targets is None else tuple(args.targets.split(","))
     return settings_from(args.preset, method=args.method, targets=targets, rank=args.rank, alpha=args.alpha,
                          last_k=args.last_k, steps=args.steps, lr=args.lr, weight_decay=args.weight_decay,
-                         batch_size=args.train_batch_size, seq_len=args.seq_len, seed=args.heal_seed, **fixed)
+                         batch_size=args.train_batch_size, seq_len=args.train_seq_len, seed=args.heal_seed, **fixed)
 
 
 def train_text(args):
