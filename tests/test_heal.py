@@ -185,3 +185,28 @@ def test_heal_command_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys)
                _text_file(tmp_path), "--preset", "nope", "--device", "cpu"])
     assert rc == 2 and "preset" in capsys.readouterr().err
     assert not (tmp_path / "h").exists()
+
+
+@pytest.mark.parametrize("change_head", [False, True])
+def test_kl_to_base_equals_the_textbook_kl_of_stock_forwards(change_head):
+    """KL(p_base || p_model) per window against log-softmax of both stock forwards (a pruned model keeps the
+    head; a full fine-tune of the head takes the other path)."""
+    from swapkl.heal_eval import kl_to_base
+    from test_perplexity import stock_drop
+
+    base = tiny_model("llama", n_layers=4)
+    other = stock_drop(base, [2])
+    if change_head:
+        with torch.no_grad():
+            other.lm_head.weight.add_(0.05 * torch.randn_like(other.lm_head.weight))
+    ids = torch.randint(0, 90, (3, 10), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[1, 7:] = 0
+    sums, tokens = kl_to_base(base, [other], ids.numpy(), mask.numpy(), batch_size=2, desc=None)
+    with torch.no_grad():
+        lp = torch.log_softmax(base(input_ids=ids, attention_mask=mask).logits.double(), -1)
+        lq = torch.log_softmax(other(input_ids=ids, attention_mask=mask, use_cache=False).logits.double(), -1)
+    want = ((lp.exp() * (lp - lq)).sum(-1) * mask).sum(1).numpy()
+    assert tokens.tolist() == mask.sum(1).tolist()
+    # float32 forwards: per-token KL agrees to ~1e-6 of the logit scale (different but equivalent arithmetic)
+    np.testing.assert_allclose(sums[0], want, rtol=1e-4, atol=1e-6)
