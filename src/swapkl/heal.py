@@ -3,7 +3,7 @@
 What a heal does, step by step:
 
 1. Training text (:class:`TrainText`: a text file or a `datasets` split, read by :mod:`swapkl.perplexity`'s
-   reader of evaluation text, with no word limit) is tokenised once and cut into consecutive,
+   reader of evaluation text, whole or its first ``max_words`` words) is tokenised once and cut into consecutive,
    non-overlapping chunks of ``seq_len`` tokens; a last partial chunk is dropped.
 2. Step ``s`` (0-based) trains on ``batch_size`` chunks drawn with replacement; the draws of all steps
    come from one ``numpy.random.default_rng(seed)``, and the adapters' random initialisation from
@@ -120,20 +120,21 @@ def settings_from(preset: str = "paper", **overrides) -> HealSettings:
 
 @dataclass(frozen=True)
 class TrainText:
-    """Where the training (calibration) text comes from; the whole text is used."""
+    """Where the training (calibration) text comes from: the whole text, or its first ``max_words`` words."""
 
     text_file: str | None = None
     dataset: str | None = None
     dataset_config: str | None = None
     split: str = "train"
     text_fields: tuple[str, ...] | None = None
+    max_words: int | None = None
 
     def eval_spec(self) -> EvalSpec:
         return EvalSpec(text_file=self.text_file, dataset=self.dataset, dataset_config=self.dataset_config,
-                        split=self.split, max_words=None, text_fields=self.text_fields)
+                        split=self.split, max_words=self.max_words, text_fields=self.text_fields)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.eval_spec().as_dict().items() if k not in ("window", "stride", "max_words")}
+        return {k: v for k, v in self.eval_spec().as_dict().items() if k not in ("window", "stride")}
 
 
 def train_chunks(text: TrainText, tokenizer, seq_len: int) -> np.ndarray:
@@ -142,7 +143,7 @@ def train_chunks(text: TrainText, tokenizer, seq_len: int) -> np.ndarray:
     spec.check()
     if tokenizer is None:
         raise SwapKLError("healing needs the model's tokenizer to read its training text")
-    ids = np.asarray(tokenize_text(tokenizer, first_words(eval_paragraphs(spec), None)), dtype=np.int64)
+    ids = np.asarray(tokenize_text(tokenizer, first_words(eval_paragraphs(spec), spec.max_words)), dtype=np.int64)
     n = len(ids) // seq_len
     if n == 0:
         raise SwapKLError(f"training text {spec.describe()} has {len(ids)} tokens, fewer than one chunk of "

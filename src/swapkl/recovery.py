@@ -101,11 +101,14 @@ def save_healed(trained, source_dir: str, out: str, provenance: dict):
     return reloaded
 
 
-def heal_loaded(loaded, out: str, settings: HealSettings, text: TrainText, *, teacher=None, extra: dict | None = None):
-    """Heal a loaded checkpoint (its model is changed in place), save and verify it; return (reloaded, losses)."""
+def heal_loaded(loaded, out: str, settings: HealSettings, text: TrainText, *, teacher=None, extra: dict | None = None,
+                chunks: np.ndarray | None = None):
+    """Heal a loaded checkpoint (its model is changed in place), save and verify it; return (reloaded, losses).
+    ``chunks``: the training chunks of ``text`` when already cut with this checkpoint's tokenizer."""
     from swapkl import provenance
 
-    chunks = train_chunks(text, loaded.tokenizer, settings.seq_len)
+    if chunks is None:
+        chunks = train_chunks(text, loaded.tokenizer, settings.seq_len)
     trainable = prepare_trainable(loaded.model, settings)
     losses = train(trainable, chunks, settings, teacher=teacher, desc=f"heal {os.path.basename(out)}")
     prov = provenance.build(loaded, source_path=loaded.path, heal=settings.as_dict(), train_text=text.as_dict(),
@@ -139,12 +142,12 @@ def _delta(ppl: float, ref: float) -> float:
     return 100.0 * (ppl / ref - 1.0)
 
 
-def _heal_control(loaded_base, healed_dir, settings, text):
+def _heal_control(loaded_base, healed_dir, settings, text, chunks):
     """The unpruned control: the same heal on a copy of the base model."""
     control = copy.copy(loaded_base)
     control.model = copy.deepcopy(loaded_base.model)
     model, _ = heal_loaded(control, os.path.join(healed_dir, "control"), settings, text,
-                           extra={"phase": "control"})
+                           extra={"phase": "control"}, chunks=chunks)
     return model
 
 
@@ -183,7 +186,8 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
     name = model_name or lb.model_id
     row = dict(model=name, revision=revision_label or lb.revision or "main", steps=settings.steps, seed=settings.seed)
     ppl_base = _ppl(lb.model, ew, batch_size, dev)
-    control = _heal_control(lb, healed_dir, settings, text)
+    chunks = train_chunks(text, lb.tokenizer, settings.seq_len)  # every export shares the base's tokenizer
+    control = _heal_control(lb, healed_dir, settings, text, chunks)
     ppl_control = _ppl(control, ew, batch_size, dev)
     rows = [dict(row, guide=None, budget=0, removed_layers=[], phase="base", ppl=ppl_base, delta_ppl_pct=0.0,
                  kl=0.0, net_recovery=float("nan"), checkpoint=lb.path),
@@ -201,7 +205,8 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
                          kl=_kl(lb.model, pruned.model, windows, batch_size, dev), net_recovery=float("nan"),
                          checkpoint=path))
         target = os.path.join(healed_dir, os.path.basename(os.path.normpath(path)))
-        healed, _ = heal_loaded(pruned, target, settings, text, extra={"phase": "healed", "export": prov})
+        healed, _ = heal_loaded(pruned, target, settings, text, extra={"phase": "healed", "export": prov},
+                                chunks=chunks)
         ppl_healed = _ppl(healed, ew, batch_size, dev)
         rows.append(dict(common, phase="healed", ppl=ppl_healed, delta_ppl_pct=_delta(ppl_healed, ppl_control),
                          kl=_kl(lb.model, healed, windows, batch_size, dev),
