@@ -20,6 +20,7 @@ from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.heal import TrainText, chunk_loss, prepare_trainable, settings_from, train, train_chunks
 from swapkl.recovery import HEAL_FILE, merge_tolerance, net_recovery, run_recovery, save_healed
+from swapkl.tasks import write_task
 
 FAST = dict(rank=4, alpha=8.0, steps=30, lr=3e-3, seq_len=16, batch_size=2)
 
@@ -153,8 +154,16 @@ def test_recovery_table_of_a_pruned_export_and_its_control(tmp_path):
     eval_file = _text_file(tmp_path, TEXT, "eval.txt")
     s = settings_from("paper", **FAST)
     out = tmp_path / "recovery.parquet"
+    docs = [dict(query=q, choices=c, gold=g) for q, c, g in (
+        ("the quick brown fox jumps over the", ["lazy dog", "quick fox", "zzz"], 0),
+        ("a second paragraph talks about layers,", ["blocks and swaps", "xq vv"], 0),
+        ("short", ["one.", "two."], 0), ("the last paragraph is", ["here", "gone"], 1))]
+    task = write_task(str(tmp_path / "tasks"), "toy", docs)
     df = run_recovery(str(src), [str(exp)], str(out), str(tmp_path / "healed"), s, TrainText(text_file=train_file),
-                      dict(text_file=eval_file, window=32, stride=16), device="cpu")
+                      dict(text_file=eval_file, window=32, stride=16), task_files=[task], device="cpu")
+    base_model = AutoModelForCausalLM.from_pretrained(src)
+    want = np.mean([_choice_argmax(base_model, d["query"], d["choices"]) == d["gold"] for d in docs])
+    assert df.loc[df["phase"] == "base", "task_accuracy"].iloc[0] == want
     assert list(df["phase"]) == ["base", "control", "pruned", "healed"]
     ppl = dict(zip(df["phase"], df["ppl"]))
     healed = df[df["phase"] == "healed"].iloc[0]
@@ -166,6 +175,20 @@ def test_recovery_table_of_a_pruned_export_and_its_control(tmp_path):
     reloaded = AutoModelForCausalLM.from_pretrained(tmp_path / "healed" / "interchange-n2")
     assert reloaded.config.num_hidden_layers == 3
     assert pd.read_parquet(out).shape[0] == 4
+
+
+def _choice_argmax(model, context, choices):
+    """The choice whose continuation (after a space) has the highest log-likelihood under the stock forward."""
+    tok = char_tokenizer()
+    scores = []
+    for c in choices:
+        ctx = tok(context, add_special_tokens=False)["input_ids"]
+        cont = tok(" " + c, add_special_tokens=False)["input_ids"]
+        ids = torch.tensor([ctx + cont])
+        with torch.no_grad():
+            lp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].double(), -1)
+        scores.append(sum(float(lp[len(ctx) - 1 + k, t]) for k, t in enumerate(cont)))
+    return int(np.argmax(scores))
 
 
 def test_heal_command_writes_a_verified_checkpoint(tmp_path, capsys):

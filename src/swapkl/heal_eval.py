@@ -68,3 +68,19 @@ def model_perplexity(model, ew: EvalWindows, *, batch_size: int = 8, device: str
     """``(per-window NLL sums, per-window scored tokens)`` of ``model`` on the evaluation windows."""
     nll, tokens, _ = window_nll(ProbeEngine(model), ew, [], batch_size=batch_size, device=device)
     return nll, tokens
+
+
+def task_accuracies(model, tokenizer, tasks: list, *, batch_size: int = 16) -> list[float]:
+    """Accuracy (``acc``, the argmax of the choices' log-likelihoods) of ``model`` on each multiple-choice task
+    (:func:`swapkl.tasks.load_task`), scored as the relevance tables score the base model."""
+    from swapkl.relevance import choice_loglikelihoods, choice_predictions, task_requests
+    from swapkl.sweep import BASE
+
+    engine = ProbeEngine(model)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    out = []
+    for task in tasks:
+        requests = task_requests(task, tokenizer, engine.adapter.max_positions)
+        lls = choice_loglikelihoods(engine, requests, [], batch_size=batch_size, pad_id=pad)[BASE.key]
+        out.append(float(choice_predictions(task, requests, lls)["acc"].mean()))
+    return out

@@ -31,14 +31,15 @@ import torch
 from swapkl.errors import SwapKLError
 from swapkl.export import PROVENANCE_FILE as EXPORT_FILE, _copy_side_files, check_tokens
 from swapkl.heal import HealSettings, TrainText, merged, prepare_trainable, train, train_chunks
-from swapkl.heal_eval import kl_to_base, model_perplexity
+from swapkl.heal_eval import kl_to_base, model_perplexity, task_accuracies
+from swapkl.relevance import acc_rel
 
 log = logging.getLogger(__name__)
 
 HEAL_FILE = "swapkl_heal.json"
 PHASES = ("base", "control", "pruned", "healed")
 COLUMNS = ("model", "revision", "guide", "budget", "removed_layers", "phase", "ppl", "delta_ppl_pct", "kl",
-           "net_recovery", "steps", "seed", "checkpoint")
+           "task_accuracy", "task_relevance", "net_recovery", "steps", "seed", "checkpoint")
 
 
 def net_recovery(ppl_base: float, ppl_control: float, ppl_pruned: float, ppl_healed: float) -> float:
@@ -125,17 +126,27 @@ def read_export(path: str) -> dict:
         return json.load(fh)
 
 
-def _ppl(model, ew, batch_size, device) -> float:
-    nll, tokens = model_perplexity(model, ew, batch_size=batch_size, device=device)
-    return float(np.exp(nll.sum() / tokens.sum()))
+class Scorer:
+    """The evaluators every phase's model goes through: perplexity on the held-out text, KL to the base on
+    the probe windows (when given) and accuracy on the multiple-choice tasks (when given)."""
 
+    def __init__(self, base, ew, windows, tasks, tokenizer, batch_size: int, device: str):
+        self.base, self.ew, self.windows, self.tasks = base, ew, windows, tasks
+        self.tokenizer, self.batch_size, self.device = tokenizer, batch_size, device
+        self.base_acc = task_accuracies(base, tokenizer, tasks) if tasks else []
 
-def _kl(base_model, model, windows, batch_size, device) -> float:
-    if windows is None:
-        return float("nan")
-    sums, tokens = kl_to_base(base_model, [model], windows.input_ids, windows.attention_mask,
-                              batch_size=batch_size, device=device)
-    return float(sums[0].sum() / tokens.sum())
+    def __call__(self, model) -> dict:
+        nll, tokens = model_perplexity(model, self.ew, batch_size=self.batch_size, device=self.device)
+        kl = float("nan")
+        if self.windows is not None:
+            sums, n = kl_to_base(self.base, [model], self.windows.input_ids, self.windows.attention_mask,
+                                 batch_size=self.batch_size, device=self.device)
+            kl = float(sums[0].sum() / n.sum())
+        acc = task_accuracies(model, self.tokenizer, self.tasks) if self.tasks else []
+        rel = [acc_rel(a, b, t.random_baseline) for a, b, t in zip(acc, self.base_acc, self.tasks)]
+        return dict(ppl=float(np.exp(nll.sum() / tokens.sum())), kl=kl,
+                    task_accuracy=float(np.mean(acc)) if acc else float("nan"),
+                    task_relevance=float(np.nanmean(rel)) if acc and not np.isnan(rel).all() else float("nan"))
 
 
 def _delta(ppl: float, ref: float) -> float:
@@ -151,71 +162,74 @@ def _heal_control(loaded_base, healed_dir, settings, text, chunks):
     return model
 
 
+def _sources(exports: list[str], budgets, weights_sha256: str, base: str) -> list[tuple[str, dict]]:
+    sources = [(path, read_export(path)) for path in exports]
+    if budgets is not None:
+        sources = [(p, prov) for p, prov in sources if len(prov["removed_layers"]) in set(budgets)]
+        if not sources:
+            raise SwapKLError(f"no exported model removes {sorted(budgets)} blocks")
+    for path, prov in sources:
+        if prov.get("weights_sha256") != weights_sha256:
+            raise SwapKLError(f"export {path!r} was not cut from the weights of {base!r} (source sha256 differs)")
+    return sources
+
+
 def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, settings: HealSettings, text: TrainText,
-                 eval_spec, *, revision: str | None = None, probe_data=None, model_name: str | None = None,
-                 revision_label: str | None = None, budgets: list[int] | None = None,
+                 eval_spec, *, revision: str | None = None, probe_data=None, task_files=(),
+                 model_name: str | None = None, revision_label: str | None = None, budgets: list[int] | None = None,
                  dtype: str = "float32", device: str = "auto", batch_size: int = 8) -> pd.DataFrame:
     """Heal every exported pruned checkpoint of ``base`` and the unpruned control; write the recovery table.
 
     ``budgets`` keeps the exports that remove that many blocks (None: all). Each export must have been cut
-    from exactly these base weights (its recorded source sha256). Healed
-    checkpoints go to ``healed_dir/control`` and ``healed_dir/<export folder name>`` (``healed_dir`` new or empty).
+    from exactly these base weights (its recorded source sha256). Healed checkpoints go to
+    ``healed_dir/control`` and ``healed_dir/<export folder name>`` (``healed_dir`` new or empty).
     """
     from swapkl import provenance
     from swapkl.data import load_windows
     from swapkl.loading import load_model
     from swapkl.parquet_io import check_writable, write_parquet
     from swapkl.perplexity import EvalSpec, load_eval_windows
+    from swapkl.tasks import load_task
 
     check_writable(out)
     if os.path.lexists(healed_dir) and (not os.path.isdir(healed_dir) or os.listdir(healed_dir)):
         raise SwapKLError(f"{healed_dir!r} already exists and is not empty; healed checkpoints go into a new one")
-    sources = [(path, read_export(path)) for path in exports]
-    if budgets is not None:
-        sources = [(p, prov) for p, prov in sources if len(prov["removed_layers"]) in set(budgets)]
-        if not sources:
-            raise SwapKLError(f"no exported model removes {sorted(budgets)} blocks")
+    tasks = [load_task(f) for f in task_files]
     lb = load_model(base, revision, dtype=dtype, device=device)
-    for path, prov in sources:
-        if prov.get("weights_sha256") != lb.weights_sha256:
-            raise SwapKLError(f"export {path!r} was not cut from the weights of {base!r} (source sha256 differs)")
-    dev = lb.device
+    sources = _sources(exports, budgets, lb.weights_sha256, base)
     ew = load_eval_windows(EvalSpec.from_dict(eval_spec), lb.tokenizer, getattr(lb.model.config,
                                                                                "max_position_embeddings", None))
     windows = None if probe_data is None else load_windows(probe_data, lb.tokenizer)
-    name = model_name or lb.model_id
-    row = dict(model=name, revision=revision_label or lb.revision or "main", steps=settings.steps, seed=settings.seed)
-    ppl_base = _ppl(lb.model, ew, batch_size, dev)
+    score = Scorer(lb.model, ew, windows, tasks, lb.tokenizer, batch_size, lb.device)
+    row = dict(model=model_name or lb.model_id, revision=revision_label or lb.revision or "main",
+               steps=settings.steps, seed=settings.seed, guide=None, budget=0, removed_layers=[])
     chunks = train_chunks(text, lb.tokenizer, settings.seq_len)  # every export shares the base's tokenizer
-    control = _heal_control(lb, healed_dir, settings, text, chunks)
-    ppl_control = _ppl(control, ew, batch_size, dev)
-    rows = [dict(row, guide=None, budget=0, removed_layers=[], phase="base", ppl=ppl_base, delta_ppl_pct=0.0,
-                 kl=0.0, net_recovery=float("nan"), checkpoint=lb.path),
-            dict(row, guide=None, budget=0, removed_layers=[], phase="control", ppl=ppl_control,
-                 delta_ppl_pct=0.0, kl=_kl(lb.model, control, windows, batch_size, dev), net_recovery=float("nan"),
-                 checkpoint=os.path.join(healed_dir, "control"))]
+    base_scores = score(lb.model)
+    rows = [dict(row, phase="base", **base_scores, delta_ppl_pct=0.0, net_recovery=float("nan"), checkpoint=lb.path)]
+    control = score(_heal_control(lb, healed_dir, settings, text, chunks))
+    rows.append(dict(row, phase="control", **control, delta_ppl_pct=0.0, net_recovery=float("nan"),
+                     checkpoint=os.path.join(healed_dir, "control")))
     for path, prov in sources:
         pruned = load_model(path, None, dtype=dtype, device=device)
         if pruned.tokenizer_sha256 != lb.tokenizer_sha256:
             raise SwapKLError(f"export {path!r} has another tokenizer than {base!r}")
         removed = [int(b) for b in prov["removed_layers"]]
         common = dict(row, guide=prov.get("guide"), budget=len(removed), removed_layers=removed)
-        ppl_pruned = _ppl(pruned.model, ew, batch_size, dev)
-        rows.append(dict(common, phase="pruned", ppl=ppl_pruned, delta_ppl_pct=_delta(ppl_pruned, ppl_base),
-                         kl=_kl(lb.model, pruned.model, windows, batch_size, dev), net_recovery=float("nan"),
-                         checkpoint=path))
+        before = score(pruned.model)
+        rows.append(dict(common, phase="pruned", **before, delta_ppl_pct=_delta(before["ppl"], base_scores["ppl"]),
+                         net_recovery=float("nan"), checkpoint=path))
         target = os.path.join(healed_dir, os.path.basename(os.path.normpath(path)))
         healed, _ = heal_loaded(pruned, target, settings, text, extra={"phase": "healed", "export": prov},
                                 chunks=chunks)
-        ppl_healed = _ppl(healed, ew, batch_size, dev)
-        rows.append(dict(common, phase="healed", ppl=ppl_healed, delta_ppl_pct=_delta(ppl_healed, ppl_control),
-                         kl=_kl(lb.model, healed, windows, batch_size, dev),
-                         net_recovery=net_recovery(ppl_base, ppl_control, ppl_pruned, ppl_healed), checkpoint=target))
+        after = score(healed)
+        rows.append(dict(common, phase="healed", **after, delta_ppl_pct=_delta(after["ppl"], control["ppl"]),
+                         net_recovery=net_recovery(base_scores["ppl"], control["ppl"], before["ppl"], after["ppl"]),
+                         checkpoint=target))
         del pruned, healed
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     prov = provenance.build(lb, windows, heal=settings.as_dict(), train_text=text.as_dict(),
                             eval_data=EvalSpec.from_dict(eval_spec).as_dict(), eval_tokens=int(ew.n_scored),
-                            exports=[p for p, _ in sources])
+                            exports=[p for p, _ in sources], tasks=[t.name for t in tasks])
     write_parquet(df, out, prov)
     return df
 

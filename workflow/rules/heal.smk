@@ -8,6 +8,8 @@ rule heal_pruned_models:
         exports="results/exports/{model}/{revision}",
         text=lambda wildcards: text_files(config["models"][wildcards.model]["heal"]["train"],
                                           config["models"][wildcards.model]["prune"]["eval"]),
+        tasks=lambda wildcards: get_relevance_tasks(wildcards)
+        if config["models"][wildcards.model]["relevance"]["enabled"] else [],
     output:
         table=recovery_file("{model}", "{revision}"),
         healed=directory("results/healed_models/{model}/{revision}"),

@@ -9,6 +9,7 @@ with job_log(snakemake):
     run_recovery(snakemake.params.checkpoint, export_folders(snakemake.input.exports), snakemake.output.table,
                  snakemake.output.healed, settings_from(**snakemake.params.settings),
                  TrainText(**snakemake.params.train), snakemake.params.eval, probe_data=DataSpec(**snakemake.params.data),
+                 task_files=list(snakemake.input.tasks),
                  model_name=snakemake.wildcards.model, revision_label=snakemake.wildcards.revision,
                  budgets=snakemake.params.budgets, dtype=snakemake.params.dtype,
                  batch_size=snakemake.params.batch_size)
