@@ -551,6 +551,11 @@ INVALID = {
     "text fields of a text file": (lambda c: _set(c, P410 + ("data",), {"text_file": "a.txt", "text_fields": ["x"]}),
                                    "text_fields"),
     "empty text fields": (lambda c: _set(c, P410 + ("data", "text_fields"), []), "text_fields"),
+    "healing on the probe windows": (lambda c: _set(c, P410 + ("healed_probes", "calibration"), {
+        "dataset": "wikitext", "dataset_config": "wikitext-103-raw-v1", "split": "validation"}),
+        "healed_probes.calibration"),
+    "unknown heal preset": (lambda c: _set(c, P410 + ("healed_probes", "settings"), {"preset": "fast"}), "preset"),
+    "healing without exports": (lambda c: _set(c, P14 + ("heal",), {"enabled": True}), "heal"),
     "repeated text field": (lambda c: _set(c, P410 + ("data", "text_fields"), ["output", "output"]), "text_fields"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
     "seed family without its own seed": (lambda c: _set(c, P410 + ("seeds", "seed"), None), "pythia-410m.seeds.seed"),
