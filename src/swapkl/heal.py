@@ -13,7 +13,8 @@ What a heal does, step by step:
    distributions (``loss: kl``, distillation toward a teacher's own predictions; its gradient with respect
    to the logits, ``q - p``, is formed directly, so it is exactly zero where the model already reproduces
    the teacher).
-4. AdamW (PyTorch's, betas 0.9/0.999, eps 1e-8) on the trainable parameters only.
+4. AdamW (PyTorch's, betas 0.9/0.999, eps 1e-8) on the trainable parameters only, with dropout off (the
+   published run's forward has none; GPT-2's residual dropout would otherwise make a heal noisy).
 
 Methods: ``lora`` wraps the chosen projections with PEFT LoRA adapters (no dropout, no bias); ``last_k``
 trains the last ``last_k`` blocks and the LM head in full (the Navigation-LLM baseline), every other
@@ -220,7 +221,7 @@ def train(model, chunks: np.ndarray, settings: HealSettings, *, teacher=None, on
     """Train ``model`` (from :func:`prepare_trainable`) in place; return the loss of every step.
 
     ``on_step(step, model)`` is called after each step (``step`` = number of steps done) and once before
-    the first with 0, for recovery curves; it runs under ``torch.no_grad`` with the model in eval mode.
+    the first with 0, for recovery curves; it runs under ``torch.no_grad``.
     """
     if settings.loss == "kl" and teacher is None:
         raise SwapKLError("a KL heal needs the teacher model")
@@ -232,8 +233,8 @@ def train(model, chunks: np.ndarray, settings: HealSettings, *, teacher=None, on
     losses: list[float] = []
     if on_step is not None:
         _callback(on_step, 0, model)
+    model.eval()  # dropout off, as in the published run's forward (gradients flow in eval mode all the same)
     for step in tqdm(range(settings.steps), desc=desc, unit="step", disable=None):
-        model.train()
         loss = chunk_loss(model, data[draws[step]].to(device), settings.loss, teacher)
         if not torch.isfinite(loss):
             raise SwapKLError(f"the heal's loss became non-finite at step {step + 1}; lower the learning rate")
@@ -248,7 +249,6 @@ def train(model, chunks: np.ndarray, settings: HealSettings, *, teacher=None, on
 
 
 def _callback(on_step, step: int, model) -> None:
-    model.eval()
     with torch.no_grad():
         on_step(step, model)
 
