@@ -144,7 +144,7 @@ def expected_counts(cfg: dict) -> Counter:
     ]
     if probed_healed:
         counts.update(probe_healed=len(probed_healed), measure_test_agreement=len(probed_healed),
-                      plot_test_agreement=len(probed_healed), aggregate_healed=1)
+                      plot_third_test=len(probed_healed), aggregate_healed=1)
     scored = [
         (name, rev)
         for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
@@ -196,7 +196,7 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
         "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
         # the third test on pythia-410m at three revisions
-        "probe_healed": 3, "measure_test_agreement": 3, "plot_test_agreement": 3, "aggregate_healed": 1,
+        "probe_healed": 3, "measure_test_agreement": 3, "plot_third_test": 3, "aggregate_healed": 1,
     })
     assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 10
 

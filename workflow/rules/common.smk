@@ -772,6 +772,7 @@ def get_final_outputs():
         for model, revision in healed_checkpoints():
             outputs += [healed_file(model, revision), test_agreement_file(model, revision)]
             outputs += figure_files(f"test_agreement/{model}/{revision}")
+            outputs += figure_files(f"healed_curves/{model}/{revision}")
     if relevance_checkpoints():
         outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
         for model, revision in relevance_checkpoints():

@@ -97,20 +97,28 @@ rule aggregate_healed:
         "../scripts/aggregate_healed.py"
 
 
-rule plot_test_agreement:
+rule plot_third_test:
     input:
-        table=test_agreement_file("{model}", "{revision}"),
+        agreement=test_agreement_file("{model}", "{revision}"),
+        healed=healed_file("{model}", "{revision}"),
     output:
         png=report(
             "results/figures/test_agreement/{model}/{revision}.png",
             caption="../report/test_agreement.rst",
             category="The third test",
-            labels={"model": "{model}", "revision": "{revision}"},
+            labels={"model": "{model}", "revision": "{revision}", "figure": "disagreement map"},
         ),
         pdf="results/figures/test_agreement/{model}/{revision}.pdf",
+        curves_png=report(
+            "results/figures/healed_curves/{model}/{revision}.png",
+            caption="../report/healed_curves.rst",
+            category="The third test",
+            labels={"model": "{model}", "revision": "{revision}", "figure": "recovery curves"},
+        ),
+        curves_pdf="results/figures/healed_curves/{model}/{revision}.pdf",
     log:
-        "logs/{model}/{revision}/plot_test_agreement.log",
+        "logs/{model}/{revision}/plot_third_test.log",
     conda:
         "../../envs/figures.yaml"
     script:
-        "../scripts/plot_test_agreement.py"
+        "../scripts/plot_third_test.py"

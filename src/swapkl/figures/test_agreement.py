@@ -50,3 +50,35 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         add_note(fig, f"{model} @ {revision}: Kendall's tau-b between tests over the items both score, 95% "
                       f"bootstrap CI over probe windows ({n_boot} resamples) in brackets.")
         save_figure(fig, out_png, out_pdf)
+
+
+PROTOCOL_COLOURS = {"healed_replacement": "#1b9e77", "healed_interchange": "#d95f02", "healed_deletion": "#7570b3"}
+
+
+def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
+    """KL to the base model against heal steps, one line per healed variant, one panel per protocol."""
+    df = table if isinstance(table, pd.DataFrame) else pd.read_parquet(table)
+    if df.empty:
+        raise SwapKLError("the healed table has no rows to plot")
+    protocols = [p for p in PROTOCOL_COLOURS if (df["protocol"] == p).any()]
+    with figure_style():
+        fig = new_figure(3.0 * len(protocols), 2.8)
+        axes = fig.subplots(1, len(protocols), squeeze=False)[0]
+        for ax, protocol in zip(axes, protocols):
+            rows = df[df["protocol"] == protocol]
+            for (i, j), g in rows.groupby(["layer_i", "layer_j"], dropna=False, sort=True):
+                g = g.sort_values("heal_steps")
+                label = f"{int(i)}" if pd.isna(j) else f"{int(i)}←{int(j)}" if protocol == "healed_replacement" \
+                    else f"{int(i)}↔{int(j)}"
+                ax.plot(g["heal_steps"], g["kl_after"], marker="o", ms=3, lw=1, color=PROTOCOL_COLOURS[protocol],
+                        alpha=0.8)
+                ax.annotate(label, (g["heal_steps"].iloc[-1], g["kl_after"].iloc[-1]), fontsize=6,
+                            xytext=(3, 0), textcoords="offset points", va="center")
+            ax.set_yscale("symlog", linthresh=1e-3)
+            ax.set_xlabel("heal steps")
+            ax.set_ylabel("KL(p_base ‖ p_variant)")
+            ax.set_title(protocol)
+        model, revision = df["model"].iloc[0], df["revision"].iloc[0]
+        add_note(fig, f"{model} @ {revision}: KL on the probe windows after each measured number of heal steps "
+                      "(0 = the base protocol); symmetric log scale, linear below 1e-3.")
+        save_figure(fig, out_png, out_pdf)
