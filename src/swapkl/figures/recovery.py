@@ -32,7 +32,7 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
             labels, before, after, net = [], [], [], []
             for r in rows.itertuples(index=False):
                 h = healed[(healed["guide"] == r.guide) & (healed["budget"] == r.budget)]
-                h = h[h["removed_layers"].map(list) == list(r.removed_layers)]
+                h = h[h["removed_layers"].map(lambda x, want=list(r.removed_layers): list(x) == want)]
                 labels.append(f"{r.guide}\nn={r.budget}")
                 before.append(r.delta_ppl_pct)
                 after.append(h["delta_ppl_pct"].iloc[0] if len(h) else np.nan)
