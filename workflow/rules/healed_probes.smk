@@ -13,12 +13,12 @@ def get_healed_probe_inputs(wildcards):
 
 def family_members(wildcards):
     """{member: its probe tables at this revision} of the seed family led by this model."""
-    family = SEED_FAMILIES.get(wildcards.model)
-    if family is None:
+    led = [f for f in SEED_FAMILIES.values() if list(f["members"])[0] == wildcards.model]
+    if not led:
         return {}
     enabled = set(enabled_models())
     return {m: [probe_file(m, wildcards.revision, p) for p in ("replacement", "interchange")]
-            for m in list(family["members"])[1:]
+            for m in list(led[0]["members"])[1:]
             if m in enabled and wildcards.revision in config["models"][m]["revisions"]}
 
 
