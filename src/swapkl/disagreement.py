@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from swapkl.agreement import compare, spearman
 from swapkl.bootstrap import percentile_ci, resample_indices
@@ -97,12 +96,16 @@ def add_block_minimum(scores: Scores, test: str, n_layers: int) -> None:
     scores.add(f"{test}_block", "block", blocks, f)
 
 
-def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    out = np.full(x.shape[0], np.nan)
-    for r in range(x.shape[0]):
-        if np.ptp(x[r]) > 0 and np.ptp(y[r]) > 0:
-            out[r] = stats.kendalltau(x[r], y[r]).statistic
-    return out
+def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row of ``x`` against the same row of ``y`` (``[R, n]``), scipy's definition
+    ``(concordant - discordant) / sqrt((P - ties_x) (P - ties_y))`` over the P = n(n-1)/2 item pairs,
+    vectorised over rows; NaN where a row is all ties."""
+    a, b = np.triu_indices(x.shape[1], k=1)
+    sx, sy = np.sign(x[:, a] - x[:, b]), np.sign(y[:, a] - y[:, b])
+    total = float(len(a))
+    den = np.sqrt((total - (sx == 0).sum(1)) * (total - (sy == 0).sum(1)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, (sx * sy).sum(1) / np.where(den > 0, den, 1.0), np.nan)
 
 
 def agreement_table(scores: Scores, meta: dict, *, n_boot: int, seed: int) -> pd.DataFrame:
@@ -125,7 +128,7 @@ def agreement_table(scores: Scores, meta: dict, *, n_boot: int, seed: int) -> pd
             xa, xb = ba[:, ka], bb[:, kb]
             ok = np.isfinite(xa).all(1) & np.isfinite(xb).all(1)
             rho = spearman(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
-            tau = _kendall_rows(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
+            tau = kendall_rows(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
             (rl, rh), (tl, th) = percentile_ci(rho), percentile_ci(tau)
             rows.append(dict(meta, level=la, test_a=a, test_b=b, n_items=c["n_compared"], spearman=c["spearman"],
                              spearman_ci_low=rl, spearman_ci_high=rh, kendall=c["kendall"], kendall_ci_low=tl,
