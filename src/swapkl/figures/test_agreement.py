@@ -36,19 +36,22 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         for ax, (lv, label) in zip(axes, levels):
             tests, tau, lo, hi = _matrix(df[df["level"] == lv])
             im = ax.imshow(tau, vmin=-1, vmax=1, cmap="RdBu_r")
+            with_ci = len(tests) <= 7  # larger maps show tau only (the CIs are in the table)
             for x in range(len(tests)):
                 for y in range(len(tests)):
                     if x != y and np.isfinite(tau[x, y]):
-                        ax.text(y, x, f"{tau[x, y]:.2f}\n[{lo[x, y]:.2f}, {hi[x, y]:.2f}]", ha="center",
-                                va="center", fontsize=5.5)
+                        text = f"{tau[x, y]:.2f}" + (f"\n[{lo[x, y]:.2f}, {hi[x, y]:.2f}]" if with_ci else "")
+                        ax.text(y, x, text, ha="center", va="center", fontsize=5.5 if with_ci else 6.5)
+            ax.grid(False)
             ax.set_xticks(range(len(tests)), tests, rotation=60, ha="right", fontsize=7)
             ax.set_yticks(range(len(tests)), tests, fontsize=7)
             ax.set_title(f"rankings of {label}")
         fig.colorbar(im, ax=list(axes), shrink=0.7, label="Kendall's tau")
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
         n_boot = int(df["n_boot"].iloc[0])
-        add_note(fig, f"{model} @ {revision}: Kendall's tau-b between tests over the items both score, 95% "
-                      f"bootstrap CI over probe windows ({n_boot} resamples) in brackets.")
+        add_note(fig, f"{model} @ {revision}: Kendall's tau-b between tests over the items both score; 95% "
+                      f"bootstrap CI over probe windows ({n_boot} resamples) in brackets (in the table for maps of "
+                      "more than 7 tests).")
         save_figure(fig, out_png, out_pdf)
 
 
@@ -74,11 +77,11 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
                         alpha=0.8)
                 ax.annotate(label, (g["heal_steps"].iloc[-1], g["kl_after"].iloc[-1]), fontsize=6,
                             xytext=(3, 0), textcoords="offset points", va="center")
-            ax.set_yscale("symlog", linthresh=1e-3)
+            ax.set_yscale("symlog", linthresh=1e-6)
             ax.set_xlabel("heal steps")
             ax.set_ylabel("KL(p_base ‖ p_variant)")
             ax.set_title(protocol)
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
         add_note(fig, f"{model} @ {revision}: KL on the probe windows after each measured number of heal steps "
-                      "(0 = the base protocol); symmetric log scale, linear below 1e-3.")
+                      "(0 = the base protocol); symmetric log scale, linear below 1e-6.")
         save_figure(fig, out_png, out_pdf)
