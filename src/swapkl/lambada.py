@@ -22,8 +22,8 @@ import torch
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_regular_file
 from swapkl.kl import next_token_hits, next_token_nll
-from swapkl.relevance import Request, _batch, make_request
-from swapkl.sweep import BASE, Batch, sweep
+from swapkl.relevance import Request, make_request, request_batches
+from swapkl.sweep import BASE, sweep
 
 
 def split_last_word(text: str) -> tuple[str, str]:
@@ -63,15 +63,8 @@ def continuation_scores(engine, requests: list[Request], variants, *, batch_size
     keys = [BASE.key] + [v.key for v in variants]
     ll = {k: np.empty(len(requests)) for k in keys}
     greedy = {k: np.empty(len(requests), dtype=bool) for k in keys}
-    order = sorted(range(len(requests)), key=lambda k: -len(requests[k].tokens))
-    starts = range(0, len(order), batch_size)
-
-    def batches():
-        for start in starts:
-            idx = order[start: start + batch_size]
-            yield Batch(idx, *_batch([requests[k] for k in idx], pad_id, device))
-
-    for m in sweep(engine, batches(), variants, device=device, targets=False, n_batches=len(starts),
+    batches, n_batches = request_batches(requests, batch_size, pad_id, device)
+    for m in sweep(engine, batches, variants, device=device, targets=False, n_batches=n_batches,
                    desc="continuation scores"):
         where = m.batch.scored[m.state.valid]
         h = engine.adapter.final_norm(m.hidden)[m.state.valid][where]
