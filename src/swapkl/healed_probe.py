@@ -173,7 +173,10 @@ def check_disjoint(calibration: TrainText, data) -> None:
     """The calibration text must not be the probe windows' source."""
     from swapkl.text_sources import source_key
 
-    if data.tokens or source_key(**calibration.as_dict()) == source_key(**data.as_dict()):
+    if data.tokens:
+        raise SwapKLError(f"probe windows from a token file ({data.tokens}) cannot be checked to be disjoint from "
+                          "the calibration text; probe text (a text file or a dataset split) instead")
+    if source_key(**calibration.as_dict()) == source_key(**data.as_dict()):
         raise SwapKLError(f"the calibration text {calibration.eval_spec().describe()} is the probe windows' source "
                           f"{data.describe()}: healing must not see the probe windows; use another file or split")
 
