@@ -79,6 +79,7 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
             if seeds.get("deletion") is not None:
                 settings["deletion"] = seeds["deletion"]
             settings["relevance"] = {"enabled": False}
+            settings["heal"] = settings["healed_probes"] = {"enabled": False}  # healing stays with the entry
             settings["seed_member"] = True
             if "demo" not in m:
                 settings.pop("same_weights_as", None)
@@ -132,6 +133,18 @@ def expected_counts(cfg: dict) -> Counter:
     exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
     if exported:
         counts["export_pruned_models"] = len(exported)
+    healed = [(name, rev) for name, rev in exported if models[name].get("heal", {}).get("enabled", False)]
+    if healed:
+        counts.update(heal_pruned_models=len(healed), aggregate_recovery=1, plot_recovery=1)
+    probed_healed = [
+        (name, rev)
+        for name, m in models.items() if m.get("healed_probes", {}).get("enabled", False)
+        for rev in (m["revisions"] if m["healed_probes"].get("revisions", "all") == "all"
+                    else m["healed_probes"]["revisions"])
+    ]
+    if probed_healed:
+        counts.update(probe_healed=len(probed_healed), measure_test_agreement=len(probed_healed),
+                      plot_third_test=len(probed_healed), aggregate_healed=1)
     scored = [
         (name, rev)
         for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
@@ -169,11 +182,12 @@ def expected_counts(cfg: dict) -> Counter:
     if any(m.get("domain_slice_of") in models for m in drawn.values()):
         counts.update(summarise_domain_slices=1, plot_domain_slices=1)
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
-    # relevance and its statistics, seeds, covariates and their correlations, and the scale and mechanism tables
+    # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
+    # recovery, healed probes and the test agreement
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
-                              + len(rope_off) + len(validity))
+                              + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed))
     counts["all"] = 1
     return +counts
 
@@ -219,9 +233,11 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
-        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2, "all": 1,
+        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2, "all": 1,
+        # the third test on pythia-410m at three revisions
+        "probe_healed": 3, "measure_test_agreement": 3, "plot_third_test": 3, "aggregate_healed": 1,
     })
-    assert sum(counts.values()) == 966 + 15
+    assert sum(counts.values()) == 966 + 15 + 10 + 2
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):
@@ -603,6 +619,11 @@ INVALID = {
     "text fields of a text file": (lambda c: _set(c, P410 + ("data",), {"text_file": "a.txt", "text_fields": ["x"]}),
                                    "text_fields"),
     "empty text fields": (lambda c: _set(c, P410 + ("data", "text_fields"), []), "text_fields"),
+    "healing on the probe windows": (lambda c: _set(c, P410 + ("healed_probes", "calibration"), {
+        "dataset": "wikitext", "dataset_config": "wikitext-103-raw-v1", "split": "validation"}),
+        "healed_probes.calibration"),
+    "unknown heal preset": (lambda c: _set(c, P410 + ("healed_probes", "settings"), {"preset": "fast"}), "preset"),
+    "healing without exports": (lambda c: _set(c, P14 + ("heal",), {"enabled": True}), "heal"),
     "repeated text field": (lambda c: _set(c, P410 + ("data", "text_fields"), ["output", "output"]), "text_fields"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),
     "seed family without its own seed": (lambda c: _set(c, P410 + ("seeds", "seed"), None), "pythia-410m.seeds.seed"),

@@ -125,13 +125,10 @@ def _batch(requests: list[Request], pad_id: int, device) -> tuple[torch.Tensor, 
     return ids.to(device), mask.to(device), cont.to(device)
 
 
-@torch.inference_mode()
-def choice_loglikelihoods(engine, requests: list[Request], variants: list[Variant], *, batch_size: int = 16,
-                          pad_id: int = 0) -> dict[str, np.ndarray]:
-    """Log-likelihood of every request's continuation, for the base model and each variant (float64)."""
-    device = engine.unemb.weight.device
-    out = {BASE: np.empty(len(requests))} | {v.key: np.empty(len(requests)) for v in variants}
-    by_length = sorted(range(len(requests)), key=lambda k: -len(requests[k].tokens))  # less padding per batch
+def request_batches(requests: list[Request], batch_size: int, pad_id: int, device):
+    """(a generator of batches of ``requests``, longest first for less padding, rows as request indices; their
+    number). Each batch reaches the device only when the sweep takes it."""
+    by_length = sorted(range(len(requests)), key=lambda k: -len(requests[k].tokens))
     starts = range(0, len(by_length), batch_size)
 
     def batches():
@@ -139,7 +136,17 @@ def choice_loglikelihoods(engine, requests: list[Request], variants: list[Varian
             idx = by_length[start: start + batch_size]
             yield Batch(idx, *_batch([requests[k] for k in idx], pad_id, device))
 
-    for m in sweep(engine, batches(), variants, device=device, targets=False, n_batches=len(starts),
+    return batches(), len(starts)
+
+
+@torch.inference_mode()
+def choice_loglikelihoods(engine, requests: list[Request], variants: list[Variant], *, batch_size: int = 16,
+                          pad_id: int = 0) -> dict[str, np.ndarray]:
+    """Log-likelihood of every request's continuation, for the base model and each variant (float64)."""
+    device = engine.unemb.weight.device
+    out = {BASE: np.empty(len(requests))} | {v.key: np.empty(len(requests)) for v in variants}
+    batches, n_batches = request_batches(requests, batch_size, pad_id, device)
+    for m in sweep(engine, batches, variants, device=device, targets=False, n_batches=n_batches,
                    desc="choice log-likelihoods"):
         where = m.batch.scored[m.state.valid]
         # only the continuation's positions are unembedded

@@ -94,6 +94,10 @@ def _check_consistency(cfg):
         if prune["score_pairs"] is not None and _pair_reach(prune["score_pairs"]) > max(map(_pair_reach, model["pair_sets"])):
             fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
                  f"{model['pair_sets']}")
+        if model["heal"]["enabled"] and not (prune["enabled"] and prune["export_guides"]):
+            fail(f"models.{name}.heal", "healing starts from the exported pruned models: enable prune and name "
+                 "prune.export_guides")
+        _check_healed_probes(name, model, fail)
         region = prune["clustered_region"]
         if region is not None and region[0] >= region[1]:
             fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")
@@ -113,6 +117,23 @@ def _check_consistency(cfg):
                 fail(f"models.{name}.demo.save_steps", f"{late} beyond demo.steps={steps}")
     if not any(model["enabled"] for model in cfg["models"].values()):
         fail("models", "no model is enabled")
+
+
+def _check_healed_probes(name, model, fail):
+    """Healed probes need their base protocols and calibration text that is not the probe windows' source."""
+    healed = model["healed_probes"]
+    if not healed["enabled"]:
+        return
+    if healed["revisions"] != "all":
+        unknown = [r for r in healed["revisions"] if r not in model["revisions"]]
+        if unknown:
+            fail(f"models.{name}.healed_probes.revisions", f"{unknown} not in models.{name}.revisions")
+    if "healed_deletion" in healed["protocols"] and not model["deletion"]:
+        fail(f"models.{name}.healed_probes.protocols", "healed_deletion needs the deletion probe")
+    source_key = _load_text_sources().source_key
+    if "tokens" in model["data"] or source_key(**healed["calibration"]) == source_key(**model["data"]):
+        fail(f"models.{name}.healed_probes.calibration", "the calibration text must be another source than the "
+             f"probe windows (models.{name}.data)")
 
 
 def _load_swapkl_module(name):
@@ -518,6 +539,34 @@ def export_checkpoints():
     return [(m, r) for m, r in prune_checkpoints() if config["models"][m]["prune"]["export_guides"]]
 
 
+def heal_checkpoints():
+    """Exported pruned checkpoints that are healed, with their unpruned control (heal.enabled)."""
+    return [(m, r) for m, r in export_checkpoints() if config["models"][m]["heal"]["enabled"]]
+
+
+def recovery_file(model, revision):
+    return f"results/recovery/{model}/{revision}/recovery.parquet"
+
+
+def healed_checkpoints():
+    """Checkpoints whose variants are healed (healed_probes.enabled), with their disagreement map."""
+    out = []
+    for model in enabled_models():
+        healed = config["models"][model]["healed_probes"]
+        if healed["enabled"]:
+            revisions = config["models"][model]["revisions"] if healed["revisions"] == "all" else healed["revisions"]
+            out += [(model, revision) for revision in revisions]
+    return out
+
+
+def healed_file(model, revision):
+    return f"results/healed_probes/{model}/{revision}.parquet"
+
+
+def test_agreement_file(model, revision):
+    return f"results/test_agreement/{model}/{revision}.parquet"
+
+
 def get_prune_settings(model):
     prune = config["models"][model]["prune"]
     settings = {key: value for key, value in prune.items() if key not in ("enabled", "revisions", "export_guides")}
@@ -750,6 +799,15 @@ def get_final_outputs():
     if models_with("demo"):
         outputs += figure_files("training_curves")
     outputs += [f"results/exports/{model}/{revision}" for model, revision in export_checkpoints()]
+    if heal_checkpoints():
+        outputs += ["results/recovery.parquet", *figure_files("recovery"),
+                    *[recovery_file(m, r) for m, r in heal_checkpoints()]]
+    if healed_checkpoints():
+        outputs += ["results/healed.parquet", "results/test_agreement.parquet"]
+        for model, revision in healed_checkpoints():
+            outputs += [healed_file(model, revision), test_agreement_file(model, revision)]
+            outputs += figure_files(f"test_agreement/{model}/{revision}")
+            outputs += figure_files(f"healed_curves/{model}/{revision}")
     if relevance_checkpoints():
         outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
         for model, revision in relevance_checkpoints():

@@ -16,13 +16,15 @@ REPORT_SECTIONS = (
     ("seeds", "Protocol gap across training seeds"),
     ("covariates", "What explains the gap"),
     ("scale", "Scale and mechanisms"),
+    ("recovery", "Recovery after pruning"),
+    ("third_test", "The third test: equivalence after healing"),
     ("tables", "Tables"),
 )
 #: the results tables drawn as HTML into the report (results/tables/{name}.html), as patterns of their names
 RESULT_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
     "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
-    r"predictor_validity/[^/]+",
+    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement",
 )
 
 

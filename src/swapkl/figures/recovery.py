@@ -1,0 +1,53 @@
+"""Recovery after pruning: each guide's delta PPL before and after healing (``results/recovery.parquet``).
+
+Before healing the pruned model is compared with the base model; after healing the healed model is compared
+with the unpruned control that went through the same heal, so both bars measure the damage that pruning
+leaves, with the heal's domain adaptation taken out of the second.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from swapkl.errors import SwapKLError
+from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
+
+ORANGE = "#d95f02"
+
+
+def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
+    """One panel per checkpoint: grouped bars of delta PPL % (pruned vs base, healed vs control) per guide
+    and budget, labelled with the net recovery."""
+    df = table if isinstance(table, pd.DataFrame) else pd.read_parquet(table)
+    pruned = df[df["phase"] == "pruned"]
+    if pruned.empty:
+        raise SwapKLError("the recovery table has no pruned rows to plot")
+    groups = list(pruned.groupby(["model", "revision"], sort=False))
+    with figure_style():
+        fig = new_figure(3.2 + 1.2 * max(len(g) for _, g in groups), 3.0 * len(groups))
+        axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+        for ax, ((model, revision), rows) in zip(axes, groups):
+            healed = df[(df["model"] == model) & (df["revision"] == revision) & (df["phase"] == "healed")]
+            labels, before, after, net = [], [], [], []
+            for r in rows.itertuples(index=False):
+                h = healed[(healed["guide"] == r.guide) & (healed["budget"] == r.budget)]
+                h = h[h["removed_layers"].map(lambda x, want=list(r.removed_layers): list(x) == want)]
+                labels.append(f"{r.guide}\nn={r.budget}")
+                before.append(r.delta_ppl_pct)
+                after.append(h["delta_ppl_pct"].iloc[0] if len(h) else np.nan)
+                net.append(h["net_recovery"].iloc[0] if len(h) else np.nan)
+            x = np.arange(len(labels))
+            ax.bar(x - 0.2, before, 0.4, color=BLUE, label="pruned vs base")
+            ax.bar(x + 0.2, after, 0.4, color=ORANGE, label="healed vs healed control")
+            for k, v in enumerate(net):
+                if np.isfinite(v):
+                    ax.annotate(f"{100 * v:.0f}%", (x[k] + 0.2, after[k]), ha="center", va="bottom", fontsize=7)
+            ax.axhline(0, color="#888888", lw=0.6)
+            ax.set_xticks(x, labels)
+            ax.set_ylabel("ΔPPL %")
+            ax.set_title(f"{model} @ {revision}")
+            ax.legend(fontsize=7, frameon=False)
+        add_note(fig, "Numbers over the healed bars: net recovery = 1 - (PPL healed - PPL control) / "
+                      "(PPL pruned - PPL base).")
+        save_figure(fig, out_png, out_pdf)

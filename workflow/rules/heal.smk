@@ -1,0 +1,64 @@
+# Recovery after pruning: every exported pruned model and the unpruned control get the same short heal
+# (swapkl.heal), then perplexity and KL to the base model are measured before and after.
+
+
+rule heal_pruned_models:
+    input:
+        unpack(get_export_inputs),
+        exports="results/exports/{model}/{revision}",
+        text=lambda wildcards: text_files(config["models"][wildcards.model]["heal"]["train"],
+                                          config["models"][wildcards.model]["prune"]["eval"]),
+        tasks=lambda wildcards: get_relevance_tasks(wildcards)
+        if config["models"][wildcards.model]["relevance"]["enabled"] else [],
+    output:
+        table=recovery_file("{model}", "{revision}"),
+        healed=directory("results/healed_models/{model}/{revision}"),
+    params:
+        checkpoint=get_checkpoint_dir,
+        settings=lambda wildcards: config["models"][wildcards.model]["heal"]["settings"],
+        budgets=lambda wildcards: config["models"][wildcards.model]["heal"]["budgets"],
+        train=lambda wildcards: without_nulls(config["models"][wildcards.model]["heal"]["train"]),
+        eval=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
+        data=get_probe_data,
+        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+    log:
+        "logs/{model}/{revision}/heal_pruned_models.log",
+    threads: 1
+    resources:
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=30),
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/heal_pruned_models.py"
+
+
+rule aggregate_recovery:
+    input:
+        [recovery_file(model, revision) for model, revision in heal_checkpoints()],
+    output:
+        report("results/recovery.parquet", caption="../report/recovery_table.rst", category=section("tables")),
+    log:
+        "logs/aggregate_recovery.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/aggregate_recovery.py"
+
+
+rule plot_recovery:
+    input:
+        table="results/recovery.parquet",
+    output:
+        png=report("results/figures/recovery.png", caption="../report/recovery.rst", category=section("recovery")),
+        pdf="results/figures/recovery.pdf",
+    log:
+        "logs/plot_recovery.log",
+    conda:
+        "../../envs/figures.yaml"
+    script:
+        "../scripts/plot_recovery.py"

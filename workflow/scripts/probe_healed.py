@@ -1,0 +1,15 @@
+"""Rule probe_healed: heal the selected variants of one checkpoint toward the base model, KL after each."""
+
+from swapkl.data import DataSpec
+from swapkl.heal import TrainText, settings_from
+from swapkl.healed_probe import run_healed_probe
+from swapkl.joblog import job_log
+
+h = snakemake.params.healed
+with job_log(snakemake):
+    run_healed_probe(snakemake.params.checkpoint, list(snakemake.input.probes), snakemake.output[0],
+                     data=DataSpec(**snakemake.params.data), calibration=TrainText(**h["calibration"]),
+                     settings=settings_from(**h["settings"]), protocols=tuple(h["protocols"]),
+                     selection=h["selection"], k=h["k"], select_seed=h["seed"], curve_steps=h["curve_steps"],
+                     label=snakemake.wildcards.model, revision_label=snakemake.wildcards.revision,
+                     dtype=snakemake.params.dtype, batch_size=snakemake.params.batch_size)
