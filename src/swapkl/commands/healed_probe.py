@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output table")
     p.add_argument("--protocols", default="healed_replacement,healed_interchange,healed_deletion",
                    help="comma-separated healed protocols (default: all three)")
-    p.add_argument("--selection", default="extremes", choices=["extremes", "random", "all"],
+    p.add_argument("--pair-selection", default="extremes", choices=["extremes", "random", "all"],
                    help="which pairs / blocks: k lowest and highest per base protocol, k random, or all")
     p.add_argument("--k", type=int, default=2, help="pairs / blocks per end (extremes) or in all (random)")
     p.add_argument("--select-seed", type=int, default=0, help="seed of the random selection")
@@ -49,7 +49,7 @@ def run_healed(args) -> None:
     curve = [int(x) for x in args.curve_steps.split(",") if x.strip()]
     df = run_healed_probe(args.model, args.probe_files, args.out, data=data_spec(args), calibration=train_text(args),
                           settings=heal_settings(args), protocols=tuple(args.protocols.split(",")),
-                          selection=args.selection, k=args.k, select_seed=args.select_seed, curve_steps=curve,
+                          selection=args.pair_selection, k=args.k, select_seed=args.select_seed, curve_steps=curve,
                           revision=args.revision, dtype=args.dtype, device=args.device, batch_size=args.batch_size)
     final = df[df["final"]]
     print(json.dumps({"out": args.out, "variants": int(len(final)),
