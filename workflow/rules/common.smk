@@ -493,7 +493,7 @@ def get_prune_settings(model):
 def get_selection_options(wildcards):
     """Keyword arguments of swapkl.selection.SelectionOptions for a model's pruning runs."""
     prune = config["models"][wildcards.model]["prune"]
-    keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing")
+    keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing", "random_interior")
     return {key: prune[key] for key in keys}
 
 
