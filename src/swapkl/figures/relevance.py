@@ -58,7 +58,8 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             st = rank_statistics(y, 1.0 - x)  # relevance vs BI, both low = safe to remove; boundary layers out
             if np.isfinite(st["pearson"]):
                 title += (f"\nPearson R = {st['pearson_paper_sign']:+.2f}; rank differs "
-                          f"{100 * st['exact_rank_misranking']:.0f}%, severe {100 * st['severe_misranking']:.0f}%")
+                          f"{100 * st['exact_rank_misranking']:.0f}% (chance {100 * st['exact_rank_chance']:.0f}%), "
+                          f"severe {100 * st['severe_misranking']:.0f}% (chance {100 * st['severe_chance']:.0f}%)")
             elif not ok.any():
                 title += "\nAccRel undefined: base model not above chance"
             ax.scatter(x[ok], y[ok], s=16, color="#333333", zorder=3)
@@ -123,8 +124,10 @@ def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, mod
             ax.plot([-0.5, m - 0.5], [-0.5, m - 0.5], color=BLUE, lw=0.8, ls="--")
             ax.set_xticks(range(m))
             ax.set_yticks(range(m))
-            ax.set_title(f"{r['task']} ({r['metric']})\nrank differs {r['exact_rank_misranking']:.0%}, "
-                         f"severe (offset \u2265 {int(r['severe_offset'])}) {r['severe_misranking']:.0%}", fontsize=8)
+            ax.set_title(f"{r['task']} ({r['metric']})\nrank differs {r['exact_rank_misranking']:.0%} "
+                         f"(chance {r['exact_rank_chance']:.0%}, p = {r['exact_rank_p']:.2g}),\n"
+                         f"severe (offset \u2265 {int(r['severe_offset'])}) {r['severe_misranking']:.0%} "
+                         f"(chance {r['severe_chance']:.0%}, p = {r['severe_p']:.2g})", fontsize=8)
             ax.set_xlabel("rank by BI = 1 \u2212 cos (0 = most redundant)")
             if ax is axes[0]:
                 ax.set_ylabel("rank by AccRel (0 = least relevant)")
