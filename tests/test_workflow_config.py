@@ -112,6 +112,7 @@ def expected_counts(cfg: dict) -> Counter:
         counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols")) and name in drawn
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
     counts["aggregate_results"] = 1
+    counts["summarise_scorecard"] = 1
     counts["plot_gap_trajectory"] = sum(1 for m in drawn.values() if m.get("trajectory", False))
     counts["plot_ratio_by_distance"] = len(drawn)
     counts["plot_heatmaps"] = len(drawn_checkpoints)
@@ -181,9 +182,9 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
-        "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
+        "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scorecard": 1, "all": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 1
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):
@@ -310,7 +311,7 @@ def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
     assert counts == Counter({
         "download_checkpoint": 3 + 3 * 2, "probe_replacement": 9, "probe_interchange": 9, "probe_deletion": 3,
         "aggregate_results": 1, "plot_gap_trajectory": 1, "plot_ratio_by_distance": 1, "plot_heatmaps": 3,
-        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "all": 1})
+        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "summarise_scorecard": 1, "all": 1})
     result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",
                        str(tmp_path / "config.yaml"))
     for seed in (1, 2, 3):

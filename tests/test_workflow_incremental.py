@@ -66,7 +66,8 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
                                                 "plot_relevance_cosine": "relevance_cosine",
                                                 # drawn from the relevance statistics, which use the table's BI
                                                 "plot_relevance_confusion": "relevance_confusion"})
-    expected = Counter({f"probe_{p}": 1 for p in protocols}) + Counter({"aggregate_results": 1, "all": 1})
+    expected = Counter({f"probe_{p}": 1 for p in protocols}) + Counter({"aggregate_results": 1, "all": 1,
+                                                                        "summarise_scorecard": 1})
     expected += table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
     if weight_protocols:
         expected += Counter({"plot_weight_protocols": 1})

@@ -690,7 +690,8 @@ def figure_files(stem):
 def get_final_outputs():
     """Every file the README lists as an output, intermediate tables included, so that a deleted one is
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
-    outputs = ["results/swapkl.parquet", *get_all_probe_files(), *get_all_repr_files()]
+    outputs = ["results/swapkl.parquet", "results/paper_scorecard.parquet", *get_all_probe_files(),
+               *get_all_repr_files()]
     members = seed_members()  # per-model figures: not for seed family members (see seed_band_families)
     for model in trajectory_models():
         if model not in members:
