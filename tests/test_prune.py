@@ -69,10 +69,10 @@ def test_output_has_documented_columns_and_rows(setup):
     assert pq.read_schema(setup["out"]).names == PRUNING_RUN_SCHEMA.names  # no CI: the aggregate adds them
     df = setup["table"]
     guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
-              "angular", "sleb_iterative", "sleb_greedy", "accuracy_iterative", "cka", "taylor", "laco", "beam", "sleb_matched", "random",
-              "random_mean"}
+              "angular", "sleb_iterative", "sleb_greedy", "accuracy_iterative", "cka", "taylor", "laco", "laco_paper", "beam", "sleb_matched",
+              "random", "random_mean"}
     assert set(df["guide"]) == guides
-    assert len(df) == 1 + 15 * 2 + 3 * 2 + 2
+    assert len(df) == 1 + 16 * 2 + 3 * 2 + 2
     assert (df["model"] == "tiny").all() and (df["revision"] == "step100").all() and (df["step"] == 100).all()
     assert df["eval_split"].str.startswith("text_file:").all()
     assert df["calibration_split"].str.startswith("tokens:").all() and df["probe_split"].str.contains("probe.npy").all()
@@ -81,7 +81,7 @@ def test_output_has_documented_columns_and_rows(setup):
     assert prov["calibration_split"] == df["calibration_split"].iloc[0]
     for _, r in df[df["feasible"] & ~df["guide"].isin(["random_mean", "sleb_matched"])].iterrows():
         assert len(r["removed_layers"]) == r["budget"]
-        assert (r["merged_layers"] is None) == (r["guide"] != "laco")
+        assert (r["merged_layers"] is None) == (r["guide"] not in ("laco", "laco_paper"))
         assert r["ppl_ci_low"] <= r["ppl"] <= r["ppl_ci_high"]
         assert r["delta_ppl_pct"] == pytest.approx(100 * (r["ppl"] / r["base_ppl"] - 1))
 
