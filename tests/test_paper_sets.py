@@ -106,3 +106,18 @@ def test_interior_budget_errors_name_the_interior():
         random_select(6, 3, 1, random_rng(0, 3, 0), interior=True)  # 4 interior blocks hold 2 at spacing 1
     with pytest.raises(SwapKLError, match="no interior block"):
         random_select(2, 1, 0, random_rng(0, 1, 0), interior=True)
+
+
+def test_the_cost_figure_draws_the_mean_of_several_sets_of_one_size():
+    import pandas as pd
+
+    from swapkl.figures.pruning import _fixed_mean
+
+    rows = pd.DataFrame(dict(budget=[1, 1, 1, 2], feasible=True, delta_ppl_pct=[5.0, 8.0, 2.0, 30.0],
+                             kl_mean=[0.1, 0.3, 0.2, 0.5]))
+    out, several = _fixed_mean(rows)
+    assert several and out["budget"].tolist() == [1, 2]
+    assert out["delta_ppl_pct"].tolist() == [5.0, 30.0] and out["delta_ppl_pct_ci_low"].tolist() == [2.0, 30.0]
+    assert out["delta_ppl_pct_ci_high"].tolist() == [8.0, 30.0] and out["kl_mean"].tolist() == pytest.approx([0.2, 0.5])
+    single, several = _fixed_mean(rows.iloc[[0, 3]])
+    assert not several and len(single) == 2

@@ -19,7 +19,7 @@ from swapkl.agreement import rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
-from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, zscores
+from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, group_tasks, zscores
 from swapkl.schemas import RELEVANCE_STATS_COLUMNS, read_frame
 
 
@@ -29,7 +29,7 @@ def read_relevance(path) -> pd.DataFrame:
 
 def relevance_of(rel: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
     """The checkpoint's single-block rows on the plotted metrics (pruned-set rows are not per block)."""
-    rel = schemas.single_block(rel)
+    rel = group_tasks(schemas.single_block(rel))  # MMLU's subjects as one task, as lm-eval groups them
     sel = rel[(rel["model"] == model) & (rel["revision"] == revision) & rel["metric"].isin(PLOT_METRICS)]
     if sel.empty:
         raise SwapKLError(f"relevance table has no acc / next_token_acc rows for {model} {revision}")
