@@ -26,7 +26,7 @@ through a rank confusion matrix instead, with the first and last layers excluded
 * chance levels and permutation p-values (:func:`rank_chance`): under a uniformly random reference ranking
   the exact-rank rate has expectation ``exact_rank_chance = 1 - 1/m`` and the severe rate
   ``severe_chance = (m - k)(m - k + 1) / m^2`` (``k = severe_offset``: the share of the m^2 (guide rank,
-  reference rank) cells at least k apart); ``exact_rank_p`` and ``severe_p`` are the one-sided permutation
+  reference rank) cells at least k apart; 9/16 as m grows); ``exact_rank_p`` and ``severe_p`` are the one-sided permutation
   p-values P(rate under a random permutation <= observed rate) (low rates = agreement): exact over all m!
   permutations when m! <= 10,000, else ``(1 + #{perm <= obs}) / (1 + 10,000)`` over 10,000 seeded random
   permutations (the null does not depend on the observed ranks, so it is drawn once per (m, k));
