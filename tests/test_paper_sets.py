@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -109,8 +110,6 @@ def test_interior_budget_errors_name_the_interior():
 
 
 def test_the_cost_figure_draws_the_mean_of_several_sets_of_one_size():
-    import pandas as pd
-
     from swapkl.figures.pruning import _fixed_mean
 
     rows = pd.DataFrame(dict(budget=[1, 1, 1, 2], feasible=True, delta_ppl_pct=[5.0, 8.0, 2.0, 30.0],
@@ -121,3 +120,21 @@ def test_the_cost_figure_draws_the_mean_of_several_sets_of_one_size():
     assert out["delta_ppl_pct_ci_high"].tolist() == [8.0, 30.0] and out["kl_mean"].tolist() == pytest.approx([0.2, 0.5])
     single, several = _fixed_mean(rows.iloc[[0, 3]])
     assert not several and len(single) == 2
+
+
+def test_sets_of_one_size_keep_distinct_export_folders_and_relevance_rows():
+    """Export folders and relevance keys carry the index of sets of one size (random_draw): none overwrites."""
+    from collections import namedtuple
+
+    from swapkl.export import _choice_folder
+    from swapkl.relevance import BASE, PrunedSet, Scan
+    from swapkl.schemas import RELEVANCE_KEY
+
+    Row = namedtuple("Row", "guide budget random_draw fixed_set")
+    names = {_choice_folder(Row("fixed", 1, k, "paper-random")) for k in range(5)}
+    assert len(names) == 5 and "fixed-n1-draw3-paper-random" in names
+    sets = [PrunedSet("fixed", 1, (b,), random_draw=k, fixed_set="paper-random") for k, b in enumerate((2, 3, 2))]
+    scan = Scan(5, sets)
+    scores = {BASE: np.ones(4)} | {v.key: np.ones(4) for v in scan.variants}
+    rows = pd.DataFrame(scan.rows("m", "r", "t", "acc", scores, 0.25)).reindex(columns=RELEVANCE_KEY)
+    assert not rows.duplicated().any() and len(rows) == 5 + 3

@@ -177,7 +177,8 @@ SEEDS_SCHEMA = pa.schema(
 
 #: columns appended to a schema after files were written without them: read as null
 APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set", "head", "exact_rank_chance", "exact_rank_p",
-                      "severe_chance", "severe_p", "share_data_ci_low", "share_data_ci_high"})
+                      "severe_chance", "severe_p", "share_data_ci_low", "share_data_ci_high", "heterogeneity_q",
+                      "heterogeneity_df", "heterogeneity_p"})
 
 #: one row per (checkpoint, task, metric, scored model) of a relevance run (see swapkl.relevance). A
 #: single-block row has ``layer`` = the deleted block and null ``guide``; a pruned-set row (a pruning

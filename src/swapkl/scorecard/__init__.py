@@ -105,7 +105,7 @@ def _rows(spec: dict, model: str, tables: dict[str, pd.DataFrame], where: str) -
     if df is None:
         return None
     filters = {"model": model, **(spec.get("where") or {})}
-    for col in [spec["column"], *filters]:
+    for col in [spec["column"], *filters, *(spec[k] for k in ("chance", "p_value") if spec.get(k))]:
         if col not in df.columns and not col.startswith("in_"):
             raise SwapKLError(f"{where}: table {spec['table']} has no column {col!r}")
     mask = np.ones(len(df), dtype=bool)
