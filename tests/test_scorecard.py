@@ -179,3 +179,11 @@ def test_command_line_end_to_end(tmp_path):
     (tmp_path / "mine.html").write_text("<html>notes</html>")
     assert main(["scorecard", "--out", str(out), "--html", str(tmp_path / "mine.html")]) == 2
     assert (tmp_path / "mine.html").read_text() == "<html>notes</html>"
+
+
+def test_a_missing_input_table_is_one_line_and_no_output(tmp_path, capsys):
+    out = tmp_path / "card.parquet"
+    assert main(["scorecard", "--pruning", str(tmp_path / "nope.parquet"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nope.parquet" in err[0]
+    assert not out.exists()
