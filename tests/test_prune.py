@@ -69,10 +69,10 @@ def test_output_has_documented_columns_and_rows(setup):
     assert pq.read_schema(setup["out"]).names == PRUNING_RUN_SCHEMA.names  # no CI: the aggregate adds them
     df = setup["table"]
     guides = {"base", "interchange", "replacement_max", "replacement_mean", "deletion", "anti_interchange", "bi",
-              "angular", "sleb_iterative", "sleb_greedy", "accuracy_iterative", "cka", "taylor", "laco", "beam", "sleb_matched", "random",
-              "random_mean"}
+              "angular", "sleb_iterative", "sleb_greedy", "accuracy_iterative", "cka", "taylor", "laco", "laco_paper", "beam", "sleb_matched",
+              "random", "random_mean"}
     assert set(df["guide"]) == guides
-    assert len(df) == 1 + 15 * 2 + 3 * 2 + 2
+    assert len(df) == 1 + 16 * 2 + 3 * 2 + 2
     assert (df["model"] == "tiny").all() and (df["revision"] == "step100").all() and (df["step"] == 100).all()
     assert df["eval_split"].str.startswith("text_file:").all()
     assert df["calibration_split"].str.startswith("tokens:").all() and df["probe_split"].str.contains("probe.npy").all()
@@ -81,7 +81,7 @@ def test_output_has_documented_columns_and_rows(setup):
     assert prov["calibration_split"] == df["calibration_split"].iloc[0]
     for _, r in df[df["feasible"] & ~df["guide"].isin(["random_mean", "sleb_matched"])].iterrows():
         assert len(r["removed_layers"]) == r["budget"]
-        assert (r["merged_layers"] is None) == (r["guide"] != "laco")
+        assert (r["merged_layers"] is None) == (r["guide"] not in ("laco", "laco_paper"))
         assert r["ppl_ci_low"] <= r["ppl"] <= r["ppl_ci_high"]
         assert r["delta_ppl_pct"] == pytest.approx(100 * (r["ppl"] / r["base_ppl"] - 1))
 
@@ -115,7 +115,7 @@ def test_paper_selection_settings(setup, tmp_path):
     probe = pd.read_parquet(setup["probe"])
     inter2 = list(_row(base, "interchange", 2)["removed_layers"])
     options = SelectionOptions(score_pairs="adjacent", clustered_region=(2, 5), random_spacing=0,
-                               fixed_sets={"paper": [[3], inter2, [1, 2, 4]]})
+                               fixed_sets={"paper": [[3], inter2, [1, 2, 4], [5]]})
     kw = dict(setup["kw"], spacing=0, budgets=[1, 2, 3], n_random=20)
     out = tmp_path / "paper.parquet"
     run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(out), selection=options, **kw)
@@ -126,15 +126,20 @@ def test_paper_selection_settings(setup, tmp_path):
         assert list(_row(df, "interchange_clustered", n)["removed_layers"]) == _independent_interchange_selection(
             probe, n, spacing=0, max_distance=1, region=(2, 5))
     fixed = df[df["guide"] == "fixed"]
-    assert fixed["fixed_set"].tolist() == ["paper"] * 3 and fixed["budget"].tolist() == [1, 2, 3]
-    assert [list(v) for v in fixed["removed_layers"]] == [[3], inter2, [1, 2, 4]]
+    # two sets of size 1 under one name: both kept, told apart by random_draw (their index within the size)
+    assert fixed["fixed_set"].tolist() == ["paper"] * 4 and fixed["budget"].tolist() == [1, 1, 2, 3]
+    assert [list(v) for v in fixed["removed_layers"]] == [[3], [5], inter2, [1, 2, 4]]
+    assert fixed["random_draw"].tolist()[:2] == [0, 1] and fixed["random_draw"].isna().tolist()[2:] == [True, True]
     same = fixed[fixed["budget"] == 2].iloc[0]
     guide = _row(base, "interchange", 2)
     for col in ("ppl", "delta_ppl_pct", "kl_mean", "ppl_ci_low", "ppl_ci_high"):
         assert same[col] == guide[col]
-    # unspaced random draws: some draw at budget 3 has two adjacent layers (20 draws over C(6,3) = 20 sets)
+    # unspaced random draws: some draw at budget 3 has two adjacent layers (20 draws over the C(4,3) = 4 interior sets)
     draws = [list(r) for r in df.loc[(df["guide"] == "random") & (df["budget"] == 3), "removed_layers"]]
     assert any(min(b - a for a, b in zip(d, d[1:])) == 1 for d in draws)
+    # interior draws by default: never the first or the last block
+    every = [b for r in df.loc[df["guide"] == "random", "removed_layers"] for b in r]
+    assert min(every) >= 1 and max(every) <= N_LAYERS - 2
     assert provenance.read(str(out))["selection"] == options.as_dict()
     from swapkl.figures.pruning import plot_delta_ppl
 
@@ -423,7 +428,11 @@ def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
     assert default[("interchange", 3, None)].removed == (0, 2, 4)
     assert sel[("deletion", 3, None)].removed == (0, 2, 4)
     assert set(scores) == {"interchange", "deletion"}
-    assert all(len(sel[("random", 3, k)].removed) == 3 for k in range(2))
+    # interior draws: blocks 1..3 hold 2 removals at spacing 1, so budget 3 is an infeasible row; every block: {0,2,4}
+    assert all(sel[("random", 3, k)] is None for k in range(2))
+    ends, _, _ = select_all(GuideContext(probe, None, 5, [2, 3], 1, n_random=2, seed=0,
+                                         options=SelectionOptions(random_interior=False)))
+    assert all(ends[("random", 3, k)].removed == (0, 2, 4) for k in range(2))
 
 
 def test_pruning_refuses_probe_files_of_another_config(setup, tmp_path):

@@ -1,5 +1,5 @@
 """Relevance statistics (results/relevance_stats.parquet) and figures against direct computations on a small
-hand-made table: z-scores, Pearson R in the paper's sign, exact-rank and severe misranking, the Wilcoxon
+hand-made table: z-scores, Pearson R in the paper's sign, exact-rank and severe misranking, Cochran's Q
 task-dependence test; figures written."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import rankdata, zscore
+from scipy.stats import chi2, rankdata, zscore
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.relevance import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
@@ -73,20 +73,29 @@ def test_relevance_statistics_against_direct_computations():
         spreads.append(zscore(rel))
     chance = st.set_index("task").loc["chance"]
     assert chance["n_ranked"] == 0 and math.isnan(chance["pearson"])
-    # task dependence: per-block SD of z-scores across the three defined tasks; cosine measured once -> spread 0
+    # task dependence: descriptive per-block SD of z-scores across the three defined tasks, and Cochran's Q
+    # with binomial variances written from the definition (w = n (base - r)^2 / (p (1 - p)))
     spread = np.std(np.array(spreads), axis=0)
-    assert (spread > 0).all() and len(set(spread)) == N
-    # every difference positive and distinct: W+ = 1 + ... + N, and the exact one-sided p is 2^-N
+    rel_t, w_t = [], []
+    for task in ("a", "b", "lm"):
+        g = t[(t["task"] == task) & t["metric"].isin(["acc", "next_token_acc"])].sort_values("layer")
+        p = (np.clip(g["accuracy"].to_numpy(), 0, 1) * 100 + 0.5) / 101  # the fixture draws accuracies < 0
+        rel_t.append(g["relevance"].to_numpy())
+        w_t.append(100 * (g["base_accuracy"].to_numpy() - g["random_baseline"].to_numpy()) ** 2 / (p * (1 - p)))
+    rel_t, w_t = np.array(rel_t), np.array(w_t)
+    mean = (w_t * rel_t).sum(0) / w_t.sum(0)
+    q = float((w_t * (rel_t - mean) ** 2).sum())
     for _, r in st.iterrows():
         assert r["n_tasks"] == 3 and r["n_blocks"] == N
-        assert r["mean_spread_relevance"] == pytest.approx(spread.mean()) and r["mean_spread_cosine"] == 0
-        assert r["wilcoxon_statistic"] == N * (N + 1) / 2 and r["wilcoxon_p"] == pytest.approx(2.0 ** -N)
+        assert r["mean_spread_relevance"] == pytest.approx(spread.mean())
+        assert r["heterogeneity_q"] == pytest.approx(q, rel=1e-10) and r["heterogeneity_df"] == 2 * N
+        assert r["heterogeneity_p"] == pytest.approx(chi2.sf(q, 2 * N), rel=1e-8)
 
 
 def test_task_dependence_is_undefined_with_one_task():
     t = _table()
     st = relevance_statistics(t[t["task"].isin(["a", "chance"])], _aggregate())
-    assert (st["n_tasks"] == 1).all() and st["wilcoxon_p"].isna().all()
+    assert (st["n_tasks"] == 1).all() and st["heterogeneity_p"].isna().all()
 
 
 def test_relevance_figures_are_written(tmp_path):

@@ -113,6 +113,7 @@ def expected_counts(cfg: dict) -> Counter:
         counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols")) and name in drawn
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
     counts["aggregate_results"] = 1
+    counts["summarise_scorecard"] = 1
     counts["plot_gap_trajectory"] = sum(1 for m in drawn.values() if m.get("trajectory", False))
     counts["plot_ratio_by_distance"] = len(drawn)
     counts["plot_heatmaps"] = len(drawn_checkpoints)
@@ -233,11 +234,11 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
-        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2, "all": 1,
+        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2, "summarise_scorecard": 1, "all": 1,
         # the third test on pythia-410m at three revisions
         "probe_healed": 3, "measure_test_agreement": 3, "plot_third_test": 3, "aggregate_healed": 1,
     })
-    assert sum(counts.values()) == 966 + 15 + 10 + 2
+    assert sum(counts.values()) == 966 + 15 + 10 + 2 + 1
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):
@@ -388,7 +389,7 @@ def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
     assert counts == Counter({
         "download_checkpoint": 3 + 3 * 2, "probe_replacement": 9, "probe_interchange": 9, "probe_deletion": 3,
         "aggregate_results": 1, "plot_gap_trajectory": 1, "plot_ratio_by_distance": 1, "plot_heatmaps": 3,
-        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "render_table": 2, "all": 1})
+        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "render_table": 2, "summarise_scorecard": 1, "all": 1})
     result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",
                        str(tmp_path / "config.yaml"))
     for seed in (1, 2, 3):

@@ -103,6 +103,16 @@ def test_paper_columns_present(demo_run):
     vs = agr[agr["reference"] == "deletion"]
     assert vs["exact_rank_misranking"].between(0, 1).all() and vs["severe_misranking"].between(0, 1).all()
     assert (vs["excluded_layers"].map(list) == vs["n_layers"].map(lambda n: [0, n - 1])).all()
+    ranked = vs[vs["n_ranked"] >= 2]
+    assert np.allclose(ranked["exact_rank_chance"], 1 - 1 / ranked["n_ranked"])
+    assert ranked["severe_p"].between(0, 1).all() and ranked["exact_rank_p"].between(0, 1).all()
+
+
+def test_scorecard_in_the_report(demo_run):
+    """No paper model runs in the demo: every published number is `not run`, and the table is in the report."""
+    card = pd.read_parquet(demo_run / "results/paper_scorecard.parquet")
+    assert len(card) >= 100 and card["status"].str.startswith("not run (").all() and card["swapkl"].isna().all()
+    assert "paper_scorecard.html" in (demo_run / "report.html").read_text(errors="replace")
 
 
 def test_demo_models_learned(demo_run):

@@ -68,7 +68,7 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
                                                 "plot_relevance_confusion": "relevance_confusion"})
     # render_table: the HTML view of the aggregate (and of the relevance statistics, below)
     expected = Counter({f"probe_{p}": 1 for p in protocols}) + Counter({"aggregate_results": 1, "render_table": 1,
-                                                                       "all": 1})
+                                                                       "all": 1, "summarise_scorecard": 1})
     expected += table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
     if weight_protocols:
         expected += Counter({"plot_weight_protocols": 1})

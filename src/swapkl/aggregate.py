@@ -85,7 +85,8 @@ from swapkl.schemas import aggregate_schema, read_table
 log = logging.getLogger(__name__)
 
 KINDS = ("directed", "pair", "summary", "repr")
-PROTOCOL_ORDER = ("base", "replacement", "interchange", "deletion", "averaging", "head_interchange")
+PROTOCOL_ORDER = ("base", "replacement", "interchange", "deletion", "averaging", "head_interchange", "averaging_paper",
+                  "head_interchange_paper")
 
 def output_schema(set_names: list[str]) -> pa.Schema:
     """Arrow schema of the aggregate for the given pair-set names (their ``in_*`` columns)."""

@@ -21,12 +21,17 @@ import pyarrow as pa
 
 from swapkl.errors import SwapKLError
 from swapkl.kl import per_prompt_means
+from swapkl.pairs import HEAD_PROTOCOLS
 from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA, SEQ_COLUMNS, read_table
 
-PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base", "averaging", "head_interchange")
+PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base", "averaging", "head_interchange",
+                   "averaging_paper", "head_interchange_paper")
 PAIRED_PROTOCOLS = ("replacement", "interchange")
 #: protocols whose rows name two blocks (layer_j required)
-TWO_BLOCK_PROTOCOLS = ("replacement", "interchange", "averaging", "head_interchange")
+TWO_BLOCK_PROTOCOLS = ("replacement", "interchange", "averaging", "head_interchange", "averaging_paper",
+                       "head_interchange_paper")
+#: protocols stored once per unordered pair (layer_i < layer_j)
+ORDERED_PAIR_PROTOCOLS = ("interchange", "averaging_paper")
 REPR_METRICS = ("bi", "angular", "angular_last")
 
 
@@ -167,14 +172,14 @@ def read_probe_file(path: str | Path) -> ProbeInput:
         for v in (i, j):
             if v is not None and not 0 <= v < n_layers:
                 raise SwapKLError(f"{where}: layer index {v} out of range 0..{n_layers - 1}")
-        if proto[r] == "interchange" and not i < j:
-            raise SwapKLError(f"{where}: interchange rows need layer_i < layer_j")
+        if proto[r] in ORDERED_PAIR_PROTOCOLS and not i < j:
+            raise SwapKLError(f"{where}: {proto[r]} rows need layer_i < layer_j")
         if proto[r] == "replacement" and i == j:
             raise SwapKLError(f"{where}: replacement needs layer_i != layer_j")
-        if (proto[r] == "head_interchange") != (not pd.isna(head.iloc[r])):
-            raise SwapKLError(f"{where}: head is set exactly on head_interchange rows")
-        if proto[r] == "head_interchange" and not (i < j and int(head.iloc[r]) >= 0):
-            raise SwapKLError(f"{where}: head_interchange rows need layer_i < layer_j and head >= 0")
+        if (proto[r] in HEAD_PROTOCOLS) != (not pd.isna(head.iloc[r])):
+            raise SwapKLError(f"{where}: head is set exactly on {' and '.join(HEAD_PROTOCOLS)} rows")
+        if proto[r] in HEAD_PROTOCOLS and not (i < j and int(head.iloc[r]) >= 0):
+            raise SwapKLError(f"{where}: {proto[r]} rows need layer_i < layer_j and head >= 0")
     key = pd.DataFrame({"p": proto, "i": li.astype("Int64"), "j": lj.astype("Int64"), "h": head.astype("Int64")})
     dup = key.duplicated()
     if dup.any():

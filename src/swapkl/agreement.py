@@ -23,6 +23,13 @@ through a rank confusion matrix instead, with the first and last layers excluded
 * ``severe_misranking``: the share whose rank differs by at least ``severe_offset`` positions. The
   paper calls such mismatches severe without publishing the cut-off; swapkl uses
   ``severe_offset = ceil(m / 4)`` (a quarter of the ranking) and records it in every row;
+* chance levels and permutation p-values (:func:`rank_chance`): under a uniformly random reference ranking
+  the exact-rank rate has expectation ``exact_rank_chance = 1 - 1/m`` and the severe rate
+  ``severe_chance = (m - k)(m - k + 1) / m^2`` (``k = severe_offset``: the share of the m^2 (guide rank,
+  reference rank) cells at least k apart; 9/16 as m grows); ``exact_rank_p`` and ``severe_p`` are the one-sided permutation
+  p-values P(rate under a random permutation <= observed rate) (low rates = agreement): exact over all m!
+  permutations when m! <= 10,000, else ``(1 + #{perm <= obs}) / (1 + 10,000)`` over 10,000 seeded random
+  permutations (the null does not depend on the observed ranks, so it is drawn once per (m, k));
 * ``pearson``: Pearson's r of the two score vectors over the same layers, in swapkl's orientation
   (both low = safe to remove, so positive means agreement); ``pearson_paper_sign = -pearson``,
   the paper's convention, which correlates a similarity score (high = redundant) with a relevance
@@ -31,11 +38,16 @@ through a rank confusion matrix instead, with the first and last layers excluded
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats
+
+#: permutations of the null distribution of the rank statistics (exact enumeration below this many)
+N_PERMUTATIONS = 10_000
 
 def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row of ``x`` against the same row of ``y`` (``[..., n]`` arrays; NaN when a
@@ -80,6 +92,34 @@ def rank_confusion(guide_rank, reference_rank) -> np.ndarray:
     return c
 
 
+@lru_cache(maxsize=64)
+def _null_rates(m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact-rank and severe rates of ranks 0..m-1 against every permutation (m! <= N_PERMUTATIONS) or
+    against N_PERMUTATIONS seeded uniform permutations."""
+    ident = np.arange(m)
+    if math.factorial(m) <= N_PERMUTATIONS:
+        perms = np.array(list(itertools.permutations(range(m))), dtype=np.int64)
+    else:
+        rng = np.random.default_rng([m, k])
+        perms = rng.permuted(np.tile(ident, (N_PERMUTATIONS, 1)), axis=1)
+    off = np.abs(perms - ident)
+    return (off != 0).mean(axis=1), (off >= k).mean(axis=1)
+
+
+def rank_chance(m: int, k: int, exact_rate: float, severe_rate: float) -> dict:
+    """Chance levels and one-sided permutation p-values of the exact-rank and severe misranking rates of m
+    ranked layers with severe offset k (see the module docstring)."""
+    exact_null, severe_null = _null_rates(m, k)
+    exhaustive = math.factorial(m) <= N_PERMUTATIONS
+
+    def p_value(null: np.ndarray, obs: float) -> float:
+        hits = int(np.sum(null <= obs + 1e-12))
+        return hits / len(null) if exhaustive else (1 + hits) / (1 + len(null))
+
+    return dict(exact_rank_chance=1.0 - 1.0 / m, severe_chance=(m - k) * (m - k + 1) / m**2,
+                exact_rank_p=p_value(exact_null, exact_rate), severe_p=p_value(severe_null, severe_rate))
+
+
 def rank_statistics(x, y, *, exclude_boundary: bool = True) -> dict:
     """The confusion-matrix statistics of the second seed paper (see the module docstring)."""
     x = np.asarray(x, dtype=np.float64)
@@ -93,15 +133,17 @@ def rank_statistics(x, y, *, exclude_boundary: bool = True) -> dict:
     nan = float("nan")
     out = dict(excluded_layers=sorted(set(excluded)), n_ranked=m, layers=layers.tolist(), guide_rank=[],
                reference_rank=[], exact_rank_misranking=nan, severe_misranking=nan, severe_offset=None,
+               exact_rank_chance=nan, exact_rank_p=nan, severe_chance=nan, severe_p=nan,
                pearson=nan, pearson_paper_sign=nan)
     if m < 2:
         return out
     gr, rr = ordinal_ranks(x[layers]), ordinal_ranks(y[layers])
     offset = np.abs(gr - rr)
     severe = math.ceil(m / 4)
-    out.update(guide_rank=gr.tolist(), reference_rank=rr.tolist(),
-               exact_rank_misranking=float(1.0 - np.trace(rank_confusion(gr, rr)) / m),
-               severe_misranking=float(np.mean(offset >= severe)), severe_offset=severe)
+    exact = float(1.0 - np.trace(rank_confusion(gr, rr)) / m)
+    severe_rate = float(np.mean(offset >= severe))
+    out.update(guide_rank=gr.tolist(), reference_rank=rr.tolist(), exact_rank_misranking=exact,
+               severe_misranking=severe_rate, severe_offset=severe, **rank_chance(m, severe, exact, severe_rate))
     xs, ys = x[layers], y[layers]
     if not (np.all(xs == xs[0]) or np.all(ys == ys[0])):
         r = float(stats.pearsonr(xs, ys).statistic)

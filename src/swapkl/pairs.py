@@ -14,6 +14,16 @@ builds them per batch, runs the variant, and frees them).
 * ``head_interchange`` ``H(i<->j, u)``: blocks i and j exchange head unit u (:mod:`swapkl.heads`:
   a key/value head with the query heads that read it), everything else stays; one variant per
   unordered pair and unit.
+
+The paper's own variants of these two (named ``*_paper``; the clean definitions above keep their names):
+
+* ``averaging_paper`` ``A2(i, j)``: slots i and j both run the average of blocks i and j (the paper's merge
+  test); symmetric, one variant per unordered pair, stored i < j;
+* ``head_interchange_paper`` ``H1(i<-j, u)``: block i (the lower) runs with head unit u copied from block j;
+  block j is unchanged (the paper's one-direction head swap); one variant per unordered pair and unit.
+
+The paper measured both on the last position of each prompt only; that is the probe's KL position setting,
+not part of the variant.
 """
 
 from __future__ import annotations
@@ -23,9 +33,12 @@ from dataclasses import dataclass
 
 from swapkl.errors import SwapKLError
 
-PROTOCOLS = ("replacement", "interchange", "deletion", "averaging", "head_interchange")
+PROTOCOLS = ("replacement", "interchange", "deletion", "averaging", "head_interchange", "averaging_paper",
+             "head_interchange_paper")
 #: protocols whose variants run blocks built from the model's weights
-WEIGHT_PROTOCOLS = ("averaging", "head_interchange")
+WEIGHT_PROTOCOLS = ("averaging", "head_interchange", "averaging_paper", "head_interchange_paper")
+#: protocols whose variants swap one head unit (a ``head`` per row)
+HEAD_PROTOCOLS = ("head_interchange", "head_interchange_paper")
 _WITHIN = re.compile(r"^within:([0-9]+)$")
 
 
@@ -141,9 +154,30 @@ def head_interchange(i: int, j: int, unit: int, n_layers: int, n_units: int) -> 
                    blocks=((a, ("head", i, j, unit)), (b, ("head", j, i, unit))))
 
 
+def averaging_paper(i: int, j: int, n_layers: int) -> Variant:
+    """Slots i and j both run the average of blocks i and j (stored i < j). Each slot keeps its own block's
+    structure (e.g. a layer index an architecture reads) with the averaged parameters, as loading the average
+    into both blocks does: the blocks of :func:`averaging` (i, j) and (j, i)."""
+    i, j = min(i, j), max(i, j)
+    a, b = averaging(i, j, n_layers).blocks[0], averaging(j, i, n_layers).blocks[0]
+    order = list(range(n_layers))
+    order[i], order[j] = a[0], b[0]
+    return Variant("averaging_paper", i, j, tuple(order), blocks=(a, b))
+
+
+def head_interchange_paper(i: int, j: int, unit: int, n_layers: int, n_units: int) -> Variant:
+    """Block i (the lower, i < j) runs with head unit ``unit`` copied from block j; block j unchanged."""
+    i, j = min(i, j), max(i, j)
+    recipient = head_interchange(i, j, unit, n_layers, n_units).blocks[0]  # block i with j's unit
+    order = list(range(n_layers))
+    order[i] = recipient[0]
+    return Variant("head_interchange_paper", i, j, tuple(order), head=unit, blocks=(recipient,))
+
+
 def build_variants(protocols: list[str], pair_set: str, n_layers: int, n_units: int = 1) -> list[Variant]:
     """Variants for the protocols, in a fixed order: replacement (both directions), interchange, deletion,
-    averaging (both directions), head interchange (per pair, unit 0..n_units-1)."""
+    averaging (both directions), head interchange (per pair, unit 0..n_units-1), the paper's averaging (per
+    pair) and one-direction head swap (per pair and unit)."""
     pairs = pairs_for(pair_set, n_layers)
     out: list[Variant] = []
     if "replacement" in protocols:
@@ -160,4 +194,8 @@ def build_variants(protocols: list[str], pair_set: str, n_layers: int, n_units: 
             out.append(averaging(j, i, n_layers))
     if "head_interchange" in protocols:
         out.extend(head_interchange(i, j, u, n_layers, n_units) for i, j in pairs for u in range(n_units))
+    if "averaging_paper" in protocols:
+        out.extend(averaging_paper(i, j, n_layers) for i, j in pairs)
+    if "head_interchange_paper" in protocols:
+        out.extend(head_interchange_paper(i, j, u, n_layers, n_units) for i, j in pairs for u in range(n_units))
     return out

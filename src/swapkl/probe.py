@@ -28,7 +28,7 @@ from swapkl.heads import n_units, unit_slices
 from swapkl.kl import KLOptions
 from swapkl.loading import load_model
 from swapkl.options import require_device, require_int
-from swapkl.pairs import Variant, build_variants, parse_pair_set, parse_protocols
+from swapkl.pairs import HEAD_PROTOCOLS, Variant, build_variants, parse_pair_set, parse_protocols
 from swapkl.parquet_io import check_writable, write_parquets
 from swapkl.progress import ProgressLog, is_progress_file
 from swapkl.representation import representation_sums
@@ -117,8 +117,9 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     n_layers = engine.n_layers
     label = metadata.pop("model", None) or loaded.model_id
-    units = n_units(engine.adapter.config) if "head_interchange" in protocols else 1
-    if "head_interchange" in protocols:
+    heads = bool(set(protocols) & set(HEAD_PROTOCOLS))
+    units = n_units(engine.adapter.config) if heads else 1
+    if heads:
         unit_slices(engine.adapter.config, 0)  # an architecture without head swaps fails here, before the run
     measured = _restrict(build_variants(protocols, pairs, n_layers, units), layers, n_layers, label)
     if not measured:

@@ -254,7 +254,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     nan = float("nan")
     rows = [cost_row("base", 0, None, [], base_nll, np.zeros(len(seq_tok)))]
     for (guide, n, tag), p in sel.items():
-        draw, fixed = (tag, None) if guide != "fixed" else (None, tag)
+        draw, fixed = (tag, None) if guide != "fixed" else (tag[1], tag[0])
         evals = n_evals.get((guide, n, tag))
         if p is None:
             rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
@@ -263,7 +263,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         rows.append(dict(cost_row(guide, n, draw, p.removed, nll[p], kl[p], list(p.merged) if p.merged else None,
                                   evals), fixed_set=fixed))
     for n in budgets:
-        draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n]
+        draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n and r["feasible"]]
         if draws:
             d = np.array([r["delta_ppl_pct"] for r in draws])
             rows.append(dict(meta, guide="random_mean", budget=n, random_draw=None, removed_layers=None, feasible=True,

@@ -8,14 +8,21 @@ similarity against relevance, negative when they agree), the rank confusion matr
 (``guide_rank``: relevance, ``reference_rank``: BI) with the exact-rank and severe misranking rates,
 boundary layers excluded.
 
-Task dependence: each task's relevance is standardised over the blocks (z-scores, :func:`zscores`);
-a block's spread is the standard deviation (ddof 0) of its z-scores across the tasks, over the blocks
-every task defines. Cosine's z-scores are standardised the same way per task; swapkl measures BI
-once per checkpoint on the probe windows, not per task, so its spread is 0 for every block. The test is
-Wilcoxon's signed-rank test (``scipy.stats.wilcoxon``, one-sided: relevance spreads larger) of the
-per-block differences ``spread(relevance) - spread(cosine)``; with cosine measured once per checkpoint
-this asks whether relevance varies across tasks at all. Its columns repeat on every row of a checkpoint;
-NaN when fewer than two tasks define relevance or every difference is zero.
+Groups: the subjects of a task group that lm-eval reports as one task (``mmlu_*`` -> ``mmlu``) count as one
+task, as lm-eval aggregates them (``weight_by_size``): accuracy, base accuracy and random baseline are
+item-weighted means over the subjects, ``n_items`` their sum, and AccRel is recomputed from them.
+
+Task dependence (does a block's relevance differ between tasks beyond item-sampling noise?): Cochran's Q
+heterogeneity test over the blocks every task defines. AccRel of block l on task t,
+``1 - (acc - r) / (base - r)``, has the binomial sampling variance
+``v = p (1 - p) / (n (base - r)^2)`` (``p = (n acc + 0.5) / (n + 1)``, the base accuracy and the items
+treated as fixed and independent: an approximation); with weights ``w = 1 / v`` and the weighted mean
+``m_l`` over tasks, ``Q = sum_l sum_t w (rel - m_l)^2`` is chi-square with ``sum_l (T - 1)`` degrees of
+freedom when every block is equally relevant to every task (``heterogeneity_q``, ``heterogeneity_df``,
+``heterogeneity_p``, the upper tail). ``mean_spread_relevance`` is descriptive: the mean over blocks of the
+SD (ddof 0) across tasks of each task's z-scored relevance profile. (Cosine, measured once per checkpoint,
+has no task dependence to compare with.) These columns repeat on every row of a checkpoint; NaN with fewer
+than two tasks.
 """
 
 from __future__ import annotations
@@ -49,43 +56,77 @@ def zscores(wide: pd.DataFrame) -> pd.DataFrame:
     return wide.sub(wide.mean(axis=1), axis=0).div(std, axis=0)
 
 
-def _spread(z: pd.DataFrame) -> np.ndarray:
-    """Per column (block): SD (ddof 0) across rows (tasks); exactly 0 where every row holds the same value."""
-    same = (z == z.iloc[0]).all(axis=0).to_numpy()
-    return np.where(same, 0.0, z.std(axis=0, ddof=0).to_numpy())
+#: lm-eval task groups reported as one task: group name -> prefix of its subtasks' names
+TASK_GROUPS = {"mmlu": "mmlu_"}
 
 
-def task_dependence(rel_wide: pd.DataFrame, bi: pd.Series) -> dict:
-    """Wilcoxon signed-rank test of per-block z-score spreads across tasks, relevance vs cosine."""
+def group_tasks(rel: pd.DataFrame) -> pd.DataFrame:
+    """Single-block relevance rows with each group's subtasks merged into one task (module docstring)."""
+    from swapkl.relevance import acc_rel
+
+    keep, merged = [rel], []
+    for group, prefix in TASK_GROUPS.items():
+        sub = rel["task"].str.startswith(prefix)
+        if not sub.any() or (rel["task"] == group).any():
+            continue
+        keep = [k[~sub.reindex(k.index, fill_value=False)] for k in keep]
+        g = rel[sub].assign(_w=rel.loc[sub, "n_items"].astype(float))
+        for c in ("accuracy", "base_accuracy", "random_baseline"):
+            g[c] = g[c] * g["_w"]
+        out = g.groupby(["model", "revision", "metric", "layer"], sort=True)[
+            ["accuracy", "base_accuracy", "random_baseline", "_w"]].sum().reset_index()
+        for c in ("accuracy", "base_accuracy", "random_baseline"):
+            out[c] = out[c] / out["_w"]
+        out["n_items"] = out.pop("_w").astype(np.int64)
+        out["task"] = group
+        out["relevance"] = [acc_rel(a, b, r) for a, b, r in
+                            zip(out["accuracy"], out["base_accuracy"], out["random_baseline"])]
+        merged.append(out)
+    return pd.concat([*keep, *merged], ignore_index=True)
+
+
+def _variance(t: pd.DataFrame) -> pd.Series:
+    n = t["n_items"].astype(float)
+    p = (t["accuracy"].clip(0, 1) * n + 0.5) / (n + 1)
+    span = (t["base_accuracy"] - t["random_baseline"]).clip(lower=0)
+    return p * (1 - p) / (n * span**2)
+
+
+def task_dependence(long: pd.DataFrame) -> dict:
+    """Cochran's Q heterogeneity of AccRel across tasks, per block (module docstring), and the descriptive
+    mean spread of the tasks' z-scored profiles; ``long``: one row per (task, layer)."""
     nan = float("nan")
-    z = zscores(rel_wide).dropna(how="all")
-    z = z.loc[:, z.notna().all(axis=0)]
-    out = dict(n_tasks=int(len(z)), n_blocks=int(z.shape[1]), mean_spread_relevance=nan, mean_spread_cosine=nan,
-               wilcoxon_statistic=nan, wilcoxon_p=nan)
-    if len(z) < 2 or z.shape[1] < 1:
+    rel = long.pivot_table(index="task", columns="layer", values="relevance", dropna=False)
+    var = long.assign(v=_variance(long)).pivot_table(index="task", columns="layer", values="v", dropna=False)
+    ok = rel.notna() & np.isfinite(var) & (var > 0)
+    rows = ok.any(axis=1)
+    rel, var, ok = rel[rows], var[rows], ok[rows]
+    cols = ok.all(axis=0)
+    rel, var = rel.loc[:, cols], var.loc[:, cols]
+    out = dict(n_tasks=int(len(rel)), n_blocks=int(rel.shape[1]), mean_spread_relevance=nan,
+               heterogeneity_q=nan, heterogeneity_df=None, heterogeneity_p=nan)
+    if len(rel) < 2 or rel.shape[1] < 1:
         return out
-    cos = 1.0 - bi.reindex(rel_wide.columns)
-    zc = zscores(pd.DataFrame([cos.to_numpy()] * len(z), index=z.index, columns=rel_wide.columns))[z.columns]
-    spread_rel, spread_cos = _spread(z), _spread(zc.fillna(0.0))
-    out.update(mean_spread_relevance=float(spread_rel.mean()), mean_spread_cosine=float(spread_cos.mean()))
-    d = spread_rel - spread_cos
-    if np.any(d != 0):
-        w = stats.wilcoxon(d, alternative="greater")
-        out.update(wilcoxon_statistic=float(w.statistic), wilcoxon_p=float(w.pvalue))
+    z = zscores(rel)
+    out["mean_spread_relevance"] = float(z.std(axis=0, ddof=0).mean())
+    w = 1.0 / var
+    mean = (w * rel).sum(axis=0) / w.sum(axis=0)
+    q = float((w * (rel - mean) ** 2).to_numpy().sum())
+    df = int(rel.shape[1] * (len(rel) - 1))
+    out.update(heterogeneity_q=q, heterogeneity_df=df, heterogeneity_p=float(stats.chi2.sf(q, df)))
     return out
 
 
 def relevance_statistics(rel: pd.DataFrame, agg: pd.DataFrame) -> pd.DataFrame:
     """One row per checkpoint and task of ``rel`` (the relevance table's single-block rows) with BI rows in
     ``agg``."""
-    rel = single_block(rel)
+    rel = group_tasks(single_block(rel))
     rel = rel[rel["metric"].isin(PLOT_METRICS)]
     rows = []
     for (model, revision), g in rel.groupby(["model", "revision"], sort=True):
         bi = bi_per_block(agg, model, revision)
-        wide = g.pivot_table(index="task", columns="layer", values="relevance", dropna=False)
-        n_layers = wide.shape[1]
-        dep = task_dependence(wide, bi)
+        n_layers = int(g["layer"].nunique())
+        dep = task_dependence(g)
         x_ref = bi.reindex(range(n_layers)).to_numpy(float)
         for task, t in g.groupby("task", sort=True):
             x = t.set_index("layer")["relevance"].reindex(range(n_layers)).to_numpy(float)

@@ -102,6 +102,8 @@ COVARIATE_CORRELATIONS_SCHEMA = pa.schema([
 #: what one pruning run writes: the pruning table without its CIs
 PRUNING_RUN_SCHEMA = pa.schema([f for f in PRUNING_SCHEMA if f.name not in PRUNING_CI_COLUMNS])
 
+#: chance level and permutation p-value of the exact-rank and severe misranking rates (swapkl.agreement)
+RANK_CHANCE_COLUMNS = ("exact_rank_chance", "exact_rank_p", "severe_chance", "severe_p")
 AGREEMENT_SCHEMA = pa.schema([
     *_IDENTITY, ("n_layers", pa.int64()),
     ("guide", pa.string()), ("reference", pa.string()), ("n_compared", pa.int64()),
@@ -111,13 +113,16 @@ AGREEMENT_SCHEMA = pa.schema([
     ("exact_rank_misranking", pa.float64()), ("severe_misranking", pa.float64()), ("severe_offset", pa.int64()),
     ("pearson", pa.float64()), ("pearson_paper_sign", pa.float64()),
     ("layers", pa.list_(pa.int64())), ("guide_rank", pa.list_(pa.int64())), ("reference_rank", pa.list_(pa.int64())),
+    # appended: chance levels and permutation p-values of the two rates (swapkl.agreement.rank_chance)
+    *[(c, pa.float64()) for c in RANK_CHANCE_COLUMNS],
 ])
 
 #: results/relevance_stats.parquet (swapkl.relevance_stats)
 RELEVANCE_STATS_COLUMNS = ["model", "revision", "task", "metric", "reference", "n_layers", "excluded_layers",
-                           "n_ranked", "exact_rank_misranking", "severe_misranking", "severe_offset", "pearson",
+                           "n_ranked", "exact_rank_misranking", "severe_misranking", "severe_offset",
+                           "exact_rank_chance", "exact_rank_p", "severe_chance", "severe_p", "pearson",
                            "pearson_paper_sign", "layers", "guide_rank", "reference_rank", "n_tasks", "n_blocks",
-                           "mean_spread_relevance", "mean_spread_cosine", "wilcoxon_statistic", "wilcoxon_p"]
+                           "mean_spread_relevance", "heterogeneity_q", "heterogeneity_df", "heterogeneity_p"]
 
 # results/swapkl.parquet: one long table, the column `kind` says which columns a row fills (swapkl.aggregate)
 AGGREGATE_COMMON = [("kind", pa.string()), *_IDENTITY, ("n_layers", pa.int64()), ("duplicate_of", pa.string())]
@@ -168,10 +173,13 @@ SEEDS_SCHEMA = pa.schema(
      ("share_chosen", pa.float64()),
      ("data_family", pa.string()), ("init_family", pa.string()), ("quantity", pa.string()),
      ("var_data", pa.float64()), ("var_init", pa.float64()), ("n_data", pa.int64()), ("n_init", pa.int64()),
-     ("share_data", pa.float64()), ("share_init", pa.float64())])
+     ("share_data", pa.float64()), ("share_init", pa.float64()),
+     ("share_data_ci_low", pa.float64()), ("share_data_ci_high", pa.float64())])
 
 #: columns appended to a schema after files were written without them: read as null
-APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set", "head"})
+APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set", "head", "exact_rank_chance", "exact_rank_p",
+                      "severe_chance", "severe_p", "share_data_ci_low", "share_data_ci_high", "heterogeneity_q",
+                      "heterogeneity_df", "heterogeneity_p"})
 
 #: one row per (checkpoint, task, metric, scored model) of a relevance run (see swapkl.relevance). A
 #: single-block row has ``layer`` = the deleted block and null ``guide``; a pruned-set row (a pruning

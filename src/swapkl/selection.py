@@ -33,10 +33,11 @@ Baselines:
   (ties: lowest start);
 * fixed sets: layer sets named in the config (e.g. the paper's hard-coded tables), checked by
   :func:`fixed_select` and evaluated exactly like the guides' sets;
-* random: uniform over all n-subsets that satisfy a spacing -- by default the guided rules' one;
-  the paper's random baseline ignored it (spacing 0) (exact
-  sampling through the bijection ``x_k = y_k + k * spacing`` with an n-subset ``y`` of
-  ``range(L - (n - 1) * spacing)``), seeded per (seed, budget, draw).
+* random: uniform over all n-subsets of the interior blocks ``1 .. L-2`` (the first and last block are
+  never drawn, as in the paper's random baselines; ``random_interior=False`` draws from every block)
+  that satisfy a spacing -- by default the guided rules' one; the paper's random baseline ignored it
+  (spacing 0) (exact sampling through the bijection ``x_k = y_k + k * spacing`` with an n-subset ``y`` of
+  ``range(L' - (n - 1) * spacing)``, ``L'`` the number of candidate blocks), seeded per (seed, budget, draw).
 """
 
 from __future__ import annotations
@@ -230,12 +231,35 @@ def fixed_select(layers: Sequence[int], n_layers: int, name: str) -> list[int]:
     return out
 
 
-def random_select(n_layers: int, n: int, spacing: int, rng: np.random.Generator) -> list[int]:
-    """A uniformly random n-subset whose members are more than ``spacing`` apart."""
-    check_budget(n, n_layers, spacing)
-    m = n_layers - (n - 1) * spacing
+def random_select(n_layers: int, n: int, spacing: int, rng: np.random.Generator, *,
+                  interior: bool = False) -> list[int]:
+    """A uniformly random n-subset whose members are more than ``spacing`` apart; ``interior``: of the
+    blocks ``1 .. n_layers - 2`` only (the first and last block are never drawn)."""
+    first, count = (1, n_layers - 2) if interior else (0, n_layers)
+    if interior and count < 1:
+        raise BudgetError(f"a {n_layers}-layer model has no interior block to draw")
+    try:
+        check_budget(n, count, spacing)
+    except BudgetError as e:
+        raise BudgetError(f"{e} ({'interior blocks 1..' + str(n_layers - 2) if interior else 'all blocks'})") from None
+    m = count - (n - 1) * spacing
     y = np.sort(rng.choice(m, size=n, replace=False)) if n else np.array([], dtype=np.int64)
-    return [int(v) + k * spacing for k, v in enumerate(y)]
+    return [first + int(v) + k * spacing for k, v in enumerate(y)]
+
+
+def fixed_set_keys(fixed_sets: Mapping[str, Sequence[Sequence[int]]]) -> list[tuple[str, int | None, list[int]]]:
+    """Every set of ``fixed_sets`` as ``(name, index, layers)``: ``index`` numbers the sets of one size within a
+    name (0, 1, ... in config order) when the name holds several of that size, else None -- so no set is lost
+    to another of its size (the rows' ``random_draw`` column carries the index)."""
+    out = []
+    for name, sets in fixed_sets.items():
+        sizes = [len(set(s)) for s in sets]
+        seen: dict[int, int] = {}
+        for layers, size in zip(sets, sizes):
+            k = seen.get(size, 0)
+            seen[size] = k + 1
+            out.append((name, k if sizes.count(size) > 1 else None, list(layers)))
+    return out
 
 
 def random_rng(seed: int, budget: int, draw: int) -> np.random.Generator:
@@ -254,7 +278,9 @@ class SelectionOptions:
       ``replacement_max_clustered`` (the same greedy over the layers lo <= i < hi), None: not run;
     * ``fixed_sets``: name -> list of layer sets, each evaluated as guide ``fixed`` at budget
       len(set), with ``fixed_set`` = name;
-    * ``random_spacing``: the random baseline's spacing (None: the guides' spacing; the paper: 0).
+    * ``random_spacing``: the random baseline's spacing (None: the guides' spacing; the paper: 0);
+    * ``random_interior``: random draws from the interior blocks ``1 .. L-2`` only (default, as the paper's
+      random baselines did); False draws from every block.
     """
 
     score_pairs: str | None = None
@@ -262,6 +288,7 @@ class SelectionOptions:
     clustered_region: tuple[int, int] | None = None
     fixed_sets: Mapping[str, Sequence[Sequence[int]]] = field(default_factory=dict)
     random_spacing: int | None = None
+    random_interior: bool = True
 
     def __post_init__(self):
         if self.tie_break not in ("deletion", "index"):
@@ -281,4 +308,5 @@ class SelectionOptions:
     def as_dict(self) -> dict:
         return dict(score_pairs=self.score_pairs, tie_break=self.tie_break,
                     clustered_region=None if self.clustered_region is None else list(self.clustered_region),
-                    fixed_sets=self.fixed_sets, random_spacing=self.random_spacing)
+                    fixed_sets=self.fixed_sets, random_spacing=self.random_spacing,
+                    random_interior=bool(self.random_interior))

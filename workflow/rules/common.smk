@@ -577,7 +577,7 @@ def get_prune_settings(model):
 def get_selection_options(wildcards):
     """Keyword arguments of swapkl.selection.SelectionOptions for a model's pruning runs."""
     prune = config["models"][wildcards.model]["prune"]
-    keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing")
+    keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing", "random_interior")
     return {key: prune[key] for key in keys}
 
 
@@ -774,7 +774,8 @@ def figure_files(stem):
 def get_final_outputs():
     """Every file the README lists as an output, intermediate tables included, so that a deleted one is
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
-    outputs = ["results/swapkl.parquet", *get_all_probe_files(), *get_all_repr_files()]
+    outputs = ["results/swapkl.parquet", "results/paper_scorecard.parquet", *get_all_probe_files(),
+               *get_all_repr_files()]
     members = seed_members()  # per-model figures: not for seed family members (see seed_band_families)
     for model in trajectory_models():
         if model not in members:

@@ -102,3 +102,38 @@ use rule probe_replacement as probe_head_interchange with:
         gpu=1,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=16),
+
+
+# The paper's own variants of the two (swapkl.pairs): both-slot averaging, one-direction head swap.
+
+
+use rule probe_replacement as probe_averaging_paper with:
+    output:
+        probe=probe_file("{model}", "{revision}", "averaging_paper"),
+    params:
+        protocol="averaging_paper",
+        progress=get_progress_path("averaging_paper"),
+    log:
+        "logs/{model}/{revision}/probe_averaging_paper.log",
+    benchmark:
+        "benchmarks/{model}/{revision}/probe_averaging_paper.tsv"
+    resources:
+        gpu=1,
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=8),
+
+
+use rule probe_replacement as probe_head_interchange_paper with:
+    output:
+        probe=probe_file("{model}", "{revision}", "head_interchange_paper"),
+    params:
+        protocol="head_interchange_paper",
+        progress=get_progress_path("head_interchange_paper"),
+    log:
+        "logs/{model}/{revision}/probe_head_interchange_paper.log",
+    benchmark:
+        "benchmarks/{model}/{revision}/probe_head_interchange_paper.tsv"
+    resources:
+        gpu=1,
+        mem_mb=gpu_job_mem_mb,
+        runtime=gpu_job_runtime(minutes_per_gb=16),

@@ -1,9 +1,11 @@
-import re
-
 # The report's sections, numbered from one list (a rule names its section with section("key")), and an HTML
 # view of every results table (the report cannot show Parquet).
 
+import re
+
+
 REPORT_SECTIONS = (
+    ("scorecard", "Reproduction scorecard: published numbers against swapkl"),
     ("demo", "Demo training"),
     ("gap", "Protocol gap along training"),
     ("ratio", "I/R ratio by pair distance"),

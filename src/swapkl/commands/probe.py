@@ -20,7 +20,9 @@ def add_parser(sub) -> None:
     add_model_arguments(p, label=True)
     add_forward_arguments(p)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
-                   help=f"comma-separated subset of {', '.join(PROTOCOLS)} (default: replacement,interchange,deletion)")
+                   help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange, "
+                        "and the paper's variants averaging_paper (both slots run the average), "
+                        "head_interchange_paper (one direction) (default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     p.add_argument("--rope", choices=("on", "off"), default="on",

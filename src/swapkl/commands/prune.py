@@ -46,6 +46,9 @@ def add_parser(sub) -> None:
     p.add_argument("--n-random", type=int, default=10, help="random draws per budget (default: 10)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` (default: 0)")
+    p.add_argument("--random-include-ends", action="store_true",
+                   help="random draws may remove the first and last block (default: interior blocks 1..L-2 only, "
+                        "as the paper's random baselines); recorded in the provenance")
     p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: angular)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
@@ -110,6 +113,7 @@ def run_prune(args) -> None:
     sliding-window perplexity on held-out text and KL against the base model on the probe windows; write one
     Parquet file (`swapkl aggregate-pruning` adds the bootstrap confidence intervals)."""
     from swapkl.prune import run_pruning
+    from swapkl.selection import SelectionOptions
 
     run_pruning(args.model, args.probe, args.repr, args.out, revision=args.revision, budgets=args.budgets,
                 spacing=args.spacing, eval_data=eval_spec(args), calib_data=data_spec(args, "calib-"),
@@ -117,7 +121,8 @@ def run_prune(args) -> None:
                 dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                 agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
                 trust_remote_code=args.trust_remote_code, compute_dtype=args.compute_dtype,
-                rope_scaling=args.rope_scaling, metadata=label_metadata(args))
+                rope_scaling=args.rope_scaling, metadata=label_metadata(args),
+                selection=SelectionOptions(random_interior=not args.random_include_ends))
 
 
 def run_aggregate(args) -> None:

@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     input_arg(a, "--inputs", what="relevance file", nargs="+", required=True, metavar="FILE.parquet", help="relevance files")
     output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined table")
 
-    st = command(sub, "relevance-stats", run_stats, "relevance against cosine (BI): Pearson R, misranking, Wilcoxon")
+    st = command(sub, "relevance-stats", run_stats, "relevance against cosine (BI): Pearson R, misranking with chance levels, task dependence")
     input_arg(st, "--input", what="relevance table", required=True, metavar="FILE.parquet", help="relevance table")
     input_arg(st, "--aggregate", what="aggregate", required=True, metavar="FILE.parquet", help="results/swapkl.parquet (BI rows)")
     output_arg(st, "--out", required=True, metavar="FILE.parquet", help="statistics table")
@@ -90,7 +90,8 @@ def run_plot(args) -> None:
 
 def run_stats(args) -> None:
     """Per checkpoint and task: Pearson R of AccRel and BI (and in the paper's sign), exact-rank and severe
-    misranking (boundary blocks excluded), and the Wilcoxon task-dependence test (results/relevance_stats.parquet)."""
+    misranking with their chance levels and permutation p-values (boundary blocks excluded), and Cochran's Q
+    test of task dependence (results/relevance_stats.parquet)."""
     from swapkl.relevance_stats import summarise_relevance
 
     summarise_relevance(args.input, args.aggregate, args.out)

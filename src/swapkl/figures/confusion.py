@@ -36,8 +36,10 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
         ax_c.set_xlabel(f"rank by {name(reference)} (0 = safest to remove)")
         ax_c.set_ylabel(f"rank by {name(guide)} (0 = safest to remove)")
         ax_c.grid(False)
-        ax_c.set_title(f"{name(guide)} vs {name(reference)}:\nexact rank differs for {r['exact_rank_misranking']:.1%}, "
-                       f"severe (offset ≥ {r['severe_offset']}) for {r['severe_misranking']:.1%}\n"
+        ax_c.set_title(f"{name(guide)} vs {name(reference)}:\nexact rank differs for {r['exact_rank_misranking']:.1%} "
+                       f"(chance {r['exact_rank_chance']:.1%}, p = {r['exact_rank_p']:.3g}),\n"
+                       f"severe (offset ≥ {r['severe_offset']}) for {r['severe_misranking']:.1%} "
+                       f"(chance {r['severe_chance']:.1%}, p = {r['severe_p']:.3g})\n"
                        f"Spearman ρ of the ranks = {rho:.2f}", fontsize=9)
         vs = g.sort_values("guide")
         y = np.arange(len(vs))
@@ -46,6 +48,8 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
         ax_b.barh(y + 0.2, vs["severe_misranking"].to_numpy(dtype=float), height=0.4, color=VERMILLION,
                   label="severe (rank offset ≥ ⌈m/4⌉)")
         ax_b.axvline(1 - 1 / m, color="black", lw=0.8, ls=":", label=f"exact-rank chance level (1 − 1/{m})")
+        if np.isfinite(r["severe_chance"]):
+            ax_b.axvline(r["severe_chance"], color=VERMILLION, lw=0.8, ls=":", label="severe chance level")
         ax_b.set_yticks(y, [name(k) for k in vs["guide"]])
         ax_b.invert_yaxis()
         ax_b.set_xlim(0, 1)

@@ -106,6 +106,22 @@ def _table(table, reader) -> pd.DataFrame:
     return table if isinstance(table, pd.DataFrame) else reader(table)
 
 
+def _fixed_mean(rows: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """A fixed set's rows, one per budget: where the name holds several sets of one size (e.g. random trials),
+    their mean, with the sets' min and max in place of the CI columns."""
+    ok = rows[rows["feasible"].astype(bool)]
+    if ok.empty or ok.groupby("budget").size().max() == 1:
+        return rows, False
+    g = ok.groupby("budget")
+    out = pd.DataFrame({"budget": list(g.groups), "feasible": True,
+                        "delta_ppl_pct": g["delta_ppl_pct"].mean().to_numpy(),
+                        "delta_ppl_pct_ci_low": g["delta_ppl_pct"].min().to_numpy(),
+                        "delta_ppl_pct_ci_high": g["delta_ppl_pct"].max().to_numpy(),
+                        "kl_mean": g["kl_mean"].mean().to_numpy(), "kl_ci_low": g["kl_mean"].min().to_numpy(),
+                        "kl_ci_high": g["kl_mean"].max().to_numpy()})
+    return out, True
+
+
 def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:
     """Delta PPL % (left) and KL to the base model (right) vs number of removed blocks, one line per guide
     (and per named fixed set)."""
@@ -115,8 +131,9 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
     series = [(k, GUIDE_STYLE[k], g[g["guide"] == k]) for k in GUIDE_STYLE if k in set(g["guide"])]
     fixed = g[g["guide"] == "fixed"]
     for n, name in enumerate(sorted(set(fixed["fixed_set"].dropna()))):
-        style = (f"Fixed set {name}", FAMILIES["control"].colour, "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)])
-        series.append(("fixed", style, fixed[fixed["fixed_set"] == name]))
+        rows, several = _fixed_mean(fixed[fixed["fixed_set"] == name])
+        label = f"Fixed set {name}" + (" (mean of its sets; bars: min–max)" if several else "")
+        series.append(("fixed", (label, FAMILIES["control"].colour, "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)]), rows))
     guides = [k for k, _, _ in series]
     base = g[g["guide"] == "base"].iloc[0]
     with figure_style():

@@ -20,7 +20,7 @@ from swapkl.errors import SwapKLError
 from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
-from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, zscores
+from swapkl.relevance_stats import PLOT_METRICS, bi_per_block, group_tasks, zscores
 from swapkl.schemas import RELEVANCE_STATS_COLUMNS, read_frame
 
 
@@ -30,7 +30,7 @@ def read_relevance(path) -> pd.DataFrame:
 
 def relevance_of(rel: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
     """The checkpoint's single-block rows on the plotted metrics (pruned-set rows are not per block)."""
-    rel = schemas.single_block(rel)
+    rel = group_tasks(schemas.single_block(rel))  # MMLU's subjects as one task, as lm-eval groups them
     sel = rel[(rel["model"] == model) & (rel["revision"] == revision) & rel["metric"].isin(PLOT_METRICS)]
     if sel.empty:
         raise SwapKLError(f"relevance table has no acc / next_token_acc rows for {model} {revision}")
@@ -77,7 +77,8 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             st = rank_statistics(y, 1.0 - x)  # relevance vs BI, both low = safe to remove; boundary layers out
             if np.isfinite(st["pearson"]):
                 title += (f"\nPearson R = {st['pearson_paper_sign']:+.2f}; rank differs "
-                          f"{100 * st['exact_rank_misranking']:.0f}%, severe {100 * st['severe_misranking']:.0f}%")
+                          f"{100 * st['exact_rank_misranking']:.0f}% (chance {100 * st['exact_rank_chance']:.0f}%), "
+                          f"severe {100 * st['severe_misranking']:.0f}% (chance {100 * st['severe_chance']:.0f}%)")
             elif not ok.any():
                 title += "\nAccRel undefined: base model not above chance"
             inner = ok & ~np.isin(layer, list(boundary))
@@ -155,8 +156,10 @@ def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, mod
             ax.plot([-0.5, m - 0.5], [-0.5, m - 0.5], color=BLUE, lw=0.8, ls="--")
             ax.set_xticks(range(m))
             ax.set_yticks(range(m))
-            ax.set_title(f"{r['task']} ({r['metric']})\nrank differs {r['exact_rank_misranking']:.0%}, "
-                         f"severe (offset \u2265 {int(r['severe_offset'])}) {r['severe_misranking']:.0%}", fontsize=8)
+            ax.set_title(f"{r['task']} ({r['metric']})\nrank differs {r['exact_rank_misranking']:.0%} "
+                         f"(chance {r['exact_rank_chance']:.0%}, p = {r['exact_rank_p']:.2g}),\n"
+                         f"severe (offset \u2265 {int(r['severe_offset'])}) {r['severe_misranking']:.0%} "
+                         f"(chance {r['severe_chance']:.0%}, p = {r['severe_p']:.2g})", fontsize=8)
             ax.set_xlabel("rank by BI = 1 \u2212 cos (0 = most redundant)")
             if ax is axes[0]:
                 ax.set_ylabel("rank by AccRel (0 = least relevant)")

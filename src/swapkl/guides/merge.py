@@ -8,6 +8,10 @@ accepted pairs are merged (nested in ``n``): slot ``i`` runs the average of bloc
 ``removed_layers`` and the merged slots in ``merged_layers``. Unlike Yang et al.'s LaCo (RDSC
 merge of several layers into one, accepted by a representation-similarity threshold), this is the
 paper's pairwise-average variant (its Table 15, footnote section mark).
+
+``laco_paper`` is the same merge with the pairs ordered as the paper's script ordered them: by the
+replacement distance ``max(KL(M_{i<-i+1}), KL(M_{i+1<-i}))`` of the probe rows (the paper measured it at the
+last position of each prompt, the probe's KL position setting); ``laco`` orders by interchange KL.
 """
 
 from __future__ import annotations
@@ -34,18 +38,28 @@ def laco_pairs(adjacent_kl: dict[tuple[int, int], float], n: int) -> list[tuple[
     return chosen if len(chosen) == n else None
 
 
-@register_guide("laco", rank=110, label="LaCo merge (adjacent pairs averaged, by interchange KL)",
-                family="merge", linestyle=":", marker="p")
-def laco(ctx: GuideContext) -> Selection | None:
-    if "interchange" not in ctx.protocols():
-        return ctx.skip("laco", "no interchange rows to order the adjacent pairs")
-    adjacent = {k: v for k, v in pair_distances(ctx.probe, "interchange").items() if k[1] - k[0] == 1 and v == v}
+def _merge_selection(ctx: GuideContext, name: str, order_by: str) -> Selection | None:
+    if order_by.split("_")[0] not in ctx.protocols():
+        return ctx.skip(name, f"no {order_by.split('_')[0]} rows to order the adjacent pairs")
+    adjacent = {k: v for k, v in pair_distances(ctx.probe, order_by).items() if k[1] - k[0] == 1 and v == v}
     sel = Selection()
     for n in ctx.budgets:
         pairs = laco_pairs(adjacent, n)
         if pairs is None:
-            log.warning("guide laco: budget %d not reached: fewer than %d disjoint adjacent pairs were probed", n, n)
+            log.warning("guide %s: budget %d not reached: fewer than %d disjoint adjacent pairs were probed", name, n, n)
             sel.removed[(n, None)] = None
             continue
         sel.removed[(n, None)] = Pruned(tuple(sorted(j for _, j in pairs)), tuple(sorted(i for i, _ in pairs)))
     return sel
+
+
+@register_guide("laco", rank=110, label="LaCo merge (adjacent pairs averaged, by interchange KL)",
+                family="merge", linestyle=":", marker="p")
+def laco(ctx: GuideContext) -> Selection | None:
+    return _merge_selection(ctx, "laco", "interchange")
+
+
+@register_guide("laco_paper", rank=112, label="LaCo merge as the paper ordered it (by replacement KL, max)",
+                family="merge", linestyle="-.", marker="h")
+def laco_paper(ctx: GuideContext) -> Selection | None:
+    return _merge_selection(ctx, "laco_paper", "replacement_max")

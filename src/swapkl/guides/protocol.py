@@ -17,6 +17,7 @@ from swapkl.selection import (
     BudgetError,
     deletion_scores,
     fixed_select,
+    fixed_set_keys,
     greedy_select,
     layer_scores_from_pairs,
     pair_distances,
@@ -114,13 +115,14 @@ register_guide("replacement_max_clustered", rank=54, label="Replacement-guided w
                 plotted=False)
 def fixed_sets(ctx: GuideContext) -> Selection | None:
     """Named fixed layer sets (the paper's hard-coded tables), evaluated exactly like a guide's set; the row
-    key's second element is the set's name, written as ``fixed_set``; the budget is the set's size."""
+    key's second element is ``(name, index)``: the name is written as ``fixed_set``, the index (sets of one
+    size within a name, :func:`swapkl.selection.fixed_set_keys`) as ``random_draw``; the budget is the set's
+    size."""
     if not ctx.options.fixed_sets:
         return None
     sel = Selection()
-    for name, sets in ctx.options.fixed_sets.items():
-        for layers in sets:
-            chosen = fixed_select(layers, ctx.n_layers, name)
-            sel.removed[(len(chosen), name)] = Pruned(tuple(chosen))
+    for name, k, layers in fixed_set_keys(ctx.options.fixed_sets):
+        chosen = fixed_select(layers, ctx.n_layers, name)
+        sel.removed[(len(chosen), (name, k))] = Pruned(tuple(chosen))
     return sel
 

@@ -1,0 +1,32 @@
+# The reproduction scorecard: every published number of the reproduced papers against swapkl's value, from
+# whichever result tables this config produces (swapkl.scorecard; rows of models not run say what they need).
+
+
+def scorecard_inputs():
+    inputs = {"aggregate": "results/swapkl.parquet"}
+    if prune_checkpoints():
+        inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
+    if relevance_checkpoints():
+        inputs["relevance_stats"] = "results/relevance_stats.parquet"
+    return inputs
+
+
+rule summarise_scorecard:
+    input:
+        **scorecard_inputs(),
+    output:
+        table="results/paper_scorecard.parquet",
+        html=report(
+            "results/paper_scorecard.html",
+            caption="../report/paper_scorecard.rst",
+            category=section("scorecard"),
+        ),
+    log:
+        "logs/summarise_scorecard.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/summarise_scorecard.py"
