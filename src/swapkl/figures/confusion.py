@@ -36,11 +36,7 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
         ax_c.set_xlabel(f"rank by {name(reference)} (0 = safest to remove)")
         ax_c.set_ylabel(f"rank by {name(guide)} (0 = safest to remove)")
         ax_c.grid(False)
-        ax_c.set_title(f"{name(guide)} vs {name(reference)}:\nexact rank differs for {r['exact_rank_misranking']:.1%} "
-                       f"(chance {r['exact_rank_chance']:.1%}, p = {r['exact_rank_p']:.3g}),\n"
-                       f"severe (offset ≥ {r['severe_offset']}) for {r['severe_misranking']:.1%} "
-                       f"(chance {r['severe_chance']:.1%}, p = {r['severe_p']:.3g})\n"
-                       f"Spearman ρ of the ranks = {rho:.2f}", fontsize=9)
+        ax_c.set_title(f"{name(guide)} vs {name(reference)}: Spearman ρ of the ranks = {rho:.2f}", fontsize=9)
         vs = g.sort_values("guide")
         y = np.arange(len(vs))
         ax_b.barh(y - 0.2, vs["exact_rank_misranking"].to_numpy(dtype=float), height=0.4, color=BLUE,
@@ -57,7 +53,11 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
         ax_b.set_title(f"Every guide against the {name(reference)} ranking")
         ax_b.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize="x-small")
         fig.suptitle(f"{model} @ {revision}: rank confusion (second seed paper's statistics)")
-        add_note(fig, f"Ordinal ranks of the per-layer scores (low = safe to remove; ties: lower layer first) over "
+        add_note(fig, f"{name(guide)} against {name(reference)}: exact rank differs for "
+                      f"{r['exact_rank_misranking']:.1%} of the layers (chance {r['exact_rank_chance']:.1%}, "
+                      f"permutation p = {r['exact_rank_p']:.3g}); severe (offset ≥ {r['severe_offset']}) for "
+                      f"{r['severe_misranking']:.1%} (chance {r['severe_chance']:.1%}, p = {r['severe_p']:.3g}). "
+                      f"Ordinal ranks of the per-layer scores (low = safe to remove; ties: lower layer first) over "
                       f"the {m} layers both rankings score; boundary layers excluded: {excluded}. Spearman ρ = "
                       f"{rho:.2f} is the Pearson correlation of these ranks, so no single layer dominates it (the "
                       "Pearson r of the raw scores in the agreement table can be set by one outlying layer); the "

@@ -137,8 +137,11 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
     guides = [k for k, _, _ in series]
     base = g[g["guide"] == "base"].iloc[0]
     with figure_style():
-        fig = new_figure(12.0, 4.6 + 0.22 * len(series) + 1.0)
-        top, bottom = fig.subfigures(2, 1, height_ratios=[4.6, 0.22 * len(series) + 1.0])
+        # the grouped legend (one row per rule and per family header) sits beside the top panels: they are at
+        # least as tall as it, so it never reaches down into the ranked panel
+        top_h = max(4.6, 0.2 * (len(series) + len(FAMILIES)) + 0.8)
+        fig = new_figure(12.0, top_h + 0.22 * len(series) + 1.0)
+        top, bottom = fig.subfigures(2, 1, height_ratios=[top_h, 0.22 * len(series) + 1.0])
         ax_p, ax_k = top.subplots(1, 2)
         width = 0.6 / max(len(guides), 1)
         for k, (guide, (label, colour, ls, marker), rows_of) in enumerate(series):

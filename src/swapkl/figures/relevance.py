@@ -76,9 +76,10 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             title = f"{task} ({m['metric'].iloc[0]})"
             st = rank_statistics(y, 1.0 - x)  # relevance vs BI, both low = safe to remove; boundary layers out
             if np.isfinite(st["pearson"]):
-                title += (f"\nPearson R = {st['pearson_paper_sign']:+.2f}; rank differs "
-                          f"{100 * st['exact_rank_misranking']:.0f}% (chance {100 * st['exact_rank_chance']:.0f}%), "
-                          f"severe {100 * st['severe_misranking']:.0f}% (chance {100 * st['severe_chance']:.0f}%)")
+                title += (f"\nPearson R = {st['pearson_paper_sign']:+.2f}"
+                          f"\nrank differs {100 * st['exact_rank_misranking']:.0f}% "
+                          f"(chance {100 * st['exact_rank_chance']:.0f}%)"
+                          f"\nsevere {100 * st['severe_misranking']:.0f}% (chance {100 * st['severe_chance']:.0f}%)")
             elif not ok.any():
                 title += "\nAccRel undefined: base model not above chance"
             inner = ok & ~np.isin(layer, list(boundary))
