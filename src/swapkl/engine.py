@@ -205,11 +205,15 @@ class ProbeEngine:
     @torch.inference_mode()
     def token_stats(self, state: BatchState, variant: Variant) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-valid-token KL and NLL of a variant (float64)."""
-        h = self.final_hidden(state, variant)
+        return self.hidden_stats(state, self.final_hidden(state, variant), variant.key)
+
+    @torch.inference_mode()
+    def hidden_stats(self, state: BatchState, h: torch.Tensor, key: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-valid-token KL and NLL (float64) of the stream ``h`` after the last block of the variant ``key``."""
         hv = self.adapter.final_norm(h)[state.valid]
         kl, nll = kl_and_nll(self.unemb, hv, state.targets, self.chunk_tokens)
         if not torch.isfinite(kl).all():
-            raise SwapKLError(f"variant {variant.key} produced non-finite logits")
+            raise SwapKLError(f"variant {key} produced non-finite logits")
         return kl, nll
 
     def seq_stats(self, state: BatchState, kl: torch.Tensor, nll: torch.Tensor) -> SeqStats:

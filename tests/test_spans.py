@@ -1,0 +1,199 @@
+"""Span experiments (swapkl.spans) against the stock transformers forward.
+
+Reorderings (skip, reverse, shuffle, repeat) are compared with the stock forward over a reordered
+``nn.ModuleList`` (tests/naive_reference.py). The parallel variants are compared with the stock forward
+over a *wrapped* block list written here from the method's description: each block of the span is
+replaced by a member module that, called by the stock forward with its own slot's arguments (mask,
+rotary embeddings), runs its block on the stream that entered the span; the span's last member
+returns the input plus the mean of the members' updates (in float64), and re-runs the whole step
+(with each member's recorded arguments) for looped parallel. Tolerance: tests/test_engine.py's RTOL
+(the same float32 modules and depth; the reference's float64 average is closer to exact than the
+engine's float32 one, a difference of ~1e-7 relative per step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import naive_reference as ref
+from swapkl.engine import ProbeEngine
+from swapkl.errors import SwapKLError
+from swapkl.spans import measure_spans, span_table, span_variants
+from swapkl.sweep import window_batches
+from tiny_models import ARCHS, random_tokens, tiny_model
+
+N_LAYERS = 8
+VOCAB = 97
+RTOL = 1e-5
+ARCH_SUBSET = ("gpt_neox", "llama", "qwen3", "gpt2")  # parallel residual, GQA, per-slot masks, block-bound scale
+
+
+def _batch():
+    ids = random_tokens(VOCAB, 3, 20, seed=4)
+    mask = torch.ones_like(ids)
+    mask[1, 13:] = 0
+    mask[2, 6:] = 0
+    return ids, mask
+
+
+def _unwrap(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _rewrap(like, h):
+    return (h,) + tuple(like[1:]) if isinstance(like, tuple) else h
+
+
+class _Member(torch.nn.Module):
+    """Block ``block`` of a parallel span, called by the stock forward at its own slot."""
+
+    def __init__(self, block, shared, first, last, loops):
+        super().__init__()
+        self.block, self.first, self.last, self.loops = block, first, last, loops
+        self.shared = shared  # a plain dict: the span's input, the members' updates and their call arguments
+
+    def forward(self, hidden_states, *args, **kwargs):
+        s = self.shared
+        if self.first:
+            s.update(x=hidden_states, deltas=[], calls=[])
+        x = s["x"]
+        s["calls"].append((self.block, args, kwargs))
+        out = self.block(x, *args, **kwargs)
+        s["deltas"].append(_unwrap(out).double() - x.double())
+        if not self.last:
+            return _rewrap(out, x)  # the next member reads the span's input again
+        h = (x.double() + torch.stack(s["deltas"]).mean(0)).to(x.dtype)
+        for _ in range(self.loops - 1):
+            ds = [_unwrap(b(h, *a, **kw)).double() - h.double() for b, a, kw in s["calls"]]
+            h = (h.double() + torch.stack(ds).mean(0)).to(x.dtype)
+        return _rewrap(out, h)
+
+
+def _parallel_logits(model, ids, mask, start, end, loops):
+    layers = ref.block_list(model)
+    original = list(layers)
+    shared = {}
+    try:
+        for b in range(start, end):
+            layers[b] = _Member(original[b], shared, b == start, b == end - 1, loops)
+        with torch.inference_mode():
+            return model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    finally:
+        for b, m in enumerate(original):
+            layers[b] = m
+
+
+def _expected_order(kind, s, e, n, seed=0):
+    head, tail = list(range(s)), list(range(e, n))
+    if kind == "skip":
+        return head + tail
+    if kind == "reverse":
+        return head + list(reversed(range(s, e))) + tail
+    if kind == "repeat":
+        return head + [(n - 1) // 2] * (e - s) + tail
+    rng = np.random.default_rng([seed, s])
+    perm = list(rng.permutation(np.arange(s, e)))
+    while perm == list(range(s, e)):  # the identity is no shuffle: the next draw
+        perm = list(rng.permutation(np.arange(s, e)))
+    return head + perm + tail
+
+
+def _per_sequence_kl(model, ids, mask, var_logits, base_logits):
+    valid = mask.bool()
+    kl = ref.kl_per_position(base_logits, var_logits)
+    return torch.where(valid, kl, torch.zeros_like(kl)).sum(1) / valid.sum(1).double()
+
+
+@pytest.mark.parametrize("arch", ARCH_SUBSET)
+def test_every_span_variant_matches_the_stock_forward(arch):
+    model = tiny_model(arch, n_layers=N_LAYERS, vocab=VOCAB)
+    ids, mask = _batch()
+    variants = span_variants(["skip", "reverse", "shuffle", "repeat", "parallel", "looped_parallel"], N_LAYERS,
+                             loops=(2, 3), seed=5)
+    engine = ProbeEngine(model, chunk_tokens=7)
+    results = measure_spans(engine, window_batches(ids.numpy(), mask.numpy(), 2), variants, device="cpu")
+    base_logits = ref.logits(model, ids, mask)
+    starts = sorted({v.start for v in variants})
+    assert starts == [1, 2, 3]  # widths 6, 4, 2
+    for v in variants:
+        got = np.concatenate([p["kl_sum"] for p in results[v.key]]) / np.concatenate(
+            [p["tokens"] for p in results[v.key]])
+        if v.order is not None:
+            order = _expected_order(v.kind, v.start, v.end, N_LAYERS, seed=5)
+            assert list(v.order) == order, v.key
+            want = ref.per_sequence(model, ids, mask, order, base_logits).kl_mean
+        else:
+            logits = _parallel_logits(model, ids, mask, v.start, v.end, v.loops)
+            want = _per_sequence_kl(model, ids, mask, logits, base_logits)
+        assert (want > 1e-4).all(), v.key  # the variant changes the output: the comparison can fail
+        err = np.max(np.abs(got - want.numpy()) / want.numpy())
+        assert err <= RTOL, f"{arch} {v.key}: relative error {err:.3g}"
+
+
+def test_parallel_reference_is_not_the_sequential_model():
+    """Guard: a wrapper that runs the members in sequence (the base model) differs from the parallel one."""
+    model = tiny_model("llama", n_layers=N_LAYERS, vocab=VOCAB)
+    ids, mask = _batch()
+    base = ref.logits(model, ids, mask)
+    par = _parallel_logits(model, ids, mask, 2, 6, 1)
+    assert _per_sequence_kl(model, ids, mask, par, base).min() > 1e-3
+
+
+def test_prefix_reuse_and_no_weight_copies():
+    """Each variant runs only from slot s on, with the model's own block objects."""
+    model = tiny_model("llama", n_layers=N_LAYERS, vocab=VOCAB)
+    ids, mask = _batch()
+    ptrs = [p.data_ptr() for p in model.parameters()]
+    calls = []
+    blocks = list(ref.block_list(model))
+    hooks = [b.register_forward_pre_hook(lambda m, a, k=k: calls.append(k)) for k, b in enumerate(blocks)]
+    try:
+        engine = ProbeEngine(model)
+        variants = span_variants(["skip", "parallel", "looped_parallel"], N_LAYERS, loops=(2,), min_start=3)
+        measure_spans(engine, window_batches(ids.numpy(), mask.numpy(), 3), variants, device="cpu")
+    finally:
+        for h in hooks:
+            h.remove()
+    base = list(range(N_LAYERS))
+    skip = [5, 6, 7]
+    # parallel x1 then x2 share the first step: 3, 4 | tail 5, 6, 7 | 3, 4 | tail 5, 6, 7
+    parallel = [3, 4, 5, 6, 7, 3, 4, 5, 6, 7]
+    assert calls == base + parallel + skip  # the parallel variants run from the base item's cached stream
+    assert [p.data_ptr() for p in model.parameters()] == ptrs
+
+
+def test_table_rows_and_bad_options():
+    model = tiny_model("gpt_neox", n_layers=6, vocab=VOCAB)
+    ids, mask = _batch()
+    variants = span_variants("skip,repeat", 6)
+    engine = ProbeEngine(model)
+    results = measure_spans(engine, window_batches(ids.numpy(), mask.numpy(), 8), variants, device="cpu")
+    table = span_table(results, variants, dict(model="m", revision="main", step=None, n_layers=6)).to_pylist()
+    assert [(r["variant"], r["start"], r["width"]) for r in table] == [
+        ("base", None, 0), ("skip", 1, 4), ("repeat", 1, 4), ("skip", 2, 2), ("repeat", 2, 2)]
+    assert table[0]["kl_mean"] == 0.0 and table[2]["middle"] == 2 and table[2]["order"] == [0, 2, 2, 2, 2, 5]
+    assert table[1]["n_tokens"] == int(mask.sum())
+    with pytest.raises(SwapKLError, match="unknown span variant 'sideways'"):
+        span_variants("skip,sideways", 6)
+    with pytest.raises(SwapKLError, match="loops must be at least 2"):
+        span_variants("looped_parallel", 6, loops=(1,))
+
+
+@pytest.mark.parametrize("arch", [a for a in ARCHS if a not in ARCH_SUBSET])
+def test_parallel_on_the_other_architectures(arch):
+    model = tiny_model(arch, n_layers=6, vocab=VOCAB)
+    ids, mask = _batch()
+    variants = span_variants(["parallel", "reverse"], 6)
+    engine = ProbeEngine(model)
+    results = measure_spans(engine, window_batches(ids.numpy(), mask.numpy(), 3), variants, device="cpu")
+    base_logits = ref.logits(model, ids, mask)
+    for v in variants:
+        got = results[v.key][0]["kl_sum"] / results[v.key][0]["tokens"]
+        if v.order is None:
+            want = _per_sequence_kl(model, ids, mask, _parallel_logits(model, ids, mask, v.start, v.end, 1),
+                                    base_logits)
+        else:
+            want = ref.per_sequence(model, ids, mask, list(v.order), base_logits).kl_mean
+        assert np.max(np.abs(got - want.numpy()) / want.numpy()) <= RTOL, v.key
