@@ -197,3 +197,40 @@ def test_parallel_on_the_other_architectures(arch):
         else:
             want = ref.per_sequence(model, ids, mask, list(v.order), base_logits).kl_mean
         assert np.max(np.abs(got - want.numpy()) / want.numpy()) <= RTOL, v.key
+
+
+def test_command_aggregate_and_figure(tmp_path):
+    """`swapkl spans` -> results/spans.parquet beside the probes' adjacent d_inter / d_repl -> the figure."""
+    import pandas as pd
+
+    from swapkl.cli import main
+    from swapkl.figures.spans import plot_spans
+    from swapkl.spans_stats import aggregate_spans
+
+    model_dir = tmp_path / "model"
+    tiny_model("llama", n_layers=6, vocab=VOCAB).save_pretrained(model_dir)
+    tokens = tmp_path / "tokens.npy"
+    np.save(tokens, random_tokens(VOCAB, 6, 12, seed=2).numpy())
+    common = ["--model", str(model_dir), "--device", "cpu", "--tokens", str(tokens), "--batch-size", "4"]
+    spans, probe = tmp_path / "spans.parquet", tmp_path / "probe.parquet"
+    assert main(["spans", *common, "--loops", "2,3", "--out", str(spans)]) == 0
+    assert main(["probe", *common, "--protocols", "replacement,interchange", "--out", str(probe)]) == 0
+    assert main(["aggregate", "--probe", str(probe), "--pair-sets", f"{model_dir}=adjacent", "--out",
+                 str(tmp_path / "agg.parquet")]) == 0
+    out = tmp_path / "results" / "spans.parquet"
+    aggregate_spans([spans], tmp_path / "agg.parquet", out, n_boot=200, seed=0)
+    df = pd.read_parquet(out)
+    p = pd.read_parquet(probe)
+    inter = p[p["protocol"] == "interchange"].set_index("layer_i")["kl_mean"]
+    r = p[p["protocol"] == "replacement"].set_index(["layer_i", "layer_j"])["kl_mean"]
+    d_repl = np.mean([max(r[(i, i + 1)], r[(i + 1, i)]) for i in range(5)])
+    assert np.allclose(df["d_inter_adjacent"], inter.mean(), rtol=1e-12)
+    assert np.allclose(df["d_repl_adjacent"], d_repl, rtol=1e-12)
+    assert set(df["variant"]) == {"base", "skip", "reverse", "shuffle", "repeat", "parallel", "looped_parallel"}
+    v = df[df["variant"] != "base"]
+    assert ((v["kl_ci_low"] <= v["kl_mean"]) & (v["kl_mean"] <= v["kl_ci_high"])).all()
+    base_nll = float(df.loc[df["variant"] == "base", "nll_mean"].iloc[0])
+    assert np.allclose(v["delta_ppl_pct"], 100 * (np.exp(v["nll_mean"] - base_nll) - 1))
+    assert sorted(v.loc[v["variant"] == "looped_parallel", "loops"].unique()) == [2, 3]
+    plot_spans(out, tmp_path / "f.png", tmp_path / "f.pdf", model=str(model_dir), revision="main")
+    assert (tmp_path / "f.png").stat().st_size > 0

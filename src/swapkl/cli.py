@@ -7,11 +7,11 @@ import logging
 import sys
 
 from swapkl import __version__
-from swapkl.commands import aggregate, demo, export, figures, probe, provenance, prune, relevance
+from swapkl.commands import aggregate, demo, export, figures, probe, provenance, prune, relevance, spans
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
-COMMANDS = (probe, prune, export, relevance, aggregate, figures, provenance, demo)
+COMMANDS = (probe, prune, export, relevance, aggregate, figures, provenance, demo, spans)
 
 
 def build_parser() -> argparse.ArgumentParser:
