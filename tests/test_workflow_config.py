@@ -79,6 +79,7 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
             if seeds.get("deletion") is not None:
                 settings["deletion"] = seeds["deletion"]
             settings["relevance"] = {"enabled": False}
+            settings["spans"] = {"enabled": False}  # the span experiments stay with the entry's own run
             settings["seed_member"] = True
             if "demo" not in m:
                 settings.pop("same_weights_as", None)
@@ -147,6 +148,15 @@ def expected_counts(cfg: dict) -> Counter:
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
         counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
+    spanned = []
+    for name, rev in checkpoints:
+        spans = models[name].get("spans", {})
+        revisions = spans.get("revisions", "all")
+        if spans.get("enabled", False) and (revisions == "all" or rev in revisions):
+            spanned.append((name, rev))
+    if spanned:
+        counts.update(probe_spans=len(spanned), aggregate_spans=1,
+                      plot_spans=sum(1 for name, _ in spanned if name in drawn))
     if demo:
         counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
                       plot_training_curves=1)
@@ -172,7 +182,8 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # seeds (figures for the entry only).
     # The seed families: pythia-410m and pythia-160m across ten seeds each (the original + 9 PolyPythias
     # runs) and the 160m data-seed and weight-seed variants (3 each), 5 revisions each: 125 more checkpoints
-    # of 4 jobs each; per-model figures only for the families' own entries (3 new: 3 x 12 figures).
+    # of 4 jobs each; per-model figures only for the families' own entries (3 new: 3 x 12 figures). The span
+    # experiments at the final checkpoints of pythia-410m and pythia-1.4b and on both 8B models: 4 + 1 + 4 jobs.
     assert counts == Counter({
         "download_checkpoint": 12 + 125, "probe_replacement": 14 + 125, "probe_interchange": 14 + 125,
         "probe_deletion": 14 + 125, "aggregate_results": 1, "plot_gap_trajectory": 2 + 3,
@@ -181,9 +192,10 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "plot_pruning_ratio": 1, "score_relevance": 1, "aggregate_relevance": 1, "summarise_relevance": 1,
         "plot_relevance_cosine": 1, "plot_relevance_zscores": 1, "plot_relevance_confusion": 1,
         "summarise_seeds": 1, "plot_seed_band": 4, "measure_covariates": COVARIATES,
-        "aggregate_covariates": 1, "plot_covariates": 1, "all": 1,
+        "aggregate_covariates": 1, "plot_covariates": 1, "probe_spans": 4, "aggregate_spans": 1, "plot_spans": 4,
+        "all": 1,
     })
-    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12
+    assert sum(counts.values()) == 115 + 4 * 125 + 3 * 12 + 2 + 3 + COVARIATES + 2 + 12 + 9
 
 
 def test_gpt2_medium_and_olmo_entries_dry_run_when_enabled(tmp_path):

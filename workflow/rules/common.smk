@@ -78,6 +78,11 @@ def _check_consistency(cfg):
                 fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
             if relevance["demo_tasks"] and "demo" not in model:
                 fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
+        spans = model["spans"]
+        if spans["enabled"] and spans["revisions"] != "all":
+            unknown = [r for r in spans["revisions"] if r not in revisions]
+            if unknown:
+                fail(f"models.{name}.spans.revisions", f"{unknown} not in models.{name}.revisions")
         prune = model["prune"]
         if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
             fail(f"models.{name}.deletion", "pruning and relevance need the deletion probe (and its BI baseline)")
@@ -578,6 +583,36 @@ def covariate_file(model, revision):
     return f"results/covariates/{model}/{revision}.parquet"
 
 
+# --------------------------------------------------------------------------------------------------- spans
+
+
+def span_checkpoints():
+    """Every (model, revision) of the models with `spans.enabled` (revisions: `spans.revisions`)."""
+    out = []
+    for model, revision in checkpoints():
+        spans = config["models"][model]["spans"]
+        if spans["enabled"] and (spans["revisions"] == "all" or revision in spans["revisions"]):
+            out.append((model, revision))
+    return out
+
+
+def span_file(model, revision):
+    return f"results/spans/{model}/{revision}.parquet"
+
+
+def get_span_settings(wildcards):
+    """keyword arguments of swapkl.spans.run_spans from the model's `spans` block."""
+    spans = config["models"][wildcards.model]["spans"]
+    return {key: spans[key] for key in ("variants", "loops", "seed", "min_start", "min_width")}
+
+
+def describe_spans(model):
+    spans = config["models"][model]["spans"]
+    return (f"{', '.join(spans['variants'])}; spans [s, L-s) with s >= {spans['min_start']} and at least "
+            f"{spans['min_width']} blocks; looped parallel x{', x'.join(map(str, spans['loops']))}; shuffle seed "
+            f"{spans['seed']}")
+
+
 # --------------------------------------------------------------------------------------------------- seeds
 
 
@@ -724,6 +759,9 @@ def get_final_outputs():
     if covariate_checkpoints():
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
                     *figure_files("covariates"), *[covariate_file(m, r) for m, r in covariate_checkpoints()]]
+    if span_checkpoints():
+        outputs += ["results/spans.parquet", *[span_file(m, r) for m, r in span_checkpoints()]]
+        outputs += [f for m, r in span_checkpoints() if m not in members for f in figure_files(f"spans/{m}/{r}")]
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]
