@@ -37,6 +37,8 @@ class LoadedModel:
     device: str
     allow_pickle: bool
     trust_remote_code: bool
+    #: where accelerate put each module (``model.hf_device_map``: GPU index, "cpu" or "disk"); None on one device
+    device_map: dict | None = None
 
 
 def resolve_device(device: str) -> str:
@@ -174,11 +176,60 @@ def _check_safetensors_size(path: str) -> None:
         raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {8 + n + end}")
 
 
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def placement_options(device_map, max_memory, offload_folder) -> dict:
+    """``from_pretrained`` keyword arguments that place a model across devices with accelerate ({} for one device).
+
+    ``device_map`` is one of :data:`DEVICE_MAPS` (the blocks spread over the node's GPUs, then CPU memory, then
+    disk); ``max_memory`` caps each device (``{0: "70GiB", 1: "70GiB", "cpu": "200GiB"}``; GPU indices may be
+    given as strings, as YAML keys are); ``offload_folder`` takes the disk-offloaded weights that cannot be read
+    in place from the checkpoint's safetensors files.
+    """
+    if device_map is None:
+        if max_memory is not None or offload_folder is not None:
+            raise SwapKLError("max_memory and offload_folder need device_map (e.g. device_map: auto)")
+        return {}
+    if device_map not in DEVICE_MAPS:
+        raise SwapKLError(f"unknown device_map {device_map!r}: choose {', '.join(DEVICE_MAPS)}")
+    out = {"device_map": device_map}
+    if max_memory is not None:
+        if not isinstance(max_memory, dict) or not max_memory:
+            raise SwapKLError(f"max_memory must map devices to sizes, e.g. {{0: '70GiB', 'cpu': '200GiB'}}, "
+                              f"got {max_memory!r}")
+        caps = {}
+        for key, size in max_memory.items():
+            dev = int(key) if str(key).isdigit() else str(key)
+            if not isinstance(dev, int) and dev not in ("cpu", "disk", "mps"):
+                raise SwapKLError(f"max_memory device {key!r} is not a GPU index, cpu, mps or disk")
+            if isinstance(dev, int) and dev >= torch.cuda.device_count():
+                raise SwapKLError(f"max_memory names GPU {dev}, but {torch.cuda.device_count()} GPU(s) are visible")
+            caps[dev] = int(size) if str(size).isdigit() else size  # bytes, or a size with a unit ("70GiB")
+        out["max_memory"] = caps
+    if offload_folder is not None:
+        out["offload_folder"] = str(offload_folder)
+    return out
+
+
+def execution_device(device_map: dict) -> str:
+    """Where a placed model's inputs go: the first GPU of its map, else the CPU (CPU and disk modules run there)."""
+    gpus = sorted(v for v in device_map.values() if isinstance(v, int) or str(v).isdigit())
+    return f"cuda:{int(gpus[0])}" if gpus else "cpu"
+
+
 def load_model(model: str, revision: str | None = None, *, dtype: str = "float32", device: str = "auto",
-               allow_pickle: bool = False, trust_remote_code: bool = False, need_tokenizer: bool = True) -> LoadedModel:
+               allow_pickle: bool = False, trust_remote_code: bool = False, need_tokenizer: bool = True,
+               device_map: str | None = None, max_memory: dict | None = None,
+               offload_folder: str | None = None) -> LoadedModel:
+    """Load a checkpoint for measurement; with ``device_map`` (:func:`placement_options`) accelerate places its
+    modules across the GPUs of the node, the CPU and disk instead of moving it whole to ``device``."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     torch_dtype = resolve_dtype(dtype)
+    placement = placement_options(device_map, max_memory, offload_folder)
+    if placement and device != "auto":
+        raise SwapKLError(f"device {device!r} and device_map {device_map!r} both place the model: give one")
     dev = resolve_device(device)
     path, revision = resolve_checkpoint_dir(model, revision)
     local = os.path.isdir(path)
@@ -194,6 +245,8 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         except Exception as e:
             raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
     has_safetensors = _check_weight_files(path, allow_pickle)
+    if placement and not has_safetensors:
+        raise SwapKLError(f"checkpoint {path!r} has only pickle weights; device_map needs safetensors weights")
     require_regular_file(os.path.join(path, "config.json"), "model config")
     try:
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
@@ -215,12 +268,19 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
             # safetensors whenever present: --allow-pickle only permits pickles when nothing else exists
             path, dtype=torch_dtype, use_safetensors=has_safetensors, trust_remote_code=trust_remote_code,
             output_loading_info=True, ignore_mismatched_sizes=True,  # mismatches are reported below, by name
+            **placement,
         )
     except Exception as e:
         raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(e).split())}") from e
     check_loading_info(path, info)
-    check_finite_weights(path, lm)
-    lm = lm.to(dev).eval()
+    placed = getattr(lm, "hf_device_map", None) if placement else None
+    if placed is None:
+        check_finite_weights(path, lm)
+        lm = lm.to(dev)
+    else:  # offloaded weights are not in memory: check them in the files they are read from
+        check_finite_files(path)
+        dev = execution_device(placed)
+    lm = lm.eval()
     tok = None
     tok_files = tokenizer_files(path)
     if need_tokenizer and tok_files:
@@ -257,6 +317,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         device=dev,
         allow_pickle=allow_pickle,
         trust_remote_code=trust_remote_code,
+        device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
     )
 
 
@@ -280,6 +341,18 @@ def check_loading_info(path: str, info: dict) -> None:
                               "match")
     if info.get("error_msgs"):
         raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(info['error_msgs'][0]).split())}")
+
+
+def check_finite_files(path: str) -> None:
+    """No tensor of the checkpoint's safetensors files may hold NaN or Inf (read one tensor at a time)."""
+    from safetensors import safe_open
+
+    for n in sorted(x for x in os.listdir(path) if x.endswith(".safetensors")):
+        with safe_open(os.path.join(path, n), framework="pt") as f:
+            for k in f.keys():
+                t = f.get_tensor(k)
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    raise SwapKLError(f"weight tensor {k!r} of {path!r} holds non-finite values (NaN or Inf)")
 
 
 def check_finite_weights(path: str, model: torch.nn.Module) -> None:

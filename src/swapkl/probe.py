@@ -70,9 +70,12 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
               pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
               batch_size: int = 8, repr_out: str | None = None,
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
-              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None) -> None:
+              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
+              placement: dict | None = None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
 
+    ``placement`` (``device_map``, ``max_memory``, ``offload_folder``: :func:`swapkl.loading.placement_options`)
+    spreads a model that does not fit on one device over the node's GPUs, CPU memory and disk.
     ``layers`` (optional) restricts the variants to those that only touch the given blocks
     (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
     ``progress_path`` persists finished (batch, variant) results so that a killed run started
@@ -96,7 +99,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     metadata = dict(metadata or {})
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
+                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
+                            **(placement or {}))
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)

@@ -134,7 +134,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                 batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
                 agreement_out: str | None = None, allow_pickle: bool = False,
                 trust_remote_code: bool = False, selection: SelectionOptions | None = None,
-                allow_overlap: bool = False) -> pd.DataFrame:
+                allow_overlap: bool = False, placement: dict | None = None) -> pd.DataFrame:
     """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
 
     ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
@@ -179,7 +179,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
             log.warning("allow_overlap: %s (reproducing a protocol that did this; recorded in the provenance)", e)
 
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code, need_tokenizer=True)
+                        trust_remote_code=trust_remote_code, need_tokenizer=True, **(placement or {}))
     dev = loaded.device
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     n_layers = engine.n_layers

@@ -205,8 +205,10 @@ def span_table(results: dict, variants: list[SpanVariant], meta: dict) -> pa.Tab
 def run_spans(model: str, out: str, *, data, revision: str | None = None, variants=SPAN_VARIANTS, loops=(2,),
               seed: int = 0, min_start: int = 1, min_width: int = 2, dtype: str = "float32", device: str = "auto",
               batch_size: int = 8, chunk_tokens: int = 2048,
-              metadata: dict | None = None, allow_pickle: bool = False, trust_remote_code: bool = False) -> None:
-    """Measure every span variant of one checkpoint on its windows and write ``out``."""
+              metadata: dict | None = None, allow_pickle: bool = False, trust_remote_code: bool = False,
+              placement: dict | None = None) -> None:
+    """Measure every span variant of one checkpoint on its windows and write ``out`` (``placement``: as
+    :func:`swapkl.probe.run_probe`)."""
     from swapkl import provenance
     from swapkl.data import check_spec, check_windows, load_windows
     from swapkl.engine import ProbeEngine
@@ -226,7 +228,8 @@ def run_spans(model: str, out: str, *, data, revision: str | None = None, varian
                   min_width=min_width)  # every option checked before loading
     metadata = dict(metadata or {})
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
+                        trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
+                        **(placement or {}))
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)

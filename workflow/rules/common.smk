@@ -83,6 +83,8 @@ def _check_consistency(cfg):
             unknown = [r for r in spans["revisions"] if r not in revisions]
             if unknown:
                 fail(f"models.{name}.spans.revisions", f"{unknown} not in models.{name}.revisions")
+        if model["max_memory"] is not None and model["device_map"] is None:
+            fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")
         prune = model["prune"]
         if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
             fail(f"models.{name}.deletion", "pruning and relevance need the deletion probe (and its BI baseline)")
@@ -371,6 +373,23 @@ def get_probe_settings(model):
         "dtype": cfg["dtype"],
         "batch_size": cfg["batch_size"],
     }
+
+
+def get_placement(wildcards):
+    """keyword arguments of swapkl.loading.load_model that spread a model over devices ({}: one device). Not part of
+    the settings hash: a placed model gives the single-device numbers."""
+    cfg = config["models"][wildcards.model]
+    if cfg["device_map"] is None:
+        return {}
+    caps = cfg["max_memory"]
+    return canonical({"device_map": cfg["device_map"],
+                      **({} if caps is None else {"max_memory": {str(k): v for k, v in caps.items()}})})
+
+
+def job_gpus(wildcards):
+    """GPUs an engine job of the model holds: the GPU indices its max_memory names (at least 1)."""
+    caps = config["models"][wildcards.model]["max_memory"] or {}
+    return max(1, sum(1 for key in caps if str(key).isdigit()))
 
 
 def get_metadata(wildcards):

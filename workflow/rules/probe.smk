@@ -18,13 +18,14 @@ rule probe_replacement:
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
         progress=get_progress_path("replacement"),
         metadata=get_metadata,
+        placement=get_placement,
     log:
         "logs/{model}/{revision}/probe_replacement.log",
     benchmark:
         "benchmarks/{model}/{revision}/probe_replacement.tsv"
     threads: 4
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=15),
     conda:
@@ -44,7 +45,7 @@ use rule probe_replacement as probe_interchange with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_interchange.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=8),
 
@@ -61,7 +62,7 @@ use rule probe_replacement as probe_deletion with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_deletion.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=2),
 
@@ -80,7 +81,7 @@ use rule probe_replacement as probe_averaging with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_averaging.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=16),
 
@@ -96,6 +97,6 @@ use rule probe_replacement as probe_head_interchange with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_head_interchange.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=16),

@@ -16,13 +16,14 @@ rule probe_spans:
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
         spans=get_span_settings,
         metadata=get_metadata,
+        placement=get_placement,
     log:
         "logs/{model}/{revision}/probe_spans.log",
     benchmark:
         "benchmarks/{model}/{revision}/probe_spans.tsv"
     threads: 1
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=4),
     conda:

@@ -8,4 +8,4 @@ with job_log(snakemake):
     p = snakemake.params
     run_probe(p.checkpoint, snakemake.output.probe, protocols=[p.protocol], pairs=p.pairs, data=DataSpec(**p.data),
               dtype=p.dtype, batch_size=p.batch_size, repr_out=snakemake.output.get("representation"),
-              progress_path=p.progress, metadata=p.metadata)
+              progress_path=p.progress, metadata=p.metadata, placement=p.placement)

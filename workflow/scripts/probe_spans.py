@@ -7,4 +7,4 @@ from swapkl.spans import run_spans
 with job_log(snakemake):
     p = snakemake.params
     run_spans(p.checkpoint, snakemake.output[0], data=DataSpec(**p.data), dtype=p.dtype, batch_size=p.batch_size,
-              metadata=p.metadata, **p.spans)
+              metadata=p.metadata, placement=p.placement, **p.spans)

@@ -11,4 +11,4 @@ with job_log(snakemake):
                 budgets=p.budgets, spacing=p.spacing, eval_data=p.eval_data, calib_data=DataSpec(**p.calib_data),
                 n_random=p.n_random, seed=p.seed, dtype=p.dtype, batch_size=p.batch_size,
                 metadata=p.metadata, agreement_out=snakemake.output.agreement, selection=SelectionOptions(**p.selection),
-                angular_metric=p.angular_metric, allow_overlap=p.allow_overlap)
+                angular_metric=p.angular_metric, allow_overlap=p.allow_overlap, placement=p.placement)

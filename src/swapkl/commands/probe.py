@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
+                                       data_spec, placement)
 
 
 def add_parser(sub) -> None:
     p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
     add_model_arguments(p)
+    add_placement_arguments(p)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
                    help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange "
                         "(default: replacement,interchange,deletion)")
@@ -29,4 +31,5 @@ def run(args) -> None:
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
               repr_out=args.repr_out,
               progress_path=args.progress_file, layers=args.layers, allow_pickle=args.allow_pickle,
-              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens)
+              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
+              placement=placement(args))

@@ -7,9 +7,11 @@ import argparse
 from swapkl.commands.arguments import (
     add_data_arguments,
     add_model_arguments,
+    add_placement_arguments,
     add_text_fields_argument,
     command,
     data_spec,
+    placement,
 )
 from swapkl.errors import SwapKLError
 
@@ -28,6 +30,7 @@ def _budgets(text: str) -> list[int]:
 def add_parser(sub) -> None:
     p = command(sub, "prune", run_prune, "prune one checkpoint by every guide and baseline; perplexity and KL cost")
     add_model_arguments(p)
+    add_placement_arguments(p)
     p.add_argument("--probe", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
     p.add_argument("--repr", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
@@ -93,7 +96,7 @@ def run_prune(args) -> None:
                 n_random=args.n_random, seed=args.seed, angular_metric=args.angular_metric,
                 dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                 agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
-                trust_remote_code=args.trust_remote_code)
+                trust_remote_code=args.trust_remote_code, placement=placement(args))
 
 
 def run_aggregate(args) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
+                                       data_spec, placement)
 
 
 def _ints(text: str) -> list[int]:
@@ -17,6 +18,7 @@ def _ints(text: str) -> list[int]:
 def add_parser(sub) -> None:
     p = command(sub, "spans", run, "measure middle-span skip/reverse/shuffle/repeat/parallel KL for one checkpoint")
     add_model_arguments(p)
+    add_placement_arguments(p)
     p.add_argument("--variants", default="skip,reverse,shuffle,repeat,parallel,looped_parallel",
                    help="comma-separated subset of skip,reverse,shuffle,repeat,parallel,looped_parallel (default: all)")
     p.add_argument("--loops", type=_ints, default=[2], help="loop counts of looped_parallel, e.g. 2,3 (default: 2)")
@@ -38,4 +40,4 @@ def run(args) -> None:
     run_spans(args.model, args.out, data=data_spec(args), revision=args.revision, variants=args.variants,
               loops=args.loops, seed=args.span_seed, min_start=args.min_start, min_width=args.min_width,
               dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-              allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code)
+              allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code, placement=placement(args))
