@@ -234,3 +234,19 @@ def test_command_aggregate_and_figure(tmp_path):
     assert sorted(v.loc[v["variant"] == "looped_parallel", "loops"].unique()) == [2, 3]
     plot_spans(out, tmp_path / "f.png", tmp_path / "f.pdf", model=str(model_dir), revision="main")
     assert (tmp_path / "f.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--variants", "skip,sideways"], "unknown span variant 'sideways'"),
+    (["--loops", "1"], "loops must be at least 2"),
+    (["--min-width", "0"], "min_width must be at least 1"),
+])
+def test_bad_span_options_exit_2_before_loading(tmp_path, capsys, option, message):
+    from swapkl.cli import main
+
+    out = tmp_path / "spans.parquet"
+    tokens = tmp_path / "t.npy"
+    np.save(tokens, random_tokens(VOCAB, 2, 8).numpy())
+    code = main(["spans", "--model", str(tmp_path / "absent"), "--tokens", str(tokens), *option, "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0] and not out.exists()
