@@ -811,8 +811,10 @@ def checkpoint_size_mb(wildcards):
 
 
 def gpu_job_mem_mb(wildcards, attempt):
-    """Host memory of a GPU job: a float32 copy of the weights plus headroom, more on each retry."""
-    return (4000 + 3 * checkpoint_size_mb(wildcards)) * attempt
+    """Host memory of a GPU job: a float32 copy of the weights plus headroom, more on each retry; a model placed
+    with device_map streams its shards to the devices, so the weights' own size covers CPU offload."""
+    copies = 1 if config["models"][wildcards.model]["device_map"] is not None else 3
+    return (4000 + copies * checkpoint_size_mb(wildcards)) * attempt
 
 
 def gpu_job_runtime(minutes_per_gb):

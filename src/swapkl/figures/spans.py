@@ -18,6 +18,7 @@ from swapkl.schemas import SPANS_SCHEMA, read_frame
 #: colour and marker of each variant (looped parallel: one line per loop count, same colour)
 STYLE = {"skip": (GREY, "s"), "reverse": (ORANGE, "v"), "shuffle": (GREEN, "^"), "repeat": (PURPLE, "D"),
          "parallel": (SKY, "o"), "looped_parallel": (SKY, "x")}
+LOOP_MARKERS = ("x", "+", "1", "*", "P")
 
 
 def span_lines(df: pd.DataFrame, model: str, revision: str) -> dict[str, pd.DataFrame]:
@@ -44,8 +45,10 @@ def plot_spans(spans: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str
     with figure_style():
         fig = new_figure(6.4, 4.6)
         ax = fig.subplots()
-        for label, grp in lines.items():
+        for k, (label, grp) in enumerate(lines.items()):
             colour, marker = STYLE[grp["variant"].iloc[0]]
+            if grp["variant"].iloc[0] == "looped_parallel":  # one marker per loop count
+                marker = LOOP_MARKERS[k % len(LOOP_MARKERS)]
             y = grp["kl_mean"].to_numpy(float)
             err = np.abs(np.vstack([y - grp["kl_ci_low"].to_numpy(float), grp["kl_ci_high"].to_numpy(float) - y]))
             ls = ":" if grp["variant"].iloc[0] == "looped_parallel" else "-"
