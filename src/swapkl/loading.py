@@ -224,7 +224,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
                offload_folder: str | None = None) -> LoadedModel:
     """Load a checkpoint for measurement; with ``device_map`` (:func:`placement_options`) accelerate places its
     modules across the GPUs of the node, the CPU and disk instead of moving it whole to ``device``."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch_dtype = resolve_dtype(dtype)
     placement = placement_options(device_map, max_memory, offload_folder)
@@ -247,22 +247,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     has_safetensors = _check_weight_files(path, allow_pickle)
     if placement and not has_safetensors:
         raise SwapKLError(f"checkpoint {path!r} has only pickle weights; device_map needs safetensors weights")
-    require_regular_file(os.path.join(path, "config.json"), "model config")
-    try:
-        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
-    except Exception as e:
-        raise SwapKLError(f"cannot read the config of {path!r}: {' '.join(str(e).split())}") from e
-    from swapkl.adapters import ADAPTERS, supported_architectures
-
-    if config.model_type not in ADAPTERS:
-        raise SwapKLError(
-            f"architecture {config.model_type!r} of {model!r} has no swapkl adapter; "
-            f"supported: {', '.join(supported_architectures())}"
-        )
-    n_blocks = getattr(config, "num_hidden_layers", None)
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
-        raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
-                          "a model needs at least 1 block")
+    _check_config(path, model, trust_remote_code)
     try:
         lm, info = AutoModelForCausalLM.from_pretrained(
             # safetensors whenever present: --allow-pickle only permits pickles when nothing else exists
@@ -319,6 +304,28 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         trust_remote_code=trust_remote_code,
         device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
     )
+
+
+def _check_config(path: str, model: str, trust_remote_code: bool) -> None:
+    """The checkpoint's config must be readable, of a supported architecture, with at least one block."""
+    from transformers import AutoConfig
+
+    from swapkl.adapters import ADAPTERS, supported_architectures
+
+    require_regular_file(os.path.join(path, "config.json"), "model config")
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as e:
+        raise SwapKLError(f"cannot read the config of {path!r}: {' '.join(str(e).split())}") from e
+    if config.model_type not in ADAPTERS:
+        raise SwapKLError(
+            f"architecture {config.model_type!r} of {model!r} has no swapkl adapter; "
+            f"supported: {', '.join(supported_architectures())}"
+        )
+    n_blocks = getattr(config, "num_hidden_layers", None)
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
+        raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
+                          "a model needs at least 1 block")
 
 
 def check_loading_info(path: str, info: dict) -> None:
