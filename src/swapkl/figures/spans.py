@@ -43,7 +43,7 @@ def plot_spans(spans: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str
     lines = span_lines(df, model, revision)
     first = next(iter(lines.values())).iloc[0]
     with figure_style():
-        fig = new_figure(6.4, 4.6)
+        fig = new_figure(8.4, 4.6)
         ax = fig.subplots()
         for k, (label, grp) in enumerate(lines.items()):
             colour, marker = STYLE[grp["variant"].iloc[0]]
@@ -64,7 +64,7 @@ def plot_spans(spans: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str
         ax.set_xlabel(f"span width L − 2s (blocks; the span is [s, {int(first['n_layers'])} − s))")
         ax.set_ylabel("KL(p_base ‖ p_variant) (nats/token)")
         ax.set_title(f"{model} @ {revision}: middle-span experiments")
-        ax.legend(frameon=False, fontsize="small")
+        ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the lines
         add_note(fig, f"Token-weighted KL over {int(first['n_seqs'])} probe windows, 95% bootstrap CIs over windows. "
                       "Repeat runs the middle block at every slot of the span; parallel averages the span's updates "
                       "of one shared input.")
