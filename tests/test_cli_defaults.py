@@ -19,6 +19,7 @@ def schema_default(definition: str, field: str):
 
 
 PROBE_ARGS = ["probe", "--model", "m", "--out", "o.parquet"]
+SPANS_ARGS = ["spans", "--model", "m", "--out", "o.parquet"]
 PRUNE_ARGS = ["prune", "--model", "m", "--probe", "p.parquet", "--out", "o.parquet"]
 
 CASES = [
@@ -38,6 +39,13 @@ CASES = [
     (PRUNE_ARGS, "compute_dtype", "prune", "compute_dtype", None),
     (PRUNE_ARGS, "rope_scaling", "model", "rope_scaling", None),
     (PROBE_ARGS, "rope_scaling", "model", "rope_scaling", None),
+    (SPANS_ARGS, "variants", "spans", "variants", lambda names: ",".join(names)),
+    (SPANS_ARGS, "loops", "spans", "loops", None),
+    (SPANS_ARGS, "span_seed", "spans", "seed", None),
+    (SPANS_ARGS, "min_start", "spans", "min_start", None),
+    (SPANS_ARGS, "min_width", "spans", "min_width", None),
+    (PROBE_ARGS, "device_map", "model", "device_map", None),
+    (PROBE_ARGS, "max_memory", "model", "max_memory", None),
 ]
 
 

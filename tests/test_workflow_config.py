@@ -80,6 +80,7 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
                 settings["deletion"] = seeds["deletion"]
             settings["relevance"] = {"enabled": False}
             settings["heal"] = settings["healed_probes"] = {"enabled": False}  # healing stays with the entry
+            settings["spans"] = {"enabled": False}  # the span experiments stay with the entry's own run
             settings["seed_member"] = True
             if "demo" not in m:
                 settings.pop("same_weights_as", None)
@@ -165,6 +166,15 @@ def expected_counts(cfg: dict) -> Counter:
     fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
     if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
         counts["fetch_paper_inputs"] = 1
+    spanned = []
+    for name, rev in checkpoints:
+        spans = models[name].get("spans", {})
+        revisions = spans.get("revisions", "all")
+        if spans.get("enabled", False) and (revisions == "all" or rev in revisions):
+            spanned.append((name, rev))
+    if spanned:
+        counts.update(probe_spans=len(spanned), aggregate_spans=1,
+                      plot_spans=sum(1 for name, _ in spanned if name in drawn))
     if demo:
         counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
                       plot_training_curves=1)
@@ -188,7 +198,8 @@ def expected_counts(cfg: dict) -> Counter:
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
-                              + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed))
+                              + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
+                              + bool(spanned))
     counts["all"] = 1
     return +counts
 
@@ -220,6 +231,8 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # The domain slices (Qwen3-8B and Pythia-1.4B pruned again, perplexity on IMDB): 2 entries on the same
     # weights (3 probes, 3 figures and a pruning run with its 2 figures: 9 jobs each) and the slice table and figure;
     # predictor validity (a removal-cost job and a figure) on Pythia-1.4B and Qwen3-8B.
+    # The span experiments at the final checkpoints of pythia-410m and pythia-1.4b and on both 8B models:
+    # 4 + 1 + 4 jobs.
     assert counts == Counter({
         "download_checkpoint": 13 + 125 + 7, "probe_replacement": 26 + 125 + 8 + 2,
         "probe_interchange": 26 + 125 + 8 + 2, "probe_deletion": 26 + 125 + 7 + 2, "aggregate_results": 1,
@@ -234,11 +247,12 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "summarise_rope_counterfactual": 1, "plot_rope_counterfactual": 1, "measure_jacobian": 2,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
-        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2, "summarise_scorecard": 1, "all": 1,
+        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1, "summarise_scorecard": 1, "all": 1,
+        "probe_spans": 4, "aggregate_spans": 1, "plot_spans": 4,
         # the third test on pythia-410m at three revisions
         "probe_healed": 3, "measure_test_agreement": 3, "plot_third_test": 3, "aggregate_healed": 1,
     })
-    assert sum(counts.values()) == 966 + 15 + 10 + 2 + 1
+    assert sum(counts.values()) == 966 + 15 + 10 + 2 + 1 + 9 + 1
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):

@@ -74,6 +74,8 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
         expected += Counter({"plot_weight_protocols": 1})
     if (demo_run / "results" / "relevance_stats.parquet").exists():
         expected += Counter({"summarise_relevance": 1, "render_table": 1})
+    if (demo_run / "results" / "spans.parquet").exists():  # its reference lines come from the aggregate
+        expected += Counter({"aggregate_spans": 1, "render_table": 1}) + figures_of_table(demo_run, {"plot_spans": "spans"})
     assert counts == expected, sorted(jobs)
 
 

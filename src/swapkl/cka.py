@@ -32,7 +32,8 @@ def block_cka(engine, windows: Windows, *, batch_size: int = 8, device: str = "c
     count = 0
     sums = gram = cross = None
     for m in sweep(engine, window_batches(windows.input_ids, windows.attention_mask, batch_size), [], device=device):
-        xs = [r[m.state.valid].double() for r in m.state.residuals]
+        first = m.state.residuals[0].device  # a placed model leaves each stream on its block's device
+        xs = [r[m.state.valid.to(r.device)].double().to(first) for r in m.state.residuals]
         if sums is None:
             d = xs[0].shape[1]
             sums = [torch.zeros(d, dtype=torch.float64, device=xs[0].device) for _ in xs]

@@ -7,12 +7,12 @@ import logging
 import sys
 
 from swapkl import __version__
-from swapkl.commands import aggregate, demo, export, figures, heal, healed_probe, paper, probe, provenance, prune, relevance, scorecard
+from swapkl.commands import aggregate, demo, export, figures, heal, healed_probe, paper, probe, provenance, prune, relevance, scorecard, spans
 from swapkl.commands.paths import checked
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
-COMMANDS = (probe, prune, export, heal, healed_probe, relevance, aggregate, figures, provenance, demo, paper, scorecard)
+COMMANDS = (probe, prune, export, heal, healed_probe, relevance, aggregate, figures, provenance, demo, paper, scorecard, spans)
 
 
 def build_parser() -> argparse.ArgumentParser:

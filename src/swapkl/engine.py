@@ -69,7 +69,7 @@ class SeqStats:
 def _where_non_finite(residuals: list[torch.Tensor], valid: torch.Tensor) -> str:
     """Where the base residual stream (valid positions) first stops being finite."""
     for slot, h in enumerate(residuals):
-        if not bool(torch.isfinite(h[valid]).all()):
+        if not bool(torch.isfinite(h[valid.to(h.device)]).all()):
             return ("the embeddings are non-finite" if slot == 0
                     else f"the residual stream is first non-finite after block {slot - 1}")
     return "the residual stream is finite, the final norm or unembedding overflows"
@@ -137,13 +137,13 @@ class ProbeEngine:
         # next-token labels: position t predicts token t+1 when that position is valid
         nxt = torch.full_like(input_ids, -1)
         nxt[:, :-1] = torch.where(valid[:, 1:], input_ids[:, 1:], torch.full_like(input_ids[:, 1:], -1))
-        labels = nxt[valid]
+        labels = nxt[valid].to(self.unemb.device)
         token_seq = torch.arange(input_ids.shape[0], device=input_ids.device).unsqueeze(1).expand_as(input_ids)[valid]
         counted = last_positions(valid)[valid] if self.kl.positions == "last" else None
         if not targets:
             return BatchState(residuals, ctx, valid, token_seq, input_ids.shape[0],
                               BaseTargets(None, None, None, labels), None, counted)
-        hf = a.final_norm(h)[valid]
+        hf = self.final_normed(h, valid)
         base = base_targets(self.unemb, hf, labels, self.chunk_tokens)
         _, base_nll = kl_and_nll(self.unemb, hf, base, self.chunk_tokens)
         if not torch.isfinite(base.negent).all():
@@ -211,20 +211,30 @@ class ProbeEngine:
     @torch.inference_mode()
     def token_stats(self, state: BatchState, variant: Variant) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-valid-token KL and NLL of a variant (float64)."""
-        h = self.final_hidden(state, variant)
-        hv = self.adapter.final_norm(h)[state.valid]
+        return self.hidden_stats(state, self.final_hidden(state, variant), variant.key)
+
+    @torch.inference_mode()
+    def hidden_stats(self, state: BatchState, h: torch.Tensor, key: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-valid-token KL and NLL (float64) of the stream ``h`` after the last block of the variant ``key``."""
+        hv = self.final_normed(h, state.valid)
         kl, nll = kl_and_nll(self.unemb, hv, state.targets, self.chunk_tokens)
         if not torch.isfinite(kl).all():
-            raise SwapKLError(f"variant {variant.key} produced non-finite logits")
+            raise SwapKLError(f"variant {key} produced non-finite logits")
         if self.kl.clamp:
             kl = kl.clamp(min=0.0)
         return kl, nll
+
+    def final_normed(self, h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """The final norm of the stream at the valid positions, on the unembedding's device (a model placed
+        across devices leaves the stream on the device of the block that ran last)."""
+        h = self.adapter.final_norm(h)
+        return h[valid.to(h.device)].to(self.unemb.device)
 
     def seq_stats(self, state: BatchState, kl: torch.Tensor, nll: torch.Tensor) -> SeqStats:
         """Sum per-token values into per-sequence sums (padding never counts; with ``positions: last`` the KL
         and its count only at each sequence's last valid position)."""
         b = state.n_seqs
-        idx = state.token_seq
+        idx = state.token_seq.to(kl.device)
         z = torch.zeros(b, dtype=torch.float64, device=kl.device)
         has = torch.isfinite(nll)
         kl_idx, kl_vals = (idx, kl) if state.kl_counted is None else (idx[state.kl_counted], kl[state.kl_counted])

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from swapkl.errors import SwapKLError
+from swapkl.merge import require_resident
 
 
 def n_units(config) -> int:
@@ -86,6 +87,7 @@ def unit_slices(config, unit: int) -> list[tuple[str, int, slice]]:
 @torch.no_grad()
 def head_swapped_block(block: nn.Module, donor: nn.Module, config, unit: int) -> nn.Module:
     """A copy of ``block`` whose head unit ``unit`` holds ``donor``'s parameters (same dtype)."""
+    require_resident(block, donor)
     own = dict(block.named_parameters())
     theirs = dict(donor.named_parameters())
     names = [(n, dim, s) for n, dim, s in unit_slices(config, unit) if n in own]

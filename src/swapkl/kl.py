@@ -87,8 +87,20 @@ class Unembedding:
 
     @classmethod
     def from_head(cls, head: torch.nn.Linear) -> "Unembedding":
+        """The head's weights; a head that accelerate offloaded (weights on the meta device) is read in once and
+        kept as a float32 copy on its execution device."""
+        if head.weight.device.type == "meta":
+            from accelerate.utils import align_module_device
+
+            with align_module_device(head):
+                bias = None if head.bias is None else head.bias.detach().float().clone()
+                return cls(head.weight.detach().float().clone(), bias)
         bias = None if head.bias is None else head.bias.detach().float()
         return cls(head.weight.detach().float(), bias)
+
+    @property
+    def device(self) -> torch.device:
+        return self.weight.device
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         return F.linear(h.float(), self.weight, self.bias)

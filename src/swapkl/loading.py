@@ -39,6 +39,8 @@ class LoadedModel:
     trust_remote_code: bool
     compute_dtype: str | None = None  # weights rounded to `dtype`, then cast to this for the computation
     rope_scaling: str = "config"  # `none`: the config's RoPE scaling (e.g. llama3) switched off
+    #: where accelerate put each module (``model.hf_device_map``: GPU index, "cpu" or "disk"); None on one device
+    device_map: dict | None = None
 
 
 #: ``rope_scaling`` values: ``config`` (as the checkpoint's config.json says) or ``none`` (plain theta)
@@ -192,18 +194,70 @@ def _check_safetensors_size(path: str) -> None:
         raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {8 + n + end}")
 
 
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def placement_options(device_map, max_memory, offload_folder) -> dict:
+    """``from_pretrained`` keyword arguments that place a model across devices with accelerate ({} for one device).
+
+    ``device_map`` is one of :data:`DEVICE_MAPS` (the blocks spread over the node's GPUs, then CPU memory, then
+    disk); ``max_memory`` caps each device (``{0: "70GiB", 1: "70GiB", "cpu": "200GiB"}``; GPU indices may be
+    given as strings, as YAML keys are); ``offload_folder`` takes the disk-offloaded weights that cannot be read
+    in place from the checkpoint's safetensors files.
+    """
+    if device_map is None:
+        if max_memory is not None or offload_folder is not None:
+            raise SwapKLError("max_memory and offload_folder need device_map (e.g. device_map: auto)")
+        return {}
+    if device_map not in DEVICE_MAPS:
+        raise SwapKLError(f"unknown device_map {device_map!r}: choose {', '.join(DEVICE_MAPS)}")
+    out = {"device_map": device_map}
+    if max_memory is not None:
+        if not isinstance(max_memory, dict) or not max_memory:
+            raise SwapKLError(f"max_memory must map devices to sizes, e.g. {{0: '70GiB', 'cpu': '200GiB'}}, "
+                              f"got {max_memory!r}")
+        caps = {}
+        for key, size in max_memory.items():
+            dev = int(key) if str(key).isdigit() else str(key)
+            if not isinstance(dev, int) and dev not in ("cpu", "disk", "mps"):
+                raise SwapKLError(f"max_memory device {key!r} is not a GPU index, cpu, mps or disk")
+            if isinstance(dev, int) and dev >= torch.cuda.device_count():
+                raise SwapKLError(f"max_memory names GPU {dev}, but {torch.cuda.device_count()} GPU(s) are visible")
+            caps[dev] = int(size) if str(size).isdigit() else size  # bytes, or a size with a unit ("70GiB")
+        out["max_memory"] = caps
+    if offload_folder is not None:
+        out["offload_folder"] = str(offload_folder)
+    return out
+
+
+def execution_device(device_map: dict) -> str:
+    """Where a placed model's inputs go: the first GPU of its map, else the CPU (CPU and disk modules run there)."""
+    gpus = sorted(v for v in device_map.values() if isinstance(v, int) or str(v).isdigit())
+    return f"cuda:{int(gpus[0])}" if gpus else "cpu"
+
+
 def load_model(model: str, revision: str | None = None, *, dtype: str = "float32", device: str = "auto",
                allow_pickle: bool = False, trust_remote_code: bool = False, need_tokenizer: bool = True,
-               compute_dtype: str | None = None, rope_scaling: str = "config") -> LoadedModel:
+               compute_dtype: str | None = None, rope_scaling: str = "config",
+               device_map: str | None = None, max_memory: dict | None = None,
+               offload_folder: str | None = None) -> LoadedModel:
     """Load a checkpoint in ``dtype``. ``compute_dtype`` (e.g. float32 for bfloat16 weights) casts the loaded
     weights afterwards, so they keep ``dtype``'s rounding and the forward runs in ``compute_dtype``;
-    ``rope_scaling="none"`` switches the config's RoPE scaling off. Both are recorded in the result."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    ``rope_scaling="none"`` switches the config's RoPE scaling off. Both are recorded in the result. With
+    ``device_map`` (:func:`placement_options`) accelerate places its modules across the GPUs of the node, the
+    CPU and disk instead of moving it whole to ``device``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch_dtype = resolve_dtype(dtype)
     cast_to = None if compute_dtype is None else resolve_dtype(compute_dtype)
     if rope_scaling not in ROPE_SCALING:
         raise SwapKLError(f"rope_scaling must be one of {', '.join(ROPE_SCALING)}, got {rope_scaling!r}")
+    placement = placement_options(device_map, max_memory, offload_folder)
+    if placement and device != "auto":
+        raise SwapKLError(f"device {device!r} and device_map {device_map!r} both place the model: give one")
+    if placement and cast_to is not None:
+        raise SwapKLError(f"compute_dtype {compute_dtype!r} and device_map {device_map!r}: a placed model cannot be "
+                          "cast after loading; load it in the compute dtype instead")
     dev = resolve_device(device)
     path, revision = resolve_checkpoint_dir(model, revision)
     local = os.path.isdir(path)
@@ -219,22 +273,9 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         except Exception as e:
             raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
     has_safetensors = _check_weight_files(path, allow_pickle)
-    require_regular_file(os.path.join(path, "config.json"), "model config")
-    try:
-        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
-    except Exception as e:
-        raise SwapKLError(f"cannot read the config of {path!r}: {' '.join(str(e).split())}") from e
-    from swapkl.adapters import ADAPTERS, supported_architectures
-
-    if config.model_type not in ADAPTERS:
-        raise SwapKLError(
-            f"architecture {config.model_type!r} of {model!r} has no swapkl adapter; "
-            f"supported: {', '.join(supported_architectures())}"
-        )
-    n_blocks = getattr(config, "num_hidden_layers", None)
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
-        raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
-                          "a model needs at least 1 block")
+    if placement and not has_safetensors:
+        raise SwapKLError(f"checkpoint {path!r} has only pickle weights; device_map needs safetensors weights")
+    config = _check_config(path, model, trust_remote_code)
     if rope_scaling == "none" and not without_rope_scaling(config):
         raise SwapKLError(f"rope_scaling: none, but the config of {path!r} applies no RoPE scaling to switch off")
     try:
@@ -243,14 +284,21 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
             path, dtype=torch_dtype, use_safetensors=has_safetensors, trust_remote_code=trust_remote_code,
             **({"config": config} if rope_scaling == "none" else {}),
             output_loading_info=True, ignore_mismatched_sizes=True,  # mismatches are reported below, by name
+            **placement,
         )
     except Exception as e:
         raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(e).split())}") from e
     check_loading_info(path, info)
-    check_finite_weights(path, lm)
-    if cast_to is not None:
-        lm = lm.to(cast_to)  # the values stay those rounded to `dtype`
-    lm = lm.to(dev).eval()
+    placed = getattr(lm, "hf_device_map", None) if placement else None
+    if placed is None:
+        check_finite_weights(path, lm)
+        if cast_to is not None:
+            lm = lm.to(cast_to)  # the values stay those rounded to `dtype`
+        lm = lm.to(dev)
+    else:  # offloaded weights are not in memory: check them in the files they are read from
+        check_finite_files(path)
+        dev = execution_device(placed)
+    lm = lm.eval()
     tok = None
     tok_files = tokenizer_files(path)
     if need_tokenizer and tok_files:
@@ -289,7 +337,31 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         trust_remote_code=trust_remote_code,
         compute_dtype=compute_dtype,
         rope_scaling=rope_scaling,
+        device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
     )
+
+
+def _check_config(path: str, model: str, trust_remote_code: bool):
+    """The checkpoint's config, which must be readable, of a supported architecture, with at least one block."""
+    from transformers import AutoConfig
+
+    from swapkl.adapters import ADAPTERS, supported_architectures
+
+    require_regular_file(os.path.join(path, "config.json"), "model config")
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as e:
+        raise SwapKLError(f"cannot read the config of {path!r}: {' '.join(str(e).split())}") from e
+    if config.model_type not in ADAPTERS:
+        raise SwapKLError(
+            f"architecture {config.model_type!r} of {model!r} has no swapkl adapter; "
+            f"supported: {', '.join(supported_architectures())}"
+        )
+    n_blocks = getattr(config, "num_hidden_layers", None)
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
+        raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
+                          "a model needs at least 1 block")
+    return config
 
 
 def check_loading_info(path: str, info: dict) -> None:
@@ -312,6 +384,18 @@ def check_loading_info(path: str, info: dict) -> None:
                               "match")
     if info.get("error_msgs"):
         raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(info['error_msgs'][0]).split())}")
+
+
+def check_finite_files(path: str) -> None:
+    """No tensor of the checkpoint's safetensors files may hold NaN or Inf (read one tensor at a time)."""
+    from safetensors import safe_open
+
+    for n in sorted(x for x in os.listdir(path) if x.endswith(".safetensors")):
+        with safe_open(os.path.join(path, n), framework="pt") as f:
+            for k in f.keys():
+                t = f.get_tensor(k)
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    raise SwapKLError(f"weight tensor {k!r} of {path!r} holds non-finite values (NaN or Inf)")
 
 
 def check_finite_weights(path: str, model: torch.nn.Module) -> None:

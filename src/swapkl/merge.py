@@ -18,8 +18,19 @@ from torch import nn
 from swapkl.errors import SwapKLError
 
 
+def require_resident(*blocks: nn.Module) -> None:
+    """Blocks whose weights are built into new blocks (or differentiated) must be in memory: accelerate's
+    offloaded blocks (weights on the meta device, read in at each call) would be copied without their weights."""
+    for block in blocks:
+        if any(p.device.type == "meta" for p in block.parameters()):
+            raise SwapKLError("a block that device_map offloaded to CPU or disk cannot be copied into a merged or "
+                              "head-swapped block or differentiated (Taylor guide); give the GPUs more max_memory "
+                              "or leave out the weight-changing protocols and those guides")
+
+
 @torch.no_grad()
 def averaged_block(block_a: nn.Module, block_b: nn.Module) -> nn.Module:
+    require_resident(block_a, block_b)
     pb = dict(block_b.named_parameters())
     merged = copy.deepcopy(block_a)
     for name, p in merged.named_parameters():

@@ -248,9 +248,9 @@ def window_nll(engine, ew: EvalWindows, variants: list[Variant], *, batch_size: 
     out = [np.zeros(w) for _ in variants]
     batches = window_batches(ew.input_ids, ew.attention_mask, batch_size, scored=ew.score_mask)
     for m in sweep(engine, batches, variants, device=device, desc="perplexity"):
-        sel = m.batch.scored[m.state.valid]  # scored positions among the valid tokens
+        sel = m.batch.scored[m.state.valid].to(m.nll.device)  # scored positions among the valid tokens
         z = torch.zeros(m.state.n_seqs, dtype=torch.float64, device=m.nll.device)
-        (base if m.k is None else out[m.k])[m.batch.rows] = z.index_add_(0, m.state.token_seq[sel],
+        (base if m.k is None else out[m.k])[m.batch.rows] = z.index_add_(0, m.state.token_seq.to(m.nll.device)[sel],
                                                                         m.nll[sel]).cpu().numpy()
     return base, tokens, out
 

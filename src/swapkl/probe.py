@@ -73,7 +73,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
               progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
               trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
               compute_dtype: str | None = None, rope_scaling: str = "config",
-              kl_options: KLOptions | None = None, rope: str = "on") -> None:
+              kl_options: KLOptions | None = None, rope: str = "on",
+              placement: dict | None = None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
 
     ``kl_options`` (:class:`swapkl.kl.KLOptions`: last-token KL, clamping, per-prompt averaging; default the
@@ -82,6 +83,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
 
     ``rope="off"`` is the RoPE counterfactual: base and variants alike run with every rotation angle zero
     (cos = 1, sin = 0); refused on architectures without rotary embeddings, recorded in the provenance.
+    ``placement`` (``device_map``, ``max_memory``, ``offload_folder``: :func:`swapkl.loading.placement_options`)
+    spreads a model that does not fit on one device over the node's GPUs, CPU memory and disk.
     ``layers`` (optional) restricts the variants to those that only touch the given blocks
     (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
     ``progress_path`` persists finished (batch, variant) results so that a killed run started
@@ -109,7 +112,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                             trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
-                            compute_dtype=compute_dtype, rope_scaling=rope_scaling)
+                            compute_dtype=compute_dtype, rope_scaling=rope_scaling,
+                            **(placement or {}))
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, kl=kl_options)
     if rope == "off":
         engine.adapter.disable_rope()

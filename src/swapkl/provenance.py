@@ -103,6 +103,8 @@ def build(loaded=None, windows=None, **extra) -> dict:
             out.update(compute_dtype=loaded.compute_dtype)
         if getattr(loaded, "rope_scaling", "config") != "config":
             out.update(rope_scaling=loaded.rope_scaling)
+        if getattr(loaded, "device_map", None) is not None:
+            out["device_map"] = loaded.device_map
     if windows is not None:
         out.update(data_source=windows.source, tokens_sha256=windows.sha256,
                    n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]),

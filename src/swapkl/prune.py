@@ -135,7 +135,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                 agreement_out: str | None = None, allow_pickle: bool = False,
                 trust_remote_code: bool = False, selection: SelectionOptions | None = None,
                 allow_overlap: bool = False, compute_dtype: str | None = None,
-                rope_scaling: str = "config") -> pd.DataFrame:
+                rope_scaling: str = "config", placement: dict | None = None) -> pd.DataFrame:
     """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
 
     ``compute_dtype`` (e.g. float32 on bfloat16 weights) and ``rope_scaling``: see
@@ -184,7 +184,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
 
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code, need_tokenizer=True, compute_dtype=compute_dtype,
-                        rope_scaling=rope_scaling)
+                        rope_scaling=rope_scaling, **(placement or {}))
     dev = loaded.device
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     n_layers = engine.n_layers

@@ -148,14 +148,15 @@ def choice_loglikelihoods(engine, requests: list[Request], variants: list[Varian
     batches, n_batches = request_batches(requests, batch_size, pad_id, device)
     for m in sweep(engine, batches, variants, device=device, targets=False, n_batches=n_batches,
                    desc="choice log-likelihoods"):
-        where = m.batch.scored[m.state.valid]
+        where = m.batch.scored[m.state.valid].to(engine.unemb.device)
         # only the continuation's positions are unembedded
-        nll = next_token_nll(engine.unemb, engine.adapter.final_norm(m.hidden)[m.state.valid][where],
+        nll = next_token_nll(engine.unemb, engine.final_normed(m.hidden, m.state.valid)[where],
                              m.state.targets.labels[where], engine.chunk_tokens)
         if not torch.isfinite(nll).all():
             raise SwapKLError("non-finite logits while scoring choices")
-        s = torch.zeros(len(m.batch.rows), dtype=torch.float64, device=device)
-        out[m.variant.key][m.batch.rows] = (-s.index_add_(0, m.state.token_seq[where], nll)).cpu().numpy()
+        s = torch.zeros(len(m.batch.rows), dtype=torch.float64, device=nll.device)
+        idx = m.state.token_seq.to(nll.device)[where]
+        out[m.variant.key][m.batch.rows] = (-s.index_add_(0, idx, nll)).cpu().numpy()
     return out
 
 
@@ -191,7 +192,7 @@ def next_token_hits(engine, windows, variants: list[Variant], *, batch_size: int
                    desc="next-token accuracy"):
         labels = m.state.targets.labels
         has = labels >= 0
-        hv = engine.adapter.final_norm(m.hidden)[m.state.valid][has]  # only positions with a next token
+        hv = engine.final_normed(m.hidden, m.state.valid)[has]  # only positions with a next token
         out[m.variant.key].append(_hits(engine.unemb, hv, labels[has], engine.chunk_tokens).cpu().numpy()
                                   .astype(np.float64))
     return {k: np.concatenate(v) for k, v in out.items()}
@@ -351,7 +352,8 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
                   lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
                   batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
                   trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None,
-                  pruning: str | None = None, pruning_guides: list[str] | None = None) -> None:
+                  pruning: str | None = None, pruning_guides: list[str] | None = None,
+                  placement: dict | None = None) -> None:
     """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file.
 
     ``harness_tasks``: task names lm-eval loads (:mod:`swapkl.harness_tasks`, hub datasets); ``lm_sets``:
@@ -387,7 +389,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     if pruning is not None:
         require_regular_file(pruning, "pruning table")
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code)
+                        trust_remote_code=trust_remote_code, **(placement or {}))
     if (tasks or hub_tasks) and loaded.tokenizer is None:
         raise SwapKLError(f"model {model!r} has no tokenizer; multiple-choice tasks need one")
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)

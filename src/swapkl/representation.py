@@ -31,7 +31,7 @@ def representation_sums(residuals: list[torch.Tensor], valid: torch.Tensor) -> d
     out = {}
     for l in range(n_layers):
         for n in range(1, n_layers - l + 1):
-            c = _cos(residuals[l], residuals[l + n])
+            c = _cos(residuals[l], residuals[l + n].to(residuals[l].device)).to(valid.device)
             ang = torch.arccos(c) / math.pi
             out[("angular", l, n)] = ((ang * vmask).sum(1), counts)
             out[("angular_last", l, n)] = (ang[rows, last], ones)

@@ -99,6 +99,21 @@ COVARIATE_CORRELATIONS_SCHEMA = pa.schema([
     ("ci_low", pa.float64()), ("ci_high", pa.float64()), ("n_boot", pa.int64()), ("resampled", pa.string()),
 ])
 
+#: one row per span variant (and the base model) of one checkpoint (swapkl.spans); span columns null on the base row
+SPANS_FILE_SCHEMA = pa.schema([
+    *_IDENTITY, ("n_layers", pa.int64()), ("variant", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+    ("width", pa.int64()), ("loops", pa.int64()), ("order", pa.list_(pa.int64())), ("seed", pa.int64()),
+    ("middle", pa.int64()), ("kl_mean", pa.float64()), ("nll_mean", pa.float64()), ("n_seqs", pa.int64()),
+    ("n_tokens", pa.int64()), ("seq_kl_sum", pa.list_(pa.float64())), ("seq_tokens", pa.list_(pa.int64())),
+    ("seq_nll_sum", pa.list_(pa.float64())), ("seq_nll_tokens", pa.list_(pa.int64())),
+])
+#: results/spans.parquet: the span rows with bootstrap CIs, delta perplexity and the checkpoint's mean adjacent
+#: interchange and replacement KL (swapkl.spans_stats)
+SPANS_SCHEMA = pa.schema([
+    *SPANS_FILE_SCHEMA, ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()), ("delta_ppl_pct", pa.float64()),
+    ("d_inter_adjacent", pa.float64()), ("d_repl_adjacent", pa.float64()), ("n_boot", pa.int64()),
+])
+
 #: what one pruning run writes: the pruning table without its CIs
 PRUNING_RUN_SCHEMA = pa.schema([f for f in PRUNING_SCHEMA if f.name not in PRUNING_CI_COLUMNS])
 

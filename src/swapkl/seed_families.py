@@ -9,7 +9,8 @@ name). Its members are
   filled in (default ``{model}-seed{seed}``), with the entry's settings except: its checkpoints come
   from ``seeds.source`` with ``{seed}`` filled in (hub entries) or from a demo training with that
   ``seed`` (demo entries); its revisions are ``seeds.revisions`` and its ``deletion`` is
-  ``seeds.deletion`` when given; accuracy relevance and healing stay with the entry's own run.
+  ``seeds.deletion`` when given; accuracy relevance, healing and the span experiments stay with the entry's
+  own run.
 
 :func:`expand_seed_families` turns a validated config's ``models`` into plain models (every member an
 ordinary model of the workflow) and the family table that the across-seed statistics read. It is
@@ -86,6 +87,7 @@ def _member(name: str, model: dict, seed: int) -> dict:
     for key in ("heal", "healed_probes"):  # healing, like relevance, stays with the entry's own run
         if key in member:
             member[key] = {**member[key], "enabled": False}
+    member["spans"] = {**member.get("spans", {}), "enabled": False}
     return member
 
 

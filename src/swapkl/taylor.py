@@ -23,6 +23,7 @@ import torch
 
 from swapkl.data import Windows
 from swapkl.errors import SwapKLError
+from swapkl.merge import require_resident
 
 
 def _next_token_positions(mask: torch.Tensor) -> torch.Tensor:
@@ -32,6 +33,7 @@ def _next_token_positions(mask: torch.Tensor) -> torch.Tensor:
 
 def taylor_importance(model, blocks, windows: Windows, *, batch_size: int = 8, device: str = "cpu") -> np.ndarray:
     """``T(b)`` for every block of ``blocks`` (the model's ``nn.ModuleList``), stock forward."""
+    require_resident(*blocks)  # an offloaded block's gradients would land on temporary copies, never counted
     ids_all = torch.from_numpy(windows.input_ids)
     mask_all = torch.from_numpy(windows.attention_mask)
     total = int(_next_token_positions(mask_all).sum())

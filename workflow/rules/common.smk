@@ -88,6 +88,13 @@ def _check_consistency(cfg):
                 fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
             if relevance["demo_tasks"] and "demo" not in model:
                 fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
+        spans = model["spans"]
+        if spans["enabled"] and spans["revisions"] != "all":
+            unknown = [r for r in spans["revisions"] if r not in revisions]
+            if unknown:
+                fail(f"models.{name}.spans.revisions", f"{unknown} not in models.{name}.revisions")
+        if model["max_memory"] is not None and model["device_map"] is None:
+            fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")
         prune = model["prune"]
         if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
             fail(f"models.{name}.deletion", "pruning and relevance need the deletion probe (and its BI baseline)")
@@ -424,6 +431,23 @@ def get_probe_settings(model):
     }
 
 
+def get_placement(wildcards):
+    """keyword arguments of swapkl.loading.load_model that spread a model over devices ({}: one device). Not part of
+    the settings hash: a placed model gives the single-device numbers."""
+    cfg = config["models"][wildcards.model]
+    if cfg["device_map"] is None:
+        return {}
+    caps = cfg["max_memory"]
+    return canonical({"device_map": cfg["device_map"],
+                      **({} if caps is None else {"max_memory": {str(k): v for k, v in caps.items()}})})
+
+
+def job_gpus(wildcards):
+    """GPUs an engine job of the model holds: the GPU indices its max_memory names (at least 1)."""
+    caps = config["models"][wildcards.model]["max_memory"] or {}
+    return max(1, sum(1 for key in caps if str(key).isdigit()))
+
+
 def get_metadata(wildcards):
     """Provenance that swapkl stores with the results: the config's name for the model, the revision
     label and a hash of the settings that produced them."""
@@ -662,6 +686,36 @@ def covariate_file(model, revision):
     return f"results/covariates/{model}/{revision}.parquet"
 
 
+# --------------------------------------------------------------------------------------------------- spans
+
+
+def span_checkpoints():
+    """Every (model, revision) of the models with `spans.enabled` (revisions: `spans.revisions`)."""
+    out = []
+    for model, revision in checkpoints():
+        spans = config["models"][model]["spans"]
+        if spans["enabled"] and (spans["revisions"] == "all" or revision in spans["revisions"]):
+            out.append((model, revision))
+    return out
+
+
+def span_file(model, revision):
+    return f"results/spans/{model}/{revision}.parquet"
+
+
+def get_span_settings(wildcards):
+    """keyword arguments of swapkl.spans.run_spans from the model's `spans` block."""
+    spans = config["models"][wildcards.model]["spans"]
+    return {key: spans[key] for key in ("variants", "loops", "seed", "min_start", "min_width")}
+
+
+def describe_spans(model):
+    spans = config["models"][model]["spans"]
+    return (f"{', '.join(spans['variants'])}; spans [s, L-s) with s >= {spans['min_start']} and at least "
+            f"{spans['min_width']} blocks; looped parallel x{', x'.join(map(str, spans['loops']))}; shuffle seed "
+            f"{spans['seed']}")
+
+
 # --------------------------------------------------------------------------------------------------- seeds
 
 
@@ -818,6 +872,9 @@ def get_final_outputs():
     if covariate_checkpoints():
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
                     *figure_files("covariates"), *[covariate_file(m, r) for m, r in covariate_checkpoints()]]
+    if span_checkpoints():
+        outputs += ["results/spans.parquet", *[span_file(m, r) for m, r in span_checkpoints()]]
+        outputs += [f for m, r in span_checkpoints() if m not in members for f in figure_files(f"spans/{m}/{r}")]
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]
@@ -849,8 +906,10 @@ def checkpoint_size_mb(wildcards):
 
 
 def gpu_job_mem_mb(wildcards, attempt):
-    """Host memory of a GPU job: a float32 copy of the weights plus headroom, more on each retry."""
-    return (4000 + 3 * checkpoint_size_mb(wildcards)) * attempt
+    """Host memory of a GPU job: a float32 copy of the weights plus headroom, more on each retry; a model placed
+    with device_map streams its shards to the devices, so the weights' own size covers CPU offload."""
+    copies = 1 if config["models"][wildcards.model]["device_map"] is not None else 3
+    return (4000 + copies * checkpoint_size_mb(wildcards)) * attempt
 
 
 def gpu_job_runtime(minutes_per_gb):

@@ -21,13 +21,14 @@ rule probe_replacement:
         rope=lambda wildcards: "on" if rope_is_on(config["models"][wildcards.model]) else "off",
         progress=get_progress_path("replacement"),
         metadata=get_metadata,
+        placement=get_placement,
     log:
         "logs/{model}/{revision}/probe_replacement.log",
     benchmark:
         "benchmarks/{model}/{revision}/probe_replacement.tsv"
     threads: 4
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=15),
     conda:
@@ -47,7 +48,7 @@ use rule probe_replacement as probe_interchange with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_interchange.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=8),
 
@@ -64,7 +65,7 @@ use rule probe_replacement as probe_deletion with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_deletion.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=2),
 
@@ -83,7 +84,7 @@ use rule probe_replacement as probe_averaging with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_averaging.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=16),
 
@@ -99,7 +100,7 @@ use rule probe_replacement as probe_head_interchange with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_head_interchange.tsv"
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=16),
 

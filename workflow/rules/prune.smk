@@ -25,13 +25,14 @@ rule prune_layers:
         rope_scaling=lambda wildcards: config["models"][wildcards.model]["rope_scaling"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
         metadata=get_prune_metadata,
+        placement=get_placement,
     log:
         "logs/{model}/{revision}/prune_layers.log",
     benchmark:
         "benchmarks/{model}/{revision}/prune_layers.tsv"
     threads: 4
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=20),
     conda:

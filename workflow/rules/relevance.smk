@@ -33,13 +33,14 @@ rule score_relevance:
         pruning_guides=get_relevance_pruning_guides,
         dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        placement=get_placement,
     log:
         "logs/{model}/{revision}/score_relevance.log",
     benchmark:
         "benchmarks/{model}/{revision}/score_relevance.tsv"
     threads: 1
     resources:
-        gpu=1,
+        gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
         runtime=gpu_job_runtime(minutes_per_gb=20),
     conda:

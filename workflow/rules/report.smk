@@ -17,6 +17,7 @@ REPORT_SECTIONS = (
     ("relevance", "Accuracy-based relevance"),
     ("seeds", "Protocol gap across training seeds"),
     ("covariates", "What explains the gap"),
+    ("spans", "Middle-span experiments"),
     ("scale", "Scale and mechanisms"),
     ("recovery", "Recovery after pruning"),
     ("third_test", "The third test: equivalence after healing"),
@@ -26,7 +27,7 @@ REPORT_SECTIONS = (
 RESULT_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
     "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
-    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement",
+    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "spans",
 )
 
 

@@ -10,4 +10,4 @@ with job_log(snakemake):
     run_probe(p.checkpoint, snakemake.output.probe, protocols=[p.protocol], pairs=p.pairs, data=DataSpec(**p.data),
               dtype=p.dtype, batch_size=p.batch_size, repr_out=snakemake.output.get("representation"),
               progress_path=p.progress, metadata=p.metadata, rope_scaling=p.rope_scaling, rope=p.rope,
-              kl_options=KLOptions(**p.kl))
+              kl_options=KLOptions(**p.kl), placement=p.placement)

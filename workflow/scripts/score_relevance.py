@@ -11,4 +11,4 @@ with job_log(snakemake):
                   label=snakemake.wildcards.model, revision_label=snakemake.wildcards.revision, dtype=p.dtype,
                   batch_size=p.batch_size, harness_tasks=list(p.lm_eval_tasks),
                   lm_sets={name: DataSpec(**spec) for name, spec in p.lm_sets.items()},
-                  pruning=snakemake.input.get("pruning"), pruning_guides=p.pruning_guides)
+                  pruning=snakemake.input.get("pruning"), pruning_guides=p.pruning_guides, placement=p.placement)

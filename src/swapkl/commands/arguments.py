@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import inspect
 
-from swapkl.commands.paths import input_arg
+from swapkl.commands.paths import input_arg, output_arg
 from swapkl.data import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
 
@@ -82,6 +82,33 @@ def add_forward_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rope-scaling", choices=["config", "none"], default="config",
                    help="config: the RoPE scaling of config.json (default); none: plain rope_theta, e.g. without "
                         "Llama-3.1's llama3 scaling, as the paper's JAX forward ran")
+
+
+def add_placement_arguments(p: argparse.ArgumentParser) -> None:
+    """Options that spread a model larger than one GPU over the node's GPUs, CPU memory and disk (accelerate)."""
+    g = p.add_argument_group("models larger than one device (accelerate; --device stays auto)")
+    g.add_argument("--device-map", choices=["auto", "balanced", "balanced_low_0", "sequential"],
+                   help="place the blocks across the GPUs of this node, then CPU memory, then disk")
+    g.add_argument("--max-memory", metavar="DEV=SIZE,...", type=_max_memory,
+                   help="memory cap per device with --device-map, e.g. 0=70GiB,1=70GiB,cpu=200GiB")
+    output_arg(g, "--offload-folder", what="offload folder", kind="dir", metavar="DIR",
+               help="folder for disk-offloaded weights with --device-map")
+
+
+def _max_memory(text: str) -> dict:
+    out = {}
+    for item in text.split(","):
+        dev, sep, size = item.partition("=")
+        if not sep or not dev.strip() or not size.strip():
+            raise argparse.ArgumentTypeError(f"{item!r} is not DEVICE=SIZE (e.g. 0=70GiB or cpu=200GiB)")
+        out[dev.strip()] = size.strip()
+    return out
+
+
+def placement(args) -> dict:
+    """The keyword arguments of :func:`swapkl.loading.load_model` that the placement options give."""
+    keys = ("device_map", "max_memory", "offload_folder")
+    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 
 
 # Options that only shape windows cut from text; a token file is used as it is. Their defaults are

@@ -6,9 +6,11 @@ from swapkl.commands.arguments import (
     add_data_arguments,
     add_forward_arguments,
     add_model_arguments,
+    add_placement_arguments,
     command,
     data_spec,
     label_metadata,
+    placement,
 )
 from swapkl.commands.paths import output_arg
 from swapkl.kl import KLOptions
@@ -19,6 +21,7 @@ def add_parser(sub) -> None:
     p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
     add_model_arguments(p, label=True)
     add_forward_arguments(p)
+    add_placement_arguments(p)
     p.add_argument("--protocols", default="replacement,interchange,deletion",
                    help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange, "
                         "and the paper's variants averaging_paper (both slots run the average), "
@@ -53,4 +56,5 @@ def run(args) -> None:
               allow_pickle=args.allow_pickle,
               trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
               compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, rope=args.rope,
-              kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average))
+              kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average),
+              placement=placement(args))

@@ -9,10 +9,12 @@ from swapkl.commands.arguments import (
     add_data_arguments,
     add_forward_arguments,
     add_model_arguments,
+    add_placement_arguments,
     add_text_fields_argument,
     command,
     data_spec,
     label_metadata,
+    placement,
 )
 from swapkl.commands.figures import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
@@ -36,7 +38,8 @@ def add_parser(sub) -> None:
     p.description = prune_description()
     add_model_arguments(p, label=True)
     add_forward_arguments(p)
-    input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE.parquet",
+    add_placement_arguments(p)
+
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
     input_arg(p, "--repr", what="representation file", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
     p.add_argument("--budgets", type=_budgets, default=[1, 2, 3, 4, 5],
@@ -121,7 +124,7 @@ def run_prune(args) -> None:
                 dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                 agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
                 trust_remote_code=args.trust_remote_code, compute_dtype=args.compute_dtype,
-                rope_scaling=args.rope_scaling, metadata=label_metadata(args),
+                rope_scaling=args.rope_scaling, metadata=label_metadata(args), placement=placement(args),
                 selection=SelectionOptions(random_interior=not args.random_include_ends))
 
 

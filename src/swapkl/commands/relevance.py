@@ -3,7 +3,8 @@ relevance (AccRel) per task."""
 
 from __future__ import annotations
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
+                                       data_spec, placement)
 from swapkl.commands.figures import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
 
@@ -12,6 +13,7 @@ def add_parser(sub) -> None:
     p = command(sub, "relevance", run,
                 "accuracy-based relevance of every block on tasks (engine: base + each deletion)")
     add_model_arguments(p, label=True)
+    add_placement_arguments(p)
     input_arg(p, "--tasks", what="task file", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
     p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
                    help="task names lm-eval loads from the dataset hub (e.g. arc_easy hellaswag mmlu; zero-shot "
@@ -60,7 +62,7 @@ def run(args) -> None:
                   dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
                   allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
                   harness_tasks=args.lm_eval_tasks, pruning=args.pruning,
-                  pruning_guides=args.pruning_guides)
+                  pruning_guides=args.pruning_guides, placement=placement(args))
 
 
 def run_aggregate(args) -> None:

@@ -1,0 +1,8 @@
+"""Rule aggregate_spans: results/spans.parquet (swapkl.spans_stats)."""
+
+from swapkl.joblog import job_log
+from swapkl.spans_stats import aggregate_spans
+
+with job_log(snakemake):
+    aggregate_spans(snakemake.input.spans, snakemake.input.table, snakemake.output[0],
+                    n_boot=snakemake.params.n_boot, seed=snakemake.params.seed)
