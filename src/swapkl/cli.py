@@ -7,12 +7,12 @@ import logging
 import sys
 
 from swapkl import __version__
-from swapkl.commands import aggregate, demo, export, figures, probe, provenance, prune, relevance, search
+from swapkl.commands import aggregate, construct, demo, export, figures, probe, provenance, prune, relevance, search
 from swapkl.commands.paths import checked
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
-COMMANDS = (probe, prune, export, relevance, aggregate, figures, provenance, demo, search)
+COMMANDS = (probe, prune, export, relevance, aggregate, figures, provenance, demo, search, construct)
 
 
 def build_parser() -> argparse.ArgumentParser:
