@@ -142,7 +142,7 @@ def residuals(model, req: Requests) -> list[torch.Tensor]:
                                              with_kwargs=True) for layer in model.model.layers]
     hooks.append(model.model.norm.register_forward_pre_hook(lambda mod, args: seen.append(args[0])))
     try:
-        model(input_ids=req.ids, attention_mask=req.mask, use_cache=False)
+        model.model(input_ids=req.ids, attention_mask=req.mask, use_cache=False)  # no logits needed
     finally:
         for h in hooks:
             h.remove()
