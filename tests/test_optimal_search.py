@@ -6,6 +6,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -110,3 +111,26 @@ def test_cost_model_reproduces_the_papers_hours():
         ex = next(r for r in rows if r["model"] == model and r["method"] == "exhaustive" and r["gpus"] == gpus)
         assert ex["n_evals"] == pytest.approx(math.comb(n_layers, n), rel=1e-12)
     assert projected_hours(3600, 2.0, 2) == pytest.approx(1.0)
+
+
+def test_cli_writes_the_table_with_provenance_and_refuses_bad_budgets(tmp_path, tiny):
+    from swapkl.cli import main
+    from swapkl.provenance import read
+
+    model, w = tiny
+    model.save_pretrained(tmp_path / "m")
+    np.save(tmp_path / "calib.npy", w.input_ids)
+    args = ["optimal-search", "--model", str(tmp_path / "m"), "--calib-tokens", str(tmp_path / "calib.npy"),
+            "--device", "cpu"]
+    assert main([*args, "--budgets", "6", "--out", str(tmp_path / "bad.parquet")]) == 2
+    assert not (tmp_path / "bad.parquet").exists()
+    assert main([*args, "--budgets", "1-2", "--out", str(tmp_path / "s.parquet")]) == 0
+    df = pd.read_parquet(tmp_path / "s.parquet")
+    assert set(df["method"]) == {"greedy", "beam", "best_first", "exhaustive"}
+    ex = df[(df["method"] == "exhaustive") & (df["budget"] == 2)].iloc[0]
+    brute = {s: brute_nll(model, w, list(s)) for s in itertools.combinations(range(L), 2)}
+    assert tuple(ex["removed_layers"]) == min(brute, key=brute.get)
+    assert (df["gap_to_best"] >= 0).all()
+    prov = read(str(tmp_path / "s.parquet"))
+    assert prov["calibration_spec"]["tokens"] == str(tmp_path / "calib.npy") and prov["weights_sha256"]
+    assert prov["budgets"] == [1, 2]

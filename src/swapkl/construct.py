@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from swapkl.errors import SwapKLError
 
@@ -69,7 +70,7 @@ class Layout:
     def F(self) -> slice:
         return slice(self.m, 2 * self.m)
 
-    def O(self) -> slice:  # noqa: E743 (the paper-free name of the answer part)
+    def O(self) -> slice:  # noqa: E743 (the answer part)
         return slice(2 * self.m, 3 * self.m)
 
     @property
@@ -171,7 +172,7 @@ def _bisect_delta(norms: torch.Tensor, raw: torch.Tensor, eps: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def _norm_in(h: torch.Tensor, hidden: int) -> torch.Tensor:
+def _norm_in(h: torch.Tensor) -> torch.Tensor:
     """Llama's RMSNorm (weight 1) of a residual, as the block's attention and MLP see it."""
     return h / torch.sqrt((h ** 2).mean(-1, keepdim=True) + 1e-6)
 
@@ -182,9 +183,9 @@ def _set_blocks(model, lay: Layout, req: Requests, eps: float) -> dict:
     valid = req.mask.bool()
     at = (torch.arange(len(req.ids)), req.last_context)
     numbers = {}
-    for l, layer in enumerate(model.model.layers):
+    for l, layer in enumerate(tqdm(model.model.layers, desc="snowball blocks", unit="block", disable=None)):
         h = residuals(model, req)[l]
-        xn = _norm_in(h, lay.hidden)
+        xn = _norm_in(h)
         mlp = layer.mlp
         if l in (0, 1):  # uniform attention: half the prefix mean of T into F
             layer.self_attn.v_proj.weight[:, lay.T()] = torch.eye(lay.m)
