@@ -132,3 +132,25 @@ def test_cli_saves_a_checkpoint_and_refuses_bad_eps(tmp_path):
     manifest = json.loads((tmp_path / "m" / "snowball.json").read_text())
     assert manifest["bi"][CRITICAL] == pytest.approx(0.001, rel=1e-3)
     assert (tmp_path / "m" / "model.safetensors").is_file()
+
+
+def test_a_foreign_folder_is_refused_before_the_build(tmp_path):
+    from swapkl.cli import main
+
+    yaml = _toy_task(tmp_path / "task", n_docs=4)
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "notes.txt").write_text("keep")
+    assert main(["construct", "--task", yaml, "--out", str(tmp_path / "theirs")]) == 2
+    assert [p.name for p in (tmp_path / "theirs").iterdir()] == ["notes.txt"]
+    assert main(["construct", "--task", yaml, "--eps", "0", "--out", str(tmp_path / "new")]) == 2
+    assert not (tmp_path / "new").exists()
+
+
+def test_multi_word_choices_are_refused(tmp_path):
+    from swapkl.construct import build_snowball
+    from swapkl.errors import SwapKLError
+
+    docs = [{"query": "a b c", "choices": ["d e", "e d"], "gold": 0}, {"query": "b c", "choices": ["a", "d"], "gold": 1}]
+    task = load_task(write_task(str(tmp_path), "two_words", docs))
+    with pytest.raises(SwapKLError, match="document 0 choice 0.*one-word choices"):
+        build_snowball(task, EPS)

@@ -335,6 +335,10 @@ def construct(task_file: str, eps: float, out: str, *, seed: int = 0) -> dict:
     """Build the snowball model for the task in ``task_file`` and save it to ``out``; return its manifest."""
     from swapkl.tasks import load_task
 
+    out_dir = Path(out)
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / OWNER_MARK).is_file():
+        raise SwapKLError(f"refusing to write into {out}: it holds files that swapkl construct did not write; "
+                          "give an empty or new folder")
     task = load_task(task_file)
     snow = build_snowball(task, eps, seed=seed)
     save_snowball(snow, task, out)
