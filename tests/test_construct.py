@@ -16,6 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from swapkl.construct import CRITICAL, N_LAYERS, construct
 from swapkl.engine import ProbeEngine
+from swapkl.guides import get_guide
 from swapkl.guides.context import GuideContext
 from swapkl.guides.protocol import protocol_scores
 from swapkl.probe import run_probe
@@ -112,6 +113,7 @@ def test_swapkl_scorers_rank_the_critical_block(built, tmp_path):
     ctx = GuideContext(probe, rep, N_LAYERS, [1], 1)
     scores = {g: protocol_scores(ctx, g) for g in ("deletion", "interchange", "replacement_max")}
     assert int(np.argmin(bi)) == CRITICAL  # cosine: the most removable block
+    assert get_guide("bi").select(ctx).removed[(1, None)].removed == (CRITICAL,)  # the BI guide removes it first
     assert int(np.argmax(scores["deletion"])) == CRITICAL
     assert int(np.argmax(scores["interchange"])) == CRITICAL
     # replacement (max over directions, min over partners): block 0 scores higher, the critical block is
