@@ -7,12 +7,16 @@ import logging
 import sys
 
 from swapkl import __version__
-from swapkl.commands import aggregate, demo, export, figures, heal, healed_probe, paper, probe, provenance, prune, relevance, scorecard, spans
+from swapkl.commands import (
+    aggregate, construct, demo, export, figures, heal, healed_probe, paper, probe, provenance, prune, relevance,
+    scorecard, search, spans,
+)
 from swapkl.commands.paths import checked
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
-COMMANDS = (probe, prune, export, heal, healed_probe, relevance, aggregate, figures, provenance, demo, paper, scorecard, spans)
+COMMANDS = (probe, prune, export, heal, healed_probe, relevance, aggregate, figures, provenance, demo, paper, scorecard,
+            spans, search, construct)
 
 
 def build_parser() -> argparse.ArgumentParser:
