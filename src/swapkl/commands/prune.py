@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
     add_model_arguments(p, label=True)
     add_forward_arguments(p)
     add_placement_arguments(p)
-
+    input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
     input_arg(p, "--repr", what="representation file", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
     p.add_argument("--budgets", type=_budgets, default=[1, 2, 3, 4, 5],
