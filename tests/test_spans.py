@@ -247,6 +247,9 @@ def test_bad_span_options_exit_2_before_loading(tmp_path, capsys, option, messag
     out = tmp_path / "spans.parquet"
     tokens = tmp_path / "t.npy"
     np.save(tokens, random_tokens(VOCAB, 2, 8).numpy())
-    code = main(["spans", "--model", str(tmp_path / "absent"), "--tokens", str(tokens), *option, "--out", str(out)])
+    model = tmp_path / "model"  # passes the shared path check; the options are refused before it is loaded
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    code = main(["spans", "--model", str(model), "--tokens", str(tokens), *option, "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0] and not out.exists()

@@ -5,8 +5,8 @@ from swapkl.heal import TrainText, settings_from
 from swapkl.healed_probe import run_healed_probe
 from swapkl.joblog import job_log
 
-h = snakemake.params.healed
 with job_log(snakemake):
+    h = snakemake.params.healed
     run_healed_probe(snakemake.params.checkpoint, list(snakemake.input.probes), snakemake.output[0],
                      data=DataSpec(**snakemake.params.data), calibration=TrainText(**h["calibration"]),
                      settings=settings_from(**h["settings"]), protocols=tuple(h["protocols"]),

@@ -86,7 +86,7 @@ def add_forward_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_placement_arguments(p: argparse.ArgumentParser) -> None:
     """Options that spread a model larger than one GPU over the node's GPUs, CPU memory and disk (accelerate)."""
-    g = p.add_argument_group("models larger than one device (accelerate; --device stays auto)")
+    g = p.add_argument_group("models larger than one device (accelerate)")
     g.add_argument("--device-map", choices=["auto", "balanced", "balanced_low_0", "sequential"],
                    help="place the blocks across the GPUs of this node, then CPU memory, then disk")
     g.add_argument("--max-memory", metavar="DEV=SIZE,...", type=_max_memory,
