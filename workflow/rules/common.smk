@@ -235,6 +235,11 @@ except WorkflowError as err:
     if not isinstance(cause, jsonschema.ValidationError):
         raise
     raise WorkflowError(f"Invalid config: {_schema_error_message(cause)}") from None
+_config_checks = _load_swapkl_module("config_checks")
+try:  # values the schema lets through but that cannot work, named by their key path (swapkl.config_checks)
+    _config_checks.check_config(config)
+except _config_checks.ConfigError as err:
+    raise WorkflowError(f"Invalid config: {err}") from None
 # {family: {"varies": both|data|init, "members": {model: seed}}}; the members are plain models from here on
 SEED_FAMILIES = _expand_seed_families(config)
 _check_consistency(config)
