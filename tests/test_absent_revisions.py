@@ -12,13 +12,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import requests
 
-from fake_hub import Repo, serve
+from fake_hub import Repo, client_env, folder_files, serve
 from swapkl import absence, provenance
 from swapkl.aggregate import aggregate, read_aggregate
 from swapkl.data import DataSpec
@@ -30,7 +29,6 @@ from swapkl.schemas import read_table
 from swapkl.seeds import seed_statistics
 from tiny_models import random_tokens, tiny_model
 
-REPO = Path(__file__).resolve().parents[1]
 DOWNLOAD = """
 import json, sys
 from swapkl.errors import SwapKLError
@@ -45,25 +43,19 @@ for spec in sys.argv[2:]:
 """
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def downloads(tmp_path_factory):
     root = tmp_path_factory.mktemp("absent_hub")
     tiny_model("gpt_neox", n_layers=3, seed=0).save_pretrained(root / "w")
-    files = _files(root / "w")
+    files = folder_files(root / "w")
     repos = [Repo("org/tiny", {"step1": files, "step2": files}), Repo("org/tiny-seed9", {"step1": files})]
     specs = ["org/tiny-seed9,step2,tiny-seed9",  # a member's missing branch: absent
              "org/tiny,step3,",  # not a member: fails
              "org/tiny-seed7,step1,tiny-seed7",  # a member whose repository does not exist: fails
              "org/tiny-seed9,step1,tiny-seed9"]  # a member's branch that exists: downloaded
     with serve(repos, lifetime=120) as (url, _):
-        env = dict(os.environ, HF_ENDPOINT=url, HF_HOME=str(root / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1",
-                   PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
-        env.pop("HF_HUB_OFFLINE", None)
-        proc = subprocess.run([sys.executable, "-c", DOWNLOAD, str(root / "checkpoints"), *specs], env=env,
+        proc = subprocess.run([sys.executable, "-c", DOWNLOAD, str(root / "checkpoints"), *specs],
+                              env=client_env(url, root / "hf-home"),
                               capture_output=True, text=True, timeout=100)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root / "checkpoints", {r["spec"]: r["error"] for r in map(json.loads, proc.stdout.splitlines())}

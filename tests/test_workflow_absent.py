@@ -7,7 +7,6 @@ still fails its download in one line naming the branch.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fake_hub import Repo, serve
+from fake_hub import Repo, client_env, folder_files, serve
 from swapkl import absence, provenance
 from tiny_models import tiny_model
 
@@ -42,7 +41,7 @@ def _branch(root: Path, name: str, seed: int) -> dict[str, bytes]:
     folder = root / name
     tiny_model("gpt_neox", n_layers=3, seed=seed).save_pretrained(folder)
     _word_tokenizer_files(folder)
-    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    return folder_files(folder)
 
 
 def _text(path: Path, n: int, seed: int) -> str:
@@ -72,8 +71,7 @@ def _config(work: Path) -> dict:
 def _snakemake(work: Path, config: dict, url: str, *targets: str) -> subprocess.CompletedProcess:
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    env = dict(os.environ, HF_ENDPOINT=url, HF_HOME=str(work / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1")
-    env.pop("HF_HUB_OFFLINE", None)
+    env = client_env(url, work / "hf-home")
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
            "--replace-workflow-config", "--configfile", str(path), "--cores", "2", "--resources", "gpu=2",
            "--nolock", *targets]
