@@ -149,3 +149,9 @@ def test_a_language_modelling_set_named_like_a_task():
     assert refused(cfg).startswith("models.m.relevance.lm_sets.arc_easy: the task name 'arc_easy' is also in "
                                    "models.m.relevance.lm_eval_tasks")
 
+
+
+def test_a_shared_weights_model_is_checked_after_the_demo_model_it_shares():
+    cfg = {"models": {"m": demo(), "m-paper": {"same_weights_as": "m", "revisions": ["step10"]}}}
+    cfg["models"]["m"]["demo"]["save_steps"] = [0, 50]  # the demo model's own error comes first
+    assert refused(cfg) == "models.m.demo.save_steps: [50] beyond demo.steps=20"

@@ -209,15 +209,30 @@ def _check_seeds(name: str, model: dict, models: dict) -> None:
                                    "deletion probe")
 
 
+def _check_demo(name: str, model: dict) -> None:
+    """A demo model saves stepN checkpoints with N <= demo.steps."""
+    if "demo" not in model:
+        return
+    steps = model["demo"]["steps"]
+    bad = [r for r in model["revisions"] if _step(r) is None or _step(r) > steps]
+    if bad:
+        _fail(f"models.{name}.revisions", f"demo models save stepN with N <= demo.steps={steps}, got {bad}")
+    late = [step for step in model["demo"]["save_steps"] if step > steps]
+    if late:
+        _fail(f"models.{name}.demo.save_steps", f"{late} beyond demo.steps={steps}")
+
+
 def check_config(cfg: dict, base_dir: str = ".") -> None:
     """Every semantic check above, on a schema-validated config; raise :class:`ConfigError` at the first
     value that cannot work, naming its key path. ``base_dir``: where relative paths are resolved."""
     models = cfg["models"]
-    for name, model in models.items():
+    for name, model in models.items():  # each model's own values first
+        _check_demo(name, model)
         _check_pair_sets(name, model)
         _check_perplexity_text(f"models.{name}.prune.eval", model["prune"]["eval"])
-        _check_shared_weights(name, model, models)
-        _check_layers(name, model, known_layers(name, models, base_dir))
         _check_relevance(name, model)
         _check_seeds(name, model, models)
+    for name, model in models.items():  # then what one model takes from another
+        _check_shared_weights(name, model, models)
+        _check_layers(name, model, known_layers(name, models, base_dir))
 
