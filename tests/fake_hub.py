@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import urllib.parse
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def git_blob_id(data: bytes) -> str:
@@ -134,3 +138,17 @@ def serve(repos: list[Repo], lifetime: float = 120.0):
         timer.cancel()
         server.shutdown()
         server.server_close()
+
+
+def client_env(url: str, hf_home) -> dict:
+    """The environment of a process whose huggingface_hub client talks to the fake hub at ``url`` (and
+    imports this checkout's swapkl)."""
+    env = dict(os.environ, HF_ENDPOINT=url, HF_HOME=str(hf_home), HF_HUB_DISABLE_TELEMETRY="1",
+               PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    env.pop("HF_HUB_OFFLINE", None)
+    return env
+
+
+def folder_files(folder) -> dict[str, bytes]:
+    """{name: content} of the files of a saved checkpoint folder: one branch of a :class:`Repo`."""
+    return {p.name: p.read_bytes() for p in Path(folder).iterdir() if p.is_file()}

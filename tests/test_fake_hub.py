@@ -12,22 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fake_hub import Repo, serve
+from fake_hub import Repo, client_env, folder_files, serve
 from swapkl import provenance
 from swapkl.aggregate import aggregate, read_aggregate
 from swapkl.data import DataSpec
 from swapkl.probe import run_probe
 from tiny_models import random_tokens, tiny_model
 
-REPO = Path(__file__).resolve().parents[1]
 REVISIONS = ["main", "step1", "step0", "bad", "step2"]
 DOWNLOAD = """
 import json, sys
@@ -42,25 +39,19 @@ for rev in sys.argv[2:]:
 """
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def hub_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("fake_hub")
     for seed in (0, 1, 2):
         tiny_model("gpt_neox", n_layers=3, seed=seed).save_pretrained(root / f"weights{seed}")
-    final, init, other = (_files(root / f"weights{seed}") for seed in (0, 1, 2))
+    final, init, other = (folder_files(root / f"weights{seed}") for seed in (0, 1, 2))
     corrupt = bytearray(other["model.safetensors"])
     corrupt[-1] ^= 0xFF  # same size, one flipped byte
     repo = Repo("org/tiny", {"main": final, "step1": dict(final), "step0": init, "bad": other},
                 served={("bad", "model.safetensors"): bytes(corrupt)})
     with serve([repo], lifetime=240) as (url, requests):
-        env = dict(os.environ, HF_ENDPOINT=url, HF_HOME=str(root / "hf-home"), HF_HUB_DISABLE_TELEMETRY="1",
-                   PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
-        env.pop("HF_HUB_OFFLINE", None)
-        proc = subprocess.run([sys.executable, "-c", DOWNLOAD, str(root / "checkpoints"), *REVISIONS], env=env,
+        proc = subprocess.run([sys.executable, "-c", DOWNLOAD, str(root / "checkpoints"), *REVISIONS],
+                              env=client_env(url, root / "hf-home"),
                               capture_output=True, text=True, timeout=200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = {r["revision"]: r["error"] for r in map(json.loads, proc.stdout.splitlines())}

@@ -660,6 +660,11 @@ INVALID = {
     "unknown KL positions": (lambda c: _set(c, P410 + ("kl", "positions"), "first"), "positions"),
     "misspelt KL field": (lambda c: _set(c, P410 + ("kl", "average_over"), "prompts"), "average_over"),
     "misspelt paper field": (lambda c: _set(c, ("paper", "clone"), "/x"), "clone"),
+    "perplexity stride past its window": (lambda c: _set(c, P14 + ("prune", "eval"), {
+        "dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1", "window": 64, "stride": 128}),
+        "pythia-1.4b.prune.eval.stride"),
+    "one pair set under two names": (lambda c: _set(c, P410 + ("pair_sets",), ["adjacent", "within:1"]),
+                                     "pythia-410m.pair_sets.1"),
     "RoPE scaling off with covariates": (lambda c: _set(c, P410 + ("rope_scaling",), "none"),
                                          "pythia-410m.rope_scaling"),
 }

@@ -68,6 +68,7 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl import __version__
+from swapkl.absence import split_absent
 from swapkl.aggregate_inputs import ProbeInput, ReprInput, read_probe_file, read_repr_file
 from swapkl.bootstrap import resample_indices
 from swapkl.duplicate_revisions import Checkpoint, find_duplicates, revision_order
@@ -299,8 +300,10 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     ("adjacent", "within:K", "all"). ``n_boot`` resamples with ``seed`` give the CI of the mean gap.
     See the module docstring for the output schema.
     """
-    probe_files = [str(p) for p in probe_files]
-    repr_files = [str(p) for p in (repr_files or [])]
+    # markers of seed-family members' revisions that the hub lacks: skipped, and listed in the provenance
+    probe_files, absent = split_absent(probe_files)
+    repr_files, absent_repr = split_absent(repr_files or [])
+    absent += [r for r in absent_repr if r not in absent]
     _validate_args(probe_files, pair_sets, n_boot, seed)
     require_distinct({"--out": str(out)}, [("--probe", f) for f in probe_files] + [("--repr", f) for f in repr_files])
     check_writable(str(out))
@@ -352,6 +355,7 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
                     "provenance": x.provenance}
                    for role, items in (("probe", probes), ("repr", reprs)) for x in items],
         "checkpoints": checkpoints([x.provenance for x in probes + reprs]),
+        "absent": absent,
     }
     schema = output_schema(all_sets)
     df = df.reindex(columns=[f.name for f in schema])

@@ -38,6 +38,7 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl import provenance
+from swapkl.absence import split_absent
 from swapkl.agreement import spearman
 from swapkl.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
@@ -178,12 +179,13 @@ def aggregate_covariates(covariate_files, aggregate_path: str, out: str, correla
     require_int("bootstrap seed", seed, 0)
     for path in (out, correlations_out):
         check_writable(path)
-    covariate_files = list(covariate_files)
+    # markers of seed-family members' revisions that the hub lacks: skipped, and listed in the provenance
+    covariate_files, absent = split_absent(covariate_files)
     table, inputs = covariate_table(covariate_files, str(aggregate_path))
     table = with_families(table, families)
     corr = correlations(table, n_boot=n_boot, seed=seed)
     prov = provenance.derived([*covariate_files, aggregate_path], kind="covariates", aggregate=str(aggregate_path),
-                              inputs=inputs)
+                              inputs=inputs, absent=absent)
     write_parquet(pa.Table.from_pandas(table, schema=COVARIATES_SCHEMA, preserve_index=False), out, prov)
     write_parquet(pa.Table.from_pandas(corr, schema=COVARIATE_CORRELATIONS_SCHEMA, preserve_index=False),
                   correlations_out, prov | {"n_boot": int(n_boot), "seed": int(seed), "ci_level": CI_LEVEL,

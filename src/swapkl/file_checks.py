@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 
+from swapkl.absence import refuse_absent
 from swapkl.errors import SwapKLError
 
 
@@ -65,6 +66,11 @@ def open_input(path, what: str, mode: str = "rb", encoding: str | None = None):
         os.close(fd)
         raise SwapKLError(f"{what} {path!r} is {_kind(st.st_mode)}, not a regular file")
     os.set_blocking(fd, True)
+    try:
+        refuse_absent(path, what)  # a marker of a revision the hub lacks holds no data
+    except SwapKLError:
+        os.close(fd)
+        raise
     return os.fdopen(fd, mode, encoding=encoding)
 
 

@@ -10,6 +10,9 @@ import shutil
 import socket
 import time
 
+from swapkl.absence import ABSENT_FILE, write_checkpoint_marker
+from swapkl.absence import describe as describe_absent
+from swapkl.absence import record as absent_record
 from swapkl.errors import SwapKLError
 
 log = logging.getLogger(__name__)
@@ -28,7 +31,7 @@ OFFLINE_HINT = "without hub access, run the offline demo instead: make demo (sna
 
 
 def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: int = 5, backoff: float = 2.0,
-                        snapshot=None, resolve_commit=None, shard_hashes=None) -> None:
+                        snapshot=None, resolve_commit=None, shard_hashes=None, member: str | None = None) -> None:
     """Fetch ``model_id`` at ``revision`` into ``out_dir`` and record the resolved commit.
 
     Each attempt first resolves ``revision`` to a commit and then downloads that exact commit,
@@ -48,6 +51,11 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
     match the hub's sha256. The commit, the shard hashes and ``duplicate_of`` are recorded in
     ``swapkl_source.json``; the commit goes into the provenance of every result of the checkpoint.
 
+    ``member``: the config's name of a seed-family member. When the hub answers that ``revision`` does not
+    exist (and only then: an unreachable hub or any other error still fails), ``out_dir`` becomes an
+    absent checkpoint folder (:mod:`swapkl.absence`) and the call returns; the member's jobs pass the
+    absence on and the across-seed statistics list it.
+
     ``snapshot`` replaces ``huggingface_hub.snapshot_download``, ``resolve_commit(model_id, revision) ->
     str | None`` the hub lookup of the commit and ``shard_hashes(model_id, commit) -> {file: sha256}`` that
     of the shards' hashes (tests inject failures through them; with an injected ``resolve_commit`` and no
@@ -65,10 +73,11 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
     tmp = out_dir.rstrip("/") + ".partial"
     # only a checkpoint that swapkl downloaded (it holds SOURCE_FILE), and only a staging folder that swapkl
     # made (it holds PARTIAL_MARK), is ever resumed into, deleted or replaced here
-    for path, mark, kind in ((out_dir, SOURCE_FILE, "a checkpoint that swapkl downloaded"),
-                             (tmp, PARTIAL_MARK, "a download that swapkl started")):
+    for path, marks, kind in ((out_dir, (SOURCE_FILE, ABSENT_FILE), "a checkpoint that swapkl downloaded"),
+                              (tmp, (PARTIAL_MARK,), "a download that swapkl started")):
         if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)
-                                          and os.path.isfile(os.path.join(path, mark))):
+                                          and any(os.path.isfile(os.path.join(path, m)) for m in marks)):
+            mark = marks[0]
             raise SwapKLError(f"refusing to replace {path!r}: it is not {kind} (no {mark} in it)")
     created = not os.path.exists(tmp)
     if created:
@@ -89,6 +98,9 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
                 if _hub_unreachable(e):
                     raise SwapKLError(f"download of {what} failed: the model hub is unreachable "
                                       f"({_one_line(e)}); {OFFLINE_HINT}") from e
+                if member is not None and _revision_missing(e):
+                    _record_absent(out_dir, absent_record(member, model_id, revision, _one_line(e)), tmp, created)
+                    return
                 if _cannot_heal(e):
                     raise SwapKLError(f"download of {what} failed, not retried: {_one_line(e)}") from e
                 if attempt == retries:
@@ -149,6 +161,25 @@ def _cannot_heal(e: Exception) -> bool:
         if type(c).__name__ in PERMANENT_ERRORS or status in PERMANENT_STATUS:
             return True
     return False
+
+
+def _revision_missing(e: Exception) -> bool:
+    """The hub's answer that the repository exists but the revision does not."""
+    for c in _causes(e):
+        headers = getattr(getattr(c, "response", None), "headers", None) or {}
+        if type(c).__name__ == "RevisionNotFoundError" or headers.get("X-Error-Code") == "RevisionNotFound":
+            return True
+    return False
+
+
+def _record_absent(out_dir: str, rec: dict, tmp: str, created: bool) -> None:
+    """``out_dir`` becomes an absent checkpoint folder (replacing swapkl's own earlier one, checked above)."""
+    if created and os.path.isdir(tmp) and os.listdir(tmp) == [PARTIAL_MARK]:
+        shutil.rmtree(tmp)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    write_checkpoint_marker(out_dir, rec)
+    log.warning("%s: recorded as absent in %s (a seed-family member: its jobs pass the absence on)",
+                describe_absent(rec), out_dir)
 
 
 def hub_commit(model_id: str, revision: str) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from swapkl.absence import refuse_absent
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import describe, open_input, require_regular_file, safetensors_header_size
 from swapkl.hub import SOURCE_FILE
@@ -123,6 +124,7 @@ def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str |
         # a local checkpoint directory is one revision: a revision that names no subdirectory is an error,
         # never a label silently attached to other weights
         raise SwapKLError(f"revision {revision!r} not found under local model {model!r}")
+    refuse_absent(path, "model path")
     if not os.path.isfile(os.path.join(path, "config.json")):
         raise SwapKLError(f"model path {model!r} has no config.json (not a Hugging Face checkpoint)")
     return path, revision

@@ -181,7 +181,7 @@ SEEDS_SCHEMA = pa.schema(
      ("step", pa.int64()),
      ("seed", pa.int64()), ("model", pa.string()), ("n_pairs", pa.int64()),
      *[(c, pa.float64()) for c in SEED_MEMBER_STATS],
-     ("n_seeds", pa.int64()), ("seeds", pa.list_(pa.int64())),
+     ("n_seeds", pa.int64()), ("seeds", pa.list_(pa.int64())), ("absent_seeds", pa.list_(pa.int64())),
      *[(f"{q}_seed_{s}", pa.float64()) for q in SEED_GAPS for s in ("mean", "sd", "min", "max")],
      *[(f"{s}_{q}", pa.float64()) for q in SEED_RANKED for s in ("spearman", "kendall_w")],
      ("guide", pa.string()), ("budget", pa.int64()), ("layer", pa.int64()), ("n_chosen", pa.int64()),
@@ -194,7 +194,7 @@ SEEDS_SCHEMA = pa.schema(
 #: columns appended to a schema after files were written without them: read as null
 APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set", "head", "exact_rank_chance", "exact_rank_p",
                       "severe_chance", "severe_p", "share_data_ci_low", "share_data_ci_high", "heterogeneity_q",
-                      "heterogeneity_df", "heterogeneity_p"})
+                      "heterogeneity_df", "heterogeneity_p", "absent_seeds"})
 
 #: one row per (checkpoint, task, metric, scored model) of a relevance run (see swapkl.relevance). A
 #: single-block row has ``layer`` = the deleted block and null ``guide``; a pruned-set row (a pruning

@@ -11,7 +11,8 @@ kind="member" -- one per (family, member, revision, pair set), copied from the a
     seed, model, n_pairs, gap_mean, gap_fwd_mean, d_repl_max_mean, d_repl_fwd_mean, d_inter_mean.
 
 kind="family" -- one per (family, revision, pair set) with at least one member:
-    n_seeds, seeds (list), n_pairs; ``{q}_seed_mean``, ``{q}_seed_sd`` (ddof 1; null for one seed),
+    n_seeds, seeds (list), absent_seeds (list: the members whose revision the hub lacks, recorded as
+    absent by their download and left out of every statistic; see :mod:`swapkl.absence`), n_pairs; ``{q}_seed_mean``, ``{q}_seed_sd`` (ddof 1; null for one seed),
     ``{q}_seed_min``, ``{q}_seed_max`` over the members' mean gap, for q in gap (the clean
     ``d_repl_max - d_inter``) and gap_fwd (the paper's one-direction ``r(i<-j) - d_inter``);
     pair-ranking stability for q in gap, gap_fwd, d_repl_max, d_inter: ``spearman_{q}`` (mean over
@@ -54,6 +55,7 @@ from swapkl.agreement import spearman
 from swapkl.errors import SwapKLError
 from swapkl.pairstats import pair_set_column
 from swapkl.parquet_io import check_writable, write_parquet
+from swapkl.provenance import read as read_provenance
 from swapkl.schemas import SEED_GAPS as GAPS
 from swapkl.schemas import SEED_MEMBER_STATS as MEMBER_STATS
 from swapkl.schemas import SEED_RANKED as RANKED
@@ -141,13 +143,24 @@ def _pair_matrix(agg: pd.DataFrame, models: list[str], revision: str, pair_set: 
     return np.vstack(rows)
 
 
-def _family_rows(agg: pd.DataFrame, members: pd.DataFrame) -> pd.DataFrame:
+def absent_seeds(families: dict, absent) -> dict[tuple[str, str], list[int]]:
+    """{(family, revision): seeds of the family's members recorded as absent at that revision}."""
+    member_of = family_of(families)
+    out: dict[tuple[str, str], list[int]] = {}
+    for rec in absent:
+        if rec.get("model") in member_of:
+            family, seed = member_of[rec["model"]]
+            out.setdefault((family, rec["revision"]), []).append(int(seed))
+    return {key: sorted(set(seeds)) for key, seeds in out.items()}
+
+
+def _family_rows(agg: pd.DataFrame, members: pd.DataFrame, absent: dict) -> pd.DataFrame:
     rows = []
     for (family, pair_set, revision), g in members.groupby(["family", "pair_set", "revision"], sort=False):
         g = g.sort_values("seed")
         row = {"kind": "family", "family": family, "pair_set": pair_set, "revision": revision,
                "step": g["step"].iloc[0], "n_seeds": len(g), "seeds": [int(x) for x in g["seed"]],
-               "n_pairs": g["n_pairs"].iloc[0]}
+               "absent_seeds": absent.get((family, revision), []), "n_pairs": g["n_pairs"].iloc[0]}
         for q in GAPS:
             v = g[f"{q}_mean"].to_numpy(np.float64)
             row.update({f"{q}_seed_mean": v.mean(), f"{q}_seed_sd": v.std(ddof=1) if len(v) > 1 else np.nan,
@@ -217,13 +230,20 @@ def decomposition(members: pd.DataFrame, families: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def seed_statistics(agg: pd.DataFrame, families: dict, pruning: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The seeds table (see the module docstring), sorted by kind, family, pair set, step, revision."""
+def seed_statistics(agg: pd.DataFrame, families: dict, pruning: pd.DataFrame | None = None,
+                    absent=()) -> pd.DataFrame:
+    """The seeds table (see the module docstring), sorted by kind, family, pair set, step, revision.
+    ``absent``: the records (:mod:`swapkl.absence`) of members' revisions that the hub lacks."""
     members = _members_frame(agg, families)
+    missing = absent_seeds(families, absent)
+    present = set(zip(members["model"], members["revision"]))
+    clash = sorted((r["model"], r["revision"]) for r in absent if (r.get("model"), r["revision"]) in present)
+    if clash:
+        raise SwapKLError(f"{clash[0][0]} at {clash[0][1]} is both in the aggregate and recorded as absent")
     if members.empty:
         raise SwapKLError(f"the aggregate has no summary rows of any seed family member "
                           f"({', '.join(sorted(families)) or 'no families'})")
-    frames = [members, _family_rows(agg, members)]
+    frames = [members, _family_rows(agg, members, missing)]
     if pruning is not None:
         frames.append(pruning_choices(pruning, families))
     frames.append(decomposition(members, families))
@@ -250,11 +270,14 @@ def write_seed_statistics(aggregate_path, out, *, families: dict, pruning_path=N
     """Read the aggregate (and pruning table), compute :func:`seed_statistics`, write ``out`` atomically."""
     check_writable(str(out))
     agg = read_aggregate(aggregate_path)
+    absent = list(read_provenance(str(aggregate_path)).get("absent", []))
     pruning = read_pruning(pruning_path) if pruning_path else None
-    df = seed_statistics(agg, families, pruning)
+    if pruning_path:
+        absent += [r for r in read_provenance(str(pruning_path)).get("absent", []) if r not in absent]
+    df = seed_statistics(agg, families, pruning, absent)
     write_parquet(to_table(df), str(out), provenance.derived(
         [aggregate_path, pruning_path], families=families, aggregate=str(aggregate_path),
-        pruning=None if pruning_path is None else str(pruning_path)))
+        pruning=None if pruning_path is None else str(pruning_path), absent=absent))
     return df
 
 

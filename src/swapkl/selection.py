@@ -42,7 +42,6 @@ Baselines:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -50,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
+from swapkl.feasible import max_feasible
 from swapkl.pairs import pairs_for, parse_pair_set
 
 PAIR_GUIDES = ("interchange", "replacement_max", "replacement_mean")
@@ -57,11 +57,6 @@ PAIR_GUIDES = ("interchange", "replacement_max", "replacement_mean")
 
 class BudgetError(SwapKLError):
     """A budget the selection rule cannot reach under its constraints."""
-
-
-def max_feasible(n_layers: int, spacing: int) -> int:
-    """Largest number of blocks that can be removed with pairwise index distance > ``spacing``."""
-    return math.ceil(n_layers / (spacing + 1)) if n_layers > 0 else 0
 
 
 def check_budget(n: int, n_layers: int, spacing: int) -> None:

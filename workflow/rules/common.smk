@@ -114,14 +114,6 @@ def _check_consistency(cfg):
             if other is None or "same_weights_as" in other:
                 fail(f"models.{name}.same_weights_as", f"{owner!r} must be another model of this config with its "
                      "own source, local directory or demo block")
-        if "demo" in model:
-            steps = model["demo"]["steps"]
-            bad = [r for r in revisions if _step(r) is None or _step(r) > steps]
-            if bad:
-                fail(f"models.{name}.revisions", f"demo models save stepN with N <= demo.steps={steps}, got {bad}")
-            late = [step for step in model["demo"]["save_steps"] if step > steps]
-            if late:
-                fail(f"models.{name}.demo.save_steps", f"{late} beyond demo.steps={steps}")
     if not any(model["enabled"] for model in cfg["models"].values()):
         fail("models", "no model is enabled")
 
@@ -267,6 +259,11 @@ except WorkflowError as err:
     if not isinstance(cause, jsonschema.ValidationError):
         raise
     raise WorkflowError(f"Invalid config: {_schema_error_message(cause)}") from None
+_config_checks = _load_swapkl_module("config_checks")
+try:  # values the schema lets through but that cannot work, named by their key path (swapkl.config_checks)
+    _config_checks.check_config(config)
+except _config_checks.ConfigError as err:
+    raise WorkflowError(f"Invalid config: {err}") from None
 # {family: {"varies": both|data|init, "members": {model: seed}}}; the members are plain models from here on
 SEED_FAMILIES = _expand_seed_families(config)
 _check_consistency(config)

@@ -1,5 +1,6 @@
 """Rules probe_replacement / probe_interchange / probe_deletion: one protocol on one checkpoint."""
 
+from swapkl.absence import propagate
 from swapkl.data import DataSpec
 from swapkl.joblog import job_log
 from swapkl.kl import KLOptions
@@ -7,7 +8,8 @@ from swapkl.probe import run_probe
 
 with job_log(snakemake):
     p = snakemake.params
-    run_probe(p.checkpoint, snakemake.output.probe, protocols=[p.protocol], pairs=p.pairs, data=DataSpec(**p.data),
-              dtype=p.dtype, batch_size=p.batch_size, repr_out=snakemake.output.get("representation"),
-              progress_path=p.progress, metadata=p.metadata, rope_scaling=p.rope_scaling, rope=p.rope,
-              kl_options=KLOptions(**p.kl), placement=p.placement)
+    if not propagate(p.checkpoint, snakemake.output):  # a seed-family member's absent revision
+        run_probe(p.checkpoint, snakemake.output.probe, protocols=[p.protocol], pairs=p.pairs, data=DataSpec(**p.data),
+                  dtype=p.dtype, batch_size=p.batch_size, repr_out=snakemake.output.get("representation"),
+                  progress_path=p.progress, metadata=p.metadata, rope_scaling=p.rope_scaling,
+                  kl_options=KLOptions(**p.kl), rope=p.rope, placement=p.placement)

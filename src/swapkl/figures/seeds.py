@@ -19,6 +19,18 @@ from swapkl.seeds import read_seeds
 _GAP_ROWS = (("gap", "gap, both\ndirections (nats)", "max"), ("gap_fwd", "gap, one\ndirection (nats)", "fwd"))
 
 
+def absent_note(fam: pd.DataFrame) -> str:
+    """'; absent on the hub (left out): seed 9 at step40000, ...' from the family rows' ``absent_seeds``."""
+    absent = {}
+    for revision, seeds in zip(fam["revision"], fam["absent_seeds"]):
+        if isinstance(seeds, (list, np.ndarray)) and len(seeds):
+            absent.setdefault(revision, sorted(int(x) for x in seeds))
+    if not absent:
+        return ""
+    return "; absent on the hub (left out): " + ", ".join(
+        f"seed{'s' if len(v) > 1 else ''} {', '.join(map(str, v))} at {r}" for r, v in absent.items())
+
+
 def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family: str) -> None:
     """Mean per-pair gap vs training step of every seed of ``family``, one column per pair set.
 
@@ -81,5 +93,6 @@ def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family
         add_note(fig, f"mean over pairs of the per-pair gap for each seed; seeds {seeds_list}, "
                       f"{min(n_seeds)} to {max(n_seeds)} per step (bands and rank agreement where two or more); "
                       f"{GAP_LABELS['max']} (row 1); "
-                      f"{GAP_LABELS['fwd']} (row 2); KL(p_base ‖ p_variant) in nats; {desc}")
+                      f"{GAP_LABELS['fwd']} (row 2); KL(p_base ‖ p_variant) in nats; {desc}"
+                      f"{absent_note(fam)}")
         save_figure(fig, out_png, out_pdf)

@@ -11,7 +11,7 @@ from swapkl.data import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.perplexity import EvalSpec
 from swapkl.schemas import PROBE_SCHEMA, read_table
-from swapkl.selection import max_feasible
+from swapkl.feasible import max_budget
 from swapkl.text_sources import source_key
 
 
@@ -65,7 +65,7 @@ def check_budgets(budgets, n_layers: int, spacing: int) -> list[int]:
         raise SwapKLError("no pruning budget given")
     if out[0] < 1:
         raise SwapKLError(f"budgets must be >= 1 (budget 0 is the base row), got {out[0]}")
-    top = min(max_feasible(n_layers, spacing), n_layers - 1)
+    top = max_budget(n_layers, spacing)
     if out[-1] > top:
         raise SwapKLError(
             f"budget {out[-1]} is infeasible: with spacing {spacing} at most {top} of {n_layers} layers can be removed"

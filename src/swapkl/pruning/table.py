@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl import provenance
+from swapkl.absence import split_absent
 from swapkl.errors import SwapKLError
 from swapkl.file_checks import require_distinct
 from swapkl.guides.registry import guide_names
@@ -80,6 +81,9 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
         raise SwapKLError("give both agreement inputs and agreement_out, or neither")
     require_distinct({"--out": out, "--agreement-out": agreement_out},
                      [("--inputs", p) for p in inputs] + [("--agreement-inputs", p) for p in agreement_inputs])
+    # markers of seed-family members' revisions that the hub lacks: skipped, and listed in the provenance
+    inputs, absent = split_absent(inputs)
+    agreement_inputs, absent_agreement = split_absent(agreement_inputs)
     table, provs = _concat(inputs, PRUNING_RUN_SCHEMA, "pruning", _with_intervals(n_boot))
     df = table.to_pandas()
     order = guide_names()
@@ -91,13 +95,13 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     df["_f"] = df["fixed_set"].fillna("")
     df = _sort(df, ["_g", "_f", "budget", "_d"]).drop(columns=["_g", "_d", "_f"])
     prov = dict(provenance.software_versions(), inputs=provs, n_boot=int(n_boot), ci_level=0.95,
-                checkpoints=provenance.checkpoints(provs), input_sha256=provenance.input_sha256(inputs))
+                checkpoints=provenance.checkpoints(provs), input_sha256=provenance.input_sha256(inputs), absent=absent)
     write_parquet(pa.Table.from_pandas(df, schema=PRUNING_SCHEMA, preserve_index=False), out, prov)
     if agreement_out is not None:
         at, aprovs = _concat(agreement_inputs, AGREEMENT_SCHEMA, "agreement")
         adf = _sort(at.to_pandas(), ["guide", "reference"])
         write_parquet(pa.Table.from_pandas(adf, schema=AGREEMENT_SCHEMA, preserve_index=False), agreement_out,
                       dict(provenance.software_versions(), inputs=aprovs, checkpoints=provenance.checkpoints(aprovs),
-                           input_sha256=provenance.input_sha256(agreement_inputs)))
+                           input_sha256=provenance.input_sha256(agreement_inputs), absent=absent_agreement))
     log.info("wrote %s (%d rows from %d files)", out, len(df), len(provs))
     return df
