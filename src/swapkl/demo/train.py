@@ -129,7 +129,7 @@ def _param_groups(model, weight_decay: float):
 
 def make_optimizer(model, *, lr: float, weight_decay: float) -> torch.optim.AdamW:
     """The demo's AdamW (decay on matrices only), fused into one kernel per step: the same update as the
-    per-tensor loop, without its per-parameter Python and dispatch overhead on these tiny models."""
+    per-tensor loop, deterministic on CPU (benchmarks/demo_training.py times both)."""
     return torch.optim.AdamW(_param_groups(model, weight_decay), lr=lr, betas=OPTIMIZER_BETAS, eps=OPTIMIZER_EPS,
                              fused=True)
 
