@@ -317,18 +317,18 @@ def test_a_pruned_and_scored_checkpoint_scores_its_pruned_sets_in_its_relevance_
     reads its pruning table (no extra job); a checkpoint that is not pruned (pythia-demo, scored here) does not,
     and neither does one whose relevance.pruning_guides is empty."""
     inputs, counts = _relevance_inputs("--workflow-profile", "profiles/demo")
-    assert set(inputs) == {("llama-demo", "step200")}
-    assert "results/pruning/llama-demo/step200/pruning.parquet" in inputs[("llama-demo", "step200")]
+    assert set(inputs) == {("llama-demo", "step400")}
+    assert "results/pruning/llama-demo/step400/pruning.parquet" in inputs[("llama-demo", "step400")]
     assert counts == expected_counts(load(DEMO))
     cfg = load(DEMO)
-    cfg["models"]["pythia-demo"]["relevance"] = {"enabled": True, "revisions": ["step200"], "demo_tasks": True}
+    cfg["models"]["pythia-demo"]["relevance"] = {"enabled": True, "revisions": ["step400"], "demo_tasks": True}
     inputs, counts = _relevance_inputs("--replace-workflow-config", "--configfile", str(write_config(tmp_path, cfg)))
-    assert set(inputs) == {("pythia-demo", "step200"), ("llama-demo", "step200")}
-    assert not any("results/pruning/" in x for x in inputs[("pythia-demo", "step200")])
+    assert set(inputs) == {("pythia-demo", "step400"), ("llama-demo", "step400")}
+    assert not any("results/pruning/" in x for x in inputs[("pythia-demo", "step400")])
     assert counts["score_relevance"] == 2 == expected_counts(cfg)["score_relevance"]
     cfg["models"]["llama-demo"]["relevance"]["pruning_guides"] = []
     inputs, _ = _relevance_inputs("--replace-workflow-config", "--configfile", str(write_config(tmp_path, cfg)))
-    assert not any("results/pruning/" in x for x in inputs[("llama-demo", "step200")])
+    assert not any("results/pruning/" in x for x in inputs[("llama-demo", "step400")])
 
 
 def test_config_on_the_command_line_keeps_the_study_config():

@@ -9,5 +9,6 @@ with job_log(snakemake):
     train_demo_model(s["arch"], snakemake.params.corpus_dir, snakemake.input.tokenizer, snakemake.output[0],
                      steps=s["steps"], save_steps=snakemake.params.save_steps, seed=s["seed"],
                      batch_size=s["batch_size"], seq_len=s["seq_len"], lr=s["lr"], threads=snakemake.threads,
-                     size=DemoSize(num_layers=s["num_layers"]),
+                     size=DemoSize(num_layers=s["num_layers"], hidden_size=s["hidden_size"],
+                                  intermediate_size=s["intermediate_size"]),
                      progress=False)

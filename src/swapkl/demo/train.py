@@ -40,6 +40,8 @@ from swapkl.options import require_int
 TRAINING_LOG = "training_log.csv"
 SUMMARY = "demo_model.json"
 LOG_COLUMNS = ("step", "tokens", "lr", "heldout_loss", "train_loss", "train_batch_loss")
+OPTIMIZER_BETAS = (0.9, 0.95)
+OPTIMIZER_EPS = 1e-8
 _STEP_DIR = re.compile(r"^step(\d+)$")
 OWNER_MARK = ".swapkl-demo-model"  # marks a folder that train_demo_model made (and may clean up)
 # Staging directories of checkpoints (see swapkl.atomic.staged_dir) left by a killed run.
@@ -123,6 +125,26 @@ def _param_groups(model, weight_decay: float):
         if p.requires_grad:
             (decay if p.ndim >= 2 else no_decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def make_optimizer(model, *, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """The demo's AdamW (decay on matrices only), fused into one kernel per step: the same update as the
+    per-tensor loop, deterministic on CPU (benchmarks/demo_training.py times both)."""
+    return torch.optim.AdamW(_param_groups(model, weight_decay), lr=lr, betas=OPTIMIZER_BETAS, eps=OPTIMIZER_EPS,
+                             fused=True)
+
+
+def train_step(model, optimizer, ids: torch.Tensor, *, lr: float, grad_clip: float) -> float:
+    """One update on the batch ``ids`` (next-token loss, gradient clipping) at learning rate ``lr``;
+    returns the batch loss before the update."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss = model(input_ids=ids, labels=ids).loss
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return float(loss.detach())
 
 
 def _progress(total: int, enabled: bool, desc: str):
@@ -219,7 +241,7 @@ def train_demo_model(
         model = demo_model_class(arch)(config).float()
         model.train()
         order = BatchOrder(train_windows.shape[0], batch_size, seed)
-        optimizer = torch.optim.AdamW(_param_groups(model, weight_decay), lr=lr, betas=(0.9, 0.95), eps=1e-8)
+        optimizer = make_optimizer(model, lr=lr, weight_decay=weight_decay)
         save_set = set(save)
         batch_losses: list[float] = []
         current_lr = 0.0
@@ -244,18 +266,11 @@ def train_demo_model(
             for step in range(1, steps + 1):
                 current_lr = lr_at(step, total_steps=steps, peak_lr=lr, warmup_steps=warmup_steps,
                                    min_lr_ratio=min_lr_ratio)
-                for group in optimizer.param_groups:
-                    group["lr"] = current_lr
-                ids = train_windows[order.next()]
-                loss = model(input_ids=ids, labels=ids).loss
-                loss_value = float(loss.detach())
+                loss_value = train_step(model, optimizer, train_windows[order.next()], lr=current_lr,
+                                        grad_clip=grad_clip)
                 if not math.isfinite(loss_value):
                     raise SwapKLError(f"demo training of {arch} diverged at step {step} (loss {loss_value}); "
                                       "lower --lr")
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-                optimizer.step()
                 batch_losses.append(loss_value)
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
@@ -291,7 +306,7 @@ def train_demo_model(
         "min_lr_ratio": min_lr_ratio,
         "weight_decay": weight_decay,
         "grad_clip": grad_clip,
-        "optimizer": "AdamW(betas=(0.9, 0.95), eps=1e-8)",
+        "optimizer": f"AdamW(betas={OPTIMIZER_BETAS}, eps={OPTIMIZER_EPS}, fused)",
         "eval_windows": eval_windows,
         "train_windows": int(train_windows.shape[0]),
         "epochs_started": order.epoch,
