@@ -107,7 +107,7 @@ def seeds_table(family: str = "fam", seeds=(0, 1, 2), steps=(0, 1000, 4000, 1600
                                  seed=seed, model=f"{family}-seed{seed}", n_pairs=11, gap_mean=v, gap_fwd_mean=0.8 * v))
             v = np.array(list(vals.values()))
             fam = dict(kind="family", family=family, pair_set=s, revision=f"step{step}", step=step, n_pairs=11,
-                       n_seeds=len(seeds), seeds=list(seeds), spearman_gap=0.6, kendall_w_gap=0.7,
+                       n_seeds=len(seeds), seeds=list(seeds), absent_seeds=[], spearman_gap=0.6, kendall_w_gap=0.7,
                        spearman_gap_fwd=0.5)
             for q, scale in (("gap", 1.0), ("gap_fwd", 0.8)):
                 fam.update({f"{q}_seed_mean": scale * v.mean(), f"{q}_seed_sd": scale * v.std(ddof=1),
