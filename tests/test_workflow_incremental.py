@@ -107,7 +107,7 @@ def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
     if (demo_run / "results" / "pruning.parquet").exists():
         expected["aggregate_pruning"] = 1
     assert {rule: counts[rule] for rule in expected} == expected, counts
-    gpu_rules = {rule for rule, block in rule_blocks() if re.search(r"^\s+gpu=1,?$", block, re.M)}
+    gpu_rules = {rule for rule, block in rule_blocks() if re.search(r"^\s+gpu=(1|job_gpus),?$", block, re.M)}
     assert {"probe_replacement", "probe_deletion", "prune_layers"} <= gpu_rules  # the parser finds them
     assert not gpu_rules & set(counts), counts
     # only statistics of the aggregates (their rules aggregate_*, summarise_*) and figures drawn from them

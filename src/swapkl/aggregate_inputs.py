@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl.errors import SwapKLError
-from swapkl.kl import per_prompt_means
+from swapkl.kl_average import per_prompt_means
 from swapkl.pairs import HEAD_PROTOCOLS
 from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA, SEQ_COLUMNS, read_table
 

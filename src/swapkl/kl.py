@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from swapkl.bootstrap import ratio_mean
 from swapkl.errors import SwapKLError
+from swapkl.kl_average import per_prompt_means
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,6 @@ class KLOptions:
         per_prompt, ones = per_prompt_means(kl_sums, counts)
         return ratio_mean(per_prompt, ones)
 
-
-def per_prompt_means(kl_sums, counts) -> tuple[np.ndarray, np.ndarray]:
-    """``average: prompts`` in the ratio form every swapkl statistic takes: each sequence's mean KL with a
-    weight of 1 (sequences that count no position, e.g. padding columns, keep weight 0)."""
-    kl_sums, counts = np.asarray(kl_sums, dtype=np.float64), np.asarray(counts, dtype=np.float64)
-    has = counts > 0
-    return np.where(has, kl_sums / np.where(has, counts, 1.0), 0.0), has.astype(np.float64)
 
 
 def last_positions(valid: torch.Tensor) -> torch.Tensor:
