@@ -47,7 +47,7 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
             ax.set_xticks(x, labels)
             ax.set_ylabel("ΔPPL %")
             ax.set_title(f"{model} @ {revision}")
-            ax.legend(fontsize=7, frameon=False)
+            ax.legend(fontsize=7, frameon=True, facecolor="white", framealpha=1.0)  # readable over a bar
         add_note(fig, "Numbers over the healed bars: net recovery = 1 - (PPL healed - PPL control) / "
                       "(PPL pruned - PPL base).")
         save_figure(fig, out_png, out_pdf)
