@@ -398,3 +398,11 @@ def rows(agg: pd.DataFrame, kind: str, model: str, revision: str | None = None,
                           f"{', '.join(models) or 'none'})")
     return sel.reset_index(drop=True)
 
+
+def probe_provenance(aggregate_path: str) -> dict[tuple[str, str], dict]:
+    """Provenance of the probe files behind each (model, revision) of the aggregate at ``aggregate_path``."""
+    out = {}
+    for item in read_provenance(aggregate_path).get("inputs", []):
+        if item.get("role") == "probe":
+            out.setdefault((item["model"], item["revision"]), item.get("provenance") or {})
+    return out

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from swapkl import provenance
 from swapkl.absence import split_absent
+from swapkl.aggregate import probe_provenance
 from swapkl.agreement import spearman
 from swapkl.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
@@ -108,22 +109,13 @@ def correlations(table: pd.DataFrame, *, n_boot: int, seed: int, scopes: dict | 
     return pd.DataFrame(rows, columns=COVARIATE_CORRELATIONS_SCHEMA.names)
 
 
-def _checkpoint_inputs(aggregate_path: str) -> dict[tuple[str, str], dict]:
-    """Provenance of the probe files behind each checkpoint of the aggregate."""
-    out = {}
-    for item in provenance.read(aggregate_path).get("inputs", []):
-        if item.get("role") == "probe":
-            out.setdefault((item["model"], item["revision"]), item.get("provenance") or {})
-    return out
-
-
 def covariate_table(covariate_files, aggregate_path: str) -> tuple[pd.DataFrame, list[dict]]:
     """The covariate rows of every file with their pair's gaps (see docstring), and the files' provenance."""
     from swapkl.aggregate import read_aggregate
 
     agg = read_aggregate(aggregate_path)
     pairs = agg[agg["kind"] == "pair"][["model", "revision", "layer_i", "layer_j", "duplicate_of", "gap", "gap_fwd"]]
-    probes = _checkpoint_inputs(aggregate_path)
+    probes = probe_provenance(aggregate_path)
     parts, inputs = [], []
     for path in covariate_files:
         table, prov = read_table(path, COVARIATE_FILE_SCHEMA, "covariates")

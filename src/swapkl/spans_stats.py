@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from swapkl.aggregate import probe_provenance
 from swapkl.bootstrap import ratio_ci, resample_indices
+from swapkl.covariate_stats import SAME_INPUTS
 from swapkl.errors import SwapKLError
 from swapkl.schemas import SPANS_FILE_SCHEMA, SPANS_SCHEMA, read_table
 
@@ -52,10 +54,8 @@ def _checkpoint_rows(df: pd.DataFrame, path: str, n_boot: int, seed: int) -> pd.
 
 def span_results(span_files, aggregate_path: str, *, n_boot: int, seed: int) -> tuple[pd.DataFrame, list[dict]]:
     """The rows of every span file with the columns of the module docstring, and the files' provenance."""
-    from swapkl.covariate_stats import SAME_INPUTS, _checkpoint_inputs
-
     refs = _references(aggregate_path)
-    probes = _checkpoint_inputs(aggregate_path)
+    probes = probe_provenance(aggregate_path)
     parts, inputs = [], []
     for path in span_files:
         table, prov = read_table(path, SPANS_FILE_SCHEMA, "spans", nonempty=True)
