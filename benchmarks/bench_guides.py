@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from swapkl.data import Windows
+from swapkl.data.windows import Windows
 from swapkl.demo.architectures import DemoSize, demo_config, demo_model_class
-from swapkl.engine import ProbeEngine
-from swapkl.guides import GuideContext, get_guide, registered
+from swapkl.model.engine import ProbeEngine
+from swapkl.pruning.guides import GuideContext, get_guide, registered
 
 
 def main() -> None:

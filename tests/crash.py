@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from swapkl.engine import ProbeEngine
+from swapkl.model.engine import ProbeEngine
 
 
 class Crash(Exception):

@@ -1,4 +1,4 @@
-"""Worst-case float32 error bounds for swapkl.kl, derived from the operations it performs.
+"""Worst-case float32 error bounds for swapkl.model.kl, derived from the operations it performs.
 
 The tolerance of a numeric test must hold on every CPU kernel path (AVX2, AVX-512, AMX, the scalar
 ``default`` path): matmul kernels differ in summation order and use of fused multiply-add, so a
@@ -7,7 +7,7 @@ model, ``fl(a op b) = (a op b)(1 + e)``, ``|e| <= u``, with ``u = 2**-24`` for f
 ``gamma_n = n u / (1 - n u)`` for a sum or dot product of n terms in *any* order (so they hold for
 every kernel, blocked, pairwise or FMA).
 
-How ``swapkl.kl`` computes ``KL(p_b || p_v)`` for a token (see its module docstring):
+How ``swapkl.model.kl`` computes ``KL(p_b || p_v)`` for a token (see its module docstring):
 ``KL = pw . (h_b - h_v) + lse(z_v) - lse(z_b)`` where ``z = W h + b`` is formed in float32 and
 ``pw = W^T softmax(z_b)`` is formed in float32 and used in float64. Against the exact value:
 

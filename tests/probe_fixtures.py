@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from swapkl.schemas import PROBE_SCHEMA, REPR_SCHEMA  # the engine's own output schema, one definition
+from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA  # the engine's own output schema, one definition
 
 
 def step_of(revision: str) -> int | None:

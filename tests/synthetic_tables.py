@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.agreement import compare, rank_statistics
-from swapkl.figures.pruning import AGREEMENT_LABELS
-from swapkl.guides.registry import registered
+from swapkl.pruning.agreement import compare, rank_statistics
+from swapkl.figures.pruning_figure import AGREEMENT_LABELS
+from swapkl.pruning.guides.registry import registered
 
 N_LAYERS = 12
 N_WINDOWS = 24

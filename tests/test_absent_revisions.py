@@ -18,21 +18,22 @@ import pytest
 import requests
 
 from fake_hub import Repo, client_env, folder_files, serve
-from swapkl import absence, provenance
-from swapkl.aggregate import aggregate, read_aggregate
-from swapkl.data import DataSpec
+from swapkl.hub import absence
+from swapkl.tables import provenance
+from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import open_input
-from swapkl.hub import download_checkpoint
-from swapkl.probe import run_probe
-from swapkl.schemas import read_table
-from swapkl.seeds import seed_statistics
+from swapkl.tables.file_checks import open_input
+from swapkl.hub.download import download_checkpoint
+from swapkl.probes.probe import run_probe
+from swapkl.tables.schemas import read_table
+from swapkl.stats.seeds import seed_statistics
 from tiny_models import random_tokens, tiny_model
 
 DOWNLOAD = """
 import json, sys
 from swapkl.errors import SwapKLError
-from swapkl.hub import download_checkpoint
+from swapkl.hub.download import download_checkpoint
 for spec in sys.argv[2:]:
     repo, rev, member = spec.split(",")
     try:

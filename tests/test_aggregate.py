@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from probe_fixtures import probe_files, random_values, rewrite, write_checkpoint
-from swapkl.aggregate import aggregate, aggregate_provenance, read_aggregate, trajectory
-from swapkl.bootstrap import resample_indices
-from swapkl.commands import aggregate as aggregate_command
+from swapkl.probes.aggregate import aggregate, aggregate_provenance, read_aggregate, trajectory
+from swapkl.stats.bootstrap import resample_indices
+from swapkl.commands import aggregate_command
 from swapkl.errors import SwapKLError
-from swapkl.pairstats import checkpoint_seed
+from swapkl.probes.pair_statistics import checkpoint_seed
 
 SETS = {"toy": ["adjacent", "within:2", "all"]}
 
@@ -436,10 +436,10 @@ def test_cli_aggregate(tmp_path, toy):
 
 
 def test_engine_output_aggregates_and_identical_weights_are_duplicates(tmp_path):
-    """Real probe files from swapkl.probe on a tiny model: the same weights probed under two
+    """Real probe files from swapkl.probes.probe on a tiny model: the same weights probed under two
     revision names give the same weights_sha256, so the later one is flagged."""
-    from swapkl.data import DataSpec
-    from swapkl.probe import run_probe
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
     from tiny_models import random_tokens, tiny_model
 
     tiny_model("gpt_neox", n_layers=4).save_pretrained(tmp_path / "model")
@@ -466,8 +466,8 @@ def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
     import json
     import shutil
 
-    from swapkl.data import DataSpec
-    from swapkl.probe import run_probe
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
     from tiny_models import random_tokens, tiny_model
 
     tiny_model("gpt_neox", n_layers=3).save_pretrained(tmp_path / "step100")

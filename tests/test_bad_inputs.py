@@ -26,9 +26,9 @@ from safetensors.torch import load_file
 from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
 from swapkl import cli
-from swapkl.data import DataSpec
+from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.probe import run_probe
+from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer
 from tiny_models import random_tokens, tiny_model
 
@@ -787,7 +787,7 @@ def test_layer_index_out_of_range(env, tmp_path):
 
 def test_unreadable_weight_file(env, tmp_path, monkeypatch):
     """Root reads any file whatever its mode, so the refusal is injected where swapkl opens it."""
-    from swapkl import file_checks
+    from swapkl.tables import file_checks
 
     folder = copy_model(env, tmp_path / "model")
     weights = folder / "model.safetensors"
@@ -812,7 +812,7 @@ def test_non_integer_option_in_the_python_api(env, tmp_path):
 
 
 def test_negative_chunk_size_in_the_engine(env):
-    from swapkl.engine import ProbeEngine
+    from swapkl.model.engine import ProbeEngine
 
     with pytest.raises(SwapKLError) as e:
         ProbeEngine(tiny_model("gpt_neox", n_layers=2), chunk_tokens=-1)
@@ -830,8 +830,8 @@ def _two_protocol_files(env, d: Path, tokens_b: str) -> tuple[Path, Path]:
 
 
 def test_aggregate_refuses_files_measured_on_different_windows(env, tmp_path):
-    from swapkl import provenance
-    from swapkl.aggregate import aggregate
+    from swapkl.tables import provenance
+    from swapkl.probes.aggregate import aggregate
 
     other = tmp_path / "other.npy"
     np.save(other, random_tokens(97, 4, 12, seed=9).numpy())
@@ -851,8 +851,8 @@ def test_aggregate_refuses_files_measured_on_different_windows(env, tmp_path):
 
 def test_aggregate_refuses_revisions_measured_on_different_windows(env, tmp_path):
     """Two revisions of one model on different windows: their gaps are no training trajectory."""
-    from swapkl import provenance
-    from swapkl.aggregate import aggregate
+    from swapkl.tables import provenance
+    from swapkl.probes.aggregate import aggregate
 
     other = tmp_path / "other.npy"
     np.save(other, random_tokens(97, 4, 12, seed=9).numpy())
@@ -869,7 +869,7 @@ def test_aggregate_refuses_revisions_measured_on_different_windows(env, tmp_path
 
 
 def test_aggregate_never_writes_over_an_input(env, tmp_path):
-    from swapkl.aggregate import aggregate
+    from swapkl.probes.aggregate import aggregate
 
     a, b = _two_protocol_files(env, tmp_path, env.tokens)
     before = a.read_bytes()
@@ -898,7 +898,7 @@ def test_figures_only_replace_figures_swapkl_drew(tmp_path):
 
 def test_aggregate_sees_one_file_under_two_names(env, tmp_path):
     """A probe file given once by its name and once through a symbolic link would count its variants twice."""
-    from swapkl.aggregate import aggregate
+    from swapkl.probes.aggregate import aggregate
 
     a, b = _two_protocol_files(env, tmp_path, env.tokens)
     link = tmp_path / "link.parquet"
@@ -910,7 +910,7 @@ def test_aggregate_sees_one_file_under_two_names(env, tmp_path):
 
 def test_token_file_provenance_records_only_the_token_file(env, tmp_path):
     """--tokens ignores --n-seqs, --seq-len, --split...: the provenance must not claim them."""
-    from swapkl import provenance
+    from swapkl.tables import provenance
 
     out = tmp_path / "out.parquet"
     assert cli.main(probe_args(env.model, out, data=["--tokens", env.tokens])) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from swapkl.bootstrap import percentile_ci, ratio_ci, ratio_mean, resample_indices
+from swapkl.stats.bootstrap import percentile_ci, ratio_ci, ratio_mean, resample_indices
 
 
 def _data(n=20, seed=0):

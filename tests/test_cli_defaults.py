@@ -63,7 +63,7 @@ def test_cli_default_is_the_schema_default(argv, attr, definition, field, conver
 def test_cli_window_defaults_are_the_schema_defaults(field):
     """The data options default to None on the command line (so an option that the chosen source ignores can be
     refused); the DataSpec they build takes the schema's defaults."""
-    from swapkl.commands.probe import data_spec
+    from swapkl.commands.probe_command import data_spec
 
     args = build_parser().parse_args(PROBE_ARGS + ["--dataset", "wikitext"])
     assert getattr(data_spec(args), field) == schema_default("windows", field)
@@ -86,7 +86,7 @@ def test_python_defaults_of_run_pruning_are_the_cli_defaults(name):
     """`swapkl prune` and a Python call of run_pruning without the option measure the same thing."""
     import inspect
 
-    from swapkl.prune import run_pruning
+    from swapkl.pruning.prune import run_pruning
 
     default = inspect.signature(run_pruning).parameters[name].default
     cli = getattr(build_parser().parse_args(PRUNE_ARGS), name)

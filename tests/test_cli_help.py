@@ -9,7 +9,7 @@ import argparse
 import pytest
 
 from swapkl.cli import build_parser
-from swapkl.guides import registered
+from swapkl.pruning.guides import registered
 
 ROW_WRITERS = ("probe", "prune", "relevance")  # commands that write a model's rows
 
@@ -49,7 +49,7 @@ def test_row_writers_take_labels(command):
 
 def test_probe_label_reaches_the_run(monkeypatch):
     seen = {}
-    monkeypatch.setattr("swapkl.probe.run_probe", lambda *a, **k: seen.update(k))
+    monkeypatch.setattr("swapkl.probes.probe.run_probe", lambda *a, **k: seen.update(k))
     args = build_parser().parse_args(["probe", "--model", "/some/path/ckpt", "--label", "tiny", "--revision-label",
                                       "step5", "--tokens", "t.npy", "--out", "o.parquet"])
     args.func(args)
@@ -77,9 +77,9 @@ def test_seed_band_and_covariate_figures_from_the_command_line(tmp_path):
 
     import synthetic_tables as syn
     from swapkl import cli
-    from swapkl.parquet_io import write_parquet
-    from swapkl.schemas import COVARIATE_CORRELATIONS_SCHEMA, SEEDS_SCHEMA
-    from swapkl.seeds import to_table
+    from swapkl.tables.parquet_io import write_parquet
+    from swapkl.tables.schemas import COVARIATE_CORRELATIONS_SCHEMA, SEEDS_SCHEMA
+    from swapkl.stats.seeds import to_table
 
     seeds, corr = tmp_path / "seeds.parquet", tmp_path / "corr.parquet"
     write_parquet(to_table(syn.seeds_table().reindex(columns=SEEDS_SCHEMA.names)), str(seeds), {"kind": "test"})

@@ -19,11 +19,11 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl import provenance
-from swapkl.data import DataSpec, default_bos, load_windows, tokenize_text
+from swapkl.tables import provenance
+from swapkl.data.windows import DataSpec, default_bos, load_windows, tokenize_text
 from swapkl.errors import SwapKLError
-from swapkl.perplexity import EvalSpec, load_eval_windows
-from swapkl.probe import run_probe
+from swapkl.pruning.perplexity import EvalSpec, load_eval_windows
+from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model
 

@@ -1,4 +1,4 @@
-"""swapkl.config_checks, called directly (no Snakemake run): values that pass the JSON schema but cannot
+"""swapkl.config.checks, called directly (no Snakemake run): values that pass the JSON schema but cannot
 work are refused, each naming its key path; every published config passes.
 
 The configs go through the workflow's own schema first (snakemake.utils.validate fills the defaults), as
@@ -17,7 +17,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from swapkl.config_checks import ConfigError, check_config
+from swapkl.config.checks import ConfigError, check_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")

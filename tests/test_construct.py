@@ -14,16 +14,16 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from swapkl.construct import CRITICAL, N_LAYERS, construct
-from swapkl.engine import ProbeEngine
-from swapkl.guides import get_guide
-from swapkl.guides.context import GuideContext
-from swapkl.guides.protocol import protocol_scores
-from swapkl.probe import run_probe
-from swapkl.data import DataSpec
-from swapkl.relevance import task_relevance
-from swapkl.selection import bi_scores
-from swapkl.tasks import load_task, write_task
+from swapkl.relevance.construct import CRITICAL, N_LAYERS, construct
+from swapkl.model.engine import ProbeEngine
+from swapkl.pruning.guides import get_guide
+from swapkl.pruning.guides.context import GuideContext
+from swapkl.pruning.guides.protocol import protocol_scores
+from swapkl.probes.probe import run_probe
+from swapkl.data.windows import DataSpec
+from swapkl.relevance.accrel import task_relevance
+from swapkl.pruning.selection import bi_scores
+from swapkl.relevance.tasks import load_task, write_task
 
 EPS = 0.01
 
@@ -149,7 +149,7 @@ def test_a_foreign_folder_is_refused_before_the_build(tmp_path):
 
 
 def test_multi_word_choices_are_refused(tmp_path):
-    from swapkl.construct import build_snowball
+    from swapkl.relevance.construct import build_snowball
     from swapkl.errors import SwapKLError
 
     docs = [{"query": "a b c", "choices": ["d e", "e d"], "gold": 0}, {"query": "b c", "choices": ["a", "d"], "gold": 1}]

@@ -11,10 +11,10 @@ import pytest
 from scipy import stats
 
 from probe_fixtures import probe_files, write_checkpoint
-from swapkl.aggregate import aggregate, read_aggregate
-from swapkl.convergence import build_convergence, convergence_rows
+from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.stats.convergence import build_convergence, convergence_rows
 from swapkl.figures.scale import plot_convergence, plot_rope_counterfactual
-from swapkl.rope_counterfactual import counterfactual_table, sign_test
+from swapkl.studies.rope_counterfactual import counterfactual_table, sign_test
 
 
 @pytest.mark.parametrize("plus,minus", [(10, 2), (2, 10), (6, 6), (0, 5), (12, 0), (1, 0)])

@@ -17,14 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from swapkl import provenance as swapkl_provenance
-from swapkl.aggregate import aggregate, read_aggregate
-from swapkl.bootstrap import resample_indices
-from swapkl.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
+from swapkl.tables import provenance as swapkl_provenance
+from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.stats.bootstrap import resample_indices
+from swapkl.stats.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
                                     spearman_ci)
 from swapkl.errors import SwapKLError
-from swapkl.figures.covariates import plot_covariate_correlations
-from swapkl.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA, read_covariate_correlations
+from swapkl.figures.covariates_figure import plot_covariate_correlations
+from swapkl.tables.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA, read_covariate_correlations
 from probe_fixtures import probe_files, provenance, random_values, write_checkpoint, write_table
 
 TOL = 1e-12

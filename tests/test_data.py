@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from swapkl.data import (
+from swapkl.data.windows import (
     DataSpec,
     check_windows,
     load_token_file,
@@ -186,7 +186,7 @@ def hub(monkeypatch):
 
 
 def test_text_fields_join_a_rows_fields_and_give_the_documented_windows(hub):
-    from swapkl.data import dataset_paragraphs, default_bos
+    from swapkl.data.windows import dataset_paragraphs, default_bos
 
     tables, calls = hub
     alpaca, lima = _instruction_rows(60)
@@ -215,8 +215,8 @@ def test_text_fields_join_a_rows_fields_and_give_the_documented_windows(hub):
 
 
 def test_perplexity_text_reads_the_same_text_source(hub):
-    from swapkl.data import dataset_paragraphs
-    from swapkl.perplexity import EvalSpec, eval_paragraphs, first_words, load_eval_windows
+    from swapkl.data.windows import dataset_paragraphs
+    from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words, load_eval_windows
 
     tables, _ = hub
     tables["TIGER-Lab/MathInstruct"] = {"instruction": ["w1 w2", "w3"], "output": ["w4  w5", ""], "source": ["a", "b"]}
@@ -251,7 +251,7 @@ def test_a_missing_field_is_one_line_naming_it_and_the_columns(hub, fields, mess
     (DataSpec(dataset="d", text_fields="abc"), "non-empty list"),
 ])
 def test_bad_text_fields_are_refused(spec, message):
-    from swapkl.data import check_spec
+    from swapkl.data.windows import check_spec
 
     with pytest.raises(SwapKLError, match=message):
         check_spec(spec)
@@ -267,7 +267,7 @@ def test_a_non_text_field_is_refused(hub):
 
 def test_text_fields_on_the_command_line(tmp_path, capsys):
     from swapkl import cli
-    from swapkl.commands.probe import add_data_arguments, data_spec
+    from swapkl.commands.probe_command import add_data_arguments, data_spec
 
     import argparse
 
@@ -288,7 +288,7 @@ def test_text_fields_on_the_command_line(tmp_path, capsys):
 def test_held_out_checks_treat_the_same_rows_as_the_same_text():
     """Two specs that read the same rows of one dataset split overlap, whichever fields make their text (an
     instruction seen by the probe and its answer scored by perplexity are not held out from each other)."""
-    from swapkl.text_sources import source_key
+    from swapkl.data.text_sources import source_key
 
     a = dict(dataset="TIGER-Lab/MathInstruct", split="train")
     assert source_key(**a, text_fields=["instruction"]) == source_key(**a, text_fields=["output"]) == source_key(**a)

@@ -379,7 +379,7 @@ def test_default_demo_model_learns(corpus, tmp_path):
 # --- command line --------------------------------------------------------------------------------------
 
 def _parser():
-    from swapkl.commands import demo
+    from swapkl.commands import demo_command as demo
 
     parser = argparse.ArgumentParser(prog="swapkl")
     demo.add_parser(parser.add_subparsers(dest="command", required=True))

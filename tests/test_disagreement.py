@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from swapkl.bootstrap import resample_indices
-from swapkl.disagreement import Scores, add_block_minimum, add_pair_tests, agreement_table
+from swapkl.stats.bootstrap import resample_indices
+from swapkl.probes.disagreement import Scores, add_block_minimum, add_pair_tests, agreement_table
 
 
 def _random_scores(n_items=9, n_windows=12, seed=0):
@@ -87,7 +87,7 @@ def test_tests_of_different_levels_are_not_compared():
 
 
 def test_vectorised_kendall_equals_scipy_with_ties():
-    from swapkl.disagreement import kendall_rows
+    from swapkl.probes.disagreement import kendall_rows
 
     rng = np.random.default_rng(4)
     x = rng.integers(0, 4, size=(50, 9)).astype(float)  # many ties

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from swapkl.domain_slices import build_domain_slices
+from swapkl.studies.domain_slices import build_domain_slices
 from swapkl.errors import SwapKLError
 from swapkl.figures.scale import plot_domain_slices
-from swapkl.parquet_io import write_parquet
-from swapkl.schemas import PRUNING_SCHEMA
+from swapkl.tables.parquet_io import write_parquet
+from swapkl.tables.schemas import PRUNING_SCHEMA
 
 
 def _pruning(tmp_path, rng):

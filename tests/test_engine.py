@@ -14,16 +14,16 @@ import float32_bounds
 import naive_reference as ref
 from swapkl.adapters import get_adapter
 from swapkl.adapters.qwen3 import Qwen3Adapter
-from swapkl.engine import ProbeEngine
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.pairs import build_variants, deletion, interchange, replacement
+from swapkl.probes.pairs import build_variants, deletion, interchange, replacement
 from tiny_models import ARCHS, random_tokens, tiny_model
 
 N_LAYERS = 5
 VOCAB = 97
 # Tolerance analysis. Engine and reference run the same float32 modules on the same tokens; they differ
 # in batch shapes (shared prefixes, chunking, so matmul kernels may block and round differently) and in
-# how KL is formed (swapkl.kl's summaries vs the textbook float64 form). Rounding through 5 blocks of
+# how KL is formed (swapkl.model.kl's summaries vs the textbook float64 form). Rounding through 5 blocks of
 # width 32 perturbs the stream by a random walk of ~sqrt(5 * 32) * u ~ 1e-6 relative (u = 6e-8), and a
 # per-sequence KL or NLL mean inherits about that relative error (the worst-case bound of
 # tests/float32_bounds.py is ~100x looser and would not catch a one-position shift). Measured maximum
@@ -290,8 +290,8 @@ def test_planned_order_out_of_step_stays_exact(model):
 
 
 def test_kl_formula_with_bias_and_chunks_against_direct_float64():
-    """swapkl.kl's summaries (negent, p-weighted rows, bias) against the textbook KL from full logits."""
-    from swapkl.kl import Unembedding, base_targets, kl_and_nll
+    """swapkl.model.kl's summaries (negent, p-weighted rows, bias) against the textbook KL from full logits."""
+    from swapkl.model.kl import Unembedding, base_targets, kl_and_nll
 
     g = torch.Generator().manual_seed(0)
     w = torch.randn(50, 8, generator=g)
@@ -306,7 +306,7 @@ def test_kl_formula_with_bias_and_chunks_against_direct_float64():
     lp, lq = torch.log_softmax(zb, -1), torch.log_softmax(zv, -1)
     want_kl = (lp.exp() * (lp - lq)).sum(-1)
     want_nll = -lq.gather(1, labels.clamp(min=0)[:, None])[:, 0]
-    # tolerance: the worst-case float32 error of swapkl.kl's operations on every kernel path (derivation
+    # tolerance: the worst-case float32 error of swapkl.model.kl's operations on every kernel path (derivation
     # in tests/float32_bounds.py), per token: 6e-5..2e-4 nats here (the observed error is ~1e-6)
     kl_tol = float32_bounds.kl_bound(w, b, hb, hv)
     nll_tol = float32_bounds.nll_bound(w, b, hv, labels)[:-1]
@@ -323,13 +323,13 @@ def test_kl_formula_with_bias_and_chunks_against_direct_float64():
 
 
 def test_sweep_yields_every_item_once_skips_done_ones_and_frees_each_batch(model):
-    """swapkl.sweep against the engine called by hand, batch by batch: the same per-token KL and NLL (bit for
+    """swapkl.model.batch_loop against the engine called by hand, batch by batch: the same per-token KL and NLL (bit for
     bit: same calls), each (batch, variant) once with its position, nothing computed for items marked done,
     and no batch's base-pass state alive once the next batch starts (two residual caches never coexist)."""
     import gc
     import weakref
 
-    from swapkl.sweep import BASE, sweep, window_batches
+    from swapkl.model.batch_loop import BASE, sweep, window_batches
 
     ids = random_tokens(VOCAB, 5, 9, seed=11)
     mask = torch.ones_like(ids)

@@ -24,7 +24,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 import naive_reference as ref
 from swapkl import cli
 from swapkl.export import PROVENANCE_FILE
-from swapkl.parquet_io import write_parquet
+from swapkl.tables.parquet_io import write_parquet
 from test_perplexity import save_tiny
 from tiny_models import ARCHS, random_tokens
 
@@ -215,7 +215,7 @@ def test_half_precision_export_is_verified_and_keeps_its_dtype(tmp_path, dtype):
 
 def _averaged_copy(model, a: int):
     """A copy of ``model`` whose block ``a`` holds the mean of blocks ``a`` and ``a + 1``'s parameters, written
-    through the state dict (independent of swapkl.merge)."""
+    through the state dict (independent of swapkl.pruning.merge)."""
     import copy
 
     m = copy.deepcopy(model)

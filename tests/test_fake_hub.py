@@ -19,17 +19,17 @@ import numpy as np
 import pytest
 
 from fake_hub import Repo, client_env, folder_files, serve
-from swapkl import provenance
-from swapkl.aggregate import aggregate, read_aggregate
-from swapkl.data import DataSpec
-from swapkl.probe import run_probe
+from swapkl.tables import provenance
+from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.data.windows import DataSpec
+from swapkl.probes.probe import run_probe
 from tiny_models import random_tokens, tiny_model
 
 REVISIONS = ["main", "step1", "step0", "bad", "step2"]
 DOWNLOAD = """
 import json, sys
 from swapkl.errors import SwapKLError
-from swapkl.hub import download_checkpoint
+from swapkl.hub.download import download_checkpoint
 for rev in sys.argv[2:]:
     try:
         download_checkpoint("org/tiny", rev, f"{sys.argv[1]}/{rev}", retries=1)

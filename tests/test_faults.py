@@ -17,11 +17,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from swapkl import cli, hub, parquet_io, progress
-from swapkl.data import DataSpec
+from swapkl import cli
+from swapkl.hub import download as hub
+from swapkl.tables import parquet_io
+from swapkl.probes import resume as progress
+from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.parquet_io import write_parquet
-from swapkl.probe import run_probe
+from swapkl.tables.parquet_io import write_parquet
+from swapkl.probes.probe import run_probe
 from tiny_models import random_tokens, tiny_model
 
 COMMIT = "c0ffee" + "0" * 34
@@ -359,9 +362,9 @@ def tiny(tmp_path_factory):
 
 def test_probe_checks_its_output_folder_before_computing(tiny, tmp_path, capsys, monkeypatch):
     """An unwritable results folder is reported before the model is even loaded."""
-    import swapkl.probe
+    import swapkl.probes.probe
 
-    monkeypatch.setattr(swapkl.probe, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    monkeypatch.setattr(swapkl.probes.probe, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
     blocker = tmp_path / "results"
     blocker.write_text("")
     code = cli.main(["probe", "--model", str(tiny / "model"), "--tokens", str(tiny / "tokens.npy"),

@@ -12,13 +12,16 @@ from scipy import stats
 import synthetic_tables as syn
 from figure_layout import captured_figures, layout_problems, legends_cover_data
 from probe_fixtures import probe_files, random_values, write_checkpoint
-from swapkl.aggregate import aggregate, read_aggregate
-from swapkl.figures import (plot_deletion_vs_bi, plot_gap_trajectory, plot_heatmaps, plot_ratio_by_distance,
-                            plot_seed_band)
-from swapkl.figures import pruning as pfig
+from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.figures.deletion import plot_deletion_vs_bi
+from swapkl.figures.trajectory import plot_gap_trajectory
+from swapkl.figures.heatmaps import plot_heatmaps
+from swapkl.figures.ratio_figure import plot_ratio_by_distance
+from swapkl.figures.seeds_figure import plot_seed_band
+from swapkl.figures import pruning_figure as pfig
 from swapkl.figures.confusion import plot_rank_confusion
-from swapkl.figures.relevance import plot_cosine_vs_relevance, plot_relevance_zscores
-from swapkl.guides.registry import FAMILIES, registered
+from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_zscores
+from swapkl.pruning.guides.registry import FAMILIES, registered
 
 L = 12
 
@@ -109,7 +112,7 @@ def test_pruning_ratio_draws_the_difference_of_costs(figs, tmp_path):
 
 
 def test_pruning_ratio_column_only_where_both_costs_are_clearly_positive():
-    from swapkl.pruning.ratio import ir_ratios
+    from swapkl.pruning.cost_ratio import ir_ratios
 
     ir = ir_ratios(syn.pruning_table(), n_boot=200, seed=0)
     low = ir[ir["budget"] == 1]  # both costs negative: no ratio
@@ -195,14 +198,14 @@ def test_relevance_zscores_layout(figs, tmp_path):
 
 
 def test_covariates_layout(figs, tmp_path):
-    from swapkl.figures.covariates import plot_covariate_correlations
+    from swapkl.figures.covariates_figure import plot_covariate_correlations
 
     corr = syn.covariate_correlations()
     _clean(_draw(tmp_path, "cov", lambda p, q: plot_covariate_correlations(corr, p, q), figs))
 
 
 def test_weight_protocols_layout(figs, tmp_path):
-    from swapkl.figures import plot_weight_protocols
+    from swapkl.figures.weights import plot_weight_protocols
 
     agg_w = syn.weight_protocol_aggregate()
     _clean(_draw(tmp_path, "w", lambda p, q: plot_weight_protocols(agg_w, p, q, model="toy", revision="step16000"),
@@ -210,8 +213,8 @@ def test_weight_protocols_layout(figs, tmp_path):
 
 
 def test_relevance_confusion_layout(figs, tmp_path):
-    from swapkl.figures.relevance import plot_relevance_confusion
-    from swapkl.relevance_stats import relevance_statistics
+    from swapkl.figures.relevance_figure import plot_relevance_confusion
+    from swapkl.relevance.relevance_stats import relevance_statistics
 
     rel, ragg = syn.relevance_tables()
     st = relevance_statistics(rel, ragg)
@@ -220,7 +223,7 @@ def test_relevance_confusion_layout(figs, tmp_path):
 
 
 def test_training_curves_layout(figs, tmp_path):
-    from swapkl.figures import plot_training_curves
+    from swapkl.figures.training import plot_training_curves
 
     logs = {}
     for name, scale in (("demo-a", 1.0), ("demo-b", 0.7), ("demo-c", 0.5)):

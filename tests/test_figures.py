@@ -9,11 +9,14 @@ import pytest
 from matplotlib.figure import Figure
 
 from probe_fixtures import probe_files, random_values, write_checkpoint
-from swapkl.aggregate import aggregate, read_aggregate
-from swapkl.commands import figures as figures_command
+from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.commands import figures_command
 from swapkl.errors import SwapKLError
-from swapkl.figures import (plot_deletion_vs_bi, plot_gap_trajectory, plot_heatmaps, plot_ratio_by_distance,
-                            plot_training_curves)
+from swapkl.figures.deletion import plot_deletion_vs_bi
+from swapkl.figures.trajectory import plot_gap_trajectory
+from swapkl.figures.heatmaps import plot_heatmaps
+from swapkl.figures.ratio_figure import plot_ratio_by_distance
+from swapkl.figures.training import plot_training_curves
 from swapkl.figures.deletion import deletion_and_bi, spearman
 from swapkl.figures.heatmaps import kl_matrices
 from swapkl.figures.stepaxis import set_step_axis

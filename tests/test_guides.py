@@ -13,16 +13,16 @@ import pandas as pd
 import pytest
 import torch
 
-from swapkl.beam import beam_search
-from swapkl.cka import block_cka
-from swapkl.data import Windows
-from swapkl.engine import ProbeEngine
-from swapkl.guides import GuideContext, get_guide, guide_names, register_guide, registered
-from swapkl.guides.merge import laco_pairs
-from swapkl.guides.registry import FAMILIES
-from swapkl.merge import averaged_block, merged_blocks
-from swapkl.pairs import Variant
-from swapkl.taylor import taylor_importance
+from swapkl.pruning.beam import beam_search
+from swapkl.probes.cka import block_cka
+from swapkl.data.windows import Windows
+from swapkl.model.engine import ProbeEngine
+from swapkl.pruning.guides import GuideContext, get_guide, guide_names, register_guide, registered
+from swapkl.pruning.guides.laco import laco_pairs
+from swapkl.pruning.guides.registry import FAMILIES
+from swapkl.pruning.merge import averaged_block, merged_blocks
+from swapkl.probes.pairs import Variant
+from swapkl.pruning.taylor import taylor_importance
 from test_perplexity import stock_drop
 from tiny_models import random_tokens, tiny_model
 

@@ -18,9 +18,9 @@ from transformers import AutoModelForCausalLM
 from swapkl.cli import main
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
-from swapkl.heal import TrainText, chunk_loss, prepare_trainable, settings_from, train, train_chunks
-from swapkl.recovery import HEAL_FILE, merge_tolerance, net_recovery, run_recovery, save_healed
-from swapkl.tasks import write_task
+from swapkl.recovery.heal import TrainText, chunk_loss, prepare_trainable, settings_from, train, train_chunks
+from swapkl.recovery.recovery_table import HEAL_FILE, merge_tolerance, net_recovery, run_recovery, save_healed
+from swapkl.relevance.tasks import write_task
 
 FAST = dict(rank=4, alpha=8.0, steps=30, lr=3e-3, seq_len=16, batch_size=2)
 
@@ -175,7 +175,7 @@ def test_recovery_table_of_a_pruned_export_and_its_control(tmp_path):
     reloaded = AutoModelForCausalLM.from_pretrained(tmp_path / "healed" / "interchange-n2")
     assert reloaded.config.num_hidden_layers == 3
     assert pd.read_parquet(out).shape[0] == 4
-    from swapkl.figures.recovery import plot_recovery
+    from swapkl.figures.recovery_figure import plot_recovery
 
     plot_recovery(str(out), tmp_path / "recovery.png", tmp_path / "recovery.pdf")
     assert (tmp_path / "recovery.png").stat().st_size > 1000
@@ -218,7 +218,7 @@ def test_heal_command_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys)
 def test_kl_to_base_equals_the_textbook_kl_of_stock_forwards(change_head):
     """KL(p_base || p_model) per window against log-softmax of both stock forwards (a pruned model keeps the
     head; a full fine-tune of the head takes the other path)."""
-    from swapkl.heal_eval import kl_to_base
+    from swapkl.recovery.heal_scores import kl_to_base
     from test_perplexity import stock_drop
 
     base = tiny_model("llama", n_layers=4)

@@ -12,12 +12,12 @@ from test_heal import trained_tiny
 from test_perplexity import TEXT, char_tokenizer
 from tiny_models import tiny_model
 
-import swapkl.heal as heal_module
-from swapkl.data import DataSpec
+import swapkl.recovery.heal as heal_module
+from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.heal import TrainText, settings_from
-from swapkl.healed_probe import materialise, run_healed_probe, select
-from swapkl.probe import run_probe
+from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.probes.healed import materialise, run_healed_probe, select
+from swapkl.probes.probe import run_probe
 
 FAST = dict(rank=2, alpha=4.0, seq_len=16, lr=1e-3)
 # probe windows and calibration text written with disjoint letters, so their token ids are disjoint

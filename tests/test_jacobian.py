@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from swapkl.covariates import eager_attention
-from swapkl.data import DataSpec
-from swapkl.engine import ProbeEngine
+from swapkl.stats.covariates import eager_attention
+from swapkl.data.windows import DataSpec
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.figures.scale import block_swap_distances
-from swapkl.jacobian import block_norms, norm_exact, norm_finite_difference, residual_update, run_jacobian
+from swapkl.studies.jacobian import block_norms, norm_exact, norm_finite_difference, residual_update, run_jacobian
 from tiny_models import random_tokens, tiny_model
 
 T, BLOCK = 5, 1

@@ -10,11 +10,11 @@ import yaml
 from test_relevance import LL_TOL, eos_char_tokenizer
 from tiny_models import tiny_model
 
-from swapkl.engine import ProbeEngine
+from swapkl.model.engine import ProbeEngine
 from swapkl.export import export_checkpoint
-from swapkl.lambada import continuation_scores, lambada_metrics, lambada_requests, split_last_word
-from swapkl.pairs import deletion
-from swapkl.sweep import BASE
+from swapkl.relevance.lambada import continuation_scores, lambada_metrics, lambada_requests, split_last_word
+from swapkl.probes.pairs import deletion
+from swapkl.model.batch_loop import BASE
 
 TEXTS = ["the cat sat on the mat", "a dog ran to the river", "the bird sang in the tree",
          "we walked up the hill", "the fish swam in the river", "the cat sat on the hill",

@@ -16,11 +16,12 @@ import transformers
 from safetensors.torch import load_file
 
 import swapkl
-from swapkl import cli, hub
-from swapkl.data import DataSpec
+from swapkl import cli
+from swapkl.hub import download as hub
+from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.loading import load_model
-from swapkl.probe import run_probe
+from swapkl.model.loading import load_model
+from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer
 from tiny_models import random_tokens, tiny_model
 
@@ -184,8 +185,8 @@ def test_provenance_of_a_non_parquet_file(tmp_path, capsys):
 
 def test_tokenizer_files_are_hashed_into_the_provenance_when_used(ckpt, tmp_path):
     """With text data the tokenizer is loaded: its files' hash (independently recomputed) is recorded."""
-    from swapkl import provenance
-    from swapkl.loading import TOKENIZER_FILES
+    from swapkl.tables import provenance
+    from swapkl.model.loading import TOKENIZER_FILES
 
     text = tmp_path / "text.txt"
     text.write_text("\n\n".join(f"the quick brown fox jumps over the lazy dog number {k}" for k in range(4)))

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 import torch
 
-from swapkl.data import Windows
-from swapkl.engine import ProbeEngine
-from swapkl.optimal import CountingCost, best_first, compare, exhaustive
-from swapkl.search_cost import PAPER_RUNS, cost_table, greedy_evals, projected_hours
-from swapkl.sleb import calibration_nll
+from swapkl.data.windows import Windows
+from swapkl.model.engine import ProbeEngine
+from swapkl.pruning.optimal import CountingCost, best_first, compare, exhaustive
+from swapkl.pruning.search_cost import PAPER_RUNS, cost_table, greedy_evals, projected_hours
+from swapkl.pruning.sleb import calibration_nll
 from test_sleb import brute_nll
 from tiny_models import random_tokens, tiny_model
 
@@ -115,7 +115,7 @@ def test_cost_model_reproduces_the_papers_hours():
 
 def test_cli_writes_the_table_with_provenance_and_refuses_bad_budgets(tmp_path, tiny):
     from swapkl.cli import main
-    from swapkl.provenance import read
+    from swapkl.tables.provenance import read
 
     model, w = tiny
     model.save_pretrained(tmp_path / "m")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from swapkl.errors import SwapKLError
-from swapkl.pairs import (
+from swapkl.probes.pairs import (
     build_variants,
     deletion,
     interchange,

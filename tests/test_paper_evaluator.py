@@ -22,13 +22,13 @@ import pandas as pd
 import pytest
 import torch
 
-from swapkl import provenance
-from swapkl.data import DataSpec
-from swapkl.engine import ProbeEngine
+from swapkl.tables import provenance
+from swapkl.data.windows import DataSpec
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.loading import load_model
-from swapkl.perplexity import EvalSpec, load_eval_windows, window_nll
-from swapkl.probe import run_probe
+from swapkl.model.loading import load_model
+from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
+from swapkl.probes.probe import run_probe
 from test_compat_inputs import bos_tokenizer
 from tiny_models import tiny_model
 
@@ -100,7 +100,7 @@ def test_paper_evaluator_scores_n_minus_windows_and_matches_the_loop(llama_like)
 
 
 def test_text_prep_keeps_the_text_when_it_has_few_words():
-    from swapkl.paper_text import paper_eval_text
+    from swapkl.paper.text_rules import paper_eval_text
 
     assert paper_eval_text(ROWS, 10**6) == _paper_text(ROWS, 10**6)
     assert "\n\n" in paper_eval_text(ROWS, 10**6) and "=" in paper_eval_text(ROWS, 10**6)

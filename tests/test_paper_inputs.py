@@ -1,4 +1,4 @@
-"""swapkl.paper_inputs and `swapkl fetch-paper-inputs`: the paper's prompt lists from its code.
+"""swapkl.paper.prompt_lists and `swapkl fetch-paper-inputs`: the paper's prompt lists from its code.
 
 The core tests need neither network nor the paper's repository: they write a local clone whose two scripts
 hold list literals (plus code that would leave a trace if anything executed it) and pin those files'
@@ -18,7 +18,7 @@ import pytest
 
 from swapkl.cli import main
 from swapkl.errors import SwapKLError
-from swapkl.paper_inputs import PAPER_COMMIT, SOURCES, extract_list, fetch_paper_inputs, output_paths
+from swapkl.paper.prompt_lists import PAPER_COMMIT, SOURCES, extract_list, fetch_paper_inputs, output_paths
 
 MIRROR = Path("/work/.mirror/Gpgabriel25+ProtocolGapDiagnostic/repo")
 LLAMA = [f"prompt {k}" for k in range(99)] + ["def f(n):\n    return n"]

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl.engine import ProbeEngine
-from swapkl.guides import GuideContext, get_guide
-from swapkl.heads import n_units
-from swapkl.pairs import averaging_paper, build_variants, head_interchange, head_interchange_paper
+from swapkl.model.engine import ProbeEngine
+from swapkl.pruning.guides import GuideContext, get_guide
+from swapkl.model.heads import n_units
+from swapkl.probes.pairs import averaging_paper, build_variants, head_interchange, head_interchange_paper
 from test_weight_protocols import _batch, _close, _engine_kl, _stock_kl, _units_view
 from tiny_models import tiny_model
 
@@ -106,9 +106,9 @@ def test_paper_variant_probe_files_aggregate(tmp_path):
     row's KL the mean over the windows' tokens of the stock forward of the hand-modified copy."""
     import numpy as np
 
-    from swapkl.aggregate import aggregate, read_aggregate
-    from swapkl.data import DataSpec
-    from swapkl.probe import run_probe
+    from swapkl.probes.aggregate import aggregate, read_aggregate
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
     from tiny_models import random_tokens
 
     model = tiny_model("llama", n_layers=N_LAYERS, seed=2)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from swapkl.errors import SwapKLError
-from swapkl.selection import BudgetError, SelectionOptions, fixed_set_keys, random_rng, random_select
+from swapkl.pruning.selection import BudgetError, SelectionOptions, fixed_set_keys, random_rng, random_select
 
 STUDY = Path(__file__).resolve().parents[1] / "config.yaml"
 
@@ -110,7 +110,7 @@ def test_interior_budget_errors_name_the_interior():
 
 
 def test_the_cost_figure_draws_the_mean_of_several_sets_of_one_size():
-    from swapkl.figures.pruning import _fixed_mean
+    from swapkl.figures.pruning_figure import _fixed_mean
 
     rows = pd.DataFrame(dict(budget=[1, 1, 1, 2], feasible=True, delta_ppl_pct=[5.0, 8.0, 2.0, 30.0],
                              kl_mean=[0.1, 0.3, 0.2, 0.5]))
@@ -127,8 +127,8 @@ def test_sets_of_one_size_keep_distinct_export_folders_and_relevance_rows():
     from collections import namedtuple
 
     from swapkl.export import _choice_folder
-    from swapkl.relevance import BASE, PrunedSet, Scan
-    from swapkl.schemas import RELEVANCE_KEY
+    from swapkl.relevance.accrel import BASE, PrunedSet, Scan
+    from swapkl.tables.schemas import RELEVANCE_KEY
 
     Row = namedtuple("Row", "guide budget random_draw fixed_set")
     names = {_choice_folder(Row("fixed", 1, k, "paper-random")) for k in range(5)}

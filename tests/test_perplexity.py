@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from swapkl.bootstrap import boot_log_ppl
-from swapkl.engine import ProbeEngine
+from swapkl.stats.bootstrap import boot_log_ppl
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.pairs import removal
-from swapkl.perplexity import (
+from swapkl.probes.pairs import removal
+from swapkl.pruning.perplexity import (
     EvalSpec,
     first_words,
     load_eval_windows,
@@ -155,7 +155,7 @@ def test_window_longer_than_positions_is_an_error(tmp_path):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_engine_removal_equals_dropping_blocks_from_module_list(arch):
     """Removing blocks through the engine gives the stock forward's logits with the blocks dropped."""
-    from swapkl.kl import Unembedding
+    from swapkl.model.kl import Unembedding
 
     model = tiny_model(arch, n_layers=5)
     engine = ProbeEngine(model)

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 import torch
 
-from swapkl.engine import ProbeEngine
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.loading import load_model
-from swapkl.merge import averaged_block
-from swapkl.pairs import build_variants
-from swapkl.spans import SPAN_VARIANTS, measure_spans, span_variants
-from swapkl.sweep import window_batches
+from swapkl.model.loading import load_model
+from swapkl.pruning.merge import averaged_block
+from swapkl.probes.pairs import build_variants
+from swapkl.studies.spans import SPAN_VARIANTS, measure_spans, span_variants
+from swapkl.model.batch_loop import window_batches
 from tiny_models import random_tokens, tiny_model
 
 N_LAYERS = 6
@@ -135,7 +135,7 @@ def test_bad_placement_options_are_named(checkpoint):
 def test_relevance_with_half_the_blocks_on_disk_equals_the_single_device_run(tmp_path):
     from test_relevance import _saved_model, _tasks
 
-    from swapkl.relevance import run_relevance
+    from swapkl.relevance.accrel import run_relevance
 
     src = _saved_model(tmp_path)
     tasks = [t.yaml_path for t in _tasks(tmp_path / "tasks")]
@@ -147,7 +147,7 @@ def test_relevance_with_half_the_blocks_on_disk_equals_the_single_device_run(tmp
         run_relevance(str(src), tasks, str(out[name]), label="tiny", revision_label="final", **kw)
     placed = pd.read_parquet(out["placed"])
     pd.testing.assert_frame_equal(pd.read_parquet(out["single"]), placed, check_exact=True)
-    from swapkl import provenance
+    from swapkl.tables import provenance
 
     layout = provenance.read(str(out["placed"]))["device_map"]
     assert _block_devices(layout, n).count("disk") >= 1 and len(placed) > 0
@@ -160,9 +160,9 @@ def test_pruning_with_a_device_map(tmp_path):
     absent weights."""
     from test_perplexity import TEXT, save_tiny
 
-    from swapkl.data import DataSpec
-    from swapkl.probe import run_probe
-    from swapkl.prune import run_pruning
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
+    from swapkl.pruning.prune import run_pruning
 
     save_tiny(tmp_path / "model", "llama", n_layers=5, seed=5)
     np.save(tmp_path / "probe.npy", random_tokens(33, 4, 10, seed=21).numpy())

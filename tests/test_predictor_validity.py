@@ -10,9 +10,9 @@ import torch
 from scipy import stats
 
 import naive_reference as ref
-from swapkl.engine import ProbeEngine
-from swapkl.perplexity import sliding_windows
-from swapkl.predictor_validity import single_layer_costs, validity
+from swapkl.model.engine import ProbeEngine
+from swapkl.pruning.perplexity import sliding_windows
+from swapkl.studies.predictor_validity import single_layer_costs, validity
 from tiny_models import tiny_model
 
 L = 4

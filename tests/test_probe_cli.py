@@ -18,9 +18,9 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl import provenance
+from swapkl.tables import provenance
 from swapkl.cli import main
-from swapkl.pairs import pairs_for
+from swapkl.probes.pairs import pairs_for
 from test_data import corpus, word_tokenizer, write_text
 from tiny_models import ARCHS, random_tokens, tiny_model
 
@@ -112,7 +112,7 @@ def test_probe_output_contract(ckpt, tokens, tmp_path, capsys):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_weight_protocols_on_every_architecture(arch, tokens, tmp_path, capsys):
-    from swapkl.heads import n_units
+    from swapkl.model.heads import n_units
 
     model = tiny_model(arch, n_layers=L, vocab=VOCAB)
     model.save_pretrained(tmp_path / "model")
@@ -158,7 +158,7 @@ def test_text_file_source(ckpt, tmp_path, capsys):
                          "--min-tokens", 5, "--seed", 3, "--protocols", "deletion", "--out", out)
     assert rc == 0, err
     df = pq.read_table(out).to_pandas()
-    from swapkl.data import DataSpec, load_windows
+    from swapkl.data.windows import DataSpec, load_windows
 
     w = load_windows(DataSpec(text_file=text, n_seqs=6, seq_len=16, min_tokens=5, seed=3), word_tokenizer())
     assert (df.n_tokens == w.n_tokens).all() and w.n_tokens < 6 * 16  # padded rows, padding not counted
@@ -337,9 +337,9 @@ def test_bad_input(case, ckpt, tokens, tmp_path, capsys, monkeypatch):
 
 def test_overflow_model_base_is_finite_and_only_some_variants_fail():
     """The non-finite-variant fixture really isolates the failure to variants where block 0 has not run."""
-    from swapkl.engine import ProbeEngine
+    from swapkl.model.engine import ProbeEngine
     from swapkl.errors import SwapKLError
-    from swapkl.pairs import deletion, interchange, replacement
+    from swapkl.probes.pairs import deletion, interchange, replacement
 
     engine = ProbeEngine(variant_only_overflow_model())
     state = engine.base_pass(random_tokens(VOCAB, 2, 8), torch.ones(2, 8, dtype=torch.long))

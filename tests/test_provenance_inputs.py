@@ -8,8 +8,8 @@ import hashlib
 import pandas as pd
 import pyarrow as pa
 
-from swapkl import provenance
-from swapkl.parquet_io import write_parquet
+from swapkl.tables import provenance
+from swapkl.tables.parquet_io import write_parquet
 from test_figures import agg_path  # noqa: F401  (fixture)
 
 

@@ -13,15 +13,15 @@ import pytest
 import torch
 from scipy import stats
 
-from swapkl import provenance
-from swapkl.agreement import compare, misranking, rank_confusion, rank_statistics
-from swapkl.data import DataSpec
+from swapkl.tables import provenance
+from swapkl.pruning.agreement import compare, misranking, rank_confusion, rank_statistics
+from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.perplexity import first_words
-from swapkl.probe import run_probe
-from swapkl.prune import aggregate_pruning, run_pruning
-from swapkl.pruning.ratio import ir_ratios
-from swapkl.schemas import AGREEMENT_SCHEMA, PRUNING_CI_COLUMNS, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_pruning
+from swapkl.pruning.perplexity import first_words
+from swapkl.probes.probe import run_probe
+from swapkl.pruning.prune import aggregate_pruning, run_pruning
+from swapkl.pruning.cost_ratio import ir_ratios
+from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_CI_COLUMNS, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_pruning
 from test_perplexity import TEXT, char_tokenizer, hf_recipe_nll, save_tiny, stock_drop
 from tiny_models import random_tokens
 
@@ -109,7 +109,7 @@ def _independent_interchange_selection(probe: pd.DataFrame, n: int, *, spacing: 
 def test_paper_selection_settings(setup, tmp_path):
     """Spacing 0, adjacent scoring partners, a clustered region, fixed sets and an unspaced random
     baseline, each against a direct computation; fixed sets cost exactly what a guide's same set costs."""
-    from swapkl.selection import SelectionOptions
+    from swapkl.pruning.selection import SelectionOptions
 
     base = setup["table"]
     probe = pd.read_parquet(setup["probe"])
@@ -141,7 +141,7 @@ def test_paper_selection_settings(setup, tmp_path):
     every = [b for r in df.loc[df["guide"] == "random", "removed_layers"] for b in r]
     assert min(every) >= 1 and max(every) <= N_LAYERS - 2
     assert provenance.read(str(out))["selection"] == options.as_dict()
-    from swapkl.figures.pruning import plot_delta_ppl
+    from swapkl.figures.pruning_figure import plot_delta_ppl
 
     plot_delta_ppl(df, "tiny", "step100", tmp_path / "cost.png", tmp_path / "cost.pdf")  # draws the fixed set too
     assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
@@ -193,7 +193,7 @@ def test_search_guides_against_brute_force(setup):
 
     df = setup["table"]
     calib = np.load(setup["dir"] / "calib.npy")
-    from swapkl.data import Windows
+    from swapkl.data.windows import Windows
 
     w = Windows(calib, np.ones_like(calib), "calib")
     single = {b: brute_nll(setup["model"], w, [b]) for b in range(N_LAYERS)}
@@ -328,7 +328,7 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
     assert r["ir_diff"] == pytest.approx(num - den)
     assert r["ir_ratio"] == pytest.approx(num / den) if r["ratio_defined"] else np.isnan(r["ir_ratio"])
 
-    from swapkl.figures import pruning as fig
+    from swapkl.figures import pruning_figure as fig
     from swapkl.figures.confusion import plot_rank_confusion
 
     agr = pd.read_parquet(agr_out)
@@ -374,7 +374,7 @@ def test_input_errors(setup, tmp_path):
 
 
 def test_cli_prune_and_aggregate(setup, tmp_path):
-    from swapkl.commands import prune as cmd
+    from swapkl.commands import prune_command as cmd
 
     parser = argparse.ArgumentParser(prog="swapkl")
     cmd.add_parser(parser.add_subparsers(dest="command", required=True))
@@ -412,9 +412,9 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
 
 
 def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
-    from swapkl.guides import GuideContext
-    from swapkl.prune import select_all
-    from swapkl.selection import SelectionOptions
+    from swapkl.pruning.guides import GuideContext
+    from swapkl.pruning.prune import select_all
+    from swapkl.pruning.selection import SelectionOptions
 
     # 5 layers, spacing 1, ties by index: interchange picks 1 then 3 and blocks every other layer; budget 3 is
     # feasible ({0,2,4}). (With the default deletion tie-break layer 2 wins the tie of the pair 1<->2.)

@@ -26,12 +26,12 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl.engine import ProbeEngine
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
-from swapkl.pairs import deletion
-from swapkl.relevance import BASE, acc_rel, lm_relevance, next_token_hits, task_relevance
-from swapkl.tasks import load_task, write_task
+from swapkl.probes.pairs import deletion
+from swapkl.relevance.accrel import BASE, acc_rel, lm_relevance, next_token_hits, task_relevance
+from swapkl.relevance.tasks import load_task, write_task
 from tiny_models import ARCHS, random_tokens, tiny_model
 
 N_LAYERS = 3
@@ -151,7 +151,7 @@ def test_multiple_choice_accuracy_equals_lm_eval_on_each_materialised_deletion(t
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_next_token_accuracy_equals_the_reordered_stock_forward(arch):
-    from swapkl.data import Windows
+    from swapkl.data.windows import Windows
 
     model = tiny_model(arch, n_layers=4, vocab=97, seed=2)
     ids = random_tokens(97, 5, 24, seed=7)
@@ -191,8 +191,8 @@ def _stock_accuracy(model, task, requests, removed, n_layers):
 
 
 def test_accuracy_guided_pruning_matches_a_brute_force_greedy(tmp_path):
-    from swapkl.accuracy_guide import accuracy_guided_sets, task_accuracy
-    from swapkl.relevance import task_requests
+    from swapkl.pruning.guides.accuracy import accuracy_guided_sets, task_accuracy
+    from swapkl.relevance.accrel import task_requests
 
     n = 5
     model = tiny_model("qwen3", n_layers=n, vocab=97, seed=3)
@@ -221,8 +221,9 @@ def _saved_model(tmp_path):
 def test_relevance_cli_writes_the_table_with_provenance(tmp_path):
     import pandas as pd
 
-    from swapkl import cli, provenance
-    from swapkl.schemas import RELEVANCE_SCHEMA
+    from swapkl import cli
+    from swapkl.tables import provenance
+    from swapkl.tables.schemas import RELEVANCE_SCHEMA
 
     src = _saved_model(tmp_path)
     tasks = _tasks(tmp_path / "tasks")
@@ -284,7 +285,7 @@ def test_harness_tasks_score_as_swapkls_own_task_reader(tmp_path, monkeypatch):
     """The hub-task path (lm-eval builds the requests and scores them with ``process_results``; swapkl supplies
     the log-likelihoods) on local task files gives, for the base model and every deletion, the per-question
     acc and acc_norm and the relevance rows that swapkl's own reader gives (itself checked against HFLM above)."""
-    from swapkl.harness_tasks import harness_relevance, load_harness_tasks
+    from swapkl.relevance.harness_tasks import harness_relevance, load_harness_tasks
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -306,7 +307,7 @@ def test_harness_tasks_score_as_swapkls_own_task_reader(tmp_path, monkeypatch):
 
 
 def test_unknown_harness_task_is_one_line_error(tmp_path):
-    from swapkl.harness_tasks import load_harness_tasks
+    from swapkl.relevance.harness_tasks import load_harness_tasks
 
     _tasks(tmp_path / "tasks")
     with pytest.raises(SwapKLError, match="lm-eval knows no task 'no_such_task'"):
@@ -318,11 +319,11 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     checkpoint): one row per task, with BI read from the representation rows the probe wrote."""
     import pandas as pd
 
-    from swapkl.aggregate import aggregate, read_aggregate
-    from swapkl.data import DataSpec
-    from swapkl.probe import run_probe
-    from swapkl.relevance import run_relevance
-    from swapkl.relevance_stats import relevance_statistics, summarise_relevance
+    from swapkl.probes.aggregate import aggregate, read_aggregate
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
+    from swapkl.relevance.accrel import run_relevance
+    from swapkl.relevance.relevance_stats import relevance_statistics, summarise_relevance
 
     src = tmp_path / "model"
     model = tiny_model("llama", n_layers=6, vocab=97, seed=1)  # 4 blocks ranked once the boundary ones are out
@@ -377,9 +378,10 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
 
     import pandas as pd
 
-    from swapkl import harness_tasks, provenance
-    from swapkl.data import DataSpec
-    from swapkl.relevance import run_relevance
+    from swapkl.relevance import harness_tasks
+    from swapkl.tables import provenance
+    from swapkl.data.windows import DataSpec
+    from swapkl.relevance.accrel import run_relevance
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -408,8 +410,8 @@ def _pruning_table(path, n_layers, rows):
     """A pruning table holding ``rows`` (the columns relevance reads; the cost columns stay null)."""
     import pyarrow as pa
 
-    from swapkl.parquet_io import write_parquet
-    from swapkl.schemas import PRUNING_SCHEMA
+    from swapkl.tables.parquet_io import write_parquet
+    from swapkl.tables.schemas import PRUNING_SCHEMA
 
     full = [dict(model="tiny", revision="final", n_layers=n_layers, random_draw=None, fixed_set=None,
                  merged_layers=None, feasible=True) | r for r in rows]
@@ -434,7 +436,7 @@ PRUNED_ROWS = [
 
 def _materialise(src, folder, removed, merged):
     """The pruned checkpoint on disk: LaCo's merged slots get the float32 average of their block and the next
-    one (written into the source weights, independently of swapkl.merge), then ``swapkl export`` removes."""
+    one (written into the source weights, independently of swapkl.pruning.merge), then ``swapkl export`` removes."""
     from transformers import AutoModelForCausalLM
 
     if merged:
@@ -456,7 +458,7 @@ def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(t
     """run_relevance with a pruning table: for each distinct pruned model (deduplicated across guides), the
     engine's per-question acc and acc_norm equal lm-eval HFLM's on the checkpoint materialised by swapkl export,
     and every row of the table holds that model's accuracy and AccRel; single-block rows are unchanged."""
-    from swapkl.relevance import COLUMNS, pruned_sets_from_table, run_relevance, scan_for
+    from swapkl.relevance.accrel import COLUMNS, pruned_sets_from_table, run_relevance, scan_for
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -528,9 +530,9 @@ def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(t
 def test_a_pruning_table_of_another_model_is_refused(tmp_path):
     import pyarrow as pa
 
-    from swapkl.parquet_io import write_parquet
-    from swapkl.relevance import pruned_sets_from_table
-    from swapkl.schemas import PRUNING_SCHEMA
+    from swapkl.tables.parquet_io import write_parquet
+    from swapkl.relevance.accrel import pruned_sets_from_table
+    from swapkl.tables.schemas import PRUNING_SCHEMA
 
     path = tmp_path / "pruning.parquet"
     _pruning_table(path, 5, PRUNED_ROWS[:3])

@@ -12,10 +12,10 @@ import pytest
 from scipy.stats import chi2, rankdata, zscore
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.relevance import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
-from swapkl.relevance import acc_rel
-from swapkl.relevance_stats import relevance_statistics, zscores
-from swapkl.schemas import RELEVANCE_STATS_COLUMNS as COLUMNS
+from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
+from swapkl.relevance.accrel import acc_rel
+from swapkl.relevance.relevance_stats import relevance_statistics, zscores
+from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS as COLUMNS
 
 N = 6
 
@@ -113,9 +113,9 @@ def test_pruned_set_rows_leave_the_statistics_and_figures_unchanged(tmp_path):
     the statistics and figures read its single-block rows only, so they equal those of the single-block table."""
     import pyarrow as pa
 
-    from swapkl.parquet_io import write_parquet
-    from swapkl.relevance import aggregate_relevance
-    from swapkl.schemas import RELEVANCE_SCHEMA, read_relevance
+    from swapkl.tables.parquet_io import write_parquet
+    from swapkl.relevance.accrel import aggregate_relevance
+    from swapkl.tables.schemas import RELEVANCE_SCHEMA, read_relevance
 
     t, agg = _table(), _aggregate()
     old = t.assign(model="old")

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from swapkl.data import DataSpec
-from swapkl.engine import ProbeEngine
-from swapkl.probe import run_probe
-from swapkl.representation import representation_sums
+from swapkl.data.windows import DataSpec
+from swapkl.model.engine import ProbeEngine
+from swapkl.probes.probe import run_probe
+from swapkl.probes.residual_stream import representation_sums
 import naive_reference as ref
 from tiny_models import ARCHS, random_tokens, tiny_model
 

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from swapkl.data import DataSpec
-from swapkl.probe import run_probe
+from swapkl.data.windows import DataSpec
+from swapkl.probes.probe import run_probe
 from crash import crash_after
 from tiny_models import random_tokens, tiny_model
 
@@ -207,7 +207,7 @@ def test_corrupt_progress_is_discarded(name, setup, tmp_path, monkeypatch, caplo
     progress.write_bytes(damage(progress.read_bytes()))
     caplog.set_level(logging.INFO)
     probe(setup, tmp_path / "resumed", progress)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name == "swapkl.progress"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.name == "swapkl.probes.resume"]
     assert len(warnings) == 1 and str(progress) in warnings[0] and warning in warnings[0]
     assert computed(caplog) == (TOTAL, TOTAL, 0)  # nothing from the damaged file was used
     assert "resuming from" not in caplog.text
@@ -226,7 +226,7 @@ def test_progress_of_other_settings_is_not_reused(setup, tmp_path, monkeypatch, 
 
 def test_progress_of_other_code_is_not_reused(setup, tmp_path, monkeypatch, caplog):
     """An edit of swapkl between the kill and the restart (same version number) invalidates the progress."""
-    from swapkl import provenance
+    from swapkl.tables import provenance
 
     progress = crashed_progress(setup, tmp_path, monkeypatch, after=12)
     monkeypatch.setattr(provenance, "source_sha256", lambda: "e" * 64)
@@ -284,7 +284,7 @@ def test_progress_file_on_a_file_system_without_hard_links(setup, tmp_path, monk
     """Where os.link fails (EPERM), the file is still created exclusively with its header, and resumes."""
     import errno
 
-    from swapkl import progress as progress_module
+    from swapkl.probes import resume as progress_module
 
     def no_links(src, dst):
         raise OSError(errno.EPERM, "Operation not permitted")

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl import provenance
-from swapkl.engine import ProbeEngine
+from swapkl.tables import provenance
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.pairs import interchange, replacement
+from swapkl.probes.pairs import interchange, replacement
 from test_data import word_tokenizer
 from test_probe_cli import assert_clean_failure, run_cli
 from tiny_models import ARCHS, random_tokens, tiny_model

@@ -2,8 +2,8 @@
 
 Each case runs ``swapkl.cli.main`` in-process: one ``swapkl: error:`` line, exit code 2, nothing in the
 case's folder written, changed or deleted. The checks are the shared ones: the pre-flight path check of
-:mod:`swapkl.commands.paths`, the opener :func:`swapkl.file_checks.open_input`, the table-to-model check
-:func:`swapkl.provenance.require_made_from`, the output locks of :mod:`swapkl.locks`.
+:mod:`swapkl.commands.paths`, the opener :func:`swapkl.tables.file_checks.open_input`, the table-to-model check
+:func:`swapkl.tables.provenance.require_made_from`, the output locks of :mod:`swapkl.tables.locks`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from swapkl import cli, locks, provenance
-from swapkl.data import DataSpec
-from swapkl.parquet_io import write_parquet
-from swapkl.probe import run_probe
-from swapkl.schemas import PRUNING_SCHEMA
-from swapkl.tasks import write_task
+from swapkl import cli
+from swapkl.tables import locks
+from swapkl.tables import provenance
+from swapkl.data.windows import DataSpec
+from swapkl.tables.parquet_io import write_parquet
+from swapkl.probes.probe import run_probe
+from swapkl.tables.schemas import PRUNING_SCHEMA
+from swapkl.relevance.tasks import write_task
 from test_bad_inputs import N_LAYERS, PARAGRAPH, copy_model, env, error_lines, placeholder, snapshot  # noqa: F401
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model
@@ -244,7 +246,7 @@ def test_refused_in_one_line(name, env, tables, tmp_path, capsys):
 
 def test_a_failed_repr_out_leaves_no_out(env, tmp_path, capsys, monkeypatch):
     """Disk full while writing the second of --out and --repr-out: neither is left behind."""
-    from swapkl import parquet_io
+    from swapkl.tables import parquet_io
 
     real, calls = parquet_io.pq.write_table, []
 
@@ -278,7 +280,7 @@ def test_export_disk_full_is_one_line(env, tmp_path, capsys, monkeypatch):
 
 def test_an_aggregate_keeps_only_the_rows_of_the_scored_checkpoint(tmp_path):
     """An aggregated pruning table of several checkpoints applies to a model through that model's rows only."""
-    from swapkl.relevance import pruned_sets_from_table
+    from swapkl.relevance.accrel import pruned_sets_from_table
 
     rows = [dict(model=m, revision="final", n_layers=5, guide="bi", budget=1, removed_layers=[k], feasible=True)
             for m, k in (("a", 1), ("b", 3))]

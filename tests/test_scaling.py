@@ -7,10 +7,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from probe_fixtures import probe_files, write_checkpoint
-from swapkl.aggregate import aggregate
+from swapkl.probes.aggregate import aggregate
 from swapkl.errors import SwapKLError
-from swapkl.provenance import read
-from swapkl.scaling import build_scaling, checkpoint_facts
+from swapkl.tables.provenance import read
+from swapkl.studies.scaling import build_scaling, checkpoint_facts
 from tiny_models import tiny_model
 
 # 5 blocks: adjacent pairs (0,1) (1,2) (2,3) (3,4); replacement both directions, interchange

@@ -13,9 +13,9 @@ import pytest
 
 from swapkl.cli import main
 from swapkl.errors import SwapKLError
-from swapkl.parquet_io import write_parquet
-from swapkl.schemas import AGREEMENT_SCHEMA, PRUNING_SCHEMA, RELEVANCE_STATS_COLUMNS
-from swapkl.scorecard import COLUMNS, build_scorecard, load_registry, scorecard_html
+from swapkl.tables.parquet_io import write_parquet
+from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_SCHEMA, RELEVANCE_STATS_COLUMNS
+from swapkl.paper.scorecard import COLUMNS, build_scorecard, load_registry, scorecard_html
 
 REGISTRY = """
 tolerances:

@@ -18,12 +18,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from swapkl import provenance
+from swapkl.tables import provenance
 from swapkl.errors import SwapKLError
-from swapkl.parquet_io import write_parquet
-from swapkl.figures.seeds import plot_seed_band
-from swapkl.seed_families import SeedFamilyError, expand_seed_families
-from swapkl.seeds import kendall_w, mean_pairwise_spearman, read_seeds, seed_statistics, write_seed_statistics
+from swapkl.tables.parquet_io import write_parquet
+from swapkl.figures.seeds_figure import plot_seed_band
+from swapkl.config.seed_families import SeedFamilyError, expand_seed_families
+from swapkl.stats.seeds import kendall_w, mean_pairwise_spearman, read_seeds, seed_statistics, write_seed_statistics
 
 RTOL = 1e-12
 

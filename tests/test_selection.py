@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from swapkl.errors import SwapKLError
-from swapkl.selection import (
+from swapkl.pruning.selection import (
     BudgetError,
     check_budget,
     contiguous_select,

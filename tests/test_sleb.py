@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from swapkl.data import Windows
-from swapkl.engine import ProbeEngine
+from swapkl.data.windows import Windows
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.sleb import sleb_iterative
+from swapkl.pruning.sleb import sleb_iterative
 from test_perplexity import stock_drop
 from tiny_models import random_tokens, tiny_model
 

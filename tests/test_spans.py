@@ -1,4 +1,4 @@
-"""Span experiments (swapkl.spans) against the stock transformers forward.
+"""Span experiments (swapkl.studies.spans) against the stock transformers forward.
 
 Reorderings (skip, reverse, shuffle, repeat) are compared with the stock forward over a reordered
 ``nn.ModuleList`` (tests/naive_reference.py). The parallel variants are compared with the stock forward
@@ -18,10 +18,10 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl.engine import ProbeEngine
+from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.spans import measure_spans, span_table, span_variants
-from swapkl.sweep import window_batches
+from swapkl.studies.spans import measure_spans, span_table, span_variants
+from swapkl.model.batch_loop import window_batches
 from tiny_models import ARCHS, random_tokens, tiny_model
 
 N_LAYERS = 8
@@ -204,8 +204,8 @@ def test_command_aggregate_and_figure(tmp_path):
     import pandas as pd
 
     from swapkl.cli import main
-    from swapkl.figures.spans import plot_spans
-    from swapkl.spans_stats import aggregate_spans
+    from swapkl.figures.spans_figure import plot_spans
+    from swapkl.studies.spans_stats import aggregate_spans
 
     model_dir = tmp_path / "model"
     tiny_model("llama", n_layers=6, vocab=VOCAB).save_pretrained(model_dir)

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from swapkl.errors import SwapKLError
-from swapkl.parquet_io import write_parquet
-from swapkl.table_html import write_table_html
+from swapkl.tables.parquet_io import write_parquet
+from swapkl.tables.table_html import write_table_html
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl.engine import ProbeEngine
-from swapkl.heads import n_units
-from swapkl.pairs import averaging, build_variants, head_interchange
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.heads import n_units
+from swapkl.probes.pairs import averaging, build_variants, head_interchange
 from crash import crash_after
 from tiny_models import ARCHS, random_tokens, tiny_model
 
@@ -134,9 +134,9 @@ def test_variant_ids_are_unique_and_keys_name_the_head():
 
 
 def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
-    from swapkl.aggregate import aggregate, read_aggregate
-    from swapkl.data import DataSpec
-    from swapkl.probe import run_probe
+    from swapkl.probes.aggregate import aggregate, read_aggregate
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
 
     tiny_model("llama", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 4, 10, seed=9).numpy())
@@ -160,7 +160,7 @@ def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
 
 
 def test_weight_protocols_figure(tmp_path):
-    from swapkl.figures import plot_weight_protocols
+    from swapkl.figures.weights import plot_weight_protocols
     from swapkl.figures.weights import averaging_vs_replacement, head_by_distance
 
     agg = pd.DataFrame([
@@ -184,8 +184,8 @@ def test_weight_protocols_figure(tmp_path):
 
 
 def test_weight_protocols_resume_after_a_crash(tmp_path, monkeypatch):
-    from swapkl.data import DataSpec
-    from swapkl.probe import run_probe
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
 
     tiny_model("qwen3", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 6, 10, seed=9).numpy())

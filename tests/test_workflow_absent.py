@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from fake_hub import Repo, client_env, folder_files, serve
-from swapkl import absence, provenance
+from swapkl.hub import absence
+from swapkl.tables import provenance
 from tiny_models import tiny_model
 
 pytestmark = pytest.mark.slow

@@ -63,7 +63,7 @@ def load(path: Path) -> dict:
 
 def expand_seeds(cfg: dict) -> tuple[dict, dict]:
     """(models with every seed family member, {family: [member names]}): the README's rules, written here
-    independently of swapkl.seed_families."""
+    independently of swapkl.config.seed_families."""
     models, families = {}, {}
     for name, m in cfg["models"].items():
         m = {k: v for k, v in m.items() if k != "seeds"}

@@ -8,15 +8,17 @@ import sys
 
 from swapkl import __version__
 from swapkl.commands import (
-    aggregate, construct, demo, export, figures, heal, healed_probe, paper, probe, provenance, prune, relevance,
-    scorecard, search, spans,
+    aggregate_command, construct_command, demo_command, export_command, figures_command, heal_command,
+    healed_probe_command, paper_command, probe_command, provenance_command, prune_command, relevance_command,
+    scorecard_command, search_command, spans_command,
 )
 from swapkl.commands.paths import checked
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
-COMMANDS = (probe, prune, export, heal, healed_probe, relevance, aggregate, figures, provenance, demo, paper, scorecard,
-            spans, search, construct)
+COMMANDS = (probe_command, prune_command, export_command, heal_command, healed_probe_command, relevance_command,
+            aggregate_command, figures_command, provenance_command, demo_command, paper_command, scorecard_command,
+            spans_command, search_command, construct_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,8 +31,8 @@ import tempfile
 import torch
 
 from swapkl.errors import SwapKLError
-from swapkl.loading import TOKENIZER_FILES, files_sha256, is_local_spec, load_model, weights_sha256
-from swapkl.parquet_io import os_reason
+from swapkl.model.loading import TOKENIZER_FILES, files_sha256, is_local_spec, load_model, weights_sha256
+from swapkl.tables.parquet_io import os_reason
 
 log = logging.getLogger(__name__)
 
@@ -177,8 +177,8 @@ def logits_tolerance(dtype: torch.dtype, scale: float) -> float:
 @torch.inference_mode()
 def engine_logits(model, order: tuple[int, ...], input_ids: torch.Tensor) -> torch.Tensor:
     """Logits [B, T, V] of the variant ``order`` as the probe engine computes it (resume from its slot)."""
-    from swapkl.engine import ProbeEngine
-    from swapkl.pairs import Variant
+    from swapkl.model.engine import ProbeEngine
+    from swapkl.probes.pairs import Variant
 
     engine = ProbeEngine(model)
     mask = torch.ones_like(input_ids)
@@ -274,8 +274,8 @@ def check_merge_indices(merge: list[int] | None, remove: list[int] | None, order
 
 def _merge_blocks(blocks, merged: list[int]) -> None:
     """Replace each merged block ``a`` of the loaded model by the average of blocks ``a`` and ``a + 1``
-    (:func:`swapkl.merge.averaged_block`, the pruning study's merge)."""
-    from swapkl.merge import averaged_block
+    (:func:`swapkl.pruning.merge.averaged_block`, the pruning study's merge)."""
+    from swapkl.pruning.merge import averaged_block
 
     for a in merged:
         blocks[a] = averaged_block(blocks[a], blocks[a + 1])
@@ -306,7 +306,7 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
                       trust_remote_code: bool = False) -> dict:
     """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance.
     ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
-    from swapkl import provenance
+    from swapkl.tables import provenance
     from swapkl.adapters import get_adapter
 
     check_merge_indices(merge, remove, order)
@@ -370,7 +370,7 @@ def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: 
     Writes ``out_dir/<guide>-n<budget>[-draw<k>|-<fixed set>]/`` (``out_dir`` must be new or empty); returns the
     written folders.
     """
-    from swapkl.schemas import read_frame
+    from swapkl.tables.schemas import read_frame
 
     table = read_frame(pruning_file, ["guide", "budget", "random_draw", "removed_layers", "feasible"], "pruning")
     for name in ("fixed_set", "merged_layers"):  # appended columns: absent from older tables

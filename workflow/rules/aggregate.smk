@@ -1,5 +1,5 @@
 # Every probe and representation Parquet into one table: directed rows, derived pair rows, per-pair-set
-# summaries (see swapkl.aggregate for the schema).
+# summaries (see swapkl.probes.aggregate for the schema).
 
 
 rule aggregate_results:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import socket
+import sys
 import urllib.parse
 from types import SimpleNamespace
 
@@ -21,6 +22,10 @@ FIGURE_FORMATS = ("png", "pdf")
 REVISION_REGEX = r"step(0|[1-9][0-9]*)|[0-9a-f]{40}|(?!step)[A-Za-z][A-Za-z0-9._-]*"
 DEMO_DIR = "resources/demo"
 DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
+
+
+# The workflow's own package (pure modules only: Snakemake may run where torch is not installed).
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 
 include: "scale_common.smk"
@@ -135,27 +140,17 @@ def _check_healed_probes(name, model, fail):
              f"probe windows (models.{name}.data)")
 
 
-def _load_swapkl_module(name):
-    """A pure module of swapkl from this repository, loaded by path, without needing swapkl (or torch)
-    installed where Snakemake itself runs."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        f"swapkl_{name}", os.path.join(workflow.basedir, "src", "swapkl", f"{name}.py")
-    )
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
-
-
 def _load_text_sources():
-    """swapkl.text_sources: the one definition of "the same text"."""
-    return _load_swapkl_module("text_sources")
+    """swapkl.data.text_sources: the one definition of "the same text"."""
+    from swapkl.data import text_sources
+
+    return text_sources
 
 
 def _expand_seed_families(cfg):
     """Replace every seed family entry by its members (plain models); return the families."""
-    seed_families = _load_swapkl_module("seed_families")
+    from swapkl.config import seed_families
+
     try:
         cfg["models"], families = seed_families.expand_seed_families(cfg["models"])
     except seed_families.SeedFamilyError as err:
@@ -259,8 +254,8 @@ except WorkflowError as err:
     if not isinstance(cause, jsonschema.ValidationError):
         raise
     raise WorkflowError(f"Invalid config: {_schema_error_message(cause)}") from None
-_config_checks = _load_swapkl_module("config_checks")
-try:  # values the schema lets through but that cannot work, named by their key path (swapkl.config_checks)
+from swapkl.config import checks as _config_checks
+try:  # values the schema lets through but that cannot work, named by their key path (swapkl.config.checks)
     _config_checks.check_config(config)
 except _config_checks.ConfigError as err:
     raise WorkflowError(f"Invalid config: {err}") from None
@@ -397,7 +392,7 @@ def text_files(*specs):
 
 
 def get_probe_data(wildcards):
-    """keyword arguments of swapkl.data.DataSpec for the probe windows."""
+    """keyword arguments of swapkl.data.windows.DataSpec for the probe windows."""
     return without_nulls(config["models"][wildcards.model]["data"])
 
 
@@ -429,7 +424,7 @@ def get_probe_settings(model):
 
 
 def get_placement(wildcards):
-    """keyword arguments of swapkl.loading.load_model that spread a model over devices ({}: one device). Not part of
+    """keyword arguments of swapkl.model.loading.load_model that spread a model over devices ({}: one device). Not part of
     the settings hash: a placed model gives the single-device numbers."""
     cfg = config["models"][wildcards.model]
     if cfg["device_map"] is None:
@@ -596,7 +591,7 @@ def get_prune_settings(model):
 
 
 def get_selection_options(wildcards):
-    """Keyword arguments of swapkl.selection.SelectionOptions for a model's pruning runs."""
+    """Keyword arguments of swapkl.pruning.selection.SelectionOptions for a model's pruning runs."""
     prune = config["models"][wildcards.model]["prune"]
     keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing", "random_interior")
     return {key: prune[key] for key in keys}
@@ -701,7 +696,7 @@ def span_file(model, revision):
 
 
 def get_span_settings(wildcards):
-    """keyword arguments of swapkl.spans.run_spans from the model's `spans` block."""
+    """keyword arguments of swapkl.studies.spans.run_spans from the model's `spans` block."""
     spans = config["models"][wildcards.model]["spans"]
     return {key: spans[key] for key in ("variants", "loops", "seed", "min_start", "min_width")}
 

@@ -1,5 +1,5 @@
 # Domain slices: models marked `domain_slice_of: <reference>` prune the reference's weights with the same guides
-# but measure perplexity on another text; the rank correlation of the two pruning costs (swapkl.domain_slices).
+# but measure perplexity on another text; the rank correlation of the two pruning costs (swapkl.studies.domain_slices).
 
 
 rule summarise_domain_slices:

@@ -14,11 +14,11 @@ rule download_checkpoint:
     params:
         model_id=lambda wildcards: config["models"][wildcards.model]["source"],
         retries=5,
-        # a seed-family member's revision that the hub lacks is recorded as absent (swapkl.absence)
+        # a seed-family member's revision that the hub lacks is recorded as absent (swapkl.hub.absence)
         member=lambda wildcards: wildcards.model if wildcards.model in seed_members() else None,
     log:
         "logs/{model}/{revision}/download_checkpoint.log",
-    # one retry layer: swapkl.hub retries transient errors itself (params.retries, with backoff) and fails
+    # one retry layer: swapkl.hub.download retries transient errors itself (params.retries, with backoff) and fails
     # at once on errors that retrying cannot fix (no hub, no access, no such revision)
     retries: 0
     conda:

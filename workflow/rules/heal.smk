@@ -1,5 +1,5 @@
 # Recovery after pruning: every exported pruned model and the unpruned control get the same short heal
-# (swapkl.heal), then perplexity and KL to the base model are measured before and after.
+# (swapkl.recovery.heal), then perplexity and KL to the base model are measured before and after.
 
 
 rule heal_pruned_models:

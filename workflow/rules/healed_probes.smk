@@ -1,5 +1,5 @@
-# The third test: selected variants healed toward the base model's own predictions (swapkl.healed_probe), and
-# the map of how much every test of a checkpoint disagrees with every other (swapkl.disagreement).
+# The third test: selected variants healed toward the base model's own predictions (swapkl.probes.healed), and
+# the map of how much every test of a checkpoint disagrees with every other (swapkl.probes.disagreement).
 
 
 def get_healed_probe_inputs(wildcards):

@@ -1,4 +1,4 @@
-# Residual Jacobian spectral norms ||J_k||_2 per block (swapkl.jacobian), one GPU job per model marked
+# Residual Jacobian spectral norms ||J_k||_2 per block (swapkl.studies.jacobian), one GPU job per model marked
 # `jacobian.enabled` at its last revision, combined into results/jacobian.parquet and drawn against the
 # blocks' swap distances from the aggregate.
 

@@ -1,4 +1,4 @@
-# The published study's prompt lists, extracted from its public code at a pinned commit (swapkl.paper_inputs):
+# The published study's prompt lists, extracted from its public code at a pinned commit (swapkl.paper.prompt_lists):
 # downloaded from raw GitHub URLs, or read from the local clone named by `paper: {repo: PATH}` (offline
 # clusters). The paper entries of config.yaml name these files as their probe text, so their probes wait for it.
 

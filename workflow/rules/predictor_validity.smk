@@ -1,5 +1,5 @@
 # Predictor validity: every single-block removal's perplexity cost on the model's prune.eval text at its last
-# revision (one GPU job), correlated with the pair scores of the aggregate (swapkl.predictor_validity).
+# revision (one GPU job), correlated with the pair scores of the aggregate (swapkl.studies.predictor_validity).
 
 
 rule measure_predictor_validity:

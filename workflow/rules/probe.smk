@@ -70,7 +70,7 @@ use rule probe_replacement as probe_deletion with:
         runtime=gpu_job_runtime(minutes_per_gb=2),
 
 
-# Weight-changing protocols (swapkl.pairs): only for models that list them under `weight_protocols`.
+# Weight-changing protocols (swapkl.probes.pairs): only for models that list them under `weight_protocols`.
 
 
 use rule probe_replacement as probe_averaging with:
@@ -105,7 +105,7 @@ use rule probe_replacement as probe_head_interchange with:
         runtime=gpu_job_runtime(minutes_per_gb=16),
 
 
-# The paper's own variants of the two (swapkl.pairs): both-slot averaging, one-direction head swap.
+# The paper's own variants of the two (swapkl.probes.pairs): both-slot averaging, one-direction head swap.
 
 
 use rule probe_replacement as probe_averaging_paper with:

@@ -1,5 +1,5 @@
 # The RoPE counterfactual: a `rope: off` model (probed with every rotary angle zero, base included) against
-# the model whose weights it shares (rotary on), per adjacent pair, with the sign test (swapkl.rope_counterfactual).
+# the model whose weights it shares (rotary on), per adjacent pair, with the sign test (swapkl.studies.rope_counterfactual).
 
 
 rule summarise_rope_counterfactual:

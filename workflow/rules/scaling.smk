@@ -1,5 +1,5 @@
 # The scale sweep: one row per model marked `scaling: true` (its last revision, adjacent pairs) from the
-# aggregate, with architecture, position encoding and parameter count read from the checkpoint (swapkl.scaling).
+# aggregate, with architecture, position encoding and parameter count read from the checkpoint (swapkl.studies.scaling).
 
 
 def _scaling_checkpoints():

@@ -1,5 +1,5 @@
 # The reproduction scorecard: every published number of the reproduced papers against swapkl's value, from
-# whichever result tables this config produces (swapkl.scorecard; rows of models not run say what they need).
+# whichever result tables this config produces (swapkl.paper.scorecard; rows of models not run say what they need).
 
 
 def scorecard_inputs():

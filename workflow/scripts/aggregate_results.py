@@ -1,6 +1,6 @@
 """Rule aggregate_results: all probe Parquets -> results/swapkl.parquet."""
 
-from swapkl.aggregate import aggregate
+from swapkl.probes.aggregate import aggregate
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from swapkl.demo.tasks import build_demo_tasks
+from swapkl.demo.task_files import build_demo_tasks
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule download_checkpoint: snapshot one hub revision into resources/checkpoints/{model}/{revision}."""
 
-from swapkl.hub import download_checkpoint
+from swapkl.hub.download import download_checkpoint
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,9 +1,9 @@
 """Rule heal_pruned_models: heal each exported pruned model and the unpruned control, score them all."""
 
-from swapkl.data import DataSpec
-from swapkl.heal import TrainText, settings_from
+from swapkl.data.windows import DataSpec
+from swapkl.recovery.heal import TrainText, settings_from
 from swapkl.joblog import job_log
-from swapkl.recovery import export_folders, run_recovery
+from swapkl.recovery.recovery_table import export_folders, run_recovery
 
 with job_log(snakemake):
     run_recovery(snakemake.params.checkpoint, export_folders(snakemake.input.exports), snakemake.output.table,

@@ -1,8 +1,8 @@
-"""Rule measure_covariates: the per-pair gap covariates of one checkpoint (swapkl.covariates)."""
+"""Rule measure_covariates: the per-pair gap covariates of one checkpoint (swapkl.stats.covariates)."""
 
-from swapkl.absence import propagate
-from swapkl.covariates import run_covariates
-from swapkl.data import DataSpec
+from swapkl.hub.absence import propagate
+from swapkl.stats.covariates import run_covariates
+from swapkl.data.windows import DataSpec
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

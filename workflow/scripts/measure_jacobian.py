@@ -1,7 +1,7 @@
 """Rule measure_jacobian: ||J_k||_2 of every block of one checkpoint."""
 
-from swapkl.data import DataSpec
-from swapkl.jacobian import run_jacobian
+from swapkl.data.windows import DataSpec
+from swapkl.studies.jacobian import run_jacobian
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

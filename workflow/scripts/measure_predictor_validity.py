@@ -1,7 +1,7 @@
 """Rule measure_predictor_validity: single-block removal costs and their correlation with the pair scores."""
 
 from swapkl.joblog import job_log
-from swapkl.predictor_validity import run_predictor_validity
+from swapkl.studies.predictor_validity import run_predictor_validity
 
 with job_log(snakemake):
     p = snakemake.params

@@ -1,6 +1,6 @@
 """Rule measure_test_agreement: rank agreement between every test of one checkpoint."""
 
-from swapkl.disagreement import run_test_agreement
+from swapkl.probes.disagreement import run_test_agreement
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

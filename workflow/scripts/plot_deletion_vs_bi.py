@@ -1,6 +1,6 @@
 """Rule plot_deletion_vs_bi: deletion KL vs ShortGPT block influence of one checkpoint (results/swapkl.parquet)."""
 
-from swapkl.figures import plot_deletion_vs_bi
+from swapkl.figures.deletion import plot_deletion_vs_bi
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

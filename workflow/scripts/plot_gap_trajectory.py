@@ -1,6 +1,6 @@
 """Rule plot_gap_trajectory: per model, the gap of both replacement directions (max) and of one (fwd)."""
 
-from swapkl.figures import plot_gap_trajectory
+from swapkl.figures.trajectory import plot_gap_trajectory
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

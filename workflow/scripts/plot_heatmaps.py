@@ -1,6 +1,6 @@
 """Rule plot_heatmaps: replacement and interchange KL matrices of one checkpoint (results/swapkl.parquet)."""
 
-from swapkl.figures import plot_heatmaps
+from swapkl.figures.heatmaps import plot_heatmaps
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,7 +1,7 @@
 """Rule plot_pruning_agreement: rank agreement between the pruning guides' per-layer scores, one checkpoint."""
 
 from swapkl.figures.confusion import plot_rank_confusion
-from swapkl.figures.pruning import plot_agreement
+from swapkl.figures.pruning_figure import plot_agreement
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule plot_pruning_ratio: I/R pruning ratio vs budget, one line per pruned model."""
 
-from swapkl.figures.pruning import plot_ir_panel
+from swapkl.figures.pruning_figure import plot_ir_panel
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule plot_pruning_trajectory: I/R pruning ratio vs training step of one model, one line per budget."""
 
-from swapkl.figures.pruning import plot_ir_trajectory
+from swapkl.figures.pruning_figure import plot_ir_trajectory
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule plot_recovery: the guides' delta PPL before and after healing."""
 
-from swapkl.figures.recovery import plot_recovery
+from swapkl.figures.recovery_figure import plot_recovery
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule plot_relevance_zscores: per-task z-scores of AccRel (task dependence of block relevance)."""
 
-from swapkl.figures.relevance import plot_relevance_zscores
+from swapkl.figures.relevance_figure import plot_relevance_zscores
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule plot_seed_band: per seed family, the gap along training with its across-seed band."""
 
-from swapkl.figures import plot_seed_band
+from swapkl.figures.seeds_figure import plot_seed_band
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule plot_spans: KL against span width per variant for one checkpoint (results/spans.parquet)."""
 
-from swapkl.figures.spans import plot_spans
+from swapkl.figures.spans_figure import plot_spans
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,6 +1,6 @@
 """Rule plot_training_curves: held-out and train loss vs step of every demo model."""
 
-from swapkl.figures import plot_training_curves
+from swapkl.figures.training import plot_training_curves
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

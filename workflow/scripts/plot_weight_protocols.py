@@ -1,6 +1,6 @@
 """Rule plot_weight_protocols: averaging and head-level interchange of one checkpoint (results/swapkl.parquet)."""
 
-from swapkl.figures import plot_weight_protocols
+from swapkl.figures.weights import plot_weight_protocols
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

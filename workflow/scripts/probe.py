@@ -1,10 +1,10 @@
 """Rules probe_replacement / probe_interchange / probe_deletion: one protocol on one checkpoint."""
 
-from swapkl.absence import propagate
-from swapkl.data import DataSpec
+from swapkl.hub.absence import propagate
+from swapkl.data.windows import DataSpec
 from swapkl.joblog import job_log
-from swapkl.kl import KLOptions
-from swapkl.probe import run_probe
+from swapkl.model.kl import KLOptions
+from swapkl.probes.probe import run_probe
 
 with job_log(snakemake):
     p = snakemake.params

@@ -1,8 +1,8 @@
 """Rule probe_healed: heal the selected variants of one checkpoint toward the base model, KL after each."""
 
-from swapkl.data import DataSpec
-from swapkl.heal import TrainText, settings_from
-from swapkl.healed_probe import run_healed_probe
+from swapkl.data.windows import DataSpec
+from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.probes.healed import run_healed_probe
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

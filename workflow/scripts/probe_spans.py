@@ -1,8 +1,8 @@
-"""Rule probe_spans: the middle-span experiments of one checkpoint (swapkl.spans)."""
+"""Rule probe_spans: the middle-span experiments of one checkpoint (swapkl.studies.spans)."""
 
-from swapkl.data import DataSpec
+from swapkl.data.windows import DataSpec
 from swapkl.joblog import job_log
-from swapkl.spans import run_spans
+from swapkl.studies.spans import run_spans
 
 with job_log(snakemake):
     p = snakemake.params

@@ -1,10 +1,10 @@
 """Rule prune_layers: guided and baseline block removal on one checkpoint, perplexity per budget."""
 
-from swapkl.absence import propagate
-from swapkl.data import DataSpec
+from swapkl.hub.absence import propagate
+from swapkl.data.windows import DataSpec
 from swapkl.joblog import job_log
-from swapkl.prune import run_pruning
-from swapkl.selection import SelectionOptions
+from swapkl.pruning.prune import run_pruning
+from swapkl.pruning.selection import SelectionOptions
 
 with job_log(snakemake):
     p = snakemake.params

@@ -1,9 +1,9 @@
 """Rule score_relevance: AccRel of every block of one checkpoint (and of its pruning guides' pruned models)
 on its tasks (and LM windows)."""
 
-from swapkl.data import DataSpec
+from swapkl.data.windows import DataSpec
 from swapkl.joblog import job_log
-from swapkl.relevance import run_relevance
+from swapkl.relevance.accrel import run_relevance
 
 with job_log(snakemake):
     p = snakemake.params

@@ -1,7 +1,7 @@
 """Rule summarise_rope_counterfactual: a rope-off model against its rotary-on reference, with the sign test."""
 
 from swapkl.joblog import job_log
-from swapkl.rope_counterfactual import build_counterfactual
+from swapkl.studies.rope_counterfactual import build_counterfactual
 
 with job_log(snakemake):
     p = snakemake.params

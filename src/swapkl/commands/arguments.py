@@ -10,7 +10,7 @@ import argparse
 import inspect
 
 from swapkl.commands.paths import input_arg, output_arg
-from swapkl.data import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
+from swapkl.data.windows import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
 
 
@@ -106,7 +106,7 @@ def _max_memory(text: str) -> dict:
 
 
 def placement(args) -> dict:
-    """The keyword arguments of :func:`swapkl.loading.load_model` that the placement options give."""
+    """The keyword arguments of :func:`swapkl.model.loading.load_model` that the placement options give."""
     keys = ("device_map", "max_memory", "offload_folder")
     return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
 

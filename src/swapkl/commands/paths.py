@@ -4,12 +4,12 @@ Every option that names a file or folder is declared with :func:`input_arg` or :
 record on the argparse action what it is (:class:`PathRole`). :func:`checked` then runs for every command
 (from :func:`swapkl.cli.main`), before any computation:
 
-* every input is opened through :func:`swapkl.file_checks.open_input` (FIFOs, devices, directories and
+* every input is opened through :func:`swapkl.tables.file_checks.open_input` (FIFOs, devices, directories and
   missing files refused, naming the path), and a token file must really be ``.npy``;
 * every output must be a non-empty path whose folder can be made and written;
 * no output may be an input or another output, or lie inside one (symbolic links resolved, hard links
-  compared by inode; :func:`swapkl.file_checks.require_distinct`);
-* while the command runs it holds an advisory lock on each output (:mod:`swapkl.locks`): a second run
+  compared by inode; :func:`swapkl.tables.file_checks.require_distinct`);
+* while the command runs it holds an advisory lock on each output (:mod:`swapkl.tables.locks`): a second run
   given the same ``--out`` or progress file is refused instead of deleting the first one's live state.
 
 A command whose path option is declared with plain ``add_argument`` skips all of this;
@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from swapkl import locks
+from swapkl.tables import locks
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import describe, require_distinct, require_npy, require_regular_file
+from swapkl.tables.file_checks import describe, require_distinct, require_npy, require_regular_file
 
 ROLE = "swapkl_path"  # attribute of an argparse action that names a file or folder
 
@@ -84,7 +84,7 @@ def path_values(action: argparse.Action, args) -> list[str]:
 
 def _check_input(name: str, path: str, role: PathRole, args) -> None:
     if role.kind == "model":
-        from swapkl.loading import is_local_spec, resolve_checkpoint_dir  # torch: only for model commands
+        from swapkl.model.loading import is_local_spec, resolve_checkpoint_dir  # torch: only for model commands
 
         if is_local_spec(path):
             resolve_checkpoint_dir(path, getattr(args, "revision", None))

@@ -20,10 +20,10 @@ import platform
 import re
 from pathlib import Path
 
-from swapkl.atomic import claim_folder, write_json_atomic, write_text_atomic
+from swapkl.tables.atomic import claim_folder, write_json_atomic, write_text_atomic
 from swapkl.demo.stdlib_docs import EXCLUDED_MODULES, collect_stdlib_docs
 from swapkl.errors import SwapKLError
-from swapkl.provenance import file_sha256
+from swapkl.tables.provenance import file_sha256
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "corpus.json"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from swapkl.atomic import claim_folder, move_files_into, write_json_atomic
+from swapkl.tables.atomic import claim_folder, move_files_into, write_json_atomic
 from swapkl.demo.corpus import corpus_file, read_paragraphs
-from swapkl.provenance import file_sha256
+from swapkl.tables.provenance import file_sha256
 from swapkl.errors import SwapKLError
 
 EOS_TOKEN = "<|endoftext|>"

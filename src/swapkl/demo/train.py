@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from swapkl.demo.architectures import DEMO_ARCHS, DemoSize, demo_config, demo_model_class
-from swapkl.atomic import claim_folder, staged_dir, write_json_atomic, write_text_atomic
+from swapkl.tables.atomic import claim_folder, staged_dir, write_json_atomic, write_text_atomic
 from swapkl.demo.corpus import corpus_file, load_corpus_manifest
 from swapkl.demo.schedule import checkpoint_schedule, lr_at
 from swapkl.demo.tokenizer import load_demo_tokenizer
@@ -44,7 +44,7 @@ OPTIMIZER_BETAS = (0.9, 0.95)
 OPTIMIZER_EPS = 1e-8
 _STEP_DIR = re.compile(r"^step(\d+)$")
 OWNER_MARK = ".swapkl-demo-model"  # marks a folder that train_demo_model made (and may clean up)
-# Staging directories of checkpoints (see swapkl.atomic.staged_dir) left by a killed run.
+# Staging directories of checkpoints (see swapkl.tables.atomic.staged_dir) left by a killed run.
 _STAGING_DIR = re.compile(r"^\.step\d+\.\d+\.[0-9a-f]{12}\.(tmp|old)$")
 # Tokenizer files copied into every checkpoint (those present in the tokenizer directory).
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",

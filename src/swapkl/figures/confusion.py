@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.agreement import rank_confusion, spearman
+from swapkl.pruning.agreement import rank_confusion, spearman
 from swapkl.errors import SwapKLError
-from swapkl.figures.pruning import AGREEMENT_LABELS
+from swapkl.figures.pruning_figure import AGREEMENT_LABELS
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
-from swapkl.schemas import read_agreement
+from swapkl.tables.schemas import read_agreement
 
 
 def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf, *,

@@ -11,7 +11,7 @@ from matplotlib.ticker import MaxNLocator
 from scipy.stats import rankdata, spearmanr
 
 from swapkl.errors import SwapKLError
-from swapkl.aggregate import rows
+from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, VERMILLION, add_note, figure_style, new_figure, save_figure
 

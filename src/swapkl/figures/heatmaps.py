@@ -11,10 +11,10 @@ from matplotlib.colors import LogNorm
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 from swapkl.errors import SwapKLError
-from swapkl.aggregate import rows
+from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
-from swapkl.pairstats import CONDITIONAL_BELOW, STRONG_BELOW
+from swapkl.probes.pair_statistics import CONDITIONAL_BELOW, STRONG_BELOW
 
 MISSING_COLOUR = "#DDDDDD"
 DIAGONAL_COLOUR = "#FFFFFF"

@@ -10,10 +10,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 from matplotlib.ticker import MaxNLocator
 
-from swapkl.aggregate import rows
+from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
-from swapkl.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
+from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 
 PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
 PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from swapkl.aggregate import read_aggregate
+from swapkl.probes.aggregate import read_aggregate
 
 
 def as_frame(agg: pd.DataFrame | str | Path) -> pd.DataFrame:
-    """The aggregate as a DataFrame (a path is read with :func:`swapkl.aggregate.read_aggregate`)."""
+    """The aggregate as a DataFrame (a path is read with :func:`swapkl.probes.aggregate.read_aggregate`)."""
     return agg if isinstance(agg, pd.DataFrame) else read_aggregate(agg)
 
 

@@ -17,10 +17,10 @@ import matplotlib
 import matplotlib.font_manager
 from matplotlib.figure import Figure
 
-from swapkl.atomic import replaced_on_success
+from swapkl.tables.atomic import replaced_on_success
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import replaceable, require_distinct
-from swapkl.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION  # noqa: F401  (re-exported)
+from swapkl.tables.file_checks import replaceable, require_distinct
+from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION  # noqa: F401  (re-exported)
 
 REPLACEMENT_COLOUR = VERMILLION
 INTERCHANGE_COLOUR = BLUE

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import open_input
+from swapkl.tables.file_checks import open_input
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
-from swapkl.palette import cycled
+from swapkl.figures.palette import cycled
 
 COLUMNS = ("step", "heldout_loss", "train_loss")
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from swapkl.aggregate import trajectory
+from swapkl.probes.aggregate import trajectory
 from swapkl.errors import SwapKLError
-from swapkl.aggregate import rows
+from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame, duplicate_note
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style, fit_title,
                                   new_figure, save_figure)
-from swapkl.pairs import parse_pair_set
-from swapkl.pairstats import GAP_DEFINITIONS
+from swapkl.probes.pairs import parse_pair_set
+from swapkl.probes.pair_statistics import GAP_DEFINITIONS
 
 #: what d_repl means in each gap definition (titles and notes)
 GAP_LABELS = {"max": "d_repl = max of the two replacement directions",

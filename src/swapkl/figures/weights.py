@@ -10,10 +10,10 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from swapkl.errors import SwapKLError
-from swapkl.aggregate import rows
+from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
-from swapkl.palette import cycled
+from swapkl.figures.palette import cycled
 
 
 def averaging_vs_replacement(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:

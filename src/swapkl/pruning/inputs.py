@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from swapkl import provenance
-from swapkl.data import DataSpec
+from swapkl.tables import provenance
+from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.perplexity import EvalSpec
-from swapkl.schemas import PROBE_SCHEMA, read_table
-from swapkl.feasible import max_budget
-from swapkl.text_sources import source_key
+from swapkl.pruning.perplexity import EvalSpec
+from swapkl.tables.schemas import PROBE_SCHEMA, read_table
+from swapkl.config.feasible import max_budget
+from swapkl.data.text_sources import source_key
 
 
 def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:

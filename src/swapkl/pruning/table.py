@@ -1,7 +1,7 @@
 """The pruning table (one row per guide x budget [x random draw]): the aggregation of per-checkpoint
-files (:data:`~swapkl.schemas.PRUNING_RUN_SCHEMA`) into ``results/pruning.parquet``
-(:data:`~swapkl.schemas.PRUNING_SCHEMA`), which adds the bootstrap CIs
-(:func:`swapkl.intervals.pruning_intervals`).
+files (:data:`~swapkl.tables.schemas.PRUNING_RUN_SCHEMA`) into ``results/pruning.parquet``
+(:data:`~swapkl.tables.schemas.PRUNING_SCHEMA`), which adds the bootstrap CIs
+(:func:`swapkl.stats.intervals.pruning_intervals`).
 
 Columns appended after ``window_tokens`` (null for guides they do not concern):
 
@@ -20,15 +20,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from swapkl import provenance
-from swapkl.absence import split_absent
+from swapkl.tables import provenance
+from swapkl.hub.absence import split_absent
 from swapkl.errors import SwapKLError
-from swapkl.file_checks import require_distinct
-from swapkl.guides.registry import guide_names
-from swapkl.intervals import pruning_intervals
+from swapkl.tables.file_checks import require_distinct
+from swapkl.pruning.guides.registry import guide_names
+from swapkl.stats.intervals import pruning_intervals
 from swapkl.options import require_int
-from swapkl.parquet_io import write_parquet
-from swapkl.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_table
+from swapkl.tables.parquet_io import write_parquet
+from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_table
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     bootstrap CIs (``n_boot`` resamples of the windows, seeded with each run's recorded ``seed``).
 
     Rows are sorted by model, step (revisions without a step last), revision, guide (the order of
-    the guide registry :mod:`swapkl.guides`), budget and random draw. A checkpoint present in two inputs is an error.
+    the guide registry :mod:`swapkl.pruning.guides`), budget and random draw. A checkpoint present in two inputs is an error.
     """
     require_int("n_boot (bootstrap resamples)", n_boot, 1)
     if bool(agreement_inputs) != (agreement_out is not None):

@@ -1,0 +1,74 @@
+"""``swapkl healed-probe`` (the third test) and ``swapkl test-agreement`` (how much every test disagrees)."""
+
+from __future__ import annotations
+
+import json
+
+from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.heal_command import add_heal_arguments, heal_settings, train_text
+from swapkl.commands.paths import input_arg, output_arg
+from swapkl.errors import SwapKLError
+
+
+def add_parser(sub) -> None:
+    p = command(sub, "healed-probe", run_healed, "heal selected variants toward the base model, KL after each step count")
+    add_model_arguments(p, engine=False)
+    p.add_argument("--batch-size", type=int, default=8, help="probe windows per forward batch (default: 8)")
+    input_arg(p, "--probe-files", what="probe file", nargs="+", required=True, metavar="FILE",
+                   help="the checkpoint's replacement / interchange / deletion tables (swapkl probe, same windows)")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output table")
+    p.add_argument("--protocols", default="healed_replacement,healed_interchange,healed_deletion",
+                   help="comma-separated healed protocols (default: all three)")
+    p.add_argument("--pair-selection", default="extremes", choices=["extremes", "random", "all"],
+                   help="which pairs / blocks: k lowest and highest per base protocol, k random, or all")
+    p.add_argument("--k", type=int, default=2, help="pairs / blocks per end (extremes) or in all (random)")
+    p.add_argument("--select-seed", type=int, default=0, help="seed of the random selection")
+    p.add_argument("--curve-steps", default="", metavar="S,S", help="step counts at which KL is also measured")
+    add_heal_arguments(p)
+    add_data_arguments(p)
+
+    q = command(sub, "test-agreement", run_agreement, "rank agreement between every test of one checkpoint")
+    input_arg(q, "--probe-files", what="probe file", nargs="+", required=True, metavar="FILE",
+              help="the checkpoint's probe tables")
+    input_arg(q, "--repr-file", what="representation file", metavar="FILE", help="its representation table (BI, angular distance)")
+    input_arg(q, "--healed-file", what="healed-probe file", metavar="FILE", help="its healed-probe table")
+    input_arg(q, "--relevance-file", what="relevance file", metavar="FILE", help="its accuracy-relevance table")
+    input_arg(q, "--member", what="seed family member's probe file", named=True, action="append", default=[],
+              metavar="NAME=FILE", help="a probe table of a seed family member; repeat for each table and member")
+    output_arg(q, "--out", required=True, metavar="FILE.parquet", help="output table")
+    q.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over windows (default: 1000)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+
+
+def run_healed(args) -> None:
+    """Build each selected variant as a standalone model, heal it toward the base model's own next-token
+    distribution (KL distillation) on the training text, which must be another source than the probe
+    windows, and write KL on the probe windows after 0, each --curve-steps and all steps."""
+    from swapkl.probes.healed import run_healed_probe
+
+    curve = [int(x) for x in args.curve_steps.split(",") if x.strip()]
+    df = run_healed_probe(args.model, args.probe_files, args.out, data=data_spec(args), calibration=train_text(args),
+                          settings=heal_settings(args), protocols=tuple(args.protocols.split(",")),
+                          selection=args.pair_selection, k=args.k, select_seed=args.select_seed, curve_steps=curve,
+                          revision=args.revision, dtype=args.dtype, device=args.device, batch_size=args.batch_size)
+    final = df[df["final"]]
+    print(json.dumps({"out": args.out, "variants": int(len(final)),
+                      "mean_fraction_recovered": float(final["fraction_recovered"].mean())}))
+
+
+def run_agreement(args) -> None:
+    """Spearman and Kendall between the rankings of every two tests (pairs: replacement max and one
+    direction, interchange, healed protocols, seed family members; blocks: deletion, healed deletion, BI,
+    angular distance, accuracy relevance, pair tests as block scores), with bootstrap CIs over windows."""
+    from swapkl.probes.disagreement import run_test_agreement
+
+    members: dict[str, list[str]] = {}
+    for item in args.member:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise SwapKLError(f"--member {item!r}: expected NAME=FILE, e.g. tiny-s1=results/probes/tiny-s1/main/"
+                              "interchange.parquet")
+        members.setdefault(name.strip(), []).append(path.strip())
+    df = run_test_agreement(args.probe_files, args.out, repr_file=args.repr_file, healed_file=args.healed_file,
+                            relevance_file=args.relevance_file, members=members, n_boot=args.n_boot, seed=args.seed)
+    print(json.dumps({"out": args.out, "comparisons": int(len(df))}))

@@ -1,0 +1,60 @@
+"""``swapkl probe``: measure replacement / interchange / deletion KL for one checkpoint."""
+
+from __future__ import annotations
+
+from swapkl.commands.arguments import (
+    add_data_arguments,
+    add_forward_arguments,
+    add_model_arguments,
+    add_placement_arguments,
+    command,
+    data_spec,
+    label_metadata,
+    placement,
+)
+from swapkl.commands.paths import output_arg
+from swapkl.model.kl import KLOptions
+from swapkl.probes.pairs import PROTOCOLS
+
+
+def add_parser(sub) -> None:
+    p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
+    add_model_arguments(p, label=True)
+    add_forward_arguments(p)
+    add_placement_arguments(p)
+    p.add_argument("--protocols", default="replacement,interchange,deletion",
+                   help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange, "
+                        "and the paper's variants averaging_paper (both slots run the average), "
+                        "head_interchange_paper (one direction) (default: replacement,interchange,deletion)")
+    p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
+    p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
+    p.add_argument("--rope", choices=("on", "off"), default="on",
+                   help="off: every rotary angle zero (cos=1, sin=0) for base and variants; RoPE models only")
+    add_data_arguments(p)
+    k = p.add_argument_group("KL (default: every valid position, token-weighted mean)")
+    k.add_argument("--kl-positions", choices=["all", "last"], default="all",
+                   help="all (default) or last: only the last valid position of each window (last-token KL)")
+    k.add_argument("--kl-clamp", action="store_true", help="clamp each position's KL at 0 before averaging")
+    k.add_argument("--kl-average", choices=["tokens", "prompts"], default="tokens",
+                   help="tokens (default): over every counted position; prompts: each window's mean, then the "
+                        "mean over windows")
+    output_arg(p, "--progress-file", what="progress file", help="persist progress here so a killed run resumes")
+    output_arg(p, "--repr-out", metavar="FILE.parquet", help="also write BI / angular-distance rows here")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+
+
+def run(args) -> None:
+    """Measure KL(p_base || p_variant) for replacement, interchange, deletion, weight averaging and head-level
+    interchange variants of one checkpoint and write one long-format Parquet file (means and per-sequence sums;
+    `swapkl aggregate` adds the bootstrap confidence intervals)."""
+    from swapkl.probes.probe import run_probe
+
+    run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
+              data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
+              repr_out=args.repr_out,
+              progress_path=args.progress_file, layers=args.layers, metadata=label_metadata(args),
+              allow_pickle=args.allow_pickle,
+              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
+              compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, rope=args.rope,
+              kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average),
+              placement=placement(args))

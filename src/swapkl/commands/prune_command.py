@@ -1,0 +1,165 @@
+"""``swapkl prune``, ``swapkl aggregate-pruning`` and ``swapkl plot-pruning``."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+
+from swapkl.commands.arguments import (
+    add_data_arguments,
+    add_forward_arguments,
+    add_model_arguments,
+    add_placement_arguments,
+    add_text_fields_argument,
+    command,
+    data_spec,
+    label_metadata,
+    placement,
+)
+from swapkl.commands.figures_command import add_output_arguments
+from swapkl.commands.paths import input_arg, output_arg
+from swapkl.errors import SwapKLError
+from swapkl.pruning.guides import registered
+
+
+def _budgets(text: str) -> list[int]:
+    """``"1-5"`` or ``"1,2,4"``."""
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            return list(range(lo, hi + 1))
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"budgets must look like 1-5 or 1,2,4, got {text!r}") from None
+
+
+def add_parser(sub) -> None:
+    p = command(sub, "prune", run_prune, "prune one checkpoint by every guide and baseline; perplexity and KL cost")
+    p.description = prune_description()
+    add_model_arguments(p, label=True)
+    add_forward_arguments(p)
+    add_placement_arguments(p)
+    input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE.parquet",
+                   help="probe files of this checkpoint (replacement, interchange, deletion rows)")
+    input_arg(p, "--repr", what="representation file", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
+    p.add_argument("--budgets", type=_budgets, default=[1, 2, 3, 4, 5],
+                   help="numbers of blocks to remove: 1-5 or 1,2,4 (default: 1-5)")
+    p.add_argument("--spacing", type=int, default=1,
+                   help="guided and random removals are more than this many indices apart (default: 1)")
+    p.add_argument("--n-random", type=int, default=10, help="random draws per budget (default: 10)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` (default: 0)")
+    p.add_argument("--random-include-ends", action="store_true",
+                   help="random draws may remove the first and last block (default: interior blocks 1..L-2 only, "
+                        "as the paper's random baselines); recorded in the provenance")
+    p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
+                   help="Gromov distance averaged over tokens or at the last token (default: angular)")
+    e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
+    input_arg(e, "--eval-text-file", what="evaluation text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
+    e.add_argument("--eval-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
+    e.add_argument("--eval-dataset-config", metavar="CONFIG", help="e.g. wikitext-2-raw-v1")
+    e.add_argument("--eval-split", default="test", help="dataset split (default: test)")
+    add_text_fields_argument(e, "eval-")
+    e.add_argument("--eval-window", type=int, default=512, help="tokens per window (default: 512)")
+    e.add_argument("--eval-stride", type=int, default=256, help="window stride in tokens (default: 256)")
+    e.add_argument("--eval-max-words", type=int, default=5000,
+                   help="score only the first N whitespace-separated words; 0 = all (default: 5000)")
+    e.add_argument("--eval-text-prep", choices=["clean", "paper"], default="clean",
+                   help="clean (default): headings dropped, paragraphs joined, every token scored; paper: the "
+                        "published study's matched evaluator (headings kept, words re-joined by spaces, the token "
+                        "at each window's previous end never scored; docs/paper_modes.md)")
+    add_data_arguments(p, prefix="calib-", what="calibration windows of the calibration-based guides")
+    output_arg(p, "--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+
+    a = command(sub, "aggregate-pruning", run_aggregate, "concatenate per-checkpoint pruning files")
+    input_arg(a, "--inputs", what="pruning file", nargs="+", required=True, metavar="FILE.parquet", help="per-checkpoint pruning files")
+    input_arg(a, "--agreement-inputs", what="agreement file", nargs="*", default=[], metavar="FILE.parquet",
+                   help="per-checkpoint agreement files")
+    output_arg(a, "--agreement-out", metavar="FILE.parquet", help="combined agreement table")
+    a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs (default: 1000)")
+    output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined pruning table")
+
+    f = command(sub, "plot-pruning", run_plot, "pruning figures (PNG + PDF)")
+    f.add_argument("kind", choices=["delta", "ir-panel", "ir-trajectory", "agreement", "rank-confusion"],
+                   help="delta: delta PPL vs budget for one checkpoint; ir-panel: interchange- minus "
+                        "replacement-guided cost vs budget, one line per model; ir-trajectory: the same vs training "
+                        "step; agreement: the guides' rank agreement; rank-confusion: one guide's ranks against the "
+                        "deletion ranking")
+    input_arg(f, "--input", what="pruning table", required=True, metavar="FILE.parquet",
+                   help="pruning table (agreement, rank-confusion: the agreement table)")
+    f.add_argument("--model", help="model label (delta, ir-trajectory, agreement, rank-confusion)")
+    f.add_argument("--revision", help="revision label (delta, agreement, rank-confusion)")
+    f.add_argument("--guide", default="bi", help="rank-confusion: the guide against the deletion ranking (default: bi)")
+    f.add_argument("--bootstrap", type=int, default=1000, help="resamples for the cost-difference CI (default: 1000)")
+    f.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    add_output_arguments(f)
+
+
+def prune_description() -> str:
+    """``swapkl prune --help``'s description: :func:`run_prune`'s docstring and every selection rule of the guide
+    registry."""
+    rules = "; ".join(f"{g.name}: {g.label}" for g in registered() if g.name != "base")
+    return f"{inspect.getdoc(run_prune)}\n\nSelection rules, in table order: {rules}."
+
+
+def eval_spec(args) -> dict:
+    return dict(text_file=args.eval_text_file, dataset=args.eval_dataset, dataset_config=args.eval_dataset_config,
+                split=args.eval_split, window=args.eval_window, stride=args.eval_stride,
+                max_words=args.eval_max_words or None, text_fields=args.eval_text_fields,
+                text_prep=args.eval_text_prep)
+
+
+def run_prune(args) -> None:
+    """Remove blocks of one checkpoint by every selection rule of the guide registry (those guided by its probe
+    files, the representation and calibration baselines, random draws), for every budget; measure
+    sliding-window perplexity on held-out text and KL against the base model on the probe windows; write one
+    Parquet file (`swapkl aggregate-pruning` adds the bootstrap confidence intervals)."""
+    from swapkl.pruning.prune import run_pruning
+    from swapkl.pruning.selection import SelectionOptions
+
+    run_pruning(args.model, args.probe, args.repr, args.out, revision=args.revision, budgets=args.budgets,
+                spacing=args.spacing, eval_data=eval_spec(args), calib_data=data_spec(args, "calib-"),
+                n_random=args.n_random, seed=args.seed, angular_metric=args.angular_metric,
+                dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
+                agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
+                trust_remote_code=args.trust_remote_code, compute_dtype=args.compute_dtype,
+                rope_scaling=args.rope_scaling, metadata=label_metadata(args), placement=placement(args),
+                selection=SelectionOptions(random_interior=not args.random_include_ends))
+
+
+def run_aggregate(args) -> None:
+    """Concatenate per-checkpoint pruning (and agreement) files into results/pruning.parquet (and an agreement
+    table), with 95% bootstrap CIs over windows, resampled with the seed each `swapkl prune` run recorded."""
+    from swapkl.pruning.prune import aggregate_pruning
+
+    aggregate_pruning(args.inputs, args.out, agreement_inputs=args.agreement_inputs, agreement_out=args.agreement_out,
+                      n_boot=args.bootstrap)
+
+
+def run_plot(args) -> None:
+    """Draw one pruning figure from results/pruning.parquet or an agreement table."""
+    from swapkl.figures import pruning_figure as fig
+    from swapkl.tables.schemas import read_agreement, read_pruning
+
+    from swapkl.figures.confusion import plot_rank_confusion
+
+    need = {"delta": ("model", "revision"), "ir-trajectory": ("model",), "agreement": ("model", "revision"),
+            "rank-confusion": ("model", "revision")}
+    for name in need.get(args.kind, ()):
+        if getattr(args, name) is None:
+            raise SwapKLError(f"plot-pruning {args.kind} needs --{name}")
+    if args.kind == "agreement":
+        fig.plot_agreement(read_agreement(args.input), args.model, args.revision, args.out_png, args.out_pdf)
+        return
+    if args.kind == "rank-confusion":
+        plot_rank_confusion(read_agreement(args.input), args.model, args.revision, args.out_png, args.out_pdf,
+                            guide=args.guide)
+        return
+    df = read_pruning(args.input)
+    if args.kind == "delta":
+        fig.plot_delta_ppl(df, args.model, args.revision, args.out_png, args.out_pdf)
+    elif args.kind == "ir-panel":
+        fig.plot_ir_panel(df, args.out_png, args.out_pdf, n_boot=args.bootstrap, seed=args.seed)
+    else:
+        fig.plot_ir_trajectory(df, args.model, args.out_png, args.out_pdf, n_boot=args.bootstrap, seed=args.seed)

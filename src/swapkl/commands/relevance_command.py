@@ -1,0 +1,99 @@
+"""``swapkl relevance``, ``aggregate-relevance``, ``relevance-stats`` and ``plot-relevance``: accuracy-based layer
+relevance (AccRel) per task."""
+
+from __future__ import annotations
+
+from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
+                                       data_spec, placement)
+from swapkl.commands.figures_command import add_output_arguments
+from swapkl.commands.paths import input_arg, output_arg
+
+
+def add_parser(sub) -> None:
+    p = command(sub, "relevance", run,
+                "accuracy-based relevance of every block on tasks (engine: base + each deletion)")
+    add_model_arguments(p, label=True)
+    add_placement_arguments(p)
+    input_arg(p, "--tasks", what="task file", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
+    p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
+                   help="task names lm-eval loads from the dataset hub (e.g. arc_easy hellaswag mmlu; zero-shot "
+                        "multiple choice; groups scored per subtask)")
+    p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
+    add_data_arguments(p, prefix="lm-", what="language-modelling text", optional=True)
+    input_arg(p, "--pruning", what="pruning table", metavar="FILE.parquet",
+                   help="this checkpoint's pruning table (swapkl prune): also score each guide's pruned model at "
+                        "each budget (rows with null layer and the guide, budget and removed_layers)")
+    p.add_argument("--pruning-guides", nargs="+", metavar="GUIDE",
+                   help="with --pruning: score only these guides' pruned models (default: every guide)")
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+
+    a = command(sub, "aggregate-relevance", run_aggregate, "concatenate per-checkpoint relevance files")
+    input_arg(a, "--inputs", what="relevance file", nargs="+", required=True, metavar="FILE.parquet", help="relevance files")
+    output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined table")
+
+    st = command(sub, "relevance-stats", run_stats, "relevance against cosine (BI): Pearson R, misranking with chance levels, task dependence")
+    input_arg(st, "--input", what="relevance table", required=True, metavar="FILE.parquet", help="relevance table")
+    input_arg(st, "--aggregate", what="aggregate", required=True, metavar="FILE.parquet", help="results/swapkl.parquet (BI rows)")
+    output_arg(st, "--out", required=True, metavar="FILE.parquet", help="statistics table")
+
+    f = command(sub, "plot-relevance", run_plot, "relevance figures (PNG + PDF)")
+    f.add_argument("kind", choices=["cosine", "zscores", "confusion"],
+                   help="cosine: cosine similarity vs AccRel per block; zscores: per-task z-scores of AccRel; "
+                        "confusion: rank confusion of AccRel against cosine")
+    input_arg(f, "--input", what="relevance table", required=True, metavar="FILE.parquet",
+                   help="relevance table (confusion: relevance-stats table)")
+    input_arg(f, "--aggregate", what="aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (cosine only)")
+    f.add_argument("--model", required=True, help="model label")
+    f.add_argument("--revision", required=True, help="revision label")
+    add_output_arguments(f)
+
+
+def run(args) -> None:
+    """Score multiple-choice tasks (lm-eval task YAML + local JSONL; acc and acc_norm) and, optionally,
+    language-modelling text (next-token accuracy) for the base model and every single-block deletion on the
+    probe engine, and write AccRel per block and task: 1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the
+    base model is not above chance r."""
+    from swapkl.relevance.accrel import run_relevance
+
+    has_lm = any(getattr(args, f"lm_{k}") for k in ("tokens", "dataset", "text_file"))
+    run_relevance(args.model, args.tasks, args.out, revision=args.revision,
+                  lm_data=data_spec(args, "lm-") if has_lm else None, lm_name=args.lm_name, label=args.label,
+                  revision_label=args.revision_label,
+                  dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
+                  allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
+                  harness_tasks=args.lm_eval_tasks, pruning=args.pruning,
+                  pruning_guides=args.pruning_guides, placement=placement(args))
+
+
+def run_aggregate(args) -> None:
+    """Concatenate per-checkpoint relevance files into results/relevance.parquet."""
+    from swapkl.relevance.accrel import aggregate_relevance
+
+    aggregate_relevance(args.inputs, args.out)
+
+
+def run_plot(args) -> None:
+    """cosine: each block's cosine similarity (1 - BI, from the aggregate) vs its AccRel per task, with Pearson R;
+    zscores: per-task z-scores of AccRel; confusion: rank confusion of AccRel against BI per task (--input: the
+    relevance-stats table)."""
+    from swapkl.errors import SwapKLError
+    from swapkl.figures import relevance_figure as fig
+
+    if args.kind == "cosine":
+        if not args.aggregate:
+            raise SwapKLError("plot-relevance cosine needs --aggregate (results/swapkl.parquet)")
+        fig.plot_cosine_vs_relevance(args.input, args.aggregate, args.out_png, args.out_pdf, model=args.model,
+                                     revision=args.revision)
+    elif args.kind == "confusion":
+        fig.plot_relevance_confusion(args.input, args.out_png, args.out_pdf, model=args.model, revision=args.revision)
+    else:
+        fig.plot_relevance_zscores(args.input, args.out_png, args.out_pdf, model=args.model, revision=args.revision)
+
+
+def run_stats(args) -> None:
+    """Per checkpoint and task: Pearson R of AccRel and BI (and in the paper's sign), exact-rank and severe
+    misranking with their chance levels and permutation p-values (boundary blocks excluded), and Cochran's Q
+    test of task dependence (results/relevance_stats.parquet)."""
+    from swapkl.relevance.relevance_stats import summarise_relevance
+
+    summarise_relevance(args.input, args.aggregate, args.out)

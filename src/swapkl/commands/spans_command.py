@@ -1,0 +1,45 @@
+"""``swapkl spans``: the middle-span experiments (skip, reverse, shuffle, repeat, parallel) of one checkpoint."""
+
+from __future__ import annotations
+
+from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
+                                       data_spec, label_metadata, placement)
+from swapkl.commands.paths import output_arg
+
+
+def _ints(text: str) -> list[int]:
+    from swapkl.errors import SwapKLError
+
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SwapKLError(f"--loops {text!r}: expected integers like 2,3") from None
+
+
+def add_parser(sub) -> None:
+    p = command(sub, "spans", run, "measure middle-span skip/reverse/shuffle/repeat/parallel KL for one checkpoint")
+    add_model_arguments(p, label=True)
+    add_placement_arguments(p)
+    p.add_argument("--variants", default="skip,reverse,shuffle,repeat,parallel,looped_parallel",
+                   help="comma-separated subset of skip,reverse,shuffle,repeat,parallel,looped_parallel (default: all)")
+    p.add_argument("--loops", type=_ints, default=[2], help="loop counts of looped_parallel, e.g. 2,3 (default: 2)")
+    p.add_argument("--span-seed", type=int, default=0, help="seed of the shuffled orders (default: 0)")
+    p.add_argument("--min-start", type=int, default=1, help="smallest s of the spans [s, L-s) (default: 1)")
+    p.add_argument("--min-width", type=int, default=2, help="narrowest span measured, in blocks (default: 2)")
+    add_data_arguments(p)
+    output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
+
+
+def run(args) -> None:
+    """Measure KL(p_base || p_variant) of the span experiments of "Transformer Layers as Painters" on one
+    checkpoint: for every symmetric middle span [s, L-s) (s from --min-start while the span holds at least
+    --min-width blocks) the span is skipped, reversed, shuffled (seeded), replaced by the middle block
+    repeated, or run in parallel (every block reads the span's input, their updates are averaged; looped:
+    the parallel step repeated). Writes one Parquet file with the per-window sums behind every mean."""
+    from swapkl.studies.spans import run_spans
+
+    run_spans(args.model, args.out, data=data_spec(args), revision=args.revision, variants=args.variants,
+              loops=args.loops, seed=args.span_seed, min_start=args.min_start, min_width=args.min_width,
+              dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
+              metadata=label_metadata(args), allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
+              placement=placement(args))

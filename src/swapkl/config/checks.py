@@ -1,0 +1,229 @@
+"""Semantic checks of the workflow config: values that pass the JSON schema but cannot work together.
+
+:func:`check_config` runs on the schema-validated config (defaults filled in), before the seed families
+are expanded, so that every message names the key path the user wrote (``models.X.prune.fixed_sets.foo.1``).
+It raises :class:`ConfigError` with that path first. Where the number of blocks is known without network
+(a demo model's ``demo.num_layers``, a local checkpoint's ``config.json``, the model a ``same_weights_as``
+shares), budgets, fixed sets and the clustered region are checked against it.
+
+Pure: the standard library only (common.smk loads it by path, where Snakemake runs without torch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from swapkl.config.feasible import max_budget
+
+#: config.json fields that hold the number of transformer blocks, by architecture family
+N_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
+#: the demo tasks' names (swapkl.relevance.accrel scores them under these task names)
+DEMO_TASKS = ("demo_next_word", "demo_continuation")
+
+
+class ConfigError(ValueError):
+    """A config value that cannot work; the message starts with its key path."""
+
+
+
+
+def _fail(where: str, message: str):
+    raise ConfigError(f"{where}: {message}")
+
+
+def _step(revision: str) -> int | None:
+    match = re.fullmatch(r"step([0-9]+)", revision)
+    return int(match.group(1)) if match else None
+
+
+def _reach(pair_set: str) -> int | None:
+    """Largest |i-j| of a pair set (None: `all`)."""
+    if pair_set == "all":
+        return None
+    return 1 if pair_set == "adjacent" else int(pair_set.split(":")[1])
+
+
+# ------------------------------------------------------------------------------------------ number of blocks
+
+
+def _config_layers(path: str) -> int | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            cfg = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if isinstance(cfg, dict) and isinstance(cfg.get("text_config"), dict):
+        cfg = cfg["text_config"]  # multimodal checkpoints keep the language model's settings here
+    for field in N_LAYER_FIELDS:
+        value = cfg.get(field) if isinstance(cfg, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def known_layers(name: str, models: dict, base_dir: str = ".") -> dict[str, int]:
+    """{revision: number of blocks} of model ``name`` where it is known without network: every revision of
+    a demo model (``demo.num_layers``), the local checkpoints whose config.json names it, and through
+    ``same_weights_as`` the other model's."""
+    model = models[name]
+    owner = models.get(model.get("same_weights_as", name), model)
+    if "demo" in owner:
+        return {revision: owner["demo"]["num_layers"] for revision in model["revisions"]}
+    if "local" in owner:
+        out = {}
+        for revision in model["revisions"]:
+            n = _config_layers(os.path.join(base_dir, owner["local"], revision, "config.json"))
+            if n is not None:
+                out[revision] = n
+        return out
+    return {}
+
+
+# ------------------------------------------------------------------------------------------ the checks
+
+
+def _check_pair_sets(name: str, model: dict) -> None:
+    seen: dict[int | None, int] = {}
+    for i, pair_set in enumerate(model["pair_sets"]):
+        reach = _reach(pair_set)
+        if reach in seen:
+            first = model["pair_sets"][seen[reach]]
+            _fail(f"models.{name}.pair_sets.{i}", f"{pair_set!r} is the same pairs as {first!r} "
+                                                  f"(models.{name}.pair_sets.{seen[reach]}); list them once")
+        seen[reach] = i
+
+
+def _check_perplexity_text(where: str, spec: dict) -> None:
+    if spec["stride"] > spec["window"]:
+        _fail(f"{where}.stride", f"{spec['stride']} is larger than the window ({spec['window']}): the tokens "
+                                 "between two windows would never be scored")
+
+
+def _check_fixed_sets(where: str, fixed_sets: dict, n_layers: int | None) -> None:
+    for set_name, sets in fixed_sets.items():
+        seen: dict[tuple, int] = {}
+        for i, blocks in enumerate(sets):
+            key = tuple(sorted(blocks))
+            if key in seen:
+                _fail(f"{where}.{set_name}.{i}", f"{list(blocks)} is the same set as {where}.{set_name}.{seen[key]}")
+            seen[key] = i
+            if n_layers is None:
+                continue
+            beyond = [b for b in blocks if b >= n_layers]
+            if beyond:
+                _fail(f"{where}.{set_name}.{i}", f"blocks {beyond} do not exist in a {n_layers}-block model "
+                                                 f"(blocks 0..{n_layers - 1})")
+            if len(blocks) >= n_layers:
+                _fail(f"{where}.{set_name}.{i}", f"removes all {n_layers} blocks; at least one must stay")
+
+
+def _check_layers(name: str, model: dict, n_layers: dict[str, int]) -> None:
+    """Budgets, fixed sets and the clustered region against the known number of blocks."""
+    prune = model["prune"]
+    where = f"models.{name}.prune"
+    pruned = model["revisions"] if prune["revisions"] == "all" else prune["revisions"]
+    known = {r: n_layers[r] for r in pruned if r in n_layers}
+    fewest = min(known.values()) if known else None
+    _check_fixed_sets(f"{where}.fixed_sets", prune["fixed_sets"], fewest)
+    if fewest is None or not prune["enabled"]:
+        return
+    revision = min(known, key=known.get)
+    top = max_budget(fewest, prune["spacing"])
+    if prune["max_budget"] > top:
+        _fail(f"{where}.max_budget", f"{prune['max_budget']} blocks cannot be removed from {revision} "
+                                     f"({fewest} blocks): with spacing {prune['spacing']} at most {top}")
+    region = prune["clustered_region"]
+    if region is not None and region[1] > fewest:
+        _fail(f"{where}.clustered_region", f"{region} reaches beyond the {fewest} blocks of {revision}")
+
+
+def _check_shared_weights(name: str, model: dict, models: dict) -> None:
+    """A model that shares a demo model's weights can only use the steps that model saves."""
+    owner = models.get(model.get("same_weights_as"))
+    if owner is None or "demo" not in owner:
+        return
+    saved = set(owner["revisions"]) | {f"step{s}" for s in owner["demo"]["save_steps"]}
+    for i, revision in enumerate(model["revisions"]):
+        if revision not in saved:
+            _fail(f"models.{name}.revisions.{i}", f"{revision!r} is not saved by the demo training of "
+                                                 f"{model['same_weights_as']!r} (it saves {sorted(saved)})")
+
+
+def _check_relevance(name: str, model: dict) -> None:
+    relevance = model["relevance"]
+    taken = {task: f"models.{name}.relevance.lm_eval_tasks" for task in relevance["lm_eval_tasks"]}
+    if relevance["demo_tasks"]:
+        taken.update({task: f"models.{name}.relevance.demo_tasks" for task in DEMO_TASKS})
+    for task in relevance["lm_sets"]:
+        if task in taken:
+            _fail(f"models.{name}.relevance.lm_sets.{task}", f"the task name {task!r} is also in {taken[task]}; "
+                                                            "their rows would share one task name")
+
+
+def _member_names(name: str, seeds: dict) -> list[tuple[int, str]]:
+    try:
+        return [(seed, seeds["name"].format(model=name, seed=seed)) for seed in seeds["values"]]
+    except (KeyError, IndexError, ValueError):
+        return []  # a broken pattern: swapkl.config.seed_families names it
+
+
+def _check_seeds(name: str, model: dict, models: dict) -> None:
+    """What a seed family's members inherit must work for them, named under the entry's `seeds` block."""
+    seeds = model.get("seeds")
+    if seeds is None:
+        return
+    where = f"models.{name}.seeds"
+    lowered = {other.lower(): other for other in models}
+    for seed, member in _member_names(name, seeds):
+        other = lowered.get(member.lower())
+        if other is not None and other != member:
+            _fail(f"{where}.name", f"member {member!r} (seed {seed}) differs from models.{other} only in case; "
+                                   "their folders would be the same on a case-insensitive file system")
+    revisions = seeds["revisions"]
+    if revisions is not None:
+        for i, revision in enumerate(revisions):
+            if model["trajectory"] and _step(revision) is None:
+                _fail(f"{where}.revisions.{i}", f"{revision!r}: trajectory models need stepN revisions")
+            if "demo" in model and (_step(revision) is None or _step(revision) > model["demo"]["steps"]):
+                _fail(f"{where}.revisions.{i}", f"{revision!r}: demo members save stepN with N <= "
+                                                f"demo.steps={model['demo']['steps']}")
+        pruned = model["prune"]["revisions"]
+        if model["prune"]["enabled"] and pruned != "all":
+            missing = [r for r in pruned if r not in revisions]
+            if missing:
+                _fail(f"{where}.revisions", f"the members are pruned at models.{name}.prune.revisions, but "
+                                            f"{missing} are not among their revisions {list(revisions)}")
+    if seeds["deletion"] is False and model["prune"]["enabled"]:
+        _fail(f"{where}.deletion", f"the members are pruned (models.{name}.prune.enabled), which needs the "
+                                   "deletion probe")
+
+
+def _check_demo(name: str, model: dict) -> None:
+    """A demo model saves stepN checkpoints with N <= demo.steps."""
+    if "demo" not in model:
+        return
+    steps = model["demo"]["steps"]
+    bad = [r for r in model["revisions"] if _step(r) is None or _step(r) > steps]
+    if bad:
+        _fail(f"models.{name}.revisions", f"demo models save stepN with N <= demo.steps={steps}, got {bad}")
+    late = [step for step in model["demo"]["save_steps"] if step > steps]
+    if late:
+        _fail(f"models.{name}.demo.save_steps", f"{late} beyond demo.steps={steps}")
+
+
+def check_config(cfg: dict, base_dir: str = ".") -> None:
+    """Every semantic check above, on a schema-validated config; raise :class:`ConfigError` at the first
+    value that cannot work, naming its key path. ``base_dir``: where relative paths are resolved."""
+    models = cfg["models"]
+    for name, model in models.items():  # each model's own values first
+        _check_demo(name, model)
+        _check_pair_sets(name, model)
+        _check_perplexity_text(f"models.{name}.prune.eval", model["prune"]["eval"])
+        _check_relevance(name, model)
+        _check_seeds(name, model, models)
+    for name, model in models.items():  # then what one model takes from another
+        _check_shared_weights(name, model, models)
+        _check_layers(name, model, known_layers(name, models, base_dir))
+

@@ -1,0 +1,1 @@
+"""Text and token windows: the sources swapkl reads and when two of them are the same text."""

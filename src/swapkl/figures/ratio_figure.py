@@ -1,0 +1,85 @@
+"""I/R ratio (d_inter / d_repl) by pair distance |i-j|, one line per checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+from swapkl.hub.duplicate_revisions import revision_order
+from swapkl.errors import SwapKLError
+from swapkl.probes.aggregate import rows
+from swapkl.figures.select import as_frame, duplicate_note
+from swapkl.figures.style import GREY, SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.trajectory import GAP_LABELS
+from swapkl.probes.pair_statistics import GAP_DEFINITIONS
+
+MAX_LEGEND = 10  # checkpoints listed in the legend; beyond that every k-th one
+MAX_POINTS = 6  # up to this many checkpoints, every pair is drawn as a dot next to the median
+DODGE = 0.11  # horizontal offset between checkpoints' dots and medians (in distance units)
+
+
+def ratio_by_distance(pairs: pd.DataFrame, column: str = "ratio_ir") -> pd.DataFrame:
+    """Median and quartiles of ``column`` (ratio_ir or ratio_ir_fwd) per (revision, distance) over pairs
+    with a finite ratio."""
+    p = pairs[np.isfinite(pairs[column].to_numpy(dtype=float, na_value=np.nan))]
+    g = p.groupby(["revision", "distance"], sort=False)[column]
+    out = g.agg(median="median", q25=lambda x: np.quantile(x, 0.25),
+                q75=lambda x: np.quantile(x, 0.75), n="size").reset_index()
+    return out
+
+
+def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str, gap: str = "max") -> None:
+    """Median I/R ratio d_inter / d_repl over the pairs at each distance |i-j|, one line per
+    (non-duplicate) checkpoint of ``model``, coloured from early (dark) to late (yellow); with at
+    most :data:`MAX_POINTS` checkpoints every pair is also drawn as a dot. ``gap`` picks d_repl:
+    ``"max"`` (both directions) or ``"fwd"`` (r(i<-j) for i < j)."""
+    if gap not in GAP_DEFINITIONS:
+        raise SwapKLError(f"unknown gap definition {gap!r}: choose from {', '.join(GAP_DEFINITIONS)}")
+    column = GAP_DEFINITIONS[gap][2]
+    agg = as_frame(agg)
+    pairs = rows(agg, "pair", model, with_duplicates=False)
+    stats = ratio_by_distance(pairs, column)
+    revs = pairs[["revision", "step"]].drop_duplicates()
+    order = sorted(zip(revs["revision"], revs["step"]),
+                   key=lambda rs: revision_order(None if pd.isna(rs[1]) else int(rs[1]), rs[0]))
+    cmap = matplotlib.colormaps[SEQUENTIAL_CMAP]
+    n = len(order)
+    every = max(1, int(np.ceil(n / MAX_LEGEND)))
+    with figure_style():
+        fig = new_figure(6.4, 4.2)
+        ax = fig.subplots()
+        for k, (rev, _) in enumerate(order):
+            s = stats[stats["revision"] == rev].sort_values("distance")
+            if s.empty:
+                continue
+            colour = cmap(0.9 * k / max(n - 1, 1))
+            label = rev if (k % every == 0 or k == n - 1) else None
+            shift = (k - (n - 1) / 2) * DODGE if n <= MAX_POINTS else 0.0
+            x = s["distance"].to_numpy(dtype=float) + shift
+            if n <= MAX_POINTS:
+                p = pairs[pairs["revision"] == rev]
+                ax.scatter(p["distance"].to_numpy(dtype=float) + shift,
+                           p[column].to_numpy(dtype=float, na_value=np.nan), s=5, color=colour,
+                           alpha=0.35, linewidths=0)
+            ax.plot(x, s["median"].to_numpy(dtype=float), "-o", color=colour, label=label,
+                    markersize=3 if len(x) > 12 else 4.5, markeredgecolor="white", markeredgewidth=0.5)
+        ax.axhline(1.0, color=GREY, linestyle="--", linewidth=1.0, label="d_inter = d_repl")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("pair distance |i \u2212 j| (blocks)")
+        ax.set_ylabel("I/R ratio d_inter / d_repl (median over pairs)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{model}: interchange vs replacement by pair distance")
+        fig.legend(*ax.get_legend_handles_labels(), title="checkpoint", frameon=False, loc="outside right upper",
+                   ncol=2 if n > 5 else 1)
+        band = ""
+        if n <= MAX_POINTS:
+            band = "; dots: individual pairs" + (" (shifted sideways per checkpoint)" if n > 1 else "")
+        note = (f"{GAP_LABELS[gap]}; ratio < 1: swapping two blocks "
+                "disturbs the output less than overwriting one with the other" + band)
+        dup = duplicate_note(agg, model)
+        add_note(fig, note + (f"\n{dup}" if dup else ""))
+        save_figure(fig, out_png, out_pdf)

@@ -1,0 +1,407 @@
+"""Loading a checkpoint safely: local directory or hub id, safetensors only, no remote code.
+
+Both switches that relax this (``allow_pickle``, ``trust_remote_code``) are explicit
+arguments and are written into the provenance of every output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+import torch
+
+from swapkl.hub.absence import refuse_absent
+from swapkl.errors import SwapKLError
+from swapkl.tables.file_checks import describe, open_input, require_regular_file, safetensors_header_size
+from swapkl.hub.download import SOURCE_FILE
+from swapkl.options import require_device
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+@dataclass
+class LoadedModel:
+    model: torch.nn.Module
+    tokenizer: object | None
+    path: str
+    model_id: str
+    revision: str | None
+    commit: str | None
+    weights_sha256: str
+    config_sha256: str  # config.json (and the checkpoint's *.py with trust_remote_code): with the weights, the function
+    tokenizer_sha256: str | None  # the tokenizer files, when a tokenizer was loaded
+    dtype: str
+    device: str
+    allow_pickle: bool
+    trust_remote_code: bool
+    compute_dtype: str | None = None  # weights rounded to `dtype`, then cast to this for the computation
+    rope_scaling: str = "config"  # `none`: the config's RoPE scaling (e.g. llama3) switched off
+    #: where accelerate put each module (``model.hf_device_map``: GPU index, "cpu" or "disk"); None on one device
+    device_map: dict | None = None
+
+
+#: ``rope_scaling`` values: ``config`` (as the checkpoint's config.json says) or ``none`` (plain theta)
+ROPE_SCALING = ("config", "none")
+
+
+def without_rope_scaling(config) -> bool:
+    """Switch ``config``'s RoPE scaling off (plain ``rope_theta``, as the paper's Llama forward ran); whether
+    the config had any scaling to switch off."""
+    params = getattr(config, "rope_parameters", None)
+    if not isinstance(params, dict) or params.get("rope_type", "default") == "default":
+        return False
+    config.rope_parameters = {"rope_type": "default",
+                              **{k: params[k] for k in ("rope_theta", "partial_rotary_factor") if k in params}}
+    return True
+
+
+def resolve_device(device: str) -> str:
+    require_device(device)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SwapKLError(f"device {device!r} requested but CUDA is not available")
+    return device
+
+
+def resolve_dtype(dtype: str) -> torch.dtype:
+    if dtype not in DTYPES:
+        raise SwapKLError(f"unknown dtype {dtype!r}: choose from {', '.join(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def weights_sha256(path: str) -> str:
+    """sha256 over the checkpoint's weight files (names and contents, sorted by name)."""
+    return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
+
+
+#: the tokenizer files of a checkpoint: hashed into ``tokenizer_sha256`` when loaded, copied by ``swapkl export``
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
+
+
+def tokenizer_files(path: str) -> list[str]:
+    return [n for n in TOKENIZER_FILES if os.path.lexists(os.path.join(path, n))]
+
+
+def files_sha256(path: str, names: list[str]) -> str:
+    """sha256 over the files ``names`` of folder ``path`` (each name, a NUL, its contents)."""
+    h = hashlib.sha256()
+    for n in names:
+        h.update(n.encode() + b"\0")
+        with open_input(os.path.join(path, n), "checkpoint file") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def is_local_spec(model: str) -> bool:
+    """Whether ``model`` names a local folder rather than a hub id."""
+    return os.path.isabs(model) or model.startswith((".", "~")) or os.path.exists(model) or model.count("/") > 1
+
+
+def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str | None]:
+    """Local directory for ``model`` [at ``revision``]. Hub ids are returned unchanged."""
+    if not is_local_spec(model):
+        return model, revision
+    path = os.path.expanduser(model)
+    if not os.path.exists(path):
+        raise SwapKLError(f"model path {model!r} does not exist")
+    if not os.path.isdir(path):
+        raise SwapKLError(f"model path {model!r} is {describe(os.stat(path).st_mode)}, not a checkpoint directory")
+    if revision:
+        if revision in (".", "..") or "/" in revision or os.sep in revision or os.path.isabs(revision):
+            # a revision is one subdirectory of the local model, never a path to somewhere else
+            raise SwapKLError(f"revision {revision!r} of local model {model!r} must be the name of one of its "
+                              "subdirectories (no '/', '.' or '..')")
+        sub = os.path.join(path, revision)
+        if os.path.isdir(sub):
+            return sub, revision
+        # a local checkpoint directory is one revision: a revision that names no subdirectory is an error,
+        # never a label silently attached to other weights
+        raise SwapKLError(f"revision {revision!r} not found under local model {model!r}")
+    refuse_absent(path, "model path")
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise SwapKLError(f"model path {model!r} has no config.json (not a Hugging Face checkpoint)")
+    return path, revision
+
+
+
+def _check_weight_files(path: str, allow_pickle: bool) -> bool:
+    """Refuse pickle-only checkpoints (unless allowed) and truncated or corrupt safetensors files.
+
+    Returns whether the checkpoint has safetensors weights (then they are always the ones loaded).
+    """
+    names = os.listdir(path)
+    for n in sorted(names):
+        if n.endswith(WEIGHT_SUFFIXES) or n == "model.safetensors.index.json":
+            require_regular_file(os.path.join(path, n), "weight file")
+    st = sorted(n for n in names if n.endswith(".safetensors"))
+    if not st:
+        pickles = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
+        if not pickles:
+            raise SwapKLError(f"checkpoint {path!r} has no weight files (*.safetensors)")
+        if not allow_pickle:
+            raise SwapKLError(f"checkpoint {path!r} has only pickle weights ({', '.join(pickles)}); "
+                              "they load only with --allow-pickle")
+        return False
+    _check_shard_index(path)
+    from safetensors import safe_open
+
+    for n in st:
+        file = os.path.join(path, n)
+        _check_safetensors_size(file)
+        try:
+            with safe_open(file, framework="pt") as f:
+                for k in f.keys():
+                    f.get_slice(k)
+        except Exception as e:
+            raise SwapKLError(f"weight file {file!r} is corrupt: {e}") from e
+    return True
+
+
+def _check_shard_index(path: str) -> None:
+    """Every shard named by ``model.safetensors.index.json`` must be present."""
+    index = os.path.join(path, "model.safetensors.index.json")
+    if not os.path.isfile(index):
+        return
+    try:
+        with open_input(index, "shard index") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SwapKLError(f"shard index {index!r} is unreadable: {e}") from e
+    missing = [s for s in shards if not os.path.isfile(os.path.join(path, s))]
+    if missing:
+        raise SwapKLError(f"checkpoint {path!r} lacks the weight shard(s) {', '.join(missing)} named in its index")
+
+
+def _check_safetensors_size(path: str) -> None:
+    """The header must parse and its largest data offset must fit in the file (catches truncation)."""
+    n, size = safetensors_header_size(path, "weight file")
+    if n is None or 8 + n > size:
+        need = "at least 8" if n is None else str(8 + n)
+        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {need}")
+    with open_input(path, "weight file") as f:
+        f.seek(8)
+        try:
+            header = json.loads(f.read(n))
+            end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            raise SwapKLError(f"weight file {path!r} is corrupt: unreadable safetensors header ({e})") from e
+    if 8 + n + end > size:
+        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {8 + n + end}")
+
+
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def placement_options(device_map, max_memory, offload_folder) -> dict:
+    """``from_pretrained`` keyword arguments that place a model across devices with accelerate ({} for one device).
+
+    ``device_map`` is one of :data:`DEVICE_MAPS` (the blocks spread over the node's GPUs, then CPU memory, then
+    disk); ``max_memory`` caps each device (``{0: "70GiB", 1: "70GiB", "cpu": "200GiB"}``; GPU indices may be
+    given as strings, as YAML keys are); ``offload_folder`` takes the disk-offloaded weights that cannot be read
+    in place from the checkpoint's safetensors files.
+    """
+    if device_map is None:
+        if max_memory is not None or offload_folder is not None:
+            raise SwapKLError("max_memory and offload_folder need device_map (e.g. device_map: auto)")
+        return {}
+    if device_map not in DEVICE_MAPS:
+        raise SwapKLError(f"unknown device_map {device_map!r}: choose {', '.join(DEVICE_MAPS)}")
+    out = {"device_map": device_map}
+    if max_memory is not None:
+        if not isinstance(max_memory, dict) or not max_memory:
+            raise SwapKLError(f"max_memory must map devices to sizes, e.g. {{0: '70GiB', 'cpu': '200GiB'}}, "
+                              f"got {max_memory!r}")
+        caps = {}
+        for key, size in max_memory.items():
+            dev = int(key) if str(key).isdigit() else str(key)
+            if not isinstance(dev, int) and dev not in ("cpu", "disk", "mps"):
+                raise SwapKLError(f"max_memory device {key!r} is not a GPU index, cpu, mps or disk")
+            if isinstance(dev, int) and dev >= torch.cuda.device_count():
+                raise SwapKLError(f"max_memory names GPU {dev}, but {torch.cuda.device_count()} GPU(s) are visible")
+            caps[dev] = int(size) if str(size).isdigit() else size  # bytes, or a size with a unit ("70GiB")
+        out["max_memory"] = caps
+    if offload_folder is not None:
+        out["offload_folder"] = str(offload_folder)
+    return out
+
+
+def execution_device(device_map: dict) -> str:
+    """Where a placed model's inputs go: the first GPU of its map, else the CPU (CPU and disk modules run there)."""
+    gpus = sorted(v for v in device_map.values() if isinstance(v, int) or str(v).isdigit())
+    return f"cuda:{int(gpus[0])}" if gpus else "cpu"
+
+
+def load_model(model: str, revision: str | None = None, *, dtype: str = "float32", device: str = "auto",
+               allow_pickle: bool = False, trust_remote_code: bool = False, need_tokenizer: bool = True,
+               compute_dtype: str | None = None, rope_scaling: str = "config",
+               device_map: str | None = None, max_memory: dict | None = None,
+               offload_folder: str | None = None) -> LoadedModel:
+    """Load a checkpoint in ``dtype``. ``compute_dtype`` (e.g. float32 for bfloat16 weights) casts the loaded
+    weights afterwards, so they keep ``dtype``'s rounding and the forward runs in ``compute_dtype``;
+    ``rope_scaling="none"`` switches the config's RoPE scaling off. Both are recorded in the result. With
+    ``device_map`` (:func:`placement_options`) accelerate places its modules across the GPUs of the node, the
+    CPU and disk instead of moving it whole to ``device``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch_dtype = resolve_dtype(dtype)
+    cast_to = None if compute_dtype is None else resolve_dtype(compute_dtype)
+    if rope_scaling not in ROPE_SCALING:
+        raise SwapKLError(f"rope_scaling must be one of {', '.join(ROPE_SCALING)}, got {rope_scaling!r}")
+    placement = placement_options(device_map, max_memory, offload_folder)
+    if placement and device != "auto":
+        raise SwapKLError(f"device {device!r} and device_map {device_map!r} both place the model: give one")
+    if placement and cast_to is not None:
+        raise SwapKLError(f"compute_dtype {compute_dtype!r} and device_map {device_map!r}: a placed model cannot be "
+                          "cast after loading; load it in the compute dtype instead")
+    dev = resolve_device(device)
+    path, revision = resolve_checkpoint_dir(model, revision)
+    local = os.path.isdir(path)
+    if not local:
+        # a hub id: fetch the snapshot (safetensors only) through the cache, then load locally
+        try:
+            from huggingface_hub import snapshot_download
+
+            from swapkl.hub.download import ALLOW_PATTERNS
+
+            patterns = ALLOW_PATTERNS + (["*.bin"] if allow_pickle else [])
+            path = snapshot_download(repo_id=model, revision=revision, allow_patterns=patterns)
+        except Exception as e:
+            raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
+    has_safetensors = _check_weight_files(path, allow_pickle)
+    if placement and not has_safetensors:
+        raise SwapKLError(f"checkpoint {path!r} has only pickle weights; device_map needs safetensors weights")
+    config = _check_config(path, model, trust_remote_code)
+    if rope_scaling == "none" and not without_rope_scaling(config):
+        raise SwapKLError(f"rope_scaling: none, but the config of {path!r} applies no RoPE scaling to switch off")
+    try:
+        lm, info = AutoModelForCausalLM.from_pretrained(
+            # safetensors whenever present: --allow-pickle only permits pickles when nothing else exists
+            path, dtype=torch_dtype, use_safetensors=has_safetensors, trust_remote_code=trust_remote_code,
+            **({"config": config} if rope_scaling == "none" else {}),
+            output_loading_info=True, ignore_mismatched_sizes=True,  # mismatches are reported below, by name
+            **placement,
+        )
+    except Exception as e:
+        raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(e).split())}") from e
+    check_loading_info(path, info)
+    placed = getattr(lm, "hf_device_map", None) if placement else None
+    if placed is None:
+        check_finite_weights(path, lm)
+        if cast_to is not None:
+            lm = lm.to(cast_to)  # the values stay those rounded to `dtype`
+        lm = lm.to(dev)
+    else:  # offloaded weights are not in memory: check them in the files they are read from
+        check_finite_files(path)
+        dev = execution_device(placed)
+    lm = lm.eval()
+    tok = None
+    tok_files = tokenizer_files(path)
+    if need_tokenizer and tok_files:
+        for n in tok_files:
+            require_regular_file(os.path.join(path, n), "tokenizer file")
+        try:
+            tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        except Exception as e:
+            first = " ".join(str(e).split()) or type(e).__name__
+            raise SwapKLError(f"cannot load the tokenizer of {path!r}: {first}") from None
+    source = {}
+    if os.path.isfile(os.path.join(path, SOURCE_FILE)):
+        try:
+            with open_input(os.path.join(path, SOURCE_FILE), "download record") as f:
+                source = dict(json.load(f))
+        except (ValueError, TypeError) as e:
+            raise SwapKLError(f"{os.path.join(path, SOURCE_FILE)!r} is unreadable: {e}") from e
+    commit = source.get("commit")
+    if commit is None and not local:
+        commit = os.path.basename(os.path.normpath(path))  # hub cache layout: snapshots/<commit>
+    return LoadedModel(
+        model=lm,
+        tokenizer=tok,
+        path=path,
+        model_id=source.get("model_id", model),
+        revision=source.get("revision", revision),
+        commit=commit,
+        weights_sha256=weights_sha256(path),
+        # with --trust-remote-code the checkpoint's own Python files define the model too
+        config_sha256=files_sha256(path, ["config.json"] + (
+            sorted(n for n in os.listdir(path) if n.endswith(".py")) if trust_remote_code else [])),
+        tokenizer_sha256=files_sha256(path, tok_files) if tok is not None else None,
+        dtype=dtype,
+        device=dev,
+        allow_pickle=allow_pickle,
+        trust_remote_code=trust_remote_code,
+        compute_dtype=compute_dtype,
+        rope_scaling=rope_scaling,
+        device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
+    )
+
+
+def _check_config(path: str, model: str, trust_remote_code: bool):
+    """The checkpoint's config, which must be readable, of a supported architecture, with at least one block."""
+    from transformers import AutoConfig
+
+    from swapkl.adapters import ADAPTERS, supported_architectures
+
+    require_regular_file(os.path.join(path, "config.json"), "model config")
+    try:
+        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as e:
+        raise SwapKLError(f"cannot read the config of {path!r}: {' '.join(str(e).split())}") from e
+    if config.model_type not in ADAPTERS:
+        raise SwapKLError(
+            f"architecture {config.model_type!r} of {model!r} has no swapkl adapter; "
+            f"supported: {', '.join(supported_architectures())}"
+        )
+    n_blocks = getattr(config, "num_hidden_layers", None)
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
+        raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
+                          "a model needs at least 1 block")
+    return config
+
+
+def check_loading_info(path: str, info: dict) -> None:
+    """Every tensor of the model must come from the checkpoint, and every checkpoint tensor must be used.
+
+    transformers fills a missing tensor with random values and drops an unexpected one with only a
+    warning; either way the numbers would belong to a model that does not exist.
+    """
+    mismatched = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])
+    if mismatched:
+        name, got, want = mismatched[0]
+        raise SwapKLError(f"weight tensor {name!r} of {path!r} has shape {list(got)} but its config.json needs "
+                          f"{list(want)} ({len(mismatched)} mismatched tensor(s)); weights and config do not match")
+    for kind, what in (("missing_keys", "lacks the weight tensor"), ("unexpected_keys", "has the weight tensor")):
+        names = sorted(info.get(kind) or [])
+        if names:
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            tail = "that its config.json needs" if kind == "missing_keys" else "that its config.json does not use"
+            raise SwapKLError(f"checkpoint {path!r} {what} {names[0]!r}{more} {tail}; weights and config do not "
+                              "match")
+    if info.get("error_msgs"):
+        raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(info['error_msgs'][0]).split())}")
+
+
+def check_finite_files(path: str) -> None:
+    """No tensor of the checkpoint's safetensors files may hold NaN or Inf (read one tensor at a time)."""
+    from safetensors import safe_open
+
+    for n in sorted(x for x in os.listdir(path) if x.endswith(".safetensors")):
+        with safe_open(os.path.join(path, n), framework="pt") as f:
+            for k in f.keys():
+                t = f.get_tensor(k)
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    raise SwapKLError(f"weight tensor {k!r} of {path!r} holds non-finite values (NaN or Inf)")
+
+
+def check_finite_weights(path: str, model: torch.nn.Module) -> None:
+    """No weight may hold NaN or Inf; the first such tensor (in module order) is named."""
+    for name, t in model.state_dict().items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise SwapKLError(f"weight tensor {name!r} of {path!r} holds non-finite values (NaN or Inf)")

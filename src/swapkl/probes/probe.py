@@ -1,0 +1,230 @@
+"""``run_probe``: one checkpoint, one set of windows -> one long-format Parquet file.
+
+Output schema (one row per measurement): :data:`swapkl.tables.schemas.PROBE_SCHEMA`, documented in the
+README. Representation metrics (BI, angular distance) go to a second file
+(:data:`swapkl.tables.schemas.REPR_SCHEMA`). Both hold means and per-sequence sums, no confidence
+intervals: those are computed by ``swapkl aggregate`` (:mod:`swapkl.stats.intervals`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import sys
+from contextlib import contextmanager
+
+import numpy as np
+import pyarrow as pa
+
+from swapkl.tables import provenance
+from swapkl.stats.bootstrap import ratio_mean
+from swapkl.data.windows import DataSpec, check_spec, check_windows, load_windows
+from swapkl.model.engine import ProbeEngine, SeqStats
+from swapkl.errors import SwapKLError
+from swapkl.tables.file_checks import replaceable, require_distinct
+from swapkl.model.heads import n_units, unit_slices
+from swapkl.model.kl import KLOptions
+from swapkl.model.loading import load_model
+from swapkl.options import require_device, require_int
+from swapkl.probes.pairs import HEAD_PROTOCOLS, Variant, build_variants, parse_pair_set, parse_protocols
+from swapkl.tables.parquet_io import check_writable, write_parquets
+from swapkl.probes.resume import ProgressLog, is_progress_file
+from swapkl.probes.residual_stream import representation_sums
+from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA
+from swapkl.model.batch_loop import BASE, sweep, window_batches
+
+log = logging.getLogger(__name__)
+
+
+def step_of(revision: str | None) -> int | None:
+    m = re.fullmatch(r"step([0-9]+)", revision or "")
+    return int(m.group(1)) if m else None
+
+
+def _fingerprint(**parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@contextmanager
+def _quiet_hf_progress():
+    """Silence transformers' own progress bars (e.g. "Loading weights") when stderr is not a TTY,
+    so logs and error output stay clean; restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    quiet = not sys.stderr.isatty() and hf_logging.is_progress_bar_enabled()
+    if quiet:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if quiet:
+            hf_logging.enable_progress_bar()
+
+
+def _stats_dict(s: SeqStats) -> dict:
+    return {k: getattr(s, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens")}
+
+
+def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("replacement", "interchange", "deletion"),
+              pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
+              batch_size: int = 8, repr_out: str | None = None,
+              progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
+              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
+              compute_dtype: str | None = None, rope_scaling: str = "config",
+              kl_options: KLOptions | None = None, rope: str = "on",
+              placement: dict | None = None) -> None:
+    """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
+
+    ``kl_options`` (:class:`swapkl.model.kl.KLOptions`: last-token KL, clamping, per-prompt averaging; default the
+    clean KL) is recorded in the provenance as ``kl_options``.
+    ``compute_dtype`` and ``rope_scaling``: see :func:`swapkl.model.loading.load_model` (recorded in the provenance).
+
+    ``rope="off"`` is the RoPE counterfactual: base and variants alike run with every rotation angle zero
+    (cos = 1, sin = 0); refused on architectures without rotary embeddings, recorded in the provenance.
+    ``placement`` (``device_map``, ``max_memory``, ``offload_folder``: :func:`swapkl.model.loading.placement_options`)
+    spreads a model that does not fit on one device over the node's GPUs, CPU memory and disk.
+    ``layers`` (optional) restricts the variants to those that only touch the given blocks
+    (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
+    ``progress_path`` persists finished (batch, variant) results so that a killed run started
+    again with the same arguments resumes; it must not be one of the job's declared outputs.
+    """
+    protocols = parse_protocols(protocols)
+    parse_pair_set(pairs)
+    # every option is checked before anything is loaded or computed
+    require_int("batch_size", batch_size, 1)
+    require_int("chunk_tokens", chunk_tokens, 1)
+    require_device(device)
+    check_spec(data)
+    kl_options = kl_options or KLOptions()
+    layers = _parse_layers(layers)
+    if rope not in ("on", "off"):
+        raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
+    require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
+                     {"--tokens": data.tokens, "--text-file": data.text_file})
+    for path in (out, repr_out):  # fail before the computation, not after it
+        if path is not None:
+            check_writable(path)
+    if progress_path:
+        replaceable(progress_path, "progress file", is_progress_file)
+    metadata = dict(metadata or {})
+    with _quiet_hf_progress():
+        loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
+                            compute_dtype=compute_dtype, rope_scaling=rope_scaling,
+                            **(placement or {}))
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, kl=kl_options)
+    if rope == "off":
+        engine.adapter.disable_rope()
+    windows = load_windows(data, loaded.tokenizer)
+    check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+    n_layers = engine.n_layers
+    label = metadata.pop("model", None) or loaded.model_id
+    heads = bool(set(protocols) & set(HEAD_PROTOCOLS))
+    units = n_units(engine.adapter.config) if heads else 1
+    if heads:
+        unit_slices(engine.adapter.config, 0)  # an architecture without head swaps fails here, before the run
+    measured = _restrict(build_variants(protocols, pairs, n_layers, units), layers, n_layers, label)
+    if not measured:
+        raise SwapKLError(f"{label} has {n_layers} block(s): no variant of protocols {', '.join(protocols)} "
+                          f"with pairs {pairs} exists, nothing to measure")
+    variants = [BASE] + measured
+    rev = metadata.pop("revision", None) or loaded.revision or "main"
+    prov = provenance.build(loaded, windows, protocols=protocols, pairs=pairs,
+                            batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
+                            layers=layers, rope=rope, kl_options=kl_options.as_dict(), **metadata)
+    fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
+                      tokens=windows.sha256, variants=[v.key for v in variants], kl=kl_options.as_dict(),
+                      dtype=dtype, compute_dtype=compute_dtype, rope_scaling=rope_scaling,
+                      device=loaded.device, batch_size=batch_size, chunk=chunk_tokens, rope=rope,
+                      repr=repr_out is not None, versions=provenance.software_versions())
+    plog = ProgressLog(progress_path, fp)
+
+    n_seqs = windows.input_ids.shape[0]
+    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
+    need_repr = lambda b: repr_out is not None and plog.get(b, "repr") is None  # noqa: E731
+
+    def done(b: int, v: Variant) -> bool:
+        return plog.get(b, v.key) is not None and not (v is BASE and need_repr(b))
+
+    computed = 0
+    try:
+        for m in sweep(engine, batches, measured, device=loaded.device, done=done, desc=f"probe {label}@{rev}"):
+            if m.variant is BASE and need_repr(m.index):
+                sums = representation_sums(m.state.residuals, m.state.valid)
+                plog.add(m.index, "repr", {"repr": {f"{k}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
+                                                    for (k, l, n), (s, c) in sums.items()}})
+                computed += 1
+            if plog.get(m.index, m.variant.key) is None:
+                plog.add(m.index, m.variant.key, _stats_dict(engine.seq_stats(m.state, m.kl, m.nll)))
+                computed += 1
+        results = {v.key: [plog.get(b, v.key) for b in range(len(batches))] for v in variants}
+        repr_parts = [plog.get(b, "repr")["repr"] for b in range(len(batches))] if repr_out is not None else []
+    finally:
+        plog.close()
+    log.info("computed %d of %d (batch, variant) results; %d taken over from the progress file",
+             computed, len(batches) * (len(variants) + (repr_out is not None)), plog.n_resumed)
+
+    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers)
+    table = pa.Table.from_pylist([_row(v, results[v.key], meta, kl_options) for v in variants], schema=PROBE_SCHEMA)
+    outputs = [(table, out, prov)]
+    if repr_out is not None:
+        rows = _repr_rows(repr_parts, meta)
+        outputs.append((pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov))
+    write_parquets(outputs)  # both or neither: a failed --repr-out leaves no --out behind
+    plog.close(remove=True)
+    log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), n_seqs, windows.n_tokens)
+
+
+def _parse_layers(layers) -> list[int] | None:
+    if layers is None:
+        return None
+    items = layers.split(",") if isinstance(layers, str) else list(layers)
+    try:
+        out = sorted({int(str(x).strip()) for x in items if str(x).strip()})
+    except ValueError as e:
+        raise SwapKLError(f"layers must be block indices like 0,3,5, got {layers!r}") from e
+    if not out:
+        raise SwapKLError("layers is empty: give at least one block index")
+    return out
+
+
+def _restrict(variants: list[Variant], layers: list[int] | None, n_layers: int, label: str) -> list[Variant]:
+    """The variants whose blocks all lie in ``layers`` (all of them when ``layers`` is None)."""
+    if layers is None:
+        return variants
+    bad = [i for i in layers if not 0 <= i < n_layers]
+    if bad:
+        raise SwapKLError(f"layer index {bad[0]} is out of range: {label} has {n_layers} layers (0..{n_layers - 1})")
+    keep = set(layers)
+    out = [v for v in variants if {x for x in (v.layer_i, v.layer_j) if x is not None} <= keep]
+    if not out:
+        raise SwapKLError(f"no variant of the chosen protocols and pairs lies within layers {layers}")
+    return out
+
+
+def _cat(parts: list[dict], key: str) -> np.ndarray:
+    return np.concatenate([np.asarray(p[key], dtype=np.float64) for p in parts])
+
+
+def _row(v: Variant, parts: list[dict], meta: dict, kl_options: KLOptions) -> dict:
+    kl, tok, nll, ntok = (_cat(parts, k) for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
+    return dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j,
+                kl_mean=kl_options.mean(kl, tok), nll_mean=ratio_mean(nll, ntok),
+                n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
+                seq_kl_sum=kl.tolist(), seq_tokens=tok.astype(np.int64).tolist(),
+                seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist(), head=v.head)
+
+
+def _repr_rows(parts: list[dict], meta: dict) -> list[dict]:
+    rows = []
+    for key in parts[0]:
+        metric, l, n = key.split(":")
+        s = np.concatenate([np.asarray(p[key][0]) for p in parts])
+        c = np.concatenate([np.asarray(p[key][1]) for p in parts])
+        rows.append(dict(meta, metric=metric, layer_i=int(l), width=int(n), value=ratio_mean(s, c),
+                         n_seqs=int(len(c)), n_tokens=int(c.sum()), seq_value_sum=s.astype(np.float64).tolist(),
+                         seq_count=c.astype(np.int64).tolist()))
+    rows.sort(key=lambda r: (r["metric"], r["layer_i"], r["width"]))
+    return rows

@@ -1,0 +1,295 @@
+"""``run_pruning``: remove blocks of one checkpoint by every guide and baseline, measure the cost.
+
+Per checkpoint (one output file, schema :data:`~swapkl.tables.schemas.PRUNING_RUN_SCHEMA`, one row per
+guide x budget [x random draw]):
+
+* every guide of the registry :mod:`swapkl.pruning.guides` (in its order): the protocol guides (static
+  greedy of :mod:`swapkl.pruning.selection`, spacing Delta) ``interchange``, ``replacement_max``,
+  ``replacement_mean``, ``deletion`` and the sanity bound ``anti_interchange``; the baselines
+  ``bi``, ``angular``, ``sleb_iterative``, ``sleb_greedy``, ``accuracy_iterative``, ``cka``, ``taylor``, ``laco``
+  (a weight-averaging merge: ``merged_layers``), ``beam``, ``sleb_matched`` (search guides report
+  ``n_evals``), and
+  ``random`` (``n_random`` seeded draws per budget under the same spacing, one row per draw with
+  ``random_draw`` set);
+* derived rows: ``base`` (budget 0, the unpruned model, whose perplexity is every row's
+  ``base_ppl``) and ``random_mean`` (the draws' mean, with ``delta_ppl_pct_sd``, ``_min`` and
+  ``_max`` over draws).;
+* the paper's settings (:class:`swapkl.pruning.selection.SelectionOptions`, ``selection``, recorded in the
+  provenance; used by the guides of :mod:`swapkl.pruning.guides.protocol`): scoring partners limited to a pair
+  set, the tie-break of equal scores (default: deletion KL, then index), ``interchange_clustered`` /
+  ``replacement_max_clustered`` (the greedy within a layer region), ``fixed`` (named fixed layer sets,
+  ``fixed_set`` = the name, budget = the set's size, evaluated exactly like a guide's set) and the
+  random baseline's own spacing.
+
+Cost of a pruned model: sliding-window perplexity on the evaluation text
+(:mod:`swapkl.pruning.perplexity`), ``delta_ppl_pct = 100 * (ppl / base_ppl - 1)``, and ``kl_mean`` =
+token-weighted KL(p_base || p_pruned) over every valid token of the probe windows. The per-window
+sums are kept (``window_nll_sum``, ``window_tokens``, ``probe_kl_sum``, ``probe_tokens``): the
+bootstrap CIs of all three (:func:`swapkl.stats.intervals.pruning_intervals`, seeded with ``seed``) and
+later statistics (the I/R ratio) are computed from them downstream, by ``aggregate_pruning``.
+
+A guide whose greedy scan cannot reach a feasible budget (the scan may block more layers than
+necessary) gets a row with ``feasible = false``, null ``removed_layers`` and NaN costs; a budget
+above ``ceil(n_layers / (spacing + 1))`` is an error.
+
+The calibration windows (SLEB, beam, CKA, Taylor) and the probe windows (the guides' scores, the KL) must come
+from a source disjoint from the evaluation text unless ``allow_overlap`` is set (an explicit,
+recorded opt-in to reproduce the paper, which used test text for both); the three source names are written in every row
+(``eval_split``, ``calibration_split``, ``probe_split``) and in the provenance.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from swapkl.tables import provenance
+from swapkl.pruning.agreement import agreement_rows
+from swapkl.stats.bootstrap import ratio_mean
+from swapkl.data.windows import DataSpec, Windows, check_spec, check_windows, load_windows
+from swapkl.model.engine import ProbeEngine
+from swapkl.errors import SwapKLError
+from swapkl.tables.file_checks import require_distinct
+from swapkl.pruning.guides import GuideContext, Pruned, guide_names, registered
+from swapkl.model.loading import load_model
+from swapkl.pruning.merge import merged_blocks
+from swapkl.options import require_device, require_int
+from swapkl.probes.pairs import Variant
+from swapkl.tables.parquet_io import check_writable, write_parquets
+from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
+from swapkl.probes.probe import step_of
+from swapkl.pruning.inputs import (  # noqa: F401  (check_disjoint, read_probe_inputs: public here as before)
+    check_budgets,
+    check_disjoint,
+    probe_data_spec,
+    read_probe_inputs,
+)
+from swapkl.pruning.cost_ratio import ir_ratios  # noqa: F401  (public here as before)
+from swapkl.pruning.table import aggregate_pruning  # noqa: F401  (public here as before)
+from swapkl.tables.schemas import (  # noqa: F401  (PRUNING_SCHEMA, read_agreement, read_pruning: public here as before)
+    AGREEMENT_SCHEMA,
+    PRUNING_RUN_SCHEMA,
+    PRUNING_SCHEMA,
+    REPR_SCHEMA,
+    read_agreement,
+    read_pruning,
+    read_table,
+)
+from swapkl.pruning.selection import SelectionOptions
+from swapkl.model.batch_loop import sweep, window_batches
+
+log = logging.getLogger(__name__)
+
+
+def select_all(ctx: GuideContext) -> tuple[dict, dict, dict[str, np.ndarray]]:
+    """Run every registered guide: ``{(guide, budget, draw): Pruned or None}``, the evaluations each
+    search guide spent ``{(guide, budget, draw): int}``, and the guides' per-layer scores."""
+    sel: dict[tuple[str, int, int | None], Pruned | None] = {}
+    n_evals: dict[tuple[str, int, int | None], int] = {}
+    scores: dict[str, np.ndarray] = {}
+    for g in registered():
+        if g.select is None:
+            continue
+        out = g.select(ctx)
+        if out is None:
+            continue
+        for (n, draw), p in out.removed.items():
+            sel[(g.name, n, draw)] = p
+        n_evals.update({(g.name, n, draw): v for (n, draw), v in out.n_evals.items()})
+        scores.update(out.scores)
+    return sel, n_evals, scores
+
+
+def pruned_variant(p: Pruned, n_layers: int, merged: dict[tuple[int, int], int]) -> Variant:
+    """The block order of a pruned model; a merged slot runs its averaged block (id from ``merged``)."""
+    drop = set(p.removed)
+    swap = {i: merged[(i, i + 1)] for i in p.merged}
+    return Variant("pruned", None, None, tuple(swap.get(b, b) for b in range(n_layers) if b not in drop))
+
+
+def kl_on_windows(engine, windows: Windows, variants: list[Variant], batch_size: int, device: str):
+    """Per-sequence KL sums of each variant and the per-sequence token counts."""
+    kl = [np.zeros(windows.input_ids.shape[0]) for _ in variants]
+    tokens = windows.attention_mask.sum(1).astype(np.float64)
+    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
+    for m in sweep(engine, batches, variants, device=device, desc="KL of the pruned models"):
+        if m.k is not None:
+            kl[m.k][m.batch.rows] = engine.seq_stats(m.state, m.kl, m.nll).kl_sum.cpu().numpy()
+    return kl, tokens
+
+
+def _row_order(r: dict) -> tuple:
+    return (guide_names().index(r["guide"]), r.get("fixed_set") or "", r["budget"],
+            -1 if r["random_draw"] is None else r["random_draw"])
+
+
+def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
+                budgets: Sequence[int] = (1, 2, 3, 4, 5), spacing: int = 1, eval_data: dict | EvalSpec,
+                calib_data: DataSpec, probe_data: DataSpec | None = None, n_random: int = 10, seed: int = 0,
+                angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
+                batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
+                agreement_out: str | None = None, allow_pickle: bool = False,
+                trust_remote_code: bool = False, selection: SelectionOptions | None = None,
+                allow_overlap: bool = False, compute_dtype: str | None = None,
+                rope_scaling: str = "config", placement: dict | None = None) -> pd.DataFrame:
+    """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
+
+    ``compute_dtype`` (e.g. float32 on bfloat16 weights) and ``rope_scaling``: see
+    :func:`swapkl.model.loading.load_model`; recorded in the provenance.
+    ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
+    paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
+    ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
+    in the probe files' provenance, and its token hash must match theirs. ``seed`` draws the random
+    baseline and is recorded for the bootstrap CIs that ``aggregate_pruning`` adds. Returns the rows written.
+    """
+    eval_spec = EvalSpec.from_dict(eval_data)
+    eval_spec.check()
+    require_int("seed", seed, 0)
+    require_int("chunk_tokens", chunk_tokens, 1)
+    require_device(device)
+    inputs = [("--probe", p) for p in probe_files] + [("--repr", repr_file), ("--eval-text-file", eval_spec.text_file),
+                                                      ("--calib-tokens", getattr(calib_data, "tokens", None)),
+                                                      ("--calib-text-file", getattr(calib_data, "text_file", None))]
+    require_distinct({"--out": out, "--agreement-out": agreement_out}, inputs)
+    for path in (out, agreement_out):  # before hours of computation, not after them
+        if path is not None:
+            check_writable(path)
+    if spacing < 0:
+        raise SwapKLError(f"spacing must be >= 0, got {spacing}")
+    if n_random < 0 or batch_size < 1:
+        raise SwapKLError(f"n_random must be >= 0 and batch_size >= 1 (got {n_random}, {batch_size})")
+    if angular_metric not in ("angular", "angular_last"):
+        raise SwapKLError(f"unknown angular metric {angular_metric!r}: choose 'angular' or 'angular_last'")
+    if not isinstance(calib_data, DataSpec):
+        raise SwapKLError("calib_data must be a swapkl.data.windows.DataSpec")
+    check_spec(calib_data)
+    metadata = dict(metadata or {})
+
+    probe, probe_provs = read_probe_inputs(probe_files)
+    rep, rep_prov = read_table(repr_file, REPR_SCHEMA, "representation") if repr_file else (None, None)
+    rep = None if rep is None else rep.to_pandas()
+    if probe_data is None:
+        probe_data = probe_data_spec(probe_provs)
+    for spec, role in ((calib_data, "calibration"), (probe_data, "probe")):
+        try:
+            check_disjoint(eval_spec, spec, role)
+        except SwapKLError as e:
+            if not allow_overlap:
+                raise
+            log.warning("allow_overlap: %s (reproducing a protocol that did this; recorded in the provenance)", e)
+
+    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                        trust_remote_code=trust_remote_code, need_tokenizer=True, compute_dtype=compute_dtype,
+                        rope_scaling=rope_scaling, **(placement or {}))
+    dev = loaded.device
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    n_layers = engine.n_layers
+    probe_layers = int(probe["n_layers"].iloc[0])
+    if probe_layers != n_layers:
+        raise SwapKLError(f"the probe files describe {probe_layers} layers but {model!r} has {n_layers}")
+    for path, prov in zip(probe_files, probe_provs):  # one check for every table applied to the model
+        provenance.require_made_from(path, prov, loaded.weights_sha256, model, "probe file")
+    if rep is not None:  # a table made from another model would pick that model's layers
+        provenance.require_made_from(repr_file, rep_prov, loaded.weights_sha256, model, "representation file")
+        sizes = sorted(set(int(v) for v in rep["n_layers"]))
+        if sizes != [n_layers]:
+            raise SwapKLError(f"representation file {str(repr_file)!r} describes models of {sizes} blocks, but "
+                              f"{model!r} has {n_layers}")
+    configs = {p.get("model_config_sha256") for p in probe_provs} - {None}
+    if configs and loaded.config_sha256 not in configs:
+        raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
+                          f"{'@' + revision if revision else ''}")
+    budgets = check_budgets(budgets, n_layers, spacing)
+
+    a = engine.adapter
+    probe_windows = load_windows(probe_data, loaded.tokenizer)
+    check_windows(probe_windows, a.vocab_size, a.max_positions)
+    probe_tok = {p.get("tokens_sha256") for p in probe_provs} - {None}
+    if probe_tok and probe_windows.sha256 not in probe_tok:
+        raise SwapKLError(f"the windows rebuilt from {probe_data.describe()} differ from the probe files' windows")
+    calib = load_windows(calib_data, loaded.tokenizer)
+    check_windows(calib, a.vocab_size, a.max_positions)
+    ew = load_eval_windows(eval_spec, loaded.tokenizer, a.max_positions)
+    if int(ew.input_ids.max()) >= a.vocab_size:
+        raise SwapKLError(f"token id {int(ew.input_ids.max())} of the evaluation text is outside the vocabulary")
+
+    label = metadata.pop("model", None) or loaded.model_id
+    rev = metadata.pop("revision", None) or loaded.revision or "main"
+    log.info("pruning %s@%s: %d layers, budgets %s, %d evaluation windows (%d scored tokens)",
+             label, rev, n_layers, budgets, ew.n_windows, ew.n_scored)
+
+    selection = selection or SelectionOptions()
+    ctx = GuideContext(probe, rep, n_layers, budgets, spacing, n_random, seed, angular_metric, engine, calib,
+                       batch_size, dev, options=selection)
+    sel, n_evals, scores = select_all(ctx)
+
+    sets = sorted({r for r in sel.values() if r is not None})
+    with merged_blocks(engine, sorted({(i, i + 1) for s in sets for i in s.merged})) as merged:
+        variants = [pruned_variant(s, n_layers, merged) for s in sets]
+        base_nll, win_tok, nll_list = window_nll(engine, ew, variants, batch_size=batch_size, device=dev)
+        kl_list, seq_tok = kl_on_windows(engine, probe_windows, variants, batch_size, dev)
+    nll = dict(zip(sets, nll_list))
+    kl = dict(zip(sets, kl_list))
+
+    base_lp = base_nll.sum() / win_tok.sum()
+    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers, spacing=spacing,
+                eval_split=eval_spec.describe(), calibration_split=calib_data.describe(),
+                probe_split=probe_data.describe(), eval_window=eval_spec.window, eval_stride=eval_spec.stride,
+                eval_max_words=eval_spec.max_words, n_eval_windows=ew.n_windows, n_eval_tokens=ew.n_scored,
+                n_probe_seqs=int(len(seq_tok)), n_probe_tokens=int(seq_tok.sum()), base_ppl=float(np.exp(base_lp)))
+
+    def cost_row(guide, budget, draw, removed, nll_sum, kl_sum, merged=None, evals=None):
+        lp = nll_sum.sum() / win_tok.sum()
+        return dict(meta, guide=guide, budget=budget, random_draw=draw, removed_layers=list(removed), feasible=True,
+                    ppl=float(np.exp(lp)), delta_ppl_pct=float(100.0 * np.expm1(lp - base_lp)),
+                    kl_mean=ratio_mean(kl_sum, seq_tok),
+                    window_nll_sum=nll_sum.tolist(), window_tokens=win_tok.astype(np.int64).tolist(),
+                    n_evals=evals, merged_layers=merged, probe_kl_sum=np.asarray(kl_sum, dtype=np.float64).tolist(),
+                    probe_tokens=seq_tok.astype(np.int64).tolist())
+
+    nan = float("nan")
+    rows = [cost_row("base", 0, None, [], base_nll, np.zeros(len(seq_tok)))]
+    for (guide, n, tag), p in sel.items():
+        draw, fixed = (tag, None) if guide != "fixed" else (tag[1], tag[0])
+        evals = n_evals.get((guide, n, tag))
+        if p is None:
+            rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
+                             ppl=nan, delta_ppl_pct=nan, kl_mean=nan, n_evals=evals))
+            continue
+        rows.append(dict(cost_row(guide, n, draw, p.removed, nll[p], kl[p], list(p.merged) if p.merged else None,
+                                  evals), fixed_set=fixed))
+    for n in budgets:
+        draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n and r["feasible"]]
+        if draws:
+            d = np.array([r["delta_ppl_pct"] for r in draws])
+            rows.append(dict(meta, guide="random_mean", budget=n, random_draw=None, removed_layers=None, feasible=True,
+                             ppl=float(np.mean([r["ppl"] for r in draws])), delta_ppl_pct=float(d.mean()),
+                             kl_mean=float(np.mean([r["kl_mean"] for r in draws])),
+                             n_draws=len(draws), delta_ppl_pct_sd=float(d.std(ddof=1)) if len(d) > 1 else nan,
+                             delta_ppl_pct_min=float(d.min()), delta_ppl_pct_max=float(d.max())))
+    rows.sort(key=_row_order)
+    table = pa.Table.from_pylist(rows, schema=PRUNING_RUN_SCHEMA)
+
+    prov = provenance.build(
+        loaded, None, model=label, revision_label=rev, budgets=budgets, spacing=spacing, n_random=n_random, seed=seed,
+        angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
+        bos_token_id=probe_windows.bos_token_id, bos_prepended=probe_windows.bos_token_id is not None,
+        allow_overlap=bool(allow_overlap),
+        eval_spec=eval_spec.as_dict(), eval_split=eval_spec.describe(), eval_tokens_sha256=ew.sha256,
+        calibration_spec=calib_data.as_dict(), calibration_split=calib_data.describe(),
+        calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),
+        probe_tokens_sha256=probe_windows.sha256, probe_files=[str(p) for p in probe_files],
+        repr_file=None if repr_file is None else str(repr_file), guides=sorted({r["guide"] for r in rows}),
+        input_sha256=provenance.input_sha256([*probe_files, repr_file]),
+        sleb_order=ctx.measured("sleb").order[:max(budgets)] if ctx.measured("sleb") else None, **metadata)
+    outputs = [(table, out, prov)]
+    if agreement_out is not None:
+        arows = agreement_rows(scores, dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers))
+        outputs.append((pa.Table.from_pylist(arows, schema=AGREEMENT_SCHEMA), agreement_out, prov))
+    write_parquets(outputs)  # both or neither
+    log.info("wrote %s (%d rows, %d distinct pruned models)", out, len(rows), len(sets))
+    return table.to_pandas()

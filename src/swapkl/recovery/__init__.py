@@ -1,0 +1,1 @@
+"""Recovery: healing a changed model and scoring it against its base."""

@@ -1,0 +1,265 @@
+"""Healing: a short fine-tune of a changed model (LoRA adapters through PEFT, or the last blocks in full).
+
+What a heal does, step by step:
+
+1. Training text (:class:`TrainText`: a text file or a `datasets` split, read by :mod:`swapkl.pruning.perplexity`'s
+   reader of evaluation text, whole or its first ``max_words`` words) is tokenised once and cut into consecutive,
+   non-overlapping chunks of ``seq_len`` tokens; a last partial chunk is dropped.
+2. Step ``s`` (0-based) trains on ``batch_size`` chunks drawn with replacement; the draws of all steps
+   come from one ``numpy.random.default_rng(seed)``, and the adapters' random initialisation from
+   ``torch.manual_seed(seed)``, so a heal is reproducible from its settings.
+3. The loss of a chunk is the mean over its positions 0..T-2 of either the next-token cross-entropy
+   (``loss: nll``, the recovery experiment) or ``KL(p_teacher || p_model)`` of the next-token
+   distributions (``loss: kl``, distillation toward a teacher's own predictions; its gradient with respect
+   to the logits, ``q - p``, is formed directly, so it is exactly zero where the model already reproduces
+   the teacher).
+4. AdamW (PyTorch's, betas 0.9/0.999, eps 1e-8) on the trainable parameters only, with dropout off (the
+   published run's forward has none; GPT-2's residual dropout would otherwise make a heal noisy).
+
+Methods: ``lora`` wraps the chosen projections with PEFT LoRA adapters (no dropout, no bias); ``last_k``
+trains the last ``last_k`` blocks and the LM head in full (the Navigation-LLM baseline), every other
+parameter frozen. The named preset ``paper`` holds the published recovery settings: rank 16, alpha 32
+on the Q/K/V/O projections, 200 steps, lr 2e-4, weight decay 0.01, batch 1, 128 tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from swapkl.data.windows import tokenize_text
+from swapkl.errors import SwapKLError
+from swapkl.options import require_int
+from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words
+
+log = logging.getLogger(__name__)
+
+METHODS = ("lora", "last_k")
+LOSSES = ("nll", "kl")
+
+#: the Q/K/V/O projections of each architecture, by the names PEFT matches (module-name suffixes)
+ATTENTION_PROJECTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "llama": {"q": ("q_proj",), "k": ("k_proj",), "v": ("v_proj",), "o": ("o_proj",)},
+    "gpt_neox": {"q": ("query_key_value",), "k": ("query_key_value",), "v": ("query_key_value",),
+                 "o": ("attention.dense",)},
+    "gpt2": {"q": ("c_attn",), "k": ("c_attn",), "v": ("c_attn",), "o": ("attn.c_proj",)},
+}
+for _same in ("mistral", "qwen3", "olmo", "olmo2"):
+    ATTENTION_PROJECTIONS[_same] = ATTENTION_PROJECTIONS["llama"]
+
+
+@dataclass(frozen=True)
+class HealSettings:
+    method: str = "lora"
+    rank: int = 16
+    alpha: float = 32.0
+    targets: tuple[str, ...] = ("q", "k", "v", "o")
+    last_k: int = 0
+    steps: int = 200
+    lr: float = 2e-4
+    weight_decay: float = 0.01
+    batch_size: int = 1
+    seq_len: int = 128
+    seed: int = 0
+    loss: str = "nll"
+
+    def __post_init__(self):
+        if isinstance(self.targets, (list, str)):
+            targets = self.targets.split(",") if isinstance(self.targets, str) else self.targets
+            object.__setattr__(self, "targets", tuple(t.strip() for t in targets if t.strip()))
+
+    def check(self) -> None:
+        if self.method not in METHODS:
+            raise SwapKLError(f"heal method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.loss not in LOSSES:
+            raise SwapKLError(f"heal loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
+        require_int("heal steps", self.steps, 0)
+        require_int("heal batch_size", self.batch_size, 1)
+        require_int("heal seq_len", self.seq_len, 2)
+        require_int("heal seed", self.seed, 0)
+        if self.method == "lora":
+            require_int("LoRA rank", self.rank, 1)
+            if not self.targets:
+                raise SwapKLError("LoRA needs at least one target module")
+        else:
+            require_int("last_k", self.last_k, 1)
+        if not (self.lr > 0 and self.weight_decay >= 0 and self.alpha > 0):
+            raise SwapKLError(f"heal needs lr > 0, alpha > 0 and weight_decay >= 0 (got lr {self.lr}, "
+                              f"alpha {self.alpha}, weight_decay {self.weight_decay})")
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["targets"] = list(self.targets)
+        return d
+
+
+#: named presets; ``paper`` is the published recovery run, ``demo`` a few-second heal of the tiny demo models
+PRESETS: dict[str, HealSettings] = {
+    "paper": HealSettings(),
+    "demo": HealSettings(rank=4, alpha=8.0, steps=10, lr=1e-3, seq_len=64),
+}
+
+
+def settings_from(preset: str = "paper", **overrides) -> HealSettings:
+    """A preset with the given fields replaced (``None`` values keep the preset's)."""
+    if preset not in PRESETS:
+        raise SwapKLError(f"unknown heal preset {preset!r}: choose from {', '.join(sorted(PRESETS))}")
+    known = {f.name for f in fields(HealSettings)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise SwapKLError(f"unknown heal settings {unknown}: expected some of {sorted(known)}")
+    s = dataclasses.replace(PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None})
+    s.check()
+    return s
+
+
+@dataclass(frozen=True)
+class TrainText:
+    """Where the training (calibration) text comes from: the whole text, or its first ``max_words`` words."""
+
+    text_file: str | None = None
+    dataset: str | None = None
+    dataset_config: str | None = None
+    split: str = "train"
+    text_fields: tuple[str, ...] | None = None
+    max_words: int | None = None
+
+    def eval_spec(self) -> EvalSpec:
+        return EvalSpec(text_file=self.text_file, dataset=self.dataset, dataset_config=self.dataset_config,
+                        split=self.split, max_words=self.max_words, text_fields=self.text_fields)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.eval_spec().as_dict().items() if k not in ("window", "stride")}
+
+
+def train_chunks(text: TrainText, tokenizer, seq_len: int) -> np.ndarray:
+    """The training chunks ``[n, seq_len]`` of ``text`` (see the module docstring)."""
+    spec = text.eval_spec()
+    spec.check()
+    if tokenizer is None:
+        raise SwapKLError("healing needs the model's tokenizer to read its training text")
+    ids = np.asarray(tokenize_text(tokenizer, first_words(eval_paragraphs(spec), spec.max_words)), dtype=np.int64)
+    n = len(ids) // seq_len
+    if n == 0:
+        raise SwapKLError(f"training text {spec.describe()} has {len(ids)} tokens, fewer than one chunk of "
+                          f"{seq_len}")
+    return ids[: n * seq_len].reshape(n, seq_len)
+
+
+def lora_target_modules(model, targets: tuple[str, ...]) -> list[str]:
+    """PEFT target names for ``targets``: the aliases q/k/v/o of the model's attention projections, or module
+    names as they are; each must name at least one linear module of the model."""
+    aliases = ATTENTION_PROJECTIONS.get(getattr(model.config, "model_type", None), {})
+    names: list[str] = []
+    for t in targets:
+        for name in aliases.get(t, (t,)):
+            if name not in names:
+                names.append(name)
+    modules = [n for n, _ in model.named_modules()]
+    for name in names:
+        if not any(n == name or n.endswith("." + name) for n in modules):
+            raise SwapKLError(f"LoRA target {name!r} names no module of this {model.config.model_type} model "
+                              f"(aliases: {', '.join(aliases) or 'none'})")
+    return names
+
+
+def prepare_trainable(model, settings: HealSettings):
+    """The model to train: a PEFT LoRA wrapper, or ``model`` with only its last blocks and LM head trainable."""
+    torch.manual_seed(settings.seed)
+    if settings.method == "lora":
+        from peft import LoraConfig, get_peft_model
+
+        cfg = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=0.0, bias="none",
+                         target_modules=lora_target_modules(model, settings.targets),
+                         fan_in_fan_out=getattr(model.config, "model_type", None) == "gpt2")
+        return get_peft_model(model, cfg)
+    from swapkl.adapters import get_adapter
+
+    blocks = get_adapter(model).blocks
+    if settings.last_k > len(blocks):
+        raise SwapKLError(f"last_k {settings.last_k} exceeds the model's {len(blocks)} blocks")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for block in list(blocks)[len(blocks) - settings.last_k:]:
+        for p in block.parameters():
+            p.requires_grad_(True)
+    for p in model.get_output_embeddings().parameters():
+        p.requires_grad_(True)
+    return model
+
+
+def chunk_loss(model, ids: torch.Tensor, loss: str, teacher=None) -> torch.Tensor:
+    """Mean next-token loss of ``model`` over the positions 0..T-2 of ``ids`` [B, T]."""
+    logits = model(input_ids=ids, use_cache=False).logits[:, :-1].float()
+    if loss == "nll":
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+    with torch.no_grad():
+        lp = torch.log_softmax(teacher(input_ids=ids, use_cache=False).logits[:, :-1].float(), dim=-1)
+        lq = torch.log_softmax(logits.detach(), dim=-1)
+        p, q = lp.exp(), lq.exp()
+        value = (p * (lp - lq)).sum(-1).mean()
+    # d KL / d logits = q - p, formed directly: exact, and exactly 0 where the model reproduces the teacher bit
+    # for bit (autograd through log_softmax leaves rounding residue there, which Adam would amplify)
+    surrogate = ((q - p) * logits).sum(-1).mean()
+    return surrogate - surrogate.detach() + value
+
+
+def step_draws(n_chunks: int, settings: HealSettings) -> np.ndarray:
+    """``[steps, batch_size]`` chunk indices of every step (module docstring, step 2)."""
+    rng = np.random.default_rng(settings.seed)
+    return rng.integers(0, n_chunks, size=(settings.steps, settings.batch_size))
+
+
+def train(model, chunks: np.ndarray, settings: HealSettings, *, teacher=None, on_step=None,
+          desc: str = "heal") -> list[float]:
+    """Train ``model`` (from :func:`prepare_trainable`) in place; return the loss of every step.
+
+    ``on_step(step, model)`` is called after each step (``step`` = number of steps done) and once before
+    the first with 0, for recovery curves; it runs under ``torch.no_grad``.
+    """
+    if settings.loss == "kl" and teacher is None:
+        raise SwapKLError("a KL heal needs the teacher model")
+    device = next(model.parameters()).device
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+    draws = step_draws(len(chunks), settings)
+    data = torch.as_tensor(chunks, dtype=torch.long)
+    losses: list[float] = []
+    if on_step is not None:
+        _callback(on_step, 0, model)
+    model.eval()  # dropout off, as in the published run's forward (gradients flow in eval mode all the same)
+    for step in tqdm(range(settings.steps), desc=desc, unit="step", disable=None):
+        loss = chunk_loss(model, data[draws[step]].to(device), settings.loss, teacher)
+        if not torch.isfinite(loss):
+            raise SwapKLError(f"the heal's loss became non-finite at step {step + 1}; lower the learning rate")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        if on_step is not None:
+            _callback(on_step, step + 1, model)
+    model.eval()
+    return losses
+
+
+def _callback(on_step, step: int, model) -> None:
+    with torch.no_grad():
+        on_step(step, model)
+
+
+def merged(model):
+    """The plain transformers model with trained LoRA adapters folded into its weights (``model`` itself for
+    a full fine-tune)."""
+    from peft import PeftModel
+
+    if isinstance(model, PeftModel):
+        return model.merge_and_unload()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model

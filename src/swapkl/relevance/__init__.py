@@ -1,0 +1,1 @@
+"""Accuracy-based layer relevance ("Rethinking Layer Relevance"): tasks, scoring and statistics."""

@@ -1,0 +1,1 @@
+"""Statistics shared by every stage: bootstrap, intervals, seeds and covariates."""

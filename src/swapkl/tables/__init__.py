@@ -1,0 +1,1 @@
+"""Tables: schemas, atomic Parquet writing and reading, provenance, file checks and locks."""

@@ -1,0 +1,59 @@
+"""A results table as a self-contained HTML page, for the Snakemake report (which cannot show Parquet): the
+provenance, the columns with their types, and the rows (the first ``max_rows`` of a long table, with a note
+naming the Parquet file that holds all of them)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from swapkl.tables import provenance
+from swapkl.tables.atomic import write_text_atomic
+from swapkl.errors import SwapKLError
+
+STYLE = ("body{font-family:sans-serif;font-size:13px;margin:1em}table{border-collapse:collapse}"
+         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}"
+         "th{background:#eee;position:sticky;top:0}pre{background:#f6f6f6;padding:.5em;overflow-x:auto}")
+
+#: how the integer columns that hold nulls read back as integers (plain pd.read_parquet gives float64)
+READ_HINT = 'pd.read_parquet(path, dtype_backend="numpy_nullable")'
+
+
+def _cell(v) -> str:
+    if isinstance(v, (list, tuple)) or hasattr(v, "tolist") and not isinstance(v, str):
+        v = list(v.tolist() if hasattr(v, "tolist") else v)
+        return ", ".join(str(x) for x in v[:12]) + (f", ... ({len(v)} values)" if len(v) > 12 else "")
+    return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+
+
+def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 500) -> str:
+    """The HTML page of the Parquet table at ``path``."""
+    path = str(path)
+    prov = provenance.read(path)
+    schema = pq.read_schema(path)
+    df = pd.read_parquet(path, dtype_backend="numpy_nullable")
+    shown = df.head(max_rows)
+    body = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
+    cols = "".join(f"<tr><td style='text-align:left'>{html.escape(f.name)}</td><td style='text-align:left'>"
+                   f"{html.escape(str(f.type))}</td></tr>" for f in schema)
+    more = (f"<p>First {max_rows} of {len(df)} rows; every row is in <code>{html.escape(path)}</code>.</p>"
+            if len(df) > max_rows else f"<p>{len(df)} rows.</p>")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title or path)}</title>"
+            f"<style>{STYLE}</style></head><body><h2>{html.escape(title or path)}</h2>{more}"
+            f"<p>Read it with <code>{html.escape(READ_HINT)}</code> so that integer columns with nulls stay "
+            "integers.</p>"
+            f"{body.to_html(index=False, escape=True, border=0)}"
+            f"<h3>Columns</h3><table>{cols}</table>"
+            f"<h3>Provenance</h3><pre>{html.escape(json.dumps(prov, indent=1, sort_keys=True, default=str))}</pre>"
+            "</body></html>\n")
+
+
+def write_table_html(path: str | Path, out: str | Path, *, title: str | None = None, max_rows: int = 500) -> None:
+    """Write :func:`table_html` of ``path`` to ``out`` atomically."""
+    if max_rows < 1:
+        raise SwapKLError(f"max_rows must be at least 1, got {max_rows}")
+    write_text_atomic(Path(out), table_html(path, title=title, max_rows=max_rows))
