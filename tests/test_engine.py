@@ -16,7 +16,10 @@ from swapkl.adapters import get_adapter
 from swapkl.adapters.qwen3 import Qwen3Adapter
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import build_variants, deletion, interchange, replacement
+from swapkl.probes.protocols import build_variants
+from swapkl.probes.protocols.block_deletion import deletion
+from swapkl.probes.protocols.interchange import interchange
+from swapkl.probes.protocols.replacement import replacement
 from tiny_models import ARCHS, random_tokens, tiny_model
 
 N_LAYERS = 5

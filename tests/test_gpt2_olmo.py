@@ -8,7 +8,7 @@ import torch
 import naive_reference as ref
 from swapkl.adapters import get_adapter, supported_architectures
 from swapkl.model.engine import ProbeEngine
-from swapkl.probes.pairs import interchange
+from swapkl.probes.protocols.interchange import interchange
 from tiny_models import random_tokens, tiny_model
 
 N_LAYERS = 5

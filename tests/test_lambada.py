@@ -13,7 +13,7 @@ from tiny_models import tiny_model
 from swapkl.model.engine import ProbeEngine
 from swapkl.export import export_checkpoint
 from swapkl.relevance.lambada import continuation_scores, lambada_metrics, lambada_requests, split_last_word
-from swapkl.probes.pairs import deletion
+from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.model.batch_loop import BASE
 
 TEXTS = ["the cat sat on the mat", "a dog ran to the river", "the bird sang in the tree",

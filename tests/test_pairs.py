@@ -5,17 +5,11 @@ from __future__ import annotations
 import pytest
 
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import (
-    build_variants,
-    deletion,
-    interchange,
-    max_distance,
-    pairs_for,
-    parse_pair_set,
-    parse_protocols,
-    removal,
-    replacement,
-)
+from swapkl.probes.pairs import max_distance, pairs_for, parse_pair_set, removal
+from swapkl.probes.protocols import build_variants, parse_protocols
+from swapkl.probes.protocols.block_deletion import deletion
+from swapkl.probes.protocols.interchange import interchange
+from swapkl.probes.protocols.replacement import replacement
 
 
 def test_replacement_order_and_direction():

@@ -14,7 +14,10 @@ import naive_reference as ref
 from swapkl.model.engine import ProbeEngine
 from swapkl.pruning.guides import GuideContext, get_guide
 from swapkl.model.heads import n_units
-from swapkl.probes.pairs import averaging_paper, build_variants, head_interchange, head_interchange_paper
+from swapkl.probes.protocols.averaging_paper import averaging_paper
+from swapkl.probes.protocols import build_variants
+from swapkl.probes.protocols.head_interchange import head_interchange
+from swapkl.probes.protocols.head_interchange_paper import head_interchange_paper
 from test_weight_protocols import _batch, _close, _engine_kl, _stock_kl, _units_view
 from tiny_models import tiny_model
 

@@ -339,7 +339,9 @@ def test_overflow_model_base_is_finite_and_only_some_variants_fail():
     """The non-finite-variant fixture really isolates the failure to variants where block 0 has not run."""
     from swapkl.model.engine import ProbeEngine
     from swapkl.errors import SwapKLError
-    from swapkl.probes.pairs import deletion, interchange, replacement
+    from swapkl.probes.protocols.block_deletion import deletion
+    from swapkl.probes.protocols.interchange import interchange
+    from swapkl.probes.protocols.replacement import replacement
 
     engine = ProbeEngine(variant_only_overflow_model())
     state = engine.base_pass(random_tokens(VOCAB, 2, 8), torch.ones(2, 8, dtype=torch.long))

@@ -29,7 +29,7 @@ import naive_reference as ref
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
-from swapkl.probes.pairs import deletion
+from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.relevance.accrel import BASE, acc_rel, lm_relevance, next_token_hits, task_relevance
 from swapkl.relevance.tasks import load_task, write_task
 from tiny_models import ARCHS, random_tokens, tiny_model

@@ -16,7 +16,8 @@ import naive_reference as ref
 from swapkl.tables import provenance
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import interchange, replacement
+from swapkl.probes.protocols.interchange import interchange
+from swapkl.probes.protocols.replacement import replacement
 from test_data import word_tokenizer
 from test_probe_cli import assert_clean_failure, run_cli
 from tiny_models import ARCHS, random_tokens, tiny_model

@@ -13,7 +13,9 @@ import torch
 import naive_reference as ref
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.heads import n_units
-from swapkl.probes.pairs import averaging, build_variants, head_interchange
+from swapkl.probes.protocols.averaging import averaging
+from swapkl.probes.protocols import build_variants
+from swapkl.probes.protocols.head_interchange import head_interchange
 from crash import crash_after
 from tiny_models import ARCHS, random_tokens, tiny_model
 

@@ -1,4 +1,4 @@
-"""``swapkl probe``: measure replacement / interchange / deletion KL for one checkpoint."""
+"""``swapkl probe``: measure the KL of every variant of the chosen probe protocols for one checkpoint."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from swapkl.commands.arguments import (
 )
 from swapkl.commands.paths import output_arg
 from swapkl.model.kl import KLOptions
-from swapkl.probes.pairs import PROTOCOLS
+from swapkl.probes.protocols import protocols_help
 
 
 def add_parser(sub) -> None:
@@ -22,10 +22,9 @@ def add_parser(sub) -> None:
     add_model_arguments(p, label=True)
     add_forward_arguments(p)
     add_placement_arguments(p)
-    p.add_argument("--protocols", default="replacement,interchange,deletion",
-                   help="comma-separated subset of replacement,interchange,deletion,averaging,head_interchange, "
-                        "and the paper's variants averaging_paper (both slots run the average), "
-                        "head_interchange_paper (one direction) (default: replacement,interchange,deletion)")
+    p.add_argument("--protocols", default="replacement,interchange,deletion", metavar="P[,P...]",
+                   help=f"comma-separated probe protocols (swapkl.probes.protocols): {protocols_help()} "
+                        "(default: replacement,interchange,deletion)")
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
     p.add_argument("--rope", choices=("on", "off"), default="on",
@@ -44,10 +43,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
-    """Measure KL(p_base || p_variant) for replacement, interchange, deletion, weight averaging and head-level
-    interchange variants of one checkpoint and write one long-format Parquet file (means and per-sequence sums;
-    `swapkl aggregate` adds the bootstrap confidence intervals)."""
-    from swapkl.probes.probe import run_probe
+    """Measure KL(p_base || p_variant) for every variant of the chosen probe protocols (--protocols lists them)
+    on one checkpoint and write one long-format Parquet file (means and per-sequence sums; `swapkl aggregate`
+    adds the bootstrap confidence intervals)."""
+    from swapkl.probes.probe import run_probe  # heavy dependency (torch): imported when the command runs
 
     run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
               data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,

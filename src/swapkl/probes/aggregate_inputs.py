@@ -21,17 +21,9 @@ import pyarrow as pa
 
 from swapkl.errors import SwapKLError
 from swapkl.model.kl_average import per_prompt_means
-from swapkl.probes.pairs import HEAD_PROTOCOLS
+from swapkl.probes.protocols import get_protocol, head_protocol_names, protocol_names
 from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA, SEQ_COLUMNS, read_table
 
-PROBE_PROTOCOLS = ("replacement", "interchange", "deletion", "base", "averaging", "head_interchange",
-                   "averaging_paper", "head_interchange_paper")
-PAIRED_PROTOCOLS = ("replacement", "interchange")
-#: protocols whose rows name two blocks (layer_j required)
-TWO_BLOCK_PROTOCOLS = ("replacement", "interchange", "averaging", "head_interchange", "averaging_paper",
-                       "head_interchange_paper")
-#: protocols stored once per unordered pair (layer_i < layer_j)
-ORDERED_PAIR_PROTOCOLS = ("interchange", "averaging_paper")
 REPR_METRICS = ("bi", "angular", "angular_last")
 
 
@@ -136,6 +128,27 @@ def _check_labels(path: str, df: pd.DataFrame, column: str, allowed, required) -
             raise SwapKLError(f"{path}: column {c} has missing values")
 
 
+def _check_row(where: str, name: str, i: int | None, j: int | None, head, n_layers: int) -> None:
+    """The identity columns of one probe row as its protocol (:mod:`swapkl.probes.protocols`) fills them."""
+    protocol = None if name == "base" else get_protocol(name)
+    if protocol is not None and i is None:
+        raise SwapKLError(f"{where}: layer_i is missing")
+    if protocol is not None and protocol.two_blocks and j is None:
+        raise SwapKLError(f"{where}: layer_j is missing")
+    for v in (i, j):
+        if v is not None and not 0 <= v < n_layers:
+            raise SwapKLError(f"{where}: layer index {v} out of range 0..{n_layers - 1}")
+    heads = protocol is not None and protocol.heads
+    if protocol is not None and protocol.pairs == "unordered" and not heads and not i < j:
+        raise SwapKLError(f"{where}: {name} rows need layer_i < layer_j")
+    if protocol is not None and protocol.pairs == "directed" and i == j:
+        raise SwapKLError(f"{where}: {name} needs layer_i != layer_j")
+    if heads != (not pd.isna(head)):
+        raise SwapKLError(f"{where}: head is set exactly on {' and '.join(head_protocol_names())} rows")
+    if heads and not (i < j and int(head) >= 0):
+        raise SwapKLError(f"{where}: {name} rows need layer_i < layer_j and head >= 0")
+
+
 def read_probe_file(path: str | Path) -> ProbeInput:
     """Read and validate one probe Parquet (schema: :data:`swapkl.tables.schemas.PROBE_SCHEMA`)."""
     path = str(path)
@@ -144,7 +157,7 @@ def read_probe_file(path: str | Path) -> ProbeInput:
     df = _int_frame(table, scalar)
     model, revision, step, n_layers = _checkpoint_identity(path, df)
 
-    _check_labels(path, df, "protocol", PROBE_PROTOCOLS, required=("n_seqs", "n_tokens", "kl_mean"))
+    _check_labels(path, df, "protocol", ("base", *protocol_names()), required=("n_seqs", "n_tokens", "kl_mean"))
     if not np.isfinite(df["kl_mean"].to_numpy(dtype=np.float64)).all():
         row = int(np.flatnonzero(~np.isfinite(df["kl_mean"].to_numpy(dtype=np.float64)))[0])
         raise SwapKLError(f"{path}: row {row}: kl_mean is not finite")
@@ -157,29 +170,11 @@ def read_probe_file(path: str | Path) -> ProbeInput:
     n_seqs = int(n_seqs_col[0])
 
     proto = df["protocol"].to_numpy(dtype=object)
-    li, lj = df["layer_i"], df["layer_j"]
-    needs_i = proto != "base"
-    needs_j = np.isin(proto, TWO_BLOCK_PROTOCOLS)
-    head = df["head"]
+    li, lj, head = df["layer_i"], df["layer_j"], df["head"]
     for r in range(len(df)):
         i = None if pd.isna(li.iloc[r]) else int(li.iloc[r])
         j = None if pd.isna(lj.iloc[r]) else int(lj.iloc[r])
-        where = f"{path}: row {r} ({proto[r]} {i},{j})"
-        if needs_i[r] and i is None:
-            raise SwapKLError(f"{where}: layer_i is missing")
-        if needs_j[r] and j is None:
-            raise SwapKLError(f"{where}: layer_j is missing")
-        for v in (i, j):
-            if v is not None and not 0 <= v < n_layers:
-                raise SwapKLError(f"{where}: layer index {v} out of range 0..{n_layers - 1}")
-        if proto[r] in ORDERED_PAIR_PROTOCOLS and not i < j:
-            raise SwapKLError(f"{where}: {proto[r]} rows need layer_i < layer_j")
-        if proto[r] == "replacement" and i == j:
-            raise SwapKLError(f"{where}: replacement needs layer_i != layer_j")
-        if (proto[r] in HEAD_PROTOCOLS) != (not pd.isna(head.iloc[r])):
-            raise SwapKLError(f"{where}: head is set exactly on {' and '.join(HEAD_PROTOCOLS)} rows")
-        if proto[r] in HEAD_PROTOCOLS and not (i < j and int(head.iloc[r]) >= 0):
-            raise SwapKLError(f"{where}: {proto[r]} rows need layer_i < layer_j and head >= 0")
+        _check_row(f"{path}: row {r} ({proto[r]} {i},{j})", proto[r], i, j, head.iloc[r], n_layers)
     key = pd.DataFrame({"p": proto, "i": li.astype("Int64"), "j": lj.astype("Int64"), "h": head.astype("Int64")})
     dup = key.duplicated()
     if dup.any():

@@ -34,7 +34,10 @@ import torch
 from swapkl.errors import SwapKLError
 from swapkl.recovery.heal import HealSettings, TrainText, prepare_trainable, train, train_chunks
 from swapkl.recovery.heal_scores import kl_to_base
-from swapkl.probes.pairs import Variant, deletion, interchange, replacement
+from swapkl.probes.pairs import Variant
+from swapkl.probes.protocols.block_deletion import deletion
+from swapkl.probes.protocols.interchange import interchange
+from swapkl.probes.protocols.replacement import replacement
 
 log = logging.getLogger(__name__)
 

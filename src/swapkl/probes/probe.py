@@ -28,7 +28,8 @@ from swapkl.model.heads import n_units, unit_slices
 from swapkl.model.kl import KLOptions
 from swapkl.model.loading import load_model
 from swapkl.options import require_device, require_int
-from swapkl.probes.pairs import HEAD_PROTOCOLS, Variant, build_variants, parse_pair_set, parse_protocols
+from swapkl.probes.pairs import Variant, parse_pair_set
+from swapkl.probes.protocols import build_variants, head_protocol_names, parse_protocols
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.probes.resume import ProgressLog, is_progress_file
 from swapkl.probes.residual_stream import representation_sums
@@ -51,7 +52,7 @@ def _fingerprint(**parts) -> str:
 def _quiet_hf_progress():
     """Silence transformers' own progress bars (e.g. "Loading weights") when stderr is not a TTY,
     so logs and error output stay clean; restored afterwards."""
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # heavy dependency: imported when a model is loaded
 
     quiet = not sys.stderr.isatty() and hf_logging.is_progress_bar_enabled()
     if quiet:
@@ -101,13 +102,7 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     layers = _parse_layers(layers)
     if rope not in ("on", "off"):
         raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
-    require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
-                     {"--tokens": data.tokens, "--text-file": data.text_file})
-    for path in (out, repr_out):  # fail before the computation, not after it
-        if path is not None:
-            check_writable(path)
-    if progress_path:
-        replaceable(progress_path, "progress file", is_progress_file)
+    _check_paths(out, repr_out, progress_path, data)
     metadata = dict(metadata or {})
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
@@ -119,16 +114,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
         engine.adapter.disable_rope()
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-    n_layers = engine.n_layers
     label = metadata.pop("model", None) or loaded.model_id
-    heads = bool(set(protocols) & set(HEAD_PROTOCOLS))
-    units = n_units(engine.adapter.config) if heads else 1
-    if heads:
-        unit_slices(engine.adapter.config, 0)  # an architecture without head swaps fails here, before the run
-    measured = _restrict(build_variants(protocols, pairs, n_layers, units), layers, n_layers, label)
-    if not measured:
-        raise SwapKLError(f"{label} has {n_layers} block(s): no variant of protocols {', '.join(protocols)} "
-                          f"with pairs {pairs} exists, nothing to measure")
+    measured = _measured_variants(engine, protocols, pairs, layers, label)
     variants = [BASE] + measured
     rev = metadata.pop("revision", None) or loaded.revision or "main"
     prov = provenance.build(loaded, windows, protocols=protocols, pairs=pairs,
@@ -140,17 +127,61 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
                       device=loaded.device, batch_size=batch_size, chunk=chunk_tokens, rope=rope,
                       repr=repr_out is not None, versions=provenance.software_versions())
     plog = ProgressLog(progress_path, fp)
-
-    n_seqs = windows.input_ids.shape[0]
     batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
-    need_repr = lambda b: repr_out is not None and plog.get(b, "repr") is None  # noqa: E731
+    results, repr_parts = _measure(engine, loaded.device, batches, measured, plog, repr_out is not None,
+                                   f"probe {label}@{rev}")
+
+    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
+    table = pa.Table.from_pylist([_row(v, results[v.key], meta, kl_options) for v in variants], schema=PROBE_SCHEMA)
+    outputs = [(table, out, prov)]
+    if repr_out is not None:
+        rows = _repr_rows(repr_parts, meta)
+        outputs.append((pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov))
+    write_parquets(outputs)  # both or neither: a failed --repr-out leaves no --out behind
+    plog.close(remove=True)
+    log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), windows.input_ids.shape[0],
+             windows.n_tokens)
+
+
+def _check_paths(out: str, repr_out: str | None, progress_path: str | None, data: DataSpec) -> None:
+    """The job's files are distinct, its outputs writable and its progress file one (fails before the run)."""
+    require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
+                     {"--tokens": data.tokens, "--text-file": data.text_file})
+    for path in (out, repr_out):  # fail before the computation, not after it
+        if path is not None:
+            check_writable(path)
+    if progress_path:
+        replaceable(progress_path, "progress file", is_progress_file)
+
+
+def _measured_variants(engine: ProbeEngine, protocols: list[str], pairs: str, layers: list[int] | None,
+                       label: str) -> list[Variant]:
+    """The variants of ``protocols`` on ``pairs`` (restricted to ``layers``) of the engine's model."""
+    n_layers = engine.n_layers
+    heads = bool(set(protocols) & set(head_protocol_names()))
+    units = n_units(engine.adapter.config) if heads else 1
+    if heads:
+        unit_slices(engine.adapter.config, 0)  # an architecture without head swaps fails here, before the run
+    measured = _restrict(build_variants(protocols, pairs, n_layers, units), layers, n_layers, label)
+    if not measured:
+        raise SwapKLError(f"{label} has {n_layers} block(s): no variant of protocols {', '.join(protocols)} "
+                          f"with pairs {pairs} exists, nothing to measure")
+    return measured
+
+
+def _measure(engine: ProbeEngine, device, batches, measured: list[Variant], plog: ProgressLog, want_repr: bool,
+             desc: str) -> tuple[dict[str, list[dict]], list[dict]]:
+    """Every (batch, variant) result, and the representation sums of each batch when ``want_repr``: taken over
+    from the progress log where it has them, computed (and added to it) otherwise."""
+    need_repr = lambda b: want_repr and plog.get(b, "repr") is None  # noqa: E731
 
     def done(b: int, v: Variant) -> bool:
         return plog.get(b, v.key) is not None and not (v is BASE and need_repr(b))
 
+    variants = [BASE] + measured
     computed = 0
     try:
-        for m in sweep(engine, batches, measured, device=loaded.device, done=done, desc=f"probe {label}@{rev}"):
+        for m in sweep(engine, batches, measured, device=device, done=done, desc=desc):
             if m.variant is BASE and need_repr(m.index):
                 sums = representation_sums(m.state.residuals, m.state.valid)
                 plog.add(m.index, "repr", {"repr": {f"{k}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
@@ -160,21 +191,12 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
                 plog.add(m.index, m.variant.key, _stats_dict(engine.seq_stats(m.state, m.kl, m.nll)))
                 computed += 1
         results = {v.key: [plog.get(b, v.key) for b in range(len(batches))] for v in variants}
-        repr_parts = [plog.get(b, "repr")["repr"] for b in range(len(batches))] if repr_out is not None else []
+        repr_parts = [plog.get(b, "repr")["repr"] for b in range(len(batches))] if want_repr else []
     finally:
         plog.close()
     log.info("computed %d of %d (batch, variant) results; %d taken over from the progress file",
-             computed, len(batches) * (len(variants) + (repr_out is not None)), plog.n_resumed)
-
-    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers)
-    table = pa.Table.from_pylist([_row(v, results[v.key], meta, kl_options) for v in variants], schema=PROBE_SCHEMA)
-    outputs = [(table, out, prov)]
-    if repr_out is not None:
-        rows = _repr_rows(repr_parts, meta)
-        outputs.append((pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov))
-    write_parquets(outputs)  # both or neither: a failed --repr-out leaves no --out behind
-    plog.close(remove=True)
-    log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), n_seqs, windows.n_tokens)
+             computed, len(batches) * (len(variants) + want_repr), plog.n_resumed)
+    return results, repr_parts
 
 
 def _parse_layers(layers) -> list[int] | None:

@@ -43,7 +43,8 @@ from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct, require_regular_file
 from swapkl.model.kl import next_token_hits as _hits
 from swapkl.model.kl import next_token_nll
-from swapkl.probes.pairs import Variant, deletion, removal_variant
+from swapkl.probes.pairs import Variant, removal_variant
+from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.tables.schemas import RELEVANCE_KEY, RELEVANCE_SCHEMA
 from swapkl.model.batch_loop import BASE as SWEEP_BASE
 from swapkl.model.batch_loop import Batch, sweep, window_batches
