@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "config.yaml"
 DEMO = REPO / "config" / "demo.yaml"
 DEMO_SMOKE = REPO / "config" / "demo_smoke.yaml"
-PROBE_RULES = ("probe_replacement", "probe_interchange", "probe_deletion")
+#: the protocols rule `probe` runs for every checkpoint (deletion, with the representation file: rule probe_deletion)
+PAIR_PROTOCOLS = ("replacement", "interchange")
 
 
 def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -106,11 +107,10 @@ def expected_counts(cfg: dict) -> Counter:
         for rev in (m["revisions"] if m["prune"].get("revisions", "all") == "all" else m["prune"]["revisions"])
     ]
     demo = [name for name, m in models.items() if "demo" in m]
-    counts = Counter({rule: len(checkpoints) for rule in PROBE_RULES})
+    counts = Counter({"probe": len(PAIR_PROTOCOLS) * len(checkpoints)})
     counts["probe_deletion"] = sum(1 for name, _ in checkpoints if models[name].get("deletion", True))
     for name, _ in checkpoints:
-        for protocol in models[name].get("weight_protocols", []):
-            counts[f"probe_{protocol}"] += 1
+        counts["probe"] += len(models[name].get("weight_protocols", []))
         counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols")) and name in drawn
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
     counts["aggregate_results"] = 1
@@ -234,8 +234,8 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # The span experiments at the final checkpoints of pythia-410m and pythia-1.4b and on both 8B models:
     # 4 + 1 + 4 jobs.
     assert counts == Counter({
-        "download_checkpoint": 13 + 125 + 7, "probe_replacement": 26 + 125 + 8 + 2,
-        "probe_interchange": 26 + 125 + 8 + 2, "probe_deletion": 26 + 125 + 7 + 2, "aggregate_results": 1,
+        "download_checkpoint": 13 + 125 + 7, "probe": len(PAIR_PROTOCOLS) * (26 + 125 + 8 + 2),
+        "probe_deletion": 26 + 125 + 7 + 2, "aggregate_results": 1,
         "plot_gap_trajectory": 4 + 3, "plot_ratio_by_distance": 10 + 3 + 8 + 2, "plot_heatmaps": 26 + 15 + 8 + 2,
         "plot_deletion_vs_bi": 26 + 15 + 7 + 2, "prune_layers": 7 + 10 + 2, "aggregate_pruning": 1,
         "plot_pruning_cost": 7 + 1 + 2, "plot_pruning_agreement": 7 + 1 + 2,
@@ -262,8 +262,9 @@ def test_olmo_entry_dry_runs_when_enabled(tmp_path):
     before = dry_run(STUDY)
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    for rule in ("download_checkpoint", "probe_interchange", "prune_layers", "plot_heatmaps"):
+    for rule in ("download_checkpoint", "probe_deletion", "prune_layers", "plot_heatmaps"):
         assert counts[rule] == before[rule] + 1
+    assert counts["probe"] == before["probe"] + len(PAIR_PROTOCOLS)
 
 
 def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
@@ -283,7 +284,7 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
             jobs.append((rule.group(1), field("input"), field("output")))
     fetch = [output for rule, _, output in jobs if rule == "fetch_paper_inputs"]
     assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl"]]
-    readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule.startswith("probe_") and re.match(
+    readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule in ("probe", "probe_deletion") and re.match(
         r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper)/", output[0])}
     assert len(readers) == 3 * (5 + 5 + 1)
     assert all(set(inputs) & set(fetch[0]) for inputs in readers.values())
@@ -348,7 +349,7 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     before = dry_run(STUDY)
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
-    assert added == Counter({"download_checkpoint": 1, "probe_replacement": 1, "probe_interchange": 1,
+    assert added == Counter({"download_checkpoint": 1, "probe": len(PAIR_PROTOCOLS),
                              "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
                              "measure_covariates": 1})
     assert not before - after
@@ -356,7 +357,7 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     cfg = load(STUDY)
     cfg["models"]["pythia-410m"]["revisions"].append("step2000")
     added = dry_run(write_config(tmp_path, cfg)) - before
-    assert added == Counter({"download_checkpoint": 10, "probe_replacement": 10, "probe_interchange": 10,
+    assert added == Counter({"download_checkpoint": 10, "probe": len(PAIR_PROTOCOLS) * 10,
                              "probe_deletion": 10, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
                              "measure_covariates": 10})
 
@@ -388,7 +389,7 @@ def test_a_local_model_is_used_in_place(tmp_path):
                                "trajectory": True}}}
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    assert "download_checkpoint" not in counts and counts["probe_replacement"] == 2
+    assert "download_checkpoint" not in counts and counts["probe"] == len(PAIR_PROTOCOLS) * 2
 
 
 def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
@@ -401,7 +402,7 @@ def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     assert counts == Counter({
-        "download_checkpoint": 3 + 3 * 2, "probe_replacement": 9, "probe_interchange": 9, "probe_deletion": 3,
+        "download_checkpoint": 3 + 3 * 2, "probe": len(PAIR_PROTOCOLS) * 9, "probe_deletion": 3,
         "aggregate_results": 1, "plot_gap_trajectory": 1, "plot_ratio_by_distance": 1, "plot_heatmaps": 3,
         "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "render_table": 2, "summarise_scorecard": 1, "all": 1})
     result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",

@@ -29,6 +29,11 @@ def scheduled_jobs(output: str) -> list[tuple[str, str]]:
     return jobs
 
 
+def probe_rule(protocol: str) -> str:
+    """The rule whose job writes a protocol's probe table."""
+    return "probe_deletion" if protocol == "deletion" else "probe"
+
+
 def dry_run(tree, configfile=SMOKE_CONFIG) -> list[tuple[str, str]]:
     proc = run_demo(tree, configfile, extra=("--dry-run",))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -55,7 +60,7 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
     # a model
     weight_protocols = demo.get("weight_protocols", [])
     protocols = ("replacement", "interchange", "deletion", *weight_protocols)
-    probes = {out for rule, out in jobs if rule.startswith("probe_")}
+    probes = {out for rule, out in jobs if rule in ("probe", "probe_deletion")}
     assert probes == {f"results/probes/pythia-demo/{new}/{p}.parquet" for p in protocols}
     # then the aggregate, and every figure drawn from it (its input changed): the existing ones once each
     # plus the new checkpoint's heatmap and deletion-vs-BI figure
@@ -67,7 +72,8 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
                                                 # drawn from the relevance statistics, which use the table's BI
                                                 "plot_relevance_confusion": "relevance_confusion"})
     # render_table: the HTML view of the aggregate (and of the relevance statistics, below)
-    expected = Counter({f"probe_{p}": 1 for p in protocols}) + Counter({"aggregate_results": 1, "render_table": 1,
+    # rule probe runs every protocol but deletion, whose job (it also writes the representation file) is its own
+    expected = Counter(probe_rule(p) for p in protocols) + Counter({"aggregate_results": 1, "render_table": 1,
                                                                        "all": 1, "summarise_scorecard": 1})
     expected += table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
     if weight_protocols:
@@ -87,8 +93,8 @@ def test_a_deleted_probe_table_is_rebuilt(demo_run):
         jobs = dry_run(demo_run)
     finally:
         aside.rename(probe)
-    assert ("probe_interchange", "results/probes/llama-demo/step60/interchange.parquet") in jobs
-    assert [rule for rule, _ in jobs if rule.startswith(("probe_", "train_", "build_"))] == ["probe_interchange"]
+    assert ("probe", "results/probes/llama-demo/step60/interchange.parquet") in jobs
+    assert [rule for rule, _ in jobs if rule.startswith(("probe", "train_", "build_"))] == ["probe"]
     assert dry_run(demo_run) == []  # the tree is finished again
 
 
@@ -108,7 +114,7 @@ def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
         expected["aggregate_pruning"] = 1
     assert {rule: counts[rule] for rule in expected} == expected, counts
     gpu_rules = {rule for rule, block in rule_blocks() if re.search(r"^\s+gpu=(1|job_gpus),?$", block, re.M)}
-    assert {"probe_replacement", "probe_deletion", "prune_layers"} <= gpu_rules  # the parser finds them
+    assert {"probe", "probe_deletion", "prune_layers"} <= gpu_rules  # the parser finds them
     assert not gpu_rules & set(counts), counts
     # only statistics of the aggregates (their rules aggregate_*, summarise_*), figures drawn from them and the
     # HTML views of the changed tables (render_table)

@@ -1,16 +1,28 @@
-# The probe protocols, one GPU job each per checkpoint, on the model's widest pair set (get_probe_pairs);
-# the aggregate reports each configured pair set by filtering and computes the confidence intervals (so that
-# probe.n_boot and probe.seed are no parameters here: changing them re-runs no GPU job). The other protocols are probe_replacement
-# with their protocol, output and runtime (deletion also writes the representation baselines).
+# The probe protocols (swapkl.probes.protocols), one GPU job each per checkpoint, on the model's widest pair set
+# (get_probe_pairs); the aggregate reports each configured pair set by filtering and computes the confidence
+# intervals (so that probe.n_boot and probe.seed are no parameters here: changing them re-runs no GPU job).
+# One rule serves every registered protocol: its {protocol} wildcard takes the registry's names and its runtime
+# the protocol's minutes per GB. Deletion's job also writes the representation baselines: rule probe_deletion.
+# Which protocols a model runs: probe_protocols (common.smk); the weight-changing ones only for models that list
+# them under `weight_protocols`.
+
+from swapkl.probes.protocols import get_protocol, protocol_names
 
 
-rule probe_replacement:
+def probe_runtime(wildcards, attempt):
+    """Runtime of a probe job: the protocol's minutes per GB of weights (swapkl.probes.protocols)."""
+    return gpu_job_runtime(minutes_per_gb=get_protocol(wildcards.protocol).minutes_per_gb)(wildcards, attempt)
+
+
+rule probe:
     input:
         unpack(get_probe_inputs),
     output:
-        probe=probe_file("{model}", "{revision}", "replacement"),
+        probe=probe_file("{model}", "{revision}", "{protocol}"),
+    wildcard_constraints:
+        protocol="|".join(p for p in protocol_names() if p != "deletion"),
     params:
-        protocol="replacement",
+        protocol=lambda wildcards: wildcards.protocol,
         checkpoint=get_checkpoint_dir,
         pairs=lambda wildcards: get_probe_pairs(wildcards.model),
         data=get_probe_data,
@@ -19,41 +31,25 @@ rule probe_replacement:
         kl=lambda wildcards: canonical(config["models"][wildcards.model]["kl"]),
         batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
         rope=lambda wildcards: "on" if rope_is_on(config["models"][wildcards.model]) else "off",
-        progress=get_progress_path("replacement"),
+        progress=lambda wildcards: get_progress_path(wildcards.protocol)(wildcards),
         metadata=get_metadata,
         placement=get_placement,
     log:
-        "logs/{model}/{revision}/probe_replacement.log",
+        "logs/{model}/{revision}/probe_{protocol}.log",
     benchmark:
-        "benchmarks/{model}/{revision}/probe_replacement.tsv"
+        "benchmarks/{model}/{revision}/probe_{protocol}.tsv"
     threads: 4
     resources:
         gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=15),
+        runtime=probe_runtime,
     conda:
         "../../envs/torch.yaml"
     script:
         "../scripts/probe.py"
 
 
-use rule probe_replacement as probe_interchange with:
-    output:
-        probe=probe_file("{model}", "{revision}", "interchange"),
-    params:
-        protocol="interchange",
-        progress=get_progress_path("interchange"),
-    log:
-        "logs/{model}/{revision}/probe_interchange.log",
-    benchmark:
-        "benchmarks/{model}/{revision}/probe_interchange.tsv"
-    resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=8),
-
-
-use rule probe_replacement as probe_deletion with:
+use rule probe as probe_deletion with:
     output:
         probe=probe_file("{model}", "{revision}", "deletion"),
         representation=repr_file("{model}", "{revision}"),
@@ -67,74 +63,4 @@ use rule probe_replacement as probe_deletion with:
     resources:
         gpu=job_gpus,
         mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=2),
-
-
-# Weight-changing protocols (swapkl.probes.pairs): only for models that list them under `weight_protocols`.
-
-
-use rule probe_replacement as probe_averaging with:
-    output:
-        probe=probe_file("{model}", "{revision}", "averaging"),
-    params:
-        protocol="averaging",
-        progress=get_progress_path("averaging"),
-    log:
-        "logs/{model}/{revision}/probe_averaging.log",
-    benchmark:
-        "benchmarks/{model}/{revision}/probe_averaging.tsv"
-    resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=16),
-
-
-use rule probe_replacement as probe_head_interchange with:
-    output:
-        probe=probe_file("{model}", "{revision}", "head_interchange"),
-    params:
-        protocol="head_interchange",
-        progress=get_progress_path("head_interchange"),
-    log:
-        "logs/{model}/{revision}/probe_head_interchange.log",
-    benchmark:
-        "benchmarks/{model}/{revision}/probe_head_interchange.tsv"
-    resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=16),
-
-
-# The paper's own variants of the two (swapkl.probes.pairs): both-slot averaging, one-direction head swap.
-
-
-use rule probe_replacement as probe_averaging_paper with:
-    output:
-        probe=probe_file("{model}", "{revision}", "averaging_paper"),
-    params:
-        protocol="averaging_paper",
-        progress=get_progress_path("averaging_paper"),
-    log:
-        "logs/{model}/{revision}/probe_averaging_paper.log",
-    benchmark:
-        "benchmarks/{model}/{revision}/probe_averaging_paper.tsv"
-    resources:
-        gpu=1,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=8),
-
-
-use rule probe_replacement as probe_head_interchange_paper with:
-    output:
-        probe=probe_file("{model}", "{revision}", "head_interchange_paper"),
-    params:
-        protocol="head_interchange_paper",
-        progress=get_progress_path("head_interchange_paper"),
-    log:
-        "logs/{model}/{revision}/probe_head_interchange_paper.log",
-    benchmark:
-        "benchmarks/{model}/{revision}/probe_head_interchange_paper.tsv"
-    resources:
-        gpu=1,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=16),
+        runtime=gpu_job_runtime(minutes_per_gb=get_protocol("deletion").minutes_per_gb),

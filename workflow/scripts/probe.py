@@ -1,4 +1,4 @@
-"""Rules probe_replacement / probe_interchange / probe_deletion: one protocol on one checkpoint."""
+"""Rules probe (one per protocol of swapkl.probes.protocols) and probe_deletion: one protocol on one checkpoint."""
 
 from swapkl.hub.absence import propagate
 from swapkl.data.windows import DataSpec
