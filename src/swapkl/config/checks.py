@@ -6,7 +6,8 @@ It raises :class:`ConfigError` with that path first. Where the number of blocks 
 (a demo model's ``demo.num_layers``, a local checkpoint's ``config.json``, the model a ``same_weights_as``
 shares), budgets, fixed sets and the clustered region are checked against it.
 
-Pure: the standard library only (common.smk loads it by path, where Snakemake runs without torch).
+Pure: the standard library and the protocol registry only (common.smk imports it where Snakemake runs without
+torch).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import re
 
 from swapkl.config.feasible import max_budget
+from swapkl.probes.protocols import weight_protocol_names
 
 #: config.json fields that hold the number of transformer blocks, by architecture family
 N_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
@@ -200,6 +202,15 @@ def _check_seeds(name: str, model: dict, models: dict) -> None:
                                    "deletion probe")
 
 
+def _check_weight_protocols(name: str, model: dict) -> None:
+    """Every name under weight_protocols is a weight-changing protocol of the registry (the schema's enum)."""
+    allowed = weight_protocol_names()
+    for protocol in model["weight_protocols"]:
+        if protocol not in allowed:
+            _fail(f"models.{name}.weight_protocols", f"{protocol!r} is not a weight-changing probe protocol "
+                                                     f"(swapkl.probes.protocols): choose from {', '.join(allowed)}")
+
+
 def _check_demo(name: str, model: dict) -> None:
     """A demo model saves stepN checkpoints with N <= demo.steps."""
     if "demo" not in model:
@@ -219,6 +230,7 @@ def check_config(cfg: dict, base_dir: str = ".") -> None:
     models = cfg["models"]
     for name, model in models.items():  # each model's own values first
         _check_demo(name, model)
+        _check_weight_protocols(name, model)
         _check_pair_sets(name, model)
         _check_perplexity_text(f"models.{name}.prune.eval", model["prune"]["eval"])
         _check_relevance(name, model)

@@ -11,7 +11,6 @@ import pkgutil
 from swapkl.probes.protocols.protocol_registry import (
     Protocol,
     build_variants,
-    check_weight_protocols,
     get_protocol,
     head_protocol_names,
     parse_protocols,
@@ -25,5 +24,5 @@ from swapkl.probes.protocols.protocol_registry import (
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["Protocol", "build_variants", "check_weight_protocols", "get_protocol", "head_protocol_names",
+__all__ = ["Protocol", "build_variants", "get_protocol", "head_protocol_names",
            "parse_protocols", "protocol_names", "protocols_help", "register", "registered", "weight_protocol_names"]

@@ -136,16 +136,6 @@ def build_variants(protocols: list[str], pair_set: str, n_layers: int, n_units: 
     return out
 
 
-def check_weight_protocols(names, where: str) -> None:
-    """Raise naming ``where`` unless every name is a registered weight-changing protocol (the config's
-    ``weight_protocols``)."""
-    allowed = weight_protocol_names()
-    for name in names:
-        if name not in allowed:
-            raise SwapKLError(f"{where}: {name!r} is not a weight-changing probe protocol: choose from "
-                              + ", ".join(allowed))
-
-
 def protocols_help() -> str:
     """One line per protocol: its name and help (``swapkl probe --help``)."""
     return "; ".join(f"{p.name}: {p.help}" for p in registered())
