@@ -11,12 +11,9 @@ from swapkl.probes.protocols.averaging import averaging
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 
 
-def _variants(pairs, n_layers: int, n_units: int) -> list[Variant]:
-    out = []
-    for i, j in pairs:
-        v = averaging(i, j, n_layers)
-        out.append(Variant("toy_average", i, j, v.order, blocks=v.blocks))
-    return out
+def _variants(pairs, n_layers, n_units):  # pairs: the pair set's (i, j), i < j
+    return [Variant("toy_average", i, j, averaging(i, j, n_layers).order, blocks=averaging(i, j, n_layers).blocks)
+            for i, j in pairs]
 
 
 register(Protocol("toy_average", order=1000, variants=_variants, pairs="unordered", changes_weights=True,
