@@ -28,7 +28,7 @@ from swapkl.options import require_int
 from swapkl.probes.pairs import Variant
 
 
-#: ids of blocks added with add_block start below every id a variant's recipe uses (swapkl.probes.pairs)
+#: ids of blocks added with add_block start below every id a variant's recipe uses (swapkl.probes.protocols)
 _FIRST_ADDED = 2**40
 
 
