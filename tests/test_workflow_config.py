@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from swapkl.config.revision_names import REVISION_PATTERN
+
 REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "config.yaml"
 DEMO = REPO / "config" / "demo.yaml"
@@ -754,5 +756,5 @@ def test_every_rule_env_file_is_pinned_and_installs_swapkl():
 def test_revision_wildcard_constraint_matches_the_schema():
     schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
     common = (REPO / "workflow" / "rules" / "common.smk").read_text()
-    constraint = re.search(r'^REVISION_REGEX = r"(.*)"$', common, re.M).group(1)
-    assert schema["$defs"]["revision"]["pattern"] == f"^({constraint})$"
+    assert re.search(r"^\s+revision=REVISION_REGEX,$", common, re.M)  # the wildcard constraint is the pattern
+    assert schema["$defs"]["revision"]["pattern"] == f"^({REVISION_PATTERN})$"
