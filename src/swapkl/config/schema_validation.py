@@ -40,7 +40,7 @@ def schema_error_message(err: jsonschema.ValidationError) -> str:
 
 def load_schema(path: str | Path) -> dict:
     with open(path, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml's parser when there
 
 
 def validate_schema(cfg: dict, schema: dict) -> None:

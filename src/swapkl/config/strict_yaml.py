@@ -12,7 +12,7 @@ class _Duplicate(Exception):
     pass
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when there
     def construct_mapping(self, node, deep=False):
         first = {}
         for key_node, _ in node.value:
