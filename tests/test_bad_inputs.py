@@ -2,8 +2,9 @@
 the culprit, a non-zero exit and no output file.
 
 CLI rows run ``swapkl.cli.main`` in-process and compare the ``swapkl: error:`` line of stderr
-exactly (exit code 2). Config rows run ``snakemake --dry-run --replace-workflow-config --configfile BAD.yaml`` from the
-repository root and compare its ``Invalid config:`` line (exit code 1). The table in
+exactly (exit code 2). Config rows run the workflow's config validation (swapkl.config) on BAD.yaml and compare
+its ``Invalid config:`` line; two of them also run ``snakemake --dry-run --replace-workflow-config --configfile
+BAD.yaml`` from the repository root (exit code 1, the same line). The table in
 docs/bad_inputs.md is checked against the templates here, so the two cannot drift apart.
 """
 
@@ -25,6 +26,7 @@ import yaml
 from safetensors.torch import load_file
 from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
+from direct_config import refusal_of_file
 from swapkl import cli
 from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
@@ -981,38 +983,47 @@ CONFIG_TEXT_CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def config_runs(tmp_path_factory):
-    """``snakemake --dry-run`` on each bad config, all started at once (each takes a few seconds).
-
-    Returns name -> (exit code, output, config path)."""
-    if not (REPO / "Snakefile").is_file():
-        pytest.skip("the workflow (Snakefile) is not there")
-    snakemake = Path(sys.executable).with_name("snakemake")
-    root = tmp_path_factory.mktemp("configs")
+def _config_files(root: Path, names) -> dict:
+    """name -> the bad config file of that case (its local checkpoint folder under ``root``)."""
     paths = {}
-    for name, (mutate, _) in CONFIG_CASES.items():
-        model = {"local": str(root / "checkpoints"), "revisions": ["step0"]}
-        mutate(model)
+    for name in names:
         paths[name] = root / (name.replace(" ", "_") + ".yaml")
-        paths[name].write_text(yaml.safe_dump({"models": {"m": model}}))
-    for name, (text, _) in CONFIG_TEXT_CASES.items():
-        paths[name] = root / (name.replace(" ", "_") + ".yaml")
-        paths[name].write_text(text.format(checkpoints=root / "checkpoints"))
-    procs = {name: subprocess.Popen([str(snakemake), "--dry-run", "--nolock", "--replace-workflow-config", "--configfile", str(path)], cwd=REPO,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for name, path in paths.items()}
-    return {name: (p.wait(timeout=300), p.stdout.read(), paths[name]) for name, p in procs.items()}
+        if name in CONFIG_CASES:
+            model = {"local": str(root / "checkpoints"), "revisions": ["step0"]}
+            CONFIG_CASES[name][0](model)
+            paths[name].write_text(yaml.safe_dump({"models": {"m": model}}))
+        else:
+            paths[name].write_text(CONFIG_TEXT_CASES[name][0].format(checkpoints=root / "checkpoints"))
+    return paths
+
+
+def _template(name: str, path: Path) -> str:
+    return CONFIG_TEXT_CASES[name][1].format(path=path) if name in CONFIG_TEXT_CASES else CONFIG_CASES[name][1]
 
 
 @pytest.mark.parametrize("name", list(CONFIG_CASES) + list(CONFIG_TEXT_CASES))
-def test_config_bad_input(name, config_runs):
-    code, output, path = config_runs[name]
-    template = CONFIG_CASES[name][1] if name in CONFIG_CASES else CONFIG_TEXT_CASES[name][1]
-    assert code == 1
-    lines = [ln for ln in output.splitlines() if ln.startswith("Invalid config:")]
-    assert lines == [template.format(path=path) if name in CONFIG_TEXT_CASES else template]
-    assert "Traceback" not in output
+def test_config_bad_input(name, tmp_path):
+    """The workflow's config validation (swapkl.config, called directly) refuses each case in one line."""
+    path = _config_files(tmp_path, [name])[name]
+    assert refusal_of_file(path, base_dir=tmp_path) == _template(name, path)
+
+
+def test_config_bad_input_stops_snakemake_in_one_line(tmp_path):
+    """The wiring: `snakemake --dry-run` with a bad config file exits 1 with exactly that line, no traceback (a
+    case found in the file's text, so the config file's path reaches the check, and a schema case)."""
+    if not (REPO / "Snakefile").is_file():
+        pytest.skip("the workflow (Snakefile) is not there")
+    snakemake = Path(sys.executable).with_name("snakemake")
+    paths = _config_files(tmp_path, ["model key given twice", "wrong type"])
+    procs = {name: subprocess.Popen([str(snakemake), "--dry-run", "--nolock", "--replace-workflow-config",
+                                     "--configfile", str(path)], cwd=REPO, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+             for name, path in paths.items()}
+    for name, proc in procs.items():
+        code, output = proc.wait(timeout=300), proc.stdout.read()
+        assert code == 1
+        assert [ln for ln in output.splitlines() if ln.startswith("Invalid config:")] == [_template(name, paths[name])]
+        assert "Traceback" not in output
 
 
 # ----------------------------------------------------------------------------------------- the catalogue

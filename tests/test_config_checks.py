@@ -1,8 +1,8 @@
 """swapkl.config.checks, called directly (no Snakemake run): values that pass the JSON schema but cannot
 work are refused, each naming its key path; every published config passes.
 
-The configs go through the workflow's own schema first (snakemake.utils.validate fills the defaults), as
-common.smk does before it calls check_config.
+The configs go through the workflow's own schema first (snakemake.utils.validate fills the defaults, as
+swapkl.config.schema_validation does before swapkl.config.validation calls check_config).
 """
 
 from __future__ import annotations

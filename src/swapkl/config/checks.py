@@ -6,17 +6,19 @@ It raises :class:`ConfigError` with that path first. Where the number of blocks 
 (a demo model's ``demo.num_layers``, a local checkpoint's ``config.json``, the model a ``same_weights_as``
 shares), budgets, fixed sets and the clustered region are checked against it.
 
-Pure: the standard library and the protocol registry only (common.smk imports it where Snakemake runs without
-torch).
+Pure: the standard library and the protocol registry only (the workflow imports it where Snakemake runs
+without torch).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 
+from swapkl.config import ConfigError
 from swapkl.config.feasible import max_budget
+from swapkl.config.pair_sets import pair_reach
+from swapkl.config.revision_names import step_of
 from swapkl.probes.protocols import weight_protocol_names
 
 #: config.json fields that hold the number of transformer blocks, by architecture family
@@ -25,26 +27,8 @@ N_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
 DEMO_TASKS = ("demo_next_word", "demo_continuation")
 
 
-class ConfigError(ValueError):
-    """A config value that cannot work; the message starts with its key path."""
-
-
-
-
 def _fail(where: str, message: str):
     raise ConfigError(f"{where}: {message}")
-
-
-def _step(revision: str) -> int | None:
-    match = re.fullmatch(r"step([0-9]+)", revision)
-    return int(match.group(1)) if match else None
-
-
-def _reach(pair_set: str) -> int | None:
-    """Largest |i-j| of a pair set (None: `all`)."""
-    if pair_set == "all":
-        return None
-    return 1 if pair_set == "adjacent" else int(pair_set.split(":")[1])
 
 
 # ------------------------------------------------------------------------------------------ number of blocks
@@ -87,9 +71,9 @@ def known_layers(name: str, models: dict, base_dir: str = ".") -> dict[str, int]
 
 
 def _check_pair_sets(name: str, model: dict) -> None:
-    seen: dict[int | None, int] = {}
+    seen: dict[float, int] = {}
     for i, pair_set in enumerate(model["pair_sets"]):
-        reach = _reach(pair_set)
+        reach = pair_reach(pair_set)
         if reach in seen:
             first = model["pair_sets"][seen[reach]]
             _fail(f"models.{name}.pair_sets.{i}", f"{pair_set!r} is the same pairs as {first!r} "
@@ -186,9 +170,9 @@ def _check_seeds(name: str, model: dict, models: dict) -> None:
     revisions = seeds["revisions"]
     if revisions is not None:
         for i, revision in enumerate(revisions):
-            if model["trajectory"] and _step(revision) is None:
+            if model["trajectory"] and step_of(revision) is None:
                 _fail(f"{where}.revisions.{i}", f"{revision!r}: trajectory models need stepN revisions")
-            if "demo" in model and (_step(revision) is None or _step(revision) > model["demo"]["steps"]):
+            if "demo" in model and (step_of(revision) is None or step_of(revision) > model["demo"]["steps"]):
                 _fail(f"{where}.revisions.{i}", f"{revision!r}: demo members save stepN with N <= "
                                                 f"demo.steps={model['demo']['steps']}")
         pruned = model["prune"]["revisions"]
@@ -216,7 +200,7 @@ def _check_demo(name: str, model: dict) -> None:
     if "demo" not in model:
         return
     steps = model["demo"]["steps"]
-    bad = [r for r in model["revisions"] if _step(r) is None or _step(r) > steps]
+    bad = [r for r in model["revisions"] if step_of(r) is None or step_of(r) > steps]
     if bad:
         _fail(f"models.{name}.revisions", f"demo models save stepN with N <= demo.steps={steps}, got {bad}")
     late = [step for step in model["demo"]["save_steps"] if step > steps]

@@ -1,5 +1,5 @@
 """How many blocks a pruning run can remove. Pure (standard library only), so that the workflow's config
-validation (:mod:`swapkl.config.checks`, loaded by path where Snakemake runs) uses the same definition as
+validation (:mod:`swapkl.config.checks`, imported where Snakemake runs without torch) uses the same definition as
 the pruning run itself."""
 
 from __future__ import annotations

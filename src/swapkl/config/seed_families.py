@@ -14,7 +14,7 @@ name). Its members are
 
 :func:`expand_seed_families` turns a validated config's ``models`` into plain models (every member an
 ordinary model of the workflow) and the family table that the across-seed statistics read. It is
-pure (no Snakemake, no torch): common.smk calls it once, after the schema has filled the defaults.
+pure (no Snakemake, no torch): :func:`swapkl.config.validation.validate_config` calls it once, after the schema has filled the defaults.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import copy
 import re
 import string
 
+from swapkl.config import ConfigError
 #: what differs between the members of a family (PolyPythias: `seed{N}` both, `data-seed{N}` data
 #: order only, `weight-seed{N}` initialisation only)
 VARIES = ("both", "data", "init")
@@ -30,7 +31,7 @@ VARIES = ("both", "data", "init")
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-class SeedFamilyError(ValueError):
+class SeedFamilyError(ConfigError):
     """A seeds block that cannot be expanded; the message names the config field."""
 
 

@@ -194,7 +194,7 @@ def run_healed_probe(model: str, probe_files: list[str], out: str, *, data, cali
     from swapkl.data.windows import load_windows
     from swapkl.model.loading import load_model
     from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.probes.probe import step_of
+    from swapkl.config.revision_names import step_of
     from swapkl.tables.schemas import PROBE_SCHEMA, read_frame
 
     unknown = sorted(set(protocols) - set(HEALED))

@@ -10,24 +10,20 @@ batch, runs the variant, and frees them). The probe protocols that build variant
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from swapkl.config import ConfigError, pair_sets
 from swapkl.errors import SwapKLError
 
-_WITHIN = re.compile(r"^within:([0-9]+)$")
 
 
 def parse_pair_set(spec: str) -> tuple[str, int | None]:
-    """Return ("adjacent", 1) / ("within", K) / ("all", None) for a pair-set name."""
-    if spec == "adjacent":
-        return "adjacent", 1
-    if spec == "all":
-        return "all", None
-    m = _WITHIN.match(spec)
-    if m and int(m.group(1)) >= 1:
-        return "within", int(m.group(1))
-    raise SwapKLError(f"unknown pair set {spec!r}: expected 'adjacent', 'within:K' (K>=1) or 'all'")
+    """Return ("adjacent", 1) / ("within", K) / ("all", None) for a pair-set name
+    (:func:`swapkl.config.pair_sets.parse_pair_set`, reported as a :class:`SwapKLError`)."""
+    try:
+        return pair_sets.parse_pair_set(spec)
+    except ConfigError as err:
+        raise SwapKLError(str(err)) from None
 
 
 def max_distance(spec: str, n_layers: int) -> int:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import sys
 from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
 
+from swapkl.config.revision_names import step_of
 from swapkl.tables import provenance
 from swapkl.stats.bootstrap import ratio_mean
 from swapkl.data.windows import DataSpec, check_spec, check_windows, load_windows
@@ -37,11 +37,6 @@ from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA
 from swapkl.model.batch_loop import BASE, sweep, window_batches
 
 log = logging.getLogger(__name__)
-
-
-def step_of(revision: str | None) -> int | None:
-    m = re.fullmatch(r"step([0-9]+)", revision or "")
-    return int(m.group(1)) if m else None
 
 
 def _fingerprint(**parts) -> str:

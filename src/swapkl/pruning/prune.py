@@ -61,7 +61,7 @@ from swapkl.options import require_device, require_int
 from swapkl.probes.pairs import Variant
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
-from swapkl.probes.probe import step_of
+from swapkl.config.revision_names import step_of
 from swapkl.pruning.inputs import (  # noqa: F401  (check_disjoint, read_probe_inputs: public here as before)
     check_budgets,
     check_disjoint,

@@ -201,7 +201,7 @@ def run_covariates(model: str, out: str, *, revision: str | None = None, pairs: 
     from swapkl.model.loading import load_model
     from swapkl.options import require_device, require_int
     from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.probes.probe import step_of
+    from swapkl.config.revision_names import step_of
 
     parse_pair_set(pairs)
     require_int("batch_size", batch_size, 1)

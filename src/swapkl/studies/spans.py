@@ -215,7 +215,7 @@ def run_spans(model: str, out: str, *, data, revision: str | None = None, varian
     from swapkl.model.loading import load_model
     from swapkl.options import require_device
     from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.probes.probe import step_of
+    from swapkl.config.revision_names import step_of
     from swapkl.model.batch_loop import window_batches
 
     kinds = parse_variants(variants)

@@ -1,0 +1,189 @@
+"""Constraints between the fields of the seed-expanded config that JSON schema cannot express: model and
+revision names that would share a path with the workflow's own files, revision lists of each stage, text
+that must be held out, and the settings one stage needs from another. Each raises :class:`ConfigError`
+naming the key path. (:mod:`swapkl.config.checks` holds the checks of the config as the user wrote it.)"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+from swapkl.config import ConfigError
+from swapkl.config.pair_sets import pair_reach
+from swapkl.config.revision_names import step_of
+from swapkl.data.text_sources import source_key
+
+# Names that the workflow itself uses next to the per-model folders and files (logs/, benchmarks/, results/...,
+# resources/): a model named like one of them would share a path with it. Model names with a file
+# extension of the workflow's outputs are refused for the same reason (e.g. logs/aggregate_results.log).
+RESERVED_MODEL_NAMES = ("demo", "figures", "probes", "pruning", "checkpoints", "models", "corpus", "tokenizer")
+OUTPUT_EXTENSIONS = (".log", ".tsv", ".parquet", ".png", ".pdf", ".jsonl", ".json", ".txt", ".yaml", ".html")
+#: demo architectures with rotary position embeddings (what `rope: off` can switch off)
+ROPE_ARCHS = ("gpt_neox", "llama", "qwen3")
+
+
+def _fail(where: str, message: str):
+    raise ConfigError(f"{where}: {message}")
+
+
+def per_model_files(rules_dir: str) -> dict[str, set[str]]:
+    """{folder: names} of the files the rules write next to the per-revision folders of a model, e.g.
+    logs/{model}/plot_gap_trajectory.log beside logs/{model}/{revision}/, read from the rule files."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(glob.glob(os.path.join(rules_dir, "*.smk"))):
+        with open(path, encoding="utf-8") as fh:
+            for folder, file in re.findall(r'"([a-z_/]+)/\{model\}/([^{}/"]+)"', fh.read()):
+                found.setdefault(folder, set()).add(file)
+    return found
+
+
+def rope_is_on(model: dict) -> bool:
+    """`rope: off` (or YAML's bare off, read as false) switches rotary embeddings off."""
+    return model.get("rope", "on") not in ("off", False)
+
+
+def _check_model_names(models: dict) -> None:
+    lowered = {}
+    for name in models:
+        if name in RESERVED_MODEL_NAMES:
+            _fail(f"models.{name}", f"the workflow uses {name!r} for its own folders; choose another model name")
+        ext = next((e for e in OUTPUT_EXTENSIONS if name.lower().endswith(e)), None)
+        if ext:
+            _fail(f"models.{name}", f"a model name ending in {ext!r} can collide with the workflow's own files "
+                                    "(e.g. logs/aggregate_results.log); choose a name without that extension")
+        if name.lower() in lowered:
+            _fail(f"models.{name}", f"differs from models.{lowered[name.lower()]} only in case; their folders "
+                                    "would be the same on a case-insensitive file system")
+        lowered[name.lower()] = name
+
+
+def _check_revision_names(name: str, model: dict, files: dict[str, set[str]]) -> None:
+    """A revision names a folder (logs/{model}/{revision}/...) or a file stem; it must not be the name of a
+    per-model file of the workflow in the same folder, or the two would share one path."""
+    for i, revision in enumerate(model["revisions"]):
+        for folder, names in sorted(files.items()):
+            clash = sorted(f for f in names if f == revision or f.rsplit(".", 1)[0] == revision)
+            if clash:
+                _fail(f"models.{name}.revisions.{i}",
+                      f"revision {revision!r} would share a path with the workflow's own file {folder}/{name}/"
+                      f"{clash[0]}; choose another revision name")
+
+
+def _check_pruning_texts(name: str, model: dict) -> None:
+    """The perplexity text of pruning must be held out from the probe windows and the calibration windows."""
+    if not model["prune"]["enabled"] or model["prune"]["allow_overlap"]:
+        return  # allow_overlap: the paper's protocol, an explicit opt-in recorded in the provenance
+    evaluation = model["prune"]["eval"]
+    for role, field, spec in (("probe", "data", model["data"]),
+                              ("calibration", "prune.calibration", model["prune"]["calibration"])):
+        if source_key(**evaluation) == source_key(**spec):
+            _fail(f"models.{name}.prune.eval", f"the evaluation text is the {role} text (models.{name}.{field}); "
+                                               "perplexity must be measured on held-out text: use another split or file")
+
+
+def _check_listed(name: str, model: dict, key: str, revisions) -> None:
+    """A stage's revision list (or `all`) names only revisions of the model."""
+    if revisions != "all":
+        unknown = [r for r in revisions if r not in model["revisions"]]
+        if unknown:
+            _fail(f"models.{name}.{key}.revisions", f"{unknown} not in models.{name}.revisions")
+
+
+def _check_healed_probes(name: str, model: dict) -> None:
+    """Healed probes need their base protocols and calibration text that is not the probe windows' source."""
+    healed = model["healed_probes"]
+    if not healed["enabled"]:
+        return
+    _check_listed(name, model, "healed_probes", healed["revisions"])
+    if "healed_deletion" in healed["protocols"] and not model["deletion"]:
+        _fail(f"models.{name}.healed_probes.protocols", "healed_deletion needs the deletion probe")
+    if "tokens" in model["data"] or source_key(**healed["calibration"]) == source_key(**model["data"]):
+        _fail(f"models.{name}.healed_probes.calibration", "the calibration text must be another source than the "
+              f"probe windows (models.{name}.data)")
+
+
+def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
+    """Consistency of a model's scaling / rope / jacobian / convergence settings."""
+    if model.get("rope_pairs") and (rope_is_on(model) or "same_weights_as" not in model):
+        _fail(f"models.{name}.rope_pairs", "only for a `rope: off` model with `same_weights_as` (the RoPE-on "
+                                           "reference)")
+    bad = [p for p in model.get("rope_pairs", []) if p[1] != p[0] + 1]
+    if bad:
+        _fail(f"models.{name}.rope_pairs", f"{bad} are not adjacent pairs [i, i+1]")
+    reference = model.get("domain_slice_of")
+    if reference is not None:
+        other = models.get(reference)
+        if other is None or not other["prune"]["enabled"] or not model["prune"]["enabled"]:
+            _fail(f"models.{name}.domain_slice_of", f"{reference!r} must be another model of this config, and "
+                                                    "both must have prune.enabled")
+    if not rope_is_on(model) and "demo" in model and model["demo"]["arch"] not in ROPE_ARCHS:
+        _fail(f"models.{name}.rope", "rope off needs a RoPE architecture")
+
+
+def _check_relevance(name: str, model: dict) -> None:
+    relevance = model["relevance"]
+    if not relevance["enabled"]:
+        return
+    _check_listed(name, model, "relevance", relevance["revisions"])
+    if not (relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
+            or relevance["lm_sets"]):
+        _fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks, lm_eval_tasks or lm data")
+    if "lm" in relevance and "lm" in relevance["lm_sets"]:
+        _fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
+    if relevance["demo_tasks"] and "demo" not in model:
+        _fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
+
+
+def _check_pruning(name: str, model: dict) -> None:
+    prune, relevance = model["prune"], model["relevance"]
+    if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
+        _fail(f"models.{name}.deletion", "pruning and relevance need the deletion probe (and its BI baseline)")
+    if prune["score_pairs"] is not None and pair_reach(prune["score_pairs"]) > max(map(pair_reach, model["pair_sets"])):
+        _fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
+              f"{model['pair_sets']}")
+    if model["heal"]["enabled"] and not (prune["enabled"] and prune["export_guides"]):
+        _fail(f"models.{name}.heal", "healing starts from the exported pruned models: enable prune and name "
+              "prune.export_guides")
+
+
+def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]]) -> None:
+    _check_pruning_texts(name, model)
+    _check_revision_names(name, model, files)
+    _check_scale_mechanisms(name, model, models)
+    if model["trajectory"]:
+        bad = [r for r in model["revisions"] if step_of(r) is None]
+        if bad:
+            _fail(f"models.{name}.revisions", f"trajectory models need stepN revisions, got {bad}")
+    if model["rope_scaling"] != "config" and (model["covariates"] or model["relevance"]["enabled"]):
+        _fail(f"models.{name}.rope_scaling", "applies to the probes and pruning only; the covariates and relevance "
+              "jobs would run with the config's RoPE scaling: switch them off for this model")
+    _check_listed(name, model, "prune", model["prune"]["revisions"])
+    _check_relevance(name, model)
+    if model["spans"]["enabled"]:
+        _check_listed(name, model, "spans", model["spans"]["revisions"])
+    if model["max_memory"] is not None and model["device_map"] is None:
+        _fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")
+    _check_pruning(name, model)
+    _check_healed_probes(name, model)
+    region = model["prune"]["clustered_region"]
+    if region is not None and region[0] >= region[1]:
+        _fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")
+    owner = model.get("same_weights_as")
+    if owner is not None:
+        other = models.get(owner)
+        if other is None or "same_weights_as" in other:
+            _fail(f"models.{name}.same_weights_as", f"{owner!r} must be another model of this config with its "
+                  "own source, local directory or demo block")
+
+
+def check_consistency(cfg: dict, files: dict[str, set[str]]) -> None:
+    """Every check above on the seed-expanded config (``files``: :func:`per_model_files`), in the order the
+    messages have always come in: names first, then each model, then that some model is enabled."""
+    models = cfg["models"]
+    _check_model_names(models)
+    for name, model in models.items():
+        _check_model(name, model, models, files)
+    if not any(model["enabled"] for model in models.values()):
+        _fail("models", "no model is enabled")
+

@@ -1,0 +1,60 @@
+"""Where each file of a model and revision lives: the workflow's output paths, in one place."""
+
+from __future__ import annotations
+
+import os
+
+DEMO_DIR = "resources/demo"
+DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
+FIGURE_FORMATS = ("png", "pdf")
+
+
+def figure_files(stem: str) -> list[str]:
+    return [f"results/figures/{stem}.{ext}" for ext in FIGURE_FORMATS]
+
+
+def probe_file(model: str, revision: str, protocol: str) -> str:
+    return f"results/probes/{model}/{revision}/{protocol}.parquet"
+
+
+def progress_file(model: str, revision: str, protocol: str) -> str:
+    """Resume file of a probe job: not a declared log or output, so Snakemake keeps it across attempts."""
+    return f"logs/{model}/{revision}/probe_{protocol}.progress.jsonl"
+
+
+def _per_checkpoint(template: str):
+    """The path function ``(model, revision) -> path`` of a per-checkpoint file laid out as ``template``."""
+
+    def path(model: str, revision: str) -> str:
+        return template.format(model=model, revision=revision)
+
+    path.template = template
+    return path
+
+
+pruning_file = _per_checkpoint("results/pruning/{model}/{revision}/pruning.parquet")
+agreement_file = _per_checkpoint("results/pruning/{model}/{revision}/agreement.parquet")
+recovery_file = _per_checkpoint("results/recovery/{model}/{revision}/recovery.parquet")
+export_dir = _per_checkpoint("results/exports/{model}/{revision}")
+healed_file = _per_checkpoint("results/healed_probes/{model}/{revision}.parquet")
+test_agreement_file = _per_checkpoint("results/test_agreement/{model}/{revision}.parquet")
+relevance_file = _per_checkpoint("results/relevance/{model}/{revision}.parquet")
+covariate_file = _per_checkpoint("results/covariates/{model}/{revision}.parquet")
+span_file = _per_checkpoint("results/spans/{model}/{revision}.parquet")
+jacobian_file = _per_checkpoint("results/jacobian/{model}/{revision}.parquet")
+repr_file = _per_checkpoint("results/probes/{model}/{revision}/representation.parquet")
+
+
+def checkpoint_dir(model_name: str, model: dict, revision: str) -> str:
+    """The Hugging Face checkpoint directory of a model's revision (``model``: its config entry, which
+    holds one of source, local, demo)."""
+    if "source" in model:
+        return f"resources/checkpoints/{model_name}/{revision}"
+    if "local" in model:
+        return os.path.join(model["local"], revision)
+    return f"{DEMO_DIR}/models/{model_name}/{revision}"
+
+
+def demo_run_dir(model_name: str) -> str:
+    """The directory of a demo model's whole training run (every stepN checkpoint)."""
+    return f"{DEMO_DIR}/models/{model_name}"

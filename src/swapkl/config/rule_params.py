@@ -1,0 +1,162 @@
+"""The inputs, parameters and resources of each rule's jobs, as functions of a job's wildcards (any object
+with ``.model`` and ``.revision``), so the rule files only name them. Settings go through
+:func:`swapkl.config.job_settings.canonical`, so reordering keys in the config file does not re-run a job."""
+
+from __future__ import annotations
+
+from swapkl.config import captions, job_settings
+from swapkl.config.checks import DEMO_TASKS
+from swapkl.config.job_settings import settings_hash, text_files, without_nulls
+from swapkl.config.layout import DEMO_DIR, probe_file, progress_file, pruning_file, repr_file
+from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
+
+
+class RuleParams:
+    def __init__(self, plan: StudyPlan):
+        self.plan = plan
+        self.cfg = plan.cfg
+
+    def _model(self, wildcards) -> dict:
+        return self.cfg["models"][wildcards.model]
+
+    # ------------------------------------------------------------------------------------------- checkpoints
+
+    def checkpoint_dir(self, wildcards) -> str:
+        return self.plan.checkpoint_dir(wildcards.model, wildcards.revision)
+
+    def checkpoint_input(self, wildcards) -> str:
+        return self.plan.checkpoint_input(wildcards.model, wildcards.revision)
+
+    # ------------------------------------------------------------------------------------------- probes
+
+    def probe_data(self, wildcards) -> dict:
+        """keyword arguments of swapkl.data.windows.DataSpec for the probe windows."""
+        return without_nulls(self._model(wildcards)["data"])
+
+    def probe_inputs(self, wildcards) -> dict:
+        return {"checkpoint": self.checkpoint_input(wildcards), "text": text_files(self._model(wildcards)["data"])}
+
+    def probe_settings(self, model: str) -> dict:
+        return job_settings.probe_settings(self.cfg["models"][model], self.plan.probe_pairs(model))
+
+    def placement(self, wildcards) -> dict:
+        return job_settings.placement(self._model(wildcards))
+
+    def job_gpus(self, wildcards) -> int:
+        return job_settings.job_gpus(self._model(wildcards))
+
+    def metadata(self, wildcards) -> dict:
+        """Provenance that swapkl stores with the results: the config's name for the model, the revision
+        label and a hash of the settings that produced them."""
+        return {"model": wildcards.model, "revision": wildcards.revision,
+                "config_sha256": settings_hash(self.probe_settings(wildcards.model))}
+
+    def demo_settings(self, wildcards) -> dict:
+        return job_settings.demo_settings(self._model(wildcards))
+
+    def save_steps(self, wildcards) -> list[int]:
+        return job_settings.save_steps(self._model(wildcards))
+
+    @staticmethod
+    def progress_path(protocol: str):
+        """The resume file of a probe protocol's jobs, as a function of the wildcards."""
+        return lambda wildcards: progress_file(wildcards.model, wildcards.revision, protocol)
+
+    # ------------------------------------------------------------------------------------------- pruning
+
+    def prune_settings(self, model: str) -> dict:
+        return job_settings.prune_settings(self.cfg["models"][model], self.probe_settings(model))
+
+    def selection_options(self, wildcards) -> dict:
+        return job_settings.selection_options(self._model(wildcards))
+
+    def prune_metadata(self, wildcards) -> dict:
+        return {"model": wildcards.model, "revision": wildcards.revision,
+                "config_sha256": settings_hash(self.prune_settings(wildcards.model))}
+
+    def prune_inputs(self, wildcards) -> dict:
+        model, revision, prune = wildcards.model, wildcards.revision, self._model(wildcards)["prune"]
+        return {
+            "checkpoint": self.checkpoint_input(wildcards),
+            "probes": [probe_file(model, revision, protocol) for protocol in PROBE_PROTOCOLS],
+            "representation": repr_file(model, revision),
+            "text": text_files(prune["eval"], prune["calibration"]),
+        }
+
+    def export_inputs(self, wildcards) -> dict:
+        return {"checkpoint": self.checkpoint_input(wildcards),
+                "pruning": pruning_file(wildcards.model, wildcards.revision)}
+
+    # ------------------------------------------------------------------------------------------- relevance
+
+    def relevance_tasks(self, wildcards) -> list[str]:
+        relevance = self._model(wildcards)["relevance"]
+        demo = [f"{DEMO_DIR}/tasks/{task}.yaml" for task in DEMO_TASKS] if relevance["demo_tasks"] else []
+        return list(relevance["tasks"]) + demo
+
+    def relevance_lm(self, wildcards) -> dict | None:
+        lm = self._model(wildcards)["relevance"].get("lm")
+        return None if lm is None else without_nulls(lm)
+
+    def relevance_lm_eval_tasks(self, wildcards) -> list[str]:
+        return list(self._model(wildcards)["relevance"]["lm_eval_tasks"])
+
+    def relevance_lm_sets(self, wildcards) -> dict:
+        """{task name: DataSpec keyword arguments} of the further language-modelling data."""
+        sets = self._model(wildcards)["relevance"]["lm_sets"]
+        return {name: without_nulls(spec) for name, spec in sorted(sets.items())}
+
+    def relevance_inputs(self, wildcards) -> dict:
+        """Inputs of a relevance job; a checkpoint that is also pruned scores its guides' pruned models too."""
+        relevance = self._model(wildcards)["relevance"]
+        specs = ([relevance["lm"]] if "lm" in relevance else []) + list(relevance["lm_sets"].values())
+        inputs = {"checkpoint": self.checkpoint_input(wildcards), "tasks": self.relevance_tasks(wildcards),
+                  "text": text_files(*specs)}
+        if wildcards.revision in self.plan.prune_revisions(wildcards.model) and relevance["pruning_guides"] != []:
+            inputs["pruning"] = pruning_file(wildcards.model, wildcards.revision)
+        return inputs
+
+    def relevance_pruning_guides(self, wildcards) -> list[str] | None:
+        """The guides whose pruned models a relevance job scores (None: all of the pruning table's)."""
+        guides = self._model(wildcards)["relevance"]["pruning_guides"]
+        return None if guides == "all" else list(guides)
+
+    # ------------------------------------------------------------------------------------------- other stages
+
+    def span_settings(self, wildcards) -> dict:
+        return job_settings.span_settings(self._model(wildcards))
+
+    def seeds_inputs(self, wildcards) -> dict:
+        members = {m for f in self.plan.seed_families().values() for m in f["members"]}
+        pruned = members & set(self.plan.models_with_pruning())
+        return {"table": "results/swapkl.parquet", **({"pruning": "results/pruning.parquet"} if pruned else {})}
+
+    # ------------------------------------------------------------------------------------------- captions
+
+    def describe_setup(self, model: str) -> str:
+        return captions.describe_setup(self.cfg, model)
+
+    def describe_pruning(self, model: str) -> str:
+        return captions.describe_pruning(self.cfg["models"][model])
+
+    def describe_spans(self, model: str) -> str:
+        return captions.describe_spans(self.cfg["models"][model])
+
+    def describe_family(self, family: str) -> str:
+        return captions.describe_family(self.cfg, self.plan.seed_families()[family]["members"])
+
+    def describe_demo_training(self) -> str:
+        return captions.describe_demo_training(self.cfg, self.plan.models_with("demo"))
+
+    # ------------------------------------------------------------------------------------------- resources
+
+    def checkpoint_size_mb(self, wildcards) -> int:
+        return job_settings.checkpoint_size_mb(self.checkpoint_dir(wildcards))
+
+    def gpu_job_mem_mb(self, wildcards, attempt: int) -> int:
+        return job_settings.gpu_job_mem_mb(self._model(wildcards), self.checkpoint_size_mb(wildcards), attempt)
+
+    def gpu_job_runtime(self, minutes_per_gb: float):
+        """The runtime resource (minutes) of a GPU job, as a function of the wildcards and the attempt."""
+        return lambda wildcards, attempt: job_settings.gpu_job_minutes(
+            minutes_per_gb, self.checkpoint_size_mb(wildcards), attempt)

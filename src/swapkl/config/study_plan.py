@@ -1,0 +1,201 @@
+"""Which models and revisions each stage of the workflow runs for, from the validated, seed-expanded config.
+
+A :class:`StudyPlan` answers every "for which checkpoints" question of the rules (probes, pruning, export,
+healing, relevance, covariates, spans, seed families, the scale and mechanism stages), so the workflow, the
+tests and anyone planning a run read the same lists.
+"""
+
+from __future__ import annotations
+
+from swapkl.config import layout
+from swapkl.config.consistency import rope_is_on
+from swapkl.config.job_settings import canonical
+from swapkl.config.pair_sets import widest_pair_set
+from swapkl.config.revision_names import last_revision
+from swapkl.probes.protocols import protocol_names, weight_protocol_names
+
+#: the probe protocols every model runs (deletion unless switched off), before its weight-changing ones: every
+#: registered protocol that changes no weights (swapkl.probes.protocols), in the registry's order
+PROBE_PROTOCOLS = tuple(p for p in protocol_names() if p not in weight_protocol_names())
+
+
+class StudyPlan:
+    """``cfg``: the validated config with seed families expanded; ``families``: those families
+    (:func:`swapkl.config.validation.validate_config` returns both)."""
+
+    def __init__(self, cfg: dict, families: dict):
+        self.cfg = cfg
+        self.models = cfg["models"]
+        self.families = families
+
+    # ------------------------------------------------------------------------------------------- models
+
+    def enabled_models(self) -> list[str]:
+        """Models that schedule jobs: enabled, and (for `same_weights_as`) sharing an enabled model's weights."""
+        return [name for name, model in self.models.items()
+                if model["enabled"] and self.models[model.get("same_weights_as", name)]["enabled"]]
+
+    def models_with(self, key: str) -> list[str]:
+        """Enabled models configured with `key` (one of source, local, demo)."""
+        return [name for name in self.enabled_models() if key in self.models[name]]
+
+    def trajectory_models(self) -> list[str]:
+        return [name for name in self.enabled_models() if self.models[name]["trajectory"]]
+
+    def revisions(self, model: str) -> list[str]:
+        return self.models[model]["revisions"]
+
+    def checkpoints(self) -> list[tuple[str, str]]:
+        """Every enabled (model, revision)."""
+        return [(model, revision) for model in self.enabled_models() for revision in self.revisions(model)]
+
+    def weights_owner(self, model: str) -> str:
+        """The model whose checkpoints ``model`` loads: its `same_weights_as`, else itself."""
+        return self.models[model].get("same_weights_as", model)
+
+    def checkpoint_dir(self, model: str, revision: str) -> str:
+        """The Hugging Face checkpoint directory that swapkl loads for model/revision."""
+        owner = self.weights_owner(model)
+        return layout.checkpoint_dir(owner, self.models[owner], revision)
+
+    def checkpoint_input(self, model: str, revision: str) -> str:
+        """What a job on model/revision depends on: the checkpoint directory, or for a demo model the
+        directory of the whole training run (which holds every step{N} checkpoint)."""
+        owner = self.weights_owner(model)
+        return layout.demo_run_dir(owner) if "demo" in self.models[owner] else self.checkpoint_dir(model, revision)
+
+    # ------------------------------------------------------------------------------------------- probes
+
+    def probe_pairs(self, model: str) -> str:
+        """The widest pair set of the model, probed once."""
+        return widest_pair_set(self.models[model]["pair_sets"])
+
+    def probe_protocols(self, model: str) -> list[str]:
+        """The protocols that change no weights (deletion unless switched off), then the model's weight-changing ones."""
+        cfg = self.models[model]
+        return [p for p in PROBE_PROTOCOLS if p != "deletion" or cfg["deletion"]] + list(cfg["weight_protocols"])
+
+    def all_probe_files(self) -> list[str]:
+        return [layout.probe_file(m, r, p) for m, r in self.checkpoints() for p in self.probe_protocols(m)]
+
+    def all_repr_files(self) -> list[str]:
+        return [layout.repr_file(m, r) for m, r in self.checkpoints() if self.models[m]["deletion"]]
+
+    def pair_sets(self) -> dict[str, list[str]]:
+        return {model: self.models[model]["pair_sets"] for model in sorted(self.enabled_models())}
+
+    # ------------------------------------------------------------------------------------------- stages
+
+    def _stage_revisions(self, model: str, block: dict) -> list[str]:
+        """The revisions a stage block (`enabled`, `revisions`: a list or `all`) runs for."""
+        if not block["enabled"]:
+            return []
+        return self.revisions(model) if block["revisions"] == "all" else block["revisions"]
+
+    def prune_revisions(self, model: str) -> list[str]:
+        return self._stage_revisions(model, self.models[model]["prune"])
+
+    def relevance_revisions(self, model: str) -> list[str]:
+        return self._stage_revisions(model, self.models[model]["relevance"])
+
+    def healed_revisions(self, model: str) -> list[str]:
+        return self._stage_revisions(model, self.models[model]["healed_probes"])
+
+    def span_revisions(self, model: str) -> list[str]:
+        return self._stage_revisions(model, self.models[model]["spans"])
+
+    def _stage_checkpoints(self, revisions_of) -> list[tuple[str, str]]:
+        return [(model, revision) for model in self.enabled_models() for revision in revisions_of(model)]
+
+    def prune_checkpoints(self) -> list[tuple[str, str]]:
+        return self._stage_checkpoints(self.prune_revisions)
+
+    def relevance_checkpoints(self) -> list[tuple[str, str]]:
+        return self._stage_checkpoints(self.relevance_revisions)
+
+    def healed_checkpoints(self) -> list[tuple[str, str]]:
+        """Checkpoints whose variants are healed (healed_probes.enabled), with their disagreement map."""
+        return self._stage_checkpoints(self.healed_revisions)
+
+    def span_checkpoints(self) -> list[tuple[str, str]]:
+        """Every (model, revision) of the models with `spans.enabled` (revisions: `spans.revisions`), in the
+        order of the model's revisions."""
+        return [(m, r) for m, r in self.checkpoints() if r in self.span_revisions(m)]
+
+    def covariate_checkpoints(self) -> list[tuple[str, str]]:
+        """Every (model, revision) of the models with `covariates: true`."""
+        return [(model, revision) for model, revision in self.checkpoints() if self.models[model]["covariates"]]
+
+    def models_with_pruning(self) -> list[str]:
+        return [model for model in self.enabled_models() if self.prune_revisions(model)]
+
+    def pruning_trajectory_models(self) -> list[str]:
+        """Trajectory models pruned at two or more revisions (I/R pruning ratio along training)."""
+        pruned = self.prune_checkpoints()
+        return [model for model in self.trajectory_models() if len([r for m, r in pruned if m == model]) >= 2]
+
+    def export_checkpoints(self) -> list[tuple[str, str]]:
+        """Pruned checkpoints whose guides' choices are exported (prune.export_guides)."""
+        return [(m, r) for m, r in self.prune_checkpoints() if self.models[m]["prune"]["export_guides"]]
+
+    def heal_checkpoints(self) -> list[tuple[str, str]]:
+        """Exported pruned checkpoints that are healed, with their unpruned control (heal.enabled)."""
+        return [(m, r) for m, r in self.export_checkpoints() if self.models[m]["heal"]["enabled"]]
+
+    # ------------------------------------------------------------------------------------------- seeds
+
+    def seed_members(self) -> set[str]:
+        """Family members other than their entry's own run: in the tables and the across-seed figures, without
+        per-model figures of their own."""
+        return {member for family in self.families.values() for member in list(family["members"])[1:]}
+
+    def seed_families(self) -> dict:
+        """{family: {"varies", "members": {model: seed}}} over the enabled members, for families with two or more."""
+        enabled = set(self.enabled_models())
+        families = {}
+        for name, family in self.families.items():
+            members = {m: seed for m, seed in family["members"].items() if m in enabled}
+            if len(members) >= 2:
+                families[name] = {"varies": family["varies"], "members": members}
+        return canonical(families)
+
+    def seed_band_families(self) -> list[str]:
+        """Families whose members are all trajectory models (gap vs training step)."""
+        trajectory = set(self.trajectory_models())
+        return [name for name, f in self.seed_families().items() if set(f["members"]) <= trajectory]
+
+    # ------------------------------------------------------------------------------------------- scale stages
+
+    def own_entries(self) -> list[str]:
+        """Enabled models other than seed family members (which copy their entry's settings)."""
+        members = self.seed_members()
+        return [m for m in self.enabled_models() if m not in members]
+
+    def _entries_with(self, test) -> list[str]:
+        return [m for m in self.own_entries() if test(self.models[m])]
+
+    def scaling_models(self) -> list[str]:
+        return self._entries_with(lambda model: model["scaling"])
+
+    def rope_counterfactual_models(self) -> list[str]:
+        return self._entries_with(lambda model: not rope_is_on(model) and "same_weights_as" in model)
+
+    def jacobian_models(self) -> list[str]:
+        return self._entries_with(lambda model: model["jacobian"]["enabled"])
+
+    def convergence_models(self) -> list[str]:
+        return self._entries_with(lambda model: model["convergence"])
+
+    def domain_slice_models(self) -> list[str]:
+        enabled = self.enabled_models()
+        return self._entries_with(lambda model: model.get("domain_slice_of") in enabled)
+
+    def predictor_validity_models(self) -> list[str]:
+        return self._entries_with(lambda model: model["predictor_validity"])
+
+    def last_revision(self, model: str) -> str:
+        """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
+        return last_revision(self.revisions(model))
+
+    def jacobian_file(self, model: str) -> str:
+        return layout.jacobian_file(model, self.last_revision(model))

@@ -1,0 +1,33 @@
+"""The one entry point of the config checks, in the workflow's order: duplicate keys in the files, the JSON
+schema (which fills the defaults), the checks of the values as written, seed-family expansion, and the
+constraints between the expanded models. Every failure is a :class:`swapkl.config.ConfigError` whose
+message names the key path (or the file and line); the workflow reports it as ``Invalid config: MESSAGE``."""
+
+from __future__ import annotations
+
+from swapkl.config import ConfigError
+from swapkl.config.checks import check_config
+from swapkl.config.consistency import check_consistency, per_model_files
+from swapkl.config.schema_validation import load_schema, validate_schema
+from swapkl.config.seed_families import expand_seed_families
+from swapkl.config.strict_yaml import check_no_duplicate_keys
+
+
+def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=(), base_dir: str = ".") -> dict:
+    """Validate ``cfg`` in place (defaults filled in, seed families expanded into plain models) and return
+    the families ``{family: {"varies": ..., "members": {model: seed}}}``.
+
+    ``configfiles``: the YAML files ``cfg`` was read from (checked for duplicate keys); ``rules_dir``: the
+    workflow's rule files (a revision must not share a path with a per-model file they write);
+    ``base_dir``: where relative checkpoint paths resolve."""
+    check_no_duplicate_keys([str(p) for p in configfiles])
+    validate_schema(cfg, load_schema(schema_path))
+    check_config(cfg, base_dir)
+    cfg["models"], families = expand_seed_families(cfg["models"])
+    check_consistency(cfg, per_model_files(rules_dir))
+    return families
+
+
+def invalid_config_message(err: ConfigError) -> str:
+    """The one line the workflow stops with when :func:`validate_config` refuses the config."""
+    return f"Invalid config: {err}"
