@@ -12,6 +12,7 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.registry import Figure, on_table, register
 
 ORANGE = "#d95f02"
 
@@ -51,3 +52,7 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         add_note(fig, "Numbers over the healed bars: net recovery = 1 - (PPL healed - PPL control) / "
                       "(PPL pruned - PPL base).")
         save_figure(fig, out_png, out_pdf)
+
+
+register(Figure("recovery", on_table(plot_recovery, "recovery"), {"recovery": "results/recovery.parquet"}, "global",
+                "recovery", "the guides' delta PPL before and after healing", targets="heal"))
