@@ -8,10 +8,9 @@ import pandas as pd
 
 from swapkl.pruning.agreement import rank_confusion, spearman
 from swapkl.errors import SwapKLError
-from swapkl.figures.pruning_figure import AGREEMENT_LABELS, PRUNE_PARAMS, plot_agreement
+from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
 from swapkl.tables.schemas import read_agreement
-from swapkl.figures.registry import Figure, register
 
 
 def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf, *,
@@ -75,13 +74,3 @@ def draw_pruning_agreement(inputs, out_png, out_pdf, *, wildcards, params):
 def draw_rank_confusion(inputs, out_png, out_pdf, *, wildcards, params):
     """The guides' rank confusion against deletion of one checkpoint."""
     plot_rank_confusion(inputs["agreement"], wildcards["model"], wildcards["revision"], out_png, out_pdf)
-
-
-AGREEMENT = "results/pruning_agreement.parquet"
-register(Figure("pruning_agreement", draw_pruning_agreement, {"agreement": AGREEMENT}, "checkpoint", "agreement",
-                "rank agreement between the pruning guides' per-layer scores, one checkpoint", targets="prune",
-                subcategory="{model}", params=PRUNE_PARAMS))
-register(Figure("rank_confusion", draw_rank_confusion, {"agreement": AGREEMENT}, "checkpoint", "agreement",
-                "rank confusion of each pruning guide against deletion, one checkpoint", rule="plot_pruning_agreement",
-                targets="prune", subcategory="{model}", labels={"figure": "rank confusion"},
-                params=PRUNE_PARAMS))

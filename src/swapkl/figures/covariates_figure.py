@@ -17,7 +17,6 @@ from swapkl.errors import SwapKLError
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
 from swapkl.tables.schemas import read_covariate_correlations
 from swapkl.config.seed_families import family_of
-from swapkl.figures.registry import Figure, register
 
 LABELS = {
     "distance": "pair distance j \u2212 i",
@@ -101,8 +100,3 @@ def plot_covariate_correlations(corr, out_png, out_pdf, *, families: dict | None
 def draw_covariates(inputs, out_png, out_pdf, *, wildcards, params):
     """Covariate correlations, seed families pooled as ``params["families"]`` says."""
     plot_covariate_correlations(inputs["correlations"], out_png, out_pdf, families=params["families"])
-
-
-register(Figure("covariates", draw_covariates, {"correlations": "results/covariate_correlations.parquet"}, "global",
-                "covariates", "Spearman correlation of each covariate with the protocol gap", targets="covariates",
-                params={"families": "families"}, plot_params=("families",)))

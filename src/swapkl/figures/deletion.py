@@ -14,7 +14,7 @@ from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, VERMILLION, add_note, figure_style, new_figure, save_figure
-from swapkl.figures.registry import AGGREGATE, Figure, on_table, register
+from swapkl.figures.registry import on_table
 
 
 def deletion_and_bi(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -96,6 +96,4 @@ def plot_deletion_vs_bi(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
         save_figure(fig, out_png, out_pdf)
 
 
-register(Figure("deletion_vs_bi", on_table(plot_deletion_vs_bi, "aggregate"), {"aggregate": AGGREGATE}, "checkpoint",
-                "deletion", "deletion KL vs ShortGPT block influence per block", targets="deletion",
-                subcategory="{model}", params={"setup": "model_setup"}))
+draw_deletion_vs_bi = on_table(plot_deletion_vs_bi, "aggregate")

@@ -15,7 +15,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
 from swapkl.probes.pair_statistics import CONDITIONAL_BELOW, STRONG_BELOW
-from swapkl.figures.registry import AGGREGATE, Figure, on_table, register
+from swapkl.figures.registry import on_table
 
 MISSING_COLOUR = "#DDDDDD"
 DIAGONAL_COLOUR = "#FFFFFF"
@@ -128,6 +128,4 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
         save_figure(fig, out_png, out_pdf)
 
 
-register(Figure("heatmaps", on_table(plot_heatmaps, "aggregate"), {"aggregate": AGGREGATE}, "checkpoint", "heatmaps",
-                "replacement and interchange KL heatmaps of one checkpoint", subcategory="{model}",
-                params={"setup": "model_setup"}))
+draw_heatmaps = on_table(plot_heatmaps, "aggregate")

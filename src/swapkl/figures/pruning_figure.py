@@ -22,7 +22,6 @@ from swapkl.pruning.guides.registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
 from swapkl.pruning.cost_ratio import ir_ratios
 from swapkl.tables.schemas import read_agreement, read_pruning
-from swapkl.figures.registry import Figure, PRUNING, register
 
 #: guide -> (label, colour, line style, marker), in the registry's order (:mod:`swapkl.pruning.guides`)
 GUIDE_STYLE = {g.name: (g.label, g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}
@@ -376,23 +375,9 @@ def draw_pruning_cost(inputs, out_png, out_pdf, *, wildcards, params):
 
 
 def draw_pruning_ratio(inputs, out_png, out_pdf, *, wildcards, params):
-    plot_ir_panel(inputs["pruning"], out_png, out_pdf, **{k: params[k] for k in BOOTSTRAP})
+    plot_ir_panel(inputs["pruning"], out_png, out_pdf, n_boot=params["n_boot"], seed=params["seed"])
 
 
 def draw_pruning_trajectory(inputs, out_png, out_pdf, *, wildcards, params):
-    plot_ir_trajectory(inputs["pruning"], wildcards["model"], out_png, out_pdf, **{k: params[k] for k in BOOTSTRAP})
-
-
-PRUNE_PARAMS = {"setup": "model_setup", "prune": "pruning"}
-BOOTSTRAP = {"n_boot": "n_boot", "seed": "seed"}
-register(Figure("pruning_cost", draw_pruning_cost, {"pruning": PRUNING}, "checkpoint", "pruning",
-                "delta perplexity and KL vs budget per guide, one checkpoint", targets="prune", subcategory="{model}",
-                params=PRUNE_PARAMS))
-register(Figure("pruning_ratio", draw_pruning_ratio, {"pruning": PRUNING}, "global", "pruning",
-                "interchange- minus replacement-guided pruning cost vs budget, one line per pruned model",
-                targets="pruned", subcategory="All models", params={"prune": "all_pruning", **BOOTSTRAP},
-                plot_params=tuple(BOOTSTRAP)))
-register(Figure("pruning_trajectory", draw_pruning_trajectory, {"pruning": PRUNING}, "model", "pruning",
-                "interchange- minus replacement-guided pruning cost vs training step of one model",
-                targets="pruning_trajectory", subcategory="{model}", params={"prune": "pruning", **BOOTSTRAP},
-                plot_params=tuple(BOOTSTRAP)))
+    plot_ir_trajectory(inputs["pruning"], wildcards["model"], out_png, out_pdf, n_boot=params["n_boot"],
+                       seed=params["seed"])

@@ -16,7 +16,6 @@ from swapkl.figures.select import as_frame, duplicate_note
 from swapkl.figures.style import GREY, SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.trajectory import GAP_LABELS
 from swapkl.probes.pair_statistics import GAP_DEFINITIONS
-from swapkl.figures.registry import AGGREGATE, Figure, register
 
 MAX_LEGEND = 10  # checkpoints listed in the legend; beyond that every k-th one
 MAX_POINTS = 6  # up to this many checkpoints, every pair is drawn as a dot next to the median
@@ -95,11 +94,3 @@ def draw_ratio_by_distance(inputs, out_png, out_pdf, *, wildcards, params):
 def draw_ratio_by_distance_fwd(inputs, out_png, out_pdf, *, wildcards, params):
     """The I/R ratio by pair distance, replacement in one direction."""
     plot_ratio_by_distance(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="fwd")
-
-
-register(Figure("ratio_by_distance", draw_ratio_by_distance, {"aggregate": AGGREGATE}, "model", "ratio",
-                "I/R ratio by pair distance, one line per checkpoint (replacement: max of both directions)",
-                params={"setup": "model_setup"}))
-register(Figure("ratio_by_distance_fwd", draw_ratio_by_distance_fwd, {"aggregate": AGGREGATE}, "model", "ratio",
-                "I/R ratio by pair distance, one line per checkpoint (replacement: one direction)",
-                rule="plot_ratio_by_distance", labels={"replacement": "one direction"}, params={"setup": "model_setup"}))

@@ -12,7 +12,7 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
-from swapkl.figures.registry import Figure, on_table, register
+from swapkl.figures.registry import on_table
 
 ORANGE = "#d95f02"
 
@@ -54,5 +54,4 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         save_figure(fig, out_png, out_pdf)
 
 
-register(Figure("recovery", on_table(plot_recovery, "recovery"), {"recovery": "results/recovery.parquet"}, "global",
-                "recovery", "the guides' delta PPL before and after healing", targets="heal"))
+draw_recovery = on_table(plot_recovery, "recovery")

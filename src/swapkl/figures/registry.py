@@ -6,12 +6,12 @@ caption, its report section and its output files. ``workflow/rules/figures.smk``
 :attr:`Figure.rule` from these entries, ``workflow/rules/report.smk`` lists their files among the report's targets,
 and ``swapkl figures`` offers one kind per entry.
 
-Every plot function has the one signature :class:`PlotFunction`. Adding a figure is one module of
-``swapkl.figures`` that calls :func:`register` when imported (and a caption file in ``workflow/report/``):
-:func:`figures` imports every module of the package, so no list of modules has to be kept in step.
-
-This module imports no plotting library (importing it, or :mod:`swapkl.figures`, stays cheap); :func:`figures`
-imports the figure modules, and they import matplotlib.
+Every plot function has the one signature :class:`PlotFunction`. The entries are declared in the modules of
+:mod:`swapkl.figures.entries`, which register them when imported; :func:`figures` imports every module of that
+package, so no list of modules has to be kept in step. An entry names its plot function as
+``"swapkl.figures.<module>:<function>"``, imported only when the figure is drawn: Snakemake reads the registry to
+make its rules, and it must not import matplotlib, pandas or torch to do so (they are the figure modules' imports).
+Adding a figure: a plot function, its entry, and a caption file in ``workflow/report/`` (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class Figure:
     """
 
     name: str
-    plot: PlotFunction
+    plot: str | PlotFunction
     inputs: Mapping[str, str]
     scope: str
     section: str
@@ -109,6 +109,13 @@ class Figure:
         unknown = set(self.plot_params) - set(self.params)
         if unknown:
             raise SwapKLError(f"figure {self.name}: plot_params {sorted(unknown)} are not among its params")
+
+    def function(self) -> PlotFunction:
+        """The plot function (imported from its module when the entry names it as ``"module:function"``)."""
+        if callable(self.plot):
+            return self.plot
+        module, _, name = self.plot.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     @property
     def wildcards(self) -> tuple[str, ...]:
@@ -155,8 +162,8 @@ def unregister(name: str) -> None:
 
 
 def discover() -> None:
-    """Import every module of :mod:`swapkl.figures`, so that each registers its figures."""
-    package = importlib.import_module("swapkl.figures")
+    """Import every module of :mod:`swapkl.figures.entries`, so that each registers its figures."""
+    package = importlib.import_module("swapkl.figures.entries")
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")
 
@@ -195,7 +202,7 @@ def draw_job(rule: str, inputs: Mapping[str, object], outputs: Mapping[str, str]
     """Draw every figure of plot rule ``rule`` (the workflow's plot_figure.py script calls this)."""
     for fig in jobs()[rule]:
         own = {w: wildcards[w] for w in fig.wildcards}
-        fig.plot(inputs, outputs[output_key(fig, "png")], outputs[output_key(fig, "pdf")], wildcards=own,
+        fig.function()(inputs, outputs[output_key(fig, "png")], outputs[output_key(fig, "pdf")], wildcards=own,
                  params=params)
 
 

@@ -22,7 +22,6 @@ from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
 from swapkl.relevance.relevance_stats import PLOT_METRICS, bi_per_block, group_tasks, zscores
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_frame
-from swapkl.figures.registry import AGGREGATE, Figure, register
 
 
 def read_relevance(path) -> pd.DataFrame:
@@ -187,15 +186,3 @@ def draw_relevance_zscores(inputs, out_png, out_pdf, *, wildcards, params):
 def draw_relevance_confusion(inputs, out_png, out_pdf, *, wildcards, params):
     """Rank confusion of AccRel against cosine of one checkpoint."""
     plot_relevance_confusion(inputs["stats"], out_png, out_pdf, **wildcards)
-
-
-RELEVANCE = "results/relevance.parquet"
-register(Figure("relevance_cosine", draw_relevance_cosine, {"relevance": RELEVANCE, "aggregate": AGGREGATE},
-                "checkpoint", "relevance", "cosine similarity (1 - BI) vs AccRel per block and task",
-                targets="relevance", subcategory="{model}", labels={"figure": "cosine vs AccRel"}))
-register(Figure("relevance_zscores", draw_relevance_zscores, {"relevance": RELEVANCE}, "checkpoint", "relevance",
-                "per-task z-scores of AccRel", targets="relevance", subcategory="{model}",
-                labels={"figure": "task z-scores"}))
-register(Figure("relevance_confusion", draw_relevance_confusion, {"stats": "results/relevance_stats.parquet"},
-                "checkpoint", "relevance", "rank confusion matrix of AccRel against cosine, one panel per task",
-                targets="relevance", subcategory="{model}", labels={"figure": "rank confusion vs cosine"}))

@@ -14,7 +14,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
-from swapkl.figures.registry import AGGREGATE, Figure, on_table, register
+from swapkl.figures.registry import on_table
 
 PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
 PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}
@@ -204,21 +204,8 @@ def draw_jacobian(inputs, out_png, out_pdf, *, wildcards, params):
     plot_jacobian(inputs["jacobian"], inputs["aggregate"], out_png, out_pdf)
 
 
-def _scale_figure(name, plot, inputs, help_, *, scope="global", **kw) -> Figure:
-    return register(Figure(name, plot, inputs, scope, "scale", help_, targets=name, **kw))
-
-
-_scale_figure("scaling", on_table(plot_scaling, "scaling"), {"scaling": "results/scaling.parquet"},
-              "mean gap and I/R ratio against parameters, coloured by position encoding")
-_scale_figure("rope_counterfactual", on_table(plot_rope_counterfactual, "rope"),
-              {"rope": "results/rope_counterfactual/{model}.parquet"},
-              "per-pair I/R ratio with rotary embeddings on and off", scope="model", constrained=True)
-_scale_figure("jacobian", draw_jacobian, {"jacobian": "results/jacobian.parquet", "aggregate": AGGREGATE},
-              "||J_k|| per block and against the blocks' swap distances")
-_scale_figure("convergence", on_table(plot_convergence, "convergence"), {"convergence": "results/convergence.parquet"},
-              "rank agreement and top-pair stability against the number of prompts")
-_scale_figure("domain_slices", on_table(plot_domain_slices, "slices"), {"slices": "results/domain_slices.parquet"},
-              "pruning cost on the reference text against the second corpus")
-_scale_figure("predictor_validity", on_table(plot_predictor_validity, "validity"),
-              {"validity": "results/predictor_validity/{model}.parquet"},
-              "pair score against the cheaper block's removal cost", scope="model", constrained=True)
+draw_scaling = on_table(plot_scaling, "scaling")
+draw_rope_counterfactual = on_table(plot_rope_counterfactual, "rope")
+draw_convergence = on_table(plot_convergence, "convergence")
+draw_domain_slices = on_table(plot_domain_slices, "slices")
+draw_predictor_validity = on_table(plot_predictor_validity, "validity")

@@ -14,7 +14,7 @@ from swapkl.figures.style import (BLUE, GREEN, GREY, ORANGE, VERMILLION, add_not
                                   save_figure)
 from swapkl.figures.trajectory import GAP_LABELS, pair_set_title
 from swapkl.stats.seeds import read_seeds
-from swapkl.figures.registry import Figure, on_table, register
+from swapkl.figures.registry import on_table
 
 #: the band rows: (column prefix in the seeds table, y label, GAP_LABELS key)
 _GAP_ROWS = (("gap", "gap, both\ndirections (nats)", "max"), ("gap_fwd", "gap, one\ndirection (nats)", "fwd"))
@@ -99,6 +99,4 @@ def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family
         save_figure(fig, out_png, out_pdf)
 
 
-register(Figure("seed_band", on_table(plot_seed_band, "seeds"), {"seeds": "results/seeds.parquet"}, "family", "seeds",
-                "protocol gap vs training step across the seeds of a family", folder="seeds", constrained=True,
-                params={"setup": "family_setup"}))
+draw_seed_band = on_table(plot_seed_band, "seeds")

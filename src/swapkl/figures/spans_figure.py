@@ -14,7 +14,7 @@ from swapkl.figures.style import (INTERCHANGE_COLOUR, REPLACEMENT_COLOUR, add_no
                                   save_figure)
 from swapkl.figures.palette import GREEN, GREY, ORANGE, PURPLE, SKY
 from swapkl.tables.schemas import SPANS_SCHEMA, read_frame
-from swapkl.figures.registry import Figure, on_table, register
+from swapkl.figures.registry import on_table
 
 #: colour and marker of each variant (looped parallel: one line per loop count, same colour)
 STYLE = {"skip": (GREY, "s"), "reverse": (ORANGE, "v"), "shuffle": (GREEN, "^"), "repeat": (PURPLE, "D"),
@@ -72,6 +72,4 @@ def plot_spans(spans: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str
         save_figure(fig, out_png, out_pdf)
 
 
-register(Figure("spans", on_table(plot_spans, "spans"), {"spans": "results/spans.parquet"}, "checkpoint", "spans",
-                "KL against middle-span width per variant of one checkpoint", targets="spans", subcategory="{model}",
-                params={"setup": "model_setup", "spans": "spans"}))
+draw_spans = on_table(plot_spans, "spans")

@@ -7,7 +7,6 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
-from swapkl.figures.registry import Figure, register
 
 LEVELS = (("pair", "pairs (i, j)"), ("block", "blocks"))
 
@@ -88,10 +87,6 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         save_figure(fig, out_png, out_pdf)
 
 
-THIRD_TEST_INPUTS = {"agreement": "results/test_agreement/{model}/{revision}.parquet",
-                     "healed": "results/healed_probes/{model}/{revision}.parquet"}
-
-
 def draw_test_agreement(inputs, out_png, out_pdf, *, wildcards, params):
     """The disagreement map of the checkpoint's agreement table (the table holds one checkpoint)."""
     plot_test_agreement(inputs["agreement"], out_png, out_pdf)
@@ -100,11 +95,3 @@ def draw_test_agreement(inputs, out_png, out_pdf, *, wildcards, params):
 def draw_healed_curves(inputs, out_png, out_pdf, *, wildcards, params):
     """The healed variants' recovery curves of the checkpoint's healed-probe table (one checkpoint)."""
     plot_healed_curves(inputs["healed"], out_png, out_pdf)
-
-
-register(Figure("test_agreement", draw_test_agreement, THIRD_TEST_INPUTS, "checkpoint",
-                "third_test", "Kendall's tau between every two tests of one checkpoint (the disagreement map)",
-                rule="plot_third_test", targets="healed", labels={"figure": "disagreement map"}))
-register(Figure("healed_curves", draw_healed_curves, THIRD_TEST_INPUTS, "checkpoint",
-                "third_test", "the healed variants' recovery curves of one checkpoint", rule="plot_third_test",
-                targets="healed", labels={"figure": "recovery curves"}))

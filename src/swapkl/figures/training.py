@@ -11,7 +11,6 @@ from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import open_input
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import cycled
-from swapkl.figures.registry import Figure, register
 
 COLUMNS = ("step", "heldout_loss", "train_loss")
 
@@ -74,10 +73,3 @@ def plot_training_curves(training_logs: dict[str, str | Path], out_png, out_pdf)
 def draw_training_curves(inputs, out_png, out_pdf, *, wildcards, params):
     """Loss curves from ``params["training_logs"]`` (model -> CSV)."""
     plot_training_curves(params["training_logs"], out_png, out_pdf)
-
-
-register(Figure("training_curves", draw_training_curves, {"runs": "resources/demo/models/{model}"}, "global", "demo",
-                "held-out and training loss vs step of the demo models", log="logs/demo/plot_training_curves.log",
-                targets="demo", expand={"runs": "demo"}, params={"training_logs": "training_logs",
-                                                                  "setup": "demo_training"},
-                plot_params=("training_logs",)))

@@ -17,7 +17,6 @@ from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, fig
                                   new_figure, save_figure)
 from swapkl.probes.pairs import parse_pair_set
 from swapkl.probes.pair_statistics import GAP_DEFINITIONS
-from swapkl.figures.registry import AGGREGATE, Figure, register
 
 #: what d_repl means in each gap definition (titles and notes)
 GAP_LABELS = {"max": "d_repl = max of the two replacement directions",
@@ -110,12 +109,3 @@ def draw_gap_trajectory(inputs, out_png, out_pdf, *, wildcards, params):
 def draw_gap_trajectory_fwd(inputs, out_png, out_pdf, *, wildcards, params):
     """The gap of one replacement direction, r(i<-j) for i < j, along training."""
     plot_gap_trajectory(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="fwd")
-
-
-register(Figure("gap_trajectory", draw_gap_trajectory, {"aggregate": AGGREGATE}, "model", "gap",
-                "protocol gap vs training step, one panel per pair set (replacement: max of both directions)",
-                targets="trajectory", params={"setup": "model_setup"}))
-register(Figure("gap_trajectory_fwd", draw_gap_trajectory_fwd, {"aggregate": AGGREGATE}, "model", "gap",
-                "protocol gap vs training step, one panel per pair set (replacement: one direction)",
-                rule="plot_gap_trajectory", targets="trajectory", labels={"replacement": "one direction"},
-                params={"setup": "model_setup"}))

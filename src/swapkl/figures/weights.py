@@ -14,7 +14,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import cycled
-from swapkl.figures.registry import AGGREGATE, Figure, on_table, register
+from swapkl.figures.registry import on_table
 
 
 def averaging_vs_replacement(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -81,6 +81,4 @@ def plot_weight_protocols(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, m
         save_figure(fig, out_png, out_pdf)
 
 
-register(Figure("weight_protocols", on_table(plot_weight_protocols, "aggregate"), {"aggregate": AGGREGATE},
-                "checkpoint", "weights", "weight averaging and head-level interchange of one checkpoint",
-                targets="weights", subcategory="{model}", params={"setup": "model_setup"}))
+draw_weight_protocols = on_table(plot_weight_protocols, "aggregate")
