@@ -17,7 +17,6 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 PROBE_PROTOCOLS = ("replacement", "interchange", "deletion")
-FIGURE_FORMATS = ("png", "pdf")
 # The schema's `revision` pattern without its anchors (tests/test_workflow_config.py checks they agree).
 REVISION_REGEX = r"step(0|[1-9][0-9]*)|[0-9a-f]{40}|(?!step)[A-Za-z][A-Za-z0-9._-]*"
 DEMO_DIR = "resources/demo"
@@ -813,74 +812,32 @@ def describe_demo_training():
 # --------------------------------------------------------------------------------------------------- targets
 
 
-def figure_files(stem):
-    return [f"results/figures/{stem}.{ext}" for ext in FIGURE_FORMATS]
-
-
 def get_final_outputs():
     """Every file the README lists as an output, intermediate tables included, so that a deleted one is
-    rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
+    rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date). The figures
+    come from the figure registry (figure_targets, report.smk)."""
     outputs = ["results/swapkl.parquet", "results/paper_scorecard.parquet", *get_all_probe_files(),
                *get_all_repr_files()]
-    members = seed_members()  # per-model figures: not for seed family members (see seed_band_families)
-    for model in trajectory_models():
-        if model not in members:
-            outputs += figure_files(f"gap_trajectory/{model}")
-            outputs += figure_files(f"gap_trajectory_fwd/{model}")
-    for model in enabled_models():
-        if model not in members:
-            outputs += figure_files(f"ratio_by_distance/{model}")
-            outputs += figure_files(f"ratio_by_distance_fwd/{model}")
     if get_seed_families():
         outputs.append("results/seeds.parquet")
-        for family in seed_band_families():
-            outputs += figure_files(f"seeds/{family}")
-    for model, revision in checkpoints():
-        if model in members:
-            continue
-        outputs += figure_files(f"heatmaps/{model}/{revision}")
-        if config["models"][model]["deletion"]:
-            outputs += figure_files(f"deletion_vs_bi/{model}/{revision}")
-        if config["models"][model]["weight_protocols"]:
-            outputs += figure_files(f"weight_protocols/{model}/{revision}")
-    if models_with("demo"):
-        outputs += figure_files("training_curves")
     outputs += [f"results/exports/{model}/{revision}" for model, revision in export_checkpoints()]
     if heal_checkpoints():
-        outputs += ["results/recovery.parquet", *figure_files("recovery"),
-                    *[recovery_file(m, r) for m, r in heal_checkpoints()]]
+        outputs += ["results/recovery.parquet", *[recovery_file(m, r) for m, r in heal_checkpoints()]]
     if healed_checkpoints():
         outputs += ["results/healed.parquet", "results/test_agreement.parquet"]
         for model, revision in healed_checkpoints():
             outputs += [healed_file(model, revision), test_agreement_file(model, revision)]
-            outputs += figure_files(f"test_agreement/{model}/{revision}")
-            outputs += figure_files(f"healed_curves/{model}/{revision}")
     if relevance_checkpoints():
         outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
-        for model, revision in relevance_checkpoints():
-            outputs += figure_files(f"relevance_cosine/{model}/{revision}")
-            outputs += figure_files(f"relevance_zscores/{model}/{revision}")
-            outputs += figure_files(f"relevance_confusion/{model}/{revision}")
     if covariate_checkpoints():
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
-                    *figure_files("covariates"), *[covariate_file(m, r) for m, r in covariate_checkpoints()]]
+                    *[covariate_file(m, r) for m, r in covariate_checkpoints()]]
     if span_checkpoints():
         outputs += ["results/spans.parquet", *[span_file(m, r) for m, r in span_checkpoints()]]
-        outputs += [f for m, r in span_checkpoints() if m not in members for f in figure_files(f"spans/{m}/{r}")]
     if prune_checkpoints():
         outputs += ["results/pruning.parquet", "results/pruning_agreement.parquet"]
         outputs += [f(model, revision) for model, revision in prune_checkpoints() for f in (pruning_file, agreement_file)]
-        outputs += figure_files("pruning_ratio")
-        for model, revision in prune_checkpoints():
-            if model in members:
-                continue
-            outputs += figure_files(f"pruning_cost/{model}/{revision}")
-            outputs += figure_files(f"pruning_agreement/{model}/{revision}")
-            outputs += figure_files(f"rank_confusion/{model}/{revision}")
-        for model in pruning_trajectory_models():
-            if model not in members:
-                outputs += figure_files(f"pruning_trajectory/{model}")
-    outputs += scale_mechanism_outputs()
+    outputs += scale_mechanism_outputs() + figure_targets()
     return outputs + table_views(outputs)
 
 

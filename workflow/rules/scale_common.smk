@@ -68,18 +68,18 @@ def jacobian_file(model):
 
 
 def scale_mechanism_outputs():
-    """Tables and figures of these stages, for get_final_outputs."""
+    """Tables of these stages, for get_final_outputs (their figures: the figure registry)."""
     out = []
     if scaling_models():
-        out += ["results/scaling.parquet", *figure_files("scaling")]
+        out += ["results/scaling.parquet"]
     for model in rope_counterfactual_models():
-        out += [f"results/rope_counterfactual/{model}.parquet", *figure_files(f"rope_counterfactual/{model}")]
+        out += [f"results/rope_counterfactual/{model}.parquet"]
     if jacobian_models():
-        out += ["results/jacobian.parquet", *figure_files("jacobian"), *map(jacobian_file, jacobian_models())]
+        out += ["results/jacobian.parquet", *map(jacobian_file, jacobian_models())]
     if convergence_models():
-        out += ["results/convergence.parquet", *figure_files("convergence")]
+        out += ["results/convergence.parquet"]
     for model in predictor_validity_models():
-        out += [f"results/predictor_validity/{model}.parquet", *figure_files(f"predictor_validity/{model}")]
+        out += [f"results/predictor_validity/{model}.parquet"]
     if domain_slice_models():
-        out += ["results/domain_slices.parquet", *figure_files("domain_slices")]
+        out += ["results/domain_slices.parquet"]
     return out

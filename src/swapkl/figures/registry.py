@@ -91,7 +91,7 @@ class Figure:
     targets: str = ""
     subcategory: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
-    params: tuple[str, ...] = ()
+    params: Mapping[str, str] = field(default_factory=dict)
     plot_params: tuple[str, ...] = ()
     expand: Mapping[str, str] = field(default_factory=dict)
     constrained: bool = False
