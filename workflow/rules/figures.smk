@@ -2,7 +2,7 @@
 # (swapkl.figures.registry, entries in swapkl.figures.entries), each drawing its figures with
 # workflow/scripts/plot_figure.py. Captions: workflow/report/<figure>.rst, rendered with the rule's params.
 
-from swapkl.figures.registry import FORMATS as FIGURE_EXTENSIONS, jobs as figure_jobs, output_key
+from swapkl.figures.registry import FORMATS as FIGURE_EXTENSIONS, job_inputs as figure_job_inputs, jobs as figure_jobs, output_key
 
 
 # The workflow values a figure's params name (Figure.params: param name -> one of these), for its caption and
@@ -25,9 +25,10 @@ FIGURE_PARAMS = {
 FIGURE_EXPANSIONS = {"demo": lambda: models_with("demo")}
 
 
-def figure_inputs(fig):
-    return {name: expand(pattern, model=FIGURE_EXPANSIONS[fig.expand[name]]()) if name in fig.expand else pattern
-            for name, pattern in fig.inputs.items()}
+def figure_inputs(figures):
+    expansions = {name: how for fig in figures for name, how in fig.expand.items()}
+    return {name: expand(pattern, model=FIGURE_EXPANSIONS[expansions[name]]()) if name in expansions else pattern
+            for name, pattern in figure_job_inputs(figures).items()}
 
 
 def figure_output(fig, ext):
@@ -52,7 +53,7 @@ for _rule, _figures in figure_jobs().items():
         name:
             _rule
         input:
-            **figure_inputs(_figures[0]),
+            **figure_inputs(_figures),
         output:
             **{output_key(f, ext): figure_output(f, ext) for f in _figures for ext in FIGURE_EXTENSIONS},
         params:

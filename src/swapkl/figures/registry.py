@@ -50,6 +50,9 @@ SECTIONS = {
 FIGURES_DIR = "results/figures"
 FORMATS = ("png", "pdf")
 
+#: the package whose modules declare the figures
+ENTRIES = "swapkl.figures.entries"
+
 AGGREGATE = "results/swapkl.parquet"
 PRUNING = "results/pruning.parquet"
 
@@ -163,15 +166,17 @@ def unregister(name: str) -> None:
 
 def discover() -> None:
     """Import every module of :mod:`swapkl.figures.entries`, so that each registers its figures."""
-    package = importlib.import_module("swapkl.figures.entries")
+    package = importlib.import_module(ENTRIES)
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")
 
 
 def figures() -> dict[str, Figure]:
-    """Every registered figure by name, in registration order (all figure modules imported first)."""
+    """Every registered figure by name, in report order (by section, then in registration order); every module of
+    :mod:`swapkl.figures.entries` is imported first."""
     discover()
-    return dict(_REGISTRY)
+    order = list(SECTIONS)
+    return dict(sorted(_REGISTRY.items(), key=lambda item: order.index(item[1].section)))
 
 
 def figure(name: str) -> Figure:
@@ -187,8 +192,18 @@ def jobs() -> dict[str, list[Figure]]:
     for fig in figures().values():
         out.setdefault(fig.rule, []).append(fig)
     for rule, figs in out.items():
-        if len({(f.scope, tuple(f.inputs.items()), f.targets) for f in figs}) > 1:
-            raise SwapKLError(f"rule {rule}: its figures {[f.name for f in figs]} differ in scope, inputs or targets")
+        if len({(f.scope, f.targets, f.log_file()) for f in figs}) > 1:
+            raise SwapKLError(f"rule {rule}: its figures {[f.name for f in figs]} differ in scope, targets or log")
+    return out
+
+
+def job_inputs(figs: list[Figure]) -> dict[str, str]:
+    """The inputs of a plot rule: those of its figures together (one file pattern per input name)."""
+    out: dict[str, str] = {}
+    for fig in figs:
+        for name, pattern in fig.inputs.items():
+            if out.setdefault(name, pattern) != pattern:
+                raise SwapKLError(f"rule {fig.rule}: input {name!r} is {out[name]!r} and {pattern!r}")
     return out
 
 
