@@ -217,6 +217,9 @@ def _per_model_files():
         with open(path, encoding="utf-8") as fh:
             for folder, file in re.findall(r'"([a-z_/]+)/\{model\}/([^{}/"]+)"', fh.read()):
                 found.setdefault(folder, set()).add(file)
+    for fig in registered_figures().values():  # the plot rules figures.smk makes from the figure registry
+        for folder, file in re.findall(r"^([a-z_/]+)/\{model\}/([^{}/]+)$", fig.log_file()):
+            found.setdefault(folder, set()).add(file)
     return found
 
 
@@ -254,6 +257,7 @@ except WorkflowError as err:
         raise
     raise WorkflowError(f"Invalid config: {_schema_error_message(cause)}") from None
 from swapkl.config import checks as _config_checks
+from swapkl.figures.registry import figures as registered_figures
 try:  # values the schema lets through but that cannot work, named by their key path (swapkl.config.checks)
     _config_checks.check_config(config)
 except _config_checks.ConfigError as err:

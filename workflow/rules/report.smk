@@ -4,7 +4,7 @@
 
 import re
 
-from swapkl.figures.registry import SECTIONS as REPORT_SECTIONS, figures as registered_figures
+from swapkl.figures.registry import SECTIONS as REPORT_SECTIONS
 
 
 #: the results tables drawn as HTML into the report (results/tables/{name}.html), as patterns of their names
