@@ -31,7 +31,21 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
             names |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names |= _named_modules(node.value)
     return names
+
+
+def _named_modules(text: str) -> set[str]:
+    """The swapkl modules a string names for importlib: ``"swapkl.a.b:function"`` (a lazily imported function) or
+    ``"swapkl.a"`` (a package whose modules are discovered with pkgutil: all of them)."""
+    m = re.fullmatch(r"(swapkl(?:\.\w+)+)(?::\w+)?", text)
+    if not m:
+        return set()
+    package = SRC.joinpath(*m.group(1).split("."))
+    if not (package / "__init__.py").is_file():
+        return {m.group(1)}
+    return {m.group(1), *(f"{m.group(1)}.{f.stem}" for f in package.glob("*.py") if f.stem != "__init__")}
 
 
 def _module_file(name: str) -> Path | None:

@@ -28,16 +28,18 @@ pytestmark = pytest.mark.slow
 
 def rule_envs_and_scripts() -> list[tuple[str, str, str]]:
     """(rule, env file name, script file name) of every rule in workflow/rules that names both
-    (rules made by `use rule ... with:` share their parent's environment and script)."""
+    (rules made by `use rule ... with:` share their parent's environment and script; the plot rules, made in a loop
+    over the figure registry by figures.smk, are one unnamed `rule:` block)."""
     found = []
     for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
-        for block in re.split(r"\n(?=rule \w+:)", smk.read_text()):
-            rule = re.match(r"rule (\w+):", block)
-            env = re.search(r"^    conda:\n\s+\"\.\./\.\./envs/([\w.-]+)\"", block, re.M)
-            script = re.search(r"^    script:\n\s+\"\.\./scripts/([\w.-]+)\"", block, re.M)
+        for block in re.split(r"\n(?=[ ]*rule(?: \w+)?:)", smk.read_text()):
+            rule = re.match(r"[ ]*rule(?: (\w+))?:", block)
+            env = re.search(r"^[ ]+conda:\n\s+\"\.\./\.\./envs/([\w.-]+)\"", block, re.M)
+            script = re.search(r"^[ ]+script:\n\s+\"\.\./scripts/([\w.-]+)\"", block, re.M)
             if rule and (env or script):
-                assert env and script, f"rule {rule.group(1)} names a script or an environment but not both"
-                found.append((rule.group(1), env.group(1), script.group(1)))
+                name = rule.group(1) or f"{smk.stem} (made in a loop)"
+                assert env and script, f"rule {name} names a script or an environment but not both"
+                found.append((name, env.group(1), script.group(1)))
     return found
 
 

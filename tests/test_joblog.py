@@ -29,8 +29,10 @@ class Named(list):
         self.__dict__.update(items if isinstance(items, dict) else {})
     def get(self, key, default=None):
         return self.__dict__.get(key, default)
-snakemake = NS(input=Named(spec["input"]), output=Named(spec["output"]), params=NS(**spec["params"]),
-               wildcards=NS(**spec["wildcards"]), log=Named(spec["log"]), threads=1)
+    def items(self):
+        return self.__dict__.items()
+snakemake = NS(input=Named(spec["input"]), output=Named(spec["output"]), params=Named(spec["params"]),
+               wildcards=Named(spec["wildcards"]), log=Named(spec["log"]), threads=1, rule=spec.get("rule"))
 runpy.run_path(sys.argv[1], init_globals={"snakemake": snakemake}, run_name="__main__")
 """
 
@@ -70,8 +72,9 @@ def test_swapkl_error_is_one_log_line_and_exit_code_2(tmp_path):
 
 def test_other_exceptions_keep_their_traceback(tmp_path):
     # a bug (here: a rule that forgot the wildcard its script reads) is not dressed up as bad input
-    proc, log = run_script(REPO / "workflow/scripts/plot_gap_trajectory.py", tmp_path,
-                           input={"table": str(tmp_path / "table.parquet")},
-                           output={"png": str(tmp_path / "f.png"), "pdf": str(tmp_path / "f.pdf")})
+    proc, log = run_script(REPO / "workflow/scripts/plot_figure.py", tmp_path, rule="plot_gap_trajectory",
+                           input={"aggregate": str(tmp_path / "table.parquet")},
+                           output={f"{name}_{ext}": str(tmp_path / f"{name}.{ext}") for ext in ("png", "pdf")
+                                   for name in ("gap_trajectory", "gap_trajectory_fwd")})
     assert proc.returncode not in (0, 2), log
-    assert "Traceback" in log and "AttributeError" in log
+    assert "Traceback" in log and "KeyError: 'model'" in log

@@ -18,18 +18,3 @@ rule summarise_convergence:
         "../../envs/torch.yaml"
     script:
         "../scripts/summarise_convergence.py"
-
-
-rule plot_convergence:
-    input:
-        table="results/convergence.parquet",
-    output:
-        png=report("results/figures/convergence.png", caption="../report/convergence.rst",
-                   category=section("scale")),
-        pdf="results/figures/convergence.pdf",
-    log:
-        "logs/plot_convergence.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_convergence.py"

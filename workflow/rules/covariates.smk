@@ -55,23 +55,3 @@ rule aggregate_covariates:
         "../../envs/torch.yaml"
     script:
         "../scripts/aggregate_covariates.py"
-
-
-rule plot_covariates:
-    input:
-        correlations="results/covariate_correlations.parquet",
-    output:
-        png=report(
-            "results/figures/covariates.png",
-            caption="../report/covariates.rst",
-            category=section("covariates"),
-        ),
-        pdf="results/figures/covariates.pdf",
-    params:
-        families=get_seed_families(),
-    log:
-        "logs/plot_covariates.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_covariates.py"

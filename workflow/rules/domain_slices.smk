@@ -15,18 +15,3 @@ rule summarise_domain_slices:
         "../../envs/torch.yaml"
     script:
         "../scripts/summarise_domain_slices.py"
-
-
-rule plot_domain_slices:
-    input:
-        table="results/domain_slices.parquet",
-    output:
-        png=report("results/figures/domain_slices.png", caption="../report/domain_slices.rst",
-                   category=section("scale")),
-        pdf="results/figures/domain_slices.pdf",
-    log:
-        "logs/plot_domain_slices.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_domain_slices.py"

@@ -1,248 +1,69 @@
-# Figures (PNG for the report, PDF for print), drawn by swapkl.figures from the aggregate tables. Each PNG
-# goes into `snakemake --report` with a caption rendered from the config (workflow/report/*.rst).
+# Figures (PNG for the report, PDF for print): one plot_* rule per rule the figure registry names
+# (swapkl.figures.registry, entries in swapkl.figures.entries), each drawing its figures with
+# workflow/scripts/plot_figure.py. Captions: workflow/report/<figure>.rst, rendered with the rule's params.
+
+from swapkl.figures.registry import FORMATS as FIGURE_EXTENSIONS, job_inputs as figure_job_inputs
+from swapkl.figures.registry import jobs as figure_jobs, output_key
 
 
-rule plot_gap_trajectory:
-    input:
-        table="results/swapkl.parquet",
-    output:
-        png=report(
-            "results/figures/gap_trajectory/{model}.png",
-            caption="../report/gap_trajectory.rst",
-            category=section("gap"),
-            labels={"model": "{model}"},
-        ),
-        pdf="results/figures/gap_trajectory/{model}.pdf",
-        png_fwd=report(
-            "results/figures/gap_trajectory_fwd/{model}.png",
-            caption="../report/gap_trajectory_fwd.rst",
-            category=section("gap"),
-            labels={"model": "{model}", "replacement": "one direction"},
-        ),
-        pdf_fwd="results/figures/gap_trajectory_fwd/{model}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-    log:
-        "logs/{model}/plot_gap_trajectory.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_gap_trajectory.py"
+# The workflow values a figure's params name (Figure.params: param name -> one of these), for its caption and
+# (Figure.plot_params) its plot function.
+FIGURE_PARAMS = {
+    "model_setup": lambda wildcards: describe_setup(wildcards.model),
+    "family_setup": lambda wildcards: describe_family(wildcards.family),
+    "demo_training": lambda wildcards: describe_demo_training(),
+    "pruning": lambda wildcards: describe_pruning(wildcards.model),
+    "all_pruning": lambda wildcards: ", ".join(f"{m}: {describe_pruning(m)}" for m in models_with_pruning()),
+    "spans": lambda wildcards: describe_spans(wildcards.model),
+    "n_boot": lambda wildcards: config["probe"]["n_boot"],
+    "seed": lambda wildcards: config["probe"]["seed"],
+    "families": lambda wildcards: get_seed_families(),
+    "training_logs": lambda wildcards, input: {
+        model: f"{run}/training_log.csv" for model, run in zip(models_with("demo"), input.runs)
+    },
+}
+# The models an input named in Figure.expand is expanded over.
+FIGURE_EXPANSIONS = {"demo": lambda: models_with("demo")}
 
 
-rule plot_ratio_by_distance:
-    input:
-        table="results/swapkl.parquet",
-    output:
-        png=report(
-            "results/figures/ratio_by_distance/{model}.png",
-            caption="../report/ratio_by_distance.rst",
-            category=section("ratio"),
-            labels={"model": "{model}"},
-        ),
-        pdf="results/figures/ratio_by_distance/{model}.pdf",
-        png_fwd=report(
-            "results/figures/ratio_by_distance_fwd/{model}.png",
-            caption="../report/ratio_by_distance_fwd.rst",
-            category=section("ratio"),
-            labels={"model": "{model}", "replacement": "one direction"},
-        ),
-        pdf_fwd="results/figures/ratio_by_distance_fwd/{model}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-    log:
-        "logs/{model}/plot_ratio_by_distance.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_ratio_by_distance.py"
+def figure_inputs(figures):
+    expansions = {name: how for fig in figures for name, how in fig.expand.items()}
+    return {name: expand(pattern, model=FIGURE_EXPANSIONS[expansions[name]]()) if name in expansions else pattern
+            for name, pattern in figure_job_inputs(figures).items()}
 
 
-rule plot_heatmaps:
-    input:
-        table="results/swapkl.parquet",
-    output:
-        png=report(
-            "results/figures/heatmaps/{model}/{revision}.png",
-            caption="../report/heatmaps.rst",
-            category=section("heatmaps"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}"},
-        ),
-        pdf="results/figures/heatmaps/{model}/{revision}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-    log:
-        "logs/{model}/{revision}/plot_heatmaps.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_heatmaps.py"
+def figure_output(fig, ext):
+    path = f"{fig.stem()}.{ext}"
+    if ext != "png":
+        return path
+    return report(path, caption=f"../report/{fig.caption}", category=section(fig.section),
+                  subcategory=fig.subcategory, labels=fig.report_labels() or None)
 
 
-rule plot_deletion_vs_bi:
-    input:
-        table="results/swapkl.parquet",
-    output:
-        png=report(
-            "results/figures/deletion_vs_bi/{model}/{revision}.png",
-            caption="../report/deletion_vs_bi.rst",
-            category=section("deletion"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}"},
-        ),
-        pdf="results/figures/deletion_vs_bi/{model}/{revision}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-    log:
-        "logs/{model}/{revision}/plot_deletion_vs_bi.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_deletion_vs_bi.py"
+def figure_constraints(fig):
+    """For a constrained figure, its wildcards match only the instances the report gets."""
+    if not fig.constrained:
+        return {}
+    instances = figure_instances(fig.targets)
+    return {w: name_regex(sorted({i[w] for i in instances})) for w in fig.wildcards}
 
 
-rule plot_training_curves:
-    input:
-        runs=expand("resources/demo/models/{model}", model=models_with("demo")),
-    output:
-        png=report(
-            "results/figures/training_curves.png",
-            caption="../report/training_curves.rst",
-            category=section("demo"),
-        ),
-        pdf="results/figures/training_curves.pdf",
-    params:
-        training_logs=lambda wildcards, input: {
-            model: f"{run}/training_log.csv" for model, run in zip(models_with("demo"), input.runs)
-        },
-        setup=describe_demo_training(),
-    log:
-        "logs/demo/plot_training_curves.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_training_curves.py"
+for _rule, _figures in figure_jobs().items():
 
-
-rule plot_pruning_cost:
-    input:
-        table="results/pruning.parquet",
-    output:
-        png=report(
-            "results/figures/pruning_cost/{model}/{revision}.png",
-            caption="../report/pruning_cost.rst",
-            category=section("pruning"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}"},
-        ),
-        pdf="results/figures/pruning_cost/{model}/{revision}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-        prune=lambda wildcards: describe_pruning(wildcards.model),
-    log:
-        "logs/{model}/{revision}/plot_pruning_cost.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_pruning_cost.py"
-
-
-rule plot_pruning_agreement:
-    input:
-        table="results/pruning_agreement.parquet",
-    output:
-        png=report(
-            "results/figures/pruning_agreement/{model}/{revision}.png",
-            caption="../report/pruning_agreement.rst",
-            category=section("agreement"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}"},
-        ),
-        pdf="results/figures/pruning_agreement/{model}/{revision}.pdf",
-        confusion_png=report(
-            "results/figures/rank_confusion/{model}/{revision}.png",
-            caption="../report/rank_confusion.rst",
-            category=section("agreement"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}", "figure": "rank confusion"},
-        ),
-        confusion_pdf="results/figures/rank_confusion/{model}/{revision}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-        prune=lambda wildcards: describe_pruning(wildcards.model),
-    log:
-        "logs/{model}/{revision}/plot_pruning_agreement.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_pruning_agreement.py"
-
-
-rule plot_pruning_ratio:
-    input:
-        table="results/pruning.parquet",
-    output:
-        png=report(
-            "results/figures/pruning_ratio.png",
-            caption="../report/pruning_ratio.rst",
-            category=section("pruning"),
-            subcategory="All models",
-        ),
-        pdf="results/figures/pruning_ratio.pdf",
-    params:
-        prune=", ".join(f"{model}: {describe_pruning(model)}" for model in models_with_pruning()),
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
-    log:
-        "logs/plot_pruning_ratio.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_pruning_ratio.py"
-
-
-rule plot_pruning_trajectory:
-    input:
-        table="results/pruning.parquet",
-    output:
-        png=report(
-            "results/figures/pruning_trajectory/{model}.png",
-            caption="../report/pruning_trajectory.rst",
-            category=section("pruning"),
-            subcategory="{model}",
-            labels={"model": "{model}"},
-        ),
-        pdf="results/figures/pruning_trajectory/{model}.pdf",
-    params:
-        prune=lambda wildcards: describe_pruning(wildcards.model),
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
-    log:
-        "logs/{model}/plot_pruning_trajectory.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_pruning_trajectory.py"
-
-
-rule plot_weight_protocols:
-    input:
-        table="results/swapkl.parquet",
-    output:
-        png=report(
-            "results/figures/weight_protocols/{model}/{revision}.png",
-            caption="../report/weight_protocols.rst",
-            category=section("weights"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}"},
-        ),
-        pdf="results/figures/weight_protocols/{model}/{revision}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-    log:
-        "logs/{model}/{revision}/plot_weight_protocols.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_weight_protocols.py"
+    rule:
+        name:
+            _rule
+        input:
+            **figure_inputs(_figures),
+        output:
+            **{output_key(f, ext): figure_output(f, ext) for f in _figures for ext in FIGURE_EXTENSIONS},
+        params:
+            **{name: FIGURE_PARAMS[source] for f in _figures for name, source in f.params.items()},
+        wildcard_constraints:
+            **figure_constraints(_figures[0]),
+        log:
+            _figures[0].log_file(),
+        conda:
+            "../../envs/figures.yaml"
+        script:
+            "../scripts/plot_figure.py"

@@ -48,17 +48,3 @@ rule aggregate_recovery:
         "../../envs/torch.yaml"
     script:
         "../scripts/aggregate_recovery.py"
-
-
-rule plot_recovery:
-    input:
-        table="results/recovery.parquet",
-    output:
-        png=report("results/figures/recovery.png", caption="../report/recovery.rst", category=section("recovery")),
-        pdf="results/figures/recovery.pdf",
-    log:
-        "logs/plot_recovery.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_recovery.py"

@@ -95,30 +95,3 @@ rule aggregate_healed:
         "../../envs/torch.yaml"
     script:
         "../scripts/aggregate_healed.py"
-
-
-rule plot_third_test:
-    input:
-        agreement=test_agreement_file("{model}", "{revision}"),
-        healed=healed_file("{model}", "{revision}"),
-    output:
-        png=report(
-            "results/figures/test_agreement/{model}/{revision}.png",
-            caption="../report/test_agreement.rst",
-            category=section("third_test"),
-            labels={"model": "{model}", "revision": "{revision}", "figure": "disagreement map"},
-        ),
-        pdf="results/figures/test_agreement/{model}/{revision}.pdf",
-        curves_png=report(
-            "results/figures/healed_curves/{model}/{revision}.png",
-            caption="../report/healed_curves.rst",
-            category=section("third_test"),
-            labels={"model": "{model}", "revision": "{revision}", "figure": "recovery curves"},
-        ),
-        curves_pdf="results/figures/healed_curves/{model}/{revision}.pdf",
-    log:
-        "logs/{model}/{revision}/plot_third_test.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_third_test.py"

@@ -41,19 +41,3 @@ rule combine_jacobian:
         "../../envs/torch.yaml"
     script:
         "../scripts/combine_jacobian.py"
-
-
-rule plot_jacobian:
-    input:
-        jacobian="results/jacobian.parquet",
-        table="results/swapkl.parquet",
-    output:
-        png=report("results/figures/jacobian.png", caption="../report/jacobian.rst",
-                   category=section("scale")),
-        pdf="results/figures/jacobian.pdf",
-    log:
-        "logs/plot_jacobian.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_jacobian.py"

@@ -32,20 +32,3 @@ rule measure_predictor_validity:
         "../../envs/torch.yaml"
     script:
         "../scripts/measure_predictor_validity.py"
-
-
-rule plot_predictor_validity:
-    input:
-        table="results/predictor_validity/{model}.parquet",
-    output:
-        png=report("results/figures/predictor_validity/{model}.png", caption="../report/predictor_validity.rst",
-                   category=section("scale"), labels={"model": "{model}"}),
-        pdf="results/figures/predictor_validity/{model}.pdf",
-    wildcard_constraints:
-        model=name_regex(predictor_validity_models()),
-    log:
-        "logs/{model}/plot_predictor_validity.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_predictor_validity.py"

@@ -66,47 +66,6 @@ rule aggregate_relevance:
         "../scripts/aggregate_relevance.py"
 
 
-rule plot_relevance_cosine:
-    input:
-        relevance="results/relevance.parquet",
-        table="results/swapkl.parquet",
-    output:
-        png=report(
-            "results/figures/relevance_cosine/{model}/{revision}.png",
-            caption="../report/relevance_cosine.rst",
-            category=section("relevance"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}", "figure": "cosine vs AccRel"},
-        ),
-        pdf="results/figures/relevance_cosine/{model}/{revision}.pdf",
-    log:
-        "logs/{model}/{revision}/plot_relevance_cosine.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_relevance_cosine.py"
-
-
-rule plot_relevance_zscores:
-    input:
-        relevance="results/relevance.parquet",
-    output:
-        png=report(
-            "results/figures/relevance_zscores/{model}/{revision}.png",
-            caption="../report/relevance_zscores.rst",
-            category=section("relevance"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}", "figure": "task z-scores"},
-        ),
-        pdf="results/figures/relevance_zscores/{model}/{revision}.pdf",
-    log:
-        "logs/{model}/{revision}/plot_relevance_zscores.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_relevance_zscores.py"
-
-
 rule summarise_relevance:
     input:
         relevance="results/relevance.parquet",
@@ -123,23 +82,3 @@ rule summarise_relevance:
         "../../envs/torch.yaml"
     script:
         "../scripts/summarise_relevance.py"
-
-
-rule plot_relevance_confusion:
-    input:
-        stats="results/relevance_stats.parquet",
-    output:
-        png=report(
-            "results/figures/relevance_confusion/{model}/{revision}.png",
-            caption="../report/relevance_confusion.rst",
-            category=section("relevance"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}", "figure": "rank confusion vs cosine"},
-        ),
-        pdf="results/figures/relevance_confusion/{model}/{revision}.pdf",
-    log:
-        "logs/{model}/{revision}/plot_relevance_confusion.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_relevance_confusion.py"

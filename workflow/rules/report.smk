@@ -1,28 +1,13 @@
-# The report's sections, numbered from one list (a rule names its section with section("key")), and an HTML
-# view of every results table (the report cannot show Parquet).
+# The report's sections, numbered from one list (swapkl.figures.registry.SECTIONS; a rule names its section with
+# section("key")), the figures the report gets (from the figure registry), and an HTML view of every results table
+# (the report cannot show Parquet).
 
 import re
 
+from swapkl.config.targets import figure_instances as _figure_instances
+from swapkl.figures.registry import SECTIONS as REPORT_SECTIONS
 
-REPORT_SECTIONS = (
-    ("scorecard", "Reproduction scorecard: published numbers against swapkl"),
-    ("demo", "Demo training"),
-    ("gap", "Protocol gap along training"),
-    ("ratio", "I/R ratio by pair distance"),
-    ("heatmaps", "Replacement and interchange heatmaps"),
-    ("deletion", "Deletion KL and block influence"),
-    ("weights", "Weight averaging and head-level swaps"),
-    ("pruning", "Pruning cost"),
-    ("agreement", "Agreement between pruning guides"),
-    ("relevance", "Accuracy-based relevance"),
-    ("seeds", "Protocol gap across training seeds"),
-    ("covariates", "What explains the gap"),
-    ("spans", "Middle-span experiments"),
-    ("scale", "Scale and mechanisms"),
-    ("recovery", "Recovery after pruning"),
-    ("third_test", "The third test: equivalence after healing"),
-    ("tables", "Tables"),
-)
+
 #: the results tables drawn as HTML into the report (results/tables/{name}.html), as patterns of their names
 RESULT_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
@@ -33,8 +18,12 @@ RESULT_TABLES = (
 
 def section(key):
     """The report category of section ``key``: its number and title."""
-    keys = [k for k, _ in REPORT_SECTIONS]
-    return f"{keys.index(key) + 1}. {REPORT_SECTIONS[keys.index(key)][1]}"
+    return f"{list(REPORT_SECTIONS).index(key) + 1}. {REPORT_SECTIONS[key]}"
+
+
+def figure_instances(selection):
+    """The wildcards of every instance of a figure the report gets (swapkl.config.targets)."""
+    return _figure_instances(PLAN, selection)
 
 
 def table_views(outputs):

@@ -20,20 +20,3 @@ rule summarise_rope_counterfactual:
         "../../envs/torch.yaml"
     script:
         "../scripts/summarise_rope_counterfactual.py"
-
-
-rule plot_rope_counterfactual:
-    input:
-        table="results/rope_counterfactual/{model}.parquet",
-    output:
-        png=report("results/figures/rope_counterfactual/{model}.png", caption="../report/rope_counterfactual.rst",
-                   category=section("scale"), labels={"model": "{model}"}),
-        pdf="results/figures/rope_counterfactual/{model}.pdf",
-    wildcard_constraints:
-        model=name_regex(rope_counterfactual_models()),
-    log:
-        "logs/{model}/plot_rope_counterfactual.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_rope_counterfactual.py"

@@ -22,18 +22,3 @@ rule summarise_scaling:
         "../../envs/torch.yaml"
     script:
         "../scripts/summarise_scaling.py"
-
-
-rule plot_scaling:
-    input:
-        table="results/scaling.parquet",
-    output:
-        png=report("results/figures/scaling.png", caption="../report/scaling.rst",
-                   category=section("scale")),
-        pdf="results/figures/scaling.pdf",
-    log:
-        "logs/plot_scaling.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_scaling.py"

@@ -20,26 +20,3 @@ rule summarise_seeds:
         "../../envs/torch.yaml"
     script:
         "../scripts/summarise_seeds.py"
-
-
-rule plot_seed_band:
-    input:
-        seeds="results/seeds.parquet",
-    output:
-        png=report(
-            "results/figures/seeds/{family}.png",
-            caption="../report/seed_band.rst",
-            category=section("seeds"),
-            labels={"family": "{family}"},
-        ),
-        pdf="results/figures/seeds/{family}.pdf",
-    wildcard_constraints:
-        family=name_regex(seed_band_families()),
-    params:
-        setup=lambda wildcards: describe_family(wildcards.family),
-    log:
-        "logs/seeds/{family}/plot_seed_band.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_seed_band.py"

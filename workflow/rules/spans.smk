@@ -47,26 +47,3 @@ rule aggregate_spans:
         "../../envs/torch.yaml"
     script:
         "../scripts/aggregate_spans.py"
-
-
-rule plot_spans:
-    input:
-        table="results/spans.parquet",
-    output:
-        png=report(
-            "results/figures/spans/{model}/{revision}.png",
-            caption="../report/spans.rst",
-            category=section("spans"),
-            subcategory="{model}",
-            labels={"model": "{model}", "revision": "{revision}"},
-        ),
-        pdf="results/figures/spans/{model}/{revision}.pdf",
-    params:
-        setup=lambda wildcards: describe_setup(wildcards.model),
-        spans=lambda wildcards: describe_spans(wildcards.model),
-    log:
-        "logs/{model}/{revision}/plot_spans.log",
-    conda:
-        "../../envs/figures.yaml"
-    script:
-        "../scripts/plot_spans.py"

@@ -13,6 +13,7 @@ from swapkl.config import ConfigError
 from swapkl.config.pair_sets import pair_reach
 from swapkl.config.revision_names import step_of
 from swapkl.data.text_sources import source_key
+from swapkl.figures.registry import figures as registered_figures
 
 # Names that the workflow itself uses next to the per-model folders and files (logs/, benchmarks/, results/...,
 # resources/): a model named like one of them would share a path with it. Model names with a file
@@ -35,6 +36,9 @@ def per_model_files(rules_dir: str) -> dict[str, set[str]]:
         with open(path, encoding="utf-8") as fh:
             for folder, file in re.findall(r'"([a-z_/]+)/\{model\}/([^{}/"]+)"', fh.read()):
                 found.setdefault(folder, set()).add(file)
+    for fig in registered_figures().values():  # the plot rules figures.smk makes from the figure registry
+        for folder, file in re.findall(r"^([a-z_/]+)/\{model\}/([^{}/]+)$", fig.log_file()):
+            found.setdefault(folder, set()).add(file)
     return found
 
 

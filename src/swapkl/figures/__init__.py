@@ -1,14 +1,15 @@
 """Figures of swapkl results (matplotlib, Agg; each function writes a PNG and a PDF).
 
-One module per figure family:
+Every figure of the report is an entry of the figure registry (:mod:`.registry`), declared in a module of
+:mod:`.entries`; its plot function, of the registry's one signature (``draw_*``), lives in the module of its figure
+family, for example:
 
-* :func:`plot_gap_trajectory` -- protocol gap vs training step (:mod:`.trajectory`);
-* :func:`plot_ratio_by_distance` -- I/R ratio by pair distance (:mod:`.ratio_figure`);
-* :func:`plot_heatmaps` -- replacement and interchange KL matrices (:mod:`.heatmaps`);
-* :func:`plot_deletion_vs_bi` -- deletion KL vs ShortGPT BI per block (:mod:`.deletion`);
-* :func:`plot_training_curves` -- demo models' loss curves (:mod:`.training`);
-* :func:`plot_weight_protocols` -- averaging and head-level interchange (:mod:`.weights`);
-* :func:`plot_seed_band` -- the gap across the seeds of a family (:mod:`.seeds_figure`).
+* :mod:`.trajectory` -- protocol gap vs training step;
+* :mod:`.ratio_figure` -- I/R ratio by pair distance;
+* :mod:`.heatmaps` -- replacement and interchange KL matrices;
+* :mod:`.pruning_figure` and :mod:`.confusion` -- pruning cost and the guides' agreement;
+* :mod:`.scale` -- the scale sweep and the mechanism checks.
 
-Shared look and deterministic saving live in :mod:`.style`.
+Shared look and deterministic saving live in :mod:`.style`. This package's ``__init__`` imports nothing, so that
+importing :mod:`swapkl.figures.registry` does not import matplotlib.
 """

@@ -8,7 +8,7 @@ import pandas as pd
 
 from swapkl.pruning.agreement import rank_confusion, spearman
 from swapkl.errors import SwapKLError
-from swapkl.figures.pruning_figure import AGREEMENT_LABELS
+from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
 from swapkl.tables.schemas import read_agreement
 
@@ -63,3 +63,14 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
                       "Pearson r of the raw scores in the agreement table can be set by one outlying layer); the "
                       "paper's sign convention is −ρ.")
         save_figure(fig, out_png, out_pdf)
+
+
+
+def draw_pruning_agreement(inputs, out_png, out_pdf, *, wildcards, params):
+    """Rank agreement between the pruning guides of one checkpoint."""
+    plot_agreement(inputs["agreement"], wildcards["model"], wildcards["revision"], out_png, out_pdf)
+
+
+def draw_rank_confusion(inputs, out_png, out_pdf, *, wildcards, params):
+    """The guides' rank confusion against deletion of one checkpoint."""
+    plot_rank_confusion(inputs["agreement"], wildcards["model"], wildcards["revision"], out_png, out_pdf)

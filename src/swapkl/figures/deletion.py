@@ -14,6 +14,7 @@ from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, VERMILLION, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.registry import on_table
 
 
 def deletion_and_bi(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -93,3 +94,6 @@ def plot_deletion_vs_bi(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
                       "KL(p_base \u2016 p_without block); right: point labels are block indices, "
                       "\u03c1 > 0 means both rank blocks alike")
         save_figure(fig, out_png, out_pdf)
+
+
+draw_deletion_vs_bi = on_table(plot_deletion_vs_bi, "aggregate")

@@ -15,6 +15,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
 from swapkl.probes.pair_statistics import CONDITIONAL_BELOW, STRONG_BELOW
+from swapkl.figures.registry import on_table
 
 MISSING_COLOUR = "#DDDDDD"
 DIAGONAL_COLOUR = "#FFFFFF"
@@ -125,3 +126,6 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
                       f"swap-similarity thresholds {STRONG_BELOW:g} (strong) and {CONDITIONAL_BELOW:g} "
                       f"(conditional); colour scale shared by every checkpoint of {model}{zero}")
         save_figure(fig, out_png, out_pdf)
+
+
+draw_heatmaps = on_table(plot_heatmaps, "aggregate")

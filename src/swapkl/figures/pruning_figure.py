@@ -368,3 +368,16 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
                       "CKA of block i's input and output; first-order Taylor importance |Σ θ·∂L/∂θ| of block i. "
                       "Misranking counts layer pairs that neither ranking ties.")
         save_figure(fig, out_png, out_pdf)
+
+
+def draw_pruning_cost(inputs, out_png, out_pdf, *, wildcards, params):
+    plot_delta_ppl(inputs["pruning"], wildcards["model"], wildcards["revision"], out_png, out_pdf)
+
+
+def draw_pruning_ratio(inputs, out_png, out_pdf, *, wildcards, params):
+    plot_ir_panel(inputs["pruning"], out_png, out_pdf, n_boot=params["n_boot"], seed=params["seed"])
+
+
+def draw_pruning_trajectory(inputs, out_png, out_pdf, *, wildcards, params):
+    plot_ir_trajectory(inputs["pruning"], wildcards["model"], out_png, out_pdf, n_boot=params["n_boot"],
+                       seed=params["seed"])

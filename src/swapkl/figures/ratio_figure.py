@@ -83,3 +83,14 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
         dup = duplicate_note(agg, model)
         add_note(fig, note + (f"\n{dup}" if dup else ""))
         save_figure(fig, out_png, out_pdf)
+
+
+
+def draw_ratio_by_distance(inputs, out_png, out_pdf, *, wildcards, params):
+    """The I/R ratio by pair distance, replacement as the larger of both directions."""
+    plot_ratio_by_distance(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="max")
+
+
+def draw_ratio_by_distance_fwd(inputs, out_png, out_pdf, *, wildcards, params):
+    """The I/R ratio by pair distance, replacement in one direction."""
+    plot_ratio_by_distance(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="fwd")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.registry import on_table
 
 ORANGE = "#d95f02"
 
@@ -51,3 +52,6 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         add_note(fig, "Numbers over the healed bars: net recovery = 1 - (PPL healed - PPL control) / "
                       "(PPL pruned - PPL base).")
         save_figure(fig, out_png, out_pdf)
+
+
+draw_recovery = on_table(plot_recovery, "recovery")

@@ -14,6 +14,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
+from swapkl.figures.registry import on_table
 
 PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
 PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}
@@ -196,3 +197,15 @@ def plot_predictor_validity(table: pd.DataFrame | str | Path, out_png, out_pdf) 
                       f"alone (base perplexity {df['base_ppl'].iloc[0]:.2f}); \u03c1: Spearman")
         save_figure(fig, out_png, out_pdf)
 
+
+
+def draw_jacobian(inputs, out_png, out_pdf, *, wildcards, params):
+    """||J_k|| per block and against the blocks' swap distances."""
+    plot_jacobian(inputs["jacobian"], inputs["aggregate"], out_png, out_pdf)
+
+
+draw_scaling = on_table(plot_scaling, "scaling")
+draw_rope_counterfactual = on_table(plot_rope_counterfactual, "rope")
+draw_convergence = on_table(plot_convergence, "convergence")
+draw_domain_slices = on_table(plot_domain_slices, "slices")
+draw_predictor_validity = on_table(plot_predictor_validity, "validity")

@@ -14,6 +14,7 @@ from swapkl.figures.style import (BLUE, GREEN, GREY, ORANGE, VERMILLION, add_not
                                   save_figure)
 from swapkl.figures.trajectory import GAP_LABELS, pair_set_title
 from swapkl.stats.seeds import read_seeds
+from swapkl.figures.registry import on_table
 
 #: the band rows: (column prefix in the seeds table, y label, GAP_LABELS key)
 _GAP_ROWS = (("gap", "gap, both\ndirections (nats)", "max"), ("gap_fwd", "gap, one\ndirection (nats)", "fwd"))
@@ -96,3 +97,6 @@ def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family
                       f"{GAP_LABELS['fwd']} (row 2); KL(p_base ‖ p_variant) in nats; {desc}"
                       f"{absent_note(fam)}")
         save_figure(fig, out_png, out_pdf)
+
+
+draw_seed_band = on_table(plot_seed_band, "seeds")

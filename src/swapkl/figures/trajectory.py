@@ -98,3 +98,14 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
         dup = duplicate_note(agg, model)
         add_note(fig, note + (f"\n{dup}" if dup else ""))
         save_figure(fig, out_png, out_pdf)
+
+
+
+def draw_gap_trajectory(inputs, out_png, out_pdf, *, wildcards, params):
+    """The gap of both replacement directions (the larger one) along training."""
+    plot_gap_trajectory(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="max")
+
+
+def draw_gap_trajectory_fwd(inputs, out_png, out_pdf, *, wildcards, params):
+    """The gap of one replacement direction, r(i<-j) for i < j, along training."""
+    plot_gap_trajectory(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="fwd")

@@ -14,6 +14,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import cycled
+from swapkl.figures.registry import on_table
 
 
 def averaging_vs_replacement(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -78,3 +79,6 @@ def plot_weight_protocols(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, m
         add_note(fig, "KL(p_base ‖ p_variant), token-weighted over the probe windows. Averaging keeps block j at "
                       "slot j; a head unit is one key/value head with the query heads that read it.")
         save_figure(fig, out_png, out_pdf)
+
+
+draw_weight_protocols = on_table(plot_weight_protocols, "aggregate")

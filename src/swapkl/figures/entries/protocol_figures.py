@@ -1,0 +1,29 @@
+"""Figures of the probe aggregate (results/swapkl.parquet): gap along training, I/R ratio by distance, heatmaps,
+deletion against block influence, weight protocols."""
+
+from swapkl.figures.registry import AGGREGATE, Figure, register
+
+TABLE = {"aggregate": AGGREGATE}
+SETUP = {"setup": "model_setup"}
+ONE_DIRECTION = {"replacement": "one direction"}
+
+register(Figure("gap_trajectory", "swapkl.figures.trajectory:draw_gap_trajectory", TABLE, "model", "gap",
+                "protocol gap vs training step, one panel per pair set (replacement: max of both directions)",
+                targets="trajectory", params=SETUP))
+register(Figure("gap_trajectory_fwd", "swapkl.figures.trajectory:draw_gap_trajectory_fwd", TABLE, "model", "gap",
+                "protocol gap vs training step, one panel per pair set (replacement: one direction)",
+                rule="plot_gap_trajectory", targets="trajectory", labels=ONE_DIRECTION, params=SETUP))
+register(Figure("ratio_by_distance", "swapkl.figures.ratio_figure:draw_ratio_by_distance", TABLE, "model", "ratio",
+                "I/R ratio by pair distance, one line per checkpoint (replacement: max of both directions)",
+                params=SETUP))
+register(Figure("ratio_by_distance_fwd", "swapkl.figures.ratio_figure:draw_ratio_by_distance_fwd", TABLE, "model",
+                "ratio", "I/R ratio by pair distance, one line per checkpoint (replacement: one direction)",
+                rule="plot_ratio_by_distance", labels=ONE_DIRECTION, params=SETUP))
+register(Figure("heatmaps", "swapkl.figures.heatmaps:draw_heatmaps", TABLE, "checkpoint", "heatmaps",
+                "replacement and interchange KL heatmaps of one checkpoint", subcategory="{model}", params=SETUP))
+register(Figure("deletion_vs_bi", "swapkl.figures.deletion:draw_deletion_vs_bi", TABLE, "checkpoint", "deletion",
+                "deletion KL vs ShortGPT block influence per block", targets="deletion", subcategory="{model}",
+                params=SETUP))
+register(Figure("weight_protocols", "swapkl.figures.weights:draw_weight_protocols", TABLE, "checkpoint", "weights",
+                "weight averaging and head-level interchange of one checkpoint", targets="weights",
+                subcategory="{model}", params=SETUP))

@@ -1,0 +1,7 @@
+"""The middle-span experiments of one checkpoint."""
+
+from swapkl.figures.registry import Figure, register
+
+register(Figure("spans", "swapkl.figures.spans_figure:draw_spans", {"spans": "results/spans.parquet"}, "checkpoint",
+                "spans", "KL against middle-span width per variant of one checkpoint", targets="spans",
+                subcategory="{model}", params={"setup": "model_setup", "spans": "spans"}))

@@ -1,0 +1,232 @@
+"""The registry of report figures: one entry per figure, registered by the module that draws it.
+
+An entry says everything the workflow, the report and the CLI need to know about a figure: its name, its plot
+function, the tables it reads, its scope (one figure per checkpoint, per model, per seed family, or one in all), its
+caption, its report section and its output files. ``workflow/rules/figures.smk`` makes one ``plot_*`` rule per
+:attr:`Figure.rule` from these entries, ``workflow/rules/report.smk`` lists their files among the report's targets,
+and ``swapkl figures`` offers one kind per entry.
+
+Every plot function has the one signature :class:`PlotFunction`. The entries are declared in the modules of
+:mod:`swapkl.figures.entries`, which register them when imported; :func:`figures` imports every module of that
+package, so no list of modules has to be kept in step. An entry names its plot function as
+``"swapkl.figures.<module>:<function>"``, imported only when the figure is drawn: Snakemake reads the registry to
+make its rules, and it must not import matplotlib, pandas or torch to do so (they are the figure modules' imports).
+Adding a figure: a plot function, its entry, and a caption file in ``workflow/report/`` (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from swapkl.errors import SwapKLError
+
+#: the wildcards of each scope, in the order they appear in an output path
+SCOPES = {"checkpoint": ("model", "revision"), "model": ("model",), "family": ("family",), "global": ()}
+#: the report's sections, in report order: key -> title (``section("key")`` in the workflow numbers them)
+SECTIONS = {
+    "scorecard": "Reproduction scorecard: published numbers against swapkl",
+    "demo": "Demo training",
+    "gap": "Protocol gap along training",
+    "ratio": "I/R ratio by pair distance",
+    "heatmaps": "Replacement and interchange heatmaps",
+    "deletion": "Deletion KL and block influence",
+    "weights": "Weight averaging and head-level swaps",
+    "pruning": "Pruning cost",
+    "agreement": "Agreement between pruning guides",
+    "relevance": "Accuracy-based relevance",
+    "seeds": "Protocol gap across training seeds",
+    "covariates": "What explains the gap",
+    "spans": "Middle-span experiments",
+    "scale": "Scale and mechanisms",
+    "recovery": "Recovery after pruning",
+    "third_test": "The third test: equivalence after healing",
+    "tables": "Tables",
+}
+#: where the figures go; formats written by every plot function
+FIGURES_DIR = "results/figures"
+FORMATS = ("png", "pdf")
+
+#: the package whose modules declare the figures
+ENTRIES = "swapkl.figures.entries"
+
+AGGREGATE = "results/swapkl.parquet"
+PRUNING = "results/pruning.parquet"
+
+
+class PlotFunction(Protocol):
+    """The signature of every registered plot function.
+
+    ``inputs`` maps the entry's input names to files (a list of files for an input expanded over models);
+    ``wildcards`` holds the scope's wildcards (``model``, ``revision``, ``family``); ``params`` the values the
+    workflow (or the CLI) passes for the entry's :attr:`Figure.params`.
+    """
+
+    def __call__(self, inputs: Mapping[str, object], out_png: str, out_pdf: str, *, wildcards: Mapping[str, str],
+                 params: Mapping[str, object]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One report figure (a PNG for the report and a PDF for print).
+
+    ``inputs``: input name -> file pattern; a pattern may use the scope's wildcards, and an input named in
+    ``expand`` is a ``{model}`` pattern expanded over the models of the workflow's selection of that name.
+    ``targets``: the workflow's selection of the instances the report gets (default: per scope, every checkpoint,
+    model or family that is not a seed family member; one for a global figure). ``params``: names of values the
+    rule passes to the caption and the plot function (workflow/rules/figures.smk defines each name).
+    ``plot_params``: those of ``params`` the plot function reads (the CLI asks for them).
+    """
+
+    name: str
+    plot: str | PlotFunction
+    inputs: Mapping[str, str]
+    scope: str
+    section: str
+    help: str
+    caption: str = ""
+    rule: str = ""
+    folder: str = ""
+    log: str = ""
+    targets: str = ""
+    subcategory: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, str] = field(default_factory=dict)
+    plot_params: tuple[str, ...] = ()
+    expand: Mapping[str, str] = field(default_factory=dict)
+    constrained: bool = False
+
+    def __post_init__(self):
+        defaults = {"caption": f"{self.name}.rst", "rule": f"plot_{self.name}", "folder": self.name,
+                    "targets": self.scope}
+        for key, value in defaults.items():
+            if not getattr(self, key):
+                object.__setattr__(self, key, value)
+        if self.scope not in SCOPES:
+            raise SwapKLError(f"figure {self.name}: scope {self.scope!r} is not one of {', '.join(SCOPES)}")
+        if self.section not in SECTIONS:
+            raise SwapKLError(f"figure {self.name}: section {self.section!r} is not one of {', '.join(SECTIONS)}")
+        unknown = set(self.plot_params) - set(self.params)
+        if unknown:
+            raise SwapKLError(f"figure {self.name}: plot_params {sorted(unknown)} are not among its params")
+
+    def function(self) -> PlotFunction:
+        """The plot function (imported from its module when the entry names it as ``"module:function"``)."""
+        if callable(self.plot):
+            return self.plot
+        module, _, name = self.plot.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    @property
+    def wildcards(self) -> tuple[str, ...]:
+        return SCOPES[self.scope]
+
+    @property
+    def kind(self) -> str:
+        """The figure's name on the command line (``swapkl figures KIND``)."""
+        return self.name.replace("_", "-")
+
+    def stem(self) -> str:
+        """The output path without its extension, with the scope's wildcards as ``{name}`` placeholders."""
+        return "/".join([FIGURES_DIR, self.folder, *(f"{{{w}}}" for w in self.wildcards)])
+
+    def outputs(self, **wildcards: str) -> list[str]:
+        """The PNG and PDF of one instance (placeholders kept for the wildcards not given)."""
+        keep = {w: f"{{{w}}}" for w in self.wildcards}
+        return [f"{self.stem()}.{ext}".format(**{**keep, **wildcards}) for ext in FORMATS]
+
+    def log_file(self) -> str:
+        if self.log:
+            return self.log
+        folder = {"family": "seeds/{family}"}.get(self.scope, "/".join(f"{{{w}}}" for w in self.wildcards))
+        return "/".join(p for p in ("logs", folder, f"{self.rule}.log") if p)
+
+    def report_labels(self) -> dict[str, str]:
+        return {**{w: f"{{{w}}}" for w in self.wildcards}, **self.labels}
+
+
+_REGISTRY: dict[str, Figure] = {}
+
+
+def register(figure: Figure) -> Figure:
+    """Add ``figure`` to the registry (a name may be registered once); returns it."""
+    if figure.name in _REGISTRY and _REGISTRY[figure.name] != figure:
+        raise SwapKLError(f"figure {figure.name!r} is registered twice")
+    _REGISTRY[figure.name] = figure
+    return figure
+
+
+def unregister(name: str) -> None:
+    """Remove a figure (tests that register a toy figure clean up with this)."""
+    _REGISTRY.pop(name, None)
+
+
+def discover() -> None:
+    """Import every module of :mod:`swapkl.figures.entries`, so that each registers its figures."""
+    package = importlib.import_module(ENTRIES)
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def figures() -> dict[str, Figure]:
+    """Every registered figure by name, in report order (by section, then in registration order); every module of
+    :mod:`swapkl.figures.entries` is imported first."""
+    discover()
+    order = list(SECTIONS)
+    return dict(sorted(_REGISTRY.items(), key=lambda item: order.index(item[1].section)))
+
+
+def figure(name: str) -> Figure:
+    found = figures()
+    if name not in found:
+        raise SwapKLError(f"no figure named {name!r}; registered: {', '.join(sorted(found))}")
+    return found[name]
+
+
+def jobs() -> dict[str, list[Figure]]:
+    """The figures of each plot rule, by rule name (figures sharing a rule are drawn by one job)."""
+    out: dict[str, list[Figure]] = {}
+    for fig in figures().values():
+        out.setdefault(fig.rule, []).append(fig)
+    for rule, figs in out.items():
+        if len({(f.scope, f.targets, f.log_file()) for f in figs}) > 1:
+            raise SwapKLError(f"rule {rule}: its figures {[f.name for f in figs]} differ in scope, targets or log")
+    return out
+
+
+def job_inputs(figs: list[Figure]) -> dict[str, str]:
+    """The inputs of a plot rule: those of its figures together (one file pattern per input name)."""
+    out: dict[str, str] = {}
+    for fig in figs:
+        for name, pattern in fig.inputs.items():
+            if out.setdefault(name, pattern) != pattern:
+                raise SwapKLError(f"rule {fig.rule}: input {name!r} is {out[name]!r} and {pattern!r}")
+    return out
+
+
+def output_key(fig: Figure, ext: str) -> str:
+    """The name of a figure's output in its rule (``<figure>_png``, ``<figure>_pdf``)."""
+    return f"{fig.name}_{ext}"
+
+
+def draw_job(rule: str, inputs: Mapping[str, object], outputs: Mapping[str, str], wildcards: Mapping[str, str],
+             params: Mapping[str, object]) -> None:
+    """Draw every figure of plot rule ``rule`` (the workflow's plot_figure.py script calls this)."""
+    for fig in jobs()[rule]:
+        own = {w: wildcards[w] for w in fig.wildcards}
+        fig.function()(inputs, outputs[output_key(fig, "png")], outputs[output_key(fig, "pdf")], wildcards=own,
+                 params=params)
+
+
+def on_table(plot, name: str) -> PlotFunction:
+    """The registered form of ``plot(table, out_png, out_pdf, **wildcards)``, a function that draws from the one
+    input ``name``."""
+
+    def draw(inputs, out_png, out_pdf, *, wildcards, params):
+        plot(inputs[name], out_png, out_pdf, **wildcards)
+
+    draw.__doc__ = plot.__doc__
+    return draw

@@ -1,0 +1,214 @@
+"""The figure registry (swapkl.figures.registry): every plot function is registered, every entry is complete, the
+registered plot functions draw the data of their tables, and a figure added through the registry alone reaches the
+command line, the workflow's dry-run DAG and the report's targets."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure as MplFigure
+
+from probe_fixtures import probe_files, random_values, write_checkpoint
+from swapkl import cli
+from swapkl.figures import registry
+from swapkl.figures.style import figure_style, new_figure, save_figure
+from swapkl.probes.aggregate import aggregate
+from swapkl.figures.registry import AGGREGATE, SECTIONS, Figure, figures, jobs, register, unregister
+
+REPO = Path(__file__).resolve().parents[1]
+FIGURES_PACKAGE = REPO / "src" / "swapkl" / "figures"
+
+
+def drawn(monkeypatch) -> list[MplFigure]:
+    """The matplotlib figures saved from now on (read back before they are written)."""
+    seen: list[MplFigure] = []
+    save = MplFigure.savefig
+
+    def record(self, *args, **kwargs):
+        if not seen or seen[-1] is not self:
+            seen.append(self)
+        return save(self, *args, **kwargs)
+
+    monkeypatch.setattr(MplFigure, "savefig", record)
+    return seen
+
+
+def test_every_draw_function_of_the_figure_modules_is_registered():
+    """A module's draw_* functions (the registry's signature) each back exactly one entry: none is left out."""
+    defined = set()
+    for path in set(FIGURES_PACKAGE.glob("*.py")) - {FIGURES_PACKAGE / "registry.py"}:
+        tree = ast.parse(path.read_text())
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        defined |= {f"swapkl.figures.{path.stem}:{n}" for n in names if n.startswith("draw_")}
+    referenced = [fig.plot for fig in figures().values()]
+    assert sorted(referenced) == sorted(defined)
+
+
+def test_every_entry_is_complete():
+    for fig in figures().values():
+        assert callable(fig.function()), fig.name
+        assert (REPO / "workflow" / "report" / fig.caption).is_file(), fig.name
+        assert fig.section in SECTIONS and fig.help, fig.name
+        for name, pattern in fig.inputs.items():  # an expanded input's {model} is filled in by the expansion
+            assert set(re.findall(r"{(\w+)}", pattern)) <= ({"model"} if name in fig.expand else set(fig.wildcards))
+    # one output folder per figure, one rule name per job, and every entries module is discovered
+    assert len({f.folder for f in figures().values()}) == len(figures())
+    modules = {p.stem for p in (FIGURES_PACKAGE / "entries").glob("*.py")} - {"__init__"}
+    assert {f"swapkl.figures.entries.{m}" for m in modules} <= set(sys.modules)
+
+
+def test_a_rule_draws_figures_of_one_scope():
+    for rule, figs in jobs().items():
+        assert rule.startswith("plot_") and len({f.scope for f in figs}) == 1, rule
+
+
+def test_registry_entries_are_checked():
+    with pytest.raises(Exception, match="scope"):
+        Figure("bad", "m:f", {}, "weekly", "gap", "help")
+    with pytest.raises(Exception, match="section"):
+        Figure("bad", "m:f", {}, "global", "nowhere", "help")
+    existing = next(iter(figures().values()))
+    with pytest.raises(Exception, match="registered twice"):
+        register(Figure(existing.name, "m:f", {}, "global", "gap", "another"))
+
+
+def test_the_training_curves_figure_draws_the_logged_losses(tmp_path, monkeypatch):
+    logs = {}
+    for name, scale in (("demo-a", 1.0), ("demo-b", 0.5)):
+        rows = ["step,heldout_loss,train_loss"]
+        rows += [f"{s},{'' if s % 20 else 3 + scale / (s + 1)},{2.5 + scale / (s + 1)}" for s in range(0, 101, 10)]
+        (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
+        logs[name] = str(tmp_path / f"{name}.csv")
+    seen = drawn(monkeypatch)
+    fig = registry.figure("training_curves")
+    fig.function()({}, tmp_path / "t.png", tmp_path / "t.pdf", wildcards={}, params={"training_logs": logs})
+    lines = {line.get_label(): line for line in seen[0].axes[0].get_lines()}
+    for name, path in logs.items():
+        with open(path) as fh:
+            table = list(csv.DictReader(fh))
+        heldout = [(float(r["step"]), float(r["heldout_loss"])) for r in table if r["heldout_loss"]]
+        train = [(float(r["step"]), float(r["train_loss"])) for r in table]
+        for label, expected in ((f"{name}: held-out loss", heldout), (f"{name}: training loss", train)):
+            line = lines[label]
+            assert np.allclose(line.get_xdata(), [s for s, _ in expected]), label
+            assert np.allclose(line.get_ydata(), [v for _, v in expected]), label
+
+
+def test_the_ratio_by_distance_figure_draws_the_median_ratio_per_distance(agg_path, tmp_path, monkeypatch):
+    seen = drawn(monkeypatch)
+    registry.figure("ratio_by_distance").function()({"aggregate": str(agg_path)}, tmp_path / "r.png",
+                                                     tmp_path / "r.pdf", wildcards={"model": "toy"}, params={})
+    table = pd.read_parquet(agg_path)
+    pairs = table[(table["kind"] == "pair") & (table["model"] == "toy") & table["duplicate_of"].isna()]
+    lines = {line.get_label(): line for line in seen[0].axes[0].get_lines() if line.get_label().startswith("step")}
+    assert set(lines) == set(pairs["revision"])
+    for revision, line in lines.items():
+        p = pairs[(pairs["revision"] == revision) & np.isfinite(pairs["ratio_ir"].astype(float))]
+        medians = {d: float(np.median(g["ratio_ir"].astype(float))) for d, g in p.groupby("distance")}
+        assert np.allclose(line.get_ydata(), [medians[d] for d in sorted(medians)]), revision
+        shift = line.get_xdata()[0] - min(medians)
+        assert np.allclose(np.asarray(line.get_xdata()) - shift, sorted(medians)), revision
+
+
+@pytest.fixture(scope="module")
+def agg_path(tmp_path_factory):
+    d, layers = tmp_path_factory.mktemp("agg"), 5
+    files, reprs = [], []
+    pairs = [(i, j) for i in range(layers) for j in range(i + 1, layers) if j - i <= 2]
+    for k, revision in enumerate(["step0", "step100", "step200"]):
+        repl, inter, dele = random_values(layers, seed=k, pairs=pairs)
+        p = write_checkpoint(d / "in", model="toy", revision=revision, n_layers=layers, repl=repl, inter=inter,
+                             deletion=dele, bi=[0.1] * layers, seed=k)
+        files += probe_files(p)
+        reprs.append(p["repr"])
+    aggregate(files, reprs, d / "swapkl.parquet", pair_sets={"toy": ["adjacent", "within:2"]}, n_boot=20)
+    return d / "swapkl.parquet"
+
+
+def draw_toy(inputs, out_png, out_pdf, *, wildcards, params):
+    """The toy figure: how many rows of each kind with an I/R ratio one checkpoint has, as a bar chart."""
+    table = pd.read_parquet(inputs["aggregate"])
+    rows = table[(table["model"] == wildcards["model"]) & (table["revision"] == wildcards["revision"])]
+    counts = rows.groupby("kind")["ratio_ir"].count()
+    with figure_style():
+        fig = new_figure(3, 2)
+        fig.subplots().bar(list(counts.index), counts.to_numpy())
+        save_figure(fig, out_png, out_pdf)
+
+
+TOY = dict(name="toy_figure", plot=draw_toy, inputs={"aggregate": AGGREGATE}, scope="checkpoint", section="gap",
+           help="a toy figure, added through the registry alone", caption="heatmaps.rst")
+
+
+@pytest.fixture
+def toy_figure():
+    register(Figure(**TOY))
+    yield figures()["toy_figure"]
+    unregister("toy_figure")
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_a_toy_figure_reaches_the_command_line(toy_figure, agg_path, tmp_path, monkeypatch):
+    kinds = subcommands(subcommands(cli.build_parser())["figures"])
+    assert "toy-figure" in kinds and set(kinds) == {f.kind for f in figures().values()}
+    seen = drawn(monkeypatch)
+    png, pdf = tmp_path / "toy.png", tmp_path / "toy.pdf"
+    assert cli.main(["figures", "toy-figure", "--aggregate", str(agg_path), "--model", "toy", "--revision",
+                     "step100", "--out-png", str(png), "--out-pdf", str(pdf)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
+    table = pd.read_parquet(agg_path)
+    counts = table[(table["revision"] == "step100")].groupby("kind")["ratio_ir"].count()
+    bars = seen[0].axes[0].patches
+    assert [b.get_height() for b in bars] == list(counts.to_numpy())
+
+
+DRIVER = """
+import sys
+from swapkl.figures.registry import Figure, register
+register(Figure(**{toy}))
+from snakemake.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_a_toy_figure_reaches_the_dry_run_and_the_report_targets():
+    """Registered (in the Snakemake process) as the only change, the toy figure gets a plot rule with one job per
+    checkpoint that has heatmaps (same scope and selection), and its files are among the final outputs."""
+    toy = {**TOY, "plot": "toy_module:draw"}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-c", DRIVER.format(toy=repr(toy)), "--dry-run", "--cores", "1",
+                           "--workflow-profile", "profiles/demo", "--forceall"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    toy_jobs = re.findall(r"^rule plot_toy_figure:\n(?:    .*\n)*?    output: (.*)\n", out, re.M)
+    heatmaps = re.findall(r"^rule plot_heatmaps:\n(?:    .*\n)*?    output: (.*)\n", out, re.M)
+    assert toy_jobs and len(toy_jobs) == len(heatmaps)
+    expected = {p.replace("/heatmaps/", "/toy_figure/") for line in heatmaps for p in line.split(", ")}
+    assert {p for line in toy_jobs for p in line.split(", ")} == expected
+    final = re.search(r"^(?:local)?rule all:\n    input: (.*)\n", out, re.M).group(1).split(", ")
+    assert expected <= set(final)
+
+
+def test_importing_the_registry_imports_no_plotting_library():
+    code = ("import sys; from swapkl.figures.registry import figures; figures(); "
+            "print(sorted(m for m in ('matplotlib', 'pandas', 'torch') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
+    assert importlib.import_module("swapkl.figures.registry").FORMATS == ("png", "pdf")
