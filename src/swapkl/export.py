@@ -30,8 +30,9 @@ import tempfile
 
 import torch
 
+from swapkl.adapters import adapter_class, get_adapter
 from swapkl.errors import SwapKLError
-from swapkl.model.loading import TOKENIZER_FILES, files_sha256, is_local_spec, load_model, weights_sha256
+from swapkl.model.loading import files_sha256, is_local_spec, load_model, weights_sha256
 from swapkl.tables.parquet_io import os_reason
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
     a block used at several slots is copied so every slot owns its tensors.
     """
     prefix = _layers_prefix(model, blocks)
+    adapter = adapter_class(getattr(model.config, "model_type", None))
     sd = model.state_dict()
     head_key = None
     if getattr(model.config, "tie_word_embeddings", False):
@@ -107,10 +109,7 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
     seen: set[int] = set()
     for slot, block in enumerate(order):
         tensors = per_block[block]
-        if getattr(model.config, "model_type", None) == "gpt2":
-            from swapkl.adapters.gpt2 import fold_inverse_layer_scale
-
-            tensors = fold_inverse_layer_scale(model.config, tensors, block, slot)
+        tensors = adapter.export_block_tensors(model.config, tensors, block, slot)
         for rest, t in tensors.items():
             out[f"{prefix}{slot}.{rest}"] = t.clone() if block in seen else t.contiguous()
         seen.add(block)
@@ -205,8 +204,6 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
     if exported.config.num_hidden_layers != len(order):
         raise SwapKLError(f"the exported checkpoint reloads with {exported.config.num_hidden_layers} blocks, "
                           f"not {len(order)}")
-    from swapkl.adapters import get_adapter
-
     adapter = get_adapter(model)
     ids = check_tokens(adapter.vocab_size, adapter.max_positions).to(exported.device)
     ref = engine_logits(model, order, ids).float()
@@ -235,9 +232,9 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
             "generate_logit_tolerance": gen_tol}
 
 
-def _copy_side_files(src: str, dst: str) -> list[str]:
+def _copy_side_files(src: str, dst: str, tokenizer_files: tuple[str, ...]) -> list[str]:
     copied = []
-    for name in TOKENIZER_FILES + ("generation_config.json",):
+    for name in tokenizer_files + ("generation_config.json",):
         path = os.path.join(src, name)
         if os.path.isfile(path):
             shutil.copy2(path, os.path.join(dst, name))
@@ -307,8 +304,6 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance.
     ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
     from swapkl.tables import provenance
-    from swapkl.adapters import get_adapter
-
     check_merge_indices(merge, remove, order)
     if os.path.lexists(out):
         raise SwapKLError(f"--out {out!r} already exists; swapkl export writes only a new directory")
@@ -326,10 +321,10 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
         tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
         _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
         export_config(loaded.model.config, blocks_order).save_pretrained(tmp)
-        copied = _copy_side_files(loaded.path, tmp)
+        copied = _copy_side_files(loaded.path, tmp, adapter.tokenizer_files)
         check = verify_export(tmp, loaded.model, blocks_order)
         removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
-        tok = [n for n in copied if n in TOKENIZER_FILES]
+        tok = [n for n in copied if n in adapter.tokenizer_files]
         prov = provenance.build(loaded, model_id=resolved_source(loaded), source_path=os.path.abspath(loaded.path),
                                 tokenizer_sha256=files_sha256(loaded.path, tok) if tok else None,
                                 order=list(blocks_order), removed_layers=removed,

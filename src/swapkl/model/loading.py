@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from swapkl.adapters import ADAPTERS, adapter_class, supported_architectures
 from swapkl.hub.absence import refuse_absent
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import describe, open_input, require_regular_file, safetensors_header_size
@@ -79,13 +80,9 @@ def weights_sha256(path: str) -> str:
     return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
 
 
-#: the tokenizer files of a checkpoint: hashed into ``tokenizer_sha256`` when loaded, copied by ``swapkl export``
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
-
-
-def tokenizer_files(path: str) -> list[str]:
-    return [n for n in TOKENIZER_FILES if os.path.lexists(os.path.join(path, n))]
+def tokenizer_files(path: str, model_type) -> list[str]:
+    """The tokenizer files (those its architecture's adapter names) that checkpoint folder ``path`` holds."""
+    return [n for n in adapter_class(model_type).tokenizer_files if os.path.lexists(os.path.join(path, n))]
 
 
 def files_sha256(path: str, names: list[str]) -> str:
@@ -302,7 +299,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         dev = execution_device(placed)
     lm = lm.eval()
     tok = None
-    tok_files = tokenizer_files(path)
+    tok_files = tokenizer_files(path, config.model_type)
     if need_tokenizer and tok_files:
         for n in tok_files:
             require_regular_file(os.path.join(path, n), "tokenizer file")
@@ -346,8 +343,6 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
 def _check_config(path: str, model: str, trust_remote_code: bool):
     """The checkpoint's config, which must be readable, of a supported architecture, with at least one block."""
     from transformers import AutoConfig
-
-    from swapkl.adapters import ADAPTERS, supported_architectures
 
     require_regular_file(os.path.join(path, "config.json"), "model config")
     try:
