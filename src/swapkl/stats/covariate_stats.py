@@ -40,7 +40,7 @@ import pyarrow as pa
 from swapkl.tables import provenance
 from swapkl.hub.absence import split_absent
 from swapkl.probes.aggregate import probe_provenance
-from swapkl.pruning.agreement import spearman
+from swapkl.stats.rank_correlation import spearman
 from swapkl.stats.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
 from swapkl.probes.pair_statistics import CI_LEVEL
