@@ -232,7 +232,9 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
             "generate_logit_tolerance": gen_tol}
 
 
-def _copy_side_files(src: str, dst: str, tokenizer_files: tuple[str, ...]) -> list[str]:
+def copy_side_files(src: str, dst: str, tokenizer_files: tuple[str, ...]) -> list[str]:
+    """Copy the tokenizer files ``tokenizer_files`` (those its adapter names) and the generation config that
+    checkpoint folder ``src`` holds into ``dst``; the names copied."""
     copied = []
     for name in tokenizer_files + ("generation_config.json",):
         path = os.path.join(src, name)
@@ -321,7 +323,7 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
         tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
         _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
         export_config(loaded.model.config, blocks_order).save_pretrained(tmp)
-        copied = _copy_side_files(loaded.path, tmp, adapter.tokenizer_files)
+        copied = copy_side_files(loaded.path, tmp, adapter.tokenizer_files)
         check = verify_export(tmp, loaded.model, blocks_order)
         removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
         tok = [n for n in copied if n in adapter.tokenizer_files]

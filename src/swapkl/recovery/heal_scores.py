@@ -73,7 +73,7 @@ def model_perplexity(model, ew: EvalWindows, *, batch_size: int = 8, device: str
 def task_accuracies(model, tokenizer, tasks: list, *, batch_size: int = 16) -> list[float]:
     """Accuracy (``acc``, the argmax of the choices' log-likelihoods) of ``model`` on each multiple-choice task
     (:func:`swapkl.relevance.tasks.load_task`), scored as the relevance tables score the base model."""
-    from swapkl.relevance.accrel import choice_loglikelihoods, choice_predictions, task_requests
+    from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
     from swapkl.model.batch_loop import BASE
 
     engine = ProbeEngine(model)

@@ -29,10 +29,11 @@ import pandas as pd
 import torch
 
 from swapkl.errors import SwapKLError
-from swapkl.export import PROVENANCE_FILE as EXPORT_FILE, _copy_side_files, check_tokens
+from swapkl.adapters import adapter_class
+from swapkl.export import PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
 from swapkl.recovery.heal import HealSettings, TrainText, merged, prepare_trainable, train, train_chunks
 from swapkl.recovery.heal_scores import kl_to_base, model_perplexity, task_accuracies
-from swapkl.relevance.accrel import acc_rel
+from swapkl.relevance.tasks import acc_rel
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def save_healed(trained, source_dir: str, out: str, provenance: dict):
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
     try:
         model.save_pretrained(tmp, safe_serialization=True)
-        copied = _copy_side_files(source_dir, tmp)
+        copied = copy_side_files(source_dir, tmp, adapter_class(model.config.model_type).tokenizer_files)
         reloaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=model.dtype).to(ids.device).eval()
         got = _logits(reloaded, ids)
         diff = float((got - ref).abs().max())

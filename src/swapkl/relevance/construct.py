@@ -117,7 +117,7 @@ class Requests:
 
 
 def task_requests_tensor(task, tokenizer) -> Requests:
-    from swapkl.relevance.accrel import task_requests
+    from swapkl.relevance.choice_scores import task_requests
 
     reqs = task_requests(task, tokenizer, None)
     for r in reqs:

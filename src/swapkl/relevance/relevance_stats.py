@@ -62,7 +62,7 @@ TASK_GROUPS = {"mmlu": "mmlu_"}
 
 def group_tasks(rel: pd.DataFrame) -> pd.DataFrame:
     """Single-block relevance rows with each group's subtasks merged into one task (module docstring)."""
-    from swapkl.relevance.accrel import acc_rel
+    from swapkl.relevance.tasks import acc_rel
 
     keep, merged = [rel], []
     for group, prefix in TASK_GROUPS.items():
