@@ -22,6 +22,7 @@ A failed check leaves nothing behind; an existing ``--out`` is never touched.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -32,8 +33,14 @@ import torch
 
 from swapkl.adapters import adapter_class, get_adapter
 from swapkl.errors import SwapKLError
-from swapkl.model.loading import files_sha256, is_local_spec, load_model, weights_sha256
+from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, weights_sha256
+from swapkl.model.loading import load_model
 from swapkl.tables.parquet_io import os_reason
+from swapkl.model.engine import ProbeEngine
+from swapkl.probes.pairs import Variant
+from swapkl.pruning.merge import averaged_block
+from swapkl.tables import provenance
+from swapkl.tables.schemas import read_frame
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +125,6 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
 
 def export_config(config, order: tuple[int, ...]):
     """A copy of ``config`` for ``len(order)`` blocks, per-layer lists kept by slot (see module docstring)."""
-    import copy
-
     cfg = copy.deepcopy(config)
     n = config.num_hidden_layers
     for key, value in config.to_dict().items():
@@ -176,9 +181,6 @@ def logits_tolerance(dtype: torch.dtype, scale: float) -> float:
 @torch.inference_mode()
 def engine_logits(model, order: tuple[int, ...], input_ids: torch.Tensor) -> torch.Tensor:
     """Logits [B, T, V] of the variant ``order`` as the probe engine computes it (resume from its slot)."""
-    from swapkl.model.engine import ProbeEngine
-    from swapkl.probes.pairs import Variant
-
     engine = ProbeEngine(model)
     mask = torch.ones_like(input_ids)
     state = engine.base_pass(input_ids, mask)
@@ -274,8 +276,6 @@ def check_merge_indices(merge: list[int] | None, remove: list[int] | None, order
 def _merge_blocks(blocks, merged: list[int]) -> None:
     """Replace each merged block ``a`` of the loaded model by the average of blocks ``a`` and ``a + 1``
     (:func:`swapkl.pruning.merge.averaged_block`, the pruning study's merge)."""
-    from swapkl.pruning.merge import averaged_block
-
     for a in merged:
         blocks[a] = averaged_block(blocks[a], blocks[a + 1])
 
@@ -305,7 +305,6 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
                       trust_remote_code: bool = False) -> dict:
     """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance.
     ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
-    from swapkl.tables import provenance
     check_merge_indices(merge, remove, order)
     if os.path.lexists(out):
         raise SwapKLError(f"--out {out!r} already exists; swapkl export writes only a new directory")
@@ -367,8 +366,6 @@ def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: 
     Writes ``out_dir/<guide>-n<budget>[-draw<k>|-<fixed set>]/`` (``out_dir`` must be new or empty); returns the
     written folders.
     """
-    from swapkl.tables.schemas import read_frame
-
     table = read_frame(pruning_file, ["guide", "budget", "random_draw", "removed_layers", "feasible"], "pruning")
     for name in ("fixed_set", "merged_layers"):  # appended columns: absent from older tables
         if name not in table:

@@ -37,6 +37,7 @@ from swapkl.data.windows import tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.options import require_int
 from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words
+from swapkl.adapters import get_adapter
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +180,6 @@ def prepare_trainable(model, settings: HealSettings):
                          target_modules=lora_target_modules(model, settings.targets),
                          fan_in_fan_out=getattr(model.config, "model_type", None) == "gpt2")
         return get_peft_model(model, cfg)
-    from swapkl.adapters import get_adapter
-
     blocks = get_adapter(model).blocks
     if settings.last_k > len(blocks):
         raise SwapKLError(f"last_k {settings.last_k} exceeds the model's {len(blocks)} blocks")
