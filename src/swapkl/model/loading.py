@@ -131,7 +131,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     ``rope_scaling="none"`` switches the config's RoPE scaling off. Both are recorded in the result. With
     ``device_map`` (:func:`placement_options`) accelerate places its modules across the GPUs of the node, the
     CPU and disk instead of moving it whole to ``device``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     torch_dtype = resolve_dtype(dtype)
     cast_to = None if compute_dtype is None else resolve_dtype(compute_dtype)
@@ -147,14 +147,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     path, revision = resolve_checkpoint_dir(model, revision)
     local = os.path.isdir(path)
     if not local:
-        # a hub id: fetch the snapshot (safetensors only) through the cache, then load locally
-        try:
-            from huggingface_hub import snapshot_download
-
-            patterns = ALLOW_PATTERNS + (["*.bin"] if allow_pickle else [])
-            path = snapshot_download(repo_id=model, revision=revision, allow_patterns=patterns)
-        except Exception as e:
-            raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
+        path = _hub_snapshot(model, revision, allow_pickle)
     has_safetensors = check_weight_files(path, allow_pickle)
     if placement and not has_safetensors:
         raise SwapKLError(f"checkpoint {path!r} has only pickle weights; device_map needs safetensors weights")
@@ -182,23 +175,9 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         check_finite_files(path)
         dev = execution_device(placed)
     lm = lm.eval()
-    tok = None
     tok_files = tokenizer_files(path, config.model_type)
-    if need_tokenizer and tok_files:
-        for n in tok_files:
-            require_regular_file(os.path.join(path, n), "tokenizer file")
-        try:
-            tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        except Exception as e:
-            first = " ".join(str(e).split()) or type(e).__name__
-            raise SwapKLError(f"cannot load the tokenizer of {path!r}: {first}") from None
-    source = {}
-    if os.path.isfile(os.path.join(path, SOURCE_FILE)):
-        try:
-            with open_input(os.path.join(path, SOURCE_FILE), "download record") as f:
-                source = dict(json.load(f))
-        except (ValueError, TypeError) as e:
-            raise SwapKLError(f"{os.path.join(path, SOURCE_FILE)!r} is unreadable: {e}") from e
+    tok = _load_tokenizer(path, tok_files, trust_remote_code) if need_tokenizer and tok_files else None
+    source = _download_record(path)
     commit = source.get("commit")
     if commit is None and not local:
         commit = os.path.basename(os.path.normpath(path))  # hub cache layout: snapshots/<commit>
@@ -222,6 +201,43 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         rope_scaling=rope_scaling,
         device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
     )
+
+
+def _hub_snapshot(model: str, revision: str | None, allow_pickle: bool) -> str:
+    """Fetch hub id ``model``'s snapshot (safetensors only, unless pickles are allowed) through the cache; its
+    local folder."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        patterns = ALLOW_PATTERNS + (["*.bin"] if allow_pickle else [])
+        return snapshot_download(repo_id=model, revision=revision, allow_patterns=patterns)
+    except Exception as e:
+        raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
+
+
+def _load_tokenizer(path: str, tok_files: list[str], trust_remote_code: bool):
+    """The tokenizer of checkpoint folder ``path`` from its files ``tok_files`` (regular files only)."""
+    from transformers import AutoTokenizer
+
+    for n in tok_files:
+        require_regular_file(os.path.join(path, n), "tokenizer file")
+    try:
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as e:
+        first = " ".join(str(e).split()) or type(e).__name__
+        raise SwapKLError(f"cannot load the tokenizer of {path!r}: {first}") from None
+
+
+def _download_record(path: str) -> dict:
+    """What ``swapkl download`` recorded about the checkpoint in ``path`` (its source file), or {}."""
+    record = os.path.join(path, SOURCE_FILE)
+    if not os.path.isfile(record):
+        return {}
+    try:
+        with open_input(record, "download record") as f:
+            return dict(json.load(f))
+    except (ValueError, TypeError) as e:
+        raise SwapKLError(f"{record!r} is unreadable: {e}") from e
 
 
 def _check_config(path: str, model: str, trust_remote_code: bool):
