@@ -71,6 +71,12 @@ class Adapter:
     tokenizer_files: tuple[str, ...] = TOKENIZER_FILES
     #: the attention output projection (the default head slices: ``<attention>.<out_projection>.weight``)
     out_projection = "o_proj"
+    #: the modules that the LoRA targets q, k, v and o name (module-name suffixes, as PEFT matches them); an
+    #: architecture without aliases ({}) takes module names only
+    lora_projections: dict[str, tuple[str, ...]] = {"q": ("q_proj",), "k": ("k_proj",), "v": ("v_proj",),
+                                                    "o": ("o_proj",)}
+    #: whether the projections store their weight transposed (Conv1D), which PEFT's LoRA must be told
+    lora_fan_in_fan_out = False
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
         super().__init_subclass__(**kwargs)

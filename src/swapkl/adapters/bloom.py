@@ -23,6 +23,7 @@ class BloomAdapter(Adapter):
     layout = Layout(backbone="transformer", embed="word_embeddings", norm="ln_f", attention="self_attention",
                     blocks="h")
     position_encoding = "alibi"
+    lora_projections = {}  # LoRA targets name its modules
 
     @classmethod
     def head_slices(cls, config, unit, group, d):

@@ -27,6 +27,8 @@ class GPT2Adapter(Adapter):
     model_types = ("gpt2",)
     layout = Layout(backbone="transformer", embed="wte", norm="ln_f", attention="attn", blocks="h")
     position_encoding = "learned"
+    lora_projections = {"q": ("c_attn",), "k": ("c_attn",), "v": ("c_attn",), "o": ("attn.c_proj",)}
+    lora_fan_in_fan_out = True  # Conv1D weights are [in, out]
 
     def prepare(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, BlockContext]:
         tokens = self.embed(input_ids)

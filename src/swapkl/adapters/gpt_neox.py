@@ -6,6 +6,8 @@ from swapkl.adapters.base import Adapter, Layout, fused_head_slices
 class GPTNeoXAdapter(Adapter):
     model_types = ("gpt_neox",)
     layout = Layout(backbone="gpt_neox", embed="embed_in", norm="final_layer_norm", attention="attention")
+    lora_projections = {"q": ("query_key_value",), "k": ("query_key_value",), "v": ("query_key_value",),
+                        "o": ("attention.dense",)}
 
     @classmethod
     def head_slices(cls, config, unit, group, d):
