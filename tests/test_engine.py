@@ -193,7 +193,7 @@ def test_a_wrong_mask_choice_is_caught():
     v = replacement(0, 4, N_LAYERS)
     want = ref.per_sequence(model, ids, mask, ref.replacement_order(0, 4, N_LAYERS))
 
-    class ByBlock(Qwen3Adapter):
+    class ByBlock(Qwen3Adapter, register=False):
         def run_block(self, block, slot, h, ctx):
             return super().run_block(block, block, h, ctx)
 

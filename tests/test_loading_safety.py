@@ -186,7 +186,7 @@ def test_provenance_of_a_non_parquet_file(tmp_path, capsys):
 def test_tokenizer_files_are_hashed_into_the_provenance_when_used(ckpt, tmp_path):
     """With text data the tokenizer is loaded: its files' hash (independently recomputed) is recorded."""
     from swapkl.tables import provenance
-    from swapkl.model.loading import TOKENIZER_FILES
+    from swapkl.adapters.base import TOKENIZER_FILES
 
     text = tmp_path / "text.txt"
     text.write_text("\n\n".join(f"the quick brown fox jumps over the lazy dog number {k}" for k in range(4)))

@@ -19,7 +19,8 @@ from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.pruning.perplexity import first_words
 from swapkl.probes.probe import run_probe
-from swapkl.pruning.prune import aggregate_pruning, run_pruning
+from swapkl.pruning.prune import run_pruning
+from swapkl.pruning.table import aggregate_pruning
 from swapkl.pruning.cost_ratio import ir_ratios
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_CI_COLUMNS, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_pruning
 from test_perplexity import TEXT, char_tokenizer, hf_recipe_nll, save_tiny, stock_drop

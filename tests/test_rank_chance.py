@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from swapkl.pruning.agreement import rank_chance, rank_statistics
-from swapkl.relevance.accrel import acc_rel
+from swapkl.relevance.tasks import acc_rel
 from swapkl.relevance.relevance_stats import group_tasks, task_dependence
 from swapkl.stats.seeds import share_interval
 

@@ -30,8 +30,9 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.probes.protocols.block_deletion import deletion
-from swapkl.relevance.accrel import BASE, acc_rel, lm_relevance, next_token_hits, task_relevance
-from swapkl.relevance.tasks import load_task, write_task
+from swapkl.relevance.accrel import lm_relevance, task_relevance
+from swapkl.relevance.choice_scores import BASE, next_token_hits
+from swapkl.relevance.tasks import acc_rel, load_task, write_task
 from tiny_models import ARCHS, random_tokens, tiny_model
 
 N_LAYERS = 3
@@ -192,7 +193,7 @@ def _stock_accuracy(model, task, requests, removed, n_layers):
 
 def test_accuracy_guided_pruning_matches_a_brute_force_greedy(tmp_path):
     from swapkl.pruning.guides.accuracy import accuracy_guided_sets, task_accuracy
-    from swapkl.relevance.accrel import task_requests
+    from swapkl.relevance.choice_scores import task_requests
 
     n = 5
     model = tiny_model("qwen3", n_layers=n, vocab=97, seed=3)
@@ -378,7 +379,7 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
 
     import pandas as pd
 
-    from swapkl.relevance import harness_tasks
+    from swapkl.relevance import accrel, harness_tasks
     from swapkl.tables import provenance
     from swapkl.data.windows import DataSpec
     from swapkl.relevance.accrel import run_relevance
@@ -387,7 +388,7 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     src = _saved_model(tmp_path)
     tasks = _tasks(tmp_path / "tasks")
-    monkeypatch.setattr(harness_tasks, "load_harness_tasks", functools.partial(
+    monkeypatch.setattr(accrel, "load_harness_tasks", functools.partial(
         harness_tasks.load_harness_tasks, include_path=str(tmp_path / "tasks"), include_defaults=False))
     text = tmp_path / "text.txt"
     text.write_text("\n\n".join(" ".join(random.Random(i).choices(WORDS, k=12)) for i in range(6)))
@@ -458,7 +459,8 @@ def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(t
     """run_relevance with a pruning table: for each distinct pruned model (deduplicated across guides), the
     engine's per-question acc and acc_norm equal lm-eval HFLM's on the checkpoint materialised by swapkl export,
     and every row of the table holds that model's accuracy and AccRel; single-block rows are unchanged."""
-    from swapkl.relevance.accrel import COLUMNS, pruned_sets_from_table, run_relevance, scan_for
+    from swapkl.relevance.accrel import COLUMNS, run_relevance
+    from swapkl.relevance.scored_models import pruned_sets_from_table, scan_for
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -531,7 +533,7 @@ def test_a_pruning_table_of_another_model_is_refused(tmp_path):
     import pyarrow as pa
 
     from swapkl.tables.parquet_io import write_parquet
-    from swapkl.relevance.accrel import pruned_sets_from_table
+    from swapkl.relevance.scored_models import pruned_sets_from_table
     from swapkl.tables.schemas import PRUNING_SCHEMA
 
     path = tmp_path / "pruning.parquet"

@@ -281,7 +281,7 @@ def test_export_disk_full_is_one_line(env, tmp_path, capsys, monkeypatch):
 
 def test_an_aggregate_keeps_only_the_rows_of_the_scored_checkpoint(tmp_path):
     """An aggregated pruning table of several checkpoints applies to a model through that model's rows only."""
-    from swapkl.relevance.accrel import pruned_sets_from_table
+    from swapkl.relevance.scored_models import pruned_sets_from_table
 
     rows = [dict(model=m, revision="final", n_layers=5, guide="bi", budget=1, removed_layers=[k], feasible=True)
             for m, k in (("a", 1), ("b", 3))]

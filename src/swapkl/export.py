@@ -22,6 +22,7 @@ A failed check leaves nothing behind; an existing ``--out`` is never touched.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -30,9 +31,16 @@ import tempfile
 
 import torch
 
+from swapkl.adapters import adapter_class, get_adapter
 from swapkl.errors import SwapKLError
-from swapkl.model.loading import TOKENIZER_FILES, files_sha256, is_local_spec, load_model, weights_sha256
+from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, weights_sha256
+from swapkl.model.loading import load_model
 from swapkl.tables.parquet_io import os_reason
+from swapkl.model.engine import ProbeEngine
+from swapkl.probes.pairs import Variant
+from swapkl.pruning.merge import averaged_block
+from swapkl.tables import provenance
+from swapkl.tables.schemas import read_frame
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +95,7 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
     a block used at several slots is copied so every slot owns its tensors.
     """
     prefix = _layers_prefix(model, blocks)
+    adapter = adapter_class(getattr(model.config, "model_type", None))
     sd = model.state_dict()
     head_key = None
     if getattr(model.config, "tie_word_embeddings", False):
@@ -107,10 +116,7 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
     seen: set[int] = set()
     for slot, block in enumerate(order):
         tensors = per_block[block]
-        if getattr(model.config, "model_type", None) == "gpt2":
-            from swapkl.adapters.gpt2 import fold_inverse_layer_scale
-
-            tensors = fold_inverse_layer_scale(model.config, tensors, block, slot)
+        tensors = adapter.export_block_tensors(model.config, tensors, block, slot)
         for rest, t in tensors.items():
             out[f"{prefix}{slot}.{rest}"] = t.clone() if block in seen else t.contiguous()
         seen.add(block)
@@ -119,8 +125,6 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
 
 def export_config(config, order: tuple[int, ...]):
     """A copy of ``config`` for ``len(order)`` blocks, per-layer lists kept by slot (see module docstring)."""
-    import copy
-
     cfg = copy.deepcopy(config)
     n = config.num_hidden_layers
     for key, value in config.to_dict().items():
@@ -177,9 +181,6 @@ def logits_tolerance(dtype: torch.dtype, scale: float) -> float:
 @torch.inference_mode()
 def engine_logits(model, order: tuple[int, ...], input_ids: torch.Tensor) -> torch.Tensor:
     """Logits [B, T, V] of the variant ``order`` as the probe engine computes it (resume from its slot)."""
-    from swapkl.model.engine import ProbeEngine
-    from swapkl.probes.pairs import Variant
-
     engine = ProbeEngine(model)
     mask = torch.ones_like(input_ids)
     state = engine.base_pass(input_ids, mask)
@@ -205,8 +206,6 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
     if exported.config.num_hidden_layers != len(order):
         raise SwapKLError(f"the exported checkpoint reloads with {exported.config.num_hidden_layers} blocks, "
                           f"not {len(order)}")
-    from swapkl.adapters import get_adapter
-
     adapter = get_adapter(model)
     ids = check_tokens(adapter.vocab_size, adapter.max_positions).to(exported.device)
     ref = engine_logits(model, order, ids).float()
@@ -235,9 +234,11 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
             "generate_logit_tolerance": gen_tol}
 
 
-def _copy_side_files(src: str, dst: str) -> list[str]:
+def copy_side_files(src: str, dst: str, tokenizer_files: tuple[str, ...]) -> list[str]:
+    """Copy the tokenizer files ``tokenizer_files`` (those its adapter names) and the generation config that
+    checkpoint folder ``src`` holds into ``dst``; the names copied."""
     copied = []
-    for name in TOKENIZER_FILES + ("generation_config.json",):
+    for name in tokenizer_files + ("generation_config.json",):
         path = os.path.join(src, name)
         if os.path.isfile(path):
             shutil.copy2(path, os.path.join(dst, name))
@@ -275,8 +276,6 @@ def check_merge_indices(merge: list[int] | None, remove: list[int] | None, order
 def _merge_blocks(blocks, merged: list[int]) -> None:
     """Replace each merged block ``a`` of the loaded model by the average of blocks ``a`` and ``a + 1``
     (:func:`swapkl.pruning.merge.averaged_block`, the pruning study's merge)."""
-    from swapkl.pruning.merge import averaged_block
-
     for a in merged:
         blocks[a] = averaged_block(blocks[a], blocks[a + 1])
 
@@ -306,9 +305,6 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
                       trust_remote_code: bool = False) -> dict:
     """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance.
     ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
-    from swapkl.tables import provenance
-    from swapkl.adapters import get_adapter
-
     check_merge_indices(merge, remove, order)
     if os.path.lexists(out):
         raise SwapKLError(f"--out {out!r} already exists; swapkl export writes only a new directory")
@@ -326,10 +322,10 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
         tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
         _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
         export_config(loaded.model.config, blocks_order).save_pretrained(tmp)
-        copied = _copy_side_files(loaded.path, tmp)
+        copied = copy_side_files(loaded.path, tmp, adapter.tokenizer_files)
         check = verify_export(tmp, loaded.model, blocks_order)
         removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
-        tok = [n for n in copied if n in TOKENIZER_FILES]
+        tok = [n for n in copied if n in adapter.tokenizer_files]
         prov = provenance.build(loaded, model_id=resolved_source(loaded), source_path=os.path.abspath(loaded.path),
                                 tokenizer_sha256=files_sha256(loaded.path, tok) if tok else None,
                                 order=list(blocks_order), removed_layers=removed,
@@ -370,8 +366,6 @@ def export_pruning_choices(pruning_file: str, model: str, out_dir: str, guides: 
     Writes ``out_dir/<guide>-n<budget>[-draw<k>|-<fixed set>]/`` (``out_dir`` must be new or empty); returns the
     written folders.
     """
-    from swapkl.tables.schemas import read_frame
-
     table = read_frame(pruning_file, ["guide", "budget", "random_draw", "removed_layers", "feasible"], "pruning")
     for name in ("fixed_set", "merged_layers"):  # appended columns: absent from older tables
         if name not in table:

@@ -1,7 +1,7 @@
 """Rule aggregate_pruning: every prune_layers output -> results/pruning.parquet and the agreement table."""
 
 from swapkl.joblog import job_log
-from swapkl.pruning.prune import aggregate_pruning
+from swapkl.pruning.table import aggregate_pruning
 
 with job_log(snakemake):
     aggregate_pruning(list(snakemake.input.pruning), snakemake.output.pruning,

@@ -1,29 +1,32 @@
-"""Registry of architecture adapters, keyed by ``config.model_type``."""
+"""Registry of architecture adapters, keyed by ``config.model_type``.
+
+Importing this package imports every module in it, and each :class:`Adapter` subclass registers itself when its
+class is defined (``Adapter.__init_subclass__``): a new architecture is one module in this folder (plus its test),
+with no list to keep in sync. See docs/extending.md.
+"""
 
 from __future__ import annotations
 
-from swapkl.adapters.base import Adapter, BlockContext
-from swapkl.adapters.bloom import BloomAdapter
-from swapkl.adapters.gpt2 import GPT2Adapter
-from swapkl.adapters.gpt_neox import GPTNeoXAdapter
-from swapkl.adapters.llama import LlamaAdapter
-from swapkl.adapters.mistral import MistralAdapter
-from swapkl.adapters.olmo import OlmoAdapter
-from swapkl.adapters.olmo2 import Olmo2Adapter
-from swapkl.adapters.opt import OPTAdapter
-from swapkl.adapters.qwen3 import Qwen3Adapter
+import importlib
+import pkgutil
+
+from swapkl.adapters.base import ADAPTERS, Adapter, BlockContext
 from swapkl.errors import SwapKLError
 
-ADAPTERS: dict[str, type[Adapter]] = {
-    t: cls
-    for cls in (BloomAdapter, GPT2Adapter, GPTNeoXAdapter, LlamaAdapter, MistralAdapter, OlmoAdapter, Olmo2Adapter,
-                OPTAdapter, Qwen3Adapter)
-    for t in cls.model_types
-}
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def supported_architectures() -> list[str]:
     return sorted(ADAPTERS)
+
+
+def adapter_class(model_type) -> type[Adapter]:
+    """The adapter class registered for ``model_type``; a clear error for any other architecture."""
+    if model_type not in ADAPTERS:
+        raise SwapKLError(f"architecture {model_type!r} has no swapkl adapter; "
+                          f"supported: {', '.join(supported_architectures())}")
+    return ADAPTERS[model_type]
 
 
 def get_adapter(model) -> Adapter:
@@ -37,4 +40,4 @@ def get_adapter(model) -> Adapter:
     return ADAPTERS[model_type](model)
 
 
-__all__ = ["Adapter", "BlockContext", "ADAPTERS", "get_adapter", "supported_architectures"]
+__all__ = ["Adapter", "BlockContext", "ADAPTERS", "adapter_class", "get_adapter", "supported_architectures"]

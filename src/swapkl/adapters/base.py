@@ -15,6 +15,14 @@ from torch import nn
 
 from swapkl.errors import SwapKLError
 
+#: ``config.model_type`` -> adapter class; every :class:`Adapter` subclass enters itself when its module is imported
+ADAPTERS: dict[str, type["Adapter"]] = {}
+
+#: a checkpoint's tokenizer files (hashed into ``tokenizer_sha256`` when loaded, copied by ``swapkl export``):
+#: the default of :attr:`Adapter.tokenizer_files`
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
+
 
 @dataclass
 class BlockContext:
@@ -38,14 +46,71 @@ class Layout:
     blocks: str = "layers"
 
 
+def fused_head_slices(attention: str, unit: int, d: int) -> list[tuple[str, int, slice]]:
+    """Head unit ``unit`` of a fused ``query_key_value`` laid out per head as ``[q_h; k_h; v_h]`` (GPT-NeoX,
+    BLOOM): rows ``[3 u d, 3 (u+1) d)`` and bias; ``dense`` columns ``[u d, (u+1) d)``."""
+    rows = slice(3 * unit * d, 3 * (unit + 1) * d)
+    return [(f"{attention}.query_key_value.weight", 0, rows), (f"{attention}.query_key_value.bias", 0, rows),
+            (f"{attention}.dense.weight", 1, slice(unit * d, (unit + 1) * d))]
+
+
 class Adapter:
-    """Base adapter for decoder-only models laid out as ``<backbone>.layers``."""
+    """Base adapter for decoder-only models laid out as ``<backbone>.layers``.
+
+    Defining a subclass registers it for its :attr:`model_types` (see :data:`ADAPTERS`); a subclass that names
+    no model type, or one already taken, is an error when its module is imported. A base meant only to be
+    derived from, or a variant built by hand (a test), says so with ``class X(Adapter, register=False)``.
+    """
 
     #: ``config.model_type`` values handled by this adapter.
     model_types: tuple[str, ...] = ()
     layout = Layout()
     #: how the architecture encodes positions: "rope", "learned" (absolute table) or "alibi"
     position_encoding = "rope"
+    #: the checkpoint files that make up its tokenizer (hashed when loaded, copied on export)
+    tokenizer_files: tuple[str, ...] = TOKENIZER_FILES
+    #: the attention output projection (the default head slices: ``<attention>.<out_projection>.weight``)
+    out_projection = "o_proj"
+    #: the modules that the LoRA targets q, k, v and o name (module-name suffixes, as PEFT matches them); an
+    #: architecture without aliases ({}) takes module names only
+    lora_projections: dict[str, tuple[str, ...]] = {"q": ("q_proj",), "k": ("k_proj",), "v": ("v_proj",),
+                                                    "o": ("o_proj",)}
+    #: whether the projections store their weight transposed (Conv1D), which PEFT's LoRA must be told
+    lora_fan_in_fan_out = False
+
+    def __init_subclass__(cls, register: bool = True, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not register:
+            return
+        if not cls.model_types or "model_types" not in cls.__dict__:
+            raise TypeError(f"adapter {cls.__module__}.{cls.__qualname__} names no model_types of its own: set "
+                            "model_types (the config.model_type values it handles), or derive it with "
+                            "register=False")
+        for t in cls.model_types:
+            if t in ADAPTERS and ADAPTERS[t] is not cls:
+                raise TypeError(f"adapter {cls.__module__}.{cls.__qualname__} claims model_type {t!r}, already "
+                                f"handled by {ADAPTERS[t].__module__}.{ADAPTERS[t].__qualname__}")
+        ADAPTERS.update(dict.fromkeys(cls.model_types, cls))
+
+    # -- architecture knowledge used without a loaded model ----------------
+    @classmethod
+    def head_slices(cls, config, unit: int, group: int, d: int) -> list[tuple[str, int, slice]]:
+        """``(parameter name in the block, dimension, index range)`` of head unit ``unit``: one key/value head and
+        the ``group`` query heads reading it, head dim ``d`` (see :mod:`swapkl.model.heads`). The default is the
+        separate ``q_proj``/``k_proj``/``v_proj`` layout (weights and biases where present) with the output
+        projection's columns: q rows ``[u g d, (u+1) g d)``, k and v rows ``[u d, (u+1) d)``."""
+        a = cls.layout.attention
+        q = slice(unit * group * d, (unit + 1) * group * d)
+        k = slice(unit * d, (unit + 1) * d)
+        out = [(f"{a}.{p}_proj.{w}", 0, s) for p, s in (("q", q), ("k", k), ("v", k)) for w in ("weight", "bias")]
+        return out + [(f"{a}.{cls.out_projection}.weight", 1, q)]
+
+    @classmethod
+    def export_block_tensors(cls, config, tensors: dict[str, torch.Tensor], block: int,
+                             slot: int) -> dict[str, torch.Tensor]:
+        """Tensors of block ``block`` as saved at slot ``slot`` of an exported checkpoint (keys relative to the
+        block). By default unchanged: nothing a block computes depends on the slot it is saved at."""
+        return tensors
 
     def __init__(self, model: nn.Module):
         self.model = model

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from swapkl.adapters.base import Adapter, BlockContext, Layout
+from swapkl.adapters.base import Adapter, BlockContext, Layout, fused_head_slices
 
 
 class BloomAdapter(Adapter):
@@ -23,6 +23,11 @@ class BloomAdapter(Adapter):
     layout = Layout(backbone="transformer", embed="word_embeddings", norm="ln_f", attention="self_attention",
                     blocks="h")
     position_encoding = "alibi"
+    lora_projections = {}  # LoRA targets name its modules
+
+    @classmethod
+    def head_slices(cls, config, unit, group, d):
+        return fused_head_slices(cls.layout.attention, unit, d)
 
     def build_masks(self, h0, attention_mask, position_ids):
         from transformers.masking_utils import create_causal_mask

@@ -27,6 +27,8 @@ class GPT2Adapter(Adapter):
     model_types = ("gpt2",)
     layout = Layout(backbone="transformer", embed="wte", norm="ln_f", attention="attn", blocks="h")
     position_encoding = "learned"
+    lora_projections = {"q": ("c_attn",), "k": ("c_attn",), "v": ("c_attn",), "o": ("attn.c_proj",)}
+    lora_fan_in_fan_out = True  # Conv1D weights are [in, out]
 
     def prepare(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, BlockContext]:
         tokens = self.embed(input_ids)
@@ -40,25 +42,34 @@ class GPT2Adapter(Adapter):
                                        position_ids=ctx.position_ids)
         return out[0] if isinstance(out, tuple) else out
 
+    @classmethod
+    def head_slices(cls, config, unit, group, d):
+        """``c_attn`` is a Conv1D with weight ``[H, 3H]`` = ``[q | k | v]``: columns ``[u d, (u+1) d)`` of each
+        third and of the bias; ``c_proj`` (weight ``[H, H]``, input rows) rows ``[u d, (u+1) d)``."""
+        h = config.hidden_size
+        out = []
+        for third in range(3):
+            cols = slice(third * h + unit * d, third * h + (unit + 1) * d)
+            out += [("attn.c_attn.weight", 1, cols), ("attn.c_attn.bias", 0, cols)]
+        return out + [("attn.c_proj.weight", 0, slice(unit * d, (unit + 1) * d))]
 
-def fold_inverse_layer_scale(config, tensors: dict[str, torch.Tensor], block: int, slot: int) -> dict[str, torch.Tensor]:
-    """Tensors of block ``block`` exported to slot ``slot`` (keys relative to the block).
-
-    A saved checkpoint cannot say "this block keeps the layer_idx it was trained with": on loading,
-    transformers gives the block at slot k the scale ``1 / (k + 1)``. With
-    ``scale_attn_by_inverse_layer_idx`` set, the block-bound scale ``1 / (block + 1)`` is therefore
-    folded into the query projection (the first ``n_embd`` columns of the Conv1D ``c_attn``, weight and
-    bias) as the factor ``(slot + 1) / (block + 1)``, so the reloaded model computes what the engine
-    measured. Without the flag (every released GPT-2) the tensors are returned unchanged.
-    """
-    if not getattr(config, "scale_attn_by_inverse_layer_idx", False) or block == slot:
-        return tensors
-    factor = (slot + 1) / (block + 1)
-    d = config.n_embd
-    out = dict(tensors)
-    for key in ("attn.c_attn.weight", "attn.c_attn.bias"):
-        t = tensors[key].clone()
-        t[..., :d] = (t[..., :d].double() * factor).to(t.dtype)
-        out[key] = t
-    return out
-
+    @classmethod
+    def export_block_tensors(cls, config, tensors: dict[str, torch.Tensor], block: int,
+                             slot: int) -> dict[str, torch.Tensor]:
+        """A saved checkpoint cannot say "this block keeps the layer_idx it was trained with": on loading,
+        transformers gives the block at slot k the scale ``1 / (k + 1)``. With
+        ``scale_attn_by_inverse_layer_idx`` set, the block-bound scale ``1 / (block + 1)`` is therefore
+        folded into the query projection (the first ``n_embd`` columns of the Conv1D ``c_attn``, weight and
+        bias) as the factor ``(slot + 1) / (block + 1)``, so the reloaded model computes what the engine
+        measured. Without the flag (every released GPT-2) the tensors are returned unchanged.
+        """
+        if not getattr(config, "scale_attn_by_inverse_layer_idx", False) or block == slot:
+            return tensors
+        factor = (slot + 1) / (block + 1)
+        d = config.n_embd
+        out = dict(tensors)
+        for key in ("attn.c_attn.weight", "attn.c_attn.bias"):
+            t = tensors[key].clone()
+            t[..., :d] = (t[..., :d].double() * factor).to(t.dtype)
+            out[key] = t
+        return out

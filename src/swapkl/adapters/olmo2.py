@@ -7,3 +7,11 @@ from swapkl.adapters.base import Adapter
 
 class Olmo2Adapter(Adapter):
     model_types = ("olmo2",)
+
+    @classmethod
+    def head_slices(cls, config, unit, group, d):
+        """The default slices plus the unit's slices of ``q_norm``/``k_norm``, which act on the whole projection."""
+        q = slice(unit * group * d, (unit + 1) * group * d)
+        k = slice(unit * d, (unit + 1) * d)
+        return super().head_slices(config, unit, group, d) + [("self_attn.q_norm.weight", 0, q),
+                                                              ("self_attn.k_norm.weight", 0, k)]

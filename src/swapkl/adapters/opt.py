@@ -25,6 +25,8 @@ class OPTAdapter(Adapter):
     model_types = ("opt",)
     layout = Layout(backbone="model", embed="embed_tokens", norm="final_layer_norm", attention="self_attn")
     position_encoding = "learned"
+    out_projection = "out_proj"  # no GQA: the default head slices with group 1
+    lora_projections = {}  # LoRA targets name its modules
 
     def __init__(self, model: nn.Module):
         super().__init__(model)

@@ -154,37 +154,10 @@ def _progress(total: int, enabled: bool, desc: str):
                 disable=not (enabled and sys.stderr.isatty()))
 
 
-def train_demo_model(
-    arch: str,
-    corpus_dir: Path,
-    tokenizer_dir: Path,
-    out_dir: Path,
-    *,
-    steps: int = 300,
-    save_steps: list[int] | None = None,
-    n_even: int = 6,
-    seed: int = 0,
-    size: DemoSize | None = None,
-    batch_size: int = 16,
-    seq_len: int = 64,
-    lr: float = 3e-3,
-    warmup_steps: int | None = None,
-    min_lr_ratio: float = 0.1,
-    weight_decay: float = 0.1,
-    grad_clip: float = 1.0,
-    eval_windows: int = 64,
-    threads: int | None = None,
-    progress: bool = True,
-) -> dict:
-    """Train a demo model of family ``arch`` from scratch and checkpoint it; return the summary dict.
-
-    ``save_steps`` lists the checkpointed steps as ints or ``"stepN"`` names (``step0`` is the
-    initialisation, before any update);
-    by default it is ``checkpoint_schedule(steps, n_even)``. The held-out loss is the mean next-token
-    NLL on the first ``eval_windows`` windows of ``valid.txt``; the train loss is the same on the first
-    ``eval_windows`` windows of ``train.txt``; ``train_batch_loss`` is the mean loss of the updates since
-    the previous checkpoint. ``threads`` defaults to all cores.
-    """
+def _check_demo_training(arch: str, steps, seed, batch_size, seq_len, size, save_steps, n_even, lr, warmup_steps,
+                         min_lr_ratio, weight_decay, grad_clip, eval_windows) -> tuple[DemoSize, list[int], int]:
+    """:func:`train_demo_model`'s checks of its arguments; the model size, the checkpointed steps and the warmup
+    steps, with their defaults filled in."""
     if arch not in DEMO_ARCHS:
         raise SwapKLError(f"unknown demo architecture {arch!r} (expected one of {', '.join(DEMO_ARCHS)})")
     if not isinstance(steps, int) or steps < 1:
@@ -213,29 +186,29 @@ def train_demo_model(
                           "grad_clip > 0 and warmup_steps >= 0")
     if eval_windows < 1:
         raise SwapKLError(f"eval windows {eval_windows} must be positive")
+    return size, save, warmup_steps
 
-    corpus_dir, tokenizer_dir, out_dir = Path(corpus_dir), Path(tokenizer_dir), Path(out_dir)
-    corpus = load_corpus_manifest(corpus_dir)
-    tokenizer = load_demo_tokenizer(tokenizer_dir)
+
+def _claim_demo_dir(out_dir: Path) -> None:
+    """Take ``out_dir`` for a training run: a run in progress (or a failed one) is never mistaken for a finished
+    one, and staging folders a killed run left go."""
     if out_dir.exists() and not out_dir.is_dir():
         raise SwapKLError(f"demo model output {out_dir} exists and is not a directory")
     claim_folder(out_dir, OWNER_MARK)  # stepN folders and logs in out_dir are replaced or deleted below
-    # A run in progress (or a failed one) is never mistaken for a finished one.
     (out_dir / SUMMARY).unlink(missing_ok=True)
     (out_dir / TRAINING_LOG).unlink(missing_ok=True)
     for path in out_dir.iterdir():
         if _STAGING_DIR.match(path.name) and path.is_dir():
             shutil.rmtree(path)
 
-    train_windows = file_windows(corpus_file(corpus_dir, "train"), tokenizer, seq_len, min_windows=batch_size)
-    heldout = file_windows(corpus_file(corpus_dir, "valid"), tokenizer, seq_len,
-                           max_windows=eval_windows, min_windows=eval_windows)
-    train_eval = train_windows[:eval_windows]
 
-    config = demo_config(arch, size, vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
+def _train_and_checkpoint(arch: str, config, tokenizer_dir: Path, out_dir: Path, train_windows: torch.Tensor,
+                          heldout: torch.Tensor, train_eval: torch.Tensor, save: list[int], *, seed: int, steps: int,
+                          batch_size: int, seq_len: int, lr: float, warmup_steps: int, min_lr_ratio: float,
+                          weight_decay: float, grad_clip: float, threads: int | None, progress: bool):
+    """Train the model of ``config`` from seed ``seed`` and write the checkpoints ``save``; the model, the log
+    rows, the batch order and the held-out loss before and after training."""
     rows: list[dict] = []
-    started = time.perf_counter()
     with _torch_settings(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = demo_model_class(arch)(config).float()
@@ -279,45 +252,84 @@ def train_demo_model(
         finally:
             bar.close()
         final_heldout = rows[-1]["heldout_loss"] if rows and rows[-1]["step"] == steps else mean_nll(model, heldout)
-    seconds = time.perf_counter() - started
+    return model, rows, order, initial_heldout, final_heldout
 
-    # Drop checkpoints of an earlier run with another schedule, so out_dir is exactly this run.
+
+def _drop_other_checkpoints(out_dir: Path, save_set: set[int]) -> None:
+    """Drop checkpoints of an earlier run with another schedule, so ``out_dir`` is exactly this run."""
     for path in sorted(out_dir.iterdir()):
         match = _STEP_DIR.match(path.name)
         if match and path.is_dir() and int(match.group(1)) not in save_set:
             shutil.rmtree(path)
 
-    n_params = sum(p.numel() for p in model.parameters())
+
+def train_demo_model(
+    arch: str,
+    corpus_dir: Path,
+    tokenizer_dir: Path,
+    out_dir: Path,
+    *,
+    steps: int = 300,
+    save_steps: list[int] | None = None,
+    n_even: int = 6,
+    seed: int = 0,
+    size: DemoSize | None = None,
+    batch_size: int = 16,
+    seq_len: int = 64,
+    lr: float = 3e-3,
+    warmup_steps: int | None = None,
+    min_lr_ratio: float = 0.1,
+    weight_decay: float = 0.1,
+    grad_clip: float = 1.0,
+    eval_windows: int = 64,
+    threads: int | None = None,
+    progress: bool = True,
+) -> dict:
+    """Train a demo model of family ``arch`` from scratch and checkpoint it; return the summary dict.
+
+    ``save_steps`` lists the checkpointed steps as ints or ``"stepN"`` names (``step0`` is the
+    initialisation, before any update);
+    by default it is ``checkpoint_schedule(steps, n_even)``. The held-out loss is the mean next-token
+    NLL on the first ``eval_windows`` windows of ``valid.txt``; the train loss is the same on the first
+    ``eval_windows`` windows of ``train.txt``; ``train_batch_loss`` is the mean loss of the updates since
+    the previous checkpoint. ``threads`` defaults to all cores.
+    """
+    size, save, warmup_steps = _check_demo_training(arch, steps, seed, batch_size, seq_len, size, save_steps, n_even,
+                                                    lr, warmup_steps, min_lr_ratio, weight_decay, grad_clip,
+                                                    eval_windows)
+    corpus_dir, tokenizer_dir, out_dir = Path(corpus_dir), Path(tokenizer_dir), Path(out_dir)
+    corpus = load_corpus_manifest(corpus_dir)
+    tokenizer = load_demo_tokenizer(tokenizer_dir)
+    _claim_demo_dir(out_dir)
+
+    train_windows = file_windows(corpus_file(corpus_dir, "train"), tokenizer, seq_len, min_windows=batch_size)
+    heldout = file_windows(corpus_file(corpus_dir, "valid"), tokenizer, seq_len,
+                           max_windows=eval_windows, min_windows=eval_windows)
+    train_eval = train_windows[:eval_windows]
+
+    config = demo_config(arch, size, vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
+    started = time.perf_counter()
+    model, rows, order, initial_heldout, final_heldout = _train_and_checkpoint(
+        arch, config, tokenizer_dir, out_dir, train_windows, heldout, train_eval, save, seed=seed, steps=steps,
+        batch_size=batch_size, seq_len=seq_len, lr=lr, warmup_steps=warmup_steps, min_lr_ratio=min_lr_ratio,
+        weight_decay=weight_decay, grad_clip=grad_clip, threads=threads, progress=progress)
+    seconds = time.perf_counter() - started
+    _drop_other_checkpoints(out_dir, set(save))
+
     summary = {
-        "arch": arch,
-        "model_type": config.model_type,
-        "model_class": type(model).__name__,
-        "config": config.to_dict(),
-        "size": asdict(size),
-        "n_parameters": n_params,
-        "seed": seed,
-        "steps": steps,
-        "save_steps": save,
-        "batch_size": batch_size,
-        "seq_len": seq_len,
-        "tokens_per_step": batch_size * seq_len,
-        "lr": lr,
-        "warmup_steps": warmup_steps,
-        "min_lr_ratio": min_lr_ratio,
-        "weight_decay": weight_decay,
-        "grad_clip": grad_clip,
+        "arch": arch, "model_type": config.model_type, "model_class": type(model).__name__,
+        "config": config.to_dict(), "size": asdict(size), "n_parameters": sum(p.numel() for p in model.parameters()),
+        "seed": seed, "steps": steps, "save_steps": save, "batch_size": batch_size, "seq_len": seq_len,
+        "tokens_per_step": batch_size * seq_len, "lr": lr, "warmup_steps": warmup_steps, "min_lr_ratio": min_lr_ratio,
+        "weight_decay": weight_decay, "grad_clip": grad_clip,
         "optimizer": f"AdamW(betas={OPTIMIZER_BETAS}, eps={OPTIMIZER_EPS}, fused)",
-        "eval_windows": eval_windows,
-        "train_windows": int(train_windows.shape[0]),
-        "epochs_started": order.epoch,
-        "initial_heldout_loss": initial_heldout,
-        "final_heldout_loss": final_heldout,
+        "eval_windows": eval_windows, "train_windows": int(train_windows.shape[0]), "epochs_started": order.epoch,
+        "initial_heldout_loss": initial_heldout, "final_heldout_loss": final_heldout,
         "log_vocab": math.log(len(tokenizer)),
         "corpus_sha256": {k: v["sha256"] for k, v in corpus["files"].items()},
-        "corpus_python_version": corpus.get("python_version"),
-        "vocab_size": len(tokenizer),
-        "threads": threads if threads else (os.cpu_count() or 1),
-        "train_seconds": round(seconds, 3),
+        "corpus_python_version": corpus.get("python_version"), "vocab_size": len(tokenizer),
+        "threads": threads if threads else (os.cpu_count() or 1), "train_seconds": round(seconds, 3),
         "torch_version": torch.__version__,
     }
     write_text_atomic(out_dir / TRAINING_LOG, _log_csv(rows))

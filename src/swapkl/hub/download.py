@@ -71,20 +71,7 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
         resolve_commit = hub_commit
     what = f"{model_id}@{revision}"
     tmp = out_dir.rstrip("/") + ".partial"
-    # only a checkpoint that swapkl downloaded (it holds SOURCE_FILE), and only a staging folder that swapkl
-    # made (it holds PARTIAL_MARK), is ever resumed into, deleted or replaced here
-    for path, marks, kind in ((out_dir, (SOURCE_FILE, ABSENT_FILE), "a checkpoint that swapkl downloaded"),
-                              (tmp, (PARTIAL_MARK,), "a download that swapkl started")):
-        if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)
-                                          and any(os.path.isfile(os.path.join(path, m)) for m in marks)):
-            mark = marks[0]
-            raise SwapKLError(f"refusing to replace {path!r}: it is not {kind} (no {mark} in it)")
-    created = not os.path.exists(tmp)
-    if created:
-        os.makedirs(tmp)
-        open(os.path.join(tmp, PARTIAL_MARK), "w").close()
-    else:
-        log.info("resuming the download of %s from %s", what, tmp)
+    created = _staging_folder(out_dir, tmp, what)
     try:
         for attempt in range(1, retries + 1):
             try:
@@ -113,17 +100,41 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
         if created and os.path.isdir(tmp) and os.listdir(tmp) == [PARTIAL_MARK]:
             shutil.rmtree(tmp)  # nothing fetched: leave no trace; otherwise keep it to resume from
         raise
+    _store(tmp, out_dir, what, {"model_id": model_id, "revision": revision, "commit": commit, "shards": shards,
+                                "duplicate_of": None if twin is None else os.path.basename(twin)})
+    log.info("downloaded %s (commit %s) to %s", what, commit, out_dir)
+
+
+def _staging_folder(out_dir: str, tmp: str, what: str) -> bool:
+    """Make (or resume from) the staging folder ``tmp`` of ``out_dir``; whether it was made now.
+
+    Only a checkpoint that swapkl downloaded (it holds SOURCE_FILE), and only a staging folder that swapkl made
+    (it holds PARTIAL_MARK), is ever resumed into, deleted or replaced here."""
+    for path, marks, kind in ((out_dir, (SOURCE_FILE, ABSENT_FILE), "a checkpoint that swapkl downloaded"),
+                              (tmp, (PARTIAL_MARK,), "a download that swapkl started")):
+        if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)
+                                          and any(os.path.isfile(os.path.join(path, m)) for m in marks)):
+            mark = marks[0]
+            raise SwapKLError(f"refusing to replace {path!r}: it is not {kind} (no {mark} in it)")
+    created = not os.path.exists(tmp)
+    if created:
+        os.makedirs(tmp)
+        open(os.path.join(tmp, PARTIAL_MARK), "w").close()
+    else:
+        log.info("resuming the download of %s from %s", what, tmp)
+    return created
+
+
+def _store(tmp: str, out_dir: str, what: str, source: dict) -> None:
+    """Write the download record ``source`` into the complete staging folder ``tmp`` and make it ``out_dir``."""
     try:
         with open(os.path.join(tmp, SOURCE_FILE), "w") as f:
-            json.dump({"model_id": model_id, "revision": revision, "commit": commit, "shards": shards,
-                       "duplicate_of": None if twin is None else os.path.basename(twin)}, f, indent=1,
-                      sort_keys=True)
+            json.dump(source, f, indent=1, sort_keys=True)
         os.unlink(os.path.join(tmp, PARTIAL_MARK))
-        shutil.rmtree(out_dir, ignore_errors=True)  # swapkl's own earlier download (checked above)
+        shutil.rmtree(out_dir, ignore_errors=True)  # swapkl's own earlier download (checked before fetching)
         os.replace(tmp, out_dir)
     except OSError as e:
         raise SwapKLError(f"cannot store the download of {what} in {out_dir!r}: {e.strerror}") from e
-    log.info("downloaded %s (commit %s) to %s", what, commit, out_dir)
 
 
 def _fetch(model_id: str, commit: str, out_dir: str, tmp: str, shards: dict, snapshot, what: str) -> str | None:

@@ -26,6 +26,8 @@ from swapkl.errors import SwapKLError
 from swapkl.model.kl import BaseTargets, KLOptions, Unembedding, base_targets, kl_and_nll, last_positions
 from swapkl.options import require_int
 from swapkl.probes.pairs import Variant
+from swapkl.model.heads import head_swapped_block
+from swapkl.pruning.merge import averaged_block
 
 
 #: ids of blocks added with add_block start below every id a variant's recipe uses (swapkl.probes.protocols)
@@ -154,9 +156,6 @@ class ProbeEngine:
     def variant_blocks(self, variant: Variant):
         """The blocks a weight-changing variant runs, built from the model's blocks, registered under the
         variant's ids while inside and freed on leaving (one variant's blocks alive at a time)."""
-        from swapkl.model.heads import head_swapped_block
-        from swapkl.pruning.merge import averaged_block
-
         blocks = self.adapter.blocks
         try:
             for bid, recipe in variant.blocks:

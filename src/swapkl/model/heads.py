@@ -7,6 +7,7 @@ query heads. With multi-head attention (GPT-NeoX, GPT-2, OLMo: ``n_kv_heads = n_
 one head. Swapping whole groups keeps every head's computation intact; swapping single query heads
 of a GQA block would pair them with another block's keys and values.
 
+The slices are architecture knowledge: each adapter's :meth:`~swapkl.adapters.base.Adapter.head_slices`.
 Per architecture (``u`` = unit, ``d`` = head dim, ``H`` = hidden size):
 
 * Llama, Mistral, Qwen3, OLMo, OLMo 2 (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``): q rows
@@ -34,6 +35,7 @@ import copy
 import torch
 from torch import nn
 
+from swapkl.adapters import ADAPTERS
 from swapkl.errors import SwapKLError
 from swapkl.pruning.merge import require_resident
 
@@ -56,32 +58,10 @@ def unit_slices(config, unit: int) -> list[tuple[str, int, slice]]:
     g, kv, d = _dims(config)
     if not 0 <= unit < kv:
         raise SwapKLError(f"head unit {unit} does not exist: the blocks have {kv} head units")
-    t = config.model_type
-    if t in ("gpt_neox", "bloom"):
-        rows = slice(3 * unit * d, 3 * (unit + 1) * d)
-        a = "attention" if t == "gpt_neox" else "self_attention"
-        return [(f"{a}.query_key_value.weight", 0, rows), (f"{a}.query_key_value.bias", 0, rows),
-                (f"{a}.dense.weight", 1, slice(unit * d, (unit + 1) * d))]
-    if t == "opt":
-        k = slice(unit * d, (unit + 1) * d)
-        out = [(f"self_attn.{p}_proj.{w}", 0, k) for p in ("q", "k", "v") for w in ("weight", "bias")]
-        return out + [("self_attn.out_proj.weight", 1, k)]
-    if t == "gpt2":
-        h = config.hidden_size
-        out = []
-        for third in range(3):
-            cols = slice(third * h + unit * d, third * h + (unit + 1) * d)
-            out += [("attn.c_attn.weight", 1, cols), ("attn.c_attn.bias", 0, cols)]
-        return out + [("attn.c_proj.weight", 0, slice(unit * d, (unit + 1) * d))]
-    if t in ("llama", "mistral", "qwen3", "olmo", "olmo2"):
-        q = slice(unit * g * d, (unit + 1) * g * d)
-        k = slice(unit * d, (unit + 1) * d)
-        out = [(f"self_attn.{p}_proj.{w}", 0, s) for p, s in (("q", q), ("k", k), ("v", k)) for w in ("weight", "bias")]
-        out.append(("self_attn.o_proj.weight", 1, q))
-        if t == "olmo2":
-            out += [("self_attn.q_norm.weight", 0, q), ("self_attn.k_norm.weight", 0, k)]
-        return out
-    raise SwapKLError(f"head-level swaps are not defined for architecture {t!r}")
+    t = getattr(config, "model_type", None)
+    if t not in ADAPTERS:
+        raise SwapKLError(f"head-level swaps are not defined for architecture {t!r}")
+    return ADAPTERS[t].head_slices(config, unit, g, d)
 
 
 @torch.no_grad()

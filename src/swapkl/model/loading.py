@@ -6,21 +6,21 @@ arguments and are written into the provenance of every output.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 
 import torch
 
-from swapkl.hub.absence import refuse_absent
+from swapkl.adapters import ADAPTERS, adapter_class, supported_architectures
 from swapkl.errors import SwapKLError
-from swapkl.tables.file_checks import describe, open_input, require_regular_file, safetensors_header_size
+from swapkl.model.checkpoint_dir import check_weight_files, files_sha256, resolve_checkpoint_dir, weights_sha256
+from swapkl.tables.file_checks import open_input, require_regular_file
 from swapkl.hub.download import SOURCE_FILE
 from swapkl.options import require_device
+from swapkl.hub.download import ALLOW_PATTERNS
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
 @dataclass
@@ -74,126 +74,9 @@ def resolve_dtype(dtype: str) -> torch.dtype:
     return DTYPES[dtype]
 
 
-def weights_sha256(path: str) -> str:
-    """sha256 over the checkpoint's weight files (names and contents, sorted by name)."""
-    return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
-
-
-#: the tokenizer files of a checkpoint: hashed into ``tokenizer_sha256`` when loaded, copied by ``swapkl export``
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model", "chat_template.jinja")
-
-
-def tokenizer_files(path: str) -> list[str]:
-    return [n for n in TOKENIZER_FILES if os.path.lexists(os.path.join(path, n))]
-
-
-def files_sha256(path: str, names: list[str]) -> str:
-    """sha256 over the files ``names`` of folder ``path`` (each name, a NUL, its contents)."""
-    h = hashlib.sha256()
-    for n in names:
-        h.update(n.encode() + b"\0")
-        with open_input(os.path.join(path, n), "checkpoint file") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-    return h.hexdigest()
-
-
-def is_local_spec(model: str) -> bool:
-    """Whether ``model`` names a local folder rather than a hub id."""
-    return os.path.isabs(model) or model.startswith((".", "~")) or os.path.exists(model) or model.count("/") > 1
-
-
-def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str | None]:
-    """Local directory for ``model`` [at ``revision``]. Hub ids are returned unchanged."""
-    if not is_local_spec(model):
-        return model, revision
-    path = os.path.expanduser(model)
-    if not os.path.exists(path):
-        raise SwapKLError(f"model path {model!r} does not exist")
-    if not os.path.isdir(path):
-        raise SwapKLError(f"model path {model!r} is {describe(os.stat(path).st_mode)}, not a checkpoint directory")
-    if revision:
-        if revision in (".", "..") or "/" in revision or os.sep in revision or os.path.isabs(revision):
-            # a revision is one subdirectory of the local model, never a path to somewhere else
-            raise SwapKLError(f"revision {revision!r} of local model {model!r} must be the name of one of its "
-                              "subdirectories (no '/', '.' or '..')")
-        sub = os.path.join(path, revision)
-        if os.path.isdir(sub):
-            return sub, revision
-        # a local checkpoint directory is one revision: a revision that names no subdirectory is an error,
-        # never a label silently attached to other weights
-        raise SwapKLError(f"revision {revision!r} not found under local model {model!r}")
-    refuse_absent(path, "model path")
-    if not os.path.isfile(os.path.join(path, "config.json")):
-        raise SwapKLError(f"model path {model!r} has no config.json (not a Hugging Face checkpoint)")
-    return path, revision
-
-
-
-def _check_weight_files(path: str, allow_pickle: bool) -> bool:
-    """Refuse pickle-only checkpoints (unless allowed) and truncated or corrupt safetensors files.
-
-    Returns whether the checkpoint has safetensors weights (then they are always the ones loaded).
-    """
-    names = os.listdir(path)
-    for n in sorted(names):
-        if n.endswith(WEIGHT_SUFFIXES) or n == "model.safetensors.index.json":
-            require_regular_file(os.path.join(path, n), "weight file")
-    st = sorted(n for n in names if n.endswith(".safetensors"))
-    if not st:
-        pickles = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
-        if not pickles:
-            raise SwapKLError(f"checkpoint {path!r} has no weight files (*.safetensors)")
-        if not allow_pickle:
-            raise SwapKLError(f"checkpoint {path!r} has only pickle weights ({', '.join(pickles)}); "
-                              "they load only with --allow-pickle")
-        return False
-    _check_shard_index(path)
-    from safetensors import safe_open
-
-    for n in st:
-        file = os.path.join(path, n)
-        _check_safetensors_size(file)
-        try:
-            with safe_open(file, framework="pt") as f:
-                for k in f.keys():
-                    f.get_slice(k)
-        except Exception as e:
-            raise SwapKLError(f"weight file {file!r} is corrupt: {e}") from e
-    return True
-
-
-def _check_shard_index(path: str) -> None:
-    """Every shard named by ``model.safetensors.index.json`` must be present."""
-    index = os.path.join(path, "model.safetensors.index.json")
-    if not os.path.isfile(index):
-        return
-    try:
-        with open_input(index, "shard index") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise SwapKLError(f"shard index {index!r} is unreadable: {e}") from e
-    missing = [s for s in shards if not os.path.isfile(os.path.join(path, s))]
-    if missing:
-        raise SwapKLError(f"checkpoint {path!r} lacks the weight shard(s) {', '.join(missing)} named in its index")
-
-
-def _check_safetensors_size(path: str) -> None:
-    """The header must parse and its largest data offset must fit in the file (catches truncation)."""
-    n, size = safetensors_header_size(path, "weight file")
-    if n is None or 8 + n > size:
-        need = "at least 8" if n is None else str(8 + n)
-        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {need}")
-    with open_input(path, "weight file") as f:
-        f.seek(8)
-        try:
-            header = json.loads(f.read(n))
-            end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
-            raise SwapKLError(f"weight file {path!r} is corrupt: unreadable safetensors header ({e})") from e
-    if 8 + n + end > size:
-        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {8 + n + end}")
+def tokenizer_files(path: str, model_type) -> list[str]:
+    """The tokenizer files (those its architecture's adapter names) that checkpoint folder ``path`` holds."""
+    return [n for n in adapter_class(model_type).tokenizer_files if os.path.lexists(os.path.join(path, n))]
 
 
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -248,7 +131,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     ``rope_scaling="none"`` switches the config's RoPE scaling off. Both are recorded in the result. With
     ``device_map`` (:func:`placement_options`) accelerate places its modules across the GPUs of the node, the
     CPU and disk instead of moving it whole to ``device``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     torch_dtype = resolve_dtype(dtype)
     cast_to = None if compute_dtype is None else resolve_dtype(compute_dtype)
@@ -264,17 +147,8 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     path, revision = resolve_checkpoint_dir(model, revision)
     local = os.path.isdir(path)
     if not local:
-        # a hub id: fetch the snapshot (safetensors only) through the cache, then load locally
-        try:
-            from huggingface_hub import snapshot_download
-
-            from swapkl.hub.download import ALLOW_PATTERNS
-
-            patterns = ALLOW_PATTERNS + (["*.bin"] if allow_pickle else [])
-            path = snapshot_download(repo_id=model, revision=revision, allow_patterns=patterns)
-        except Exception as e:
-            raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
-    has_safetensors = _check_weight_files(path, allow_pickle)
+        path = _hub_snapshot(model, revision, allow_pickle)
+    has_safetensors = check_weight_files(path, allow_pickle)
     if placement and not has_safetensors:
         raise SwapKLError(f"checkpoint {path!r} has only pickle weights; device_map needs safetensors weights")
     config = _check_config(path, model, trust_remote_code)
@@ -301,23 +175,9 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         check_finite_files(path)
         dev = execution_device(placed)
     lm = lm.eval()
-    tok = None
-    tok_files = tokenizer_files(path)
-    if need_tokenizer and tok_files:
-        for n in tok_files:
-            require_regular_file(os.path.join(path, n), "tokenizer file")
-        try:
-            tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        except Exception as e:
-            first = " ".join(str(e).split()) or type(e).__name__
-            raise SwapKLError(f"cannot load the tokenizer of {path!r}: {first}") from None
-    source = {}
-    if os.path.isfile(os.path.join(path, SOURCE_FILE)):
-        try:
-            with open_input(os.path.join(path, SOURCE_FILE), "download record") as f:
-                source = dict(json.load(f))
-        except (ValueError, TypeError) as e:
-            raise SwapKLError(f"{os.path.join(path, SOURCE_FILE)!r} is unreadable: {e}") from e
+    tok_files = tokenizer_files(path, config.model_type)
+    tok = _load_tokenizer(path, tok_files, trust_remote_code) if need_tokenizer and tok_files else None
+    source = _download_record(path)
     commit = source.get("commit")
     if commit is None and not local:
         commit = os.path.basename(os.path.normpath(path))  # hub cache layout: snapshots/<commit>
@@ -343,11 +203,46 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     )
 
 
+def _hub_snapshot(model: str, revision: str | None, allow_pickle: bool) -> str:
+    """Fetch hub id ``model``'s snapshot (safetensors only, unless pickles are allowed) through the cache; its
+    local folder."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        patterns = ALLOW_PATTERNS + (["*.bin"] if allow_pickle else [])
+        return snapshot_download(repo_id=model, revision=revision, allow_patterns=patterns)
+    except Exception as e:
+        raise SwapKLError(f"cannot fetch model {model!r} at revision {revision or 'main'}: {e}") from e
+
+
+def _load_tokenizer(path: str, tok_files: list[str], trust_remote_code: bool):
+    """The tokenizer of checkpoint folder ``path`` from its files ``tok_files`` (regular files only)."""
+    from transformers import AutoTokenizer
+
+    for n in tok_files:
+        require_regular_file(os.path.join(path, n), "tokenizer file")
+    try:
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    except Exception as e:
+        first = " ".join(str(e).split()) or type(e).__name__
+        raise SwapKLError(f"cannot load the tokenizer of {path!r}: {first}") from None
+
+
+def _download_record(path: str) -> dict:
+    """What ``swapkl download`` recorded about the checkpoint in ``path`` (its source file), or {}."""
+    record = os.path.join(path, SOURCE_FILE)
+    if not os.path.isfile(record):
+        return {}
+    try:
+        with open_input(record, "download record") as f:
+            return dict(json.load(f))
+    except (ValueError, TypeError) as e:
+        raise SwapKLError(f"{record!r} is unreadable: {e}") from e
+
+
 def _check_config(path: str, model: str, trust_remote_code: bool):
     """The checkpoint's config, which must be readable, of a supported architecture, with at least one block."""
     from transformers import AutoConfig
-
-    from swapkl.adapters import ADAPTERS, supported_architectures
 
     require_regular_file(os.path.join(path, "config.json"), "model config")
     try:

@@ -28,6 +28,12 @@ import pandas as pd
 import yaml
 
 from swapkl.errors import SwapKLError
+from swapkl.tables.atomic import replaced_on_success
+from swapkl.tables.file_checks import replaceable
+from swapkl.probes.aggregate import read_aggregate
+from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_agreement, read_frame, read_pruning
+from swapkl.tables import provenance
+from swapkl.tables.parquet_io import check_writable, write_parquet
 
 COLUMNS = ["source", "quantity", "model", "published", "swapkl", "rel_diff", "setting", "status", "tolerance",
            "chance", "p_value"]
@@ -89,9 +95,6 @@ def _check_spec(spec, where: str) -> None:
 
 def read_tables(paths: dict[str, str | None]) -> dict[str, pd.DataFrame]:
     """The result tables that exist, by name (``pruning``, ``aggregate``, ``agreement``, ``relevance_stats``)."""
-    from swapkl.probes.aggregate import read_aggregate
-    from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_agreement, read_frame, read_pruning
-
     readers = {"pruning": read_pruning, "aggregate": read_aggregate, "agreement": read_agreement,
                "relevance_stats": lambda p: read_frame(p, RELEVANCE_STATS_COLUMNS, "relevance statistics")}
     unknown = set(paths) - set(readers)
@@ -214,11 +217,6 @@ def write_scorecard(out: str, *, html_out: str | None = None, registry: str | Pa
                     **paths: str | None) -> pd.DataFrame:
     """Build the scorecard from the tables in ``paths`` (those given and not None) and write ``out`` (Parquet,
     with provenance) and ``html_out``."""
-    from swapkl.tables import provenance
-    from swapkl.tables.atomic import replaced_on_success
-    from swapkl.tables.file_checks import replaceable
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-
     check_writable(out)
     if html_out is not None:
         replaceable(html_out, "output", lambda p: _MARK in Path(p).read_text(errors="replace")[:2000])

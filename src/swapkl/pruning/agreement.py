@@ -2,8 +2,8 @@
 
 For two score vectors over the layers that both score (finite values):
 
-* Spearman's rho and Kendall's tau-b (``scipy.stats``; ties get average ranks / the tau-b
-  correction);
+* Spearman's rho and Kendall's tau-b (:func:`swapkl.stats.rank_correlation.spearman_kendall`; ties get
+  average ranks / the tau-b correction; NaN by its one rule);
 * misranking rate: among the layer pairs ``(a, b)``, ``a < b``, that neither vector ties, the share
   ordered differently, i.e. with ``(x_a - x_b) * (y_a - y_b) < 0``. Against the deletion-cost
   ranking (reference ``deletion``) this is the share of layer pairs a guide orders differently
@@ -46,20 +46,13 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+# spearman: imported from here by swapkl.probes.disagreement and swapkl.figures.confusion, whose helpers' branches
+# own those files; TODO(lead, after merging): import it from swapkl.stats.rank_correlation there and drop it here
+from swapkl.stats.rank_correlation import spearman  # noqa: F401
+from swapkl.stats.rank_correlation import spearman_kendall
+
 #: permutations of the null distribution of the rank statistics (exact enumeration below this many)
 N_PERMUTATIONS = 10_000
-
-def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row of ``x`` against the same row of ``y`` (``[..., n]`` arrays; NaN when a
-    row's ranks are all tied or n < 2)."""
-    rx = stats.rankdata(np.asarray(x, dtype=np.float64), axis=-1)
-    ry = stats.rankdata(np.asarray(y, dtype=np.float64), axis=-1)
-    rx = rx - rx.mean(axis=-1, keepdims=True)
-    ry = ry - ry.mean(axis=-1, keepdims=True)
-    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, (rx * ry).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
-
 
 def misranking(x, y) -> tuple[float, int]:
     """(share of untied layer pairs ordered differently, number of untied pairs)."""
@@ -158,11 +151,7 @@ def compare(x, y) -> dict:
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     nan = float("nan")
-    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
-        rho = tau = nan
-    else:
-        rho = float(stats.spearmanr(x, y).statistic)
-        tau = float(stats.kendalltau(x, y).statistic)
+    rho, tau = spearman_kendall(x, y)
     mis, n_pairs = misranking(x, y) if len(x) >= 2 else (nan, 0)
     return dict(n_compared=int(len(x)), spearman=rho, kendall=tau, misranking_rate=mis, n_pairs=n_pairs)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.stats.bootstrap import boot_log_ppl, percentile_ci, resample_indices
+from swapkl.stats.bootstrap import AgainstBase, percentile_ci
 
 
 def ir_ratios(df: pd.DataFrame, *, numerator: str = "interchange", denominator: str = "replacement_max",
@@ -27,18 +27,16 @@ def ir_ratios(df: pd.DataFrame, *, numerator: str = "interchange", denominator: 
         base = g[g["guide"] == "base"]
         if base.empty:
             continue
-        b_nll = np.asarray(base["window_nll_sum"].iloc[0], dtype=np.float64)
-        tok = np.asarray(base["window_tokens"].iloc[0], dtype=np.float64)
-        idx = resample_indices(len(tok), n_boot, seed)
-        b_boot = boot_log_ppl(b_nll, tok, idx)
+        paired = AgainstBase(np.asarray(base["window_nll_sum"].iloc[0], dtype=np.float64),
+                             base["window_tokens"].iloc[0], n_boot, seed)
         for n in sorted(set(g["budget"]) - {0}):
             num = g[(g["guide"] == numerator) & (g["budget"] == n) & g["feasible"]]
             den = g[(g["guide"] == denominator) & (g["budget"] == n) & g["feasible"]]
             if num.empty or den.empty:
                 continue
             dn, dd = float(num["delta_ppl_pct"].iloc[0]), float(den["delta_ppl_pct"].iloc[0])
-            bn = np.expm1(boot_log_ppl(np.asarray(num["window_nll_sum"].iloc[0]), tok, idx) - b_boot)
-            bd = np.expm1(boot_log_ppl(np.asarray(den["window_nll_sum"].iloc[0]), tok, idx) - b_boot)
+            bn = paired.increase(np.asarray(num["window_nll_sum"].iloc[0]))
+            bd = paired.increase(np.asarray(den["window_nll_sum"].iloc[0]))
             diff_lo, diff_hi = percentile_ci(100.0 * (bn - bd))  # bn, bd: relative increases, not percent
             defined = bool(percentile_ci(bn)[0] > 0 and percentile_ci(bd)[0] > 0)
             ratio = lo = hi = float("nan")

@@ -36,6 +36,7 @@ checkpoint, so CIs of differences and ratios are paired.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -140,8 +141,6 @@ class EvalWindows:
 
     @property
     def sha256(self) -> str:
-        import hashlib
-
         h = hashlib.sha256()
         for a in (self.input_ids, self.attention_mask, self.score_mask.astype(np.int64)):
             h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())

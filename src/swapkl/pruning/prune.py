@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -62,23 +63,11 @@ from swapkl.probes.pairs import Variant
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.config.revision_names import step_of
-from swapkl.pruning.inputs import (  # noqa: F401  (check_disjoint, read_probe_inputs: public here as before)
-    check_budgets,
-    check_disjoint,
-    probe_data_spec,
-    read_probe_inputs,
-)
-from swapkl.pruning.cost_ratio import ir_ratios  # noqa: F401  (public here as before)
-from swapkl.pruning.table import aggregate_pruning  # noqa: F401  (public here as before)
-from swapkl.tables.schemas import (  # noqa: F401  (PRUNING_SCHEMA, read_agreement, read_pruning: public here as before)
-    AGREEMENT_SCHEMA,
-    PRUNING_RUN_SCHEMA,
-    PRUNING_SCHEMA,
-    REPR_SCHEMA,
-    read_agreement,
-    read_pruning,
-    read_table,
-)
+from swapkl.pruning.inputs import check_budgets, check_disjoint, probe_data_spec, read_probe_inputs
+# aggregate_pruning lives in swapkl.pruning.table; swapkl.commands.prune_command (another branch of issue #20)
+# still imports it from here. TODO(lead, after merging): import it from swapkl.pruning.table there, drop this line
+from swapkl.pruning.table import aggregate_pruning  # noqa: F401
+from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, REPR_SCHEMA, read_table
 from swapkl.pruning.selection import SelectionOptions
 from swapkl.model.batch_loop import sweep, window_batches
 
@@ -127,26 +116,9 @@ def _row_order(r: dict) -> tuple:
             -1 if r["random_draw"] is None else r["random_draw"])
 
 
-def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
-                budgets: Sequence[int] = (1, 2, 3, 4, 5), spacing: int = 1, eval_data: dict | EvalSpec,
-                calib_data: DataSpec, probe_data: DataSpec | None = None, n_random: int = 10, seed: int = 0,
-                angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
-                batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
-                agreement_out: str | None = None, allow_pickle: bool = False,
-                trust_remote_code: bool = False, selection: SelectionOptions | None = None,
-                allow_overlap: bool = False, compute_dtype: str | None = None,
-                rope_scaling: str = "config", placement: dict | None = None) -> pd.DataFrame:
-    """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
-
-    ``compute_dtype`` (e.g. float32 on bfloat16 weights) and ``rope_scaling``: see
-    :func:`swapkl.model.loading.load_model`; recorded in the provenance.
-    ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
-    paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
-    ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
-    in the probe files' provenance, and its token hash must match theirs. ``seed`` draws the random
-    baseline and is recorded for the bootstrap CIs that ``aggregate_pruning`` adds. Returns the rows written.
-    """
-    eval_spec = EvalSpec.from_dict(eval_data)
+def _check_pruning_arguments(probe_files, repr_file, out, agreement_out, eval_spec: EvalSpec, calib_data, *,
+                             seed, chunk_tokens, device, spacing, n_random, batch_size, angular_metric) -> None:
+    """:func:`run_pruning`'s checks of its arguments, before anything is read or loaded."""
     eval_spec.check()
     require_int("seed", seed, 0)
     require_int("chunk_tokens", chunk_tokens, 1)
@@ -167,8 +139,11 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     if not isinstance(calib_data, DataSpec):
         raise SwapKLError("calib_data must be a swapkl.data.windows.DataSpec")
     check_spec(calib_data)
-    metadata = dict(metadata or {})
 
+
+def _read_pruning_inputs(probe_files, repr_file, probe_data, eval_spec, calib_data, allow_overlap):
+    """The probe and representation tables with their provenance, and the probe windows' spec (by default the
+    one the probe files recorded), each window source checked to be disjoint from the evaluation text."""
     probe, probe_provs = read_probe_inputs(probe_files)
     rep, rep_prov = read_table(repr_file, REPR_SCHEMA, "representation") if repr_file else (None, None)
     rep = None if rep is None else rep.to_pandas()
@@ -181,13 +156,12 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
             if not allow_overlap:
                 raise
             log.warning("allow_overlap: %s (reproducing a protocol that did this; recorded in the provenance)", e)
+    return probe, probe_provs, rep, rep_prov, probe_data
 
-    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code, need_tokenizer=True, compute_dtype=compute_dtype,
-                        rope_scaling=rope_scaling, **(placement or {}))
-    dev = loaded.device
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
-    n_layers = engine.n_layers
+
+def _require_tables_of(loaded, model, revision, n_layers, probe, probe_files, probe_provs, rep, repr_file,
+                       rep_prov) -> None:
+    """The probe and representation tables must have been measured on the loaded weights and config."""
     probe_layers = int(probe["n_layers"].iloc[0])
     if probe_layers != n_layers:
         raise SwapKLError(f"the probe files describe {probe_layers} layers but {model!r} has {n_layers}")
@@ -203,19 +177,123 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     if configs and loaded.config_sha256 not in configs:
         raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
                           f"{'@' + revision if revision else ''}")
-    budgets = check_budgets(budgets, n_layers, spacing)
 
-    a = engine.adapter
-    probe_windows = load_windows(probe_data, loaded.tokenizer)
-    check_windows(probe_windows, a.vocab_size, a.max_positions)
+
+def _pruning_windows(adapter, tokenizer, probe_data, probe_provs, calib_data, eval_spec):
+    """The probe windows (the probe files' own), the calibration windows and the evaluation windows, checked
+    against the model's vocabulary and positions."""
+    probe_windows = load_windows(probe_data, tokenizer)
+    check_windows(probe_windows, adapter.vocab_size, adapter.max_positions)
     probe_tok = {p.get("tokens_sha256") for p in probe_provs} - {None}
     if probe_tok and probe_windows.sha256 not in probe_tok:
         raise SwapKLError(f"the windows rebuilt from {probe_data.describe()} differ from the probe files' windows")
-    calib = load_windows(calib_data, loaded.tokenizer)
-    check_windows(calib, a.vocab_size, a.max_positions)
-    ew = load_eval_windows(eval_spec, loaded.tokenizer, a.max_positions)
-    if int(ew.input_ids.max()) >= a.vocab_size:
+    calib = load_windows(calib_data, tokenizer)
+    check_windows(calib, adapter.vocab_size, adapter.max_positions)
+    ew = load_eval_windows(eval_spec, tokenizer, adapter.max_positions)
+    if int(ew.input_ids.max()) >= adapter.vocab_size:
         raise SwapKLError(f"token id {int(ew.input_ids.max())} of the evaluation text is outside the vocabulary")
+    return probe_windows, calib, ew
+
+
+@dataclass
+class _PrunedCosts:
+    """Per-window NLL sums of the base model and of each pruned model (``nll``, ``kl`` keyed by its
+    :class:`Pruned`), with the windows' token counts."""
+
+    base_nll: np.ndarray
+    win_tok: np.ndarray
+    seq_tok: np.ndarray
+    nll: dict
+    kl: dict
+
+    @property
+    def base_log_ppl(self):
+        return self.base_nll.sum() / self.win_tok.sum()
+
+    def row(self, meta, guide, budget, draw, removed, nll_sum, kl_sum, merged=None, evals=None) -> dict:
+        lp = nll_sum.sum() / self.win_tok.sum()
+        return dict(meta, guide=guide, budget=budget, random_draw=draw, removed_layers=list(removed), feasible=True,
+                    ppl=float(np.exp(lp)), delta_ppl_pct=float(100.0 * np.expm1(lp - self.base_log_ppl)),
+                    kl_mean=ratio_mean(kl_sum, self.seq_tok),
+                    window_nll_sum=nll_sum.tolist(), window_tokens=self.win_tok.astype(np.int64).tolist(),
+                    n_evals=evals, merged_layers=merged, probe_kl_sum=np.asarray(kl_sum, dtype=np.float64).tolist(),
+                    probe_tokens=self.seq_tok.astype(np.int64).tolist())
+
+
+def _measure_pruned(engine, sets: list[Pruned], ew, probe_windows, batch_size: int, device) -> _PrunedCosts:
+    """Evaluation NLL and probe-window KL of the base model and of every pruned model in ``sets`` (LaCo's averaged
+    blocks registered while measuring)."""
+    with merged_blocks(engine, sorted({(i, i + 1) for s in sets for i in s.merged})) as merged:
+        variants = [pruned_variant(s, engine.n_layers, merged) for s in sets]
+        base_nll, win_tok, nll_list = window_nll(engine, ew, variants, batch_size=batch_size, device=device)
+        kl_list, seq_tok = kl_on_windows(engine, probe_windows, variants, batch_size, device)
+    return _PrunedCosts(base_nll, win_tok, seq_tok, dict(zip(sets, nll_list)), dict(zip(sets, kl_list)))
+
+
+def _pruning_rows(meta: dict, costs: _PrunedCosts, sel: dict, n_evals: dict, budgets) -> list[dict]:
+    """The rows of the pruning table: the base model, each guide's choice (infeasible ones without costs) and
+    the mean of the random draws at each budget, in the table's order."""
+    nan = float("nan")
+    rows = [costs.row(meta, "base", 0, None, [], costs.base_nll, np.zeros(len(costs.seq_tok)))]
+    for (guide, n, tag), p in sel.items():
+        draw, fixed = (tag, None) if guide != "fixed" else (tag[1], tag[0])
+        evals = n_evals.get((guide, n, tag))
+        if p is None:
+            rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
+                             ppl=nan, delta_ppl_pct=nan, kl_mean=nan, n_evals=evals))
+            continue
+        rows.append(dict(costs.row(meta, guide, n, draw, p.removed, costs.nll[p], costs.kl[p],
+                                   list(p.merged) if p.merged else None, evals), fixed_set=fixed))
+    for n in budgets:
+        draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n and r["feasible"]]
+        if draws:
+            d = np.array([r["delta_ppl_pct"] for r in draws])
+            rows.append(dict(meta, guide="random_mean", budget=n, random_draw=None, removed_layers=None, feasible=True,
+                             ppl=float(np.mean([r["ppl"] for r in draws])), delta_ppl_pct=float(d.mean()),
+                             kl_mean=float(np.mean([r["kl_mean"] for r in draws])),
+                             n_draws=len(draws), delta_ppl_pct_sd=float(d.std(ddof=1)) if len(d) > 1 else nan,
+                             delta_ppl_pct_min=float(d.min()), delta_ppl_pct_max=float(d.max())))
+    rows.sort(key=_row_order)
+    return rows
+
+
+def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
+                budgets: Sequence[int] = (1, 2, 3, 4, 5), spacing: int = 1, eval_data: dict | EvalSpec,
+                calib_data: DataSpec, probe_data: DataSpec | None = None, n_random: int = 10, seed: int = 0,
+                angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
+                batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
+                agreement_out: str | None = None, allow_pickle: bool = False,
+                trust_remote_code: bool = False, selection: SelectionOptions | None = None,
+                allow_overlap: bool = False, compute_dtype: str | None = None,
+                rope_scaling: str = "config", placement: dict | None = None) -> pd.DataFrame:
+    """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
+
+    ``compute_dtype`` (e.g. float32 on bfloat16 weights) and ``rope_scaling``: see
+    :func:`swapkl.model.loading.load_model`; recorded in the provenance.
+    ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
+    paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
+    ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
+    in the probe files' provenance, and its token hash must match theirs. ``seed`` draws the random
+    baseline and is recorded for the bootstrap CIs that ``aggregate_pruning`` adds. Returns the rows written.
+    """
+    eval_spec = EvalSpec.from_dict(eval_data)
+    _check_pruning_arguments(probe_files, repr_file, out, agreement_out, eval_spec, calib_data, seed=seed,
+                             chunk_tokens=chunk_tokens, device=device, spacing=spacing, n_random=n_random,
+                             batch_size=batch_size, angular_metric=angular_metric)
+    metadata = dict(metadata or {})
+
+    probe, probe_provs, rep, rep_prov, probe_data = _read_pruning_inputs(probe_files, repr_file, probe_data,
+                                                                         eval_spec, calib_data, allow_overlap)
+    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                        trust_remote_code=trust_remote_code, need_tokenizer=True, compute_dtype=compute_dtype,
+                        rope_scaling=rope_scaling, **(placement or {}))
+    dev = loaded.device
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    n_layers = engine.n_layers
+    _require_tables_of(loaded, model, revision, n_layers, probe, probe_files, probe_provs, rep, repr_file, rep_prov)
+    budgets = check_budgets(budgets, n_layers, spacing)
+    probe_windows, calib, ew = _pruning_windows(engine.adapter, loaded.tokenizer, probe_data, probe_provs,
+                                                calib_data, eval_spec)
 
     label = metadata.pop("model", None) or loaded.model_id
     rev = metadata.pop("revision", None) or loaded.revision or "main"
@@ -228,50 +306,15 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     sel, n_evals, scores = select_all(ctx)
 
     sets = sorted({r for r in sel.values() if r is not None})
-    with merged_blocks(engine, sorted({(i, i + 1) for s in sets for i in s.merged})) as merged:
-        variants = [pruned_variant(s, n_layers, merged) for s in sets]
-        base_nll, win_tok, nll_list = window_nll(engine, ew, variants, batch_size=batch_size, device=dev)
-        kl_list, seq_tok = kl_on_windows(engine, probe_windows, variants, batch_size, dev)
-    nll = dict(zip(sets, nll_list))
-    kl = dict(zip(sets, kl_list))
-
-    base_lp = base_nll.sum() / win_tok.sum()
+    costs = _measure_pruned(engine, sets, ew, probe_windows, batch_size, dev)
+    seq_tok = costs.seq_tok
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers, spacing=spacing,
                 eval_split=eval_spec.describe(), calibration_split=calib_data.describe(),
                 probe_split=probe_data.describe(), eval_window=eval_spec.window, eval_stride=eval_spec.stride,
                 eval_max_words=eval_spec.max_words, n_eval_windows=ew.n_windows, n_eval_tokens=ew.n_scored,
-                n_probe_seqs=int(len(seq_tok)), n_probe_tokens=int(seq_tok.sum()), base_ppl=float(np.exp(base_lp)))
-
-    def cost_row(guide, budget, draw, removed, nll_sum, kl_sum, merged=None, evals=None):
-        lp = nll_sum.sum() / win_tok.sum()
-        return dict(meta, guide=guide, budget=budget, random_draw=draw, removed_layers=list(removed), feasible=True,
-                    ppl=float(np.exp(lp)), delta_ppl_pct=float(100.0 * np.expm1(lp - base_lp)),
-                    kl_mean=ratio_mean(kl_sum, seq_tok),
-                    window_nll_sum=nll_sum.tolist(), window_tokens=win_tok.astype(np.int64).tolist(),
-                    n_evals=evals, merged_layers=merged, probe_kl_sum=np.asarray(kl_sum, dtype=np.float64).tolist(),
-                    probe_tokens=seq_tok.astype(np.int64).tolist())
-
-    nan = float("nan")
-    rows = [cost_row("base", 0, None, [], base_nll, np.zeros(len(seq_tok)))]
-    for (guide, n, tag), p in sel.items():
-        draw, fixed = (tag, None) if guide != "fixed" else (tag[1], tag[0])
-        evals = n_evals.get((guide, n, tag))
-        if p is None:
-            rows.append(dict(meta, guide=guide, budget=n, random_draw=draw, removed_layers=None, feasible=False,
-                             ppl=nan, delta_ppl_pct=nan, kl_mean=nan, n_evals=evals))
-            continue
-        rows.append(dict(cost_row(guide, n, draw, p.removed, nll[p], kl[p], list(p.merged) if p.merged else None,
-                                  evals), fixed_set=fixed))
-    for n in budgets:
-        draws = [r for r in rows if r["guide"] == "random" and r["budget"] == n and r["feasible"]]
-        if draws:
-            d = np.array([r["delta_ppl_pct"] for r in draws])
-            rows.append(dict(meta, guide="random_mean", budget=n, random_draw=None, removed_layers=None, feasible=True,
-                             ppl=float(np.mean([r["ppl"] for r in draws])), delta_ppl_pct=float(d.mean()),
-                             kl_mean=float(np.mean([r["kl_mean"] for r in draws])),
-                             n_draws=len(draws), delta_ppl_pct_sd=float(d.std(ddof=1)) if len(d) > 1 else nan,
-                             delta_ppl_pct_min=float(d.min()), delta_ppl_pct_max=float(d.max())))
-    rows.sort(key=_row_order)
+                n_probe_seqs=int(len(seq_tok)), n_probe_tokens=int(seq_tok.sum()),
+                base_ppl=float(np.exp(costs.base_log_ppl)))
+    rows = _pruning_rows(meta, costs, sel, n_evals, budgets)
     table = pa.Table.from_pylist(rows, schema=PRUNING_RUN_SCHEMA)
 
     prov = provenance.build(

@@ -18,7 +18,16 @@ from __future__ import annotations
 
 import math
 
+import pyarrow as pa
+
 from swapkl.errors import SwapKLError
+from swapkl.pruning.optimal import compare
+from swapkl.tables import provenance
+from swapkl.data.windows import check_windows, load_windows
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.loading import load_model
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.pruning.sleb import calibration_nll
 
 #: (model, blocks, removed, hours low, hours high, GPUs per replica) -- the paper's figures, on one replica
 PAPER_RUNS = (("LLaMA3-8B", 32, 8, 4.6, 4.6, 1), ("LLaMA3-70B", 80, 40, 1.1 * 24, 8.5 * 24, 2))
@@ -66,16 +75,6 @@ def run_optimal_search(model: str, calib_data, out: str, *, budgets: list[int], 
                        trust_remote_code: bool = False) -> None:
     """Greedy, beam, best-first and (where affordable) exhaustive search by calibration NLL on one
     checkpoint, into one Parquet table with provenance."""
-    import pyarrow as pa
-
-    from swapkl.tables import provenance
-    from swapkl.data.windows import check_windows, load_windows
-    from swapkl.model.engine import ProbeEngine
-    from swapkl.model.loading import load_model
-    from swapkl.pruning.optimal import compare
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.pruning.sleb import calibration_nll
-
     check_writable(out)
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code)

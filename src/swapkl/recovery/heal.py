@@ -37,22 +37,12 @@ from swapkl.data.windows import tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.options import require_int
 from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words
+from swapkl.adapters import adapter_class, get_adapter
 
 log = logging.getLogger(__name__)
 
 METHODS = ("lora", "last_k")
 LOSSES = ("nll", "kl")
-
-#: the Q/K/V/O projections of each architecture, by the names PEFT matches (module-name suffixes)
-ATTENTION_PROJECTIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "llama": {"q": ("q_proj",), "k": ("k_proj",), "v": ("v_proj",), "o": ("o_proj",)},
-    "gpt_neox": {"q": ("query_key_value",), "k": ("query_key_value",), "v": ("query_key_value",),
-                 "o": ("attention.dense",)},
-    "gpt2": {"q": ("c_attn",), "k": ("c_attn",), "v": ("c_attn",), "o": ("attn.c_proj",)},
-}
-for _same in ("mistral", "qwen3", "olmo", "olmo2"):
-    ATTENTION_PROJECTIONS[_same] = ATTENTION_PROJECTIONS["llama"]
-
 
 @dataclass(frozen=True)
 class HealSettings:
@@ -155,7 +145,7 @@ def train_chunks(text: TrainText, tokenizer, seq_len: int) -> np.ndarray:
 def lora_target_modules(model, targets: tuple[str, ...]) -> list[str]:
     """PEFT target names for ``targets``: the aliases q/k/v/o of the model's attention projections, or module
     names as they are; each must name at least one linear module of the model."""
-    aliases = ATTENTION_PROJECTIONS.get(getattr(model.config, "model_type", None), {})
+    aliases = adapter_class(getattr(model.config, "model_type", None)).lora_projections
     names: list[str] = []
     for t in targets:
         for name in aliases.get(t, (t,)):
@@ -177,10 +167,8 @@ def prepare_trainable(model, settings: HealSettings):
 
         cfg = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=0.0, bias="none",
                          target_modules=lora_target_modules(model, settings.targets),
-                         fan_in_fan_out=getattr(model.config, "model_type", None) == "gpt2")
+                         fan_in_fan_out=adapter_class(model.config.model_type).lora_fan_in_fan_out)
         return get_peft_model(model, cfg)
-    from swapkl.adapters import get_adapter
-
     blocks = get_adapter(model).blocks
     if settings.last_k > len(blocks):
         raise SwapKLError(f"last_k {settings.last_k} exceeds the model's {len(blocks)} blocks")

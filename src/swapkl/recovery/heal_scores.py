@@ -18,6 +18,8 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.kl import kl_and_nll, kl_from_logits
 from swapkl.pruning.perplexity import EvalWindows, window_nll
 from swapkl.model.batch_loop import sweep, window_batches
+from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
+from swapkl.model.batch_loop import BASE
 
 
 def _same_head(base: ProbeEngine, other: ProbeEngine) -> bool:
@@ -73,9 +75,6 @@ def model_perplexity(model, ew: EvalWindows, *, batch_size: int = 8, device: str
 def task_accuracies(model, tokenizer, tasks: list, *, batch_size: int = 16) -> list[float]:
     """Accuracy (``acc``, the argmax of the choices' log-likelihoods) of ``model`` on each multiple-choice task
     (:func:`swapkl.relevance.tasks.load_task`), scored as the relevance tables score the base model."""
-    from swapkl.relevance.accrel import choice_loglikelihoods, choice_predictions, task_requests
-    from swapkl.model.batch_loop import BASE
-
     engine = ProbeEngine(model)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     out = []

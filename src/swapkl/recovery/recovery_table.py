@@ -29,10 +29,17 @@ import pandas as pd
 import torch
 
 from swapkl.errors import SwapKLError
-from swapkl.export import PROVENANCE_FILE as EXPORT_FILE, _copy_side_files, check_tokens
+from swapkl.adapters import adapter_class
+from swapkl.export import PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
 from swapkl.recovery.heal import HealSettings, TrainText, merged, prepare_trainable, train, train_chunks
 from swapkl.recovery.heal_scores import kl_to_base, model_perplexity, task_accuracies
-from swapkl.relevance.accrel import acc_rel
+from swapkl.relevance.tasks import acc_rel
+from swapkl.tables import provenance
+from swapkl.data.windows import load_windows
+from swapkl.model.loading import load_model
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.pruning.perplexity import EvalSpec, load_eval_windows
+from swapkl.relevance.tasks import load_task
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +93,7 @@ def save_healed(trained, source_dir: str, out: str, provenance: dict):
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
     try:
         model.save_pretrained(tmp, safe_serialization=True)
-        copied = _copy_side_files(source_dir, tmp)
+        copied = copy_side_files(source_dir, tmp, adapter_class(model.config.model_type).tokenizer_files)
         reloaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=model.dtype).to(ids.device).eval()
         got = _logits(reloaded, ids)
         diff = float((got - ref).abs().max())
@@ -109,8 +116,6 @@ def heal_loaded(loaded, out: str, settings: HealSettings, text: TrainText, *, te
                 chunks: np.ndarray | None = None):
     """Heal a loaded checkpoint (its model is changed in place), save and verify it; return (reloaded, losses).
     ``chunks``: the training chunks of ``text`` when already cut with this checkpoint's tokenizer."""
-    from swapkl.tables import provenance
-
     if chunks is None:
         chunks = train_chunks(text, loaded.tokenizer, settings.seq_len)
     trainable = prepare_trainable(loaded.model, settings)
@@ -187,13 +192,6 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
     from exactly these base weights (its recorded source sha256). Healed checkpoints go to
     ``healed_dir/control`` and ``healed_dir/<export folder name>`` (``healed_dir`` new or empty).
     """
-    from swapkl.tables import provenance
-    from swapkl.data.windows import load_windows
-    from swapkl.model.loading import load_model
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.pruning.perplexity import EvalSpec, load_eval_windows
-    from swapkl.relevance.tasks import load_task
-
     check_writable(out)
     if os.path.lexists(healed_dir) and (not os.path.isdir(healed_dir) or os.listdir(healed_dir)):
         raise SwapKLError(f"{healed_dir!r} already exists and is not empty; healed checkpoints go into a new one")
@@ -239,9 +237,6 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
 
 def concat_tables(inputs: list[str], out: str) -> pd.DataFrame:
     """One table from per-checkpoint tables swapkl wrote (their provenance kept as ``inputs``)."""
-    from swapkl.tables import provenance
-    from swapkl.tables.parquet_io import write_parquet
-
     if not inputs:
         raise SwapKLError("no tables to concatenate")
     provs = [provenance.read(path) for path in inputs]

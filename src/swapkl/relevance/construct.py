@@ -42,6 +42,9 @@ import torch
 from tqdm.auto import tqdm
 
 from swapkl.errors import SwapKLError
+from swapkl.relevance.choice_scores import task_requests
+from swapkl.tables.atomic import claim_folder, staged_dir
+from swapkl.relevance.tasks import load_task
 
 N_LAYERS = 7
 CRITICAL = 2
@@ -117,8 +120,6 @@ class Requests:
 
 
 def task_requests_tensor(task, tokenizer) -> Requests:
-    from swapkl.relevance.accrel import task_requests
-
     reqs = task_requests(task, tokenizer, None)
     for r in reqs:
         if r.n_continuation != 1:
@@ -320,8 +321,6 @@ def build_snowball(task, eps: float, *, seed: int = 0) -> Snowball:
 
 def save_snowball(snow: Snowball, task, out: str) -> None:
     """Save the checkpoint (safetensors, tokenizer, ``snowball.json``) into the new or own folder ``out``."""
-    from swapkl.tables.atomic import claim_folder, staged_dir
-
     out_dir = Path(out)
     claim_folder(out_dir, OWNER_MARK)  # refuses a folder with files swapkl did not write
     with staged_dir(out_dir) as tmp:
@@ -333,8 +332,6 @@ def save_snowball(snow: Snowball, task, out: str) -> None:
 
 def construct(task_file: str, eps: float, out: str, *, seed: int = 0) -> dict:
     """Build the snowball model for the task in ``task_file`` and save it to ``out``; return its manifest."""
-    from swapkl.relevance.tasks import load_task
-
     out_dir = Path(out)
     if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / OWNER_MARK).is_file():
         raise SwapKLError(f"refusing to write into {out}: it holds files that swapkl construct did not write; "

@@ -5,7 +5,7 @@ lm-eval does everything that defines the task: it downloads the dataset from the
 own code (``process_docs``, templates, partial evaluation as in WinoGrande), builds the
 ``(context, continuation)`` requests of every document and turns their log-likelihoods into ``acc`` and
 ``acc_norm`` (``Task.process_results``). swapkl only computes those log-likelihoods, on the engine, for the
-base model and every single-block deletion (:func:`swapkl.relevance.accrel.choice_loglikelihoods`, tokenised as
+base model and every single-block deletion (:func:`swapkl.relevance.choice_scores.choice_loglikelihoods`, tokenised as
 ``HFLM`` does). A group (``mmlu``) is scored per subtask, one task name per subtask. Only zero-shot
 multiple-choice tasks are accepted; the random baseline is the mean over documents of 1 / number of
 requests of the document (its choices, or its contexts under partial evaluation).
@@ -18,10 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from swapkl.errors import SwapKLError
-from swapkl.relevance.accrel import Scan, make_request
-from swapkl.relevance.tasks import random_baseline
-
-METRICS = ("acc", "acc_norm")
+from swapkl.relevance.choice_scores import choice_loglikelihoods, make_request
+from swapkl.relevance.scored_models import Scan
+from swapkl.relevance.tasks import METRICS, random_baseline
 
 
 @dataclass
@@ -70,8 +69,6 @@ def harness_relevance(engine, task: HarnessTask, tokenizer, *, model: str, revis
     """Relevance rows (``acc`` and ``acc_norm``) of every block (and of each pruned set of ``scan``) on one
     lm-eval task, and the per-document 0/1 scores behind them (variant key -> metric -> array), as lm-eval's
     ``process_results`` gives them."""
-    from swapkl.relevance.accrel import choice_loglikelihoods
-
     scan = scan or Scan(engine.n_layers)
     requests = [make_request(tokenizer, d, c, ctx, cont, engine.adapter.max_positions, task.name)
                 for d, args in enumerate(task.arguments) for c, (ctx, cont) in enumerate(args)]

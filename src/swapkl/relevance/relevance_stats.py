@@ -35,6 +35,10 @@ from swapkl.pruning.agreement import rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_relevance, single_block
+from swapkl.relevance.tasks import acc_rel
+from swapkl.tables import provenance
+from swapkl.probes.aggregate import read_aggregate
+from swapkl.tables.parquet_io import check_writable, write_parquet
 
 #: the metric each task contributes to the statistics and figures (acc_norm stays in the relevance table)
 PLOT_METRICS = ("acc", "next_token_acc")
@@ -62,8 +66,6 @@ TASK_GROUPS = {"mmlu": "mmlu_"}
 
 def group_tasks(rel: pd.DataFrame) -> pd.DataFrame:
     """Single-block relevance rows with each group's subtasks merged into one task (module docstring)."""
-    from swapkl.relevance.accrel import acc_rel
-
     keep, merged = [rel], []
     for group, prefix in TASK_GROUPS.items():
         sub = rel["task"].str.startswith(prefix)
@@ -137,10 +139,6 @@ def relevance_statistics(rel: pd.DataFrame, agg: pd.DataFrame) -> pd.DataFrame:
 
 def summarise_relevance(relevance_path: str, aggregate_path: str, out: str) -> None:
     """results/relevance_stats.parquet from the relevance table and the aggregate."""
-    from swapkl.tables import provenance
-    from swapkl.probes.aggregate import read_aggregate
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-
     require_distinct({"--out": out}, {"--input": relevance_path, "--aggregate": aggregate_path})
     check_writable(out)
     df = relevance_statistics(read_relevance(relevance_path), read_aggregate(aggregate_path))

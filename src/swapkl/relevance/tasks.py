@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 from dataclasses import dataclass
 
@@ -61,6 +62,15 @@ class Task:
 def random_baseline(n_choices: list[int]) -> float:
     """Expected accuracy of a uniform guess: the mean over documents of 1 / number of choices."""
     return sum(1.0 / n for n in n_choices) / len(n_choices)
+
+
+def acc_rel(accuracy: float, base_accuracy: float, random_baseline: float) -> float:
+    """AccRel (:mod:`swapkl.relevance.accrel`) of a variant with ``accuracy``:
+    ``1 - max(accuracy - r, 0) / max(base_accuracy - r, 0)`` for the random baseline r; NaN when the base model is not above chance."""
+    denom = max(base_accuracy - random_baseline, 0.0)
+    if denom == 0.0:
+        return math.nan
+    return 1.0 - max(accuracy - random_baseline, 0.0) / denom
 
 
 def _render(template: str, doc: dict, what: str, task: str) -> str:

@@ -52,3 +52,25 @@ def boot_log_ppl(nll_sum, tokens, idx: np.ndarray) -> np.ndarray:
     nll_sum = np.asarray(nll_sum, dtype=np.float64)
     tokens = np.asarray(tokens, dtype=np.float64)
     return nll_sum[idx].sum(1) / tokens[idx].sum(1)
+
+
+class AgainstBase:
+    """The one paired bootstrap against a base model: evaluation windows resampled by
+    ``resample_indices(n_windows, n_boot, seed)``, the same resamples for the base and every model compared with
+    it, so each resampled increase is the model's and the base's perplexity on the same windows.
+
+    ``base_nll_sum`` and ``tokens`` are the base model's per-window NLL sums and token counts."""
+
+    def __init__(self, base_nll_sum, tokens, n_boot: int, seed: int):
+        self.tokens = np.asarray(tokens, dtype=np.float64)
+        self.idx = resample_indices(len(self.tokens), n_boot, seed)
+        self.base = boot_log_ppl(base_nll_sum, self.tokens, self.idx)
+
+    def log_ppl(self, nll_sum) -> np.ndarray:
+        """A model's mean NLL (log perplexity) under each resampling."""
+        return boot_log_ppl(nll_sum, self.tokens, self.idx)
+
+    def increase(self, nll_sum) -> np.ndarray:
+        """A model's relative perplexity increase over the base, ``exp(log_ppl - base_log_ppl) - 1``, under each
+        resampling."""
+        return np.expm1(self.log_ppl(nll_sum) - self.base)

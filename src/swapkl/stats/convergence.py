@@ -20,7 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from swapkl.tables import provenance
-from swapkl.pruning.agreement import spearman
+from swapkl.stats.rank_correlation import spearman
 from swapkl.probes.aggregate_inputs import read_probe_file
 from swapkl.errors import SwapKLError
 from swapkl.tables.parquet_io import check_writable, write_parquet

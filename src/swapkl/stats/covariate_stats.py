@@ -40,13 +40,16 @@ import pyarrow as pa
 from swapkl.tables import provenance
 from swapkl.hub.absence import split_absent
 from swapkl.probes.aggregate import probe_provenance
-from swapkl.pruning.agreement import spearman
+from swapkl.stats.rank_correlation import spearman
 from swapkl.stats.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
 from swapkl.probes.pair_statistics import CI_LEVEL
 from swapkl.tables.schemas import (COVARIATE_CORRELATIONS_SCHEMA, COVARIATE_FILE_SCHEMA, COVARIATES_SCHEMA,
                             read_table)
 from swapkl.config.seed_families import family_of
+from swapkl.probes.aggregate import read_aggregate
+from swapkl.options import require_int
+from swapkl.tables.parquet_io import check_writable, write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +114,6 @@ def correlations(table: pd.DataFrame, *, n_boot: int, seed: int, scopes: dict | 
 
 def covariate_table(covariate_files, aggregate_path: str) -> tuple[pd.DataFrame, list[dict]]:
     """The covariate rows of every file with their pair's gaps (see docstring), and the files' provenance."""
-    from swapkl.probes.aggregate import read_aggregate
-
     agg = read_aggregate(aggregate_path)
     pairs = agg[agg["kind"] == "pair"][["model", "revision", "layer_i", "layer_j", "duplicate_of", "gap", "gap_fwd"]]
     probes = probe_provenance(aggregate_path)
@@ -164,9 +165,6 @@ def aggregate_covariates(covariate_files, aggregate_path: str, out: str, correla
                          n_boot: int, seed: int, families: dict | None = None) -> None:
     """Write ``out`` (the covariates table) and ``correlations_out`` (their correlations with the gaps);
     with ``families``, the rows carry their seed family and seed and the family scope pools the members."""
-    from swapkl.options import require_int
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-
     require_int("n_boot (bootstrap resamples)", n_boot, 0)
     require_int("bootstrap seed", seed, 0)
     for path in (out, correlations_out):

@@ -48,6 +48,13 @@ from tqdm.auto import tqdm
 from swapkl.errors import SwapKLError
 from swapkl.probes.pairs import pairs_for, parse_pair_set
 from swapkl.tables.schemas import COVARIATE_FILE_SCHEMA
+from swapkl.tables import provenance
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.data.windows import check_spec, check_windows, load_windows
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.loading import load_model
+from swapkl.options import require_device, require_int
+from swapkl.config.revision_names import step_of
 
 log = logging.getLogger(__name__)
 
@@ -195,14 +202,6 @@ def run_covariates(model: str, out: str, *, revision: str | None = None, pairs: 
                    dtype: str = "float32", device: str = "auto", batch_size: int = 8,
                    metadata: dict | None = None, allow_pickle: bool = False, trust_remote_code: bool = False) -> None:
     """Measure the covariates of every pair of ``pairs`` on one checkpoint's windows and write ``out``."""
-    from swapkl.tables import provenance
-    from swapkl.data.windows import check_spec, check_windows, load_windows
-    from swapkl.model.engine import ProbeEngine
-    from swapkl.model.loading import load_model
-    from swapkl.options import require_device, require_int
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.config.revision_names import step_of
-
     parse_pair_set(pairs)
     require_int("batch_size", batch_size, 1)
     require_device(device)

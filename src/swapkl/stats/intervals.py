@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from swapkl.stats.bootstrap import boot_log_ppl, percentile_ci, ratio_ci, resample_indices
+from swapkl.stats.bootstrap import AgainstBase, percentile_ci, ratio_ci, resample_indices
 from swapkl.errors import SwapKLError
 from swapkl.tables.schemas import PRUNING_CI_COLUMNS, PRUNING_SCHEMA
 
@@ -35,9 +35,8 @@ def pruning_intervals(table: pa.Table, n_boot: int, seed: int, where: str) -> pa
         raise SwapKLError(f"{where}: a pruning file holds one base row, found {len(base)}")
     tokens = np.asarray(base[0]["window_tokens"], dtype=np.float64)
     probe_tokens = np.asarray(base[0]["probe_tokens"], dtype=np.float64)
-    eval_idx = resample_indices(len(tokens), n_boot, seed)
+    paired = AgainstBase(base[0]["window_nll_sum"], tokens, n_boot, seed)
     probe_idx = resample_indices(len(probe_tokens), n_boot, seed)
-    base_boot = boot_log_ppl(base[0]["window_nll_sum"], tokens, eval_idx)
     nan = float("nan")
     for r in rows:
         if r["window_nll_sum"] is None:
@@ -46,9 +45,9 @@ def pruning_intervals(table: pa.Table, n_boot: int, seed: int, where: str) -> pa
         if len(r["window_nll_sum"]) != len(tokens) or len(r["probe_kl_sum"] or ()) != len(probe_tokens):
             raise SwapKLError(f"{where}: {r['guide']} budget {r['budget']} has per-window sums of another length "
                               "than the base row's")
-        boot = boot_log_ppl(r["window_nll_sum"], tokens, eval_idx)
-        r["ppl_ci_low"], r["ppl_ci_high"] = percentile_ci(np.exp(boot))
-        r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"] = percentile_ci(100.0 * np.expm1(boot - base_boot))
+        r["ppl_ci_low"], r["ppl_ci_high"] = percentile_ci(np.exp(paired.log_ppl(r["window_nll_sum"])))
+        r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"] = percentile_ci(
+            100.0 * paired.increase(r["window_nll_sum"]))
         r["kl_ci_low"], r["kl_ci_high"] = ((0.0, 0.0) if r["guide"] == "base"
                                            else ratio_ci(r["probe_kl_sum"], probe_tokens, probe_idx))
     return pa.Table.from_pylist(rows, schema=PRUNING_SCHEMA)

@@ -51,7 +51,7 @@ from scipy.stats import rankdata
 
 from swapkl.tables import provenance
 from swapkl.probes.aggregate import read_aggregate
-from swapkl.pruning.agreement import spearman
+from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.probes.pair_statistics import pair_set_column
 from swapkl.tables.parquet_io import check_writable, write_parquet
@@ -77,7 +77,7 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 def mean_pairwise_spearman(values) -> float:
-    """Mean over every pair of rows (seeds) of Spearman's rho between them (:func:`swapkl.pruning.agreement.spearman`);
+    """Mean over every pair of rows (seeds) of Spearman's rho between them (:func:`swapkl.stats.rank_correlation.spearman`);
     NaN with fewer than two rows or columns, or a row of equal values."""
     values = np.asarray(values, dtype=np.float64)
     m, n = values.shape

@@ -7,7 +7,7 @@ mean row only, infeasible rows are left out -- the table pairs the two relative 
 
 Rows ``kind="config"``: model, reference, revision, guide, budget, fixed_set, delta_ppl_pct_reference,
 delta_ppl_pct_slice. Row ``kind="summary"`` per slice: n_configs and spearman (Spearman's rho of the two
-columns, :func:`swapkl.pruning.agreement.spearman`).
+columns, :func:`swapkl.stats.rank_correlation.spearman`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from swapkl.tables import provenance
-from swapkl.pruning.agreement import spearman
+from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.tables.schemas import PRUNING_SCHEMA, read_table

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from swapkl.tables import provenance
-from swapkl.pruning.agreement import spearman
+from swapkl.stats.rank_correlation import spearman
 from swapkl.probes.aggregate import read_aggregate, rows
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
@@ -49,7 +49,7 @@ def validity(costs: pd.DataFrame, pairs: pd.DataFrame) -> tuple[pd.DataFrame, pd
     for protocol, col in SCORES.items():
         x = p[col].to_numpy(dtype=float)
         ok = np.isfinite(x)
-        rho = float(spearman(x[ok], p["cost"].to_numpy()[ok])) if ok.sum() >= 3 else float("nan")
+        rho = float(spearman(x[ok], p["cost"].to_numpy()[ok], min_points=3))
         summary.append({"protocol": protocol, "n_pairs": int(ok.sum()), "spearman": rho})
     return p.reset_index(drop=True), pd.DataFrame(summary)
 

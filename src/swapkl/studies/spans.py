@@ -36,6 +36,14 @@ from swapkl.errors import SwapKLError
 from swapkl.options import require_int
 from swapkl.probes.pairs import Variant
 from swapkl.tables.schemas import SPANS_FILE_SCHEMA
+from swapkl.tables import provenance
+from swapkl.data.windows import check_spec, check_windows, load_windows
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.loading import load_model
+from swapkl.options import require_device
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.model.batch_loop import BASE, sweep, window_batches
+from swapkl.config.revision_names import step_of
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +163,6 @@ def parallel_hiddens(engine, state, start: int, end: int, loops) -> dict[int, to
 
 def measure_spans(engine, batches, variants: list[SpanVariant], *, device, desc: str | None = None) -> dict:
     """``{key: [per-batch stats dict]}`` of every variant and of the base model (key ``base``)."""
-    from swapkl.model.batch_loop import BASE, sweep
-
     ordered = [v for v in variants if v.order is not None]
     parallel: dict[tuple[int, int], dict[int, SpanVariant]] = {}
     for v in variants:
@@ -209,15 +215,6 @@ def run_spans(model: str, out: str, *, data, revision: str | None = None, varian
               placement: dict | None = None) -> None:
     """Measure every span variant of one checkpoint on its windows and write ``out`` (``placement``: as
     :func:`swapkl.probes.probe.run_probe`)."""
-    from swapkl.tables import provenance
-    from swapkl.data.windows import check_spec, check_windows, load_windows
-    from swapkl.model.engine import ProbeEngine
-    from swapkl.model.loading import load_model
-    from swapkl.options import require_device
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.config.revision_names import step_of
-    from swapkl.model.batch_loop import window_batches
-
     kinds = parse_variants(variants)
     require_int("batch_size", batch_size, 1)
     require_int("chunk_tokens", chunk_tokens, 1)

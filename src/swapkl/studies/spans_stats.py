@@ -26,13 +26,14 @@ from swapkl.stats.bootstrap import ratio_ci, resample_indices
 from swapkl.stats.covariate_stats import SAME_INPUTS
 from swapkl.errors import SwapKLError
 from swapkl.tables.schemas import SPANS_FILE_SCHEMA, SPANS_SCHEMA, read_table
+from swapkl.probes.aggregate import read_aggregate
+from swapkl.options import require_int
+from swapkl.tables.parquet_io import check_writable, write_parquet
 
 log = logging.getLogger(__name__)
 
 
 def _references(aggregate_path: str) -> pd.DataFrame:
-    from swapkl.probes.aggregate import read_aggregate
-
     agg = read_aggregate(aggregate_path)
     adj = agg[(agg["kind"] == "pair") & (agg["distance"] == 1)]
     return adj.groupby(["model", "revision"]).agg(d_inter_adjacent=("d_inter", "mean"),
@@ -86,9 +87,6 @@ def span_results(span_files, aggregate_path: str, *, n_boot: int, seed: int) -> 
 
 def aggregate_spans(span_files, aggregate_path: str, out: str, *, n_boot: int, seed: int) -> None:
     """Write ``out`` (:data:`swapkl.tables.schemas.SPANS_SCHEMA`) from the per-checkpoint span files."""
-    from swapkl.options import require_int
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-
     require_int("n_boot (bootstrap resamples)", n_boot, 0)
     require_int("bootstrap seed", seed, 0)
     check_writable(out)

@@ -8,10 +8,13 @@ import json
 import platform
 from pathlib import Path
 
+import pandas
+import pyarrow
 import pyarrow.parquet as pq
 
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_regular_file
+from swapkl import __version__
 
 METADATA_KEY = b"swapkl"
 
@@ -19,8 +22,6 @@ METADATA_KEY = b"swapkl"
 def software_versions() -> dict:
     import torch
     import transformers
-
-    from swapkl import __version__
 
     return {
         "swapkl_version": __version__,
@@ -34,11 +35,6 @@ def software_versions() -> dict:
 def table_versions() -> dict:
     """What every Parquet file records (:func:`swapkl.tables.parquet_io.write_parquet` adds it where a writer did not):
     swapkl's version and source hash, Python, pyarrow and pandas, without importing torch."""
-    import pandas
-    import pyarrow
-
-    from swapkl import __version__
-
     return {"swapkl_version": __version__, "swapkl_source_sha256": source_sha256(),
             "python": platform.python_version(), "pyarrow": pyarrow.__version__, "pandas": pandas.__version__}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from swapkl.probes.pairs import removal_variant
-from swapkl.relevance.accrel import BASE, choice_loglikelihoods, choice_predictions, next_token_hits, task_requests
+from swapkl.relevance.choice_scores import BASE, choice_loglikelihoods, choice_predictions, next_token_hits, task_requests
 
 
 def task_accuracy(engine, task, tokenizer, removed_sets, *, metric: str = "acc", batch_size: int = 16,

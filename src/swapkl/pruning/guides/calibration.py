@@ -13,24 +13,18 @@ from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.protocol import protocol_scores
 from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import lowest_select
+from swapkl.pruning.sleb import sleb_iterative
+from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 
 BEAM_WIDTH = 3
 #: step 1 of the beam scores this many layers: the lowest interchange scores (the paper's seed_k)
 BEAM_SEEDS = 12
 
 
-def _run_sleb(*args, **kwargs):
-    """:func:`swapkl.pruning.sleb.sleb_iterative`, imported when a guide runs: registering the guides (which the
-    torch-free figures do) must not import torch."""
-    from swapkl.pruning.sleb import sleb_iterative
-
-    return sleb_iterative(*args, **kwargs)
-
-
 def sleb(ctx: GuideContext):
     """SLEB-iterative up to the largest budget (shared by both SLEB guides)."""
-    return ctx.cached("sleb", lambda: _run_sleb(ctx.engine, ctx.calib, max(ctx.budgets),
-                                                batch_size=ctx.batch_size, device=ctx.device))
+    return ctx.cached("sleb", lambda: sleb_iterative(ctx.engine, ctx.calib, max(ctx.budgets),
+                                                     batch_size=ctx.batch_size, device=ctx.device))
 
 
 @register_guide("sleb_iterative", rank=80, label="SLEB-iterative (calibration NLL)", family="removal", marker="D")
@@ -54,7 +48,8 @@ def sleb_greedy(ctx: GuideContext) -> Selection | None:
     if not ctx.measures:
         return ctx.skip("sleb_greedy", "no model and calibration windows to measure")
     # SLEB-iterative's first step when it ran (the same scores), else that one step alone
-    res = ctx.measured("sleb") or _run_sleb(ctx.engine, ctx.calib, 1, batch_size=ctx.batch_size, device=ctx.device)
+    res = ctx.measured("sleb") or sleb_iterative(ctx.engine, ctx.calib, 1, batch_size=ctx.batch_size,
+                                                 device=ctx.device)
     single = res.single_removal_increase(ctx.n_layers)
     sel = Selection()
     for n in ctx.budgets:
@@ -84,7 +79,7 @@ def sleb_matched(ctx: GuideContext) -> Selection | None:
     depth = {n: max(k for k in range(L) if sleb_evals(L, k) <= beam_sel.n_evals[(n, None)]) for n in ctx.budgets}
     res = sleb(ctx)
     if max(depth.values()) > len(res.order):
-        res = _run_sleb(ctx.engine, ctx.calib, max(depth.values()), batch_size=ctx.batch_size,
+        res = sleb_iterative(ctx.engine, ctx.calib, max(depth.values()), batch_size=ctx.batch_size,
                              device=ctx.device, resume=res)
     sel = Selection()
     for n, k in depth.items():
@@ -121,8 +116,6 @@ def accuracy_iterative(ctx: GuideContext) -> Selection | None:
     accuracy drop of each single removal."""
     if not ctx.measures:
         return ctx.skip("accuracy_iterative", "no model and calibration windows to measure")
-    from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
-
     steps: list[dict] = []  # each step's accuracies, the unpruned model's under ()
 
     def accuracy_of(sets):

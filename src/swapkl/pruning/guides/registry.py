@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
+from swapkl.errors import SwapKLError
 
 #: a row key: (budget, random draw or None)
 RowKey = tuple[int, "int | None"]
@@ -114,8 +115,6 @@ def guide_names() -> list[str]:
 
 
 def get_guide(name: str) -> Guide:
-    from swapkl.errors import SwapKLError
-
     if name not in _REGISTRY:
         raise SwapKLError(f"unknown guide {name!r}: choose from {', '.join(guide_names())}")
     return _REGISTRY[name]

@@ -1,0 +1,129 @@
+"""A checkpoint folder on disk, before any model is built (standard library only; ``safetensors`` only to read
+weight files): where a model spec points, which weight files it has and whether they are whole, and the hashes
+recorded in every output's provenance. The command line checks its model arguments with it without importing
+torch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+from swapkl.errors import SwapKLError
+from swapkl.hub.absence import refuse_absent
+from swapkl.tables.file_checks import describe, open_input, require_regular_file, safetensors_header_size
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def weights_sha256(path: str) -> str:
+    """sha256 over the checkpoint's weight files (names and contents, sorted by name)."""
+    return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
+
+
+def files_sha256(path: str, names: list[str]) -> str:
+    """sha256 over the files ``names`` of folder ``path`` (each name, a NUL, its contents)."""
+    h = hashlib.sha256()
+    for n in names:
+        h.update(n.encode() + b"\0")
+        with open_input(os.path.join(path, n), "checkpoint file") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def is_local_spec(model: str) -> bool:
+    """Whether ``model`` names a local folder rather than a hub id."""
+    return os.path.isabs(model) or model.startswith((".", "~")) or os.path.exists(model) or model.count("/") > 1
+
+
+def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str | None]:
+    """Local directory for ``model`` [at ``revision``]. Hub ids are returned unchanged."""
+    if not is_local_spec(model):
+        return model, revision
+    path = os.path.expanduser(model)
+    if not os.path.exists(path):
+        raise SwapKLError(f"model path {model!r} does not exist")
+    if not os.path.isdir(path):
+        raise SwapKLError(f"model path {model!r} is {describe(os.stat(path).st_mode)}, not a checkpoint directory")
+    if revision:
+        if revision in (".", "..") or "/" in revision or os.sep in revision or os.path.isabs(revision):
+            # a revision is one subdirectory of the local model, never a path to somewhere else
+            raise SwapKLError(f"revision {revision!r} of local model {model!r} must be the name of one of its "
+                              "subdirectories (no '/', '.' or '..')")
+        sub = os.path.join(path, revision)
+        if os.path.isdir(sub):
+            return sub, revision
+        # a local checkpoint directory is one revision: a revision that names no subdirectory is an error,
+        # never a label silently attached to other weights
+        raise SwapKLError(f"revision {revision!r} not found under local model {model!r}")
+    refuse_absent(path, "model path")
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise SwapKLError(f"model path {model!r} has no config.json (not a Hugging Face checkpoint)")
+    return path, revision
+
+
+
+def check_weight_files(path: str, allow_pickle: bool) -> bool:
+    """Refuse pickle-only checkpoints (unless allowed) and truncated or corrupt safetensors files.
+
+    Returns whether the checkpoint has safetensors weights (then they are always the ones loaded).
+    """
+    names = os.listdir(path)
+    for n in sorted(names):
+        if n.endswith(WEIGHT_SUFFIXES) or n == "model.safetensors.index.json":
+            require_regular_file(os.path.join(path, n), "weight file")
+    st = sorted(n for n in names if n.endswith(".safetensors"))
+    if not st:
+        pickles = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
+        if not pickles:
+            raise SwapKLError(f"checkpoint {path!r} has no weight files (*.safetensors)")
+        if not allow_pickle:
+            raise SwapKLError(f"checkpoint {path!r} has only pickle weights ({', '.join(pickles)}); "
+                              "they load only with --allow-pickle")
+        return False
+    check_shard_index(path)
+    from safetensors import safe_open
+
+    for n in st:
+        file = os.path.join(path, n)
+        check_safetensors_size(file)
+        try:
+            with safe_open(file, framework="pt") as f:
+                for k in f.keys():
+                    f.get_slice(k)
+        except Exception as e:
+            raise SwapKLError(f"weight file {file!r} is corrupt: {e}") from e
+    return True
+
+
+def check_shard_index(path: str) -> None:
+    """Every shard named by ``model.safetensors.index.json`` must be present."""
+    index = os.path.join(path, "model.safetensors.index.json")
+    if not os.path.isfile(index):
+        return
+    try:
+        with open_input(index, "shard index") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SwapKLError(f"shard index {index!r} is unreadable: {e}") from e
+    missing = [s for s in shards if not os.path.isfile(os.path.join(path, s))]
+    if missing:
+        raise SwapKLError(f"checkpoint {path!r} lacks the weight shard(s) {', '.join(missing)} named in its index")
+
+
+def check_safetensors_size(path: str) -> None:
+    """The header must parse and its largest data offset must fit in the file (catches truncation)."""
+    n, size = safetensors_header_size(path, "weight file")
+    if n is None or 8 + n > size:
+        need = "at least 8" if n is None else str(8 + n)
+        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {need}")
+    with open_input(path, "weight file") as f:
+        f.seek(8)
+        try:
+            header = json.loads(f.read(n))
+            end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            raise SwapKLError(f"weight file {path!r} is corrupt: unreadable safetensors header ({e})") from e
+    if 8 + n + end > size:
+        raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {8 + n + end}")

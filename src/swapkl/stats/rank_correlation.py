@@ -1,0 +1,59 @@
+"""Spearman's rho and Kendall's tau-b: the one place swapkl computes rank correlations, with one rule for when
+they are undefined.
+
+**The NaN rule.** A rank correlation of ``x`` and ``y`` (over the last axis) is NaN when it has fewer than
+``min_points`` points, or when either input ranks all its points equal (a constant input: no ranking). A NaN
+among the inputs gives NaN. ``min_points`` is 2 (the least a correlation needs) unless a caller asks for
+more: the deletion-vs-BI figure and the predictor-validity summary report rho only from 3 points on.
+Callers that drop unscored (non-finite) points first do so before calling (:func:`swapkl.pruning.agreement.compare`).
+
+Two computations, both on average ranks (ties share the mean of their ranks):
+
+* :func:`spearman` is vectorised over rows (``[..., n]``): Pearson's r of the rank vectors,
+  ``sum(rx ry) / sqrt(sum(rx^2) sum(ry^2))`` with ranks centred, for bootstraps and many pairs at once;
+* :func:`spearman_kendall` is one pair through ``scipy.stats`` (``spearmanr``; ``kendalltau``'s tau-b, which
+  corrects for ties), for the agreement tables.
+
+The two agree to rounding (tests/test_rank_correlation.py); each caller keeps the one it always used, so no
+published number moves by a bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+
+def _undefined(x: np.ndarray, y: np.ndarray, min_points: int) -> np.ndarray:
+    """The NaN rule (module docstring) for each row of ``[..., n]`` arrays (NaNs propagate in the formulas)."""
+    if x.shape[-1] < min_points:
+        return np.ones(x.shape[:-1], dtype=bool)
+    constant = lambda a: np.all(a == a[..., :1], axis=-1)  # noqa: E731
+    return constant(x) | constant(y)
+
+
+def spearman(x, y, *, min_points: int = 2) -> np.ndarray:
+    """Spearman's rho of each row of ``x`` against the same row of ``y`` (``[..., n]`` arrays; NaN as the
+    module docstring says)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape[-1] < min_points:
+        return np.full(np.broadcast_shapes(x.shape, y.shape)[:-1], np.nan)
+    rx = stats.rankdata(x, axis=-1)
+    ry = stats.rankdata(y, axis=-1)
+    rx = rx - rx.mean(axis=-1, keepdims=True)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(den > 0, (rx * ry).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+    return np.where(_undefined(x, y, min_points), np.nan, rho)
+
+
+def spearman_kendall(x, y, *, min_points: int = 2) -> tuple[float, float]:
+    """Spearman's rho and Kendall's tau-b of one pair of 1-D vectors (``scipy.stats``; NaN, NaN as the module
+    docstring says)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if bool(_undefined(x, y, min_points)):
+        return float("nan"), float("nan")
+    return float(stats.spearmanr(x, y).statistic), float(stats.kendalltau(x, y).statistic)
