@@ -17,7 +17,8 @@ from swapkl.figures.trajectory import plot_gap_trajectory
 from swapkl.figures.heatmaps import plot_heatmaps
 from swapkl.figures.ratio_figure import plot_ratio_by_distance
 from swapkl.figures.training import plot_training_curves
-from swapkl.figures.deletion import deletion_and_bi, spearman
+from swapkl.figures.deletion import deletion_and_bi
+from swapkl.stats.rank_correlation import spearman_kendall
 from swapkl.figures.heatmaps import kl_matrices
 from swapkl.figures.stepaxis import set_step_axis
 
@@ -123,8 +124,8 @@ def test_deletion_vs_bi_data_and_spearman(agg_path):
     assert m["layer"].tolist() == list(range(L))
     x, y = m["bi"].to_numpy(), m["deletion_kl"].to_numpy()
     rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))  # no ties in this data
-    assert spearman(x, y) == pytest.approx(np.corrcoef(rx, ry)[0, 1])
-    assert np.isnan(spearman([1, 2], [2, 1]))
+    assert spearman_kendall(x, y, min_points=3)[0] == pytest.approx(np.corrcoef(rx, ry)[0, 1])
+    assert np.isnan(spearman_kendall([1, 2], [2, 1], min_points=3)[0])
 
 
 def test_step_axis_shows_step0_left_of_first_step():

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.pruning.agreement import rank_confusion, spearman
+from swapkl.pruning.agreement import rank_confusion
+from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure

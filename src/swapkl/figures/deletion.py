@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import rankdata
 
 from swapkl.errors import SwapKLError
+from swapkl.stats.rank_correlation import spearman_kendall
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, VERMILLION, add_note, figure_style, new_figure, save_figure
@@ -31,20 +32,12 @@ def deletion_and_bi(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFram
     return m.sort_values("layer").reset_index(drop=True)
 
 
-def spearman(x, y) -> float:
-    """Spearman rank correlation (NaN for fewer than 3 points or a constant input)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(spearmanr(x, y).statistic)
-
-
 def plot_deletion_vs_bi(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str, revision: str) -> None:
     """Left: deletion KL and BI along depth (two y axes). Right: each block's rank by BI vs its
     rank by deletion KL, with the Spearman rank correlation in the legend."""
     agg = as_frame(agg)
     m = deletion_and_bi(agg, model, revision)
-    rho = spearman(m["bi"], m["deletion_kl"])
+    rho, _ = spearman_kendall(m["bi"], m["deletion_kl"], min_points=3)
     layer = m["layer"].to_numpy()
     kl = m["deletion_kl"].to_numpy(dtype=float)
     bi = m["bi"].to_numpy(dtype=float)

@@ -22,9 +22,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.pruning.agreement import compare, spearman
+from swapkl.pruning.agreement import compare
+from swapkl.stats.rank_correlation import kendall, spearman
 from swapkl.stats.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
+from swapkl.options import require_int
+from swapkl.tables import provenance
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA, read_frame, read_relevance
 
 COLUMNS = ("model", "revision", "level", "test_a", "test_b", "n_items", "spearman", "spearman_ci_low",
            "spearman_ci_high", "kendall", "kendall_ci_low", "kendall_ci_high", "n_boot")
@@ -96,18 +101,6 @@ def add_block_minimum(scores: Scores, test: str, n_layers: int) -> None:
     scores.add(f"{test}_block", "block", blocks, f)
 
 
-def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b of each row of ``x`` against the same row of ``y`` (``[R, n]``), scipy's definition
-    ``(concordant - discordant) / sqrt((P - ties_x) (P - ties_y))`` over the P = n(n-1)/2 item pairs,
-    vectorised over rows; NaN where a row is all ties."""
-    a, b = np.triu_indices(x.shape[1], k=1)
-    sx, sy = np.sign(x[:, a] - x[:, b]), np.sign(y[:, a] - y[:, b])
-    total = float(len(a))
-    den = np.sqrt((total - (sx == 0).sum(1)) * (total - (sy == 0).sum(1)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, (sx * sy).sum(1) / np.where(den > 0, den, 1.0), np.nan)
-
-
 def agreement_table(scores: Scores, meta: dict, *, n_boot: int, seed: int) -> pd.DataFrame:
     """One row per two tests of a level (in the order they were added)."""
     point = np.arange(scores.n_windows)[None, :]
@@ -128,7 +121,7 @@ def agreement_table(scores: Scores, meta: dict, *, n_boot: int, seed: int) -> pd
             xa, xb = ba[:, ka], bb[:, kb]
             ok = np.isfinite(xa).all(1) & np.isfinite(xb).all(1)
             rho = spearman(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
-            tau = kendall_rows(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
+            tau = kendall(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
             (rl, rh), (tl, th) = percentile_ci(rho), percentile_ci(tau)
             rows.append(dict(meta, level=la, test_a=a, test_b=b, n_items=c["n_compared"], spearman=c["spearman"],
                              spearman_ci_low=rl, spearman_ci_high=rh, kendall=c["kendall"], kendall_ci_low=tl,
@@ -137,8 +130,6 @@ def agreement_table(scores: Scores, meta: dict, *, n_boot: int, seed: int) -> pd
 
 
 def _read(path: str, schema, what: str, tokens_sha: str | None):
-    from swapkl.tables import provenance
-    from swapkl.tables.schemas import read_frame
 
     df = read_frame(path, schema, what)
     sha = provenance.read(path).get("tokens_sha256")
@@ -150,7 +141,6 @@ def _read(path: str, schema, what: str, tokens_sha: str | None):
 def build_scores(probe_files: list[str], repr_file: str | None, healed_file: str | None, *,
                  relevance_file: str | None = None, members: dict[str, list[str]] | None = None) -> tuple[Scores, dict]:
     """Every test of one checkpoint (see the module docstring) and the checkpoint's identity."""
-    from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA, read_relevance
 
     probe, sha = None, None
     for p in probe_files:
@@ -189,9 +179,6 @@ def run_test_agreement(probe_files: list[str], out: str, *, repr_file: str | Non
                        members: dict[str, list[str]] | None = None, n_boot: int = 1000, seed: int = 0,
                        model: str | None = None, revision: str | None = None) -> pd.DataFrame:
     """Write the disagreement table of one checkpoint to ``out``."""
-    from swapkl.tables import provenance
-    from swapkl.options import require_int
-    from swapkl.tables.parquet_io import check_writable, write_parquet
 
     require_int("n_boot (bootstrap resamples)", n_boot, 1)
     check_writable(out)

@@ -38,6 +38,15 @@ from swapkl.probes.pairs import Variant
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.probes.protocols.interchange import interchange
 from swapkl.probes.protocols.replacement import replacement
+from swapkl.adapters import get_adapter
+from swapkl.config.revision_names import step_of
+from swapkl.data.text_sources import source_key
+from swapkl.data.windows import load_windows
+from swapkl.export import export_config, export_state_dict
+from swapkl.model.loading import load_model
+from swapkl.tables import provenance
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.tables.schemas import PROBE_SCHEMA, read_frame
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +58,6 @@ def materialise(model, order: tuple[int, ...]):
     """A standalone copy of ``model`` that runs blocks ``order`` at slots 0..len(order)-1."""
     from transformers import AutoModelForCausalLM
 
-    from swapkl.adapters import get_adapter
-    from swapkl.export import export_config, export_state_dict
 
     adapter = get_adapter(model)
     state = export_state_dict(model, adapter.blocks, tuple(order))
@@ -174,7 +181,6 @@ def add_gaps(df: pd.DataFrame) -> pd.DataFrame:
 
 def check_disjoint(calibration: TrainText, data) -> None:
     """The calibration text must not be the probe windows' source."""
-    from swapkl.data.text_sources import source_key
 
     if data.tokens:
         raise SwapKLError(f"probe windows from a token file ({data.tokens}) cannot be checked to be disjoint from "
@@ -190,12 +196,6 @@ def run_healed_probe(model: str, probe_files: list[str], out: str, *, data, cali
                      revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
                      batch_size: int = 8) -> pd.DataFrame:
     """Heal the selected variants of one checkpoint and write ``out`` (see the module docstring)."""
-    from swapkl.tables import provenance
-    from swapkl.data.windows import load_windows
-    from swapkl.model.loading import load_model
-    from swapkl.tables.parquet_io import check_writable, write_parquet
-    from swapkl.config.revision_names import step_of
-    from swapkl.tables.schemas import PROBE_SCHEMA, read_frame
 
     unknown = sorted(set(protocols) - set(HEALED))
     if unknown or not protocols:

@@ -46,9 +46,6 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-# spearman: imported from here by swapkl.probes.disagreement and swapkl.figures.confusion, whose helpers' branches
-# own those files; TODO(lead, after merging): import it from swapkl.stats.rank_correlation there and drop it here
-from swapkl.stats.rank_correlation import spearman  # noqa: F401
 from swapkl.stats.rank_correlation import spearman_kendall
 
 #: permutations of the null distribution of the rank statistics (exact enumeration below this many)

@@ -9,8 +9,9 @@ Callers that drop unscored (non-finite) points first do so before calling (:func
 
 Two computations, both on average ranks (ties share the mean of their ranks):
 
-* :func:`spearman` is vectorised over rows (``[..., n]``): Pearson's r of the rank vectors,
-  ``sum(rx ry) / sqrt(sum(rx^2) sum(ry^2))`` with ranks centred, for bootstraps and many pairs at once;
+* :func:`spearman` and :func:`kendall` are vectorised over rows (``[..., n]``): Pearson's r of the rank
+  vectors, ``sum(rx ry) / sqrt(sum(rx^2) sum(ry^2))`` with ranks centred, and tau-b from the signs of the
+  item pairs, for bootstraps and many pairs at once;
 * :func:`spearman_kendall` is one pair through ``scipy.stats`` (``spearmanr``; ``kendalltau``'s tau-b, which
   corrects for ties), for the agreement tables.
 
@@ -47,6 +48,21 @@ def spearman(x, y, *, min_points: int = 2) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = np.where(den > 0, (rx * ry).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
     return np.where(_undefined(x, y, min_points), np.nan, rho)
+
+
+def kendall(x, y, *, min_points: int = 2) -> np.ndarray:
+    """Kendall's tau-b of each row of ``x`` against the same row of ``y`` (``[..., n]`` arrays; NaN as the
+    module docstring says): scipy's ``(concordant - discordant) / sqrt((P - ties_x) (P - ties_y))`` over the
+    ``P = n (n - 1) / 2`` item pairs, vectorised over rows (for bootstraps)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    a, b = np.triu_indices(x.shape[-1], k=1)
+    sx, sy = np.sign(x[..., a] - x[..., b]), np.sign(y[..., a] - y[..., b])
+    total = float(len(a))
+    den = np.sqrt((total - (sx == 0).sum(-1)) * (total - (sy == 0).sum(-1)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = np.where(den > 0, (sx * sy).sum(-1) / np.where(den > 0, den, 1.0), np.nan)
+    return np.where(_undefined(x, y, min_points), np.nan, tau)
 
 
 def spearman_kendall(x, y, *, min_points: int = 2) -> tuple[float, float]:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from swapkl.probes.pairs import removal_variant
-from swapkl.relevance.choice_scores import BASE, choice_loglikelihoods, choice_predictions, next_token_hits, task_requests
 
 
 def task_accuracy(engine, task, tokenizer, removed_sets, *, metric: str = "acc", batch_size: int = 16,
                   pad_id: int = 0) -> dict[tuple[int, ...], float]:
     """Accuracy of the model without each removed set on a multiple-choice task."""
+    # torch side: the figures read the guides without torch
+    from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
+
     n = engine.n_layers
     variants = {tuple(sorted(s)): removal_variant(s, n) for s in removed_sets}
     requests = task_requests(task, tokenizer, engine.adapter.max_positions)
@@ -33,6 +35,9 @@ def task_accuracy(engine, task, tokenizer, removed_sets, *, metric: str = "acc",
 def window_accuracy(engine, windows, removed_sets, *, batch_size: int = 8) -> dict[tuple[int, ...], float]:
     """Next-token accuracy (share of positions whose argmax is the next token, :func:`next_token_hits`) of
     the model without each removed set on language-modelling windows, and of the unpruned model under ``()``."""
+    # torch side: the figures read the guides without torch
+    from swapkl.relevance.choice_scores import BASE, next_token_hits
+
     n = engine.n_layers
     variants = {tuple(sorted(s)): removal_variant(s, n) for s in removed_sets}
     hits = next_token_hits(engine, windows, list(variants.values()), batch_size=batch_size)

@@ -13,7 +13,6 @@ from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.protocol import protocol_scores
 from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import lowest_select
-from swapkl.pruning.sleb import sleb_iterative
 from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 
 BEAM_WIDTH = 3
@@ -23,6 +22,8 @@ BEAM_SEEDS = 12
 
 def sleb(ctx: GuideContext):
     """SLEB-iterative up to the largest budget (shared by both SLEB guides)."""
+    from swapkl.pruning.sleb import sleb_iterative  # torch side: the figures read the guides without torch
+
     return ctx.cached("sleb", lambda: sleb_iterative(ctx.engine, ctx.calib, max(ctx.budgets),
                                                      batch_size=ctx.batch_size, device=ctx.device))
 
@@ -47,6 +48,8 @@ def sleb_greedy(ctx: GuideContext) -> Selection | None:
     re-scoring, no spacing."""
     if not ctx.measures:
         return ctx.skip("sleb_greedy", "no model and calibration windows to measure")
+    from swapkl.pruning.sleb import sleb_iterative  # torch side: the figures read the guides without torch
+
     # SLEB-iterative's first step when it ran (the same scores), else that one step alone
     res = ctx.measured("sleb") or sleb_iterative(ctx.engine, ctx.calib, 1, batch_size=ctx.batch_size,
                                                  device=ctx.device)
@@ -79,6 +82,8 @@ def sleb_matched(ctx: GuideContext) -> Selection | None:
     depth = {n: max(k for k in range(L) if sleb_evals(L, k) <= beam_sel.n_evals[(n, None)]) for n in ctx.budgets}
     res = sleb(ctx)
     if max(depth.values()) > len(res.order):
+        from swapkl.pruning.sleb import sleb_iterative  # torch side: the figures read the guides without torch
+
         res = sleb_iterative(ctx.engine, ctx.calib, max(depth.values()), batch_size=ctx.batch_size,
                              device=ctx.device, resume=res)
     sel = Selection()

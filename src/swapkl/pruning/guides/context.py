@@ -12,7 +12,6 @@ import pandas as pd
 
 from swapkl.data.windows import Windows
 from swapkl.pruning.selection import SelectionOptions
-from swapkl.pruning.sleb import calibration_nll
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +53,8 @@ class GuideContext:
 
     def calibration_nll(self, sets: list[tuple[int, ...]]) -> tuple[float, list[float]]:
         """Calibration NLL of the base model and of each removal set (:func:`swapkl.pruning.sleb.calibration_nll`)."""
+        from swapkl.pruning.sleb import calibration_nll  # torch side: the figures read the guides without torch
+
         return calibration_nll(self.engine, self.calib, sets, batch_size=self.batch_size, device=self.device)
 
     def skip(self, guide: str, why: str) -> None:

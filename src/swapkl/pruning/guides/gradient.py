@@ -5,7 +5,6 @@ from __future__ import annotations
 from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.registry import Selection, register_guide
 from swapkl.pruning.guides.residual import lowest
-from swapkl.pruning.taylor import taylor_importance
 
 
 @register_guide("taylor", rank=100, label="First-order Taylor (|weight x gradient|, lowest first)",
@@ -14,6 +13,8 @@ def taylor(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks of lowest first-order Taylor importance on the calibration windows, no spacing."""
     if not ctx.measures:
         return ctx.skip("taylor", "no model and calibration windows to measure")
+    from swapkl.pruning.taylor import taylor_importance  # torch side: the figures read the guides without torch
+
     a = ctx.engine.adapter
     return lowest(ctx, "taylor", taylor_importance(a.model, a.blocks, ctx.calib, batch_size=ctx.batch_size,
                                                    device=ctx.device))

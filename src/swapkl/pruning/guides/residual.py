@@ -11,7 +11,6 @@ import numpy as np
 from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import BudgetError, angular_table, bi_scores, contiguous_select, lowest_select
-from swapkl.probes.cka import block_cka
 
 log = logging.getLogger(__name__)
 
@@ -61,5 +60,7 @@ def cka(ctx: GuideContext) -> Selection | None:
     Score ``1 - CKA(h_in, h_out)`` over the valid tokens of the calibration windows (low = safe)."""
     if not ctx.measures:
         return ctx.skip("cka", "no model and calibration windows to measure")
+    from swapkl.probes.cka import block_cka  # torch side: the figures read the guides without torch
+
     sim = block_cka(ctx.engine, ctx.calib, batch_size=ctx.batch_size, device=ctx.device)
     return lowest(ctx, "cka", 1.0 - sim)
