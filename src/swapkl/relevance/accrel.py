@@ -350,7 +350,7 @@ def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None
 
 def run_relevance(model: str, task_files: list[str], out: str, *, revision: str | None = None, lm_data=None,
                   lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
-                  batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
+                  batch_size: int = 8, chunk_tokens: int = 2048, allow_pickle: bool = False,
                   trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None,
                   pruning: str | None = None, pruning_guides: list[str] | None = None,
                   placement: dict | None = None) -> None:
