@@ -49,7 +49,7 @@ def test_row_writers_take_labels(command):
 
 def test_probe_label_reaches_the_run(monkeypatch):
     seen = {}
-    monkeypatch.setattr("swapkl.probes.probe.run_probe", lambda *a, **k: seen.update(k))
+    monkeypatch.setattr("swapkl.probes.probe_jobs.run_probe", lambda *a, **k: seen.update(k))
     args = build_parser().parse_args(["probe", "--model", "/some/path/ckpt", "--label", "tiny", "--revision-label",
                                       "step5", "--tokens", "t.npy", "--out", "o.parquet"])
     args.func(args)

@@ -3,9 +3,17 @@ tokenizer, models and multiple-choice tasks."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
+from swapkl.demo.architectures import DemoSize
+from swapkl.demo.corpus import build_corpus
+from swapkl.demo.schedule import parse_steps
+from swapkl.demo.task_files import build_demo_tasks
+from swapkl.demo.tokenizer import train_demo_tokenizer
+from swapkl.demo.train import train_demo_model
 
 
 def _corpus_and_out(p) -> None:
@@ -65,8 +73,6 @@ def run_corpus(args) -> None:
     language-reference topics, keep prose paragraphs, deduplicate them and split them by a seeded hash into
     disjoint train.txt, valid.txt (probe/calibration text) and test.txt (perplexity text), plus corpus.json with
     the Python version and each file's sha256. The same Python version gives the same bytes."""
-    from swapkl.demo.corpus import build_corpus
-
     manifest = build_corpus(args.out, seed=args.seed, valid_fraction=args.valid_fraction,
                             test_fraction=args.test_fraction)
     files = manifest["files"]
@@ -77,8 +83,6 @@ def run_corpus(args) -> None:
 def run_tokenizer(args) -> None:
     """Train a byte-level BPE (eos <|endoftext|>, pad <|padding|>) on DIR/train.txt and save it so
     transformers.AutoTokenizer.from_pretrained(OUT) loads it. Deterministic."""
-    from swapkl.demo.tokenizer import train_demo_tokenizer
-
     if args.vocab_size < 1:
         raise SwapKLError(f"--vocab-size {args.vocab_size} must be positive")
     train_demo_tokenizer(args.corpus, args.out, vocab_size=args.vocab_size, min_frequency=args.min_frequency)
@@ -90,10 +94,6 @@ def run_train(args) -> None:
     checkpoints OUT/step{N}/ (safetensors + tokenizer) on a Pythia-like schedule: step0 (the initialisation),
     powers of two, then N_EVEN evenly spaced steps. Also writes OUT/training_log.csv (held-out and train loss
     per saved step) and OUT/demo_model.json. Seeded: the same machine gives byte-identical weights."""
-    from swapkl.demo.architectures import DemoSize
-    from swapkl.demo.schedule import parse_steps
-    from swapkl.demo.train import train_demo_model
-
     if args.threads is not None and args.threads < 1:
         raise SwapKLError(f"--threads {args.threads} must be positive")
     size = DemoSize(num_layers=args.layers, hidden_size=args.hidden, num_heads=args.heads,
@@ -113,9 +113,5 @@ def run_train(args) -> None:
 def run_tasks(args) -> None:
     """Write demo_next_word (4 choices) and demo_continuation (2 choices) from the corpus's held-out test.txt
     as JSONL + lm-eval task YAML."""
-    from pathlib import Path
-
-    from swapkl.demo.task_files import build_demo_tasks
-
     for path in build_demo_tasks(Path(args.corpus), Path(args.out), n_docs=args.n_docs, seed=args.seed):
         print(path)

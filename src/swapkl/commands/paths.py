@@ -27,6 +27,7 @@ from typing import Iterator
 
 from swapkl.tables import locks
 from swapkl.errors import SwapKLError
+from swapkl.model.loading import is_local_spec, resolve_checkpoint_dir
 from swapkl.tables.file_checks import describe, require_distinct, require_npy, require_regular_file
 
 ROLE = "swapkl_path"  # attribute of an argparse action that names a file or folder
@@ -84,8 +85,6 @@ def path_values(action: argparse.Action, args) -> list[str]:
 
 def _check_input(name: str, path: str, role: PathRole, args) -> None:
     if role.kind == "model":
-        from swapkl.model.loading import is_local_spec, resolve_checkpoint_dir  # torch: only for model commands
-
         if is_local_spec(path):
             resolve_checkpoint_dir(path, getattr(args, "revision", None))
     elif role.kind == "dir":
