@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.data.windows import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
@@ -188,3 +189,22 @@ def data_spec(args, prefix: str = "") -> DataSpec:
                     seed=pick("data_seed", d.seed), text_format=pick("text_format", d.text_format),
                     padding=pick("padding", d.padding), text_fields=a("text_fields"),
                     pad_token=pick("pad_token", d.pad_token), selection=pick("selection", d.selection))
+
+
+#: the package functions' parameters (in backticks in their error messages) whose option has another name than
+#: the parameter; every other parameter is the option whose dest it is
+PARAMETER_FLAGS = {
+    "probe_files": "--probe", "repr_file": "--repr", "repr_files": "--repr", "progress_path": "--progress-file",
+    "task_files": "--tasks", "relevance_path": "--input", "aggregate_path": "--aggregate",
+    "data.tokens": "--tokens", "data.text_file": "--text-file", "eval_data.text_file": "--eval-text-file",
+    "calib_data.tokens": "--calib-tokens", "calib_data.text_file": "--calib-text-file",
+}
+
+
+def with_flags(message: str, parser: argparse.ArgumentParser) -> str:
+    """``message`` of the library, each backticked parameter name replaced by the option of ``parser`` (the
+    command that ran) that sets it: ```out``` -> ``--out``. A name the command has no option for stays."""
+    flags = {a.dest: next(o for o in a.option_strings if o.startswith("--"))
+             for a in parser._actions if any(o.startswith("--") for o in a.option_strings)}
+    flags = PARAMETER_FLAGS | flags
+    return re.sub(r"`([A-Za-z_][A-Za-z0-9_.]*)`", lambda m: flags.get(m.group(1), m.group(0)), message)

@@ -101,8 +101,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     layers = _parse_layers(layers)
     if rope not in ("on", "off"):
         raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
-    require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
-                     {"--tokens": data.tokens, "--text-file": data.text_file})
+    require_distinct({"`out`": out, "`repr_out`": repr_out, "`progress_path`": progress_path},
+                     {"`data.tokens`": data.tokens, "`data.text_file`": data.text_file})
     for path in (out, repr_out):  # fail before the computation, not after it
         if path is not None:
             check_writable(path)

@@ -384,7 +384,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     names = [t.name for t in tasks] + [t.name for t in hub_tasks] + list(lm_sets)
     if len(set(names)) != len(names):
         raise SwapKLError(f"task names repeat: {names}")
-    require_distinct({"--out": out}, [("--tasks", t) for t in task_files] + [("--pruning", pruning)])
+    require_distinct({"`out`": out}, [("`task_files`", t) for t in task_files] + [("`pruning`", pruning)])
     check_writable(out)
     if pruning is not None:
         require_regular_file(pruning, "pruning table")
@@ -398,7 +398,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer is not None and loaded.tokenizer.pad_token_id is not None \
         else 0
     if pruning_guides is not None and pruning is None:
-        raise SwapKLError("pruning guides name the guides of a pruning table; give the table too (--pruning)")
+        raise SwapKLError("pruning guides name the guides of a pruning table; give the table too (`pruning`)")
     sets = [] if pruning is None else pruned_sets_from_table(pruning, n_layers=engine.n_layers,
                                                                 weights_sha256=loaded.weights_sha256,
                                                                 guides=pruning_guides, model=model)
@@ -442,7 +442,7 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
     from swapkl.tables.parquet_io import write_parquet
     from swapkl.tables.schemas import RELEVANCE_APPENDED, read_table
 
-    require_distinct({"--out": out}, [("--inputs", p) for p in inputs])
+    require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
     tables, provs = [], []
     for path in inputs:
         table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", appended=RELEVANCE_APPENDED)

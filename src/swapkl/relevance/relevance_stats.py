@@ -141,7 +141,7 @@ def summarise_relevance(relevance_path: str, aggregate_path: str, out: str) -> N
     from swapkl.probes.aggregate import read_aggregate
     from swapkl.tables.parquet_io import check_writable, write_parquet
 
-    require_distinct({"--out": out}, {"--input": relevance_path, "--aggregate": aggregate_path})
+    require_distinct({"`out`": out}, {"`relevance_path`": relevance_path, "`aggregate_path`": aggregate_path})
     check_writable(out)
     df = relevance_statistics(read_relevance(relevance_path), read_aggregate(aggregate_path))
     write_parquet(df, out, provenance.software_versions() | {
