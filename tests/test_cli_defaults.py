@@ -17,6 +17,10 @@ from swapkl.commands.arguments import SPLIT_DEFAULTS
 from swapkl.commands import (aggregate_command, healed_probe_command, probe_command, prune_command,
                              relevance_command, spans_command)
 from swapkl.data.windows import DataSpec
+from swapkl.demo.architectures import DemoSize
+from swapkl.demo.corpus import build_corpus
+from swapkl.demo.tokenizer import train_demo_tokenizer
+from swapkl.demo.train import train_demo_model
 from swapkl.model.kl import KLOptions
 from swapkl.model.model_job import default
 from swapkl.probes.aggregate import aggregate
@@ -85,6 +89,12 @@ SCHEMA_DEFAULTS = [
     ("properties.probe.n_boot", AggregateJob, "n_boot", same),
     ("properties.probe.seed", AggregateJob, "seed", same),
     ("properties.probe.n_boot", AggregatePruningJob, "n_boot", same),
+    # the demo's stages: their package functions' keyword defaults are their job descriptions (the workflow's
+    # demo models are deeper than the command line's: num_layers is not compared)
+    *[(f"properties.demo.corpus.{f}", build_corpus, f, same) for f in ("seed", "valid_fraction", "test_fraction")],
+    *[(f"properties.demo.tokenizer.{f}", train_demo_tokenizer, f, same) for f in ("vocab_size", "min_frequency")],
+    *[(f"demo_model.{f}", train_demo_model, f, same) for f in ("steps", "seed", "batch_size", "seq_len", "lr")],
+    *[(f"demo_model.{f}", DemoSize, f, same) for f in ("hidden_size", "intermediate_size")],
 ]
 
 
