@@ -26,7 +26,8 @@ from swapkl.model.model_job import default
 from swapkl.probes.aggregate import aggregate
 from swapkl.probes.healed import run_healed_probe
 from swapkl.probes.probe import run_probe
-from swapkl.probes.probe_jobs import AggregateJob, HealedProbeJob, ProbeJob
+from swapkl.probes.disagreement import run_test_agreement
+from swapkl.probes.probe_jobs import AggregateJob, DisagreementJob, HealedProbeJob, ProbeJob
 from swapkl.pruning.perplexity import EvalSpec
 from swapkl.pruning.prune import run_pruning
 from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
@@ -89,6 +90,8 @@ SCHEMA_DEFAULTS = [
     ("properties.probe.n_boot", AggregateJob, "n_boot", same),
     ("properties.probe.seed", AggregateJob, "seed", same),
     ("properties.probe.n_boot", AggregatePruningJob, "n_boot", same),
+    ("properties.probe.n_boot", DisagreementJob, "n_boot", same),
+    ("properties.probe.seed", DisagreementJob, "seed", same),
     # the demo's stages: their package functions' keyword defaults are their job descriptions (the workflow's
     # demo models are deeper than the command line's: num_layers is not compared)
     *[(f"properties.demo.corpus.{f}", build_corpus, f, same) for f in ("seed", "valid_fraction", "test_fraction")],
@@ -147,6 +150,8 @@ CLI_JOBS = {
     "aggregate": (["aggregate", "--probe", "p.parquet", "--pair-sets", "m=adjacent", "--out", "o.parquet"],
                   aggregate_command.job, AggregateJob(probe_files=("p.parquet",), repr_files=(), out="o.parquet",
                                                       pair_sets={"m": ["adjacent"]})),
+    "test-agreement": (["test-agreement", "--probe-files", "p.parquet", "--out", "o.parquet"],
+                       healed_probe_command.agreement_job, DisagreementJob(probe_files=("p.parquet",), out="o.parquet")),
     "aggregate-pruning": (["aggregate-pruning", "--inputs", "p.parquet", "--out", "o.parquet"],
                           prune_command.aggregate_job,
                           AggregatePruningJob(inputs=("p.parquet",), out="o.parquet")),
@@ -164,7 +169,8 @@ def test_cli_defaults_are_the_job_descriptions(command):
 
 
 FUNCTIONS = [(ProbeJob, run_probe), (PruneJob, run_pruning), (SpansJob, run_spans), (RelevanceJob, run_relevance),
-             (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning)]
+             (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
+             (DisagreementJob, run_test_agreement)]
 
 
 @pytest.mark.parametrize("job, function", FUNCTIONS, ids=[j.__name__ for j, _ in FUNCTIONS])

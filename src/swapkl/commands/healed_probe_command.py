@@ -9,9 +9,8 @@ from swapkl.commands.heal_command import add_heal_arguments, heal_settings, trai
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
-from swapkl.probes.disagreement import run_test_agreement
 from swapkl.probes.healed import SELECTIONS
-from swapkl.probes.probe_jobs import HealedProbeJob
+from swapkl.probes.probe_jobs import DisagreementJob, HealedProbeJob
 
 
 def add_parser(sub) -> None:
@@ -44,8 +43,10 @@ def add_parser(sub) -> None:
     input_arg(q, "--member", what="seed family member's probe file", named=True, action="append", default=[],
               metavar="NAME=FILE", help="a probe table of a seed family member; repeat for each table and member")
     output_arg(q, "--out", required=True, metavar="FILE.parquet", help="output table")
-    q.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over windows (default: 1000)")
-    q.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    q.add_argument("--n-boot", type=int, default=default(DisagreementJob, "n_boot"),
+                   help="bootstrap resamples over windows (default: %(default)s)")
+    q.add_argument("--seed", type=int, default=default(DisagreementJob, "seed"),
+                   help="seed of the resampling (default: %(default)s)")
 
 
 def run_healed(args) -> None:
@@ -72,6 +73,12 @@ def run_agreement(args) -> None:
     """Spearman and Kendall between the rankings of every two tests (pairs: replacement max and one
     direction, interchange, healed protocols, seed family members; blocks: deletion, healed deletion, BI,
     angular distance, accuracy relevance, pair tests as block scores), with bootstrap CIs over windows."""
+    df = agreement_job(args).run()
+    print(json.dumps({"out": args.out, "comparisons": int(len(df))}))
+
+
+def agreement_job(args) -> DisagreementJob:
+    """The test-agreement job of the command line's options (``--member NAME=FILE``, repeated)."""
     members: dict[str, list[str]] = {}
     for item in args.member:
         name, sep, path = item.partition("=")
@@ -79,6 +86,6 @@ def run_agreement(args) -> None:
             raise SwapKLError(f"--member {item!r}: expected NAME=FILE, e.g. tiny-s1=results/probes/tiny-s1/main/"
                               "interchange.parquet")
         members.setdefault(name.strip(), []).append(path.strip())
-    df = run_test_agreement(args.probe_files, args.out, repr_file=args.repr_file, healed_file=args.healed_file,
-                            relevance_file=args.relevance_file, members=members, n_boot=args.n_boot, seed=args.seed)
-    print(json.dumps({"out": args.out, "comparisons": int(len(df))}))
+    return DisagreementJob(probe_files=args.probe_files, out=args.out, repr_file=args.repr_file,
+                           healed_file=args.healed_file, relevance_file=args.relevance_file, members=members or None,
+                           n_boot=args.n_boot, seed=args.seed)

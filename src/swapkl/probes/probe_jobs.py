@@ -1,5 +1,6 @@
 """Job descriptions of the probe stages: ``swapkl probe`` / rule probe_*, ``swapkl healed-probe`` / rule
-probe_healed, ``swapkl aggregate`` / rule aggregate_results (see :mod:`swapkl.model.model_job`)."""
+probe_healed, ``swapkl test-agreement`` / rule measure_test_agreement, ``swapkl aggregate`` / rule
+aggregate_results (see :mod:`swapkl.model.model_job`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from swapkl.data.windows import DataSpec
 from swapkl.model.kl import KLOptions
 from swapkl.model.model_job import ForwardJob, Job
 from swapkl.probes.aggregate import aggregate
+from swapkl.probes.disagreement import run_test_agreement
 from swapkl.probes.healed import HEALED, run_healed_probe
 from swapkl.probes.probe import run_probe
 from swapkl.recovery.heal import HealSettings, TrainText, settings_from
@@ -88,3 +90,26 @@ class AggregateJob(Job):
 
     def run(self) -> None:
         aggregate(**self.arguments())
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisagreementJob(Job):
+    """:func:`swapkl.probes.disagreement.run_test_agreement`: how much every test of one checkpoint disagrees
+    (``members``: seed family member -> its probe files)."""
+
+    probe_files: tuple[str, ...]
+    out: str
+    repr_file: str | None = None
+    healed_file: str | None = None
+    relevance_file: str | None = None
+    members: dict | None = None
+    n_boot: int = 1000
+    seed: int = 0
+    model: str | None = None
+    revision: str | None = None
+
+    def __post_init__(self):
+        self.as_tuple("probe_files")
+
+    def run(self):
+        return run_test_agreement(**self.arguments())
