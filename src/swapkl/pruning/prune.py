@@ -151,9 +151,10 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     require_int("seed", seed, 0)
     require_int("chunk_tokens", chunk_tokens, 1)
     require_device(device)
-    inputs = [("`probe_files`", p) for p in probe_files] + [("`repr_file`", repr_file), ("`eval_data.text_file`", eval_spec.text_file),
-                                                      ("`calib_data.tokens`", getattr(calib_data, "tokens", None)),
-                                                      ("`calib_data.text_file`", getattr(calib_data, "text_file", None))]
+    inputs = [("`probe_files`", p) for p in probe_files] + [
+        ("`repr_file`", repr_file), ("`eval_data.text_file`", eval_spec.text_file),
+        ("`calib_data.tokens`", getattr(calib_data, "tokens", None)),
+        ("`calib_data.text_file`", getattr(calib_data, "text_file", None))]
     require_distinct({"`out`": out, "`agreement_out`": agreement_out}, inputs)
     for path in (out, agreement_out):  # before hours of computation, not after them
         if path is not None:
