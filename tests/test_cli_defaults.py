@@ -183,3 +183,12 @@ def test_package_functions_take_the_job_and_its_defaults(job, function):
         if f.default is not dataclasses.MISSING:
             given = params[f.name].default
             assert (tuple(given) if isinstance(given, (list, tuple)) else given) == f.default, f.name
+
+
+def test_only_the_aggregation_commands_take_bootstrap_options():
+    """The CIs are computed by the aggregations (AggregateJob, AggregatePruningJob), not by the probe or pruning
+    runs, which take no bootstrap option."""
+    for command in ("probe", "prune"):
+        argv = CLI_JOBS[command][0]
+        assert not hasattr(build_parser().parse_args(argv), "bootstrap")
+    assert not {"n_boot", "seed"} & {f.name for f in dataclasses.fields(ProbeJob)}
