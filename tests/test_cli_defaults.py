@@ -1,101 +1,194 @@
-"""The CLI's defaults are the workflow's: an option of `swapkl probe` / `swapkl prune` that the config
-schema also sets has the schema's default, so a result does not depend on which of the two ran it."""
+"""One set of defaults per stage: its job description (``ProbeJob``, ``PruneJob``, ...).
+
+The config schema's defaults, the command line's and the package functions' are each checked against the job
+descriptions, so a result does not depend on whether the workflow, the CLI or a Python call ran it."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from pathlib import Path
 
 import pytest
 import yaml
 
 from swapkl.cli import build_parser
+from swapkl.commands.arguments import SPLIT_DEFAULTS
+from swapkl.commands import (aggregate_command, healed_probe_command, probe_command, prune_command,
+                             relevance_command, spans_command)
+from swapkl.data.windows import DataSpec
+from swapkl.demo.architectures import DemoSize
+from swapkl.demo.corpus import build_corpus
+from swapkl.demo.tokenizer import train_demo_tokenizer
+from swapkl.demo.train import train_demo_model
+from swapkl.model.kl import KLOptions
+from swapkl.model.model_job import default
+from swapkl.probes.aggregate import aggregate
+from swapkl.probes.healed import run_healed_probe
+from swapkl.probes.probe import run_probe
+from swapkl.probes.disagreement import run_test_agreement
+from swapkl.probes.probe_jobs import AggregateJob, DisagreementJob, HealedProbeJob, ProbeJob
+from swapkl.pruning.perplexity import EvalSpec
+from swapkl.pruning.prune import run_pruning
+from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
+from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.table import aggregate_pruning
+from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.relevance.accrel import run_relevance
+from swapkl.relevance.relevance_jobs import RelevanceJob
+from swapkl.studies.span_jobs import SpansJob
+from swapkl.studies.spans import run_spans
 
 SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
-DEFS = SCHEMA["$defs"]
+
+same = None  # the schema's value is the job's as it is
 
 
-def schema_default(definition: str, field: str):
-    return DEFS[definition]["properties"][field]["default"]
+def split_of(spec: dict) -> str:
+    return spec["split"]
 
 
-PROBE_ARGS = ["probe", "--model", "m", "--out", "o.parquet"]
-SPANS_ARGS = ["spans", "--model", "m", "--out", "o.parquet"]
-PRUNE_ARGS = ["prune", "--model", "m", "--probe", "p.parquet", "--out", "o.parquet"]
+def placement_of(key: str):
+    return lambda value: None if value is None else {key: value}
 
-CASES = [
-    # (command line, CLI attribute, schema definition, field, how the schema value maps to the CLI value)
-    (PROBE_ARGS, "dtype", "model", "dtype", None),
-    (PROBE_ARGS, "batch_size", "model", "batch_size", None),
-    (PROBE_ARGS, "pairs", "model", "pair_sets", lambda sets: ",".join(sets)),
-    (PRUNE_ARGS, "n_random", "prune", "n_random", None),
-    (PRUNE_ARGS, "spacing", "prune", "spacing", None),
-    (PRUNE_ARGS, "seed", "prune", "seed", None),
-    (PRUNE_ARGS, "budgets", "prune", "max_budget", lambda n: list(range(1, n + 1))),
-    (PRUNE_ARGS, "eval_window", "perplexity_text", "window", None),
-    (PRUNE_ARGS, "eval_stride", "perplexity_text", "stride", None),
-    (PRUNE_ARGS, "eval_max_words", "perplexity_text", "max_words", None),
-    (PRUNE_ARGS, "eval_split", "perplexity_text", "split", None),
-    (PRUNE_ARGS, "eval_text_prep", "perplexity_text", "text_prep", None),
-    (PRUNE_ARGS, "compute_dtype", "prune", "compute_dtype", None),
-    (PRUNE_ARGS, "rope_scaling", "model", "rope_scaling", None),
-    (PROBE_ARGS, "rope_scaling", "model", "rope_scaling", None),
-    (SPANS_ARGS, "variants", "spans", "variants", lambda names: ",".join(names)),
-    (SPANS_ARGS, "loops", "spans", "loops", None),
-    (SPANS_ARGS, "span_seed", "spans", "seed", None),
-    (SPANS_ARGS, "min_start", "spans", "min_start", None),
-    (SPANS_ARGS, "min_width", "spans", "min_width", None),
-    (PROBE_ARGS, "device_map", "model", "device_map", None),
-    (PROBE_ARGS, "max_memory", "model", "max_memory", None),
+
+# (schema path: $defs.<definition>.<field>[.<field>] or properties.<section>.<field>, owner of the default, its
+# field or parameter, how the schema's value maps to it)
+SCHEMA_DEFAULTS = [
+    *[(f"windows.{f}", DataSpec, f, same) for f in ("split", "n_seqs", "seq_len", "min_tokens", "seed", "text_format",
+                                                      "selection", "pad_token", "padding")],
+    *[(f"perplexity_text.{f}", EvalSpec, f, same) for f in ("split", "max_words", "window", "stride", "text_prep")],
+    ("model.dtype", ProbeJob, "dtype", same),
+    ("model.batch_size", ProbeJob, "batch_size", same),
+    ("model.pair_sets", ProbeJob, "pairs", ",".join),
+    ("model.rope_scaling", ProbeJob, "rope_scaling", same),
+    ("model.rope", ProbeJob, "rope", same),
+    ("model.device_map", ProbeJob, "placement", placement_of("device_map")),
+    ("model.max_memory", ProbeJob, "placement", placement_of("max_memory")),
+    *[(f"model.kl.{f}", KLOptions, f, same) for f in ("positions", "clamp", "average")],
+    ("prune.max_budget", PruneJob, "budgets", lambda n: tuple(range(1, n + 1))),
+    *[(f"prune.{f}", PruneJob, f, same) for f in ("spacing", "n_random", "seed", "compute_dtype", "allow_overlap",
+                                                  "angular_metric")],
+    *[(f"prune.{f}", SelectionOptions, f, same) for f in ("random_spacing", "random_interior", "score_pairs",
+                                                          "tie_break", "clustered_region", "fixed_sets")],
+    ("prune.eval", EvalSpec, "split", split_of),
+    ("prune.calibration", SPLIT_DEFAULTS, "calib-", split_of),
+    *[(f"spans.{f}", SpansJob, f, tuple) for f in ("variants", "loops")],
+    ("spans.seed", SpansJob, "seed", same),
+    ("spans.min_start", SpansJob, "min_start", same),
+    ("spans.min_width", SpansJob, "min_width", same),
+    ("healed_probes.protocols", HealedProbeJob, "protocols", tuple),
+    ("healed_probes.curve_steps", HealedProbeJob, "curve_steps", tuple),
+    ("healed_probes.selection", HealedProbeJob, "selection", same),
+    ("healed_probes.k", HealedProbeJob, "k", same),
+    ("healed_probes.seed", HealedProbeJob, "select_seed", same),
+    ("healed_probes.calibration", TrainText, "split", split_of),
+    ("heal.train", TrainText, "split", split_of),
+    ("heal_settings.preset", settings_from, "preset", same),
+    ("relevance.lm_eval_tasks", RelevanceJob, "harness_tasks", tuple),
+    ("relevance.pruning_guides", RelevanceJob, "pruning_guides", lambda g: None if g == "all" else tuple(g)),
+    ("properties.probe.n_boot", AggregateJob, "n_boot", same),
+    ("properties.probe.seed", AggregateJob, "seed", same),
+    ("properties.probe.n_boot", AggregatePruningJob, "n_boot", same),
+    ("properties.probe.n_boot", DisagreementJob, "n_boot", same),
+    ("properties.probe.seed", DisagreementJob, "seed", same),
+    # the demo's stages: their package functions' keyword defaults are their job descriptions (the workflow's
+    # demo models are deeper than the command line's: num_layers is not compared)
+    *[(f"properties.demo.corpus.{f}", build_corpus, f, same) for f in ("seed", "valid_fraction", "test_fraction")],
+    *[(f"properties.demo.tokenizer.{f}", train_demo_tokenizer, f, same) for f in ("vocab_size", "min_frequency")],
+    *[(f"demo_model.{f}", train_demo_model, f, same) for f in ("steps", "seed", "batch_size", "seq_len", "lr")],
+    *[(f"demo_model.{f}", DemoSize, f, same) for f in ("hidden_size", "intermediate_size")],
 ]
 
 
-@pytest.mark.parametrize("argv, attr, definition, field, convert", CASES, ids=[f"{c[0][0]}-{c[1]}" for c in CASES])
-def test_cli_default_is_the_schema_default(argv, attr, definition, field, convert):
-    args = build_parser().parse_args(argv)
-    expected = schema_default(definition, field)
-    if convert is not None:
-        expected = convert(expected)
-    assert getattr(args, attr) == expected
+def schema_default(path: str):
+    node = SCHEMA
+    keys = path.split(".")
+    if keys[0] == "properties":
+        keys = keys[1:]
+    else:
+        node = node["$defs"]
+        node, keys = node[keys[0]], keys[1:]
+    for key in keys:
+        node = node["properties"][key]
+    return node["default"]
 
 
-@pytest.mark.parametrize("field", ["n_seqs", "seq_len", "min_tokens", "split", "seed", "text_format", "padding",
-                                   "pad_token", "selection"])
-def test_cli_window_defaults_are_the_schema_defaults(field):
-    """The data options default to None on the command line (so an option that the chosen source ignores can be
-    refused); the DataSpec they build takes the schema's defaults."""
-    from swapkl.commands.probe_command import data_spec
-
-    args = build_parser().parse_args(PROBE_ARGS + ["--dataset", "wikitext"])
-    assert getattr(data_spec(args), field) == schema_default("windows", field)
+def owner_default(owner, name):
+    return owner[name] if isinstance(owner, dict) else default(owner, name)
 
 
-def test_bootstrap_defaults_are_the_probe_sections():
-    """The bootstrap settings belong to the aggregation commands (the CIs are computed there, not by the
-    probe or pruning runs, which take no bootstrap option)."""
-    probe = SCHEMA["properties"]["probe"]["properties"]
-    agg = build_parser().parse_args(["aggregate", "--probe", "p.parquet", "--pair-sets", "m=adjacent", "--out", "o"])
-    assert (agg.bootstrap, agg.bootstrap_seed) == (probe["n_boot"]["default"], probe["seed"]["default"])
-    pruning = build_parser().parse_args(["aggregate-pruning", "--inputs", "p.parquet", "--out", "o.parquet"])
-    assert pruning.bootstrap == probe["n_boot"]["default"]
-    for argv in (PROBE_ARGS, PRUNE_ARGS):
+def test_schema_defaults_are_the_job_descriptions():
+    """Every schema default that a stage's job also has is the job's (one table, one test)."""
+    wrong = []
+    for path, owner, name, convert in SCHEMA_DEFAULTS:
+        value = schema_default(path)
+        expected = value if convert is None else convert(value)
+        if owner_default(owner, name) != expected:
+            wrong.append(f"{path} = {value!r}, but {getattr(owner, '__name__', 'table')}.{name} = "
+                         f"{owner_default(owner, name)!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+PROBE = ["--model", "m", "--out", "o.parquet", "--dataset", "wikitext"]
+DATA = DataSpec(dataset="wikitext")
+# (the command line of each command with only what it requires, the job builder, the job those requirements
+# make with every other field at its default)
+CLI_JOBS = {
+    "probe": (["probe", *PROBE], probe_command.job, ProbeJob(model="m", out="o.parquet", data=DATA)),
+    "spans": (["spans", *PROBE], spans_command.job, SpansJob(model="m", out="o.parquet", data=DATA)),
+    "prune": (["prune", "--model", "m", "--probe", "p.parquet", "--out", "o.parquet", "--eval-dataset", "wikitext",
+               "--calib-dataset", "wikitext"], prune_command.job,
+              PruneJob(model="m", probe_files=("p.parquet",), repr_file=None, out="o.parquet",
+                       eval_data=EvalSpec(dataset="wikitext"), calib_data=DataSpec(dataset="wikitext", split="train"))),
+    "relevance": (["relevance", "--model", "m", "--out", "o.parquet", "--tasks", "t.yaml"], relevance_command.job,
+                  RelevanceJob(model="m", task_files=("t.yaml",), out="o.parquet", harness_tasks=())),
+    "healed-probe": (["healed-probe", "--model", "m", "--probe-files", "p.parquet", "--out", "o.parquet",
+                      "--dataset", "wikitext", "--train-dataset", "wikitext"], healed_probe_command.job,
+                     HealedProbeJob(model="m", probe_files=("p.parquet",), out="o.parquet", data=DATA,
+                                    calibration=TrainText(dataset="wikitext"), settings=settings_from())),
+    "aggregate": (["aggregate", "--probe", "p.parquet", "--pair-sets", "m=adjacent", "--out", "o.parquet"],
+                  aggregate_command.job, AggregateJob(probe_files=("p.parquet",), repr_files=(), out="o.parquet",
+                                                      pair_sets={"m": ["adjacent"]})),
+    "test-agreement": (["test-agreement", "--probe-files", "p.parquet", "--out", "o.parquet"],
+                       healed_probe_command.agreement_job, DisagreementJob(probe_files=("p.parquet",), out="o.parquet")),
+    "aggregate-pruning": (["aggregate-pruning", "--inputs", "p.parquet", "--out", "o.parquet"],
+                          prune_command.aggregate_job,
+                          AggregatePruningJob(inputs=("p.parquet",), out="o.parquet")),
+}
+
+
+@pytest.mark.parametrize("command", CLI_JOBS)
+def test_cli_defaults_are_the_job_descriptions(command):
+    """A command given only what it requires runs the job whose every other field is the job's default."""
+    argv, build, expected = CLI_JOBS[command]
+    job = build(build_parser().parse_args(argv))
+    differ = {f.name: (getattr(job, f.name), getattr(expected, f.name)) for f in dataclasses.fields(job)
+              if getattr(job, f.name) != getattr(expected, f.name)}
+    assert not differ, differ
+
+
+FUNCTIONS = [(ProbeJob, run_probe), (PruneJob, run_pruning), (SpansJob, run_spans), (RelevanceJob, run_relevance),
+             (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
+             (DisagreementJob, run_test_agreement)]
+
+
+@pytest.mark.parametrize("job, function", FUNCTIONS, ids=[j.__name__ for j, _ in FUNCTIONS])
+def test_package_functions_take_the_job_and_its_defaults(job, function):
+    """Every field of a job is a parameter of its package function, with the same default (a sequence default
+    compares as a tuple), so a Python call without an option measures what the CLI and the workflow do."""
+    params = inspect.signature(function).parameters
+    assert {f.name for f in dataclasses.fields(job)} == set(params)
+    for f in dataclasses.fields(job):
+        if f.default is not dataclasses.MISSING:
+            given = params[f.name].default
+            assert (tuple(given) if isinstance(given, (list, tuple)) else given) == f.default, f.name
+
+
+def test_only_the_aggregation_commands_take_bootstrap_options():
+    """The CIs are computed by the aggregations (AggregateJob, AggregatePruningJob), not by the probe or pruning
+    runs, which take no bootstrap option."""
+    for command in ("probe", "prune"):
+        argv = CLI_JOBS[command][0]
         assert not hasattr(build_parser().parse_args(argv), "bootstrap")
-
-
-@pytest.mark.parametrize("name", ["n_random", "spacing", "seed", "angular_metric", "budgets", "dtype", "batch_size"])
-def test_python_defaults_of_run_pruning_are_the_cli_defaults(name):
-    """`swapkl prune` and a Python call of run_pruning without the option measure the same thing."""
-    import inspect
-
-    from swapkl.pruning.prune import run_pruning
-
-    default = inspect.signature(run_pruning).parameters[name].default
-    cli = getattr(build_parser().parse_args(PRUNE_ARGS), name)
-    assert (list(default) if name == "budgets" else default) == cli
-
-
-def test_calibration_split_default_is_the_workflows():
-    from swapkl.commands.arguments import data_spec
-
-    args = build_parser().parse_args(PRUNE_ARGS + ["--calib-dataset", "wikitext"])
-    workflow = DEFS["prune"]["properties"]["calibration"]["default"]["split"]
-    assert data_spec(args, "calib-").split == workflow == "train"
+    assert not {"n_boot", "seed"} & {f.name for f in dataclasses.fields(ProbeJob)}

@@ -9,6 +9,8 @@ import argparse
 import pytest
 
 from swapkl.cli import build_parser
+from swapkl.commands.arguments import with_flags
+from swapkl.commands.paths import leaf_parser
 from swapkl.pruning.guides import registered
 
 ROW_WRITERS = ("probe", "prune", "relevance")  # commands that write a model's rows
@@ -49,7 +51,7 @@ def test_row_writers_take_labels(command):
 
 def test_probe_label_reaches_the_run(monkeypatch):
     seen = {}
-    monkeypatch.setattr("swapkl.probes.probe.run_probe", lambda *a, **k: seen.update(k))
+    monkeypatch.setattr("swapkl.probes.probe_jobs.run_probe", lambda *a, **k: seen.update(k))
     args = build_parser().parse_args(["probe", "--model", "/some/path/ckpt", "--label", "tiny", "--revision-label",
                                       "step5", "--tokens", "t.npy", "--out", "o.parquet"])
     args.func(args)
@@ -92,3 +94,18 @@ def test_seed_band_and_covariate_figures_from_the_command_line(tmp_path):
         assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
     assert cli.main(["figures", "covariates", "--correlations", str(corr), "--family", "bad",
                      "--out-png", str(tmp_path / "x.png"), "--out-pdf", str(tmp_path / "x.pdf")]) == 2
+
+
+@pytest.mark.parametrize("argv, message, shown", [
+    (["prune", "--model", "m", "--probe", "p", "--out", "o"], "`out` 'a' is the input `probe_files` 'b'",
+     "--out 'a' is the input --probe 'b'"),
+    (["healed-probe", "--model", "m", "--probe-files", "p", "--out", "o"], "`probe_files` 'b' and `foo`",
+     "--probe-files 'b' and `foo`"),
+    (["export", "--model", "m", "--remove", "1", "--out", "o"], "`merge` 2 names block 2, which `remove` removes",
+     "--merge 2 names block 2, which --remove removes"),
+])
+def test_library_errors_name_parameters_and_the_cli_shows_its_flags(argv, message, shown):
+    """The library names a parameter in backticks; the command line shows the option that set it (a parameter
+    the command has no option for stays as it is)."""
+    parser = build_parser()
+    assert with_flags(message, leaf_parser(parser, parser.parse_args(argv))) == shown

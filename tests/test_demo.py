@@ -151,7 +151,7 @@ def test_tokenizer_is_deterministic(mini_corpus, tokenizer_dir, tmp_path):
     train_demo_tokenizer(mini_corpus, tmp_path, vocab_size=512)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         assert (tmp_path / name).read_bytes() == (tokenizer_dir / name).read_bytes()
-    with pytest.raises(SwapKLError, match="vocab-size"):
+    with pytest.raises(SwapKLError, match="`vocab_size`"):
         train_demo_tokenizer(mini_corpus, tmp_path / "small", vocab_size=100)
 
 

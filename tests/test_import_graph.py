@@ -25,9 +25,6 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ALLOWED_LAZY = frozenset({"torch", "transformers", "peft", "accelerate", "datasets", "huggingface_hub", "lm_eval",
                           "safetensors", "tokenizers", "tqdm", "jinja2", "yaml", "matplotlib"})
 
-#: TEMPORARY: files that other branches of the redesign (issue #20) rewrite in parallel; their function-level
-#: imports are theirs to remove. The lead empties this set after merging.
-OTHER_BRANCHES = frozenset({"swapkl/commands/*_command.py", "swapkl/commands/arguments.py"})
 
 
 def module_files(src: Path = SRC) -> dict[str, Path]:
@@ -117,11 +114,6 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _other_branch(path: Path) -> bool:
-    rel = path.relative_to(SRC)
-    return any(rel.match(pattern) for pattern in OTHER_BRANCHES)
-
-
 def test_no_import_cycle():
     edges, _ = import_graph()
     assert len(edges) > 100
@@ -151,7 +143,7 @@ def test_function_level_imports_are_of_optional_heavy_dependencies_only():
     heavy = torch_side(eager, files)
     assert {"swapkl.model.engine", "swapkl.pruning.sleb"} <= heavy and "swapkl.pruning.selection" not in heavy
     bad = [f"{m}:{line} imports {name}" for m, line, name in lazy
-           if name.split(".")[0] not in ALLOWED_LAZY and name not in heavy and not _other_branch(files[m])]
+           if name.split(".")[0] not in ALLOWED_LAZY and name not in heavy]
     assert not bad, "import these at module level (or move the code to a module that may):\n" + "\n".join(bad)
 
 

@@ -12,7 +12,8 @@ from swapkl.commands import (
     healed_probe_command, paper_command, probe_command, provenance_command, prune_command, relevance_command,
     scorecard_command, search_command, spans_command,
 )
-from swapkl.commands.paths import checked
+from swapkl.commands.arguments import with_flags
+from swapkl.commands.paths import checked, leaf_parser
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         with checked(parser, args):  # every declared input and output, before the command starts
             args.func(args)
     except SwapKLError as e:
-        print(error_line(e), file=sys.stderr)
+        print(error_line(SwapKLError(with_flags(str(e), leaf_parser(parser, args)))), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("swapkl: interrupted", file=sys.stderr)

@@ -64,20 +64,20 @@ def parse_indices(text: str, what: str) -> list[int]:
 def export_order(n_layers: int, *, remove: list[int] | None = None, order: list[int] | None = None) -> tuple[int, ...]:
     """The block order of the exported model from exactly one of ``remove`` and ``order``."""
     if (remove is None) == (order is None):
-        raise SwapKLError("give exactly one of --remove and --order")
+        raise SwapKLError("give exactly one of `remove` and `order`")
     given = remove if remove is not None else order
-    name = "--remove" if remove is not None else "--order"
+    name = "`remove`" if remove is not None else "`order`"
     bad = [b for b in given if not 0 <= b < n_layers]
     if bad:
         raise SwapKLError(f"{name} names block(s) {bad} outside 0..{n_layers - 1} of this {n_layers}-block model")
     if remove is not None:
         if len(set(remove)) != len(remove):
-            raise SwapKLError(f"--remove names a block twice: {remove}")
+            raise SwapKLError(f"`remove` names a block twice: {remove}")
         if len(remove) >= n_layers:
-            raise SwapKLError(f"--remove would remove all {n_layers} blocks")
+            raise SwapKLError(f"`remove` would remove all {n_layers} blocks")
         return tuple(b for b in range(n_layers) if b not in set(remove))
     if len(order) > n_layers:
-        raise SwapKLError(f"--order has {len(order)} slots, more than the model's {n_layers} blocks")
+        raise SwapKLError(f"`order` has {len(order)} slots, more than the model's {n_layers} blocks")
     return tuple(order)
 
 
@@ -252,7 +252,7 @@ def check_merge(merge: list[int] | None, order: tuple[int, ...]) -> list[int]:
     merged = sorted(set(merge or ()))
     for a in merged:
         if a not in order or a + 1 in order:
-            raise SwapKLError(f"--merge {a}: a merged block {a} must be kept and block {a + 1} removed "
+            raise SwapKLError(f"`merge` {a}: a merged block {a} must be kept and block {a + 1} removed "
                               f"(kept blocks: {list(order)})")
     return merged
 
@@ -263,13 +263,13 @@ def check_merge_indices(merge: list[int] | None, remove: list[int] | None, order
     if not merge:
         return
     if remove is None:
-        raise SwapKLError("--merge goes with --remove (the merged block's partner is removed), not with --order")
+        raise SwapKLError("`merge` goes with `remove` (the merged block's partner is removed), not with `order`")
     for a in sorted(set(merge)):
         if a in remove:
-            raise SwapKLError(f"--merge {a} names block {a}, which --remove removes; a merged block is kept (as the "
+            raise SwapKLError(f"`merge` {a} names block {a}, which `remove` removes; a merged block is kept (as the "
                               f"average of blocks {a} and {a + 1}) and block {a + 1} is removed")
         if a + 1 not in remove:
-            raise SwapKLError(f"--merge {a} averages block {a + 1} into block {a}, so --remove must remove block "
+            raise SwapKLError(f"`merge` {a} averages block {a + 1} into block {a}, so `remove` must remove block "
                               f"{a + 1} too")
 
 
@@ -307,10 +307,10 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
     check_merge_indices(merge, remove, order)
     if os.path.lexists(out):
-        raise SwapKLError(f"--out {out!r} already exists; swapkl export writes only a new directory")
+        raise SwapKLError(f"`out` {out!r} already exists; swapkl export writes only a new directory")
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
-        raise SwapKLError(f"the parent directory of --out {out!r} does not exist")
+        raise SwapKLError(f"the parent directory of `out` {out!r} does not exist")
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code, need_tokenizer=False)
     adapter = get_adapter(loaded.model)
@@ -335,7 +335,7 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
             json.dump(prov, f, indent=2, sort_keys=True)
         share_tree(tmp)
         if os.path.lexists(out):
-            raise SwapKLError(f"--out {out!r} appeared while exporting; left untouched")
+            raise SwapKLError(f"`out` {out!r} appeared while exporting; left untouched")
         os.rename(tmp, out)
     except BaseException as e:
         if tmp is not None:

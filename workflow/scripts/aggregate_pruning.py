@@ -1,9 +1,9 @@
 """Rule aggregate_pruning: every prune_layers output -> results/pruning.parquet and the agreement table."""
 
 from swapkl.joblog import job_log
-from swapkl.pruning.table import aggregate_pruning
+from swapkl.pruning.prune_jobs import AggregatePruningJob
 
 with job_log(snakemake):
-    aggregate_pruning(list(snakemake.input.pruning), snakemake.output.pruning,
-                      agreement_inputs=list(snakemake.input.agreement), agreement_out=snakemake.output.agreement,
-                      n_boot=snakemake.params.n_boot)
+    AggregatePruningJob(inputs=snakemake.input.pruning, out=snakemake.output.pruning,
+                        agreement_inputs=snakemake.input.agreement, agreement_out=snakemake.output.agreement,
+                        n_boot=snakemake.params.n_boot).run()

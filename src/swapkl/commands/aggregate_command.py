@@ -5,6 +5,8 @@ from __future__ import annotations
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
+from swapkl.model.model_job import default
+from swapkl.probes.probe_jobs import AggregateJob
 
 
 def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
@@ -30,8 +32,9 @@ def add_parser(sub) -> None:
     p.add_argument("--pair-sets", action="append", required=True, metavar="MODEL=SET[,SET...]",
                    help="pair sets to summarise per model (adjacent, within:K, all); repeat for each model, "
                         "e.g. --pair-sets pythia-410m=adjacent,within:3")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CI of the mean gap")
-    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap")
+    p.add_argument("--bootstrap", type=int, default=default(AggregateJob, "n_boot"),
+                   help="bootstrap resamples for the CI of the mean gap")
+    p.add_argument("--bootstrap-seed", type=int, default=default(AggregateJob, "seed"), help="seed of the bootstrap")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
 
@@ -40,7 +43,10 @@ def run(args) -> None:
     (max and mean of both replacement directions), d_inter, gap, I/R ratio and swap-similarity classes,
     summarise each pair set with a bootstrap CI of the mean gap, flag revisions whose weights duplicate an
     earlier revision, and write one Parquet file."""
-    from swapkl.probes.aggregate import aggregate
+    job(args).run()
 
-    aggregate(args.probe, args.repr, args.out, pair_sets=parse_pair_sets(args.pair_sets),
-              n_boot=args.bootstrap, seed=args.bootstrap_seed)
+
+def job(args) -> AggregateJob:
+    """The aggregate job of the command line's options."""
+    return AggregateJob(probe_files=args.probe, repr_files=args.repr, out=args.out,
+                        pair_sets=parse_pair_sets(args.pair_sets), n_boot=args.bootstrap, seed=args.bootstrap_seed)

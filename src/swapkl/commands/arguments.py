@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.data.windows import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
+from swapkl.model.model_job import EngineJob, ForwardJob, default
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -48,16 +50,19 @@ def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True, labe
     m.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
     if label:
         add_label_arguments(m)
-    m.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help=dtype_help)
-    m.add_argument("--device", default="auto", help=device_help)
+    m.add_argument("--dtype", default=default(EngineJob, "dtype"), choices=["float32", "bfloat16", "float16"],
+                   help=dtype_help)
+    m.add_argument("--device", default=default(EngineJob, "device"), help=device_help)
     m.add_argument("--allow-pickle", action="store_true",
                    help="also load non-safetensors (pickle) weights; recorded in provenance")
     m.add_argument("--trust-remote-code", action="store_true",
                    help="run model code from the checkpoint; recorded in provenance")
     if engine:
         e = p.add_argument_group("engine")
-        e.add_argument("--batch-size", type=int, default=8, help="sequences per forward batch (default: 8)")
-        e.add_argument("--chunk-tokens", type=int, default=2048, help="tokens per unembedding chunk (default: 2048)")
+        e.add_argument("--batch-size", type=int, default=default(EngineJob, "batch_size"),
+                       help="sequences per forward batch (default: %(default)s)")
+        e.add_argument("--chunk-tokens", type=int, default=default(EngineJob, "chunk_tokens"),
+                       help="tokens per unembedding chunk (default: %(default)s)")
 
 
 def add_label_arguments(group) -> None:
@@ -68,9 +73,9 @@ def add_label_arguments(group) -> None:
     group.add_argument("--revision-label", help="revision name in the table (default: --revision, else main)")
 
 
-def label_metadata(args) -> dict:
-    """The run's ``metadata`` for the labels the user gave (``model``, ``revision``)."""
-    return {k: v for k, v in (("model", args.label), ("revision", args.revision_label)) if v}
+def label_metadata(args) -> dict | None:
+    """The run's ``metadata`` for the labels the user gave (``model``, ``revision``); None: none given."""
+    return {k: v for k, v in (("model", args.label), ("revision", args.revision_label)) if v} or None
 
 
 def add_forward_arguments(p: argparse.ArgumentParser) -> None:
@@ -79,7 +84,7 @@ def add_forward_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compute-dtype", choices=["float32", "bfloat16", "float16"],
                    help="cast the weights loaded in --dtype to this for the computation, e.g. float32 for bfloat16 "
                         "weights (values keep --dtype's rounding; default: compute in --dtype)")
-    g.add_argument("--rope-scaling", choices=["config", "none"], default="config",
+    g.add_argument("--rope-scaling", choices=["config", "none"], default=default(ForwardJob, "rope_scaling"),
                    help="config: the RoPE scaling of config.json (default); none: plain rope_theta, e.g. without "
                         "Llama-3.1's llama3 scaling, as the paper's JAX forward ran")
 
@@ -105,10 +110,11 @@ def _max_memory(text: str) -> dict:
     return out
 
 
-def placement(args) -> dict:
-    """The keyword arguments of :func:`swapkl.model.loading.load_model` that the placement options give."""
+def placement(args) -> dict | None:
+    """The keyword arguments of :func:`swapkl.model.loading.load_model` that the placement options give; None:
+    none given."""
     keys = ("device_map", "max_memory", "offload_folder")
-    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None} or None
 
 
 # Options that only shape windows cut from text; a token file is used as it is. Their defaults are
@@ -183,3 +189,22 @@ def data_spec(args, prefix: str = "") -> DataSpec:
                     seed=pick("data_seed", d.seed), text_format=pick("text_format", d.text_format),
                     padding=pick("padding", d.padding), text_fields=a("text_fields"),
                     pad_token=pick("pad_token", d.pad_token), selection=pick("selection", d.selection))
+
+
+#: the package functions' parameters (in backticks in their error messages) whose option has another name than
+#: the parameter; every other parameter is the option whose dest it is
+PARAMETER_FLAGS = {
+    "probe_files": "--probe", "repr_file": "--repr", "repr_files": "--repr", "progress_path": "--progress-file",
+    "task_files": "--tasks", "relevance_path": "--input", "aggregate_path": "--aggregate",
+    "data.tokens": "--tokens", "data.text_file": "--text-file", "eval_data.text_file": "--eval-text-file",
+    "calib_data.tokens": "--calib-tokens", "calib_data.text_file": "--calib-text-file",
+}
+
+
+def with_flags(message: str, parser: argparse.ArgumentParser) -> str:
+    """``message`` of the library, each backticked parameter name replaced by the option of ``parser`` (the
+    command that ran) that sets it: ```out``` -> ``--out``. A name the command has no option for stays."""
+    flags = {a.dest: next(o for o in a.option_strings if o.startswith("--"))
+             for a in parser._actions if any(o.startswith("--") for o in a.option_strings)}
+    flags = PARAMETER_FLAGS | flags
+    return re.sub(r"`([A-Za-z_][A-Za-z0-9_.]*)`", lambda m: flags.get(m.group(1), m.group(0)), message)

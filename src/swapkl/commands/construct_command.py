@@ -6,6 +6,7 @@ import json
 
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
+from swapkl.relevance.construct import construct
 
 
 def add_parser(sub) -> None:
@@ -25,8 +26,6 @@ def run_construct(args) -> None:
     from 100% to 0 without it: a tiny update that later blocks amplify, and large updates in dimensions the
     prediction ignores. The folder holds the safetensors weights, a word-level tokenizer and snowball.json
     (the measured BI of every block and both accuracies)."""
-    from swapkl.relevance.construct import construct
-
     manifest = construct(args.task, args.eps, args.out, seed=args.seed)
     print(json.dumps({k: manifest[k] for k in ("eps", "critical_block", "bi", "accuracy",
                                                "accuracy_without_critical")}))

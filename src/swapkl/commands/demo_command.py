@@ -3,9 +3,18 @@ tokenizer, models and multiple-choice tasks."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
+from swapkl.model.model_job import default
+from swapkl.demo.architectures import DemoSize
+from swapkl.demo.corpus import build_corpus
+from swapkl.demo.schedule import parse_steps
+from swapkl.demo.task_files import build_demo_tasks
+from swapkl.demo.tokenizer import train_demo_tokenizer
+from swapkl.demo.train import train_demo_model
 
 
 def _corpus_and_out(p) -> None:
@@ -18,40 +27,50 @@ def add_parser(sub) -> None:
     c = command(sub, "demo-corpus", run_corpus,
                 "build the offline demo corpus from Python's standard-library docstrings", show_defaults=True)
     output_arg(c, "--out", kind="dir", required=True, metavar="DIR", help="output directory")
-    c.add_argument("--seed", type=int, default=0, help="seed of the train/valid/test split")
-    c.add_argument("--valid-fraction", type=float, default=0.05, help="share of paragraphs in valid.txt")
-    c.add_argument("--test-fraction", type=float, default=0.05, help="share of paragraphs in test.txt")
+    c.add_argument("--seed", type=int, default=default(build_corpus, "seed"), help="seed of the train/valid/test split")
+    c.add_argument("--valid-fraction", type=float, default=default(build_corpus, "valid_fraction"),
+                   help="share of paragraphs in valid.txt")
+    c.add_argument("--test-fraction", type=float, default=default(build_corpus, "test_fraction"),
+                   help="share of paragraphs in test.txt")
 
     t = command(sub, "demo-tokenizer", run_tokenizer,
                 "train the demo's byte-level BPE tokenizer on the corpus's train.txt", show_defaults=True)
     _corpus_and_out(t)
-    t.add_argument("--vocab-size", type=int, default=2048, help="vocabulary size, special tokens included")
-    t.add_argument("--min-frequency", type=int, default=2, help="minimum count of a merged pair")
+    t.add_argument("--vocab-size", type=int, default=default(train_demo_tokenizer, "vocab_size"),
+                   help="vocabulary size, special tokens included")
+    t.add_argument("--min-frequency", type=int, default=default(train_demo_tokenizer, "min_frequency"),
+                   help="minimum count of a merged pair")
 
     m = command(sub, "demo-train", run_train,
                 "train a tiny causal LM from scratch with Pythia-like step{N} checkpoints", show_defaults=True)
     m.add_argument("--arch", required=True, choices=("gpt_neox", "llama", "qwen3"), help="model family")
     _corpus_and_out(m)
     input_arg(m, "--tokenizer", what="demo tokenizer", kind="dir", required=True, metavar="DIR", help="directory written by demo-tokenizer")
-    m.add_argument("--steps", type=int, default=300, help="optimizer updates")
-    m.add_argument("--n-even", type=int, default=6, help="evenly spaced checkpoints after the log-spaced ones")
+    m.add_argument("--steps", type=int, default=default(train_demo_model, "steps"), help="optimizer updates")
+    m.add_argument("--n-even", type=int, default=default(train_demo_model, "n_even"),
+                   help="evenly spaced checkpoints after the log-spaced ones")
     m.add_argument("--save-steps", metavar="LIST", default=None,
                    help="explicit comma-separated checkpoint steps (overrides --n-even), e.g. 0,1,4,16,64,300")
-    m.add_argument("--seed", type=int, default=0, help="seed of the initialisation and the data order")
-    m.add_argument("--batch-size", type=int, default=16, help="windows per update")
-    m.add_argument("--seq-len", type=int, default=64, help="tokens per window")
-    m.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (AdamW, warmup + cosine)")
+    m.add_argument("--seed", type=int, default=default(train_demo_model, "seed"),
+                   help="seed of the initialisation and the data order")
+    m.add_argument("--batch-size", type=int, default=default(train_demo_model, "batch_size"), help="windows per update")
+    m.add_argument("--seq-len", type=int, default=default(train_demo_model, "seq_len"), help="tokens per window")
+    m.add_argument("--lr", type=float, default=default(train_demo_model, "lr"),
+                   help="peak learning rate (AdamW, warmup + cosine)")
     m.add_argument("--warmup-steps", type=int, default=None, help="linear warmup steps (default: steps/10)")
-    m.add_argument("--min-lr-ratio", type=float, default=0.1, help="final learning rate / peak")
-    m.add_argument("--weight-decay", type=float, default=0.1, help="AdamW weight decay of matrices")
-    m.add_argument("--eval-windows", type=int, default=64, help="held-out windows from valid.txt for the loss")
-    m.add_argument("--layers", type=int, default=6, help="transformer blocks")
-    m.add_argument("--hidden", type=int, default=128, help="hidden size")
-    m.add_argument("--heads", type=int, default=4, help="attention heads")
-    m.add_argument("--kv-heads", type=int, default=2, help="key-value heads (llama, qwen3)")
-    m.add_argument("--intermediate", type=int, default=512,
+    m.add_argument("--min-lr-ratio", type=float, default=default(train_demo_model, "min_lr_ratio"),
+                   help="final learning rate / peak")
+    m.add_argument("--weight-decay", type=float, default=default(train_demo_model, "weight_decay"),
+                   help="AdamW weight decay of matrices")
+    m.add_argument("--eval-windows", type=int, default=default(train_demo_model, "eval_windows"),
+                   help="held-out windows from valid.txt for the loss")
+    m.add_argument("--layers", type=int, default=DemoSize.num_layers, help="transformer blocks")
+    m.add_argument("--hidden", type=int, default=DemoSize.hidden_size, help="hidden size")
+    m.add_argument("--heads", type=int, default=DemoSize.num_heads, help="attention heads")
+    m.add_argument("--kv-heads", type=int, default=DemoSize.num_kv_heads, help="key-value heads (llama, qwen3)")
+    m.add_argument("--intermediate", type=int, default=DemoSize.intermediate_size,
                    help="MLP width of gpt_neox (llama/qwen3 use 3/4 of it: SwiGLU has three matrices)")
-    m.add_argument("--max-positions", type=int, default=256, help="max_position_embeddings")
+    m.add_argument("--max-positions", type=int, default=DemoSize.max_position_embeddings, help="max_position_embeddings")
     m.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
 
     k = command(sub, "demo-tasks", run_tasks, "build the demo's multiple-choice tasks from the demo corpus")
@@ -65,8 +84,6 @@ def run_corpus(args) -> None:
     language-reference topics, keep prose paragraphs, deduplicate them and split them by a seeded hash into
     disjoint train.txt, valid.txt (probe/calibration text) and test.txt (perplexity text), plus corpus.json with
     the Python version and each file's sha256. The same Python version gives the same bytes."""
-    from swapkl.demo.corpus import build_corpus
-
     manifest = build_corpus(args.out, seed=args.seed, valid_fraction=args.valid_fraction,
                             test_fraction=args.test_fraction)
     files = manifest["files"]
@@ -77,8 +94,6 @@ def run_corpus(args) -> None:
 def run_tokenizer(args) -> None:
     """Train a byte-level BPE (eos <|endoftext|>, pad <|padding|>) on DIR/train.txt and save it so
     transformers.AutoTokenizer.from_pretrained(OUT) loads it. Deterministic."""
-    from swapkl.demo.tokenizer import train_demo_tokenizer
-
     if args.vocab_size < 1:
         raise SwapKLError(f"--vocab-size {args.vocab_size} must be positive")
     train_demo_tokenizer(args.corpus, args.out, vocab_size=args.vocab_size, min_frequency=args.min_frequency)
@@ -90,10 +105,6 @@ def run_train(args) -> None:
     checkpoints OUT/step{N}/ (safetensors + tokenizer) on a Pythia-like schedule: step0 (the initialisation),
     powers of two, then N_EVEN evenly spaced steps. Also writes OUT/training_log.csv (held-out and train loss
     per saved step) and OUT/demo_model.json. Seeded: the same machine gives byte-identical weights."""
-    from swapkl.demo.architectures import DemoSize
-    from swapkl.demo.schedule import parse_steps
-    from swapkl.demo.train import train_demo_model
-
     if args.threads is not None and args.threads < 1:
         raise SwapKLError(f"--threads {args.threads} must be positive")
     size = DemoSize(num_layers=args.layers, hidden_size=args.hidden, num_heads=args.heads,
@@ -113,9 +124,5 @@ def run_train(args) -> None:
 def run_tasks(args) -> None:
     """Write demo_next_word (4 choices) and demo_continuation (2 choices) from the corpus's held-out test.txt
     as JSONL + lm-eval task YAML."""
-    from pathlib import Path
-
-    from swapkl.demo.task_files import build_demo_tasks
-
     for path in build_demo_tasks(Path(args.corpus), Path(args.out), n_docs=args.n_docs, seed=args.seed):
         print(path)

@@ -6,6 +6,7 @@ import json
 
 from swapkl.commands.arguments import add_model_arguments, command
 from swapkl.commands.paths import output_arg
+from swapkl.export import export_checkpoint, parse_indices
 
 
 def add_parser(sub) -> None:
@@ -25,8 +26,6 @@ def run(args) -> None:
     """Write the model that runs the given blocks (safetensors, num_hidden_layers and per-layer fields
     renumbered, tokenizer copied), reload it with AutoModelForCausalLM, check its logits against the engine's
     variant and KV-cache generation, and record the provenance in swapkl_export.json. --out must not exist."""
-    from swapkl.export import export_checkpoint, parse_indices
-
     remove = None if args.remove is None else parse_indices(args.remove, "--remove")
     order = None if args.order is None else parse_indices(args.order, "--order")
     merge = None if args.merge is None else parse_indices(args.merge, "--merge")

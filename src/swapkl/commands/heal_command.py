@@ -8,12 +8,16 @@ import os
 from swapkl.commands.arguments import add_model_arguments, add_text_fields_argument, command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
+from swapkl.model.loading import load_model
+from swapkl.model.model_job import default
+from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.recovery.recovery_table import heal_loaded
 
 
 def add_heal_arguments(p) -> None:
     """The heal settings: a named preset and the fields that override it."""
     g = p.add_argument_group("heal settings (a preset; each option below overrides its field)")
-    g.add_argument("--preset", default="paper", help="named settings: paper (LoRA r16/alpha32 on Q/K/V/O, 200 AdamW "
+    g.add_argument("--preset", default=default(settings_from, "preset"), help="named settings: paper (LoRA r16/alpha32 on Q/K/V/O, 200 AdamW "
                    "steps, lr 2e-4, weight decay 0.01, batch 1, 128 tokens) or demo (default: paper)")
     g.add_argument("--method", choices=["lora", "last_k"], help="LoRA adapters, or the last k blocks and the LM head "
                    "in full (the Navigation-LLM baseline)")
@@ -31,13 +35,11 @@ def add_heal_arguments(p) -> None:
     input_arg(t, "--train-text-file", what="training text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
     t.add_argument("--train-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
     t.add_argument("--train-dataset-config", metavar="CONFIG", help="dataset configuration, e.g. wikitext-2-raw-v1")
-    t.add_argument("--train-split", default="train", help="dataset split (default: train)")
+    t.add_argument("--train-split", default=TrainText.split, help="dataset split (default: %(default)s)")
     add_text_fields_argument(t, "train-")
 
 
 def heal_settings(args, **fixed):
-    from swapkl.recovery.heal import settings_from
-
     targets = None if args.targets is None else tuple(args.targets.split(","))
     return settings_from(args.preset, method=args.method, targets=targets, rank=args.rank, alpha=args.alpha,
                          last_k=args.last_k, steps=args.steps, lr=args.lr, weight_decay=args.weight_decay,
@@ -45,8 +47,6 @@ def heal_settings(args, **fixed):
 
 
 def train_text(args):
-    from swapkl.recovery.heal import TrainText
-
     return TrainText(text_file=args.train_text_file, dataset=args.train_dataset,
                      dataset_config=args.train_dataset_config, split=args.train_split,
                      text_fields=args.train_text_fields)
@@ -65,9 +65,6 @@ def run(args) -> None:
     fold the adapters into the weights, write the checkpoint to --out (which must not exist) with
     swapkl_heal.json (source, settings, text, per-step losses), reload it with AutoModelForCausalLM and check
     its logits against the trained model in memory. Nothing is left behind on failure."""
-    from swapkl.model.loading import load_model
-    from swapkl.recovery.recovery_table import heal_loaded
-
     settings = heal_settings(args)
     text = train_text(args)
     text.eval_spec().check()

@@ -8,22 +8,29 @@ from swapkl.commands.arguments import add_data_arguments, add_model_arguments, c
 from swapkl.commands.heal_command import add_heal_arguments, heal_settings, train_text
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
+from swapkl.model.model_job import default
+from swapkl.probes.healed import SELECTIONS
+from swapkl.probes.probe_jobs import DisagreementJob, HealedProbeJob
 
 
 def add_parser(sub) -> None:
     p = command(sub, "healed-probe", run_healed, "heal selected variants toward the base model, KL after each step count")
     add_model_arguments(p, engine=False)
-    p.add_argument("--batch-size", type=int, default=8, help="probe windows per forward batch (default: 8)")
+    p.add_argument("--batch-size", type=int, default=default(HealedProbeJob, "batch_size"),
+                   help="probe windows per forward batch (default: %(default)s)")
     input_arg(p, "--probe-files", what="probe file", nargs="+", required=True, metavar="FILE",
                    help="the checkpoint's replacement / interchange / deletion tables (swapkl probe, same windows)")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output table")
-    p.add_argument("--protocols", default="healed_replacement,healed_interchange,healed_deletion",
+    p.add_argument("--protocols", default=",".join(default(HealedProbeJob, "protocols")),
                    help="comma-separated healed protocols (default: all three)")
-    p.add_argument("--pair-selection", default="extremes", choices=["extremes", "random", "all"],
+    p.add_argument("--pair-selection", default=default(HealedProbeJob, "selection"), choices=SELECTIONS,
                    help="which pairs / blocks: k lowest and highest per base protocol, k random, or all")
-    p.add_argument("--k", type=int, default=2, help="pairs / blocks per end (extremes) or in all (random)")
-    p.add_argument("--select-seed", type=int, default=0, help="seed of the random selection")
-    p.add_argument("--curve-steps", default="", metavar="S,S", help="step counts at which KL is also measured")
+    p.add_argument("--k", type=int, default=default(HealedProbeJob, "k"),
+                   help="pairs / blocks per end (extremes) or in all (random)")
+    p.add_argument("--select-seed", type=int, default=default(HealedProbeJob, "select_seed"),
+                   help="seed of the random selection")
+    p.add_argument("--curve-steps", default=",".join(map(str, default(HealedProbeJob, "curve_steps"))), metavar="S,S",
+                   help="step counts at which KL is also measured")
     add_heal_arguments(p)
     add_data_arguments(p)
 
@@ -36,32 +43,42 @@ def add_parser(sub) -> None:
     input_arg(q, "--member", what="seed family member's probe file", named=True, action="append", default=[],
               metavar="NAME=FILE", help="a probe table of a seed family member; repeat for each table and member")
     output_arg(q, "--out", required=True, metavar="FILE.parquet", help="output table")
-    q.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples over windows (default: 1000)")
-    q.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    q.add_argument("--n-boot", type=int, default=default(DisagreementJob, "n_boot"),
+                   help="bootstrap resamples over windows (default: %(default)s)")
+    q.add_argument("--seed", type=int, default=default(DisagreementJob, "seed"),
+                   help="seed of the resampling (default: %(default)s)")
 
 
 def run_healed(args) -> None:
     """Build each selected variant as a standalone model, heal it toward the base model's own next-token
     distribution (KL distillation) on the training text, which must be another source than the probe
     windows, and write KL on the probe windows after 0, each --curve-steps and all steps."""
-    from swapkl.probes.healed import run_healed_probe
-
-    curve = [int(x) for x in args.curve_steps.split(",") if x.strip()]
-    df = run_healed_probe(args.model, args.probe_files, args.out, data=data_spec(args), calibration=train_text(args),
-                          settings=heal_settings(args), protocols=tuple(args.protocols.split(",")),
-                          selection=args.pair_selection, k=args.k, select_seed=args.select_seed, curve_steps=curve,
-                          revision=args.revision, dtype=args.dtype, device=args.device, batch_size=args.batch_size)
+    df = job(args).run()
     final = df[df["final"]]
     print(json.dumps({"out": args.out, "variants": int(len(final)),
                       "mean_fraction_recovered": float(final["fraction_recovered"].mean())}))
+
+
+def job(args) -> HealedProbeJob:
+    """The healed-probe job of the command line's options."""
+    return HealedProbeJob(model=args.model, probe_files=args.probe_files, out=args.out, data=data_spec(args),
+                          calibration=train_text(args), settings=heal_settings(args),
+                          protocols=tuple(args.protocols.split(",")), selection=args.pair_selection, k=args.k,
+                          select_seed=args.select_seed,
+                          curve_steps=tuple(int(x) for x in args.curve_steps.split(",") if x.strip()),
+                          revision=args.revision, dtype=args.dtype, device=args.device, batch_size=args.batch_size)
 
 
 def run_agreement(args) -> None:
     """Spearman and Kendall between the rankings of every two tests (pairs: replacement max and one
     direction, interchange, healed protocols, seed family members; blocks: deletion, healed deletion, BI,
     angular distance, accuracy relevance, pair tests as block scores), with bootstrap CIs over windows."""
-    from swapkl.probes.disagreement import run_test_agreement
+    df = agreement_job(args).run()
+    print(json.dumps({"out": args.out, "comparisons": int(len(df))}))
 
+
+def agreement_job(args) -> DisagreementJob:
+    """The test-agreement job of the command line's options (``--member NAME=FILE``, repeated)."""
     members: dict[str, list[str]] = {}
     for item in args.member:
         name, sep, path = item.partition("=")
@@ -69,6 +86,6 @@ def run_agreement(args) -> None:
             raise SwapKLError(f"--member {item!r}: expected NAME=FILE, e.g. tiny-s1=results/probes/tiny-s1/main/"
                               "interchange.parquet")
         members.setdefault(name.strip(), []).append(path.strip())
-    df = run_test_agreement(args.probe_files, args.out, repr_file=args.repr_file, healed_file=args.healed_file,
-                            relevance_file=args.relevance_file, members=members, n_boot=args.n_boot, seed=args.seed)
-    print(json.dumps({"out": args.out, "comparisons": int(len(df))}))
+    return DisagreementJob(probe_files=args.probe_files, out=args.out, repr_file=args.repr_file,
+                           healed_file=args.healed_file, relevance_file=args.relevance_file, members=members or None,
+                           n_boot=args.n_boot, seed=args.seed)

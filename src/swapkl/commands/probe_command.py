@@ -15,6 +15,8 @@ from swapkl.commands.arguments import (
 from swapkl.commands.paths import output_arg
 from swapkl.model.kl import KLOptions
 from swapkl.probes.protocols import protocols_help
+from swapkl.model.model_job import default
+from swapkl.probes.probe_jobs import ProbeJob
 
 
 def add_parser(sub) -> None:
@@ -25,16 +27,16 @@ def add_parser(sub) -> None:
     p.add_argument("--protocols", default="replacement,interchange,deletion", metavar="P[,P...]",
                    help=f"comma-separated probe protocols (swapkl.probes.protocols): {protocols_help()} "
                         "(default: replacement,interchange,deletion)")
-    p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: adjacent)")
+    p.add_argument("--pairs", default=default(ProbeJob, "pairs"), help="adjacent | within:K | all (default: %(default)s)")
     p.add_argument("--layers", help="restrict variants to these blocks, e.g. 0,3,5 (default: all blocks)")
-    p.add_argument("--rope", choices=("on", "off"), default="on",
+    p.add_argument("--rope", choices=("on", "off"), default=default(ProbeJob, "rope"),
                    help="off: every rotary angle zero (cos=1, sin=0) for base and variants; RoPE models only")
     add_data_arguments(p)
     k = p.add_argument_group("KL (default: every valid position, token-weighted mean)")
-    k.add_argument("--kl-positions", choices=["all", "last"], default="all",
+    k.add_argument("--kl-positions", choices=["all", "last"], default=KLOptions.positions,
                    help="all (default) or last: only the last valid position of each window (last-token KL)")
     k.add_argument("--kl-clamp", action="store_true", help="clamp each position's KL at 0 before averaging")
-    k.add_argument("--kl-average", choices=["tokens", "prompts"], default="tokens",
+    k.add_argument("--kl-average", choices=["tokens", "prompts"], default=KLOptions.average,
                    help="tokens (default): over every counted position; prompts: each window's mean, then the "
                         "mean over windows")
     output_arg(p, "--progress-file", what="progress file", help="persist progress here so a killed run resumes")
@@ -42,18 +44,20 @@ def add_parser(sub) -> None:
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
 
+def job(args) -> ProbeJob:
+    """The probe job of the command line's options."""
+    return ProbeJob(model=args.model, out=args.out, revision=args.revision, protocols=tuple(args.protocols.split(",")),
+                    pairs=args.pairs, data=data_spec(args), dtype=args.dtype, device=args.device,
+                    batch_size=args.batch_size, repr_out=args.repr_out, progress_path=args.progress_file,
+                    layers=args.layers, metadata=label_metadata(args), allow_pickle=args.allow_pickle,
+                    trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
+                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, rope=args.rope,
+                    kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average),
+                    placement=placement(args))
+
+
 def run(args) -> None:
     """Measure KL(p_base || p_variant) for every variant of the chosen probe protocols (--protocols lists them)
     on one checkpoint and write one long-format Parquet file (means and per-sequence sums; `swapkl aggregate`
     adds the bootstrap confidence intervals)."""
-    from swapkl.probes.probe import run_probe  # heavy dependency (torch): imported when the command runs
-
-    run_probe(args.model, args.out, revision=args.revision, protocols=args.protocols, pairs=args.pairs,
-              data=data_spec(args), dtype=args.dtype, device=args.device, batch_size=args.batch_size,
-              repr_out=args.repr_out,
-              progress_path=args.progress_file, layers=args.layers, metadata=label_metadata(args),
-              allow_pickle=args.allow_pickle,
-              trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
-              compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, rope=args.rope,
-              kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average),
-              placement=placement(args))
+    job(args).run()

@@ -6,6 +6,7 @@ import json
 
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg
+from swapkl.tables import provenance
 
 
 def add_parser(sub) -> None:
@@ -17,7 +18,5 @@ def add_parser(sub) -> None:
 def run(args) -> None:
     """Print the provenance (versions, model, revision, hashes, seed, dtype, device) recorded in a Parquet file
     written by swapkl."""
-    from swapkl.tables import provenance
-
     prov = provenance.read(args.file)
     print(json.dumps(prov, indent=2, sort_keys=True) if args.json else provenance.format_text(prov))

@@ -19,7 +19,14 @@ from swapkl.commands.arguments import (
 from swapkl.commands.figures_command import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
+from swapkl.figures import pruning_figure as fig
+from swapkl.figures.confusion import plot_rank_confusion
+from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
+from swapkl.pruning.perplexity import EvalSpec
+from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
+from swapkl.pruning.selection import SelectionOptions
+from swapkl.tables.schemas import read_agreement, read_pruning
 
 
 def _budgets(text: str) -> list[int]:
@@ -42,29 +49,33 @@ def add_parser(sub) -> None:
     input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE.parquet",
                    help="probe files of this checkpoint (replacement, interchange, deletion rows)")
     input_arg(p, "--repr", what="representation file", metavar="FILE.parquet", help="representation file (BI, angular); omit to skip them")
-    p.add_argument("--budgets", type=_budgets, default=[1, 2, 3, 4, 5],
-                   help="numbers of blocks to remove: 1-5 or 1,2,4 (default: 1-5)")
-    p.add_argument("--spacing", type=int, default=1,
-                   help="guided and random removals are more than this many indices apart (default: 1)")
-    p.add_argument("--n-random", type=int, default=10, help="random draws per budget (default: 10)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` (default: 0)")
+    budgets = default(PruneJob, "budgets")
+    p.add_argument("--budgets", type=_budgets, default=list(budgets),
+                   help=f"numbers of blocks to remove: 1-5 or 1,2,4 (default: {budgets[0]}-{budgets[-1]})")
+    p.add_argument("--spacing", type=int, default=default(PruneJob, "spacing"),
+                   help="guided and random removals are more than this many indices apart (default: %(default)s)")
+    p.add_argument("--n-random", type=int, default=default(PruneJob, "n_random"),
+                   help="random draws per budget (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=default(PruneJob, "seed"),
+                   help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` "
+                        "(default: %(default)s)")
     p.add_argument("--random-include-ends", action="store_true",
                    help="random draws may remove the first and last block (default: interior blocks 1..L-2 only, "
                         "as the paper's random baselines); recorded in the provenance")
-    p.add_argument("--angular-metric", default="angular", choices=["angular", "angular_last"],
-                   help="Gromov distance averaged over tokens or at the last token (default: angular)")
+    p.add_argument("--angular-metric", default=default(PruneJob, "angular_metric"), choices=["angular", "angular_last"],
+                   help="Gromov distance averaged over tokens or at the last token (default: %(default)s)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
     input_arg(e, "--eval-text-file", what="evaluation text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
     e.add_argument("--eval-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
     e.add_argument("--eval-dataset-config", metavar="CONFIG", help="e.g. wikitext-2-raw-v1")
-    e.add_argument("--eval-split", default="test", help="dataset split (default: test)")
+    e.add_argument("--eval-split", default=EvalSpec.split, help="dataset split (default: %(default)s)")
     add_text_fields_argument(e, "eval-")
-    e.add_argument("--eval-window", type=int, default=512, help="tokens per window (default: 512)")
-    e.add_argument("--eval-stride", type=int, default=256, help="window stride in tokens (default: 256)")
-    e.add_argument("--eval-max-words", type=int, default=5000,
-                   help="score only the first N whitespace-separated words; 0 = all (default: 5000)")
-    e.add_argument("--eval-text-prep", choices=["clean", "paper"], default="clean",
+    e.add_argument("--eval-window", type=int, default=EvalSpec.window, help="tokens per window (default: %(default)s)")
+    e.add_argument("--eval-stride", type=int, default=EvalSpec.stride,
+                   help="window stride in tokens (default: %(default)s)")
+    e.add_argument("--eval-max-words", type=int, default=EvalSpec.max_words,
+                   help="score only the first N whitespace-separated words; 0 = all (default: %(default)s)")
+    e.add_argument("--eval-text-prep", choices=["clean", "paper"], default=EvalSpec.text_prep,
                    help="clean (default): headings dropped, paragraphs joined, every token scored; paper: the "
                         "published study's matched evaluator (headings kept, words re-joined by spaces, the token "
                         "at each window's previous end never scored; docs/paper_modes.md)")
@@ -77,7 +88,8 @@ def add_parser(sub) -> None:
     input_arg(a, "--agreement-inputs", what="agreement file", nargs="*", default=[], metavar="FILE.parquet",
                    help="per-checkpoint agreement files")
     output_arg(a, "--agreement-out", metavar="FILE.parquet", help="combined agreement table")
-    a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs (default: 1000)")
+    a.add_argument("--bootstrap", type=int, default=default(AggregatePruningJob, "n_boot"),
+                   help="bootstrap resamples for the CIs (default: %(default)s)")
     output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined pruning table")
 
     f = command(sub, "plot-pruning", run_plot, "pruning figures (PNG + PDF)")
@@ -103,11 +115,29 @@ def prune_description() -> str:
     return f"{inspect.getdoc(run_prune)}\n\nSelection rules, in table order: {rules}."
 
 
-def eval_spec(args) -> dict:
-    return dict(text_file=args.eval_text_file, dataset=args.eval_dataset, dataset_config=args.eval_dataset_config,
-                split=args.eval_split, window=args.eval_window, stride=args.eval_stride,
-                max_words=args.eval_max_words or None, text_fields=args.eval_text_fields,
-                text_prep=args.eval_text_prep)
+def eval_spec(args) -> EvalSpec:
+    return EvalSpec(text_file=args.eval_text_file, dataset=args.eval_dataset, dataset_config=args.eval_dataset_config,
+                    split=args.eval_split, window=args.eval_window, stride=args.eval_stride,
+                    max_words=args.eval_max_words or None, text_fields=args.eval_text_fields,
+                    text_prep=args.eval_text_prep)
+
+
+def job(args) -> PruneJob:
+    """The pruning job of the command line's options."""
+    return PruneJob(model=args.model, probe_files=tuple(args.probe), repr_file=args.repr, out=args.out,
+                    revision=args.revision, budgets=args.budgets, spacing=args.spacing, eval_data=eval_spec(args),
+                    calib_data=data_spec(args, "calib-"), n_random=args.n_random, seed=args.seed,
+                    angular_metric=args.angular_metric, dtype=args.dtype, device=args.device,
+                    batch_size=args.batch_size, chunk_tokens=args.chunk_tokens, agreement_out=args.agreement_out,
+                    allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
+                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, metadata=label_metadata(args),
+                    placement=placement(args), selection=SelectionOptions(random_interior=not args.random_include_ends))
+
+
+def aggregate_job(args) -> AggregatePruningJob:
+    """The aggregate-pruning job of the command line's options."""
+    return AggregatePruningJob(inputs=args.inputs, out=args.out, agreement_inputs=args.agreement_inputs,
+                               agreement_out=args.agreement_out, n_boot=args.bootstrap)
 
 
 def run_prune(args) -> None:
@@ -115,35 +145,17 @@ def run_prune(args) -> None:
     files, the representation and calibration baselines, random draws), for every budget; measure
     sliding-window perplexity on held-out text and KL against the base model on the probe windows; write one
     Parquet file (`swapkl aggregate-pruning` adds the bootstrap confidence intervals)."""
-    from swapkl.pruning.prune import run_pruning
-    from swapkl.pruning.selection import SelectionOptions
-
-    run_pruning(args.model, args.probe, args.repr, args.out, revision=args.revision, budgets=args.budgets,
-                spacing=args.spacing, eval_data=eval_spec(args), calib_data=data_spec(args, "calib-"),
-                n_random=args.n_random, seed=args.seed, angular_metric=args.angular_metric,
-                dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-                agreement_out=args.agreement_out, allow_pickle=args.allow_pickle,
-                trust_remote_code=args.trust_remote_code, compute_dtype=args.compute_dtype,
-                rope_scaling=args.rope_scaling, metadata=label_metadata(args), placement=placement(args),
-                selection=SelectionOptions(random_interior=not args.random_include_ends))
+    job(args).run()
 
 
 def run_aggregate(args) -> None:
     """Concatenate per-checkpoint pruning (and agreement) files into results/pruning.parquet (and an agreement
     table), with 95% bootstrap CIs over windows, resampled with the seed each `swapkl prune` run recorded."""
-    from swapkl.pruning.prune import aggregate_pruning
-
-    aggregate_pruning(args.inputs, args.out, agreement_inputs=args.agreement_inputs, agreement_out=args.agreement_out,
-                      n_boot=args.bootstrap)
+    aggregate_job(args).run()
 
 
 def run_plot(args) -> None:
     """Draw one pruning figure from results/pruning.parquet or an agreement table."""
-    from swapkl.figures import pruning_figure as fig
-    from swapkl.tables.schemas import read_agreement, read_pruning
-
-    from swapkl.figures.confusion import plot_rank_confusion
-
     need = {"delta": ("model", "revision"), "ir-trajectory": ("model",), "agreement": ("model", "revision"),
             "rank-confusion": ("model", "revision")}
     for name in need.get(args.kind, ()):

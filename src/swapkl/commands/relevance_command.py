@@ -7,6 +7,12 @@ from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, 
                                        data_spec, placement)
 from swapkl.commands.figures_command import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
+from swapkl.errors import SwapKLError
+from swapkl.figures import relevance_figure as fig
+from swapkl.model.model_job import default
+from swapkl.relevance.accrel import aggregate_relevance
+from swapkl.relevance.relevance_jobs import RelevanceJob
+from swapkl.relevance.relevance_stats import summarise_relevance
 
 
 def add_parser(sub) -> None:
@@ -18,7 +24,8 @@ def add_parser(sub) -> None:
     p.add_argument("--lm-eval-tasks", nargs="*", default=[], metavar="NAME",
                    help="task names lm-eval loads from the dataset hub (e.g. arc_easy hellaswag mmlu; zero-shot "
                         "multiple choice; groups scored per subtask)")
-    p.add_argument("--lm-name", default="lm", help="task name of the language-modelling data (default: lm)")
+    p.add_argument("--lm-name", default=default(RelevanceJob, "lm_name"),
+                   help="task name of the language-modelling data (default: %(default)s)")
     add_data_arguments(p, prefix="lm-", what="language-modelling text", optional=True)
     input_arg(p, "--pruning", what="pruning table", metavar="FILE.parquet",
                    help="this checkpoint's pruning table (swapkl prune): also score each guide's pruned model at "
@@ -53,22 +60,22 @@ def run(args) -> None:
     language-modelling text (next-token accuracy) for the base model and every single-block deletion on the
     probe engine, and write AccRel per block and task: 1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the
     base model is not above chance r."""
-    from swapkl.relevance.accrel import run_relevance
+    job(args).run()
 
+
+def job(args) -> RelevanceJob:
+    """The relevance job of the command line's options."""
     has_lm = any(getattr(args, f"lm_{k}") for k in ("tokens", "dataset", "text_file"))
-    run_relevance(args.model, args.tasks, args.out, revision=args.revision,
-                  lm_data=data_spec(args, "lm-") if has_lm else None, lm_name=args.lm_name, label=args.label,
-                  revision_label=args.revision_label,
-                  dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-                  allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
-                  harness_tasks=args.lm_eval_tasks, pruning=args.pruning,
-                  pruning_guides=args.pruning_guides, placement=placement(args))
+    return RelevanceJob(model=args.model, task_files=args.tasks, out=args.out, revision=args.revision,
+                        lm_data=data_spec(args, "lm-") if has_lm else None, lm_name=args.lm_name, label=args.label,
+                        revision_label=args.revision_label, dtype=args.dtype, device=args.device,
+                        batch_size=args.batch_size, chunk_tokens=args.chunk_tokens, allow_pickle=args.allow_pickle,
+                        trust_remote_code=args.trust_remote_code, harness_tasks=args.lm_eval_tasks,
+                        pruning=args.pruning, pruning_guides=args.pruning_guides, placement=placement(args))
 
 
 def run_aggregate(args) -> None:
     """Concatenate per-checkpoint relevance files into results/relevance.parquet."""
-    from swapkl.relevance.accrel import aggregate_relevance
-
     aggregate_relevance(args.inputs, args.out)
 
 
@@ -76,9 +83,6 @@ def run_plot(args) -> None:
     """cosine: each block's cosine similarity (1 - BI, from the aggregate) vs its AccRel per task, with Pearson R;
     zscores: per-task z-scores of AccRel; confusion: rank confusion of AccRel against BI per task (--input: the
     relevance-stats table)."""
-    from swapkl.errors import SwapKLError
-    from swapkl.figures import relevance_figure as fig
-
     if args.kind == "cosine":
         if not args.aggregate:
             raise SwapKLError("plot-relevance cosine needs --aggregate (results/swapkl.parquet)")
@@ -94,6 +98,4 @@ def run_stats(args) -> None:
     """Per checkpoint and task: Pearson R of AccRel and BI (and in the paper's sign), exact-rank and severe
     misranking with their chance levels and permutation p-values (boundary blocks excluded), and Cochran's Q
     test of task dependence (results/relevance_stats.parquet)."""
-    from swapkl.relevance.relevance_stats import summarise_relevance
-
     summarise_relevance(args.input, args.aggregate, args.out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
+from swapkl.paper.scorecard import write_scorecard
 
 
 def add_parser(sub) -> None:
@@ -21,7 +22,5 @@ def run_scorecard(args) -> None:
     """Compare every published number of the reproduced papers (swapkl's registry) with swapkl's value computed
     from the given result tables: status `reproduced` (within the entry's tolerance), `differs`, or `not run`
     with the reason (e.g. `needs meta-llama/Llama-3.1-8B` when no table holds that model's rows)."""
-    from swapkl.paper.scorecard import write_scorecard
-
     write_scorecard(args.out, html_out=args.html, registry=args.registry, pruning=args.pruning,
                     aggregate=args.aggregate, agreement=args.agreement, relevance_stats=args.relevance_stats)

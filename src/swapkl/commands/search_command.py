@@ -5,6 +5,7 @@ from __future__ import annotations
 from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
 from swapkl.commands.paths import output_arg
 from swapkl.commands.prune_command import _budgets
+from swapkl.pruning.search_cost import run_optimal_search
 
 
 def add_parser(sub) -> None:
@@ -27,8 +28,6 @@ def run_search(args) -> None:
     block never lowers the NLL; its bound is the certificate under that assumption) and exhaustive
     enumeration (optimal, certified). Each row has the set, its NLL, the evaluations the method spent and
     its gap to the best set found; one Parquet table with provenance."""
-    from swapkl.pruning.search_cost import run_optimal_search
-
     run_optimal_search(args.model, data_spec(args, "calib-"), args.out, budgets=args.budgets,
                        revision=args.revision, beam_width=args.beam_width, max_evals=args.max_evals,
                        dtype=args.dtype, device=args.device, batch_size=args.batch_size,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
                                        data_spec, label_metadata, placement)
 from swapkl.commands.paths import output_arg
+from swapkl.errors import SwapKLError
+from swapkl.model.model_job import default
+from swapkl.studies.span_jobs import SpansJob
 
 
 def _ints(text: str) -> list[int]:
-    from swapkl.errors import SwapKLError
-
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -20,12 +21,18 @@ def add_parser(sub) -> None:
     p = command(sub, "spans", run, "measure middle-span skip/reverse/shuffle/repeat/parallel KL for one checkpoint")
     add_model_arguments(p, label=True)
     add_placement_arguments(p)
-    p.add_argument("--variants", default="skip,reverse,shuffle,repeat,parallel,looped_parallel",
-                   help="comma-separated subset of skip,reverse,shuffle,repeat,parallel,looped_parallel (default: all)")
-    p.add_argument("--loops", type=_ints, default=[2], help="loop counts of looped_parallel, e.g. 2,3 (default: 2)")
-    p.add_argument("--span-seed", type=int, default=0, help="seed of the shuffled orders (default: 0)")
-    p.add_argument("--min-start", type=int, default=1, help="smallest s of the spans [s, L-s) (default: 1)")
-    p.add_argument("--min-width", type=int, default=2, help="narrowest span measured, in blocks (default: 2)")
+    variants = ",".join(default(SpansJob, "variants"))
+    p.add_argument("--variants", default=variants,
+                   help=f"comma-separated subset of {variants} (default: all)")
+    loops = default(SpansJob, "loops")
+    p.add_argument("--loops", type=_ints, default=list(loops),
+                   help=f"loop counts of looped_parallel, e.g. 2,3 (default: {','.join(map(str, loops))})")
+    p.add_argument("--span-seed", type=int, default=default(SpansJob, "seed"),
+                   help="seed of the shuffled orders (default: %(default)s)")
+    p.add_argument("--min-start", type=int, default=default(SpansJob, "min_start"),
+                   help="smallest s of the spans [s, L-s) (default: %(default)s)")
+    p.add_argument("--min-width", type=int, default=default(SpansJob, "min_width"),
+                   help="narrowest span measured, in blocks (default: %(default)s)")
     add_data_arguments(p)
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
@@ -36,10 +43,14 @@ def run(args) -> None:
     --min-width blocks) the span is skipped, reversed, shuffled (seeded), replaced by the middle block
     repeated, or run in parallel (every block reads the span's input, their updates are averaged; looped:
     the parallel step repeated). Writes one Parquet file with the per-window sums behind every mean."""
-    from swapkl.studies.spans import run_spans
+    job(args).run()
 
-    run_spans(args.model, args.out, data=data_spec(args), revision=args.revision, variants=args.variants,
-              loops=args.loops, seed=args.span_seed, min_start=args.min_start, min_width=args.min_width,
-              dtype=args.dtype, device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-              metadata=label_metadata(args), allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
-              placement=placement(args))
+
+def job(args) -> SpansJob:
+    """The span job of the command line's options."""
+    return SpansJob(model=args.model, out=args.out, data=data_spec(args), revision=args.revision,
+                    variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()), loops=args.loops,
+                    seed=args.span_seed, min_start=args.min_start, min_width=args.min_width, dtype=args.dtype,
+                    device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
+                    metadata=label_metadata(args), allow_pickle=args.allow_pickle,
+                    trust_remote_code=args.trust_remote_code, placement=placement(args))

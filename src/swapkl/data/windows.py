@@ -132,7 +132,7 @@ class Windows:
 def check_spec(spec: DataSpec) -> None:
     given = [x for x in (spec.tokens, spec.dataset, spec.text_file) if x]
     if len(given) != 1:
-        raise SwapKLError("give exactly one data source: --tokens, --dataset or --text-file")
+        raise SwapKLError("give exactly one data source: `tokens`, `dataset` or `text_file`")
     for name, label, least in (("n_seqs", "n_seqs", 1), ("seq_len", "seq_len", 2), ("min_tokens", "min_tokens", 1),
                                ("seed", "seed (of the window draw)", 0)):
         require_int(label, getattr(spec, name), least)
@@ -166,7 +166,7 @@ def parse_pad_token(text: str) -> str | int:
         return text
     if text.isdigit():
         return int(text)
-    raise SwapKLError(f"--pad-token must be eos, tokenizer or a token id >= 0, got {text!r}")
+    raise SwapKLError(f"`pad_token` must be eos, tokenizer or a token id >= 0, got {text!r}")
 
 
 def resolve_pad_id(tokenizer, pad_token, padding: str) -> int:
@@ -367,7 +367,7 @@ def load_windows(spec: DataSpec, tokenizer=None) -> Windows:
     if spec.tokens:
         return load_token_file(spec.tokens)
     if tokenizer is None:
-        raise SwapKLError("this model directory has no tokenizer; use --tokens FILE.npy")
+        raise SwapKLError("this model directory has no tokenizer; give `tokens` (a FILE.npy)")
     paragraphs = (text_file_paragraphs(spec.text_file, spec.text_format) if spec.text_file
                   else dataset_paragraphs(spec))
     if not paragraphs:

@@ -34,9 +34,9 @@ def parse_steps(text: str) -> list[int]:
     try:
         steps = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError as exc:
-        raise SwapKLError(f"--save-steps {text!r} is not a comma-separated list of integers") from exc
+        raise SwapKLError(f"`save_steps` {text!r} is not a comma-separated list of integers") from exc
     if not steps or steps[0] < 0:
-        raise SwapKLError(f"--save-steps {text!r} must list non-negative steps")
+        raise SwapKLError(f"`save_steps` {text!r} must list non-negative steps")
     return steps
 
 

@@ -51,7 +51,7 @@ def train_demo_tokenizer(corpus_dir: Path, out_dir: Path, *, vocab_size: int = 2
     """
     n_base = 256 + len(SPECIAL_TOKENS)
     if vocab_size <= n_base:
-        raise SwapKLError(f"--vocab-size {vocab_size} is too small: byte-level BPE needs more than {n_base}")
+        raise SwapKLError(f"`vocab_size` {vocab_size} is too small: byte-level BPE needs more than {n_base}")
     train_path = corpus_file(corpus_dir, "train")
     paragraphs = read_paragraphs(train_path)
     if not paragraphs:

@@ -161,7 +161,7 @@ def _check_demo_training(arch: str, steps, seed, batch_size, seq_len, size, save
     if arch not in DEMO_ARCHS:
         raise SwapKLError(f"unknown demo architecture {arch!r} (expected one of {', '.join(DEMO_ARCHS)})")
     if not isinstance(steps, int) or steps < 1:
-        raise SwapKLError(f"--steps {steps!r} must be a positive integer")
+        raise SwapKLError(f"`steps` {steps!r} must be a positive integer")
     require_int("seed", seed, 0)
     require_int("batch_size", batch_size, 1)
     require_int("seq_len", seq_len, 2)
@@ -243,7 +243,7 @@ def _train_and_checkpoint(arch: str, config, tokenizer_dir: Path, out_dir: Path,
                                         grad_clip=grad_clip)
                 if not math.isfinite(loss_value):
                     raise SwapKLError(f"demo training of {arch} diverged at step {step} (loss {loss_value}); "
-                                      "lower --lr")
+                                      "lower `lr`")
                 batch_losses.append(loss_value)
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)

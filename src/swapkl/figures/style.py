@@ -109,7 +109,7 @@ def save_figure(fig: Figure, out_png: str | Path, out_pdf: str | Path) -> None:
     targets = [(Path(out_png), "png", {"Software": FIGURE_MARK}),
                (Path(out_pdf), "pdf", {"CreationDate": None, "ModDate": None, "Producer": None,
                                        "Creator": FIGURE_MARK})]
-    require_distinct({"--out-png": str(out_png), "--out-pdf": str(out_pdf)})
+    require_distinct({"`out_png`": str(out_png), "`out_pdf`": str(out_pdf)})
     for path, fmt, _ in targets:
         replaceable(str(path), "figure", _figure_written_by_swapkl)
     try:

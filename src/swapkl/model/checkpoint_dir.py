@@ -80,7 +80,7 @@ def check_weight_files(path: str, allow_pickle: bool) -> bool:
             raise SwapKLError(f"checkpoint {path!r} has no weight files (*.safetensors)")
         if not allow_pickle:
             raise SwapKLError(f"checkpoint {path!r} has only pickle weights ({', '.join(pickles)}); "
-                              "they load only with --allow-pickle")
+                              "they load only with `allow_pickle`")
         return False
     check_shard_index(path)
     from safetensors import safe_open

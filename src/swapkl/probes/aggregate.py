@@ -162,7 +162,7 @@ def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
     repr_files, absent_repr = split_absent(repr_files or [])
     absent += [r for r in absent_repr if r not in absent]
     _validate_args(probe_files, pair_sets, n_boot, seed)
-    require_distinct({"--out": str(out)}, [("--probe", f) for f in probe_files] + [("--repr", f) for f in repr_files])
+    require_distinct({"`out`": str(out)}, [("`probe_files`", f) for f in probe_files] + [("`repr_files`", f) for f in repr_files])
     check_writable(str(out))
     seen: list[str] = []
     for f in probe_files + repr_files:

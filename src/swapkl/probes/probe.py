@@ -140,8 +140,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
 
 def _check_paths(out: str, repr_out: str | None, progress_path: str | None, data: DataSpec) -> None:
     """The job's files are distinct, its outputs writable and its progress file one (fails before the run)."""
-    require_distinct({"--out": out, "--repr-out": repr_out, "--progress-file": progress_path},
-                     {"--tokens": data.tokens, "--text-file": data.text_file})
+    require_distinct({"`out`": out, "`repr_out`": repr_out, "`progress_path`": progress_path},
+                     {"`data.tokens`": data.tokens, "`data.text_file`": data.text_file})
     for path in (out, repr_out):  # fail before the computation, not after it
         if path is not None:
             check_writable(path)

@@ -123,10 +123,11 @@ def _check_pruning_arguments(probe_files, repr_file, out, agreement_out, eval_sp
     require_int("seed", seed, 0)
     require_int("chunk_tokens", chunk_tokens, 1)
     require_device(device)
-    inputs = [("--probe", p) for p in probe_files] + [("--repr", repr_file), ("--eval-text-file", eval_spec.text_file),
-                                                      ("--calib-tokens", getattr(calib_data, "tokens", None)),
-                                                      ("--calib-text-file", getattr(calib_data, "text_file", None))]
-    require_distinct({"--out": out, "--agreement-out": agreement_out}, inputs)
+    inputs = [("`probe_files`", p) for p in probe_files] + [
+        ("`repr_file`", repr_file), ("`eval_data.text_file`", eval_spec.text_file),
+        ("`calib_data.tokens`", getattr(calib_data, "tokens", None)),
+        ("`calib_data.text_file`", getattr(calib_data, "text_file", None))]
+    require_distinct({"`out`": out, "`agreement_out`": agreement_out}, inputs)
     for path in (out, agreement_out):  # before hours of computation, not after them
         if path is not None:
             check_writable(path)

@@ -79,8 +79,8 @@ def aggregate_pruning(inputs: Sequence, out: str, *, agreement_inputs: Sequence 
     require_int("n_boot (bootstrap resamples)", n_boot, 1)
     if bool(agreement_inputs) != (agreement_out is not None):
         raise SwapKLError("give both agreement inputs and agreement_out, or neither")
-    require_distinct({"--out": out, "--agreement-out": agreement_out},
-                     [("--inputs", p) for p in inputs] + [("--agreement-inputs", p) for p in agreement_inputs])
+    require_distinct({"`out`": out, "`agreement_out`": agreement_out},
+                     [("`inputs`", p) for p in inputs] + [("`agreement_inputs`", p) for p in agreement_inputs])
     # markers of seed-family members' revisions that the hub lacks: skipped, and listed in the provenance
     inputs, absent = split_absent(inputs)
     agreement_inputs, absent_agreement = split_absent(agreement_inputs)

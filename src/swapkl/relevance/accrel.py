@@ -85,7 +85,7 @@ def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None
 
 def run_relevance(model: str, task_files: list[str], out: str, *, revision: str | None = None, lm_data=None,
                   lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
-                  batch_size: int = 16, chunk_tokens: int = 2048, allow_pickle: bool = False,
+                  batch_size: int = 8, chunk_tokens: int = 2048, allow_pickle: bool = False,
                   trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None,
                   pruning: str | None = None, pruning_guides: list[str] | None = None,
                   placement: dict | None = None) -> None:
@@ -109,7 +109,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     names = [t.name for t in tasks] + [t.name for t in hub_tasks] + list(lm_sets)
     if len(set(names)) != len(names):
         raise SwapKLError(f"task names repeat: {names}")
-    require_distinct({"--out": out}, [("--tasks", t) for t in task_files] + [("--pruning", pruning)])
+    require_distinct({"`out`": out}, [("`task_files`", t) for t in task_files] + [("`pruning`", pruning)])
     check_writable(out)
     if pruning is not None:
         require_regular_file(pruning, "pruning table")
@@ -123,7 +123,7 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer is not None and loaded.tokenizer.pad_token_id is not None \
         else 0
     if pruning_guides is not None and pruning is None:
-        raise SwapKLError("pruning guides name the guides of a pruning table; give the table too (--pruning)")
+        raise SwapKLError("pruning guides name the guides of a pruning table; give the table too (`pruning`)")
     sets = [] if pruning is None else pruned_sets_from_table(pruning, n_layers=engine.n_layers,
                                                                 weights_sha256=loaded.weights_sha256,
                                                                 guides=pruning_guides, model=model)
@@ -160,7 +160,7 @@ def aggregate_relevance(inputs: list[str], out: str) -> None:
 
     Rows are sorted by model, revision, task, metric, then the single-block rows by layer and the
     pruned-set rows after them by guide, fixed set, budget and random draw."""
-    require_distinct({"--out": out}, [("--inputs", p) for p in inputs])
+    require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
     tables, provs = [], []
     for path in inputs:
         table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", appended=RELEVANCE_APPENDED)

@@ -139,7 +139,7 @@ def relevance_statistics(rel: pd.DataFrame, agg: pd.DataFrame) -> pd.DataFrame:
 
 def summarise_relevance(relevance_path: str, aggregate_path: str, out: str) -> None:
     """results/relevance_stats.parquet from the relevance table and the aggregate."""
-    require_distinct({"--out": out}, {"--input": relevance_path, "--aggregate": aggregate_path})
+    require_distinct({"`out`": out}, {"`relevance_path`": relevance_path, "`aggregate_path`": aggregate_path})
     check_writable(out)
     df = relevance_statistics(read_relevance(relevance_path), read_aggregate(aggregate_path))
     write_parquet(df, out, provenance.software_versions() | {

@@ -1,0 +1,62 @@
+"""Job descriptions of the pruning stages: ``swapkl prune`` / rule prune_layers and ``swapkl aggregate-pruning``
+/ rule aggregate_pruning (see :mod:`swapkl.model.model_job`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swapkl.data.windows import DataSpec
+from swapkl.model.model_job import ForwardJob, Job
+from swapkl.pruning.perplexity import EvalSpec
+from swapkl.pruning.prune import run_pruning
+from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.table import aggregate_pruning
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruneJob(ForwardJob):
+    """:func:`swapkl.pruning.prune.run_pruning` of one checkpoint (``eval_data``, ``calib_data``, ``probe_data``,
+    ``selection``: objects or their dicts)."""
+
+    probe_files: tuple[str, ...]
+    repr_file: str | None
+    out: str
+    eval_data: EvalSpec
+    calib_data: DataSpec
+    probe_data: DataSpec | None = None
+    budgets: tuple[int, ...] = (1, 2, 3, 4, 5)
+    spacing: int = 1
+    n_random: int = 10
+    seed: int = 0
+    angular_metric: str = "angular"
+    selection: SelectionOptions | None = None
+    allow_overlap: bool = False
+    agreement_out: str | None = None
+
+    def __post_init__(self):
+        self.coerce("eval_data", lambda **spec: EvalSpec.from_dict(spec))
+        self.coerce("calib_data", DataSpec)
+        self.coerce("probe_data", DataSpec)
+        self.coerce("selection", SelectionOptions, none=True)
+        self.as_tuple("probe_files", "budgets")
+
+    def run(self):
+        return run_pruning(**self.arguments())
+
+
+@dataclass(frozen=True, kw_only=True)
+class AggregatePruningJob(Job):
+    """:func:`swapkl.pruning.table.aggregate_pruning`: per-checkpoint pruning (and agreement) files -> one table
+    each, with bootstrap CIs."""
+
+    inputs: tuple[str, ...]
+    out: str
+    agreement_inputs: tuple[str, ...] = ()
+    agreement_out: str | None = None
+    n_boot: int = 1000
+
+    def __post_init__(self):
+        self.as_tuple("inputs", "agreement_inputs")
+
+    def run(self):
+        return aggregate_pruning(**self.arguments())

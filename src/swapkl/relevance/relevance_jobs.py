@@ -1,0 +1,40 @@
+"""Job description of accuracy relevance: ``swapkl relevance`` / rule score_relevance (see
+:mod:`swapkl.model.model_job`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swapkl.data.windows import DataSpec
+from swapkl.model.model_job import ModelJob
+from swapkl.relevance.accrel import run_relevance
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelevanceJob(ModelJob):
+    """:func:`swapkl.relevance.accrel.run_relevance` of one checkpoint (``lm_data`` and the values of
+    ``lm_sets``: DataSpecs or their dicts)."""
+
+    task_files: tuple[str, ...]
+    out: str
+    lm_data: DataSpec | None = None
+    lm_name: str = "lm"
+    lm_sets: dict | None = None
+    harness_tasks: tuple[str, ...] = ()
+    label: str | None = None
+    revision_label: str | None = None
+    batch_size: int = 8
+    chunk_tokens: int = 2048
+    placement: dict | None = None
+    pruning: str | None = None
+    pruning_guides: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        self.coerce("lm_data", DataSpec)
+        if self.lm_sets is not None:
+            object.__setattr__(self, "lm_sets", {name: DataSpec(**spec) if isinstance(spec, dict) else spec
+                                                 for name, spec in self.lm_sets.items()})
+        self.as_tuple("task_files", "harness_tasks", "pruning_guides")
+
+    def run(self) -> None:
+        run_relevance(**self.arguments())

@@ -1,0 +1,30 @@
+"""Job description of the middle-span experiments: ``swapkl spans`` / rule probe_spans (see
+:mod:`swapkl.model.model_job`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swapkl.data.windows import DataSpec
+from swapkl.model.model_job import EngineJob
+from swapkl.studies.spans import SPAN_VARIANTS, run_spans
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpansJob(EngineJob):
+    """:func:`swapkl.studies.spans.run_spans` of one checkpoint (``data``: a DataSpec or its dict)."""
+
+    out: str
+    data: DataSpec
+    variants: tuple[str, ...] = SPAN_VARIANTS
+    loops: tuple[int, ...] = (2,)
+    seed: int = 0
+    min_start: int = 1
+    min_width: int = 2
+
+    def __post_init__(self):
+        self.coerce("data", DataSpec)
+        self.as_tuple("variants", "loops")
+
+    def run(self) -> None:
+        run_spans(**self.arguments())
