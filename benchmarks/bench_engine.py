@@ -38,7 +38,7 @@ import naive_reference as ref  # noqa: E402
 
 from swapkl.model.engine import ProbeEngine  # noqa: E402
 from swapkl.model.kl import Unembedding, base_targets, kl_and_nll  # noqa: E402
-from swapkl.probes.pairs import build_variants  # noqa: E402
+from swapkl.probes.protocols import build_variants  # noqa: E402
 
 SHAPES = {
     "issue": dict(layers=12, hidden=256, heads=8, vocab=8192, intermediate=1024),

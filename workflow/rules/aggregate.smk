@@ -7,20 +7,14 @@ rule aggregate_results:
         probes=get_all_probe_files(),
         representation=get_all_repr_files(),
     output:
-        report(
-            "results/swapkl.parquet",
-            caption="../report/swapkl_table.rst",
-            category=section("tables"),
-        ),
+        table_report("results/swapkl.parquet", "swapkl_table.rst"),
     params:
         pair_sets=get_pair_sets(),
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
+        **BOOTSTRAP,
     log:
         "logs/aggregate_results.log",
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **SUMMARY_JOB,
     conda:
         "../../envs/torch.yaml"
     script:

@@ -157,11 +157,40 @@ def get_final_outputs():
     return outputs + table_views(outputs)
 
 
+# ------------------------------------------------------------------------------------------------------ params
+
+#: the bootstrap of every summary job (the probe section's resamples and seed)
+BOOTSTRAP = {"n_boot": config["probe"]["n_boot"], "seed": config["probe"]["seed"]}
+
+
+def per_checkpoint(path_of, checkpoints):
+    """The file ``path_of(model, revision)`` of each checkpoint (the inputs of a job gathering them)."""
+    return [path_of(model, revision) for model, revision in checkpoints]
+
+
+def model_settings(*keys, section=None):
+    """Params named like the model's config keys (of its ``section``, e.g. prune), read per job."""
+    def setting(key):
+        return lambda wildcards: (config["models"][wildcards.model] if section is None
+                                  else config["models"][wildcards.model][section])[key]
+
+    return {key: setting(key) for key in keys}
+
+
 # --------------------------------------------------------------------------------------------------- resources
 
 checkpoint_size_mb = PARAMS.checkpoint_size_mb
 gpu_job_mem_mb = PARAMS.gpu_job_mem_mb
 gpu_job_runtime = PARAMS.gpu_job_runtime
+
+#: the resources of a job gathering tables, and of one summarising them with a bootstrap
+TABLE_JOB = {"mem_mb": 2000, "runtime": 10}
+SUMMARY_JOB = {"mem_mb": 4000, "runtime": 30}
+
+
+def engine_job(minutes_per_gb, **gpu):
+    """The resources of a job that loads the checkpoint: memory for it, and a runtime by its size."""
+    return {**gpu, "mem_mb": gpu_job_mem_mb, "runtime": gpu_job_runtime(minutes_per_gb=minutes_per_gb)}
 
 
 wildcard_constraints:

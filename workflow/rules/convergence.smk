@@ -7,7 +7,7 @@ rule summarise_convergence:
         lambda wildcards: [probe_file(m, last_revision(m), p) for m in convergence_models()
                            for p in ("replacement", "interchange")],
     output:
-        report("results/convergence.parquet", caption="../report/convergence_table.rst", category=section("tables")),
+        table_report("results/convergence.parquet", "convergence_table.rst"),
     params:
         checkpoints=[[m, last_revision(m), [probe_file(m, last_revision(m), p) for p in ("replacement", "interchange")]]
                      for m in convergence_models()],

@@ -12,8 +12,7 @@ rule measure_covariates:
         checkpoint=get_checkpoint_dir,
         pairs=lambda wildcards: get_probe_pairs(wildcards.model),
         data=get_probe_data,
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        **model_settings("dtype", "batch_size"),
         metadata=get_metadata,
     log:
         "logs/{model}/{revision}/measure_covariates.log",
@@ -21,9 +20,7 @@ rule measure_covariates:
         "benchmarks/{model}/{revision}/measure_covariates.tsv"
     threads: 1
     resources:
-        gpu=1,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=4),
+        **engine_job(4, gpu=1),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -32,22 +29,13 @@ rule measure_covariates:
 
 rule aggregate_covariates:
     input:
-        covariates=[covariate_file(model, revision) for model, revision in covariate_checkpoints()],
+        covariates=per_checkpoint(covariate_file, covariate_checkpoints()),
         table="results/swapkl.parquet",
     output:
-        table=report(
-            "results/covariates.parquet",
-            caption="../report/covariates_table.rst",
-            category=section("tables"),
-        ),
-        correlations=report(
-            "results/covariate_correlations.parquet",
-            caption="../report/covariate_correlations_table.rst",
-            category=section("tables"),
-        ),
+        table=table_report("results/covariates.parquet", "covariates_table.rst"),
+        correlations=table_report("results/covariate_correlations.parquet", "covariate_correlations_table.rst"),
     params:
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
+        **BOOTSTRAP,
         families=get_seed_families(),
     log:
         "logs/aggregate_covariates.log",

@@ -2,11 +2,16 @@
 # and tiny models trained from scratch whose step{N} checkpoints stand in for hub revisions.
 
 
+#: the corpus folder and its files, which every demo job reads
+DEMO_CORPUS_DIR = os.path.join(DEMO_DIR, "corpus")
+DEMO_CORPUS = expand(os.path.join(DEMO_CORPUS_DIR, "{name}"), name=DEMO_CORPUS_FILES)
+
+
 rule build_demo_corpus:
     output:
-        expand("resources/demo/corpus/{name}", name=DEMO_CORPUS_FILES),
+        DEMO_CORPUS,
     params:
-        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+        out_dir=DEMO_CORPUS_DIR,
         settings=canonical(config["demo"]["corpus"]),
     log:
         "logs/demo/build_demo_corpus.log",
@@ -18,11 +23,11 @@ rule build_demo_corpus:
 
 rule train_demo_tokenizer:
     input:
-        expand("resources/demo/corpus/{name}", name=DEMO_CORPUS_FILES),
+        DEMO_CORPUS,
     output:
         directory("resources/demo/tokenizer"),
     params:
-        corpus_dir=lambda wildcards, input: os.path.dirname(input[0]),
+        corpus_dir=DEMO_CORPUS_DIR,
         settings=canonical(config["demo"]["tokenizer"]),
     log:
         "logs/demo/train_demo_tokenizer.log",
@@ -34,14 +39,14 @@ rule train_demo_tokenizer:
 
 rule train_demo_model:
     input:
-        corpus=expand("resources/demo/corpus/{name}", name=DEMO_CORPUS_FILES),
+        corpus=DEMO_CORPUS,
         tokenizer="resources/demo/tokenizer",
     output:
         directory("resources/demo/models/{model}"),
     wildcard_constraints:
         model=name_regex(models_with("demo")),
     params:
-        corpus_dir=lambda wildcards, input: os.path.dirname(input.corpus[0]),
+        corpus_dir=DEMO_CORPUS_DIR,
         settings=get_demo_settings,
         save_steps=get_save_steps,
     log:

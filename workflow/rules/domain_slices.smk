@@ -6,7 +6,7 @@ rule summarise_domain_slices:
     input:
         table="results/pruning.parquet",
     output:
-        report("results/domain_slices.parquet", caption="../report/domain_slices_table.rst", category=section("tables")),
+        table_report("results/domain_slices.parquet", "domain_slices_table.rst"),
     params:
         slices=[[m, config["models"][m]["domain_slice_of"], last_revision(m)] for m in domain_slice_models()],
     log:

@@ -10,13 +10,12 @@ rule export_pruned_models:
     params:
         checkpoint=get_checkpoint_dir,
         guides=lambda wildcards: config["models"][wildcards.model]["prune"]["export_guides"],
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        **model_settings("dtype"),
     log:
         "logs/{model}/{revision}/export_pruned_models.log",
     threads: 1
     resources:
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=5),
+        **engine_job(5),
     conda:
         "../../envs/torch.yaml"
     script:

@@ -20,14 +20,12 @@ rule heal_pruned_models:
         train=lambda wildcards: without_nulls(config["models"][wildcards.model]["heal"]["train"]),
         eval=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
         data=get_probe_data,
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        **model_settings("dtype", "batch_size"),
     log:
         "logs/{model}/{revision}/heal_pruned_models.log",
     threads: 1
     resources:
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=30),
+        **engine_job(30),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -36,14 +34,13 @@ rule heal_pruned_models:
 
 rule aggregate_recovery:
     input:
-        [recovery_file(model, revision) for model, revision in heal_checkpoints()],
+        per_checkpoint(recovery_file, heal_checkpoints()),
     output:
-        report("results/recovery.parquet", caption="../report/recovery_table.rst", category=section("tables")),
+        table_report("results/recovery.parquet", "recovery_table.rst"),
     log:
         "logs/aggregate_recovery.log",
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **TABLE_JOB,
     conda:
         "../../envs/torch.yaml"
     script:

@@ -44,14 +44,12 @@ rule probe_healed:
         checkpoint=get_checkpoint_dir,
         healed=lambda wildcards: config["models"][wildcards.model]["healed_probes"],
         data=get_probe_data,
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        **model_settings("dtype", "batch_size"),
     log:
         "logs/{model}/{revision}/probe_healed.log",
     threads: 1
     resources:
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=60),
+        **engine_job(60),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -65,13 +63,11 @@ rule measure_test_agreement:
         test_agreement_file("{model}", "{revision}"),
     params:
         members=family_members,
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
+        **BOOTSTRAP,
     log:
         "logs/{model}/{revision}/measure_test_agreement.log",
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **SUMMARY_JOB,
     conda:
         "../../envs/torch.yaml"
     script:
@@ -80,17 +76,15 @@ rule measure_test_agreement:
 
 rule aggregate_healed:
     input:
-        healed=[healed_file(m, r) for m, r in healed_checkpoints()],
-        agreement=[test_agreement_file(m, r) for m, r in healed_checkpoints()],
+        healed=per_checkpoint(healed_file, healed_checkpoints()),
+        agreement=per_checkpoint(test_agreement_file, healed_checkpoints()),
     output:
-        healed=report("results/healed.parquet", caption="../report/healed_table.rst", category=section("tables")),
-        agreement=report("results/test_agreement.parquet", caption="../report/test_agreement_table.rst",
-                         category=section("tables")),
+        healed=table_report("results/healed.parquet", "healed_table.rst"),
+        agreement=table_report("results/test_agreement.parquet", "test_agreement_table.rst"),
     log:
         "logs/aggregate_healed.log",
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **TABLE_JOB,
     conda:
         "../../envs/torch.yaml"
     script:

@@ -15,15 +15,13 @@ rule measure_jacobian:
         data=get_probe_data,
         settings=lambda wildcards: {k: v for k, v in config["models"][wildcards.model]["jacobian"].items()
                                     if k != "enabled"},
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
+        **model_settings("dtype"),
         metadata=get_metadata,
     log:
         "logs/{model}/{revision}/measure_jacobian.log",
     threads: 4
     resources:
-        gpu=1,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=5),
+        **engine_job(5, gpu=1),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -34,7 +32,7 @@ rule combine_jacobian:
     input:
         lambda wildcards: [jacobian_file(m) for m in jacobian_models()],
     output:
-        report("results/jacobian.parquet", caption="../report/jacobian_table.rst", category=section("tables")),
+        table_report("results/jacobian.parquet", "jacobian_table.rst"),
     log:
         "logs/combine_jacobian.log",
     conda:

@@ -2,32 +2,31 @@
 # revision (one GPU job), correlated with the pair scores of the aggregate (swapkl.studies.predictor_validity).
 
 
+def at_last_revision(wildcards):
+    """The wildcards of the model's checkpoint at its last revision (this model-level job reads that one)."""
+    return SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))
+
+
 rule measure_predictor_validity:
     input:
         table="results/swapkl.parquet",
-        checkpoint=lambda wildcards: get_checkpoint_input(
-            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))),
+        checkpoint=lambda wildcards: get_checkpoint_input(at_last_revision(wildcards)),
     output:
-        report("results/predictor_validity/{model}.parquet", caption="../report/predictor_validity_table.rst",
-               category=section("tables"), labels={"model": "{model}"}),
+        table_report("results/predictor_validity/{model}.parquet", "predictor_validity_table.rst", model="{model}"),
     wildcard_constraints:
         model=name_regex(predictor_validity_models()),
     params:
-        checkpoint=lambda wildcards: get_checkpoint_dir(
-            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))),
+        checkpoint=lambda wildcards: get_checkpoint_dir(at_last_revision(wildcards)),
         revision=lambda wildcards: last_revision(wildcards.model),
         eval_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        **model_settings("dtype", "batch_size"),
     log:
         "logs/{model}/measure_predictor_validity.log",
     threads: 4
     resources:
         gpu=1,
-        mem_mb=lambda wildcards, attempt: gpu_job_mem_mb(
-            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model)), attempt),
-        runtime=lambda wildcards, attempt: gpu_job_runtime(minutes_per_gb=5)(
-            SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model)), attempt),
+        mem_mb=lambda wildcards, attempt: gpu_job_mem_mb(at_last_revision(wildcards), attempt),
+        runtime=lambda wildcards, attempt: gpu_job_runtime(minutes_per_gb=5)(at_last_revision(wildcards), attempt),
     conda:
         "../../envs/torch.yaml"
     script:

@@ -12,18 +12,12 @@ rule prune_layers:
     params:
         checkpoint=get_checkpoint_dir,
         budgets=lambda wildcards: list(range(1, config["models"][wildcards.model]["prune"]["max_budget"] + 1)),
-        spacing=lambda wildcards: config["models"][wildcards.model]["prune"]["spacing"],
         eval_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
         calib_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["calibration"]),
-        n_random=lambda wildcards: config["models"][wildcards.model]["prune"]["n_random"],
         selection=get_selection_options,
-        angular_metric=lambda wildcards: config["models"][wildcards.model]["prune"]["angular_metric"],
-        allow_overlap=lambda wildcards: config["models"][wildcards.model]["prune"]["allow_overlap"],
-        seed=lambda wildcards: config["models"][wildcards.model]["prune"]["seed"],
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        compute_dtype=lambda wildcards: config["models"][wildcards.model]["prune"]["compute_dtype"],
-        rope_scaling=lambda wildcards: config["models"][wildcards.model]["rope_scaling"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        **model_settings("spacing", "n_random", "angular_metric", "allow_overlap", "seed", "compute_dtype",
+                         section="prune"),
+        **model_settings("dtype", "rope_scaling", "batch_size"),
         metadata=get_prune_metadata,
         placement=get_placement,
     log:
@@ -32,9 +26,7 @@ rule prune_layers:
         "benchmarks/{model}/{revision}/prune_layers.tsv"
     threads: 4
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=20),
+        **engine_job(20, gpu=job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -43,26 +35,17 @@ rule prune_layers:
 
 rule aggregate_pruning:
     input:
-        pruning=[pruning_file(model, revision) for model, revision in prune_checkpoints()],
-        agreement=[agreement_file(model, revision) for model, revision in prune_checkpoints()],
+        pruning=per_checkpoint(pruning_file, prune_checkpoints()),
+        agreement=per_checkpoint(agreement_file, prune_checkpoints()),
     output:
-        pruning=report(
-            "results/pruning.parquet",
-            caption="../report/pruning_table.rst",
-            category=section("tables"),
-        ),
-        agreement=report(
-            "results/pruning_agreement.parquet",
-            caption="../report/pruning_agreement_table.rst",
-            category=section("tables"),
-        ),
+        pruning=table_report("results/pruning.parquet", "pruning_table.rst"),
+        agreement=table_report("results/pruning_agreement.parquet", "pruning_agreement_table.rst"),
     params:
         n_boot=config["probe"]["n_boot"],
     log:
         "logs/aggregate_pruning.log",
     resources:
-        mem_mb=4000,
-        runtime=30,
+        **SUMMARY_JOB,
     conda:
         "../../envs/torch.yaml"
     script:

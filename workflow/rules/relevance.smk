@@ -5,11 +5,11 @@
 
 rule build_demo_tasks:
     input:
-        expand("resources/demo/corpus/{name}", name=DEMO_CORPUS_FILES),
+        DEMO_CORPUS,
     output:
         expand("resources/demo/tasks/{task}.{ext}", task=DEMO_TASKS, ext=("yaml", "jsonl")),
     params:
-        corpus_dir=lambda wildcards, input: os.path.dirname(input[0]),
+        corpus_dir=DEMO_CORPUS_DIR,
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     log:
         "logs/demo/build_demo_tasks.log",
@@ -31,8 +31,7 @@ rule score_relevance:
         lm_sets=get_relevance_lm_sets,
         lm_eval_tasks=get_relevance_lm_eval_tasks,
         pruning_guides=get_relevance_pruning_guides,
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        **model_settings("dtype", "batch_size"),
         placement=get_placement,
     log:
         "logs/{model}/{revision}/score_relevance.log",
@@ -40,9 +39,7 @@ rule score_relevance:
         "benchmarks/{model}/{revision}/score_relevance.tsv"
     threads: 1
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=20),
+        **engine_job(20, gpu=job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -51,13 +48,9 @@ rule score_relevance:
 
 rule aggregate_relevance:
     input:
-        [relevance_file(model, revision) for model, revision in relevance_checkpoints()],
+        per_checkpoint(relevance_file, relevance_checkpoints()),
     output:
-        report(
-            "results/relevance.parquet",
-            caption="../report/relevance_table.rst",
-            category=section("tables"),
-        ),
+        table_report("results/relevance.parquet", "relevance_table.rst"),
     log:
         "logs/aggregate_relevance.log",
     conda:
@@ -71,11 +64,7 @@ rule summarise_relevance:
         relevance="results/relevance.parquet",
         table="results/swapkl.parquet",
     output:
-        report(
-            "results/relevance_stats.parquet",
-            caption="../report/relevance_stats.rst",
-            category=section("tables"),
-        ),
+        table_report("results/relevance_stats.parquet", "relevance_stats.rst"),
     log:
         "logs/summarise_relevance.log",
     conda:

@@ -21,6 +21,11 @@ def section(key):
     return f"{list(REPORT_SECTIONS).index(key) + 1}. {REPORT_SECTIONS[key]}"
 
 
+def table_report(path, caption, **labels):
+    """A results table in the report's tables section, with its caption (workflow/report/) and labels."""
+    return report(path, caption=f"../report/{caption}", category=section("tables"), labels=labels or None)
+
+
 def figure_instances(selection):
     """The wildcards of every instance of a figure the report gets (swapkl.config.targets)."""
     return _figure_instances(PLAN, selection)

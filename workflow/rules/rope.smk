@@ -1,13 +1,13 @@
 # The RoPE counterfactual: a `rope: off` model (probed with every rotary angle zero, base included) against
-# the model whose weights it shares (rotary on), per adjacent pair, with the sign test (swapkl.studies.rope_counterfactual).
+# the model whose weights it shares (rotary on), per adjacent pair, with the sign test
+# (swapkl.studies.rope_counterfactual).
 
 
 rule summarise_rope_counterfactual:
     input:
         table="results/swapkl.parquet",
     output:
-        report("results/rope_counterfactual/{model}.parquet", caption="../report/rope_counterfactual_table.rst",
-               category=section("tables"), labels={"model": "{model}"}),
+        table_report("results/rope_counterfactual/{model}.parquet", "rope_counterfactual_table.rst", model="{model}"),
     wildcard_constraints:
         model=name_regex(rope_counterfactual_models()),
     params:

@@ -13,7 +13,7 @@ rule summarise_scaling:
         checkpoints=lambda wildcards: [get_checkpoint_input(SimpleNamespace(model=m, revision=last_revision(m)))
                                        for m in scaling_models()],
     output:
-        report("results/scaling.parquet", caption="../report/scaling_table.rst", category=section("tables")),
+        table_report("results/scaling.parquet", "scaling_table.rst"),
     params:
         checkpoints=_scaling_checkpoints(),
     log:

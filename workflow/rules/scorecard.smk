@@ -24,8 +24,7 @@ rule summarise_scorecard:
     log:
         "logs/summarise_scorecard.log",
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **TABLE_JOB,
     conda:
         "../../envs/torch.yaml"
     script:

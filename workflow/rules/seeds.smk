@@ -7,11 +7,7 @@ rule summarise_seeds:
     input:
         unpack(get_seeds_inputs),
     output:
-        report(
-            "results/seeds.parquet",
-            caption="../report/seeds_table.rst",
-            category=section("tables"),
-        ),
+        table_report("results/seeds.parquet", "seeds_table.rst"),
     params:
         families=get_seed_families(),
     log:

@@ -12,8 +12,7 @@ rule probe_spans:
     params:
         checkpoint=get_checkpoint_dir,
         data=get_probe_data,
-        dtype=lambda wildcards: config["models"][wildcards.model]["dtype"],
-        batch_size=lambda wildcards: config["models"][wildcards.model]["batch_size"],
+        **model_settings("dtype", "batch_size"),
         spans=get_span_settings,
         metadata=get_metadata,
         placement=get_placement,
@@ -23,9 +22,7 @@ rule probe_spans:
         "benchmarks/{model}/{revision}/probe_spans.tsv"
     threads: 1
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
-        runtime=gpu_job_runtime(minutes_per_gb=4),
+        **engine_job(4, gpu=job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -34,13 +31,12 @@ rule probe_spans:
 
 rule aggregate_spans:
     input:
-        spans=[span_file(model, revision) for model, revision in span_checkpoints()],
+        spans=per_checkpoint(span_file, span_checkpoints()),
         table="results/swapkl.parquet",
     output:
-        report("results/spans.parquet", caption="../report/spans_table.rst", category=section("tables")),
+        table_report("results/spans.parquet", "spans_table.rst"),
     params:
-        n_boot=config["probe"]["n_boot"],
-        seed=config["probe"]["seed"],
+        **BOOTSTRAP,
     log:
         "logs/aggregate_spans.log",
     conda:
