@@ -165,6 +165,19 @@ def _pad_token(text: str):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def add_text_source_arguments(group, prefix: str, *, what: str, split: str,
+                              config_help: str = "dataset configuration, e.g. wikitext-2-raw-v1") -> None:
+    """Where a text comes from (:class:`swapkl.pruning.perplexity.EvalSpec`'s and
+    :class:`swapkl.recovery.heal.TrainText`'s source fields): ``--{prefix}text-file`` (``what`` names it in
+    path errors) or ``--{prefix}dataset`` with its configuration, ``split`` (the default) and text fields."""
+    input_arg(group, f"--{prefix}text-file", what=what, metavar="FILE",
+              help="local UTF-8 text, paragraphs separated by blank lines")
+    group.add_argument(f"--{prefix}dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
+    group.add_argument(f"--{prefix}dataset-config", metavar="CONFIG", help=config_help)
+    group.add_argument(f"--{prefix}split", default=split, help="dataset split (default: %(default)s)")
+    add_text_fields_argument(group, prefix)
+
+
 def add_text_fields_argument(group, prefix: str) -> None:
     group.add_argument(f"--{prefix}text-fields", metavar="FIELD,FIELD", type=lambda t: [f.strip() for f in t.split(",")],
                        help="dataset fields that make a row's text, joined by a blank line (list fields item by "

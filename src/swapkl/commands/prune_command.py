@@ -10,7 +10,7 @@ from swapkl.commands.arguments import (
     add_forward_arguments,
     add_model_arguments,
     add_placement_arguments,
-    add_text_fields_argument,
+    add_text_source_arguments,
     command,
     data_spec,
     label_metadata,
@@ -65,11 +65,8 @@ def add_parser(sub) -> None:
     p.add_argument("--angular-metric", default=default(PruneJob, "angular_metric"), choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: %(default)s)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
-    input_arg(e, "--eval-text-file", what="evaluation text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
-    e.add_argument("--eval-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
-    e.add_argument("--eval-dataset-config", metavar="CONFIG", help="e.g. wikitext-2-raw-v1")
-    e.add_argument("--eval-split", default=EvalSpec.split, help="dataset split (default: %(default)s)")
-    add_text_fields_argument(e, "eval-")
+    add_text_source_arguments(e, "eval-", what="evaluation text file", split=EvalSpec.split,
+                              config_help="e.g. wikitext-2-raw-v1")
     e.add_argument("--eval-window", type=int, default=EvalSpec.window, help="tokens per window (default: %(default)s)")
     e.add_argument("--eval-stride", type=int, default=EvalSpec.stride,
                    help="window stride in tokens (default: %(default)s)")
