@@ -39,6 +39,13 @@ def command(sub, name: str, func, help: str, *, show_defaults: bool = False) -> 
     return p
 
 
+def default_option(group, flag: str, owner, help: str, *, name: str | None = None) -> None:
+    """The option ``flag`` whose default and type are those of field or parameter ``name`` of ``owner`` (default:
+    the flag's own name, ``--n-seqs`` -> ``n_seqs``; see :func:`swapkl.model.model_job.default`)."""
+    value = default(owner, name or flag.removeprefix("--").replace("-", "_"))
+    group.add_argument(flag, type=type(value), default=value, help=help)
+
+
 def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True, label: bool = False,
                         dtype_help: str = "weight dtype; KL is always float32 or better (default: float32)",
                         device_help: str = "cpu, cuda, cuda:N or auto (default)") -> None:
