@@ -13,6 +13,7 @@ from swapkl.commands.arguments import (
     add_text_source_arguments,
     command,
     data_spec,
+    default_option,
     label_metadata,
     placement,
 )
@@ -52,13 +53,11 @@ def add_parser(sub) -> None:
     budgets = default(PruneJob, "budgets")
     p.add_argument("--budgets", type=_budgets, default=list(budgets),
                    help=f"numbers of blocks to remove: 1-5 or 1,2,4 (default: {budgets[0]}-{budgets[-1]})")
-    p.add_argument("--spacing", type=int, default=default(PruneJob, "spacing"),
-                   help="guided and random removals are more than this many indices apart (default: %(default)s)")
-    p.add_argument("--n-random", type=int, default=default(PruneJob, "n_random"),
-                   help="random draws per budget (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=default(PruneJob, "seed"),
-                   help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` "
-                        "(default: %(default)s)")
+    default_option(p, "--spacing", PruneJob,
+                   "guided and random removals are more than this many indices apart (default: %(default)s)")
+    default_option(p, "--n-random", PruneJob, "random draws per budget (default: %(default)s)")
+    default_option(p, "--seed", PruneJob,
+                   "seed of the random draws, recorded for the bootstrap of `aggregate-pruning` (default: %(default)s)")
     p.add_argument("--random-include-ends", action="store_true",
                    help="random draws may remove the first and last block (default: interior blocks 1..L-2 only, "
                         "as the paper's random baselines); recorded in the provenance")
