@@ -25,6 +25,8 @@ from swapkl.figures import registry
 from swapkl.figures.style import figure_style, new_figure, save_figure
 from swapkl.probes.aggregate import aggregate
 from swapkl.figures.registry import AGGREGATE, SECTIONS, Figure, figures, jobs, register, unregister
+from swapkl.figures.ratio_figure import plot_ratio_by_distance
+from swapkl.figures.trajectory import plot_gap_trajectory
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES_PACKAGE = REPO / "src" / "swapkl" / "figures"
@@ -212,3 +214,18 @@ def test_importing_the_registry_imports_no_plotting_library():
                           capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
     assert importlib.import_module("swapkl.figures.registry").FORMATS == ("png", "pdf")
+
+
+@pytest.mark.parametrize("name, plot, gap", [("gap_trajectory", plot_gap_trajectory, "max"),
+                                             ("gap_trajectory_fwd", plot_gap_trajectory, "fwd"),
+                                             ("ratio_by_distance", plot_ratio_by_distance, "max"),
+                                             ("ratio_by_distance_fwd", plot_ratio_by_distance, "fwd")])
+def test_a_registered_gap_figure_is_its_plot_function_with_its_gap(name, plot, gap, agg_path, tmp_path):
+    """The entry draws the bytes of the plot function called directly with the gap its name says, not the other's."""
+    registry.figure(name).function()({"aggregate": str(agg_path)}, tmp_path / "r.png", tmp_path / "r.pdf",
+                                     wildcards={"model": "toy"}, params={"setup": "unused"})
+    plot(str(agg_path), tmp_path / "p.png", tmp_path / "p.pdf", model="toy", gap=gap)
+    plot(str(agg_path), tmp_path / "o.png", tmp_path / "o.pdf", model="toy", gap={"max": "fwd", "fwd": "max"}[gap])
+    assert (tmp_path / "r.png").read_bytes() == (tmp_path / "p.png").read_bytes()
+    assert (tmp_path / "r.pdf").read_bytes() == (tmp_path / "p.pdf").read_bytes()
+    assert (tmp_path / "r.png").read_bytes() != (tmp_path / "o.png").read_bytes()

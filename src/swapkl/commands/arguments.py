@@ -39,6 +39,13 @@ def command(sub, name: str, func, help: str, *, show_defaults: bool = False) -> 
     return p
 
 
+def default_option(group, flag: str, owner, help: str, *, name: str | None = None) -> None:
+    """The option ``flag`` whose default and type are those of field or parameter ``name`` of ``owner`` (default:
+    the flag's own name, ``--n-seqs`` -> ``n_seqs``; see :func:`swapkl.model.model_job.default`)."""
+    value = default(owner, name or flag.removeprefix("--").replace("-", "_"))
+    group.add_argument(flag, type=type(value), default=value, help=help)
+
+
 def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True, label: bool = False,
                         dtype_help: str = "weight dtype; KL is always float32 or better (default: float32)",
                         device_help: str = "cpu, cuda, cuda:N or auto (default)") -> None:
@@ -163,6 +170,19 @@ def _pad_token(text: str):
         return parse_pad_token(text)
     except SwapKLError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_text_source_arguments(group, prefix: str, *, what: str, split: str,
+                              config_help: str = "dataset configuration, e.g. wikitext-2-raw-v1") -> None:
+    """Where a text comes from (:class:`swapkl.pruning.perplexity.EvalSpec`'s and
+    :class:`swapkl.recovery.heal.TrainText`'s source fields): ``--{prefix}text-file`` (``what`` names it in
+    path errors) or ``--{prefix}dataset`` with its configuration, ``split`` (the default) and text fields."""
+    input_arg(group, f"--{prefix}text-file", what=what, metavar="FILE",
+              help="local UTF-8 text, paragraphs separated by blank lines")
+    group.add_argument(f"--{prefix}dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
+    group.add_argument(f"--{prefix}dataset-config", metavar="CONFIG", help=config_help)
+    group.add_argument(f"--{prefix}split", default=split, help="dataset split (default: %(default)s)")
+    add_text_fields_argument(group, prefix)
 
 
 def add_text_fields_argument(group, prefix: str) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swapkl.commands.arguments import command
+from swapkl.commands.arguments import command, default_option
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
-from swapkl.model.model_job import default
 from swapkl.demo.architectures import DemoSize
 from swapkl.demo.corpus import build_corpus
 from swapkl.demo.schedule import parse_steps
@@ -27,43 +26,33 @@ def add_parser(sub) -> None:
     c = command(sub, "demo-corpus", run_corpus,
                 "build the offline demo corpus from Python's standard-library docstrings", show_defaults=True)
     output_arg(c, "--out", kind="dir", required=True, metavar="DIR", help="output directory")
-    c.add_argument("--seed", type=int, default=default(build_corpus, "seed"), help="seed of the train/valid/test split")
-    c.add_argument("--valid-fraction", type=float, default=default(build_corpus, "valid_fraction"),
-                   help="share of paragraphs in valid.txt")
-    c.add_argument("--test-fraction", type=float, default=default(build_corpus, "test_fraction"),
-                   help="share of paragraphs in test.txt")
+    default_option(c, "--seed", build_corpus, "seed of the train/valid/test split")
+    default_option(c, "--valid-fraction", build_corpus, "share of paragraphs in valid.txt")
+    default_option(c, "--test-fraction", build_corpus, "share of paragraphs in test.txt")
 
     t = command(sub, "demo-tokenizer", run_tokenizer,
                 "train the demo's byte-level BPE tokenizer on the corpus's train.txt", show_defaults=True)
     _corpus_and_out(t)
-    t.add_argument("--vocab-size", type=int, default=default(train_demo_tokenizer, "vocab_size"),
-                   help="vocabulary size, special tokens included")
-    t.add_argument("--min-frequency", type=int, default=default(train_demo_tokenizer, "min_frequency"),
-                   help="minimum count of a merged pair")
+    default_option(t, "--vocab-size", train_demo_tokenizer, "vocabulary size, special tokens included")
+    default_option(t, "--min-frequency", train_demo_tokenizer, "minimum count of a merged pair")
 
     m = command(sub, "demo-train", run_train,
                 "train a tiny causal LM from scratch with Pythia-like step{N} checkpoints", show_defaults=True)
     m.add_argument("--arch", required=True, choices=("gpt_neox", "llama", "qwen3"), help="model family")
     _corpus_and_out(m)
     input_arg(m, "--tokenizer", what="demo tokenizer", kind="dir", required=True, metavar="DIR", help="directory written by demo-tokenizer")
-    m.add_argument("--steps", type=int, default=default(train_demo_model, "steps"), help="optimizer updates")
-    m.add_argument("--n-even", type=int, default=default(train_demo_model, "n_even"),
-                   help="evenly spaced checkpoints after the log-spaced ones")
+    default_option(m, "--steps", train_demo_model, "optimizer updates")
+    default_option(m, "--n-even", train_demo_model, "evenly spaced checkpoints after the log-spaced ones")
     m.add_argument("--save-steps", metavar="LIST", default=None,
                    help="explicit comma-separated checkpoint steps (overrides --n-even), e.g. 0,1,4,16,64,300")
-    m.add_argument("--seed", type=int, default=default(train_demo_model, "seed"),
-                   help="seed of the initialisation and the data order")
-    m.add_argument("--batch-size", type=int, default=default(train_demo_model, "batch_size"), help="windows per update")
-    m.add_argument("--seq-len", type=int, default=default(train_demo_model, "seq_len"), help="tokens per window")
-    m.add_argument("--lr", type=float, default=default(train_demo_model, "lr"),
-                   help="peak learning rate (AdamW, warmup + cosine)")
+    default_option(m, "--seed", train_demo_model, "seed of the initialisation and the data order")
+    default_option(m, "--batch-size", train_demo_model, "windows per update")
+    default_option(m, "--seq-len", train_demo_model, "tokens per window")
+    default_option(m, "--lr", train_demo_model, "peak learning rate (AdamW, warmup + cosine)")
     m.add_argument("--warmup-steps", type=int, default=None, help="linear warmup steps (default: steps/10)")
-    m.add_argument("--min-lr-ratio", type=float, default=default(train_demo_model, "min_lr_ratio"),
-                   help="final learning rate / peak")
-    m.add_argument("--weight-decay", type=float, default=default(train_demo_model, "weight_decay"),
-                   help="AdamW weight decay of matrices")
-    m.add_argument("--eval-windows", type=int, default=default(train_demo_model, "eval_windows"),
-                   help="held-out windows from valid.txt for the loss")
+    default_option(m, "--min-lr-ratio", train_demo_model, "final learning rate / peak")
+    default_option(m, "--weight-decay", train_demo_model, "AdamW weight decay of matrices")
+    default_option(m, "--eval-windows", train_demo_model, "held-out windows from valid.txt for the loss")
     m.add_argument("--layers", type=int, default=DemoSize.num_layers, help="transformer blocks")
     m.add_argument("--hidden", type=int, default=DemoSize.hidden_size, help="hidden size")
     m.add_argument("--heads", type=int, default=DemoSize.num_heads, help="attention heads")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from swapkl.commands.arguments import add_model_arguments, add_text_fields_argument, command
-from swapkl.commands.paths import input_arg, output_arg
+from swapkl.commands.arguments import add_model_arguments, add_text_source_arguments, command
+from swapkl.commands.paths import output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.model.model_job import default
@@ -32,11 +32,7 @@ def add_heal_arguments(p) -> None:
     g.add_argument("--train-seq-len", type=int, help="tokens per training chunk")
     g.add_argument("--heal-seed", type=int, help="seed of the adapters' initialisation and the chunk draws")
     t = p.add_argument_group("training text (exactly one of --train-text-file, --train-dataset)")
-    input_arg(t, "--train-text-file", what="training text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
-    t.add_argument("--train-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
-    t.add_argument("--train-dataset-config", metavar="CONFIG", help="dataset configuration, e.g. wikitext-2-raw-v1")
-    t.add_argument("--train-split", default=TrainText.split, help="dataset split (default: %(default)s)")
-    add_text_fields_argument(t, "train-")
+    add_text_source_arguments(t, "train-", what="training text file", split=TrainText.split)
 
 
 def heal_settings(args, **fixed):

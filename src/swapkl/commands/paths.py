@@ -28,7 +28,6 @@ from typing import Iterator
 from swapkl.model.checkpoint_dir import is_local_spec, resolve_checkpoint_dir
 from swapkl.tables import locks
 from swapkl.errors import SwapKLError
-from swapkl.model.checkpoint_dir import is_local_spec, resolve_checkpoint_dir
 from swapkl.tables.file_checks import describe, require_distinct, require_npy, require_regular_file
 
 ROLE = "swapkl_path"  # attribute of an argparse action that names a file or folder

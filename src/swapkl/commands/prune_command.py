@@ -10,9 +10,10 @@ from swapkl.commands.arguments import (
     add_forward_arguments,
     add_model_arguments,
     add_placement_arguments,
-    add_text_fields_argument,
+    add_text_source_arguments,
     command,
     data_spec,
+    default_option,
     label_metadata,
     placement,
 )
@@ -52,24 +53,19 @@ def add_parser(sub) -> None:
     budgets = default(PruneJob, "budgets")
     p.add_argument("--budgets", type=_budgets, default=list(budgets),
                    help=f"numbers of blocks to remove: 1-5 or 1,2,4 (default: {budgets[0]}-{budgets[-1]})")
-    p.add_argument("--spacing", type=int, default=default(PruneJob, "spacing"),
-                   help="guided and random removals are more than this many indices apart (default: %(default)s)")
-    p.add_argument("--n-random", type=int, default=default(PruneJob, "n_random"),
-                   help="random draws per budget (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=default(PruneJob, "seed"),
-                   help="seed of the random draws, recorded for the bootstrap of `aggregate-pruning` "
-                        "(default: %(default)s)")
+    default_option(p, "--spacing", PruneJob,
+                   "guided and random removals are more than this many indices apart (default: %(default)s)")
+    default_option(p, "--n-random", PruneJob, "random draws per budget (default: %(default)s)")
+    default_option(p, "--seed", PruneJob,
+                   "seed of the random draws, recorded for the bootstrap of `aggregate-pruning` (default: %(default)s)")
     p.add_argument("--random-include-ends", action="store_true",
                    help="random draws may remove the first and last block (default: interior blocks 1..L-2 only, "
                         "as the paper's random baselines); recorded in the provenance")
     p.add_argument("--angular-metric", default=default(PruneJob, "angular_metric"), choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: %(default)s)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
-    input_arg(e, "--eval-text-file", what="evaluation text file", metavar="FILE", help="local UTF-8 text, paragraphs separated by blank lines")
-    e.add_argument("--eval-dataset", metavar="NAME", help="a `datasets` dataset, e.g. wikitext")
-    e.add_argument("--eval-dataset-config", metavar="CONFIG", help="e.g. wikitext-2-raw-v1")
-    e.add_argument("--eval-split", default=EvalSpec.split, help="dataset split (default: %(default)s)")
-    add_text_fields_argument(e, "eval-")
+    add_text_source_arguments(e, "eval-", what="evaluation text file", split=EvalSpec.split,
+                              config_help="e.g. wikitext-2-raw-v1")
     e.add_argument("--eval-window", type=int, default=EvalSpec.window, help="tokens per window (default: %(default)s)")
     e.add_argument("--eval-stride", type=int, default=EvalSpec.stride,
                    help="window stride in tokens (default: %(default)s)")

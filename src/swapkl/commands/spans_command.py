@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
-                                       data_spec, label_metadata, placement)
+                                       data_spec, default_option, label_metadata, placement)
 from swapkl.commands.paths import output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
@@ -27,12 +27,9 @@ def add_parser(sub) -> None:
     loops = default(SpansJob, "loops")
     p.add_argument("--loops", type=_ints, default=list(loops),
                    help=f"loop counts of looped_parallel, e.g. 2,3 (default: {','.join(map(str, loops))})")
-    p.add_argument("--span-seed", type=int, default=default(SpansJob, "seed"),
-                   help="seed of the shuffled orders (default: %(default)s)")
-    p.add_argument("--min-start", type=int, default=default(SpansJob, "min_start"),
-                   help="smallest s of the spans [s, L-s) (default: %(default)s)")
-    p.add_argument("--min-width", type=int, default=default(SpansJob, "min_width"),
-                   help="narrowest span measured, in blocks (default: %(default)s)")
+    default_option(p, "--span-seed", SpansJob, "seed of the shuffled orders (default: %(default)s)", name="seed")
+    default_option(p, "--min-start", SpansJob, "smallest s of the spans [s, L-s) (default: %(default)s)")
+    default_option(p, "--min-width", SpansJob, "narrowest span measured, in blocks (default: %(default)s)")
     add_data_arguments(p)
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 

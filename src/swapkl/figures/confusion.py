@@ -10,6 +10,7 @@ from swapkl.pruning.agreement import rank_confusion
 from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
+from swapkl.figures.registry import on_table
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
 from swapkl.tables.schemas import read_agreement
 
@@ -67,11 +68,6 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
 
 
 
-def draw_pruning_agreement(inputs, out_png, out_pdf, *, wildcards, params):
-    """Rank agreement between the pruning guides of one checkpoint."""
-    plot_agreement(inputs["agreement"], wildcards["model"], wildcards["revision"], out_png, out_pdf)
-
-
-def draw_rank_confusion(inputs, out_png, out_pdf, *, wildcards, params):
-    """The guides' rank confusion against deletion of one checkpoint."""
-    plot_rank_confusion(inputs["agreement"], wildcards["model"], wildcards["revision"], out_png, out_pdf)
+# the rank agreement between the pruning guides of one checkpoint, and their rank confusion against deletion
+draw_pruning_agreement = on_table(plot_agreement, "agreement")
+draw_rank_confusion = on_table(plot_rank_confusion, "agreement")

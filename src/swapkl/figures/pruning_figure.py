@@ -17,6 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
+from swapkl.figures.registry import on_table
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
 from swapkl.pruning.guides.registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
@@ -370,8 +371,7 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
         save_figure(fig, out_png, out_pdf)
 
 
-def draw_pruning_cost(inputs, out_png, out_pdf, *, wildcards, params):
-    plot_delta_ppl(inputs["pruning"], wildcards["model"], wildcards["revision"], out_png, out_pdf)
+draw_pruning_cost = on_table(plot_delta_ppl, "pruning")
 
 
 def draw_pruning_ratio(inputs, out_png, out_pdf, *, wildcards, params):

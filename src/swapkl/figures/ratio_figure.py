@@ -12,7 +12,8 @@ from matplotlib.ticker import MaxNLocator
 from swapkl.hub.duplicate_revisions import revision_order
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
-from swapkl.figures.select import as_frame, duplicate_note
+from swapkl.figures.registry import on_table
+from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.style import GREY, SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.trajectory import GAP_LABELS
 from swapkl.probes.pair_statistics import GAP_DEFINITIONS
@@ -80,17 +81,11 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
             band = "; dots: individual pairs" + (" (shifted sideways per checkpoint)" if n > 1 else "")
         note = (f"{GAP_LABELS[gap]}; ratio < 1: swapping two blocks "
                 "disturbs the output less than overwriting one with the other" + band)
-        dup = duplicate_note(agg, model)
-        add_note(fig, note + (f"\n{dup}" if dup else ""))
+        add_note(fig, with_duplicate_note(note, agg, model))
         save_figure(fig, out_png, out_pdf)
 
 
 
-def draw_ratio_by_distance(inputs, out_png, out_pdf, *, wildcards, params):
-    """The I/R ratio by pair distance, replacement as the larger of both directions."""
-    plot_ratio_by_distance(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="max")
-
-
-def draw_ratio_by_distance_fwd(inputs, out_png, out_pdf, *, wildcards, params):
-    """The I/R ratio by pair distance, replacement in one direction."""
-    plot_ratio_by_distance(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="fwd")
+# the I/R ratio by pair distance, replacement as the larger of both directions, and in one direction
+draw_ratio_by_distance = on_table(plot_ratio_by_distance, "aggregate", gap="max")
+draw_ratio_by_distance_fwd = on_table(plot_ratio_by_distance, "aggregate", gap="fwd")

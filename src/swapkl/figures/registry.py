@@ -221,12 +221,12 @@ def draw_job(rule: str, inputs: Mapping[str, object], outputs: Mapping[str, str]
                  params=params)
 
 
-def on_table(plot, name: str) -> PlotFunction:
-    """The registered form of ``plot(table, out_png, out_pdf, **wildcards)``, a function that draws from the one
-    input ``name``."""
+def on_table(plot, name: str, **fixed) -> PlotFunction:
+    """The registered form of ``plot(table, *, out_png, out_pdf, **wildcards, **fixed)``, a function that draws
+    from the one input ``name`` (``fixed``: keyword arguments every call passes, e.g. ``gap="fwd"``)."""
 
     def draw(inputs, out_png, out_pdf, *, wildcards, params):
-        plot(inputs[name], out_png, out_pdf, **wildcards)
+        plot(inputs[name], out_png=out_png, out_pdf=out_pdf, **wildcards, **fixed)
 
     draw.__doc__ = plot.__doc__
     return draw

@@ -76,6 +76,28 @@ def plot_rope_counterfactual(table: pd.DataFrame | str | Path, out_png, out_pdf)
         save_figure(fig, out_png, out_pdf)
 
 
+def plot_predictor_validity(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
+    """Each pair's swap score against the cost of removing the cheaper of its two blocks, per protocol."""
+    df = _frame(table)
+    pairs, summary = df[df["kind"] == "pair"], df[df["kind"] == "summary"].set_index("protocol")
+    model, revision = df["model"].iloc[0], df["revision"].iloc[0]
+    with figure_style():
+        fig = new_figure(8.4, 3.6)
+        axes = fig.subplots(1, 2)
+        for ax, (protocol, col, colour) in zip(axes, (("replacement", "d_repl_max", VERMILLION),
+                                                      ("interchange", "d_inter", BLUE))):
+            ax.scatter(pairs[col], pairs["cost"], s=14, color=colour)
+            ax.set_xscale("log")
+            ax.set_xlabel(f"{protocol} KL of the pair (nats)")
+            ax.set_ylabel("\u0394PPL % removing the cheaper block")
+            s = summary.loc[protocol]
+            ax.set_title(f"{protocol}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_pairs'])})", fontsize=9)
+        fig.suptitle(f"{model}@{revision}: does the swap score predict the removal cost?")
+        add_note(fig, f"cost: relative perplexity increase when the cheaper of the pair's two blocks is removed "
+                      f"alone (base perplexity {df['base_ppl'].iloc[0]:.2f}); \u03c1: Spearman")
+        save_figure(fig, out_png, out_pdf)
+
+
 def plot_convergence(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
     """Rank agreement with the full prompt set and top-pair stability against the number of prompts."""
     df = _frame(table)
@@ -174,29 +196,6 @@ def plot_domain_slices(table: pd.DataFrame | str | Path, out_png, out_pdf) -> No
         add_note(fig, "each dot: one guide at one budget (random draws: their mean); the same removed blocks "
                       "evaluated on both texts")
         save_figure(fig, out_png, out_pdf)
-
-
-def plot_predictor_validity(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
-    """Each pair's swap score against the cost of removing the cheaper of its two blocks, per protocol."""
-    df = _frame(table)
-    pairs, summary = df[df["kind"] == "pair"], df[df["kind"] == "summary"].set_index("protocol")
-    model, revision = df["model"].iloc[0], df["revision"].iloc[0]
-    with figure_style():
-        fig = new_figure(8.4, 3.6)
-        axes = fig.subplots(1, 2)
-        for ax, (protocol, col, colour) in zip(axes, (("replacement", "d_repl_max", VERMILLION),
-                                                      ("interchange", "d_inter", BLUE))):
-            ax.scatter(pairs[col], pairs["cost"], s=14, color=colour)
-            ax.set_xscale("log")
-            ax.set_xlabel(f"{protocol} KL of the pair (nats)")
-            ax.set_ylabel("\u0394PPL % removing the cheaper block")
-            s = summary.loc[protocol]
-            ax.set_title(f"{protocol}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_pairs'])})", fontsize=9)
-        fig.suptitle(f"{model}@{revision}: does the swap score predict the removal cost?")
-        add_note(fig, f"cost: relative perplexity increase when the cheaper of the pair's two blocks is removed "
-                      f"alone (base perplexity {df['base_ppl'].iloc[0]:.2f}); \u03c1: Spearman")
-        save_figure(fig, out_png, out_pdf)
-
 
 
 def draw_jacobian(inputs, out_png, out_pdf, *, wildcards, params):

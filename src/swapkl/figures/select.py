@@ -23,3 +23,9 @@ def duplicate_note(agg: pd.DataFrame, model: str) -> str:
         return ""
     items = ", ".join(f"{r} (= {o})" for r, o in zip(d["revision"], d["duplicate_of"]))
     return f"excluded duplicate revisions (same weights): {items}"
+
+
+def with_duplicate_note(note: str, agg: pd.DataFrame, model: str) -> str:
+    """``note``, followed on a line of its own by ``model``'s :func:`duplicate_note` where it has one."""
+    dup = duplicate_note(agg, model)
+    return note + (f"\n{dup}" if dup else "")

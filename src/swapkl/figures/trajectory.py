@@ -11,7 +11,8 @@ import pandas as pd
 from swapkl.probes.aggregate import trajectory
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
-from swapkl.figures.select import as_frame, duplicate_note
+from swapkl.figures.registry import on_table
+from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style, fit_title,
                                   new_figure, save_figure)
@@ -95,17 +96,11 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
         note = (f"{GAP_LABELS[gap]}; KL(p_base ‖ p_variant) in nats; "
                 f"{int(first['n_seqs'])} sequences, {int(first['n_tokens'])} tokens; CI: percentile "
                 f"bootstrap over sequences, {int(first['n_boot'])} resamples; {desc}")
-        dup = duplicate_note(agg, model)
-        add_note(fig, note + (f"\n{dup}" if dup else ""))
+        add_note(fig, with_duplicate_note(note, agg, model))
         save_figure(fig, out_png, out_pdf)
 
 
 
-def draw_gap_trajectory(inputs, out_png, out_pdf, *, wildcards, params):
-    """The gap of both replacement directions (the larger one) along training."""
-    plot_gap_trajectory(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="max")
-
-
-def draw_gap_trajectory_fwd(inputs, out_png, out_pdf, *, wildcards, params):
-    """The gap of one replacement direction, r(i<-j) for i < j, along training."""
-    plot_gap_trajectory(inputs["aggregate"], out_png, out_pdf, model=wildcards["model"], gap="fwd")
+# the gap of both replacement directions (the larger one), and of one direction (r(i<-j) for i < j), along training
+draw_gap_trajectory = on_table(plot_gap_trajectory, "aggregate", gap="max")
+draw_gap_trajectory_fwd = on_table(plot_gap_trajectory, "aggregate", gap="fwd")

@@ -99,14 +99,14 @@ class DisagreementJob(Job):
 
     probe_files: tuple[str, ...]
     out: str
+    model: str | None = None
+    revision: str | None = None
     repr_file: str | None = None
     healed_file: str | None = None
     relevance_file: str | None = None
     members: dict | None = None
     n_boot: int = 1000
     seed: int = 0
-    model: str | None = None
-    revision: str | None = None
 
     def __post_init__(self):
         self.as_tuple("probe_files")

@@ -111,13 +111,14 @@ def settings_from(preset: str = "paper", **overrides) -> HealSettings:
 
 @dataclass(frozen=True)
 class TrainText:
-    """Where the training (calibration) text comes from: the whole text, or its first ``max_words`` words."""
+    """Where the training (calibration) text comes from, a dataset or a text file: the whole text, or its first
+    ``max_words`` words."""
 
-    text_file: str | None = None
     dataset: str | None = None
     dataset_config: str | None = None
     split: str = "train"
     text_fields: tuple[str, ...] | None = None
+    text_file: str | None = None
     max_words: int | None = None
 
     def eval_spec(self) -> EvalSpec:
