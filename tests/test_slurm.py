@@ -195,16 +195,24 @@ def test_demo_dag_through_slurm_equals_local_run(slurm_cluster, tmp_path):
     import pandas as pd
 
     common = ["--snakefile", str(REPO / "Snakefile"), "--replace-workflow-config", "--configfile", str(MICRO_CONFIG)]
+    # The local run makes only the table it is compared on, and runs while the SLURM run waits on its scheduler.
     local = tmp_path / "local"
     local.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", *common, "--directory", str(local), "--cores", "2"],
-                          cwd=REPO, capture_output=True, text=True, timeout=SNAKEMAKE_TIMEOUT_S, check=False)
-    assert proc.returncode == 0, proc.stderr[-6000:]
-
-    remote = tmp_path / "slurm"
-    remote.mkdir()
-    profile = write_local_profile(tmp_path / "profile", slurm_cluster, gpu_rules=GPU_RULES)
-    rc, log = run_snakemake(slurm_cluster, remote, profile, *common)
+    with open(tmp_path / "local.log", "w") as local_log:
+        local_run = subprocess.Popen([sys.executable, "-m", "snakemake", *common, "--directory", str(local),
+                                      "--cores", "2", "results/swapkl.parquet"],
+                                     cwd=REPO, stdout=local_log, stderr=subprocess.STDOUT)
+    try:
+        remote = tmp_path / "slurm"
+        remote.mkdir()
+        profile = write_local_profile(tmp_path / "profile", slurm_cluster, gpu_rules=GPU_RULES)
+        rc, log = run_snakemake(slurm_cluster, remote, profile, *common)
+        local_run.wait(timeout=SNAKEMAKE_TIMEOUT_S)
+    finally:
+        if local_run.poll() is None:
+            local_run.kill()
+            local_run.wait()
+    assert local_run.returncode == 0, (tmp_path / "local.log").read_text()[-6000:]
     assert rc == 0, log[-6000:]
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert len(submitted) >= 8  # corpus, tokenizer, training, 6 probes, aggregate, figures
