@@ -9,7 +9,7 @@ import pandas as pd
 
 from swapkl.pruning.agreement import compare, rank_statistics
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS
-from swapkl.pruning.guides.registry import registered
+from swapkl.pruning.guides.guide_registry import registered
 
 N_LAYERS = 12
 N_WINDOWS = 24

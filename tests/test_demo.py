@@ -19,7 +19,7 @@ from swapkl.demo.corpus import (
 from swapkl.demo.schedule import checkpoint_schedule, lr_at, parse_steps
 from swapkl.demo.tokenizer import EOS_TOKEN, PAD_TOKEN, train_demo_tokenizer
 from swapkl.demo.train import mean_nll, train_demo_model
-from swapkl.demo.windows import BatchOrder, file_windows, token_stream
+from swapkl.demo.training_windows import BatchOrder, file_windows, token_stream
 from swapkl.errors import SwapKLError
 
 TINY = DemoSize(num_layers=2, hidden_size=32, num_heads=2, num_kv_heads=1, intermediate_size=64,

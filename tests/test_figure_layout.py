@@ -21,7 +21,7 @@ from swapkl.figures.seeds_figure import plot_seed_band
 from swapkl.figures import pruning_figure as pfig
 from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_zscores
-from swapkl.pruning.guides.registry import FAMILIES, registered
+from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 
 L = 12
 

@@ -1,4 +1,4 @@
-"""The figure registry (swapkl.figures.registry): every plot function is registered, every entry is complete, the
+"""The figure registry (swapkl.figures.figure_registry): every plot function is registered, every entry is complete, the
 registered plot functions draw the data of their tables, and a figure added through the registry alone reaches the
 command line, the workflow's dry-run DAG and the report's targets."""
 
@@ -21,10 +21,10 @@ from matplotlib.figure import Figure as MplFigure
 
 from probe_fixtures import probe_files, random_values, write_checkpoint
 from swapkl import cli
-from swapkl.figures import registry
+from swapkl.figures import figure_registry as registry
 from swapkl.figures.style import figure_style, new_figure, save_figure
 from swapkl.probes.aggregate import aggregate
-from swapkl.figures.registry import AGGREGATE, SECTIONS, Figure, figures, jobs, register, unregister
+from swapkl.figures.figure_registry import AGGREGATE, SECTIONS, Figure, figures, jobs, register, unregister
 from swapkl.figures.ratio_figure import plot_ratio_by_distance
 from swapkl.figures.trajectory import plot_gap_trajectory
 
@@ -49,7 +49,7 @@ def drawn(monkeypatch) -> list[MplFigure]:
 def test_every_draw_function_of_the_figure_modules_is_registered():
     """A module's draw_* functions (the registry's signature) each back exactly one entry: none is left out."""
     defined = set()
-    for path in set(FIGURES_PACKAGE.glob("*.py")) - {FIGURES_PACKAGE / "registry.py"}:
+    for path in set(FIGURES_PACKAGE.glob("*.py")) - {FIGURES_PACKAGE / "figure_registry.py"}:
         tree = ast.parse(path.read_text())
         names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
@@ -181,7 +181,7 @@ def test_a_toy_figure_reaches_the_command_line(toy_figure, agg_path, tmp_path, m
 
 DRIVER = """
 import sys
-from swapkl.figures.registry import Figure, register
+from swapkl.figures.figure_registry import Figure, register
 register(Figure(**{toy}))
 from snakemake.cli import main
 main(sys.argv[1:])
@@ -208,12 +208,12 @@ def test_a_toy_figure_reaches_the_dry_run_and_the_report_targets():
 
 
 def test_importing_the_registry_imports_no_plotting_library():
-    code = ("import sys; from swapkl.figures.registry import figures; figures(); "
+    code = ("import sys; from swapkl.figures.figure_registry import figures; figures(); "
             "print(sorted(m for m in ('matplotlib', 'pandas', 'torch') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO / "src")},
                           capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
-    assert importlib.import_module("swapkl.figures.registry").FORMATS == ("png", "pdf")
+    assert importlib.import_module("swapkl.figures.figure_registry").FORMATS == ("png", "pdf")
 
 
 @pytest.mark.parametrize("name, plot, gap", [("gap_trajectory", plot_gap_trajectory, "max"),

@@ -19,7 +19,7 @@ from swapkl.data.windows import Windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.pruning.guides import GuideContext, get_guide, guide_names, register_guide, registered
 from swapkl.pruning.guides.laco import laco_pairs
-from swapkl.pruning.guides.registry import FAMILIES
+from swapkl.pruning.guides.guide_registry import FAMILIES
 from swapkl.pruning.merge import averaged_block, merged_blocks
 from swapkl.probes.pairs import Variant
 from swapkl.pruning.taylor import taylor_importance

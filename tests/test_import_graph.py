@@ -184,7 +184,7 @@ class Absent:
         if name.split(".")[0] in absent:
             raise ImportError("no module " + name)
 sys.meta_path.insert(0, Absent())
-from swapkl.figures.registry import figures
+from swapkl.figures.figure_registry import figures
 for fig in figures().values():
     try:
         fig.function()

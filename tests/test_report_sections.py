@@ -1,4 +1,4 @@
-"""The report's sections come from one numbered list (swapkl.figures.registry.SECTIONS, numbered by report.smk's
+"""The report's sections come from one numbered list (swapkl.figures.figure_registry.SECTIONS, numbered by report.smk's
 section()): every figure and table rule names its section by key, so no two sections share a number, and every
 results table has an HTML view."""
 
@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-from swapkl.figures.registry import SECTIONS, figures
+from swapkl.figures.figure_registry import SECTIONS, figures
 
 RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
 

@@ -1,9 +1,9 @@
 # Figures (PNG for the report, PDF for print): one plot_* rule per rule the figure registry names
-# (swapkl.figures.registry, entries in swapkl.figures.entries), each drawing its figures with
+# (swapkl.figures.figure_registry, entries in swapkl.figures.entries), each drawing its figures with
 # workflow/scripts/plot_figure.py. Captions: workflow/report/<figure>.rst, rendered with the rule's params.
 
-from swapkl.figures.registry import FORMATS as FIGURE_EXTENSIONS, job_inputs as figure_job_inputs
-from swapkl.figures.registry import jobs as figure_jobs, output_key
+from swapkl.figures.figure_registry import FORMATS as FIGURE_EXTENSIONS, job_inputs as figure_job_inputs
+from swapkl.figures.figure_registry import jobs as figure_jobs, output_key
 
 
 # The workflow values a figure's params name (Figure.params: param name -> one of these), for its caption and

@@ -1,11 +1,11 @@
-# The report's sections, numbered from one list (swapkl.figures.registry.SECTIONS; a rule names its section with
+# The report's sections, numbered from one list (swapkl.figures.figure_registry.SECTIONS; a rule names its section with
 # section("key")), the figures the report gets (from the figure registry), and an HTML view of every results table
 # (the report cannot show Parquet).
 
 import re
 
 from swapkl.config.targets import figure_instances as _figure_instances
-from swapkl.figures.registry import SECTIONS as REPORT_SECTIONS
+from swapkl.figures.figure_registry import SECTIONS as REPORT_SECTIONS
 
 
 #: the results tables drawn as HTML into the report (results/tables/{name}.html), as patterns of their names

@@ -1,6 +1,6 @@
-"""Every plot_* rule: draws the figures the registry gives the rule (swapkl.figures.registry)."""
+"""Every plot_* rule: draws the figures the registry gives the rule (swapkl.figures.figure_registry)."""
 
-from swapkl.figures.registry import draw_job
+from swapkl.figures.figure_registry import draw_job
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

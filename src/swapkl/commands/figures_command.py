@@ -1,5 +1,5 @@
 """``swapkl figures KIND``: draw one figure (PNG + PDF) of the report, one KIND per entry of the figure registry
-(:mod:`swapkl.figures.registry`): its input tables, wildcards (--model, --revision, --family) and plot options
+(:mod:`swapkl.figures.figure_registry`): its input tables, wildcards (--model, --revision, --family) and plot options
 come from the entry.
 """
 
@@ -9,7 +9,7 @@ import argparse
 
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
-from swapkl.figures.registry import Figure, figures
+from swapkl.figures.figure_registry import Figure, figures
 
 
 def parse_logs(items: list[str]) -> dict[str, str]:

@@ -13,7 +13,7 @@ from swapkl.config import ConfigError
 from swapkl.config.pair_sets import pair_reach
 from swapkl.config.revision_names import step_of
 from swapkl.data.text_sources import source_key
-from swapkl.figures.registry import figures as registered_figures
+from swapkl.figures.figure_registry import figures as registered_figures
 
 # Names that the workflow itself uses next to the per-model folders and files (logs/, benchmarks/, results/...,
 # resources/): a model named like one of them would share a path with it. Model names with a file

@@ -1,12 +1,12 @@
 """Every file a full run of the workflow produces (the targets of `rule all`), from a :class:`StudyPlan`: the
-tables of each stage, and the figures of the figure registry (:mod:`swapkl.figures.registry`)."""
+tables of each stage, and the figures of the figure registry (:mod:`swapkl.figures.figure_registry`)."""
 
 from __future__ import annotations
 
 from swapkl.config.layout import (agreement_file, covariate_file, export_dir, healed_file, pruning_file,
                                   recovery_file, span_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
-from swapkl.figures.registry import figures as registered_figures
+from swapkl.figures.figure_registry import figures as registered_figures
 
 
 def _healing_outputs(plan: StudyPlan) -> list[str]:

@@ -33,7 +33,7 @@ from swapkl.tables.atomic import claim_folder, staged_dir, write_json_atomic, wr
 from swapkl.demo.corpus import corpus_file, load_corpus_manifest
 from swapkl.demo.schedule import checkpoint_schedule, lr_at
 from swapkl.demo.tokenizer import load_demo_tokenizer
-from swapkl.demo.windows import BatchOrder, file_windows
+from swapkl.demo.training_windows import BatchOrder, file_windows
 from swapkl.errors import SwapKLError
 from swapkl.options import require_int
 

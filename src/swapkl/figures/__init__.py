@@ -1,6 +1,6 @@
 """Figures of swapkl results (matplotlib, Agg; each function writes a PNG and a PDF).
 
-Every figure of the report is an entry of the figure registry (:mod:`.registry`), declared in a module of
+Every figure of the report is an entry of the figure registry (:mod:`.figure_registry`), declared in a module of
 :mod:`.entries`; its plot function, of the registry's one signature (``draw_*``), lives in the module of its figure
 family, for example:
 
@@ -11,5 +11,5 @@ family, for example:
 * :mod:`.scale` -- the scale sweep and the mechanism checks.
 
 Shared look and deterministic saving live in :mod:`.style`. This package's ``__init__`` imports nothing, so that
-importing :mod:`swapkl.figures.registry` does not import matplotlib.
+importing :mod:`swapkl.figures.figure_registry` does not import matplotlib.
 """

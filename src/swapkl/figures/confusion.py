@@ -10,7 +10,7 @@ from swapkl.pruning.agreement import rank_confusion
 from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
 from swapkl.tables.schemas import read_agreement
 

@@ -15,7 +15,7 @@ from swapkl.stats.rank_correlation import spearman_kendall
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, VERMILLION, add_note, figure_style, new_figure, save_figure
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 
 
 def deletion_and_bi(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
 from swapkl.probes.pair_statistics import CONDITIONAL_BELOW, STRONG_BELOW
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 
 MISSING_COLOUR = "#DDDDDD"
 DIAGONAL_COLOUR = "#FFFFFF"

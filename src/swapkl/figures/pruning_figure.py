@@ -17,9 +17,9 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
-from swapkl.pruning.guides.registry import FAMILIES, registered
+from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
 from swapkl.pruning.cost_ratio import ir_ratios
 from swapkl.tables.schemas import read_agreement, read_pruning
@@ -82,7 +82,7 @@ def _scale_for(ax, values) -> str:
 
 def grouped_legend(fig, ax, series) -> None:
     """One legend of the selection rules, grouped under a bold header per guide family
-    (:data:`swapkl.pruning.guides.registry.FAMILIES`), in the registry's family order."""
+    (:data:`swapkl.pruning.guides.guide_registry.FAMILIES`), in the registry's family order."""
     by_label = dict(zip(*reversed(ax.get_legend_handles_labels())))
     handles, labels, headers = [], [], []
     for fam in FAMILIES.values():

@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 from swapkl.hub.duplicate_revisions import revision_order
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.style import GREY, SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.trajectory import GAP_LABELS

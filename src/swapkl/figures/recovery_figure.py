@@ -12,7 +12,7 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 
 ORANGE = "#d95f02"
 

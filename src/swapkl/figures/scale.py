@@ -14,7 +14,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 
 PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
 PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}

@@ -14,7 +14,7 @@ from swapkl.figures.style import (BLUE, GREEN, GREY, ORANGE, VERMILLION, add_not
                                   save_figure)
 from swapkl.figures.trajectory import GAP_LABELS, pair_set_title
 from swapkl.stats.seeds import read_seeds
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 
 #: the band rows: (column prefix in the seeds table, y label, GAP_LABELS key)
 _GAP_ROWS = (("gap", "gap, both\ndirections (nats)", "max"), ("gap_fwd", "gap, one\ndirection (nats)", "fwd"))

@@ -14,7 +14,7 @@ from swapkl.figures.style import (INTERCHANGE_COLOUR, REPLACEMENT_COLOUR, add_no
                                   save_figure)
 from swapkl.figures.palette import GREEN, GREY, ORANGE, PURPLE, SKY
 from swapkl.tables.schemas import SPANS_SCHEMA, read_frame
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 
 #: colour and marker of each variant (looped parallel: one line per loop count, same colour)
 STYLE = {"skip": (GREY, "s"), "reverse": (ORANGE, "v"), "shuffle": (GREEN, "^"), "repeat": (PURPLE, "D"),

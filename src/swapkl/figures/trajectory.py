@@ -11,7 +11,7 @@ import pandas as pd
 from swapkl.probes.aggregate import trajectory
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style, fit_title,

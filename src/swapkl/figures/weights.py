@@ -14,7 +14,7 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import BLUE, GREY, INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import cycled
-from swapkl.figures.registry import on_table
+from swapkl.figures.figure_registry import on_table
 
 
 def averaging_vs_replacement(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from swapkl.tables import provenance
 from swapkl.hub.absence import split_absent
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
-from swapkl.pruning.guides.registry import guide_names
+from swapkl.pruning.guides.guide_registry import guide_names
 from swapkl.stats.intervals import pruning_intervals
 from swapkl.options import require_int
 from swapkl.tables.parquet_io import write_parquet

@@ -20,7 +20,7 @@ import numpy as np
 from swapkl.errors import SwapKLError
 from swapkl.probes.pairs import Variant, removal_variant
 from swapkl.probes.protocols.block_deletion import deletion
-from swapkl.pruning.guides.registry import Pruned
+from swapkl.pruning.guides.guide_registry import Pruned
 from swapkl.pruning.merge import merged_blocks
 from swapkl.pruning.prune import pruned_variant
 from swapkl.relevance.choice_scores import BASE

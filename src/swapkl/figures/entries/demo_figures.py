@@ -1,6 +1,6 @@
 """The demo models' training curves."""
 
-from swapkl.figures.registry import Figure, register
+from swapkl.figures.figure_registry import Figure, register
 
 register(Figure("training_curves", "swapkl.figures.training:draw_training_curves",
                 {"runs": "resources/demo/models/{model}"}, "global", "demo",

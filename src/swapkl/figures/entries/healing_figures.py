@@ -1,6 +1,6 @@
 """Figures of healing: recovery after pruning, and the third test (equivalence after healing)."""
 
-from swapkl.figures.registry import Figure, register
+from swapkl.figures.figure_registry import Figure, register
 
 
 register(Figure("recovery", "swapkl.figures.recovery_figure:draw_recovery", {"recovery": "results/recovery.parquet"},

@@ -1,7 +1,7 @@
 """Figures of the probe aggregate (results/swapkl.parquet): gap along training, I/R ratio by distance, heatmaps,
 deletion against block influence, weight protocols."""
 
-from swapkl.figures.registry import AGGREGATE, Figure, register
+from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 
 TABLE = {"aggregate": AGGREGATE}
 SETUP = {"setup": "model_setup"}

@@ -1,7 +1,7 @@
 """Figures of the pruning tables: cost per guide, the interchange- against replacement-guided cost, and the
 agreement between the guides."""
 
-from swapkl.figures.registry import PRUNING, Figure, register
+from swapkl.figures.figure_registry import PRUNING, Figure, register
 
 TABLE = {"pruning": PRUNING}
 AGREEMENT = {"agreement": "results/pruning_agreement.parquet"}

@@ -1,6 +1,6 @@
 """Figures of accuracy-based relevance (AccRel) against cosine similarity, one checkpoint each."""
 
-from swapkl.figures.registry import AGGREGATE, Figure, register
+from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 
 RELEVANCE = "results/relevance.parquet"
 

@@ -1,6 +1,6 @@
 """Figures of the scale sweep and the mechanism checks; each is drawn when its stage runs (targets: its name)."""
 
-from swapkl.figures.registry import AGGREGATE, Figure, register
+from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 
 
 def _scale(name: str, inputs: dict, help_: str, *, scope: str = "global", **kw) -> None:

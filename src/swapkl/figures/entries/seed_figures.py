@@ -1,6 +1,6 @@
 """Figures of the seed families: the gap's across-seed band, and what explains the gap (covariates)."""
 
-from swapkl.figures.registry import Figure, register
+from swapkl.figures.figure_registry import Figure, register
 
 register(Figure("seed_band", "swapkl.figures.seeds_figure:draw_seed_band", {"seeds": "results/seeds.parquet"},
                 "family", "seeds", "protocol gap vs training step across the seeds of a family", folder="seeds",

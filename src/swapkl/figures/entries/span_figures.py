@@ -1,6 +1,6 @@
 """The middle-span experiments of one checkpoint."""
 
-from swapkl.figures.registry import Figure, register
+from swapkl.figures.figure_registry import Figure, register
 
 register(Figure("spans", "swapkl.figures.spans_figure:draw_spans", {"spans": "results/spans.parquet"}, "checkpoint",
                 "spans", "KL against middle-span width per variant of one checkpoint", targets="spans",

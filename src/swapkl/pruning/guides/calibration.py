@@ -11,7 +11,7 @@ import numpy as np
 from swapkl.pruning.beam import beam_search
 from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.protocol import protocol_scores
-from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import lowest_select
 from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 

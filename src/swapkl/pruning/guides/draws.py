@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import BudgetError, random_rng, random_select
 
 log = logging.getLogger(__name__)

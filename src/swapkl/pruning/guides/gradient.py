@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.registry import Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Selection, register_guide
 from swapkl.pruning.guides.residual import lowest
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import pair_distances
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import logging
 import numpy as np
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import (
     BudgetError,
     deletion_scores,

@@ -9,7 +9,7 @@ import logging
 import numpy as np
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
 from swapkl.pruning.selection import BudgetError, angular_table, bi_scores, contiguous_select, lowest_select
 
 log = logging.getLogger(__name__)
