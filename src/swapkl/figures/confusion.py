@@ -11,7 +11,8 @@ from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
 from swapkl.figures.figure_registry import on_table
-from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import BLUE, VERMILLION
 from swapkl.tables.schemas import read_agreement
 
 

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.style import BLUE, VERMILLION, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import BLUE, VERMILLION
 from swapkl.tables.schemas import read_covariate_correlations
 from swapkl.config.seed_families import family_of
 

@@ -14,7 +14,8 @@ from swapkl.errors import SwapKLError
 from swapkl.stats.rank_correlation import spearman_kendall
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import BLUE, GREY, VERMILLION, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import BLUE, GREY, VERMILLION
 from swapkl.figures.figure_registry import on_table
 
 

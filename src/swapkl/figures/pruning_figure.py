@@ -18,7 +18,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.figure_registry import on_table
-from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import BLUE
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
 from swapkl.pruning.cost_ratio import ir_ratios

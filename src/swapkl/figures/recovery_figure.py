@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import BLUE
 from swapkl.figures.figure_registry import on_table
 
 ORANGE = "#d95f02"

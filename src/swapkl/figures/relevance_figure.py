@@ -19,7 +19,8 @@ from swapkl.pruning.agreement import rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import BLUE, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import BLUE
 from swapkl.relevance.relevance_stats import PLOT_METRICS, bi_per_block, group_tasks, zscores
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_frame
 

@@ -12,7 +12,8 @@ from matplotlib.ticker import MaxNLocator
 
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import GREY
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 from swapkl.figures.figure_registry import on_table
 

@@ -10,8 +10,8 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
-from swapkl.figures.style import (BLUE, GREEN, GREY, ORANGE, VERMILLION, add_note, figure_style, fit_title, new_figure,
-                                  save_figure)
+from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, VERMILLION
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.trajectory import GAP_LABELS, pair_set_title
 from swapkl.stats.seeds import read_seeds
 from swapkl.figures.figure_registry import on_table

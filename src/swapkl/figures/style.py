@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from swapkl.tables.atomic import replaced_on_success
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import replaceable, require_distinct
-from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION  # noqa: F401  (re-exported)
+from swapkl.figures.palette import BLUE, VERMILLION
 
 REPLACEMENT_COLOUR = VERMILLION
 INTERCHANGE_COLOUR = BLUE

@@ -9,7 +9,8 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import open_input
-from swapkl.figures.style import GREY, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import GREY
 from swapkl.figures.palette import cycled
 
 COLUMNS = ("step", "heldout_loss", "train_loss")

@@ -14,8 +14,8 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.stepaxis import set_step_axis
-from swapkl.figures.style import (BLUE, GREEN, ORANGE, VERMILLION, add_note, figure_style, fit_title,
-                                  new_figure, save_figure)
+from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.probes.pairs import parse_pair_set
 from swapkl.probes.pair_statistics import GAP_DEFINITIONS
 

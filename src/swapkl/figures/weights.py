@@ -12,7 +12,8 @@ from matplotlib.ticker import MaxNLocator
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import BLUE, GREY, INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures.palette import cycled
 from swapkl.figures.figure_registry import on_table
 

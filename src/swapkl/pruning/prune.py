@@ -64,9 +64,6 @@ from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
 from swapkl.config.revision_names import step_of
 from swapkl.pruning.inputs import check_budgets, check_disjoint, probe_data_spec, read_probe_inputs
-# aggregate_pruning lives in swapkl.pruning.table; swapkl.commands.prune_command (another branch of issue #20)
-# still imports it from here. TODO(lead, after merging): import it from swapkl.pruning.table there, drop this line
-from swapkl.pruning.table import aggregate_pruning  # noqa: F401
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, REPR_SCHEMA, read_table
 from swapkl.pruning.selection import SelectionOptions
 from swapkl.model.batch_loop import sweep, window_batches
