@@ -17,14 +17,14 @@ from swapkl.config import ConfigError
 from swapkl.config.consistency import rope_is_on
 from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_only, hub_unreachable
 from swapkl.config.job_settings import canonical, text_files, without_nulls
-from swapkl.config.layout import (DEMO_CORPUS_FILES, DEMO_DIR, FIGURE_FORMATS, agreement_file, covariate_file,
-                                  figure_files, healed_file, probe_file, pruning_file, recovery_file,
+from swapkl.config.layout import (DEMO_CORPUS_FILES, DEMO_DIR, agreement_file, covariate_file,
+                                  healed_file, probe_file, pruning_file, recovery_file,
                                   relevance_file, repr_file, span_file, test_agreement_file)
 from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
-from swapkl.config.targets import final_outputs, scale_mechanism_outputs as _scale_mechanism_outputs
+from swapkl.config.targets import final_outputs
 from swapkl.config.validation import invalid_config_message, validate_config
 
 try:  # every check of swapkl.config, each naming the key path of the value that cannot work
@@ -143,11 +143,6 @@ describe_demo_training = PARAMS.describe_demo_training
 
 
 # --------------------------------------------------------------------------------------------------- targets
-
-
-def scale_mechanism_outputs():
-    """Tables and figures of the scale sweep and the mechanism stages (swapkl.config.targets)."""
-    return _scale_mechanism_outputs(PLAN)
 
 
 def get_final_outputs():
