@@ -163,6 +163,11 @@ def per_checkpoint(path_of, checkpoints):
     return [path_of(model, revision) for model, revision in checkpoints]
 
 
+def per_checkpoint_files(checkpoints, **paths_of):
+    """Named inputs of a job gathering several files per checkpoint: ``{name: per_checkpoint(path_of, ...)}``."""
+    return {name: per_checkpoint(path_of, checkpoints) for name, path_of in paths_of.items()}
+
+
 def model_settings(*keys, section=None):
     """Params named like the model's config keys (of its ``section``, e.g. prune), read per job."""
     def setting(key):

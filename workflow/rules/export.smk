@@ -15,7 +15,7 @@ rule export_pruned_models:
         "logs/{model}/{revision}/export_pruned_models.log",
     threads: 1
     resources:
-        **engine_job(5),
+        **engine_job(5, gpu=job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:

@@ -25,7 +25,7 @@ rule heal_pruned_models:
         "logs/{model}/{revision}/heal_pruned_models.log",
     threads: 1
     resources:
-        **engine_job(30),
+        **engine_job(30, gpu=job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:

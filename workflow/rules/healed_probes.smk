@@ -49,7 +49,7 @@ rule probe_healed:
         "logs/{model}/{revision}/probe_healed.log",
     threads: 1
     resources:
-        **engine_job(60),
+        **engine_job(60, gpu=job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -76,8 +76,7 @@ rule measure_test_agreement:
 
 rule aggregate_healed:
     input:
-        healed=per_checkpoint(healed_file, healed_checkpoints()),
-        agreement=per_checkpoint(test_agreement_file, healed_checkpoints()),
+        **per_checkpoint_files(healed_checkpoints(), healed=healed_file, agreement=test_agreement_file),
     output:
         healed=table_report("results/healed.parquet", "healed_table.rst"),
         agreement=table_report("results/test_agreement.parquet", "test_agreement_table.rst"),

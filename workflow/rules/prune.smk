@@ -35,8 +35,7 @@ rule prune_layers:
 
 rule aggregate_pruning:
     input:
-        pruning=per_checkpoint(pruning_file, prune_checkpoints()),
-        agreement=per_checkpoint(agreement_file, prune_checkpoints()),
+        **per_checkpoint_files(prune_checkpoints(), pruning=pruning_file, agreement=agreement_file),
     output:
         pruning=table_report("results/pruning.parquet", "pruning_table.rst"),
         agreement=table_report("results/pruning_agreement.parquet", "pruning_agreement_table.rst"),
