@@ -397,13 +397,18 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
         # mean NLL (~6 nats) by ~1e-6 nats and ppl = exp(mean NLL) by the same relative amount; 1e-5 leaves
         # a 10x margin and still catches a different window, layer or token count (>= 1e-3 here).
         assert _row(df, guide, 1)["ppl"] == pytest.approx(_row(ref, guide, 1)["ppl"], rel=1e-5)
+    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    plot = ["plot-pruning", "delta", "--model", str(df["model"].iloc[0]), "--revision", str(df["revision"].iloc[0]),
+            "--out-png", str(png), "--out-pdf", str(pdf)]
+    with pytest.raises(SwapKLError, match="no confidence intervals.*swapkl aggregate-pruning"):
+        per_checkpoint = parser.parse_args([*plot, "--input", str(out)])  # prune's file, not the aggregate
+        per_checkpoint.func(per_checkpoint)
+    assert not png.exists() and not pdf.exists()
     agg = tmp_path / "agg.parquet"
     args = parser.parse_args(["aggregate-pruning", "--inputs", str(out), "--out", str(agg)])
     args.func(args)
     assert len(pd.read_parquet(agg)) == len(df)
-    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
-    args = parser.parse_args(["plot-pruning", "delta", "--input", str(agg), "--model", str(df["model"].iloc[0]),
-                              "--revision", str(df["revision"].iloc[0]), "--out-png", str(png), "--out-pdf", str(pdf)])
+    args = parser.parse_args([*plot, "--input", str(agg)])
     args.func(args)
     assert png.exists() and pdf.exists()
     for sub in ("prune", "aggregate-pruning", "plot-pruning"):

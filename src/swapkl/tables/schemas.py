@@ -259,6 +259,12 @@ def read_frame(path, schema: pa.Schema | Sequence[str], what: str) -> pd.DataFra
 
 
 def read_pruning(path) -> pd.DataFrame:
+    """A pruning table with its confidence intervals: a per-checkpoint file (``swapkl prune``'s output, which
+    has none yet) is refused with the command that adds them."""
+    table, _ = read_table(path, [c for c in PRUNING_SCHEMA.names if c not in PRUNING_CI_COLUMNS], "pruning")
+    if not set(PRUNING_CI_COLUMNS) & set(table.column_names):
+        raise SwapKLError(f"{path}: pruning file has no confidence intervals (a per-checkpoint `swapkl prune` "
+                          "output?); combine the per-checkpoint files with `swapkl aggregate-pruning` first")
     return read_frame(path, PRUNING_SCHEMA, "pruning")
 
 
