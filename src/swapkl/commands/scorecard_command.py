@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
-from swapkl.paper.scorecard import write_scorecard
+from swapkl.paper.scorecard import TABLES, write_scorecard
 
 
 def add_parser(sub) -> None:
@@ -13,6 +13,11 @@ def add_parser(sub) -> None:
     input_arg(p, "--aggregate", what="aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (if it exists)")
     input_arg(p, "--agreement", what="agreement table", metavar="FILE.parquet", help="results/pruning_agreement.parquet (if it exists)")
     input_arg(p, "--relevance-stats", what="relevance statistics", metavar="FILE.parquet", help="results/relevance_stats.parquet (if it exists)")
+    input_arg(p, "--rope-counterfactual", what="RoPE counterfactual table", nargs="+", metavar="FILE.parquet",
+              help="results/rope_counterfactual/*.parquet (those that exist)")
+    input_arg(p, "--recovery", what="recovery table", metavar="FILE.parquet", help="results/recovery.parquet (if it exists)")
+    input_arg(p, "--domain-slices", what="domain slices table", metavar="FILE.parquet",
+              help="results/domain_slices.parquet (if it exists)")
     input_arg(p, "--registry", what="published-numbers registry", metavar="FILE.yaml", help="published-numbers registry (default: swapkl's own)")
     output_arg(p, "--html", what="HTML table", metavar="FILE.html", help="also write the scorecard as an HTML table")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
@@ -22,5 +27,5 @@ def run_scorecard(args) -> None:
     """Compare every published number of the reproduced papers (swapkl's registry) with swapkl's value computed
     from the given result tables: status `reproduced` (within the entry's tolerance), `differs`, or `not run`
     with the reason (e.g. `needs meta-llama/Llama-3.1-8B` when no table holds that model's rows)."""
-    write_scorecard(args.out, html_out=args.html, registry=args.registry, pruning=args.pruning,
-                    aggregate=args.aggregate, agreement=args.agreement, relevance_stats=args.relevance_stats)
+    tables = {name: getattr(args, name) for name in TABLES}
+    write_scorecard(args.out, html_out=args.html, registry=args.registry, **tables)
