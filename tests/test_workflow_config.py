@@ -223,6 +223,7 @@ def plan_counts(cfg: dict) -> Counter:
     counts["download_checkpoint"] = sum("source" in plan.models[m] for m, _ in checkpoints)
     counts["plot_heatmaps"] = len(drawn(checkpoints))
     counts["plot_deletion_vs_bi"] = sum(plan.models[m]["deletion"] for m, _ in drawn(checkpoints))
+    counts["plot_weight_protocols"] = sum(bool(plan.models[m]["weight_protocols"]) for m, _ in drawn(checkpoints))
     counts["plot_gap_trajectory"] = len([m for m in plan.trajectory_models() if m not in members])
     counts["plot_ratio_by_distance"] = len(plan.own_entries())
     counts["prune_layers"] = len(plan.prune_checkpoints())
@@ -288,7 +289,7 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
     the dry run schedules one fetch_paper_inputs job whose outputs are the inputs of the probes that read them."""
     cfg = load(STUDY)
     paper = [name for name in cfg["models"] if "paper" in name] + ["GPT-2-Medium"]
-    assert len(paper) == 6 and all(cfg["models"][name].get("enabled", True) for name in paper)
+    assert len(paper) == 8 and all(cfg["models"][name].get("enabled", True) for name in paper)
     result = snakemake("--dry-run", "--forceall", "--configfile", str(STUDY))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
@@ -299,10 +300,12 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
             field = lambda name: (re.findall(rf"^    {name}: (.*)$", block, re.M) or [""])[0].split(", ")  # noqa: E731
             jobs.append((rule.group(1), field("input"), field("output")))
     fetch = [output for rule, _, output in jobs if rule == "fetch_paper_inputs"]
-    assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl"]]
+    assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl",
+                      "resources/paper/gpt2_merge_prompts_50.jsonl", "resources/paper/gpt2_head_prompts_20.jsonl"]]
     readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule in ("probe", "probe_deletion") and re.match(
-        r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper)/", output[0])}
-    assert len(readers) == 3 * (5 + 5 + 1)
+        r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper|GPT-2-Medium-paper-\w+)/",
+        output[0])}
+    assert len(readers) == 3 * (5 + 5 + 1) + 3 + 3  # the GPT-2 entries: replacement, interchange, their protocol
     assert all(set(inputs) & set(fetch[0]) for inputs in readers.values())
 
 
