@@ -417,10 +417,17 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     assert counts["prune_layers"] == before["prune_layers"] - pruned == plan_counts(cfg)["prune_layers"]
 
 
+def local_checkpoint(folder: Path) -> None:
+    """What the config check requires of a local checkpoint folder: config.json and a safetensors file."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"")
+
+
 def test_a_local_model_is_used_in_place(tmp_path):
     """A `local` model downloads nothing: its revisions are subdirectories of the given directory."""
     for revision in ("step0", "step10"):
-        (tmp_path / "ckpts" / revision).mkdir(parents=True)
+        local_checkpoint(tmp_path / "ckpts" / revision)
     cfg = {"models": {"mine": {"local": str(tmp_path / "ckpts"), "revisions": ["step0", "step10"],
                                "trajectory": True}}}
     counts = dry_run(write_config(tmp_path, cfg))
@@ -545,7 +552,10 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     cfg["models"]["pythia-1.4b"]["pair_sets"] = ["adjacent"]
     cfg["models"]["Qwen3-8B"]["pair_sets"] = ["adjacent", "all"]
     del cfg["models"]["pythia-1.4b"]["source"]
-    cfg["models"]["pythia-1.4b"]["local"] = "/data/pythia-1.4b"
+    local = str(tmp_path / "data" / "pythia-1.4b")
+    cfg["models"]["pythia-1.4b"]["local"] = local
+    for revision in cfg["models"]["pythia-1.4b"]["revisions"]:  # the config check looks at a local folder
+        local_checkpoint(tmp_path / "data" / "pythia-1.4b" / revision)
     cfg["models"]["pythia-410m"]["data"] = {"text_file": "corpus.txt", "n_seqs": 4}
     got = workflow_helpers(write_config(tmp_path, cfg))
     listed = ("pythia-410m", "pythia-1.4b", "pythia-1.4b-paper", "Qwen3-8B", "Llama-3.1-8B", "Qwen3-8B-paper")
@@ -555,9 +565,9 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
         "Llama-3.1-8B/main": "all", "Qwen3-8B-paper/main": "within:3"}
     assert got["pythia-410m-seed3/step0"]["pairs"] == "within:5"  # a seed family member: its entry's settings
     assert got["pythia-410m/step0"]["checkpoint"] == "resources/checkpoints/pythia-410m/step0"
-    assert got["pythia-1.4b/step1000"]["checkpoint"] == "/data/pythia-1.4b/step1000"
+    assert got["pythia-1.4b/step1000"]["checkpoint"] == f"{local}/step1000"
     # a model on the same weights as another loads that model's checkpoint (no second download)
-    assert got["pythia-1.4b-paper/step143000"]["checkpoint"] == "/data/pythia-1.4b/step143000"
+    assert got["pythia-1.4b-paper/step143000"]["checkpoint"] == f"{local}/step143000"
     assert got["Qwen3-8B-paper/main"]["checkpoint"] == "resources/checkpoints/Qwen3-8B/main"
     # DataSpec keyword arguments: the config's values plus the schema's defaults, no nulls
     defaults = {"text_format": "paragraphs", "padding": "masked", "pad_token": "tokenizer", "selection": "random"}

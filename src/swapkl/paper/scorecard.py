@@ -66,7 +66,7 @@ TABLES = {
     "aggregate": lambda p: with_directions(read_aggregate(p)),
     "agreement": read_agreement,
     "relevance_stats": lambda p: read_frame(p, RELEVANCE_STATS_COLUMNS, "relevance statistics"),
-    "rope_counterfactual": lambda p: read_frame(p, ["kind", "model", "reference", "revision"], "RoPE counterfactual"),
+    "rope_counterfactual": lambda p: read_frame(p, ["kind", "model", "reference", "revision"], "RoPE table"),
     "recovery": _recovery,
     "domain_slices": lambda p: read_frame(p, ["kind", "model", "reference", "revision"], "domain slices"),
 }
