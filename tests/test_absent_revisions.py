@@ -78,8 +78,9 @@ def test_a_members_missing_branch_is_recorded_as_absent(downloads):
 
 def test_other_missing_branches_and_repositories_still_fail_in_one_line(downloads):
     checkpoints, errors = downloads
-    assert errors["org/tiny,step3,"] == ("download of org/tiny@step3 failed, not retried: RevisionNotFoundError: "
-                                         "404 Client Error.")
+    assert errors["org/tiny,step3,"] == ("download of org/tiny@step3 failed: the hub has no branch, tag or commit "
+                                         "'step3' in org/tiny; correct or remove that revision in the model's "
+                                         "`revisions`")
     assert not (checkpoints / "tiny" / "step3").exists()
     assert errors["org/tiny-seed7,step1,tiny-seed7"].startswith(
         "download of org/tiny-seed7@step1 failed, not retried: RepositoryNotFoundError")

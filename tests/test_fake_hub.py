@@ -82,7 +82,8 @@ def test_a_duplicated_branch_is_found_from_the_hub_metadata_and_not_fetched_twic
 
 def test_a_missing_branch_fails_alone_in_one_line(hub_run):
     checkpoints, _, results, _ = hub_run
-    assert results["step2"] == "download of org/tiny@step2 failed, not retried: RevisionNotFoundError: 404 Client Error."
+    assert results["step2"] == ("download of org/tiny@step2 failed: the hub has no branch, tag or commit 'step2' in "
+                                "org/tiny; correct or remove that revision in the model's `revisions`")
     assert not (checkpoints / "step2").exists() and not (checkpoints / "step2.partial").exists()
     assert results["step0"] is None  # the other branches are unaffected
 

@@ -23,6 +23,9 @@ from swapkl.paper.prompt_lists import PAPER_COMMIT, SOURCES, extract_list, fetch
 MIRROR = Path("/work/.mirror/Gpgabriel25+ProtocolGapDiagnostic/repo")
 LLAMA = [f"prompt {k}" for k in range(99)] + ["def f(n):\n    return n"]
 PYTHIA = [f"Pythia prompt number {k}" for k in range(40)]
+SEEDS = [f"seed {k}." for k in range(32)]
+ENDS = ["", " Furthermore,", " However,"]
+HEADS = [f"head prompt {k}" for k in range(20)]
 
 
 def _script(var: str, items: list[str], trace: Path) -> str:
@@ -38,6 +41,10 @@ def clone(tmp_path):
     trace = tmp_path / "trace"
     (repo / "tpu_llama_bisimulation.py").write_text(_script("_PROMPT_POOL", LLAMA, trace))
     (repo / "tpu_pythia_protocol_gap_trajectory.py").write_text(_script("PROMPTS_100", PYTHIA, trace))
+    (repo / "bisimulation_experiment.py").write_text(
+        _script("PROMPT_SEEDS", SEEDS, trace) + f"\ndef build_diverse_prompts(n):\n    suffixes = {ENDS!r}\n"
+        "    return []\n\nsuffixes = ['a module-level decoy']\n")
+    (repo / "head_bisimulation.py").write_text(_script("PROMPT_TEMPLATES", HEADS, trace))
     pins = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in repo.iterdir()}
     return repo, pins, trace
 
@@ -52,6 +59,9 @@ def test_lists_come_from_the_clone_unexecuted_first_n_in_order(clone, tmp_path):
     fetch_paper_inputs(outs, str(repo), pins=pins)
     assert _read_jsonl(outs["llama_prompts_100"]) == LLAMA  # all 100, the multi-line prompt intact
     assert _read_jsonl(outs["pythia_prompts_32"]) == PYTHIA[:32]  # the first 32 of 40, in order
+    # the merge test's 50: every seed as it is, then the first 18 with the second suffix (the function's list)
+    assert _read_jsonl(outs["gpt2_merge_prompts_50"]) == SEEDS + [s + " Furthermore," for s in SEEDS[:18]]
+    assert _read_jsonl(outs["gpt2_head_prompts_20"]) == HEADS
     assert not trace.exists()  # nothing was executed
     fetch_paper_inputs(outs, str(repo), pins=pins)  # an output that already holds the lists is fine
     Path(outs["pythia_prompts_32"]).write_text('"someone else\'s file"\n')
@@ -106,3 +116,7 @@ def test_the_real_files_at_the_pinned_commit(mirror, tmp_path):
     assert len(llama) == len(set(llama)) == 100 and sum("\n" in p for p in llama) == 1
     assert len(pythia) == 32 and pythia[0].startswith("The quick brown fox jumps over the lazy dog")
     assert pythia[-1].startswith("The philosopher Immanuel Kant")  # the 33rd, "Graphene ...", is not taken
+    merge, heads = _read_jsonl(outs["gpt2_merge_prompts_50"]), _read_jsonl(outs["gpt2_head_prompts_20"])
+    assert len(merge) == 50 and merge[0].startswith("The French Revolution was a period of radical political")
+    assert merge[32] == merge[0] + " Furthermore," and merge[49] == merge[17] + " Furthermore,"
+    assert len(heads) == 20 and heads[1].startswith("def fibonacci(n):\n")

@@ -14,8 +14,11 @@ import pytest
 from swapkl.cli import main
 from swapkl.errors import SwapKLError
 from swapkl.tables.parquet_io import write_parquet
-from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_SCHEMA, RELEVANCE_STATS_COLUMNS
-from swapkl.paper.scorecard import COLUMNS, build_scorecard, load_registry, scorecard_html
+from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_SCHEMA, RELEVANCE_STATS_COLUMNS, aggregate_schema
+from swapkl.paper.scorecard import COLUMNS, build_scorecard, load_registry, scorecard_html, with_directions
+from swapkl.recovery.recovery_table import COLUMNS as RECOVERY_COLUMNS
+from swapkl.studies.domain_slices import KEYS as DOMAIN_SLICE_KEYS
+from swapkl.studies.rope_counterfactual import counterfactual_table
 
 REGISTRY = """
 tolerances:
@@ -92,12 +95,19 @@ def test_a_registry_typo_is_an_error_not_a_silent_row(tmp_path):
 
 
 def _empty_tables():
-    """Empty tables with the real schemas' columns (and the pair-set membership columns the registry uses)."""
-    agg_cols = ["kind", "model", "revision", "pair_set", "gap_fwd_mean", "gap_fwd_median", "gap_fwd_max", "d_inter",
-                "d_repl_max", "d_repl_fwd", "ratio_ir_fwd", "in_adjacent", "in_within_3", "in_all"]
-    return {"pruning": pd.DataFrame(columns=PRUNING_SCHEMA.names), "aggregate": pd.DataFrame(columns=agg_cols),
+    """Empty tables with the real schemas' columns (and the pair-set membership columns the registry uses); the
+    tables without a schema constant take the columns their builders write."""
+    agg = pd.DataFrame(columns=aggregate_schema(["in_adjacent", "in_within_3", "in_all"]).names)
+    rope = counterfactual_table(pd.DataFrame([dict(kind="pair", model=m, revision="r", layer_i=0, layer_j=1, distance=1,
+                                                   d_repl_max=1.0, d_inter=0.5, ratio_ir=0.5) for m in ("a", "b")]),
+                                model_on="a", model_off="b", revision="r")
+    return {"pruning": pd.DataFrame(columns=PRUNING_SCHEMA.names), "aggregate": with_directions(agg),
             "agreement": pd.DataFrame(columns=AGREEMENT_SCHEMA.names),
-            "relevance_stats": pd.DataFrame(columns=RELEVANCE_STATS_COLUMNS)}
+            "relevance_stats": pd.DataFrame(columns=RELEVANCE_STATS_COLUMNS),
+            "rope_counterfactual": rope.iloc[:0], "recovery": pd.DataFrame(columns=list(RECOVERY_COLUMNS)),
+            "domain_slices": pd.DataFrame(columns=[*DOMAIN_SLICE_KEYS, "kind", "model", "reference", "revision",
+                                                   "delta_ppl_pct_reference", "delta_ppl_pct_slice", "n_configs",
+                                                   "spearman"])}
 
 
 def test_the_published_registry_on_a_run_of_no_paper_model():

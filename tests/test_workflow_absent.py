@@ -143,6 +143,6 @@ def test_a_missing_branch_outside_a_seed_family_fails_in_one_line(hub, tmp_path)
     result = _snakemake(tmp_path, config, hub, "resources/checkpoints/tiny/step3")
     assert result.returncode != 0
     log = (tmp_path / "logs/tiny/step3/download_checkpoint.log").read_text().strip().splitlines()
-    assert log[-1] == ("swapkl: error: download of org/tiny@step3 failed, not retried: RevisionNotFoundError: "
-                       "404 Client Error.")
+    assert log[-1] == ("swapkl: error: download of org/tiny@step3 failed: the hub has no branch, tag or commit "
+                       "'step3' in org/tiny; correct or remove that revision in the model's `revisions`")
     assert not (tmp_path / "resources/checkpoints/tiny/step3").exists()

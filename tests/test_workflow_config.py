@@ -223,6 +223,7 @@ def plan_counts(cfg: dict) -> Counter:
     counts["download_checkpoint"] = sum("source" in plan.models[m] for m, _ in checkpoints)
     counts["plot_heatmaps"] = len(drawn(checkpoints))
     counts["plot_deletion_vs_bi"] = sum(plan.models[m]["deletion"] for m, _ in drawn(checkpoints))
+    counts["plot_weight_protocols"] = sum(bool(plan.models[m]["weight_protocols"]) for m, _ in drawn(checkpoints))
     counts["plot_gap_trajectory"] = len([m for m in plan.trajectory_models() if m not in members])
     counts["plot_ratio_by_distance"] = len(plan.own_entries())
     counts["prune_layers"] = len(plan.prune_checkpoints())
@@ -288,7 +289,7 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
     the dry run schedules one fetch_paper_inputs job whose outputs are the inputs of the probes that read them."""
     cfg = load(STUDY)
     paper = [name for name in cfg["models"] if "paper" in name] + ["GPT-2-Medium"]
-    assert len(paper) == 6 and all(cfg["models"][name].get("enabled", True) for name in paper)
+    assert len(paper) == 8 and all(cfg["models"][name].get("enabled", True) for name in paper)
     result = snakemake("--dry-run", "--forceall", "--configfile", str(STUDY))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
@@ -299,10 +300,12 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
             field = lambda name: (re.findall(rf"^    {name}: (.*)$", block, re.M) or [""])[0].split(", ")  # noqa: E731
             jobs.append((rule.group(1), field("input"), field("output")))
     fetch = [output for rule, _, output in jobs if rule == "fetch_paper_inputs"]
-    assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl"]]
+    assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl",
+                      "resources/paper/gpt2_merge_prompts_50.jsonl", "resources/paper/gpt2_head_prompts_20.jsonl"]]
     readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule in ("probe", "probe_deletion") and re.match(
-        r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper)/", output[0])}
-    assert len(readers) == 3 * (5 + 5 + 1)
+        r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper|GPT-2-Medium-paper-\w+)/",
+        output[0])}
+    assert len(readers) == 3 * (5 + 5 + 1) + 3 + 3  # the GPT-2 entries: replacement, interchange, their protocol
     assert all(set(inputs) & set(fetch[0]) for inputs in readers.values())
 
 
@@ -414,10 +417,17 @@ def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     assert counts["prune_layers"] == before["prune_layers"] - pruned == plan_counts(cfg)["prune_layers"]
 
 
+def local_checkpoint(folder: Path) -> None:
+    """What the config check requires of a local checkpoint folder: config.json and a safetensors file."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"")
+
+
 def test_a_local_model_is_used_in_place(tmp_path):
     """A `local` model downloads nothing: its revisions are subdirectories of the given directory."""
     for revision in ("step0", "step10"):
-        (tmp_path / "ckpts" / revision).mkdir(parents=True)
+        local_checkpoint(tmp_path / "ckpts" / revision)
     cfg = {"models": {"mine": {"local": str(tmp_path / "ckpts"), "revisions": ["step0", "step10"],
                                "trajectory": True}}}
     counts = dry_run(write_config(tmp_path, cfg))
@@ -542,7 +552,10 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
     cfg["models"]["pythia-1.4b"]["pair_sets"] = ["adjacent"]
     cfg["models"]["Qwen3-8B"]["pair_sets"] = ["adjacent", "all"]
     del cfg["models"]["pythia-1.4b"]["source"]
-    cfg["models"]["pythia-1.4b"]["local"] = "/data/pythia-1.4b"
+    local = str(tmp_path / "data" / "pythia-1.4b")
+    cfg["models"]["pythia-1.4b"]["local"] = local
+    for revision in cfg["models"]["pythia-1.4b"]["revisions"]:  # the config check looks at a local folder
+        local_checkpoint(tmp_path / "data" / "pythia-1.4b" / revision)
     cfg["models"]["pythia-410m"]["data"] = {"text_file": "corpus.txt", "n_seqs": 4}
     got = workflow_helpers(write_config(tmp_path, cfg))
     listed = ("pythia-410m", "pythia-1.4b", "pythia-1.4b-paper", "Qwen3-8B", "Llama-3.1-8B", "Qwen3-8B-paper")
@@ -552,9 +565,9 @@ def test_probe_helpers_pick_the_widest_pair_set_and_the_checkpoint_dir(tmp_path)
         "Llama-3.1-8B/main": "all", "Qwen3-8B-paper/main": "within:3"}
     assert got["pythia-410m-seed3/step0"]["pairs"] == "within:5"  # a seed family member: its entry's settings
     assert got["pythia-410m/step0"]["checkpoint"] == "resources/checkpoints/pythia-410m/step0"
-    assert got["pythia-1.4b/step1000"]["checkpoint"] == "/data/pythia-1.4b/step1000"
+    assert got["pythia-1.4b/step1000"]["checkpoint"] == f"{local}/step1000"
     # a model on the same weights as another loads that model's checkpoint (no second download)
-    assert got["pythia-1.4b-paper/step143000"]["checkpoint"] == "/data/pythia-1.4b/step143000"
+    assert got["pythia-1.4b-paper/step143000"]["checkpoint"] == f"{local}/step143000"
     assert got["Qwen3-8B-paper/main"]["checkpoint"] == "resources/checkpoints/Qwen3-8B/main"
     # DataSpec keyword arguments: the config's values plus the schema's defaults, no nulls
     defaults = {"text_format": "paragraphs", "padding": "masked", "pad_token": "tokenizer", "selection": "random"}

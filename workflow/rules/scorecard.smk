@@ -8,6 +8,12 @@ def scorecard_inputs():
         inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
     if relevance_checkpoints():
         inputs["relevance_stats"] = "results/relevance_stats.parquet"
+    if rope_counterfactual_models():
+        inputs["rope_counterfactual"] = [f"results/rope_counterfactual/{m}.parquet" for m in rope_counterfactual_models()]
+    if heal_checkpoints():
+        inputs["recovery"] = "results/recovery.parquet"
+    if domain_slice_models():
+        inputs["domain_slices"] = "results/domain_slices.parquet"
     return inputs
 
 

@@ -19,8 +19,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
-    """Get the two scripts of the paper's public code that hold its probe prompts (at the pinned commit, from
-    raw GitHub URLs or a local clone), check their sha256, extract the prompt lists with `ast` (nothing is
+    """Get the scripts of the paper's public code that hold its probe prompts (at the pinned commit, from raw
+    GitHub URLs or a local clone), check their sha256, extract the prompt lists with `ast` (nothing is
     executed) and write each as JSON Lines, one JSON string per line: llama_prompts_100 (all 100 prompts of
-    the Llama-3.1-8B distances) and pythia_prompts_32 (the first 32 prompts of the Pythia trajectory)."""
+    the Llama-3.1-8B distances), pythia_prompts_32 (the first 32 prompts of the Pythia trajectory),
+    gpt2_merge_prompts_50 (GPT-2-Medium's merge test: the first 50 of its seed prompts cycled with its
+    suffixes) and gpt2_head_prompts_20 (the 20 prompts of GPT-2-Medium's head-level swaps)."""
     fetch_paper_inputs(output_paths(args.out_dir, args.lists), args.repo, timeout=args.timeout)

@@ -24,7 +24,7 @@ from swapkl.figures import pruning_figure as fig
 from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
-from swapkl.pruning.perplexity import EvalSpec
+from swapkl.pruning.perplexity import TEXT_PREPS, EvalSpec
 from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
 from swapkl.pruning.selection import SelectionOptions
 from swapkl.tables.schemas import read_agreement, read_pruning
@@ -71,10 +71,12 @@ def add_parser(sub) -> None:
                    help="window stride in tokens (default: %(default)s)")
     e.add_argument("--eval-max-words", type=int, default=EvalSpec.max_words,
                    help="score only the first N whitespace-separated words; 0 = all (default: %(default)s)")
-    e.add_argument("--eval-text-prep", choices=["clean", "paper"], default=EvalSpec.text_prep,
+    e.add_argument("--eval-text-prep", choices=TEXT_PREPS, default=EvalSpec.text_prep,
                    help="clean (default): headings dropped, paragraphs joined, every token scored; paper: the "
                         "published study's matched evaluator (headings kept, words re-joined by spaces, the token "
-                        "at each window's previous end never scored; docs/paper_modes.md)")
+                        "at each window's previous end never scored); paper-gpt2: its GPT-2-Medium evaluator (the "
+                        "same text, every token scored, each window's mean loss times its new tokens; with "
+                        "--eval-max-words 20000) (docs/paper_modes.md)")
     add_data_arguments(p, prefix="calib-", what="calibration windows of the calibration-based guides")
     output_arg(p, "--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")

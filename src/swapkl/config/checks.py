@@ -6,8 +6,11 @@ It raises :class:`ConfigError` with that path first. Where the number of blocks 
 (a demo model's ``demo.num_layers``, a local checkpoint's ``config.json``, the model a ``same_weights_as``
 shares), budgets, fixed sets and the clustered region are checked against it.
 
-Pure: the standard library and the protocol registry only (the workflow imports it where Snakemake runs
-without torch).
+Pure: the standard library, the protocol registry and the guides' names read from their source
+(:mod:`swapkl.config.guide_names`) only (the workflow imports it where Snakemake runs without torch).
+
+:func:`check_local_checkpoints` runs last (after the checks between models): every revision of an enabled
+``local`` model must be a folder holding a loadable checkpoint.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 
 from swapkl.config import ConfigError
 from swapkl.config.feasible import max_budget
+from swapkl.config.guide_names import selecting_guides
 from swapkl.config.pair_sets import pair_reach
 from swapkl.config.revision_names import step_of
 from swapkl.probes.protocols import weight_protocol_names
@@ -195,6 +199,55 @@ def _check_weight_protocols(name: str, model: dict) -> None:
                                                      f"(swapkl.probes.protocols): choose from {', '.join(allowed)}")
 
 
+def _check_guide_lists(name: str, model: dict) -> None:
+    """Every guide named in a guide list is a guide of the registry that chooses blocks."""
+    lists = {f"models.{name}.prune.export_guides": model["prune"]["export_guides"],
+             f"models.{name}.relevance.pruning_guides": model["relevance"]["pruning_guides"]}
+    allowed = selecting_guides()
+    for where, guides in lists.items():
+        for i, guide in enumerate([] if guides == "all" else guides):
+            if guide not in allowed:
+                _fail(f"{where}.{i}", f"{guide!r} is not a pruning guide that chooses blocks "
+                                      f"(swapkl.pruning.guides): choose from {', '.join(allowed)}")
+
+
+def _checkpoint_problem(folder: str) -> str | None:
+    """Why ``folder`` is not a checkpoint swapkl can load (None: it is one): config.json and safetensors weights."""
+    if not os.path.isdir(folder):
+        return "is not a folder" if os.path.lexists(folder) else "does not exist"
+    config = os.path.join(folder, "config.json")
+    if not os.path.isfile(config):
+        return "has no config.json (not a Hugging Face checkpoint)"
+    try:
+        with open(config, encoding="utf-8") as f:
+            if not isinstance(json.load(f), dict):
+                raise ValueError
+    except (OSError, ValueError):
+        return "has a config.json that is not a JSON object"
+    if not any(n.endswith(".safetensors") and os.path.isfile(os.path.join(folder, n)) for n in os.listdir(folder)):
+        return "has no weight files (*.safetensors)"
+    return None
+
+
+def check_local_checkpoints(models: dict, base_dir: str = ".") -> None:
+    """Every revision that an enabled model loads from a ``local`` folder (its own, or through
+    ``same_weights_as`` another model's) is a checkpoint folder there; the message names the key path."""
+    for name, model in models.items():
+        owner_name = model.get("same_weights_as", name)
+        owner = models.get(owner_name, model)
+        if "local" not in owner or not (model["enabled"] and owner["enabled"]):
+            continue
+        root = os.path.join(base_dir, owner["local"])
+        if not os.path.isdir(root):
+            _fail(f"models.{owner_name}.local", f"{owner['local']!r} is not a folder of checkpoints "
+                                                f"({'not a folder' if os.path.lexists(root) else 'does not exist'})")
+        for i, revision in enumerate(model["revisions"]):
+            problem = _checkpoint_problem(os.path.join(root, revision))
+            if problem is not None:
+                folder = os.path.join(owner["local"], revision)
+                _fail(f"models.{name}.revisions.{i}", f"the local checkpoint {folder!r} {problem}")
+
+
 def _check_demo(name: str, model: dict) -> None:
     """A demo model saves stepN checkpoints with N <= demo.steps."""
     if "demo" not in model:
@@ -215,6 +268,7 @@ def check_config(cfg: dict, base_dir: str = ".") -> None:
     for name, model in models.items():  # each model's own values first
         _check_demo(name, model)
         _check_weight_protocols(name, model)
+        _check_guide_lists(name, model)
         _check_pair_sets(name, model)
         _check_perplexity_text(f"models.{name}.prune.eval", model["prune"]["eval"])
         _check_relevance(name, model)

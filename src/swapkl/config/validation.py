@@ -1,12 +1,12 @@
 """The one entry point of the config checks, in the workflow's order: duplicate keys in the files, the JSON
-schema (which fills the defaults), the checks of the values as written, seed-family expansion, and the
-constraints between the expanded models. Every failure is a :class:`swapkl.config.ConfigError` whose
+schema (which fills the defaults), the checks of the values as written, seed-family expansion, the
+constraints between the expanded models, and last the local checkpoint folders. Every failure is a :class:`swapkl.config.ConfigError` whose
 message names the key path (or the file and line); the workflow reports it as ``Invalid config: MESSAGE``."""
 
 from __future__ import annotations
 
 from swapkl.config import ConfigError
-from swapkl.config.checks import check_config
+from swapkl.config.checks import check_config, check_local_checkpoints
 from swapkl.config.consistency import check_consistency, per_model_files
 from swapkl.config.schema_validation import load_schema, validate_schema
 from swapkl.config.seed_families import expand_seed_families
@@ -25,6 +25,7 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
     check_config(cfg, base_dir)
     cfg["models"], families = expand_seed_families(cfg["models"])
     check_consistency(cfg, per_model_files(rules_dir))
+    check_local_checkpoints(cfg["models"], base_dir)
     return families
 
 

@@ -88,6 +88,10 @@ def download_checkpoint(model_id: str, revision: str, out_dir: str, *, retries: 
                 if member is not None and _revision_missing(e):
                     _record_absent(out_dir, absent_record(member, model_id, revision, _one_line(e)), tmp, created)
                     return
+                if _revision_missing(e):
+                    raise SwapKLError(f"download of {what} failed: the hub has no branch, tag or commit "
+                                      f"{revision!r} in {model_id}; correct or remove that revision in the "
+                                      "model's `revisions`") from e
                 if _cannot_heal(e):
                     raise SwapKLError(f"download of {what} failed, not retried: {_one_line(e)}") from e
                 if attempt == retries:

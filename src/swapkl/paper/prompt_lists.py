@@ -1,7 +1,7 @@
 """The published study's prompt lists, taken from its public code at one pinned commit.
 
 The paper (Garcia 2026, code at github.com/Gpgabriel25/ProtocolGapDiagnostic) did not publish its probe
-prompts as data files: they are Python list literals inside two scripts. :func:`fetch_paper_inputs` gets
+prompts as data files: they are Python list literals inside its scripts. :func:`fetch_paper_inputs` gets
 those scripts at :data:`PAPER_COMMIT`, either from raw GitHub URLs or from a local clone (for machines
 without network), checks each file's sha256 against the value pinned in :data:`SOURCES`, extracts each
 list with :mod:`ast` (``ast.literal_eval`` of the assignment's value: nothing is executed) and writes it
@@ -33,26 +33,37 @@ RAW_URL = "https://raw.githubusercontent.com/{repo}/{commit}/{path}"
 SOURCES = {
     "tpu_llama_bisimulation.py": "91bf525a37c3791b5fa07466b775cf3db5a3db31fc7e23f65827425c5db47bba",
     "tpu_pythia_protocol_gap_trajectory.py": "be14eb58f35425691a679c9c968e0478a549a6fda603d114dbe323fd6dd00a8c",
+    "bisimulation_experiment.py": "34d04e0c950d2cc9359987ae686b89f87f96df57fd61cb635cc4af6d45863d15",
+    "head_bisimulation.py": "d5f7003fd85acfaca8a31ccb852678d18cbdc110138b67a81cec4cc079f5eb83",
 }
 
 
 @dataclass(frozen=True)
 class PromptList:
     """One prompt list: module-level ``variable`` of ``source`` holds ``length`` strings; the first ``take``
-    are written."""
+    are written. With ``suffixes`` = (function, variable), the list that function of ``source`` assigns to
+    that local variable: the written prompts are the script's cycle, ``variable[k % length] +
+    suffixes[(k // length) % len(suffixes)]`` for k = 0, 1, ... (every prompt once with the first suffix, then
+    every prompt with the second, ...), and the first ``take`` of them are written."""
 
     name: str
     source: str
     variable: str
     length: int
     take: int
+    suffixes: tuple[str, str] | None = None
 
 
-#: the lists the published numbers used: Llama-3.1-8B distances (all 100 prompts of the pool) and the Pythia
-#: trajectory (the script's default: the first 32 of its 40 prompts)
+#: the lists the published numbers used: Llama-3.1-8B distances (all 100 prompts of the pool), the Pythia
+#: trajectory (the script's default: the first 32 of its 40 prompts), GPT-2-Medium's merge test (the first 50
+#: of the 32 seed prompts cycled with the script's suffixes: all 32 as they are, then the first 18 with
+#: " Furthermore,") and its head-level swaps (the 20 templates of the head script)
 PROMPT_LISTS = (
     PromptList("llama_prompts_100", "tpu_llama_bisimulation.py", "_PROMPT_POOL", 100, 100),
     PromptList("pythia_prompts_32", "tpu_pythia_protocol_gap_trajectory.py", "PROMPTS_100", 40, 32),
+    PromptList("gpt2_merge_prompts_50", "bisimulation_experiment.py", "PROMPT_SEEDS", 32, 50,
+               suffixes=("build_diverse_prompts", "suffixes")),
+    PromptList("gpt2_head_prompts_20", "head_bisimulation.py", "PROMPT_TEMPLATES", 20, 20),
 )
 
 
@@ -97,17 +108,24 @@ def read_source(path: str, repo: str | None = None, *, timeout: float = 60.0, pi
     return data.decode("utf-8")
 
 
-def extract_list(source: str, variable: str, where: str = "source") -> list[str]:
-    """The value of the module-level assignment ``variable = [...]`` in ``source``, by ``ast.literal_eval``
-    (never executed); it must be a list of strings and assigned exactly once."""
+def extract_list(source: str, variable: str, where: str = "source", function: str | None = None) -> list[str]:
+    """The value of the module-level assignment ``variable = [...]`` in ``source`` (with ``function``: of the
+    assignment in that module-level function's body), by ``ast.literal_eval`` (never executed); it must be a
+    list of strings and assigned exactly once."""
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
         raise SwapKLError(f"{where} is not valid Python ({e.msg}, line {e.lineno})") from None
-    found = [node.value for node in tree.body if isinstance(node, ast.Assign)
+    body, scope = tree.body, "at module level"
+    if function is not None:
+        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
+        if len(defs) != 1:
+            raise SwapKLError(f"{where} defines {function}() {len(defs)} times; expected once")
+        body, scope = defs[0].body, f"in {function}()"
+    found = [node.value for node in body if isinstance(node, ast.Assign)
              and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)]
     if len(found) != 1:
-        raise SwapKLError(f"{where} assigns {variable} at module level {len(found)} times; expected once")
+        raise SwapKLError(f"{where} assigns {variable} {scope} {len(found)} times; expected once")
     try:
         value = ast.literal_eval(found[0])
     except ValueError:
@@ -145,6 +163,9 @@ def fetch_paper_inputs(outputs: dict[str, str], repo: str | None = None, *, time
         items = extract_list(texts[p.source], p.variable, p.source)
         if len(items) != p.length:
             raise SwapKLError(f"{p.source}: {p.variable} holds {len(items)} prompts, expected {p.length}")
+        if p.suffixes is not None:
+            ends = extract_list(texts[p.source], p.suffixes[1], p.source, function=p.suffixes[0])
+            items = [items[k % p.length] + ends[(k // p.length) % len(ends)] for k in range(p.take)]
         written[name] = jsonl_text(items[: p.take])
     for name, path in outputs.items():
         if os.path.lexists(path):

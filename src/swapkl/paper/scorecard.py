@@ -31,16 +31,48 @@ from swapkl.errors import SwapKLError
 from swapkl.tables.atomic import replaced_on_success
 from swapkl.tables.file_checks import replaceable
 from swapkl.probes.aggregate import read_aggregate
+from swapkl.stats.rank_correlation import spearman
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_agreement, read_frame, read_pruning
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
 
 COLUMNS = ["source", "quantity", "model", "published", "swapkl", "rel_diff", "setting", "status", "tolerance",
            "chance", "p_value"]
-TABLES = ("pruning", "aggregate", "agreement", "relevance_stats")
-AGGS = ("one", "mean", "median", "min", "max", "count_below")
+
+
+def with_directions(df: pd.DataFrame) -> pd.DataFrame:
+    """The aggregate with each pair's two replacement directions compared: ``d_repl_min`` (the smaller of
+    ``r_ij`` and ``r_ji``) and ``repl_asymmetry`` (``d_repl_max / max(d_repl_min, 1e-12)``, the paper's max/min
+    ratio of the two directions); null on rows without both directions."""
+    df = df.copy()
+    if {"r_ij", "r_ji", "d_repl_max"} <= set(df.columns):
+        both = df[["r_ij", "r_ji"]].astype("float64")
+        df["d_repl_min"] = both.min(axis=1, skipna=False)
+        df["repl_asymmetry"] = df["d_repl_max"].astype("float64") / df["d_repl_min"].clip(lower=1e-12)
+    return df
+
+
+def _recovery(path) -> pd.DataFrame:
+    """The recovery table, ``removed_layers`` as text ("15,17,20") so that a ``where`` filter can name a set."""
+    df = read_frame(path, ["model", "revision", "guide", "budget", "removed_layers", "phase", "net_recovery"],
+                    "recovery")
+    return df.assign(removed_layers=df["removed_layers"].map(lambda v: ",".join(str(int(b)) for b in v)))
+
+
+#: every result table the scorecard reads: its name in the registry (and the keyword of write_scorecard and the
+#: rule's input) -> the reader of one file. One line per table; a table given as several files is their rows.
+TABLES = {
+    "pruning": read_pruning,
+    "aggregate": lambda p: with_directions(read_aggregate(p)),
+    "agreement": read_agreement,
+    "relevance_stats": lambda p: read_frame(p, RELEVANCE_STATS_COLUMNS, "relevance statistics"),
+    "rope_counterfactual": lambda p: read_frame(p, ["kind", "model", "reference", "revision"], "RoPE table"),
+    "recovery": _recovery,
+    "domain_slices": lambda p: read_frame(p, ["kind", "model", "reference", "revision"], "domain slices"),
+}
+AGGS = ("one", "mean", "median", "min", "max", "count_below", "quantile", "spearman")
 _ENTRY_KEYS = {"source", "quantity", "model", "needs", "published", "unit", "tolerance", "compute", "reason"}
-_SPEC_KEYS = {"table", "where", "column", "agg", "threshold", "chance", "p_value"}
+_SPEC_KEYS = {"table", "where", "column", "agg", "threshold", "q", "against", "scale", "chance", "p_value"}
 
 
 def registry_path() -> Path:
@@ -91,16 +123,25 @@ def _check_spec(spec, where: str) -> None:
         raise SwapKLError(f"{where}: unknown agg {spec['agg']!r} (one of {', '.join(AGGS)})")
     if spec.get("agg") == "count_below" and not isinstance(spec.get("threshold"), (int, float)):
         raise SwapKLError(f"{where}: count_below needs a numeric `threshold`")
+    if spec.get("agg") == "quantile" and not (isinstance(spec.get("q"), (int, float)) and 0 <= spec["q"] <= 1):
+        raise SwapKLError(f"{where}: quantile needs `q` between 0 and 1")
+    if spec.get("agg") == "spearman" and not isinstance(spec.get("against"), str):
+        raise SwapKLError(f"{where}: spearman needs `against`, the column ranked against `column`")
+    if not isinstance(spec.get("scale", 1), (int, float)):
+        raise SwapKLError(f"{where}: `scale` must be a number")
 
 
-def read_tables(paths: dict[str, str | None]) -> dict[str, pd.DataFrame]:
-    """The result tables that exist, by name (``pruning``, ``aggregate``, ``agreement``, ``relevance_stats``)."""
-    readers = {"pruning": read_pruning, "aggregate": read_aggregate, "agreement": read_agreement,
-               "relevance_stats": lambda p: read_frame(p, RELEVANCE_STATS_COLUMNS, "relevance statistics")}
-    unknown = set(paths) - set(readers)
+def read_tables(paths: dict[str, str | list[str] | None]) -> dict[str, pd.DataFrame]:
+    """The result tables that exist, by name (the keys of :data:`TABLES`); a list of files is one table."""
+    unknown = set(paths) - set(TABLES)
     if unknown:
         raise SwapKLError(f"unknown result tables {sorted(unknown)} (known: {', '.join(TABLES)})")
-    return {name: readers[name](p) for name, p in paths.items() if p is not None}
+    out = {}
+    for name, p in paths.items():
+        files = [p] if isinstance(p, (str, Path)) else list(p or [])
+        if files:
+            out[name] = pd.concat([TABLES[name](f) for f in files], ignore_index=True)
+    return out
 
 
 def _rows(spec: dict, model: str, tables: dict[str, pd.DataFrame], where: str) -> pd.DataFrame | None:
@@ -108,7 +149,7 @@ def _rows(spec: dict, model: str, tables: dict[str, pd.DataFrame], where: str) -
     if df is None:
         return None
     filters = {"model": model, **(spec.get("where") or {})}
-    for col in [spec["column"], *filters, *(spec[k] for k in ("chance", "p_value") if spec.get(k))]:
+    for col in [spec["column"], *filters, *(spec[k] for k in ("chance", "p_value", "against") if spec.get(k))]:
         if col not in df.columns and not col.startswith("in_"):
             raise SwapKLError(f"{where}: table {spec['table']} has no column {col!r}")
     mask = np.ones(len(df), dtype=bool)
@@ -119,15 +160,19 @@ def _rows(spec: dict, model: str, tables: dict[str, pd.DataFrame], where: str) -
     return df[mask]
 
 
-def _reduce(values: pd.Series, spec: dict, where: str) -> float:
+def _reduce(rows: pd.DataFrame, column: str, spec: dict, where: str) -> float:
     agg = spec.get("agg", "one")
-    v = values.astype("float64")
+    v = rows[column].astype("float64")
     if agg == "one":
         if len(v) != 1:
             raise SwapKLError(f"{where}: {len(v)} rows match where one was expected; add a filter or an agg")
         return float(v.iloc[0])
     if agg == "count_below":
         return float((v < spec["threshold"]).sum())
+    if agg == "quantile":  # linear interpolation between order statistics (numpy's default percentile)
+        return float(v.quantile(spec["q"]))
+    if agg == "spearman":
+        return float(spearman(v.to_numpy(), rows[spec["against"]].astype("float64").to_numpy()))
     return float(getattr(v, agg)())
 
 
@@ -142,10 +187,10 @@ def compute(spec: dict, model: str, tables: dict[str, pd.DataFrame], where: str 
     rows = _rows(spec, model, tables, where)
     if rows is None or rows.empty:
         return None
-    out = dict(value=_reduce(rows[spec["column"]], spec, where), chance=None, p_value=None)
+    out = dict(value=_reduce(rows, spec["column"], spec, where) * spec.get("scale", 1), chance=None, p_value=None)
     for key in ("chance", "p_value"):
         if spec.get(key):
-            out[key] = _reduce(rows[spec[key]], {"agg": spec.get("agg", "one")}, where)
+            out[key] = _reduce(rows, spec[key], {"agg": spec.get("agg", "one")}, where)
     return out
 
 
@@ -158,8 +203,10 @@ def describe(spec: dict | None, model: str) -> str:
         return f"{model}: ({a}) / ({b})"
     filters = ", ".join(f"{k}={v}" for k, v in (spec.get("where") or {}).items())
     agg = spec.get("agg", "one")
-    how = "" if agg == "one" else (f", count < {spec['threshold']}" if agg == "count_below" else f", {agg}")
-    return f"{model}: {spec['table']} [{filters}] {spec['column']}{how}"
+    how = {"one": "", "count_below": f", count < {spec.get('threshold')}", "quantile": f", quantile {spec.get('q')}",
+           "spearman": f", Spearman against {spec.get('against')}"}.get(agg, f", {agg}")
+    scale = f" x {spec['scale']}" if spec.get("scale", 1) != 1 else ""
+    return f"{model}: {spec['table']} [{filters}] {spec['column']}{how}{scale}"
 
 
 def _status(entry: dict, got: dict | None, tol: dict) -> tuple[str, float | None, float | None]:

@@ -28,6 +28,12 @@ re-joined by single spaces), tokenised as above, cut into the same windows, but 
 the token ``x_{e_{k-1}}`` at the previous window's end (its first target is ``x_{e_{k-1} + 1}``): the
 scored tokens are ``N - (number of windows)``.
 
+``text_prep: paper-gpt2`` applies the published study's GPT-2-Medium evaluator (``wikitext_ppl.py``,
+``skip_layer_test.py``): the same text as ``paper`` (the study used ``max_words`` 20,000), the clean windows
+and targets, but each window's NLL counted as its mean loss times its number of new tokens ``e_k - e_{k-1}``
+and the sum divided by ``N``: window 0 scores ``e_0 - 1`` predictions yet counts ``e_0`` (its NLL sum is
+multiplied by ``e_0 / (e_0 - 1)``, its token count is ``e_0``; :attr:`EvalWindows.weight`).
+
 ``PPL = exp(sum of NLL / number of scored tokens)`` (natural log). The 95% CI resamples windows
 with replacement (each window keeps its NLL sum and its token count) with
 ``numpy.random.default_rng(seed)``; one set of resamplings is shared by every pruned model of a
@@ -69,7 +75,7 @@ class EvalSpec:
     stride: int = 256
     max_words: int | None = 5000
     text_fields: tuple[str, ...] | None = None  # as in swapkl.data.windows.DataSpec
-    text_prep: str = "clean"  # or "paper": the published study's matched evaluator (module docstring)
+    text_prep: str = "clean"  # or "paper" / "paper-gpt2": the published study's evaluators (module docstring)
 
     def __post_init__(self):
         if isinstance(self.text_fields, list):
@@ -119,8 +125,8 @@ class EvalSpec:
             raise SwapKLError(f"evaluation text_prep must be one of {', '.join(TEXT_PREPS)}, got {self.text_prep!r}")
 
 
-#: ``text_prep`` values: swapkl's clean rule, or the published study's matched evaluator
-TEXT_PREPS = ("clean", "paper")
+#: ``text_prep`` values: swapkl's clean rule, the published study's matched evaluator, its GPT-2-Medium evaluator
+TEXT_PREPS = ("clean", "paper", "paper-gpt2")
 
 
 @dataclass
@@ -130,6 +136,8 @@ class EvalWindows:
     score_mask: np.ndarray  # [W, window] bool: position t's prediction (of token t+1) is scored
     n_text_tokens: int
     source: str
+    #: [W] factor on each window's NLL sum and token count (None: 1); only ``text_prep: paper-gpt2`` sets it
+    weight: np.ndarray | None = None
 
     @property
     def n_windows(self) -> int:
@@ -144,6 +152,8 @@ class EvalWindows:
         h = hashlib.sha256()
         for a in (self.input_ids, self.attention_mask, self.score_mask.astype(np.int64)):
             h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+        if self.weight is not None:  # the clean and paper windows keep the hash they always had
+            h.update(np.ascontiguousarray(self.weight, dtype=np.float64).tobytes())
         return h.hexdigest()
 
 
@@ -221,14 +231,26 @@ def load_eval_windows(spec: EvalSpec, tokenizer, max_positions: int | None = Non
         raise SwapKLError("the model has no tokenizer; sliding-window perplexity needs one")
     if spec.text_file:
         require_regular_file(spec.text_file, "evaluation text file")
-    paper = spec.text_prep == "paper"
+    paper = spec.text_prep in ("paper", "paper-gpt2")
     text = paper_eval_text(eval_rows(spec), spec.max_words) if paper else first_words(eval_paragraphs(spec),
                                                                                       spec.max_words)
     if not text:
         raise SwapKLError(f"evaluation text {spec.describe()} is empty")
     ids = tokenize_text(tokenizer, text)  # BOS first where the tokenizer adds one by default
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    return sliding_windows(ids, spec.window, spec.stride, pad, spec.describe(), skip_prev_end=paper)
+    ew = sliding_windows(ids, spec.window, spec.stride, pad, spec.describe(), skip_prev_end=spec.text_prep == "paper")
+    if spec.text_prep == "paper-gpt2":
+        ew.weight = new_token_weights(ew)
+    return ew
+
+
+def new_token_weights(ew: EvalWindows) -> np.ndarray:
+    """``text_prep: paper-gpt2``'s factor per window: its new tokens over its scored predictions (window 0:
+    ``e_0 / (e_0 - 1)``, it counts the first token it cannot predict; every other window 1)."""
+    w = np.ones(ew.n_windows)
+    first = int(ew.attention_mask[0].sum())
+    w[0] = first / (first - 1)
+    return w
 
 
 # ------------------------------------------------------------------------------------------ NLL
@@ -243,7 +265,8 @@ def window_nll(engine, ew: EvalWindows, variants: list[Variant], *, batch_size: 
     """
     w = ew.n_windows
     base = np.zeros(w)
-    tokens = ew.score_mask.sum(1).astype(np.float64)
+    weight = np.ones(w) if ew.weight is None else ew.weight
+    tokens = ew.score_mask.sum(1).astype(np.float64) * weight
     out = [np.zeros(w) for _ in variants]
     batches = window_batches(ew.input_ids, ew.attention_mask, batch_size, scored=ew.score_mask)
     for m in sweep(engine, batches, variants, device=device, desc="perplexity"):
@@ -251,7 +274,7 @@ def window_nll(engine, ew: EvalWindows, variants: list[Variant], *, batch_size: 
         z = torch.zeros(m.state.n_seqs, dtype=torch.float64, device=m.nll.device)
         (base if m.k is None else out[m.k])[m.batch.rows] = z.index_add_(0, m.state.token_seq.to(m.nll.device)[sel],
                                                                         m.nll[sel]).cpu().numpy()
-    return base, tokens, out
+    return base * weight, tokens, [o * weight for o in out]
 
 
 def perplexity(nll_sum, tokens) -> float:
