@@ -233,3 +233,16 @@ def test_the_figure_draws_the_tables_ratios_readably(tmp_path, monkeypatch):
             np.testing.assert_allclose(solid[0].get_ydata(), want["ratio_ir_median"], rtol=0, atol=0)
             np.testing.assert_allclose(dotted[0].get_ydata(), want["ratio_ir_mean"], rtol=0, atol=0)
             np.testing.assert_allclose(np.round(solid[0].get_xdata()), want["distance"])
+
+
+def test_the_final_outputs_hold_the_table_probes_and_figure_when_enabled():
+    """What `rule all` asks for (swapkl.config.targets); the dry runs of tests/test_workflow_config.py count the
+    jobs that make them (train_pe_model, probe_pe_model, summarise_pe_ablation, plot_pe_ablation)."""
+    from swapkl.config.targets import final_outputs
+
+    on = final_outputs(StudyPlan(*validated(_cfg(enabled=True, depths=[4, 6], encodings=["rope", "alibi"]))))
+    want = {"results/pe_ablation.parquet", "results/figures/pe_ablation.png", "results/figures/pe_ablation.pdf",
+            *[f"results/pe_ablation/probes/pe-{e}-{d}L.parquet" for e in ("rope", "alibi") for d in (4, 6)]}
+    assert want <= set(on)
+    off = final_outputs(StudyPlan(*validated(_cfg())))
+    assert not [path for path in off if "pe_ablation" in path]

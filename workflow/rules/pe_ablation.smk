@@ -3,7 +3,7 @@
 # replacement and interchange on every pair within max_distance, summarised as the I/R ratio by pair distance
 # (swapkl.studies.pe_ablation).
 
-from swapkl.config.ablation_models import (PE_PROTOCOLS, PE_TABLE, pe_checkpoint, pe_metadata, pe_models, pe_pairs,
+from swapkl.config.ablation_models import (PE_PROTOCOLS, pe_checkpoint, pe_metadata, pe_models, pe_pairs,
                                            pe_probe_data, pe_probe_file, pe_run_dir, pe_summary_models,
                                            pe_train_settings)
 
@@ -71,7 +71,7 @@ rule summarise_pe_ablation:
         probes=[pe_probe_file(label) for label in pe_models(config)],
         runs=[pe_run_dir(label) for label in pe_models(config)],
     output:
-        table_report(PE_TABLE, "pe_ablation_table.rst"),
+        table_report("results/pe_ablation.parquet", "pe_ablation_table.rst"),
     params:
         models=pe_summary_models(config),
         max_distance=config["pe_ablation"]["max_distance"],
