@@ -196,6 +196,12 @@ def expected_counts(cfg: dict) -> Counter:
     counts.update(measure_predictor_validity=len(validity), plot_predictor_validity=len(validity))
     if any(m.get("domain_slice_of") in models for m in drawn.values()):
         counts.update(summarise_domain_slices=1, plot_domain_slices=1)
+    # the position-encoding ablation: one training and one probe job per (encoding, depth), on the demo corpus
+    pe = cfg.get("pe_ablation", {})
+    if pe.get("enabled", False):
+        n_pe = len(pe.get("encodings", ["rope", "learned", "alibi"])) * len(pe.get("depths", [6]))
+        counts.update(train_pe_model=n_pe, probe_pe_model=n_pe, summarise_pe_ablation=1, plot_pe_ablation=1)
+        counts["build_demo_corpus"] = counts["train_demo_tokenizer"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement
@@ -203,7 +209,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
-                              + bool(spanned))
+                              + bool(spanned) + counts["summarise_pe_ablation"])
     counts["all"] = 1
     return +counts
 
@@ -238,6 +244,7 @@ def plan_counts(cfg: dict) -> Counter:
     counts["measure_jacobian"] = len(plan.jacobian_models())
     counts["summarise_rope_counterfactual"] = counts["plot_rope_counterfactual"] = len(plan.rope_counterfactual_models())
     counts["measure_predictor_validity"] = counts["plot_predictor_validity"] = len(plan.predictor_validity_models())
+    counts["train_pe_model"] = counts["probe_pe_model"] = len(plan.pe_ablation_models())
     return +counts
 
 
@@ -267,8 +274,10 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "plot_pruning_ratio": 1, "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
-        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1, "summarise_scorecard": 1, "all": 1,
+        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1, "summarise_scorecard": 1, "all": 1,
         "aggregate_spans": 1, "aggregate_healed": 1,
+        # the position-encoding ablation at the paper's depths, trained on the demo corpus and tokenizer
+        "build_demo_corpus": 1, "train_demo_tokenizer": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
     })
 
 

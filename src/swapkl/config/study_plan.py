@@ -8,6 +8,7 @@ tests and anyone planning a run read the same lists.
 from __future__ import annotations
 
 from swapkl.config import layout
+from swapkl.config.ablation_models import pe_models
 from swapkl.config.consistency import rope_is_on
 from swapkl.config.job_settings import canonical
 from swapkl.config.pair_sets import widest_pair_set
@@ -199,3 +200,7 @@ class StudyPlan:
 
     def jacobian_file(self, model: str) -> str:
         return layout.jacobian_file(model, self.last_revision(model))
+
+    def pe_ablation_models(self) -> dict[str, dict]:
+        """The position-encoding ablation's trained models (swapkl.config.ablation_models), none when it is off."""
+        return pe_models(self.cfg)

@@ -3,6 +3,7 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 
 from __future__ import annotations
 
+from swapkl.config.ablation_models import PE_TABLE, pe_probe_file
 from swapkl.config.layout import (agreement_file, covariate_file, export_dir, healed_file, pruning_file,
                                   recovery_file, span_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
@@ -55,6 +56,8 @@ def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
     out += [f"results/predictor_validity/{model}.parquet" for model in plan.predictor_validity_models()]
     if plan.domain_slice_models():
         out += ["results/domain_slices.parquet"]
+    if plan.pe_ablation_models():
+        out += [PE_TABLE, *map(pe_probe_file, plan.pe_ablation_models())]
     return out
 
 
@@ -105,6 +108,7 @@ FIGURE_SELECTIONS = {
     "convergence": lambda plan: _once(plan.convergence_models()),
     "domain_slices": lambda plan: _once(plan.domain_slice_models()),
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
+    "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),
 }
 
 

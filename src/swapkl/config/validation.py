@@ -6,6 +6,7 @@ message names the key path (or the file and line); the workflow reports it as ``
 from __future__ import annotations
 
 from swapkl.config import ConfigError
+from swapkl.config.ablation_models import check_pe_ablation
 from swapkl.config.checks import check_config, check_local_checkpoints
 from swapkl.config.consistency import check_consistency, per_model_files
 from swapkl.config.schema_validation import load_schema, validate_schema
@@ -23,6 +24,7 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
     check_no_duplicate_keys([str(p) for p in configfiles])
     validate_schema(cfg, load_schema(schema_path))
     check_config(cfg, base_dir)
+    check_pe_ablation(cfg)
     cfg["models"], families = expand_seed_families(cfg["models"])
     check_consistency(cfg, per_model_files(rules_dir))
     check_local_checkpoints(cfg["models"], base_dir)

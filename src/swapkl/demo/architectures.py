@@ -117,3 +117,89 @@ def demo_model_class(arch: str):
 
         return Qwen3ForCausalLM
     raise SwapKLError(f"unknown demo architecture {arch!r} (expected one of {', '.join(DEMO_ARCHS)})")
+
+
+# ------------------------------------------------------------------ the position-encoding ablation
+#
+# ``arch: matched``: three stock transformers families built to the same shape so that they differ only in
+# how they encode position. Each is an architecture swapkl's adapters run exactly:
+#
+# * ``rope``: GPT-NeoX with sequential residual (``use_parallel_residual=False``) and rotary on every head
+#   dimension (``partial_rotary_factor=1``);
+# * ``learned``: GPT-2 (a learned position table added to the token embeddings before block 0);
+# * ``alibi``: BLOOM (per-head linear attention biases).
+#
+# Shared by all three: pre-LayerNorm blocks (eps 1e-5) with biases everywhere, a fused QKV projection, a
+# 4x-wide MLP with the tanh-approximated GELU, a final LayerNorm, the unembedding tied to the embedding, no
+# dropout, and one initialisation rule (:func:`matched_init`). The blocks hold exactly the same parameters.
+# What the architectures do not let us match: BLOOM always applies a LayerNorm to the embeddings before
+# block 0 (2 x hidden parameters); GPT-2's position table adds max_position_embeddings x hidden; BLOOM fixes
+# the MLP width at 4 x hidden (so ``intermediate_size`` must be that for every encoding).
+
+MATCHED_ARCH = "matched"
+#: position encoding -> the transformers family that carries it
+PE_FAMILIES = {"rope": "gpt_neox", "learned": "gpt2", "alibi": "bloom"}
+
+
+def matched_config(position_encoding: str, size: DemoSize, *, vocab_size: int, eos_token_id: int,
+                   pad_token_id: int):
+    """The transformers config of an architecture-matched ablation model with ``position_encoding``."""
+    size.validate()
+    if position_encoding not in PE_FAMILIES:
+        raise SwapKLError(f"unknown position encoding {position_encoding!r} (expected one of "
+                          f"{', '.join(PE_FAMILIES)})")
+    if size.intermediate_size != 4 * size.hidden_size:
+        raise SwapKLError(f"matched models need intermediate_size = 4 x hidden_size = {4 * size.hidden_size} "
+                          f"(BLOOM fixes its MLP width), got {size.intermediate_size}")
+    tokens = dict(vocab_size=vocab_size, bos_token_id=eos_token_id, eos_token_id=eos_token_id,
+                  pad_token_id=pad_token_id, use_cache=False, tie_word_embeddings=True, initializer_range=0.02)
+    if position_encoding == "rope":
+        from transformers import GPTNeoXConfig
+
+        return GPTNeoXConfig(**tokens, hidden_size=size.hidden_size, num_hidden_layers=size.num_layers,
+                             num_attention_heads=size.num_heads, intermediate_size=size.intermediate_size,
+                             max_position_embeddings=size.max_position_embeddings, hidden_act="gelu_new",
+                             use_parallel_residual=False, layer_norm_eps=1e-5, attention_bias=True,
+                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                              "partial_rotary_factor": 1.0},
+                             attention_dropout=0.0, hidden_dropout=0.0)
+    if position_encoding == "learned":
+        from transformers import GPT2Config
+
+        return GPT2Config(**tokens, n_embd=size.hidden_size, n_layer=size.num_layers, n_head=size.num_heads,
+                          n_inner=size.intermediate_size, n_positions=size.max_position_embeddings,
+                          activation_function="gelu_new", layer_norm_epsilon=1e-5, resid_pdrop=0.0,
+                          embd_pdrop=0.0, attn_pdrop=0.0)
+    from transformers import BloomConfig
+
+    return BloomConfig(**tokens, hidden_size=size.hidden_size, n_layer=size.num_layers, n_head=size.num_heads,
+                       layer_norm_epsilon=1e-5, hidden_dropout=0.0, attention_dropout=0.0,
+                       apply_residual_connection_post_layernorm=False)
+
+
+def matched_init(model, seed: int, std: float = 0.02) -> None:
+    """One initialisation for every family (each family's own differs, e.g. GPT-2 scales its residual
+    projections): every matrix N(0, std), every bias 0, every LayerNorm weight 1, drawn in parameter order from
+    a generator seeded with ``seed``. The token embedding comes first in all three families, so models of one
+    seed start from the same embedding."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():  # a tied unembedding appears once
+            if p.ndim >= 2:
+                p.normal_(0.0, std, generator=generator)
+            elif name.endswith("bias"):
+                p.zero_()
+            else:
+                p.fill_(1.0)
+
+
+def matched_model(config, seed: int):
+    """A causal LM of a :func:`matched_config`, initialised by :func:`matched_init` from ``seed``."""
+    from transformers import BloomForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM
+
+    classes = {"gpt_neox": GPTNeoXForCausalLM, "gpt2": GPT2LMHeadModel, "bloom": BloomForCausalLM}
+    model = classes[config.model_type](config)
+    matched_init(model, seed, config.initializer_range)
+    return model

@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from swapkl.demo.architectures import DEMO_ARCHS, DemoSize, demo_config, demo_model_class
+from swapkl.demo.architectures import (DEMO_ARCHS, MATCHED_ARCH, PE_FAMILIES, DemoSize, demo_config,
+                                       demo_model_class, matched_config, matched_model)
 from swapkl.tables.atomic import claim_folder, staged_dir, write_json_atomic, write_text_atomic
 from swapkl.demo.corpus import corpus_file, load_corpus_manifest
 from swapkl.demo.schedule import checkpoint_schedule, lr_at
@@ -158,8 +159,9 @@ def _check_demo_training(arch: str, steps, seed, batch_size, seq_len, size, save
                          min_lr_ratio, weight_decay, grad_clip, eval_windows) -> tuple[DemoSize, list[int], int]:
     """:func:`train_demo_model`'s checks of its arguments; the model size, the checkpointed steps and the warmup
     steps, with their defaults filled in."""
-    if arch not in DEMO_ARCHS:
-        raise SwapKLError(f"unknown demo architecture {arch!r} (expected one of {', '.join(DEMO_ARCHS)})")
+    if arch not in (*DEMO_ARCHS, MATCHED_ARCH):
+        raise SwapKLError(f"unknown demo architecture {arch!r} (expected one of {', '.join(DEMO_ARCHS)}, "
+                          f"{MATCHED_ARCH})")
     if not isinstance(steps, int) or steps < 1:
         raise SwapKLError(f"`steps` {steps!r} must be a positive integer")
     require_int("seed", seed, 0)
@@ -189,6 +191,24 @@ def _check_demo_training(arch: str, steps, seed, batch_size, seq_len, size, save
     return size, save, warmup_steps
 
 
+def _on_device(device: str, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``tensors`` on ``device``; for CUDA, deterministic cuBLAS needs a fixed workspace, set before its first call."""
+    if device != "cpu":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    return tuple(t.to(device) for t in tensors)
+
+
+def _check_matched(arch: str, position_encoding: str | None, device: str) -> None:
+    """The checks of the position-encoding ablation's arguments (``position_encoding``, ``device``)."""
+    if device not in ("cpu", "cuda"):
+        raise SwapKLError(f"`device` {device!r} must be cpu or cuda")
+    if arch == MATCHED_ARCH and position_encoding not in PE_FAMILIES:
+        raise SwapKLError(f"`position_encoding` {position_encoding!r} of a {MATCHED_ARCH} demo model must be one "
+                          f"of {', '.join(PE_FAMILIES)}")
+    if arch != MATCHED_ARCH and position_encoding is not None:
+        raise SwapKLError(f"`position_encoding` is set only for {MATCHED_ARCH} demo models, not for {arch!r}")
+
+
 def _claim_demo_dir(out_dir: Path) -> None:
     """Take ``out_dir`` for a training run: a run in progress (or a failed one) is never mistaken for a finished
     one, and staging folders a killed run left go."""
@@ -211,7 +231,8 @@ def _train_and_checkpoint(arch: str, config, tokenizer_dir: Path, out_dir: Path,
     rows: list[dict] = []
     with _torch_settings(threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = demo_model_class(arch)(config).float()
+        model = (matched_model(config, seed) if arch == MATCHED_ARCH else demo_model_class(arch)(config)).float()
+        model.to(train_windows.device)
         model.train()
         order = BatchOrder(train_windows.shape[0], batch_size, seed)
         optimizer = make_optimizer(model, lr=lr, weight_decay=weight_decay)
@@ -284,6 +305,8 @@ def train_demo_model(
     eval_windows: int = 64,
     threads: int | None = None,
     progress: bool = True,
+    position_encoding: str | None = None,
+    device: str = "cpu",
 ) -> dict:
     """Train a demo model of family ``arch`` from scratch and checkpoint it; return the summary dict.
 
@@ -293,7 +316,11 @@ def train_demo_model(
     NLL on the first ``eval_windows`` windows of ``valid.txt``; the train loss is the same on the first
     ``eval_windows`` windows of ``train.txt``; ``train_batch_loss`` is the mean loss of the updates since
     the previous checkpoint. ``threads`` defaults to all cores.
+
+    ``arch="matched"``: the position-encoding ablation's model of ``position_encoding`` (rope, learned or alibi;
+    :func:`swapkl.demo.architectures.matched_config`). ``device``: ``cpu`` or ``cuda``, where the model trains.
     """
+    _check_matched(arch, position_encoding, device)
     size, save, warmup_steps = _check_demo_training(arch, steps, seed, batch_size, seq_len, size, save_steps, n_even,
                                                     lr, warmup_steps, min_lr_ratio, weight_decay, grad_clip,
                                                     eval_windows)
@@ -305,10 +332,11 @@ def train_demo_model(
     train_windows = file_windows(corpus_file(corpus_dir, "train"), tokenizer, seq_len, min_windows=batch_size)
     heldout = file_windows(corpus_file(corpus_dir, "valid"), tokenizer, seq_len,
                            max_windows=eval_windows, min_windows=eval_windows)
-    train_eval = train_windows[:eval_windows]
+    train_windows, heldout, train_eval = _on_device(device, train_windows, heldout, train_windows[:eval_windows])
 
-    config = demo_config(arch, size, vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
+    ids = dict(vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = (matched_config(position_encoding, size, **ids) if arch == MATCHED_ARCH
+              else demo_config(arch, size, **ids))
     started = time.perf_counter()
     model, rows, order, initial_heldout, final_heldout = _train_and_checkpoint(
         arch, config, tokenizer_dir, out_dir, train_windows, heldout, train_eval, save, seed=seed, steps=steps,
@@ -318,7 +346,8 @@ def train_demo_model(
     _drop_other_checkpoints(out_dir, set(save))
 
     summary = {
-        "arch": arch, "model_type": config.model_type, "model_class": type(model).__name__,
+        "arch": arch, "position_encoding": position_encoding, "model_type": config.model_type,
+        "model_class": type(model).__name__,
         "config": config.to_dict(), "size": asdict(size), "n_parameters": sum(p.numel() for p in model.parameters()),
         "seed": seed, "steps": steps, "save_steps": save, "batch_size": batch_size, "seq_len": seq_len,
         "tokens_per_step": batch_size * seq_len, "lr": lr, "warmup_steps": warmup_steps, "min_lr_ratio": min_lr_ratio,
@@ -330,7 +359,7 @@ def train_demo_model(
         "corpus_sha256": {k: v["sha256"] for k, v in corpus["files"].items()},
         "corpus_python_version": corpus.get("python_version"), "vocab_size": len(tokenizer),
         "threads": threads if threads else (os.cpu_count() or 1), "train_seconds": round(seconds, 3),
-        "torch_version": torch.__version__,
+        "torch_version": torch.__version__, "device": device,
     }
     write_text_atomic(out_dir / TRAINING_LOG, _log_csv(rows))
     write_json_atomic(out_dir / SUMMARY, summary)

@@ -213,6 +213,16 @@ RELEVANCE_APPENDED = frozenset(RELEVANCE_SCHEMA.names[RELEVANCE_SCHEMA.get_field
 #: what identifies a relevance row
 RELEVANCE_KEY = ["model", "revision", "task", "metric", "layer", "guide", "budget", "random_draw", "fixed_set"]
 
+#: results/pe_ablation.parquet (swapkl.studies.pe_ablation): one row per trained model (position encoding,
+#: depth) and pair distance; the I/R statistics are the aggregate's summary statistics of those pairs
+PE_ABLATION_SCHEMA = pa.schema([
+    ("position_encoding", pa.string()), ("n_layers", pa.int64()), ("distance", pa.int64()),
+    ("model", pa.string()), ("revision", pa.string()), ("architecture", pa.string()), ("n_params", pa.int64()),
+    ("n_pairs", pa.int64()), ("n_ratio", pa.int64()), ("ratio_ir_mean", pa.float64()),
+    ("ratio_ir_median", pa.float64()), ("gap_mean", pa.float64()), ("d_repl_max_mean", pa.float64()),
+    ("d_inter_mean", pa.float64()),
+])
+
 
 def read_table(path, schema: pa.Schema | Sequence[str], what: str, *, nonempty: bool = False,
                appended=APPENDED) -> tuple[pa.Table, dict]:
