@@ -20,6 +20,8 @@ from swapkl.demo.schedule import checkpoint_schedule, lr_at, parse_steps
 from swapkl.demo.tokenizer import EOS_TOKEN, PAD_TOKEN, train_demo_tokenizer
 from swapkl.demo.train import mean_nll, train_demo_model
 from swapkl.demo.training_windows import BatchOrder, file_windows, token_stream
+from swapkl.data.windows import text_file_paragraphs, tokenize_text
+from swapkl.pruning.perplexity import first_words
 from swapkl.errors import SwapKLError
 
 TINY = DemoSize(num_layers=2, hidden_size=32, num_heads=2, num_kv_heads=1, intermediate_size=64,
@@ -186,10 +188,15 @@ def test_windows_are_contiguous_slices_of_the_token_stream(mini_corpus, tokenize
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     paragraphs = read_paragraphs(mini_corpus / "valid.txt")
     stream = token_stream(paragraphs, tok)
-    assert int((stream == tok.eos_token_id).sum()) == len(paragraphs)
-    expected = []
-    for p in paragraphs[:3]:
-        expected += tok.encode(p, add_special_tokens=False) + [tok.eos_token_id]
+    # the text the perplexity evaluation reads (swapkl's reader of a text file, its join, its tokenisation),
+    # tokenised as one string: the training stream holds exactly these ids
+    text = first_words(text_file_paragraphs(str(mini_corpus / "valid.txt")), None)
+    assert stream.tolist() == tokenize_text(tok, text)
+    assert int((stream == tok.eos_token_id).sum()) == 0
+    newline = tok.convert_tokens_to_ids("\u010a")  # the byte-level token of "\n"
+    assert int((stream == newline).sum()) == 2 * (len(paragraphs) - 1)
+    expected = tok.encode(paragraphs[0], add_special_tokens=False) + [newline, newline]
+    expected += tok.encode(paragraphs[1], add_special_tokens=False)
     assert stream[: len(expected)].tolist() == expected
     windows = file_windows(mini_corpus / "valid.txt", tok, 64, min_windows=64)
     assert windows.shape[0] >= 64 and windows.shape[1] == 64

@@ -233,3 +233,55 @@ def test_training_curves_layout(figs, tmp_path):
         (tmp_path / f"{name}.csv").write_text("\n".join(lines) + "\n")
         logs[name] = tmp_path / f"{name}.csv"
     _clean(_draw(tmp_path, "train", lambda p, q: plot_training_curves(logs, p, q), figs))
+
+
+def test_pruning_cost_keeps_the_guides_readable_beside_the_anti_guided_bound(figs, tmp_path):
+    """The anti-guided bound costs +250% while the guides cost 0.1-6% (growing like n², as in demo runs): on a
+    linear axis a guide's four points would share about 1% of its height; the line panels go symmetric-log,
+    and the guide's points spread over a readable part of the panel (measured on the canvas)."""
+    df = syn.pruning_table()
+    df = df[df["revision"] == "step16000"].copy()
+    ranks = {g.name: k for k, g in enumerate(registered())}
+    cost = df["guide"].map(ranks).fillna(0) % 5 * 0.1 + 0.15
+    cost = np.where(df["guide"] == "anti_interchange", 250.0, cost * df["budget"] ** 2)
+    kl = np.where(df["guide"] == "anti_interchange", 2.0, 0.004 * df["budget"] * (1 + df["guide"].map(ranks).fillna(0) % 5))
+    df["delta_ppl_pct"], df["kl_mean"] = cost, kl
+    df["delta_ppl_pct_ci_low"], df["delta_ppl_pct_ci_high"] = cost - 0.05, cost + 0.05
+    df["kl_ci_low"], df["kl_ci_high"] = kl * 0.9, kl * 1.1
+    fig = _draw(tmp_path, "anti", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    _clean(fig)
+    label = next(g.label for g in registered() if g.name == "interchange")
+    for ax, column in zip(fig.axes[:2], ("delta_ppl_pct", "kl_mean")):
+        assert ax.get_yscale() == "symlog", column
+        assert "symmetric log scale" in ax.get_ylabel()
+        line = dict(zip(*reversed(ax.get_legend_handles_labels())))[label].lines[0]
+        want = df[(df["guide"] == "interchange") & (df["budget"] > 0)].sort_values("budget")[column].to_numpy()
+        assert np.allclose(line.get_ydata(), want)
+        y = ax.transData.transform(np.c_[line.get_xdata(), line.get_ydata()])[:, 1]
+        assert (y.max() - y.min()) / ax.bbox.height > 0.2, f"the interchange guide is squeezed ({column})"
+        lo, hi = ax.get_ylim()
+        assert (want.max() - want.min()) / (hi - lo) < 0.05  # what a linear axis of this range would leave it
+    # without the far bound the same panel stays linear
+    plain = df[df["guide"] != "anti_interchange"]
+    fig = _draw(tmp_path, "noanti", lambda p, q: pfig.plot_delta_ppl(plain, "toy", "step16000", p, q), figs)
+    assert fig.axes[0].get_yscale() == "linear"
+
+
+def test_rank_confusion_of_a_three_block_model_says_there_is_nothing_to_rank(figs, tmp_path):
+    """Three blocks, boundary blocks excluded: one ranked block, no confusion matrix, no chance level (1 − 1/m
+    would divide by zero); the figure says why in place of the matrix and in its note."""
+    from swapkl.pruning.agreement import compare, rank_statistics
+
+    rng = np.random.default_rng(0)
+    scores = {name: rng.uniform(0, 1, 3) for name in ("bi", "deletion", "interchange")}
+    agr = pd.DataFrame([dict(model="tiny", revision="step0", step=0, n_layers=3, guide=g, reference=r,
+                             **compare(x, y), **rank_statistics(x, y))
+                        for g, x in scores.items() for r, y in scores.items() if g != r])
+    assert (agr["n_ranked"] == 1).all() and agr["guide_rank"].map(len).eq(0).all()
+    fig = _draw(tmp_path, "conf3", lambda p, q: plot_rank_confusion(agr, "tiny", "step0", p, q), figs)
+    _clean(fig)
+    texts = " ".join(t.get_text() for t in fig.findobj(match=lambda a: hasattr(a, "get_text")))
+    assert "No rank confusion" in texts and "score 1 block." in texts
+    assert "No rank statistics" in texts
+    assert not fig.axes[0].images and not fig.axes[0].axison
+    assert not [ln for ln in fig.axes[1].get_lines() if "chance" in ln.get_label()]

@@ -71,14 +71,21 @@ def symlog_axis(ax, which: str, linthresh: float) -> None:
     axis.set_major_formatter(FuncFormatter(_compact))
 
 
-def _scale_for(ax, values) -> str:
-    """Symmetric-log y axis when the values span more than ~2 decades, else linear."""
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    if v.size and np.nanmax(np.abs(v)) > 300:
-        symlog_axis(ax, "y", 10)
-        return " (symmetric log scale, linear within ±10%)"
-    return ""
+#: a line panel turns symmetric-log when its largest |value| exceeds this many times the median |value|
+SQUEEZE = 20.0
+
+
+def _scale_for(ax, values, unit: str = "%") -> str:
+    """A symmetric-log y axis where a few rules would squeeze the rest into a line (the largest |value| more
+    than :data:`SQUEEZE` times the median, e.g. the anti-guided bound at +250% over guides near +1%), linear
+    within ± the decade of the median |value|; else linear. Returns the axis note for the label."""
+    v = np.abs(np.asarray(values, dtype=np.float64))
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size or v.max() <= SQUEEZE * np.median(v):
+        return ""
+    linthresh = float(10.0 ** np.floor(np.log10(np.median(v))))
+    symlog_axis(ax, "y", linthresh)
+    return f" (symmetric log scale, linear within ±{linthresh:g}{unit})"
 
 
 def grouped_legend(fig, ax, series) -> None:
@@ -163,13 +170,16 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
             kl = r["kl_mean"].to_numpy()
             ax_k.errorbar(x, kl, yerr=_err(kl, r["kl_ci_low"], r["kl_ci_high"]), color=colour, ls=ls, marker=marker,
                           capsize=2, label=label)
-        note = _scale_for(ax_p, g.loc[g["feasible"], "delta_ppl_pct"])
+        plotted = g[g["feasible"].astype(bool) & (g["budget"] > 0)]
+        note = _scale_for(ax_p, plotted["delta_ppl_pct"])
+        kl_note = _scale_for(ax_k, plotted["kl_mean"], unit="")
         ax_p.axhline(0.0, color="black", lw=0.8)
         ax_p.set_xlabel("Blocks removed (n)")
         ax_p.set_ylabel("Perplexity increase over the unpruned model (%)" + ("\n" + note.strip() if note else ""))
         ax_p.set_title("Perplexity cost on held-out text")
         ax_k.set_xlabel("Blocks removed (n)")
-        ax_k.set_ylabel("KL(base ‖ pruned) on the probe windows (nats/token)")
+        ax_k.set_ylabel("KL(base ‖ pruned) on the probe windows (nats/token)"
+                        + ("\n" + kl_note.strip() if kl_note else ""))
         ax_k.set_title("Output change against the unpruned model")
         for ax in (ax_p, ax_k):
             ax.set_xticks(budgets)
