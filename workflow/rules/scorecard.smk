@@ -8,6 +8,8 @@ def scorecard_inputs():
         inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
     if relevance_checkpoints():
         inputs["relevance_stats"] = "results/relevance_stats.parquet"
+    if PLAN.downstream_checkpoints():
+        inputs["downstream"] = "results/downstream.parquet"
     return inputs
 
 

@@ -13,6 +13,7 @@ def add_parser(sub) -> None:
     input_arg(p, "--aggregate", what="aggregate", metavar="FILE.parquet", help="results/swapkl.parquet (if it exists)")
     input_arg(p, "--agreement", what="agreement table", metavar="FILE.parquet", help="results/pruning_agreement.parquet (if it exists)")
     input_arg(p, "--relevance-stats", what="relevance statistics", metavar="FILE.parquet", help="results/relevance_stats.parquet (if it exists)")
+    input_arg(p, "--downstream", what="downstream table", metavar="FILE.parquet", help="results/downstream.parquet (if it exists)")
     input_arg(p, "--registry", what="published-numbers registry", metavar="FILE.yaml", help="published-numbers registry (default: swapkl's own)")
     output_arg(p, "--html", what="HTML table", metavar="FILE.html", help="also write the scorecard as an HTML table")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
@@ -23,4 +24,5 @@ def run_scorecard(args) -> None:
     from the given result tables: status `reproduced` (within the entry's tolerance), `differs`, or `not run`
     with the reason (e.g. `needs meta-llama/Llama-3.1-8B` when no table holds that model's rows)."""
     write_scorecard(args.out, html_out=args.html, registry=args.registry, pruning=args.pruning,
-                    aggregate=args.aggregate, agreement=args.agreement, relevance_stats=args.relevance_stats)
+                    aggregate=args.aggregate, agreement=args.agreement, relevance_stats=args.relevance_stats,
+                    downstream=args.downstream)

@@ -34,7 +34,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.recovery.recovery_table import HEAL_FILE
 from swapkl.relevance.choice_scores import BASE
-from swapkl.relevance.downstream_tasks import load_benchmarks, score_benchmarks
+from swapkl.relevance.downstream_tasks import PAPER_TASKS, load_benchmarks, score_benchmarks
 from swapkl.relevance.scored_models import pruned_sets_from_table, scan_for
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct, require_regular_file
@@ -116,7 +116,7 @@ def _check_inputs(out, task_files, last_word_files, pruning, healed, pruning_gui
 
 
 def run_downstream(model: str, out: str, *, revision: str | None = None, task_files=(), last_word_files=(),
-                   lm_eval_tasks=(), limit: int | None = None, pruning: str | None = None,
+                   lm_eval_tasks=PAPER_TASKS, limit: int | None = None, pruning: str | None = None,
                    pruning_guides=None, healed=(), label: str | None = None, revision_label: str | None = None,
                    dtype: str = "float32", device: str = "auto", batch_size: int = 8, chunk_tokens: int = 2048,
                    allow_pickle: bool = False, trust_remote_code: bool = False, placement: dict | None = None,

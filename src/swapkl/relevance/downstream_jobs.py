@@ -7,9 +7,7 @@ from dataclasses import dataclass
 
 from swapkl.model.model_job import ModelJob
 from swapkl.relevance.downstream import run_downstream
-
-#: the paper's six tasks by lm-eval name (its downstream table)
-PAPER_TASKS = ("hellaswag", "piqa", "winogrande", "arc_easy", "arc_challenge", "lambada_openai")
+from swapkl.relevance.downstream_tasks import PAPER_TASKS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,7 +17,7 @@ class DownstreamJob(ModelJob):
     out: str
     task_files: tuple[str, ...] = ()
     last_word_files: tuple[str, ...] = ()
-    lm_eval_tasks: tuple[str, ...] = ()
+    lm_eval_tasks: tuple[str, ...] = PAPER_TASKS
     limit: int | None = None
     pruning: str | None = None
     pruning_guides: tuple[str, ...] | None = None
@@ -29,6 +27,7 @@ class DownstreamJob(ModelJob):
     batch_size: int = 8
     chunk_tokens: int = 2048
     placement: dict | None = None
+    include_path: str | None = None
 
     def __post_init__(self):
         self.as_tuple("task_files", "last_word_files", "lm_eval_tasks", "pruning_guides", "healed")
