@@ -160,3 +160,100 @@ def test_accuracies_equal_lm_eval_on_each_materialised_model(table, setup, monke
             assert row["perplexity"] == pytest.approx(float(np.exp(-ll.mean())), rel=2 * LL_TOL)
         greedy_seen += sum(hits)
     assert 0 < greedy_seen < len(paths) * len(TEXTS)  # both outcomes occur, so the comparison can fail
+
+
+# -- bad inputs: one line naming the culprit, nothing written ---------------------------------------------------------
+
+def _cli(*argv):
+    return subprocess.run([sys.executable, "-m", "swapkl", "downstream", *argv], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(task_files=[], last_word_files=[], lm_eval_tasks=[]), "no downstream task given"),
+    (dict(limit=0), "`limit` must be a positive number of documents"),
+    (dict(pruning=None, pruning_guides=["interchange"]), "give the table too"),
+    (dict(pruning_guides=["no_such_guide"]), "has no guide no_such_guide"),
+    (dict(lm_eval_tasks=["no_such_task"]), "lm-eval knows no task 'no_such_task'"),
+])
+def test_bad_inputs_are_refused_in_one_line(setup, tmp_path, kw, message):
+    out = tmp_path / "out.parquet"
+    with pytest.raises(SwapKLError, match=message) as e:
+        _run(setup, out, **kw)
+    assert "\n" not in str(e.value) and not out.exists()
+
+
+def test_healed_models_must_descend_from_the_base(setup, tmp_path):
+    d, src, _, _, healed = setup
+    plain = tmp_path / "not-healed"
+    export_checkpoint(str(src), str(plain), remove=[0], device="cpu")
+    with pytest.raises(SwapKLError, match="has no swapkl_heal.json"):
+        _run(setup, tmp_path / "a.parquet", healed=[str(plain)])
+    other = tmp_path / "other-heal"
+    other.mkdir()
+    record = json.loads((healed / "control" / "swapkl_heal.json").read_text())
+    (other / "swapkl_heal.json").write_text(json.dumps(record | {"weights_sha256": "0" * 64}))
+    with pytest.raises(SwapKLError, match="not healed from the base model's weights"):
+        _run(setup, tmp_path / "b.parquet", healed=[str(other)])
+    assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "b.parquet").exists()
+
+
+def test_command_line_error_is_one_line_exit_2(setup, tmp_path):
+    d, src, tasks, _, _ = setup
+    out = tmp_path / "out.parquet"
+    result = _cli("--model", str(src), "--tasks", tasks[0].yaml_path, "--lm-eval-tasks", "--limit", "-3", "--out",
+                  str(out), "--device", "cpu")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "--limit" in result.stderr and not out.exists()
+    result = _cli("--model", str(src), "--tasks", tasks[0].yaml_path, "--lm-eval-tasks", "--healed",
+                  str(tmp_path / "missing"), "--out", str(out))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "missing" in result.stderr and not out.exists()
+
+
+def test_command_line_writes_the_table(setup, tmp_path, table):
+    d, src, tasks, pruning, _ = setup
+    out = tmp_path / "cli.parquet"
+    result = _cli("--model", str(src), "--tasks", *[t.yaml_path for t in tasks], "--lm-eval-tasks", "--pruning",
+                  str(pruning), "--pruning-guides", "fixed", "--label", "tiny", "--revision-label", "final",
+                  "--device", "cpu", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    got = read_downstream(out)
+    want = table[table["phase"].isin(["base", "pruned"]) & table["task"].isin([t.name for t in tasks])]
+    want = want[(want["phase"] == "base") | (want["guide"] == "fixed")].reset_index(drop=True)
+    got = got[got["task"] != AVERAGE].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got.drop(columns=["retention"]), want.drop(columns=["retention"]))
+
+
+def test_aggregate_refuses_overlapping_files(setup, tmp_path):
+    out = setup[0] / "downstream.parquet"
+    agg = tmp_path / "all.parquet"
+    aggregate_downstream([str(out)], str(agg))
+    pd.testing.assert_frame_equal(read_downstream(agg), read_downstream(out))
+    with pytest.raises(SwapKLError, match="overlap"):
+        aggregate_downstream([str(out), str(agg)], str(tmp_path / "twice.parquet"))
+
+
+# -- the table figure -------------------------------------------------------------------------------------------------
+
+def test_table_figure_shows_the_scores_of_every_model(table, tmp_path, monkeypatch):
+    from figure_layout import captured_figures, layout_problems
+
+    from swapkl.figures.downstream_figure import plot_downstream
+
+    with captured_figures(monkeypatch) as figs:
+        plot_downstream(table, tmp_path / "d.png", tmp_path / "d.pdf", model="tiny", revision="final")
+    fig = figs[-1]
+    assert not layout_problems(fig)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["base model", "interchange, n=1 (-1)", "bi, n=1 (-1)", "interchange, n=2 (-0, 2)",
+                      "fixed skip2, n=1 (-2)", "healed control (unpruned)", "healed interchange, n=1 (-1)"]
+    assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == TASKS + [AVERAGE]
+    cells = np.array([t.get_text() for t in ax.texts]).reshape(len(labels), len(TASKS) + 1)
+    for i, (key, rows) in enumerate(_models(table)):
+        assert cells[i].tolist() == [f"{rows.loc[t, 'score']:.3f}" for t in TASKS + [AVERAGE]], key
+    shown = ax.get_images()[0].get_array()
+    base = _models(table)[0][1]
+    np.testing.assert_allclose(shown[3], np.clip((_models(table)[3][1].loc[TASKS + [AVERAGE], "retention"]).to_numpy(),
+                                                 0.5, 1.5))
+    assert base.loc[AVERAGE, "retention"] == 1.0
