@@ -257,3 +257,18 @@ def test_table_figure_shows_the_scores_of_every_model(table, tmp_path, monkeypat
     np.testing.assert_allclose(shown[3], np.clip((_models(table)[3][1].loc[TASKS + [AVERAGE], "retention"]).to_numpy(),
                                                  0.5, 1.5))
     assert base.loc[AVERAGE, "retention"] == 1.0
+
+
+def test_demo_last_word_texts_end_in_a_word_and_are_seeded():
+    from swapkl.demo.last_word_task import last_word_texts
+    from swapkl.relevance.lambada import split_last_word
+
+    paragraphs = [" ".join(f"w{k}" if k % 3 else f"word{chr(97 + k % 26)}" for k in range(n)) for n in (5, 14, 30, 60)]
+    texts = last_word_texts(paragraphs, n_docs=25, seed=3)
+    assert texts == last_word_texts(paragraphs, n_docs=25, seed=3) != last_word_texts(paragraphs, n_docs=25, seed=4)
+    for t in texts:
+        context, target = split_last_word(t)
+        assert 12 <= len(t.split()) <= 40 and target[1:].isalpha() and any(t.startswith(p[:len(context)])
+                                                                           for p in paragraphs)
+    with pytest.raises(SwapKLError, match="could not draw"):
+        last_word_texts(paragraphs[:1], n_docs=2, seed=0)
