@@ -14,8 +14,8 @@ import yaml
 
 from swapkl.cli import build_parser
 from swapkl.commands.arguments import SPLIT_DEFAULTS
-from swapkl.commands import (aggregate_command, healed_probe_command, probe_command, prune_command,
-                             relevance_command, spans_command)
+from swapkl.commands import (aggregate_command, downstream_command, healed_probe_command, probe_command,
+                             prune_command, relevance_command, spans_command)
 from swapkl.data.windows import DataSpec
 from swapkl.demo.architectures import DemoSize
 from swapkl.demo.corpus import build_corpus
@@ -36,6 +36,8 @@ from swapkl.pruning.table import aggregate_pruning
 from swapkl.recovery.heal import TrainText, settings_from
 from swapkl.relevance.accrel import run_relevance
 from swapkl.relevance.relevance_jobs import RelevanceJob
+from swapkl.relevance.downstream import run_downstream
+from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.studies.span_jobs import SpansJob
 from swapkl.studies.spans import run_spans
 
@@ -87,6 +89,9 @@ SCHEMA_DEFAULTS = [
     ("heal_settings.preset", settings_from, "preset", same),
     ("relevance.lm_eval_tasks", RelevanceJob, "harness_tasks", tuple),
     ("relevance.pruning_guides", RelevanceJob, "pruning_guides", lambda g: None if g == "all" else tuple(g)),
+    ("downstream.lm_eval_tasks", DownstreamJob, "lm_eval_tasks", tuple),
+    ("downstream.limit", DownstreamJob, "limit", same),
+    ("downstream.pruning_guides", DownstreamJob, "pruning_guides", lambda g: None if g == "all" else tuple(g)),
     ("properties.probe.n_boot", AggregateJob, "n_boot", same),
     ("properties.probe.seed", AggregateJob, "seed", same),
     ("properties.probe.n_boot", AggregatePruningJob, "n_boot", same),
@@ -143,6 +148,8 @@ CLI_JOBS = {
                        eval_data=EvalSpec(dataset="wikitext"), calib_data=DataSpec(dataset="wikitext", split="train"))),
     "relevance": (["relevance", "--model", "m", "--out", "o.parquet", "--tasks", "t.yaml"], relevance_command.job,
                   RelevanceJob(model="m", task_files=("t.yaml",), out="o.parquet", harness_tasks=())),
+    "downstream": (["downstream", "--model", "m", "--out", "o.parquet"], downstream_command.job,
+                   DownstreamJob(model="m", out="o.parquet")),
     "healed-probe": (["healed-probe", "--model", "m", "--probe-files", "p.parquet", "--out", "o.parquet",
                       "--dataset", "wikitext", "--train-dataset", "wikitext"], healed_probe_command.job,
                      HealedProbeJob(model="m", probe_files=("p.parquet",), out="o.parquet", data=DATA,
@@ -170,7 +177,7 @@ def test_cli_defaults_are_the_job_descriptions(command):
 
 FUNCTIONS = [(ProbeJob, run_probe), (PruneJob, run_pruning), (SpansJob, run_spans), (RelevanceJob, run_relevance),
              (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
-             (DisagreementJob, run_test_agreement)]
+             (DisagreementJob, run_test_agreement), (DownstreamJob, run_downstream)]
 
 
 @pytest.mark.parametrize("job, function", FUNCTIONS, ids=[j.__name__ for j, _ in FUNCTIONS])

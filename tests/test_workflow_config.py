@@ -161,8 +161,20 @@ def expected_counts(cfg: dict) -> Counter:
         counts.update(score_relevance=len(scored), aggregate_relevance=1, summarise_relevance=1,
                       plot_relevance_cosine=len(scored), plot_relevance_zscores=len(scored),
                       plot_relevance_confusion=len(scored))
-    if any(models[name].get("relevance", {}).get("demo_tasks", False) for name, _ in scored):
+    benchmarked = [
+        (name, rev)
+        for name, m in models.items() if m.get("downstream", {}).get("enabled", False)
+        for rev in (m["revisions"] if m["downstream"].get("revisions", "all") == "all"
+                    else m["downstream"]["revisions"])
+    ]
+    if benchmarked:
+        counts.update(score_downstream=len(benchmarked), aggregate_downstream=1, plot_downstream=len(benchmarked))
+    demo_tasks = [models[name].get(stage, {}).get("demo_tasks", False)
+                  for stage, checkpoints in (("relevance", scored), ("downstream", benchmarked)) for name, _ in checkpoints]
+    if any(demo_tasks):
         counts["build_demo_tasks"] = 1
+    if any(models[name]["downstream"].get("demo_tasks", False) for name, _ in benchmarked):
+        counts["build_demo_last_word"] = 1
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
         counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
@@ -209,7 +221,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
-                              + bool(spanned) + counts["summarise_pe_ablation"])
+                              + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked))
     counts["all"] = 1
     return +counts
 
@@ -241,6 +253,7 @@ def plan_counts(cfg: dict) -> Counter:
     counts["probe_spans"], counts["plot_spans"] = len(plan.span_checkpoints()), len(drawn(plan.span_checkpoints()))
     for rule in ("probe_healed", "measure_test_agreement", "plot_third_test"):
         counts[rule] = len(plan.healed_checkpoints())
+    counts["score_downstream"] = counts["plot_downstream"] = len(plan.downstream_checkpoints())
     counts["measure_jacobian"] = len(plan.jacobian_models())
     counts["summarise_rope_counterfactual"] = counts["plot_rope_counterfactual"] = len(plan.rope_counterfactual_models())
     counts["measure_predictor_validity"] = counts["plot_predictor_validity"] = len(plan.predictor_validity_models())
@@ -275,7 +288,7 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
         "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1, "summarise_scorecard": 1, "all": 1,
-        "aggregate_spans": 1, "aggregate_healed": 1,
+        "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
         # the position-encoding ablation at the paper's depths, trained on the demo corpus and tokenizer
         "build_demo_corpus": 1, "train_demo_tokenizer": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
     })

@@ -8,7 +8,8 @@ import sys
 
 from swapkl import __version__
 from swapkl.commands import (
-    aggregate_command, construct_command, demo_command, export_command, figures_command, heal_command,
+    aggregate_command, construct_command, demo_command, downstream_command, export_command, figures_command,
+    heal_command,
     healed_probe_command, paper_command, probe_command, provenance_command, prune_command, relevance_command,
     scorecard_command, search_command, spans_command,
 )
@@ -19,7 +20,7 @@ from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
 COMMANDS = (probe_command, prune_command, export_command, heal_command, healed_probe_command, relevance_command,
             aggregate_command, figures_command, provenance_command, demo_command, paper_command, scorecard_command,
-            spans_command, search_command, construct_command)
+            spans_command, search_command, construct_command, downstream_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

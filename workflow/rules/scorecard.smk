@@ -14,6 +14,8 @@ def scorecard_inputs():
         inputs["recovery"] = "results/recovery.parquet"
     if domain_slice_models():
         inputs["domain_slices"] = "results/domain_slices.parquet"
+    if PLAN.downstream_checkpoints():
+        inputs["downstream"] = "results/downstream.parquet"
     return inputs
 
 

@@ -139,6 +139,18 @@ def _check_relevance(name: str, model: dict) -> None:
         _fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
 
 
+def _check_downstream(name: str, model: dict) -> None:
+    downstream = model["downstream"]
+    if not downstream["enabled"]:
+        return
+    _check_listed(name, model, "downstream", downstream["revisions"])
+    if not (downstream["tasks"] or downstream["demo_tasks"] or downstream["last_word_files"]
+            or downstream["lm_eval_tasks"]):
+        _fail(f"models.{name}.downstream", "enabled but names no tasks, demo_tasks, last_word_files or lm_eval_tasks")
+    if downstream["demo_tasks"] and "demo" not in model:
+        _fail(f"models.{name}.downstream.demo_tasks", "demo tasks are built for demo models only")
+
+
 def _check_pruning(name: str, model: dict) -> None:
     prune, relevance = model["prune"], model["relevance"]
     if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
@@ -164,6 +176,7 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
               "jobs would run with the config's RoPE scaling: switch them off for this model")
     _check_listed(name, model, "prune", model["prune"]["revisions"])
     _check_relevance(name, model)
+    _check_downstream(name, model)
     if model["spans"]["enabled"]:
         _check_listed(name, model, "spans", model["spans"]["revisions"])
     if model["max_memory"] is not None and model["device_map"] is None:

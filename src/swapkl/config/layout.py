@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 DEMO_DIR = "resources/demo"
+#: the demo's LAMBADA-style last-word task (rule build_demo_last_word), scored by the downstream benchmarks
+DEMO_LAST_WORD_FILE = "resources/demo/tasks/demo_last_word.jsonl"
 DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
 FIGURE_FORMATS = ("png", "pdf")
 
@@ -42,6 +44,7 @@ relevance_file = _per_checkpoint("results/relevance/{model}/{revision}.parquet")
 covariate_file = _per_checkpoint("results/covariates/{model}/{revision}.parquet")
 span_file = _per_checkpoint("results/spans/{model}/{revision}.parquet")
 jacobian_file = _per_checkpoint("results/jacobian/{model}/{revision}.parquet")
+downstream_file = _per_checkpoint("results/downstream/{model}/{revision}.parquet")
 repr_file = _per_checkpoint("results/probes/{model}/{revision}/representation.parquet")
 
 

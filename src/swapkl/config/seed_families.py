@@ -85,7 +85,7 @@ def _member(name: str, model: dict, seed: int) -> dict:
     if seeds.get("deletion") is not None:
         member["deletion"] = seeds["deletion"]
     member["relevance"] = {**member.get("relevance", {}), "enabled": False}
-    for key in ("heal", "healed_probes"):  # healing, like relevance, stays with the entry's own run
+    for key in ("heal", "healed_probes", "downstream"):  # healing and benchmarks, like relevance, stay with the entry
         if key in member:
             member[key] = {**member[key], "enabled": False}
     member["spans"] = {**member.get("spans", {}), "enabled": False}

@@ -143,6 +143,13 @@ class StudyPlan:
         """Exported pruned checkpoints that are healed, with their unpruned control (heal.enabled)."""
         return [(m, r) for m, r in self.export_checkpoints() if self.models[m]["heal"]["enabled"]]
 
+    def downstream_revisions(self, model: str) -> list[str]:
+        return self._stage_revisions(model, self.models[model]["downstream"])
+
+    def downstream_checkpoints(self) -> list[tuple[str, str]]:
+        """Checkpoints scored on the downstream benchmarks (downstream.enabled), with their pruned and healed models."""
+        return self._stage_checkpoints(self.downstream_revisions)
+
     # ------------------------------------------------------------------------------------------- seeds
 
     def seed_members(self) -> set[str]:

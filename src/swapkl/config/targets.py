@@ -4,8 +4,8 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 from __future__ import annotations
 
 from swapkl.config.ablation_models import PE_TABLE, pe_probe_file
-from swapkl.config.layout import (agreement_file, covariate_file, export_dir, healed_file, pruning_file,
-                                  recovery_file, span_file, test_agreement_file)
+from swapkl.config.layout import (agreement_file, covariate_file, downstream_file, export_dir, healed_file,
+                                  pruning_file, recovery_file, span_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
 from swapkl.figures.figure_registry import figures as registered_figures
 
@@ -14,6 +14,8 @@ def _healing_outputs(plan: StudyPlan) -> list[str]:
     outputs = [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
     if plan.heal_checkpoints():
         outputs += ["results/recovery.parquet", *[recovery_file(m, r) for m, r in plan.heal_checkpoints()]]
+    if plan.downstream_checkpoints():
+        outputs += ["results/downstream.parquet", *[downstream_file(m, r) for m, r in plan.downstream_checkpoints()]]
     if plan.healed_checkpoints():
         outputs += ["results/healed.parquet", "results/test_agreement.parquet"]
         for model, revision in plan.healed_checkpoints():
@@ -101,6 +103,7 @@ FIGURE_SELECTIONS = {
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
     "spans": lambda plan: _each(_own(plan, plan.span_checkpoints()), "model", "revision"),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
+    "downstream": lambda plan: _each(plan.downstream_checkpoints(), "model", "revision"),
     "healed": lambda plan: _each(plan.healed_checkpoints(), "model", "revision"),
     "scaling": lambda plan: _once(plan.scaling_models()),
     "rope_counterfactual": lambda plan: _each(plan.rope_counterfactual_models(), "model"),

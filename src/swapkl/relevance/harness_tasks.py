@@ -35,9 +35,12 @@ class HarnessTask:
         return random_baseline([len(a) for a in self.arguments])
 
 
-def load_harness_tasks(names: list[str], *, include_path: str | None = None,
-                       include_defaults: bool = True) -> list[HarnessTask]:
-    """lm-eval's tasks (groups expanded into subtasks) with their requests built."""
+def load_harness_tasks(names: list[str], *, include_path: str | None = None, include_defaults: bool = True,
+                       output_types: tuple[str, ...] = ("multiple_choice",),
+                       limit: int | None = None) -> list[HarnessTask]:
+    """lm-eval's tasks (groups expanded into subtasks) with their requests built: zero-shot tasks of
+    ``output_types`` (``multiple_choice``; the downstream benchmarks also take ``loglikelihood``, LAMBADA),
+    each on its first ``limit`` documents (lm-eval's ``limit``; None: all)."""
     try:
         from lm_eval.tasks import TaskManager
     except ImportError as e:
@@ -48,11 +51,11 @@ def load_harness_tasks(names: list[str], *, include_path: str | None = None,
         raise SwapKLError(f"lm-eval knows no task {', '.join(map(repr, unknown))}")
     out = []
     for name, task in sorted(manager.load(list(names))["tasks"].items()):
-        if task.OUTPUT_TYPE != "multiple_choice":
-            raise SwapKLError(f"lm-eval task {name!r} is {task.OUTPUT_TYPE}, not multiple_choice")
+        if task.OUTPUT_TYPE not in output_types:
+            raise SwapKLError(f"lm-eval task {name!r} is {task.OUTPUT_TYPE}, not {' or '.join(output_types)}")
         if task.config.num_fewshot not in (None, 0):
             raise SwapKLError(f"lm-eval task {name!r} is {task.config.num_fewshot}-shot; swapkl scores zero-shot")
-        task.build_all_requests(rank=0, world_size=1)
+        task.build_all_requests(limit=limit, rank=0, world_size=1)
         by_doc: dict[int, list] = {}
         for inst in task.instances:
             by_doc.setdefault(inst.doc_id, []).append(inst)
@@ -63,6 +66,23 @@ def load_harness_tasks(names: list[str], *, include_path: str | None = None,
     return out
 
 
+def harness_requests(task: HarnessTask, tokenizer, max_positions: int | None) -> list:
+    """Every (context, continuation) request of the task's documents, tokenised as ``HFLM`` does."""
+    return [make_request(tokenizer, d, c, ctx, cont, max_positions, task.name)
+            for d, args in enumerate(task.arguments) for c, (ctx, cont) in enumerate(args)]
+
+
+def harness_results(task: HarnessTask, requests: list, lls, greedy=None, *, metrics=None) -> dict[str, np.ndarray]:
+    """lm-eval's per-document results (``Task.process_results``) from request log-likelihoods (and greedy
+    matches, for loglikelihood tasks), as metric -> array over documents; only ``metrics`` when given."""
+    per_doc: list[list[tuple[float, bool]]] = [[] for _ in task.docs]
+    for k, (r, v) in enumerate(zip(requests, lls)):
+        per_doc[r.doc].append((float(v), bool(greedy[k]) if greedy is not None else False))
+    results = [task.task.process_results(doc, vs) for doc, vs in zip(task.docs, per_doc)]
+    names = [m for m in (metrics or results[0]) if m in results[0]]
+    return {m: np.array([float(r[m]) for r in results]) for m in names}
+
+
 def harness_relevance(engine, task: HarnessTask, tokenizer, *, model: str, revision: str | None,
                       batch_size: int = 16, pad_id: int = 0,
                       scan: Scan | None = None) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
@@ -70,16 +90,9 @@ def harness_relevance(engine, task: HarnessTask, tokenizer, *, model: str, revis
     lm-eval task, and the per-document 0/1 scores behind them (variant key -> metric -> array), as lm-eval's
     ``process_results`` gives them."""
     scan = scan or Scan(engine.n_layers)
-    requests = [make_request(tokenizer, d, c, ctx, cont, engine.adapter.max_positions, task.name)
-                for d, args in enumerate(task.arguments) for c, (ctx, cont) in enumerate(args)]
+    requests = harness_requests(task, tokenizer, engine.adapter.max_positions)
     lls = choice_loglikelihoods(engine, requests, scan.variants, batch_size=batch_size, pad_id=pad_id)
-    per_variant = {}
-    for key, x in lls.items():
-        per_doc: list[list[float]] = [[] for _ in task.docs]
-        for r, v in zip(requests, x):
-            per_doc[r.doc].append(float(v))
-        results = [task.task.process_results(doc, [(v, False) for v in vs]) for doc, vs in zip(task.docs, per_doc)]
-        per_variant[key] = {m: np.array([float(r[m]) for r in results]) for m in METRICS if m in results[0]}
+    per_variant = {key: harness_results(task, requests, x, metrics=METRICS) for key, x in lls.items()}
     rows = []
     for metric in METRICS:
         if metric in per_variant[next(iter(per_variant))]:

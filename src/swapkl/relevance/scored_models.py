@@ -51,16 +51,17 @@ _NO_SET = dict(guide=None, budget=None, random_draw=None, fixed_set=None, merged
 
 
 class Scan:
-    """The models one relevance run scores: every single-block deletion and each :class:`PrunedSet`.
+    """The models one relevance run scores: every single-block deletion (unless ``single_blocks`` is false: the
+    downstream benchmarks score only the pruned sets) and each :class:`PrunedSet`.
 
     ``variants`` holds each distinct block order once; ``merged_ids`` maps a LaCo merge ``(i, i + 1)``
     to the engine block id of its averaged block (:func:`scan_for` registers them)."""
 
-    def __init__(self, n_layers: int, pruned_sets=(), merged_ids: dict | None = None):
+    def __init__(self, n_layers: int, pruned_sets=(), merged_ids: dict | None = None, *, single_blocks: bool = True):
         self.n_layers = n_layers
         by_order: dict[tuple, Variant] = {}
         self.entries = []  # (the row's identifying columns, key of its variant)
-        for layer in range(n_layers):
+        for layer in range(n_layers if single_blocks else 0):
             v = by_order.setdefault(deletion(layer, n_layers).order, deletion(layer, n_layers))
             self.entries.append((dict(layer=layer, removed_layers=[layer]), v.key))
         for s in pruned_sets:
@@ -74,7 +75,7 @@ class Scan:
                 v = dataclasses.replace(v, protocol=f"removed{list(s.removed)}merged{list(s.merged)}")
             self.entries.append((s.columns(), by_order.setdefault(v.order, v).key))
         self.variants = list(by_order.values())
-        self.n_distinct_sets = len(self.variants) - n_layers
+        self.n_distinct_sets = len(self.variants) - (n_layers if single_blocks else 0)
 
     def rows(self, model: str, revision: str | None, task: str, metric: str, scores: dict[str, np.ndarray],
              random_baseline: float) -> list[dict]:
@@ -91,11 +92,11 @@ class Scan:
 
 
 @contextlib.contextmanager
-def scan_for(engine, pruned_sets=()):
-    """The :class:`Scan` of ``engine``'s model and ``pruned_sets``, with LaCo's averaged blocks registered
-    while inside."""
+def scan_for(engine, pruned_sets=(), *, single_blocks: bool = True):
+    """The :class:`Scan` of ``engine``'s model and ``pruned_sets`` (and every single-block deletion unless
+    ``single_blocks`` is false), with LaCo's averaged blocks registered while inside."""
     with merged_blocks(engine, sorted({(i, i + 1) for s in pruned_sets for i in s.merged})) as ids:
-        yield Scan(engine.n_layers, pruned_sets, ids)
+        yield Scan(engine.n_layers, pruned_sets, ids, single_blocks=single_blocks)
 
 
 def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | None = None,

@@ -298,3 +298,23 @@ def single_block(df: pd.DataFrame) -> pd.DataFrame:
         raise SwapKLError("relevance table lacks the column 'layer'")
     out = df[df["layer"].notna()]
     return out.astype({"layer": "int64"}).reset_index(drop=True)
+
+
+#: one row per (checkpoint, scored model, task) of the downstream benchmarks (swapkl.relevance.downstream), and per
+#: scored model a row with ``task`` = ``average`` (the mean over its tasks). ``phase``: base, pruned (a guide's set
+#: from the pruning table, scored on the engine), control (the unpruned model healed) or healed (a healed export);
+#: ``score`` is ``acc_norm`` where lm-eval reports it, else ``acc`` (the paper's choice); ``retention`` = score / the
+#: base model's score on the task (on ``average`` rows: the mean of the tasks' retentions).
+DOWNSTREAM_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("phase", pa.string()), ("guide", pa.string()),
+    ("budget", pa.int64()), ("random_draw", pa.int64()), ("fixed_set", pa.string()),
+    ("removed_layers", pa.list_(pa.int64())), ("merged_layers", pa.list_(pa.int64())), ("checkpoint", pa.string()),
+    ("task", pa.string()), ("kind", pa.string()), ("accuracy", pa.float64()), ("acc_norm", pa.float64()),
+    ("score", pa.float64()), ("perplexity", pa.float64()), ("retention", pa.float64()), ("n", pa.int64()),
+])
+#: what identifies a downstream row
+DOWNSTREAM_KEY = ["model", "revision", "phase", "guide", "budget", "random_draw", "fixed_set", "checkpoint", "task"]
+
+
+def read_downstream(path) -> pd.DataFrame:
+    return read_frame(path, DOWNSTREAM_SCHEMA, "downstream")
