@@ -213,6 +213,19 @@ RELEVANCE_APPENDED = frozenset(RELEVANCE_SCHEMA.names[RELEVANCE_SCHEMA.get_field
 #: what identifies a relevance row
 RELEVANCE_KEY = ["model", "revision", "task", "metric", "layer", "guide", "budget", "random_draw", "fixed_set"]
 
+#: one row per (checkpoint, calibration, method, budget, evaluated task, metric) of task-calibrated pruning
+#: (swapkl.pruning.task_pruning; results/seed003_pruning.parquet): ``calibration`` names the calibration set
+#: (a task's own name = calibrated on that task's calibration split), ``calibration_kind`` is task, mix or lm;
+#: ``method`` original (budget 0, nothing removed) or a guide; ``accuracy`` is lm-eval's metric on the task's
+#: evaluation ``split``, pooled over the documents of its subtasks.
+TASK_PRUNING_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("calibration", pa.string()),
+    ("calibration_kind", pa.string()), ("calibration_split", pa.string()), ("n_calibration_docs", pa.int64()),
+    ("method", pa.string()), ("budget", pa.int64()), ("n_layers", pa.int64()),
+    ("removed_layers", pa.list_(pa.int64())), ("task", pa.string()), ("split", pa.string()),
+    ("metric", pa.string()), ("accuracy", pa.float64()), ("n_docs", pa.int64()),
+])
+
 
 def read_table(path, schema: pa.Schema | Sequence[str], what: str, *, nonempty: bool = False,
                appended=APPENDED) -> tuple[pa.Table, dict]:
