@@ -105,7 +105,14 @@ FIGURE_SELECTIONS = {
     "convergence": lambda plan: _once(plan.convergence_models()),
     "domain_slices": lambda plan: _once(plan.domain_slice_models()),
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
+    "task_pruning": lambda plan: _once(_task_pruning_jobs(plan)),
 }
+
+
+def _task_pruning_jobs(plan: StudyPlan) -> list:
+    from swapkl.config.task_pruning_plan import task_pruning_jobs
+
+    return task_pruning_jobs(plan)
 
 
 def figure_instances(plan: StudyPlan, selection: str) -> list[dict]:
@@ -124,4 +131,12 @@ def final_outputs(plan: StudyPlan) -> list[str]:
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
     return ["results/swapkl.parquet", "results/paper_scorecard.parquet", *plan.all_probe_files(),
             *plan.all_repr_files(), *_healing_outputs(plan), *_measurement_outputs(plan), *_pruning_outputs(plan),
-            *scale_mechanism_outputs(plan), *figure_targets(plan)]
+            *scale_mechanism_outputs(plan), *_task_pruning_outputs(plan), *figure_targets(plan)]
+
+
+def _task_pruning_outputs(plan: StudyPlan) -> list[str]:
+    """Task-calibrated pruning (swapkl.config.task_pruning_plan): the per-job files and the two tables."""
+    from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
+
+    jobs = task_pruning_jobs(plan)
+    return [TABLE, SUMMARY, *[task_pruning_file(*job) for job in jobs]] if jobs else []

@@ -28,6 +28,7 @@ from swapkl.probes.pairs import removal_variant
 from swapkl.pruning.task_calibration import METHODS, Calibration, choose_sets, per_document_metrics, \
     split_loglikelihoods, task_calibration
 from swapkl.relevance.choice_scores import BASE
+from swapkl.pruning.task_tables import summary_rows
 from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct
@@ -131,9 +132,10 @@ def run_task_pruning(model: str, out: str, *, calibration: dict, tasks: list[str
     write_parquet(pa.Table.from_pylist(rows, schema=TASK_PRUNING_SCHEMA), out, prov)
 
 
-def aggregate_task_pruning(inputs: list[str], out: str) -> None:
-    """Concatenate per-job task-pruning files (``results/seed003_pruning.parquet``; provenance: each input's)."""
-    require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
+def aggregate_task_pruning(inputs: list[str], out: str, *, summary: str | None = None) -> None:
+    """Concatenate per-job task-pruning files (``results/seed003_pruning.parquet``; provenance: each input's),
+    and write the paper's tables derived from them to ``summary`` (:func:`swapkl.pruning.task_tables.summary_rows`)."""
+    require_distinct({"`out`": out} | ({"`summary`": summary} if summary else {}), [("`inputs`", p) for p in inputs])
     if not inputs:
         raise SwapKLError("no task-pruning file to aggregate")
     tables, provs = [], []
@@ -147,6 +149,11 @@ def aggregate_task_pruning(inputs: list[str], out: str) -> None:
         raise SwapKLError("task-pruning files overlap: the same checkpoint, calibration, method, budget and task "
                           "appear twice")
     table = table.sort_by([(c, "ascending") for c in key])
-    write_parquet(table, out, provenance.software_versions() | {"inputs": provs,
-                                                                 "checkpoints": provenance.checkpoints(provs),
-                                                                 "input_sha256": provenance.input_sha256(inputs)})
+    prov = provenance.software_versions() | {"inputs": provs, "checkpoints": provenance.checkpoints(provs),
+                                             "input_sha256": provenance.input_sha256(inputs)}
+    if summary is not None:
+        check_writable(summary)
+        rows = summary_rows(table.to_pandas())
+    write_parquet(table, out, prov)
+    if summary is not None:
+        write_parquet(rows, summary, provenance.derived([out], metric="acc"))
