@@ -25,7 +25,8 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.pruning.task_calibration import pooled_task_accuracy, probe_tables, task_calibration
 from swapkl.pruning.task_pruning import aggregate_task_pruning, main_budget, run_task_pruning
 from swapkl.pruning.task_tables import calibration_table, gromov_curves, summary_rows, task_specific_table
-from swapkl.relevance.task_splits import CALIBRATION, load_split, split_demo_task, task_manager
+from swapkl.demo.split_tasks import split_demo_task
+from swapkl.relevance.task_splits import CALIBRATION, load_split, task_manager
 from swapkl.relevance.tasks import write_task
 from test_relevance import LL_TOL, WORDS, eos_char_tokenizer
 from tiny_models import tiny_model
@@ -242,3 +243,28 @@ def test_aggregate_writes_both_tables_and_refuses_overlaps(tmp_path):
     assert set(s["table"]) == {"task_specific", "calibration", "gromov"}
     with pytest.raises(SwapKLError, match="overlap"):
         aggregate_task_pruning([str(a), str(a)], str(tmp_path / "dup.parquet"))
+
+
+def test_the_scorecard_reads_the_issue_25_numbers_from_the_summary_table():
+    from swapkl.paper.scorecard import build_scorecard
+
+    tasks = ["boolq", "arc_easy"]
+    rows = []
+    for cal, kind in (("boolq", "task"), ("arc_easy", "task"), ("mix10", "mix"), ("c4", "lm")):
+        for task, base in zip(tasks, (0.80, 0.60)):
+            rows.append(_row(cal, kind, "original", 0, task, base, n_layers=32))
+            for method, acc in (("accuracy", base - 0.02), ("bi", base - 0.10), ("taylor", base - 0.2),
+                                ("sleb_iterative", base - 0.15)):
+                rows.append(_row(cal, kind, method, 8, task, acc, n_layers=32))
+            if kind == "task" and cal == task:
+                rows.append(_row(cal, kind, "accuracy", 7, task, base - 0.01, n_layers=32))
+    summary = summary_rows(pd.DataFrame(rows).assign(model="Meta-Llama-3-8B"))
+    card = build_scorecard({"seed003_tables": summary})
+    ours = card[card["model"] == "Meta-Llama-3-8B"].set_index("quantity")["swapkl"]
+    assert ours["average accuracy %, original (unpruned)"] == pytest.approx(70.0)
+    assert ours["average accuracy %, accuracy-guided, 25% removed"] == pytest.approx(68.0)
+    assert ours["BoolQ accuracy %, accuracy-guided, 25% removed"] == pytest.approx(78.0)
+    assert ours["average accuracy %, cosine (BI), mix of 10% of each training split"] == pytest.approx(60.0)
+    assert ours["average accuracy %, accuracy-guided, calibrated on C4"] == pytest.approx(68.0)
+    kept = [q for q in ours.index if q.startswith("share of accuracy kept")][0]
+    assert ours[kept] == pytest.approx((0.79 + 0.59) / (0.80 + 0.60))

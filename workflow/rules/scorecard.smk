@@ -1,6 +1,8 @@
 # The reproduction scorecard: every published number of the reproduced papers against swapkl's value, from
 # whichever result tables this config produces (swapkl.paper.scorecard; rows of models not run say what they need).
 
+from swapkl.config.task_pruning_plan import SUMMARY as TASK_PRUNING_SUMMARY, task_pruning_jobs
+
 
 def scorecard_inputs():
     inputs = {"aggregate": "results/swapkl.parquet"}
@@ -8,6 +10,8 @@ def scorecard_inputs():
         inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
     if relevance_checkpoints():
         inputs["relevance_stats"] = "results/relevance_stats.parquet"
+    if task_pruning_jobs(PLAN):
+        inputs["seed003_tables"] = TASK_PRUNING_SUMMARY
     return inputs
 
 

@@ -3,7 +3,7 @@
 import os
 
 from swapkl.joblog import job_log
-from swapkl.relevance.task_splits import split_demo_task
+from swapkl.demo.split_tasks import split_demo_task
 
 with job_log(snakemake):
     split_demo_task(snakemake.input[0], os.path.dirname(snakemake.output[0]))

@@ -31,13 +31,13 @@ from swapkl.errors import SwapKLError
 from swapkl.tables.atomic import replaced_on_success
 from swapkl.tables.file_checks import replaceable
 from swapkl.probes.aggregate import read_aggregate
-from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_agreement, read_frame, read_pruning
+from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, SEED003_TABLES_COLUMNS, read_agreement, read_frame, read_pruning
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
 
 COLUMNS = ["source", "quantity", "model", "published", "swapkl", "rel_diff", "setting", "status", "tolerance",
            "chance", "p_value"]
-TABLES = ("pruning", "aggregate", "agreement", "relevance_stats")
+TABLES = ("pruning", "aggregate", "agreement", "relevance_stats", "seed003_tables")
 AGGS = ("one", "mean", "median", "min", "max", "count_below")
 _ENTRY_KEYS = {"source", "quantity", "model", "needs", "published", "unit", "tolerance", "compute", "reason"}
 _SPEC_KEYS = {"table", "where", "column", "agg", "threshold", "chance", "p_value"}
@@ -96,7 +96,8 @@ def _check_spec(spec, where: str) -> None:
 def read_tables(paths: dict[str, str | None]) -> dict[str, pd.DataFrame]:
     """The result tables that exist, by name (``pruning``, ``aggregate``, ``agreement``, ``relevance_stats``)."""
     readers = {"pruning": read_pruning, "aggregate": read_aggregate, "agreement": read_agreement,
-               "relevance_stats": lambda p: read_frame(p, RELEVANCE_STATS_COLUMNS, "relevance statistics")}
+               "relevance_stats": lambda p: read_frame(p, RELEVANCE_STATS_COLUMNS, "relevance statistics"),
+               "seed003_tables": lambda p: read_frame(p, SEED003_TABLES_COLUMNS, "task-pruning tables")}
     unknown = set(paths) - set(readers)
     if unknown:
         raise SwapKLError(f"unknown result tables {sorted(unknown)} (known: {', '.join(TABLES)})")

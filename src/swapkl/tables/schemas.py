@@ -225,6 +225,9 @@ TASK_PRUNING_SCHEMA = pa.schema([
     ("removed_layers", pa.list_(pa.int64())), ("task", pa.string()), ("split", pa.string()),
     ("metric", pa.string()), ("accuracy", pa.float64()), ("n_docs", pa.int64()),
 ])
+#: columns of results/seed003_tables.parquet (swapkl.pruning.task_tables.summary_rows; accuracy in percent)
+SEED003_TABLES_COLUMNS = ["model", "revision", "table", "calibration", "method", "budget", "task", "metric",
+                          "accuracy"]
 
 
 def read_table(path, schema: pa.Schema | Sequence[str], what: str, *, nonempty: bool = False,
