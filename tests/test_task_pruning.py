@@ -76,11 +76,13 @@ def test_pruned_models_score_as_lm_eval_on_their_exported_checkpoints(tmp_path):
     src, _ = _saved(tmp_path)
     folder = _split_tasks(tmp_path)
     out = tmp_path / "pruned.parquet"
-    run_task_pruning(str(src), str(out), calibration={"name": "ta", "tasks": ["ta"]}, tasks=list(TASKS),
-                     methods=["original", "bi", "accuracy", "deletion"], prune_fraction=0.4, include_path=str(folder),
+    run_task_pruning(str(src), str(out), calibrations=[{"name": "ta", "tasks": ["ta"]},
+                                                                   {"name": "mix", "tasks": list(TASKS), "fraction": 0.5}],
+                     tasks=list(TASKS), methods=["original", "bi", "accuracy", "deletion"], prune_fraction=0.4, include_path=str(folder),
                      include_defaults=False, device="cpu", seq_len=64, label="tiny", revision_label="final")
     df = pd.read_parquet(out)
     assert set(df["split"]) == {"test"} and set(df["calibration_split"]) == {"train"}
+    assert df.groupby("calibration")["n_calibration_docs"].first().to_dict() == {"ta": 10, "mix": 10}
     assert (df[df["method"] != "original"]["budget"] == main_budget(N_LAYERS, 0.4)).all()
     for removed in {tuple(r) for r in df["removed_layers"]}:
         path = src
@@ -167,12 +169,15 @@ def test_bad_calibrations_are_one_line_errors(tmp_path):
     folder = _split_tasks(tmp_path)
     common = dict(tasks=["ta"], include_path=str(folder), include_defaults=False, device="cpu")
     with pytest.raises(SwapKLError, match="unknown pruning method 'magic'"):
-        run_task_pruning(str(src), str(tmp_path / "a.parquet"), calibration={"name": "x", "tasks": ["ta"]},
+        run_task_pruning(str(src), str(tmp_path / "a.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}],
                          methods=["magic"], **common)
     with pytest.raises(SwapKLError, match="names no task"):
-        run_task_pruning(str(src), str(tmp_path / "b.parquet"), calibration={"name": "x"}, **common)
+        run_task_pruning(str(src), str(tmp_path / "b.parquet"), calibrations=[{"name": "x"}], **common)
+    with pytest.raises(SwapKLError, match="distinct names"):
+        run_task_pruning(str(src), str(tmp_path / "b.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}] * 2,
+                         **common)
     with pytest.raises(SwapKLError, match="lm-eval knows no task 'nope'"):
-        run_task_pruning(str(src), str(tmp_path / "c.parquet"), calibration={"name": "x", "tasks": ["ta"]},
+        run_task_pruning(str(src), str(tmp_path / "c.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}],
                          **(common | {"tasks": ["nope"]}))
     raw = tmp_path / "raw" / "ta.yaml"  # the single-split task: nothing to calibrate on apart from its test split
     with pytest.raises(SwapKLError, match="cannot calibrate"):

@@ -163,6 +163,17 @@ def expected_counts(cfg: dict) -> Counter:
                       plot_relevance_confusion=len(scored))
     if any(models[name].get("relevance", {}).get("demo_tasks", False) for name, _ in scored):
         counts["build_demo_tasks"] = 1
+    # task-calibrated pruning (issue 25): one job per checkpoint (every calibration set in turn), one aggregate
+    # writing two tables (one rendered), two global figures; the demo tasks split in one job
+    calibrated = [(name, rev, m["task_pruning"]) for name, m in models.items()
+                  if m.get("task_pruning", {}).get("enabled", False)
+                  for rev in (m["revisions"] if m["task_pruning"].get("revisions", "all") == "all"
+                              else m["task_pruning"]["revisions"])]
+    if calibrated:
+        counts.update(prune_on_tasks=len(calibrated), aggregate_task_pruning=1, plot_task_specific_pruning=1,
+                      plot_gromov_curves=1)
+    if any(b.get("demo_tasks", False) for _, _, b in calibrated):
+        counts.update(build_demo_tasks=1, split_demo_tasks=1)
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
         counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
@@ -203,7 +214,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
-                              + bool(spanned))
+                              + bool(spanned) + bool(calibrated))
     counts["all"] = 1
     return +counts
 

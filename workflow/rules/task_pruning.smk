@@ -1,5 +1,5 @@
 # Task-calibrated pruning (the second paper's task-specific and task-agnostic pruning, and the Gromov curves):
-# one engine job per checkpoint and calibration set, one table (results/seed003_pruning.parquet) and the
+# one engine job per checkpoint (every calibration set in turn, the evaluation shared), one table (results/seed003_pruning.parquet) and the
 # tables derived from it (results/seed003_tables.parquet); the jobs and their arguments come from
 # swapkl.config.task_pruning_plan.
 
@@ -11,14 +11,11 @@ from swapkl.config.task_pruning_plan import (SPLIT_TASKS_DIR, SUMMARY as TASK_PR
 
 rule split_demo_tasks:
     input:
-        f"{DEMO_DIR}/tasks/{{task}}.yaml",
-        f"{DEMO_DIR}/tasks/{{task}}.jsonl",
+        expand(f"{DEMO_DIR}/tasks/{{task}}.{{ext}}", task=DEMO_TASKS, ext=("yaml", "jsonl")),
     output:
-        f"{SPLIT_TASKS_DIR}/{{task}}.yaml",
-        f"{SPLIT_TASKS_DIR}/{{task}}_train.jsonl",
-        f"{SPLIT_TASKS_DIR}/{{task}}_test.jsonl",
+        expand(f"{SPLIT_TASKS_DIR}/{{task}}{{ext}}", task=DEMO_TASKS, ext=(".yaml", "_train.jsonl", "_test.jsonl")),
     log:
-        "logs/demo/split_demo_tasks_{task}.log",
+        "logs/demo/split_demo_tasks.log",
     conda:
         "../../envs/torch.yaml"
     script:
@@ -29,16 +26,16 @@ rule prune_on_tasks:
     input:
         unpack(lambda wildcards: task_pruning_inputs(PLAN, wildcards.model, wildcards.revision)),
     output:
-        "results/task_pruning/{model}/{revision}/{calibration}.parquet",
+        "results/task_pruning/{model}/{revision}.parquet",
     params:
         checkpoint=get_checkpoint_dir,
-        job=lambda wildcards: task_pruning_params(PLAN, wildcards.model, wildcards.calibration),
+        job=lambda wildcards: task_pruning_params(PLAN, wildcards.model),
         **model_settings("dtype", "batch_size"),
         placement=get_placement,
     log:
-        "logs/{model}/{revision}/prune_on_tasks_{calibration}.log",
+        "logs/{model}/{revision}/prune_on_tasks.log",
     benchmark:
-        "benchmarks/{model}/{revision}/prune_on_tasks_{calibration}.tsv"
+        "benchmarks/{model}/{revision}/prune_on_tasks.tsv"
     threads: 1
     resources:
         **engine_job(20, gpu=job_gpus),
@@ -50,7 +47,7 @@ rule prune_on_tasks:
 
 rule aggregate_task_pruning:
     input:
-        [task_pruning_file(m, r, c) for m, r, c in task_pruning_jobs(PLAN)],
+        [task_pruning_file(m, r) for m, r in task_pruning_jobs(PLAN)],
     output:
         table=table_report(TASK_PRUNING_TABLE, "task_pruning_table.rst"),
         summary=table_report(TASK_PRUNING_SUMMARY, "task_pruning_summary.rst"),

@@ -139,4 +139,4 @@ def _task_pruning_outputs(plan: StudyPlan) -> list[str]:
     from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
 
     jobs = task_pruning_jobs(plan)
-    return [TABLE, SUMMARY, *[task_pruning_file(*job) for job in jobs]] if jobs else []
+    return [TABLE, SUMMARY, *[task_pruning_file(m, r) for m, r in jobs]] if jobs else []

@@ -1,6 +1,6 @@
 """Which task-calibrated pruning jobs the workflow runs (``task_pruning`` of a model; pure: no torch).
 
-One job per (model, revision, calibration set): each task of ``task_pruning.tasks`` (or the demo's split tasks)
+One job per (model, revision), over every calibration set: each task of ``task_pruning.tasks`` (or the demo's split tasks)
 calibrates on its own calibration split; each named mix (``mixes``) and language-modelling set
 (``lm_calibrations``) is a calibration set too. Every job evaluates on every task.
 """
@@ -17,8 +17,8 @@ TABLE = "results/seed003_pruning.parquet"
 SUMMARY = "results/seed003_tables.parquet"
 
 
-def task_pruning_file(model: str, revision: str, calibration: str) -> str:
-    return f"results/task_pruning/{model}/{revision}/{calibration}.parquet"
+def task_pruning_file(model: str, revision: str) -> str:
+    return f"results/task_pruning/{model}/{revision}.parquet"
 
 
 def tasks_of(block: dict) -> list[str]:
@@ -41,8 +41,8 @@ def calibrations(model: str, block: dict) -> dict[str, dict]:
     return out
 
 
-def task_pruning_jobs(plan) -> list[tuple[str, str, str]]:
-    """Every (model, revision, calibration) of the enabled models' task_pruning blocks."""
+def task_pruning_jobs(plan) -> list[tuple[str, str]]:
+    """Every (model, revision) of the enabled models' task_pruning blocks (their calibration names checked)."""
     jobs = []
     for model in plan.enabled_models():
         block = plan.models[model]["task_pruning"]
@@ -51,19 +51,17 @@ def task_pruning_jobs(plan) -> list[tuple[str, str, str]]:
         if not tasks_of(block):
             raise ConfigError(f"models.{model}.task_pruning: no task (set `tasks` or `demo_tasks`)")
         revisions = plan.revisions(model) if block["revisions"] == "all" else block["revisions"]
-        jobs += [(model, r, c) for r in revisions for c in calibrations(model, block)]
+        calibrations(model, block)
+        jobs += [(model, r) for r in revisions]
     return jobs
 
 
-def job_params(plan, model: str, calibration: str) -> dict:
+def job_params(plan, model: str) -> dict:
     """Keyword arguments of :func:`swapkl.pruning.task_pruning.run_task_pruning` from the config."""
     block = plan.models[model]["task_pruning"]
-    spec = calibrations(model, block)[calibration]
-    task_calib = "lm" not in spec and len(spec["tasks"]) == 1
-    return dict(calibration=spec, tasks=tasks_of(block), methods=list(block["methods"]),
-                prune_fraction=block["prune_fraction"],
-                curve_methods=list(block["curve_methods"]) if task_calib else [],
-                curve_budgets=list(block["curve_budgets"]) if task_calib else [],
+    return dict(calibrations=list(calibrations(model, block).values()), tasks=tasks_of(block),
+                methods=list(block["methods"]), prune_fraction=block["prune_fraction"],
+                curve_methods=list(block["curve_methods"]), curve_budgets=list(block["curve_budgets"]),
                 spacing=block["spacing"], score_pairs=block["score_pairs"], seq_len=block["seq_len"],
                 seed=block["seed"], include_path=SPLIT_TASKS_DIR if block["demo_tasks"] else None,
                 include_defaults=not block["demo_tasks"])
@@ -73,5 +71,6 @@ def job_inputs(plan, model: str, revision: str) -> dict:
     from swapkl.config.checks import DEMO_TASKS
 
     block = plan.models[model]["task_pruning"]
-    split = [f"{SPLIT_TASKS_DIR}/{t}.yaml" for t in DEMO_TASKS] if block["demo_tasks"] else []
+    split = [f"{SPLIT_TASKS_DIR}/{t}{ext}" for t in DEMO_TASKS for ext in (".yaml", "_train.jsonl", "_test.jsonl")] \
+        if block["demo_tasks"] else []
     return {"checkpoint": plan.checkpoint_input(model, revision), "tasks": split}

@@ -1,14 +1,14 @@
 """Task-calibrated layer pruning (the second paper's task-specific and task-agnostic pruning), one job per
-checkpoint and calibration set.
+checkpoint.
 
-The job chooses the blocks each method removes on one named calibration set
+The job chooses the blocks each method removes on each named calibration set
 (:mod:`swapkl.pruning.task_calibration`): the calibration split of one task (task-specific), a mix of a fraction
 of every task's calibration split (task-agnostic), or language-modelling windows (C4). The main budget is
 ``round(prune_fraction * L)`` blocks (the paper: 25%); ``curve_methods`` are also chosen at every budget of
-``curve_budgets`` (the Gromov curves: accuracy against blocks removed). Every pruned model, and the unpruned
-one (method ``original``, budget 0), is then evaluated on the evaluation split of every task, through lm-eval's
-own task definitions (:mod:`swapkl.relevance.task_splits`), scored on the engine: identical removed sets are
-one variant, and no pruned model is built.
+``curve_budgets`` on the single-task calibrations (the Gromov curves: accuracy against blocks removed).
+Every pruned model, and the unpruned one (method ``original``, budget 0), is then evaluated on the evaluation
+split of every task, through lm-eval's own task definitions (:mod:`swapkl.relevance.task_splits`), scored on the engine: identical removed sets (of any
+method and calibration) are one variant, and no pruned model is built.
 
 The per-job files are concatenated by :func:`aggregate_task_pruning` into ``results/seed003_pruning.parquet``
 (schema :data:`swapkl.tables.schemas.TASK_PRUNING_SCHEMA`); :mod:`swapkl.pruning.task_tables` derives the
@@ -67,7 +67,8 @@ def load_calibration(manager, calibration: dict, tokenizer, *, seq_len: int, pad
 
 
 def evaluation_rows(engine, splits, tokenizer, sets: dict, *, batch_size: int, pad_id: int) -> list[dict]:
-    """One row per (method, budget, task, metric): lm-eval's metric pooled over the task's documents."""
+    """One row per (calibration, method, budget) key of ``sets``, task and metric: lm-eval's metric pooled over
+    the task's documents. Identical removed sets (across methods and calibrations) are scored once."""
     variants = {s: removal_variant(s, engine.n_layers) for s in set(sets.values()) if s}
     rows = []
     for split in splits:
@@ -78,15 +79,21 @@ def evaluation_rows(engine, splits, tokenizer, sets: dict, *, batch_size: int, p
                 scores = per_document_metrics(part, requests, lls[variants[s].key if s else BASE])
                 for metric, x in scores.items():
                     per.setdefault(s, {}).setdefault(metric, []).append(x)
-        for (method, budget), s in sets.items():
+        for (calibration, method, budget), s in sets.items():
             for metric, parts in per[s].items():
                 x = np.concatenate(parts)
-                rows.append(dict(method=method, budget=budget, removed_layers=list(s), task=split.name,
-                                 split=split.split, metric=metric, accuracy=float(x.mean()), n_docs=int(len(x))))
+                rows.append(dict(calibration=calibration, method=method, budget=budget, removed_layers=list(s),
+                                 task=split.name, split=split.split, metric=metric, accuracy=float(x.mean()),
+                                 n_docs=int(len(x))))
     return rows
 
 
-def run_task_pruning(model: str, out: str, *, calibration: dict, tasks: list[str], revision: str | None = None,
+def _calibration_columns(calib: Calibration) -> dict:
+    return dict(calibration_kind=calib.kind, n_calibration_docs=calib.n_docs,
+                calibration_split="+".join(sorted({s.split for s in calib.splits})) or calib.windows.source)
+
+
+def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: list[str], revision: str | None = None,
                      methods: list[str] = METHODS, prune_fraction: float = 0.25, curve_methods: list[str] = (),
                      curve_budgets: list[int] = (), spacing: int = 1, score_pairs: str = "adjacent",
                      seq_len: int = 256, seed: int = 0, include_path: str | None = None,
@@ -94,14 +101,17 @@ def run_task_pruning(model: str, out: str, *, calibration: dict, tasks: list[str
                      dtype: str = "float32", device: str = "auto", batch_size: int = 8, chunk_tokens: int = 2048,
                      allow_pickle: bool = False, trust_remote_code: bool = False,
                      placement: dict | None = None) -> None:
-    """Choose each method's blocks on ``calibration`` and evaluate every pruned model on every task of
-    ``tasks`` (lm-eval names; evaluation split), into one Parquet file."""
-    if not tasks:
-        raise SwapKLError("no evaluation task given (`tasks`)")
+    """Choose each method's blocks on each calibration set of ``calibrations`` (the curve methods also at the
+    curve budgets, on single-task calibrations) and evaluate every pruned model on every task of ``tasks``
+    (lm-eval names; evaluation split), into one Parquet file."""
+    if not tasks or not calibrations:
+        raise SwapKLError("no evaluation task (`tasks`) or no calibration set (`calibrations`) given")
     unknown = sorted((set(methods) | set(curve_methods)) - set(METHODS))
     if unknown:
         raise SwapKLError(f"unknown pruning method {', '.join(map(repr, unknown))}: choose from {', '.join(METHODS)}")
-    require_distinct({"`out`": out}, [])
+    names = [c.get("name") for c in calibrations]
+    if len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
+        raise SwapKLError(f"calibration sets need distinct names, got {names}")
     check_writable(out)
     manager = task_manager(include_path, include_defaults)
     evaluation = [load_split(manager, t, EVALUATION) for t in tasks]
@@ -111,24 +121,27 @@ def run_task_pruning(model: str, out: str, *, calibration: dict, tasks: list[str
         raise SwapKLError(f"model {model!r} has no tokenizer; multiple-choice tasks need one")
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
-    calib = load_calibration(manager, calibration, loaded.tokenizer, seq_len=seq_len, pad_id=pad, seed=seed)
-    check_windows(calib.windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     budget = main_budget(engine.n_layers, prune_fraction)
-    budgets = method_budgets(methods, curve_methods, curve_budgets, budget)
-    sets = choose_sets(engine, calib, loaded.tokenizer, budgets, spacing=spacing, score_pairs=score_pairs,
-                       batch_size=batch_size, pad_id=pad, device=engine.unemb.weight.device)
-    head = dict(model=label or loaded.model_id, revision=revision_label or loaded.revision, calibration=calib.name,
-                calibration_kind=calib.kind,
-                calibration_split="+".join(sorted({s.split for s in calib.splits})) or calib.windows.source,
-                n_calibration_docs=calib.n_docs, n_layers=engine.n_layers)
-    rows = [head | r for r in evaluation_rows(engine, evaluation, loaded.tokenizer, sets, batch_size=batch_size,
-                                              pad_id=pad)]
-    prov = provenance.build(loaded, calib.windows, calibration={k: v for k, v in calibration.items() if k != "lm"}
-                            | ({"lm": calib.windows.source} if calib.kind == "lm" else {}),
+    sets, columns, provs = {}, {}, {}
+    for spec in calibrations:
+        calib = load_calibration(manager, spec, loaded.tokenizer, seq_len=seq_len, pad_id=pad, seed=seed)
+        check_windows(calib.windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+        curve = calib.kind == "task"
+        budgets = method_budgets(methods, curve_methods if curve else (), curve_budgets if curve else (), budget)
+        chosen = choose_sets(engine, calib, loaded.tokenizer, budgets, spacing=spacing, score_pairs=score_pairs,
+                             batch_size=batch_size, pad_id=pad, device=engine.unemb.weight.device)
+        sets |= {(calib.name, m, b): s for (m, b), s in chosen.items()}
+        columns[calib.name] = _calibration_columns(calib)
+        provs[calib.name] = {k: v for k, v in spec.items() if k != "lm"} | {
+            "data_source": calib.windows.source, "tokens_sha256": calib.windows.sha256}
+    head = dict(model=label or loaded.model_id, revision=revision_label or loaded.revision, n_layers=engine.n_layers)
+    rows = [head | columns[r["calibration"]] | r for r in evaluation_rows(engine, evaluation, loaded.tokenizer, sets,
+                                                                          batch_size=batch_size, pad_id=pad)]
+    prov = provenance.build(loaded, calibrations=provs,
                             tasks={s.name: {"split": s.split, "n_docs": s.n_docs, "subtasks": [p.name for p in s.parts]}
                                    for s in evaluation},
                             prune_fraction=prune_fraction, budget=budget, spacing=spacing, score_pairs=score_pairs,
-                            n_layers=engine.n_layers, layer_evals=engine.layer_evals)
+                            seq_len=seq_len, seed=seed, n_layers=engine.n_layers, layer_evals=engine.layer_evals)
     write_parquet(pa.Table.from_pylist(rows, schema=TASK_PRUNING_SCHEMA), out, prov)
 
 
