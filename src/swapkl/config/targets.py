@@ -6,6 +6,7 @@ from __future__ import annotations
 from swapkl.config.layout import (agreement_file, covariate_file, export_dir, healed_file, pruning_file,
                                   recovery_file, span_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
+from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
 from swapkl.figures.figure_registry import figures as registered_figures
 
 
@@ -105,14 +106,9 @@ FIGURE_SELECTIONS = {
     "convergence": lambda plan: _once(plan.convergence_models()),
     "domain_slices": lambda plan: _once(plan.domain_slice_models()),
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
-    "task_pruning": lambda plan: _once(_task_pruning_jobs(plan)),
+    "task_pruning": lambda plan: _once(task_pruning_jobs(plan)),
 }
 
-
-def _task_pruning_jobs(plan: StudyPlan) -> list:
-    from swapkl.config.task_pruning_plan import task_pruning_jobs
-
-    return task_pruning_jobs(plan)
 
 
 def figure_instances(plan: StudyPlan, selection: str) -> list[dict]:
@@ -136,7 +132,5 @@ def final_outputs(plan: StudyPlan) -> list[str]:
 
 def _task_pruning_outputs(plan: StudyPlan) -> list[str]:
     """Task-calibrated pruning (swapkl.config.task_pruning_plan): the per-job files and the two tables."""
-    from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
-
     jobs = task_pruning_jobs(plan)
     return [TABLE, SUMMARY, *[task_pruning_file(m, r) for m, r in jobs]] if jobs else []

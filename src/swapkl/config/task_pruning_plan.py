@@ -8,6 +8,7 @@ calibrates on its own calibration split; each named mix (``mixes``) and language
 from __future__ import annotations
 
 from swapkl.config import ConfigError
+from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.job_settings import without_nulls
 from swapkl.config.layout import DEMO_DIR
 
@@ -22,8 +23,6 @@ def task_pruning_file(model: str, revision: str) -> str:
 
 
 def tasks_of(block: dict) -> list[str]:
-    from swapkl.config.checks import DEMO_TASKS
-
     return list(block["tasks"]) + (list(DEMO_TASKS) if block["demo_tasks"] else [])
 
 
@@ -68,8 +67,6 @@ def job_params(plan, model: str) -> dict:
 
 
 def job_inputs(plan, model: str, revision: str) -> dict:
-    from swapkl.config.checks import DEMO_TASKS
-
     block = plan.models[model]["task_pruning"]
     split = [f"{SPLIT_TASKS_DIR}/{t}{ext}" for t in DEMO_TASKS for ext in (".yaml", "_train.jsonl", "_test.jsonl")] \
         if block["demo_tasks"] else []

@@ -11,6 +11,7 @@ from swapkl.errors import SwapKLError
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import BLUE, ORANGE
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.pruning.task_tables import METHOD_LABELS, gromov_curves, main_budget_of, task_specific_table
 
 
 def _table(table) -> pd.DataFrame:
@@ -22,9 +23,6 @@ def _table(table) -> pd.DataFrame:
 
 def plot_task_specific(table, out_png, out_pdf) -> None:
     """One panel per checkpoint: methods x (tasks, average), accuracy % in each cell."""
-    from swapkl.pruning.task_calibration import METHOD_LABELS
-    from swapkl.pruning.task_tables import main_budget_of, task_specific_table
-
     df = _table(table)
     groups = list(df.groupby(["model", "revision"], sort=True))
     with figure_style():
@@ -51,8 +49,6 @@ def plot_task_specific(table, out_png, out_pdf) -> None:
 
 def plot_gromov_curves(table, out_png, out_pdf) -> None:
     """One panel per (checkpoint, task): accuracy % against blocks removed, cosine (BI) and accuracy guides."""
-    from swapkl.pruning.task_tables import gromov_curves
-
     df = _table(table)
     panels = []
     for (model, revision), rows in df.groupby(["model", "revision"], sort=True):

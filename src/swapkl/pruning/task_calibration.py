@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from swapkl.data.windows import DataSpec, Windows, select_windows, tokenize_text
+from swapkl.data.windows import DataSpec, Windows, default_bos, select_windows, tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.model.batch_loop import sweep, window_batches
 from swapkl.probes.pairs import pairs_for, removal_variant
@@ -32,12 +32,9 @@ from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 from swapkl.pruning.guides.guide_registry import get_guide
 from swapkl.pruning.prune import kl_on_windows
 from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.task_tables import METHODS
 from swapkl.relevance.choice_scores import BASE, choice_loglikelihoods, make_request
 
-#: the methods of the paper's tables, in row order: "original" removes nothing; the others are guides
-METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
-METHOD_LABELS = {"original": "Original", "taylor": "Taylor", "bi": "Cosine (BI)", "sleb_iterative": "Perplexity (SLEB)",
-                 "accuracy": "Accuracy", "interchange": "Interchange KL", "deletion": "Deletion KL"}
 #: methods chosen by a registered guide of the pruning study
 REGISTERED = ("taylor", "bi", "sleb_iterative", "interchange", "deletion")
 
@@ -57,8 +54,6 @@ class Calibration:
 def text_windows(texts: list[str], tokenizer, seq_len: int, pad_id: int, source: str) -> Windows:
     """Each text as one window of at most ``seq_len`` tokens (the tokenizer's default BOS first), in order."""
     spec = DataSpec(text_file=source, n_seqs=len(texts), seq_len=seq_len, min_tokens=2, selection="first")
-    from swapkl.data.windows import default_bos
-
     return select_windows(texts, lambda t: tokenize_text(tokenizer, t), spec, pad_id, default_bos(tokenizer))
 
 

@@ -19,6 +19,11 @@ import pandas as pd
 from swapkl.errors import SwapKLError
 
 AVERAGE = "average"
+#: the methods of the paper's tables, in row order: "original" removes nothing; the others are guides
+#: (swapkl.pruning.task_calibration)
+METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
+METHOD_LABELS = {"original": "Original", "taylor": "Taylor", "bi": "Cosine (BI)", "sleb_iterative": "Perplexity (SLEB)",
+                 "accuracy": "Accuracy", "interchange": "Interchange KL", "deletion": "Deletion KL"}
 
 
 def _checked(df: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -44,8 +49,6 @@ def _pivot(rows: pd.DataFrame, index: list[str], tasks: list[str]) -> pd.DataFra
 def task_specific_table(df: pd.DataFrame, *, metric: str = "acc", methods: list[str] | None = None,
                         tasks: list[str] | None = None) -> pd.DataFrame:
     """Methods x (tasks, average) in percent, each task calibrated on itself, at the main budget."""
-    from swapkl.pruning.task_calibration import METHODS
-
     rows = _checked(df, metric)
     rows = rows[(rows["calibration_kind"] == "task") & (rows["calibration"] == rows["task"])]
     if rows.empty:
@@ -59,8 +62,6 @@ def task_specific_table(df: pd.DataFrame, *, metric: str = "acc", methods: list[
 
 def calibration_table(df: pd.DataFrame, *, metric: str = "acc", tasks: list[str] | None = None) -> pd.DataFrame:
     """(calibration, method) x (tasks, average) in percent at the main budget: every calibration set on every task."""
-    from swapkl.pruning.task_calibration import METHODS
-
     rows = _checked(df, metric)
     budget = main_budget_of(rows)
     rows = rows[(rows["budget"] == budget) | (rows["method"] == "original")]
