@@ -273,3 +273,24 @@ def test_the_scorecard_reads_the_issue_25_numbers_from_the_summary_table():
     assert ours["average accuracy %, accuracy-guided, calibrated on C4"] == pytest.approx(68.0)
     kept = [q for q in ours.index if q.startswith("share of accuracy kept")][0]
     assert ours[kept] == pytest.approx((0.79 + 0.59) / (0.80 + 0.60))
+
+
+def test_figures_draw_the_tables(tmp_path, monkeypatch):
+    import swapkl.figures.task_pruning_figure as figure
+
+    drawn = []
+    monkeypatch.setattr(figure, "save_figure", lambda fig, png, pdf: drawn.append(fig))
+    df = _hand_table()
+    figure.plot_task_specific(df, tmp_path / "t.png", tmp_path / "t.pdf")
+    cells = [t.get_text() for t in drawn[0].axes[0].texts]  # the cells' numbers, row by row, are the table's
+    assert cells == [f"{v:.2f}" for v in task_specific_table(df).to_numpy().ravel()]
+    figure.plot_gromov_curves(df, tmp_path / "g.png", tmp_path / "g.pdf")
+    curves = gromov_curves(df)
+    for ax in drawn[1].axes:
+        if not ax.get_visible():
+            continue
+        task = ax.get_title().split(" ")[0]
+        for line, method in zip(ax.get_lines(), ("bi", "accuracy")):
+            want = curves[(curves["task"] == task) & (curves["method"] == method)]
+            assert list(line.get_xdata()) == want["budget"].tolist()
+            assert list(line.get_ydata()) == pytest.approx(want["accuracy"].tolist())

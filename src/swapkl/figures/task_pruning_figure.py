@@ -27,7 +27,7 @@ def plot_task_specific(table, out_png, out_pdf) -> None:
     groups = list(df.groupby(["model", "revision"], sort=True))
     with figure_style():
         first = task_specific_table(groups[0][1])
-        fig = new_figure(2.2 + 0.95 * first.shape[1], 1.2 + (0.35 * first.shape[0] + 0.9) * len(groups))
+        fig = new_figure(max(7.0, 2.2 + 0.95 * first.shape[1]), 1.2 + (0.35 * first.shape[0] + 0.9) * len(groups))
         axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
         for ax, ((model, revision), rows) in zip(axes, groups):
             t = task_specific_table(rows)
@@ -37,13 +37,13 @@ def plot_task_specific(table, out_png, out_pdf) -> None:
                         color="white" if v > 60 else "black")
             ax.set_xticks(range(t.shape[1]), list(t.columns), rotation=30, ha="right")
             ax.set_yticks(range(t.shape[0]), [METHOD_LABELS.get(m, m) for m in t.index])
-            ax.set_xlabel("task (evaluation split); average = unweighted mean over tasks")
+            ax.set_xlabel("task (evaluation split)\naverage = unweighted mean over tasks")
             ax.set_ylabel("pruning method")
             n_layers = int(rows["n_layers"].iloc[0])
-            ax.set_title(f"{model} @ {revision}: {main_budget_of(rows)} of {n_layers} blocks removed, "
-                         "accuracy % (each task calibrated on its own training split)")
-        add_note(fig, "Original: the unpruned model. Guides chose their blocks on each task's calibration split; "
-                      "cells are lm-eval acc on its test split.")
+            ax.set_title(f"{model} @ {revision}: {main_budget_of(rows)} of {n_layers} blocks removed, accuracy %\n"
+                         "(each task calibrated on its own training split)")
+        add_note(fig, "Original: the unpruned model. Guides chose their blocks on each task's calibration "
+                      "split;\ncells are lm-eval acc on its test split.")
         save_figure(fig, out_png, out_pdf)
 
 
@@ -67,6 +67,7 @@ def plot_gromov_curves(table, out_png, out_pdf) -> None:
                 ax.plot(m["budget"], m["accuracy"], marker="o", color=colour, label=label)
             ax.set_title(f"{task} ({model} @ {revision})", fontsize=8)
             ax.set_xlabel("blocks removed")
+            ax.set_xticks(sorted(c["budget"].unique()))
             ax.set_ylabel("accuracy %")
             ax.legend(fontsize=6)
         for ax in axes[len(panels):]:
