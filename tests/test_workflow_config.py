@@ -175,6 +175,17 @@ def expected_counts(cfg: dict) -> Counter:
         counts["build_demo_tasks"] = 1
     if any(models[name]["downstream"].get("demo_tasks", False) for name, _ in benchmarked):
         counts["build_demo_last_word"] = 1
+    # task-calibrated pruning (issue 25): one job per checkpoint (every calibration set in turn), one aggregate
+    # writing two tables (one rendered), two global figures; the demo tasks split in one job
+    calibrated = [(name, rev, m["task_pruning"]) for name, m in models.items()
+                  if m.get("task_pruning", {}).get("enabled", False)
+                  for rev in (m["revisions"] if m["task_pruning"].get("revisions", "all") == "all"
+                              else m["task_pruning"]["revisions"])]
+    if calibrated:
+        counts.update(prune_on_tasks=len(calibrated), aggregate_task_pruning=1, plot_task_specific_pruning=1,
+                      plot_gromov_curves=1)
+    if any(b.get("demo_tasks", False) for _, _, b in calibrated):
+        counts["build_demo_tasks"] = counts["split_demo_tasks"] = 1
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
         counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
@@ -221,7 +232,8 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
-                              + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked))
+                              + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked)
+                              + bool(calibrated))
     counts["all"] = 1
     return +counts
 
@@ -291,7 +303,9 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
         # the position-encoding ablation at the paper's depths, trained on the demo corpus and tokenizer
         "build_demo_corpus": 1, "train_demo_tokenizer": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
-    })
+        # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (its summary table rendered), two figures
+        "prune_on_tasks": 1, "aggregate_task_pruning": 1, "plot_task_specific_pruning": 1, "plot_gromov_curves": 1,
+    }) + Counter({"render_table": 1})
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):

@@ -1,6 +1,8 @@
 # The reproduction scorecard: every published number of the reproduced papers against swapkl's value, from
 # whichever result tables this config produces (swapkl.paper.scorecard; rows of models not run say what they need).
 
+from swapkl.config.task_pruning_plan import SUMMARY as TASK_PRUNING_SUMMARY, task_pruning_jobs
+
 
 def scorecard_inputs():
     inputs = {"aggregate": "results/swapkl.parquet"}
@@ -16,6 +18,8 @@ def scorecard_inputs():
         inputs["domain_slices"] = "results/domain_slices.parquet"
     if PLAN.downstream_checkpoints():
         inputs["downstream"] = "results/downstream.parquet"
+    if task_pruning_jobs(PLAN):
+        inputs["seed003_tables"] = TASK_PRUNING_SUMMARY
     return inputs
 
 

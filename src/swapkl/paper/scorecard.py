@@ -32,7 +32,8 @@ from swapkl.tables.atomic import replaced_on_success
 from swapkl.tables.file_checks import replaceable
 from swapkl.probes.aggregate import read_aggregate
 from swapkl.stats.rank_correlation import spearman
-from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_agreement, read_downstream, read_frame, read_pruning
+from swapkl.tables.schemas import (RELEVANCE_STATS_COLUMNS, SEED003_TABLES_COLUMNS, read_agreement, read_downstream,
+                                    read_frame, read_pruning)
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
 
@@ -70,6 +71,7 @@ TABLES = {
     "recovery": _recovery,
     "domain_slices": lambda p: read_frame(p, ["kind", "model", "reference", "revision"], "domain slices"),
     "downstream": read_downstream,
+    "seed003_tables": lambda p: read_frame(p, SEED003_TABLES_COLUMNS, "task-pruning tables"),
 }
 AGGS = ("one", "mean", "median", "min", "max", "count_below", "quantile", "spearman")
 _ENTRY_KEYS = {"source", "quantity", "model", "needs", "published", "unit", "tolerance", "compute", "reason"}

@@ -222,6 +222,21 @@ PE_ABLATION_SCHEMA = pa.schema([
     ("ratio_ir_median", pa.float64()), ("gap_mean", pa.float64()), ("d_repl_max_mean", pa.float64()),
     ("d_inter_mean", pa.float64()),
 ])
+#: one row per (checkpoint, calibration, method, budget, evaluated task, metric) of task-calibrated pruning
+#: (swapkl.pruning.task_pruning; results/seed003_pruning.parquet): ``calibration`` names the calibration set
+#: (a task's own name = calibrated on that task's calibration split), ``calibration_kind`` is task, mix or lm;
+#: ``method`` original (budget 0, nothing removed) or a guide; ``accuracy`` is lm-eval's metric on the task's
+#: evaluation ``split``, pooled over the documents of its subtasks.
+TASK_PRUNING_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("calibration", pa.string()),
+    ("calibration_kind", pa.string()), ("calibration_split", pa.string()), ("n_calibration_docs", pa.int64()),
+    ("method", pa.string()), ("budget", pa.int64()), ("n_layers", pa.int64()),
+    ("removed_layers", pa.list_(pa.int64())), ("task", pa.string()), ("split", pa.string()),
+    ("metric", pa.string()), ("accuracy", pa.float64()), ("n_docs", pa.int64()),
+])
+#: columns of results/seed003_tables.parquet (swapkl.pruning.task_tables.summary_rows; accuracy in percent)
+SEED003_TABLES_COLUMNS = ["model", "revision", "table", "calibration", "method", "budget", "task", "metric",
+                          "accuracy"]
 
 
 def read_table(path, schema: pa.Schema | Sequence[str], what: str, *, nonempty: bool = False,

@@ -1,0 +1,172 @@
+"""Task-calibrated layer pruning (the second paper's task-specific and task-agnostic pruning), one job per
+checkpoint.
+
+The job chooses the blocks each method removes on each named calibration set
+(:mod:`swapkl.pruning.task_calibration`): the calibration split of one task (task-specific), a mix of a fraction
+of every task's calibration split (task-agnostic), or language-modelling windows (C4). The main budget is
+``round(prune_fraction * L)`` blocks (the paper: 25%); ``curve_methods`` are also chosen at every budget of
+``curve_budgets`` on the single-task calibrations (the Gromov curves: accuracy against blocks removed).
+Every pruned model, and the unpruned one (method ``original``, budget 0), is then evaluated on the evaluation
+split of every task, through lm-eval's own task definitions (:mod:`swapkl.relevance.task_splits`), scored on the engine: identical removed sets (of any
+method and calibration) are one variant, and no pruned model is built.
+
+The per-job files are concatenated by :func:`aggregate_task_pruning` into ``results/seed003_pruning.parquet``
+(schema :data:`swapkl.tables.schemas.TASK_PRUNING_SCHEMA`); :mod:`swapkl.pruning.task_tables` derives the
+paper's tables from it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from swapkl.data.windows import DataSpec, check_windows, load_windows
+from swapkl.errors import SwapKLError
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.loading import load_model
+from swapkl.probes.pairs import removal_variant
+from swapkl.pruning.task_calibration import METHODS, Calibration, choose_sets, per_document_metrics, \
+    split_loglikelihoods, task_calibration
+from swapkl.relevance.choice_scores import BASE
+from swapkl.pruning.task_tables import summary_rows
+from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager
+from swapkl.tables import provenance
+from swapkl.tables.file_checks import require_distinct
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.tables.schemas import TASK_PRUNING_SCHEMA, read_table
+
+
+def main_budget(n_layers: int, prune_fraction: float) -> int:
+    """Blocks removed at ``prune_fraction`` of ``n_layers`` (rounded half up), at least 1."""
+    if not 0 < prune_fraction < 1:
+        raise SwapKLError(f"`prune_fraction` must be between 0 and 1, got {prune_fraction}")
+    return max(1, int(np.floor(prune_fraction * n_layers + 0.5)))
+
+
+def method_budgets(methods, curve_methods, curve_budgets, budget: int) -> dict[str, list[int]]:
+    """method -> the budgets it is chosen at (``original``: none)."""
+    out = {m: ([] if m == "original" else [budget]) for m in methods}
+    for m in curve_methods:
+        out[m] = sorted(set(out.get(m, [])) | set(curve_budgets))
+    return out
+
+
+def load_calibration(manager, calibration: dict, tokenizer, *, seq_len: int, pad_id: int, seed: int) -> Calibration:
+    """The named calibration set: ``{name, tasks, fraction, max_docs}`` (tasks) or ``{name, lm}`` (a DataSpec)."""
+    name = calibration["name"]
+    if calibration.get("lm") is not None:
+        if calibration.get("tasks"):
+            raise SwapKLError(f"calibration {name!r} names both tasks and language-modelling data")
+        spec = calibration["lm"] if isinstance(calibration["lm"], DataSpec) else DataSpec(**calibration["lm"])
+        return Calibration(name, "lm", load_windows(spec, tokenizer))
+    if not calibration.get("tasks"):
+        raise SwapKLError(f"calibration {name!r} names no task and no language-modelling data")
+    splits = [load_split(manager, t, CALIBRATION, fraction=calibration.get("fraction"),
+                         max_docs=calibration.get("max_docs"), seed=seed) for t in calibration["tasks"]]
+    return task_calibration(name, splits, tokenizer, seq_len=seq_len, pad_id=pad_id)
+
+
+def evaluation_rows(engine, splits, tokenizer, sets: dict, *, batch_size: int, pad_id: int) -> list[dict]:
+    """One row per (calibration, method, budget) key of ``sets``, task and metric: lm-eval's metric pooled over
+    the task's documents. Identical removed sets (across methods and calibrations) are scored once."""
+    variants = {s: removal_variant(s, engine.n_layers) for s in set(sets.values()) if s}
+    rows = []
+    for split in splits:
+        per: dict[tuple, dict[str, list]] = {}
+        for part, requests, lls in split_loglikelihoods(engine, split, tokenizer, list(variants.values()),
+                                                        batch_size=batch_size, pad_id=pad_id):
+            for s in {*variants, ()}:
+                scores = per_document_metrics(part, requests, lls[variants[s].key if s else BASE])
+                for metric, x in scores.items():
+                    per.setdefault(s, {}).setdefault(metric, []).append(x)
+        for (calibration, method, budget), s in sets.items():
+            for metric, parts in per[s].items():
+                x = np.concatenate(parts)
+                rows.append(dict(calibration=calibration, method=method, budget=budget, removed_layers=list(s),
+                                 task=split.name, split=split.split, metric=metric, accuracy=float(x.mean()),
+                                 n_docs=int(len(x))))
+    return rows
+
+
+def _calibration_columns(calib: Calibration) -> dict:
+    return dict(calibration_kind=calib.kind, n_calibration_docs=calib.n_docs,
+                calibration_split="+".join(sorted({s.split for s in calib.splits})) or calib.windows.source)
+
+
+def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: list[str], revision: str | None = None,
+                     methods: list[str] = METHODS, prune_fraction: float = 0.25, curve_methods: list[str] = (),
+                     curve_budgets: list[int] = (), spacing: int = 1, score_pairs: str = "adjacent",
+                     seq_len: int = 256, seed: int = 0, include_path: str | None = None,
+                     include_defaults: bool = True, label: str | None = None, revision_label: str | None = None,
+                     dtype: str = "float32", device: str = "auto", batch_size: int = 8, chunk_tokens: int = 2048,
+                     allow_pickle: bool = False, trust_remote_code: bool = False,
+                     placement: dict | None = None) -> None:
+    """Choose each method's blocks on each calibration set of ``calibrations`` (the curve methods also at the
+    curve budgets, on single-task calibrations) and evaluate every pruned model on every task of ``tasks``
+    (lm-eval names; evaluation split), into one Parquet file."""
+    if not tasks or not calibrations:
+        raise SwapKLError("no evaluation task (`tasks`) or no calibration set (`calibrations`) given")
+    unknown = sorted((set(methods) | set(curve_methods)) - set(METHODS))
+    if unknown:
+        raise SwapKLError(f"unknown pruning method {', '.join(map(repr, unknown))}: choose from {', '.join(METHODS)}")
+    names = [c.get("name") for c in calibrations]
+    if len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
+        raise SwapKLError(f"calibration sets need distinct names, got {names}")
+    check_writable(out)
+    manager = task_manager(include_path, include_defaults)
+    evaluation = [load_split(manager, t, EVALUATION) for t in tasks]
+    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
+                        trust_remote_code=trust_remote_code, **(placement or {}))
+    if loaded.tokenizer is None:
+        raise SwapKLError(f"model {model!r} has no tokenizer; multiple-choice tasks need one")
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
+    budget = main_budget(engine.n_layers, prune_fraction)
+    sets, columns, provs = {}, {}, {}
+    for spec in calibrations:
+        calib = load_calibration(manager, spec, loaded.tokenizer, seq_len=seq_len, pad_id=pad, seed=seed)
+        check_windows(calib.windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+        curve = calib.kind == "task"
+        budgets = method_budgets(methods, curve_methods if curve else (), curve_budgets if curve else (), budget)
+        chosen = choose_sets(engine, calib, loaded.tokenizer, budgets, spacing=spacing, score_pairs=score_pairs,
+                             batch_size=batch_size, pad_id=pad, device=engine.unemb.weight.device)
+        sets |= {(calib.name, m, b): s for (m, b), s in chosen.items()}
+        columns[calib.name] = _calibration_columns(calib)
+        provs[calib.name] = {k: v for k, v in spec.items() if k != "lm"} | {
+            "data_source": calib.windows.source, "tokens_sha256": calib.windows.sha256}
+    head = dict(model=label or loaded.model_id, revision=revision_label or loaded.revision, n_layers=engine.n_layers)
+    rows = [head | columns[r["calibration"]] | r for r in evaluation_rows(engine, evaluation, loaded.tokenizer, sets,
+                                                                          batch_size=batch_size, pad_id=pad)]
+    prov = provenance.build(loaded, calibrations=provs,
+                            tasks={s.name: {"split": s.split, "n_docs": s.n_docs, "subtasks": [p.name for p in s.parts]}
+                                   for s in evaluation},
+                            prune_fraction=prune_fraction, budget=budget, spacing=spacing, score_pairs=score_pairs,
+                            seq_len=seq_len, seed=seed, n_layers=engine.n_layers, layer_evals=engine.layer_evals)
+    write_parquet(pa.Table.from_pylist(rows, schema=TASK_PRUNING_SCHEMA), out, prov)
+
+
+def aggregate_task_pruning(inputs: list[str], out: str, *, summary: str | None = None) -> None:
+    """Concatenate per-job task-pruning files (``results/seed003_pruning.parquet``; provenance: each input's),
+    and write the paper's tables derived from them to ``summary`` (:func:`swapkl.pruning.task_tables.summary_rows`)."""
+    require_distinct({"`out`": out} | ({"`summary`": summary} if summary else {}), [("`inputs`", p) for p in inputs])
+    if not inputs:
+        raise SwapKLError("no task-pruning file to aggregate")
+    tables, provs = [], []
+    for path in inputs:
+        table, prov = read_table(path, TASK_PRUNING_SCHEMA, "task pruning")
+        tables.append(table)
+        provs.append(prov)
+    table = pa.concat_tables(tables)
+    key = ["model", "revision", "calibration", "method", "budget", "task", "metric"]
+    if table.to_pandas()[key].duplicated().any():
+        raise SwapKLError("task-pruning files overlap: the same checkpoint, calibration, method, budget and task "
+                          "appear twice")
+    table = table.sort_by([(c, "ascending") for c in key])
+    prov = provenance.software_versions() | {"inputs": provs, "checkpoints": provenance.checkpoints(provs),
+                                             "input_sha256": provenance.input_sha256(inputs)}
+    if summary is not None:
+        check_writable(summary)
+        rows = summary_rows(table.to_pandas())
+    write_parquet(table, out, prov)
+    if summary is not None:
+        write_parquet(rows, summary, provenance.derived([out], metric="acc"))

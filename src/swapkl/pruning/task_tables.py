@@ -1,0 +1,101 @@
+"""The second paper's pruning tables, derived from ``results/seed003_pruning.parquet`` (no torch).
+
+* :func:`task_specific_table`: rows = methods, columns = tasks + ``average``; each task's cell comes from the
+  run calibrated on that task itself (calibration = the task's name), at the main budget (the largest budget
+  of the table's non-curve rows, i.e. 25% of the blocks); ``original`` is the unpruned model.
+* :func:`calibration_table`: rows = (calibration set, method), columns = tasks + ``average``: how one
+  calibration (a mix, a single task such as ARC-E, or C4) transfers to every task, at the main budget.
+* :func:`gromov_curves`: accuracy against blocks removed per task and method, each task calibrated on itself.
+
+Accuracies are in percent, as the paper reports them; ``average`` is the unweighted mean over the tasks.
+:func:`summary_rows` stacks all three as one long table (``results/seed003_tables.parquet``), the table the
+reproduction scorecard reads.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from swapkl.errors import SwapKLError
+
+AVERAGE = "average"
+#: the methods of the paper's tables, in row order: "original" removes nothing; the others are guides
+#: (swapkl.pruning.task_calibration)
+METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
+METHOD_LABELS = {"original": "Original", "taylor": "Taylor", "bi": "Cosine (BI)", "sleb_iterative": "Perplexity (SLEB)",
+                 "accuracy": "Accuracy", "interchange": "Interchange KL", "deletion": "Deletion KL"}
+
+
+def _checked(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    rows = df[df["metric"] == metric]
+    if rows.empty:
+        raise SwapKLError(f"the task-pruning table has no row of metric {metric!r}")
+    return rows
+
+
+def main_budget_of(df: pd.DataFrame, methods=("taylor", "bi", "sleb_iterative", "interchange", "deletion")) -> int:
+    """The budget at which the table's fixed-budget methods were chosen (the largest among them)."""
+    b = df[df["method"].isin(methods)]["budget"]
+    return int(b.max()) if len(b) else int(df[df["method"] != "original"]["budget"].max())
+
+
+def _pivot(rows: pd.DataFrame, index: list[str], tasks: list[str]) -> pd.DataFrame:
+    table = rows.pivot_table(index=index, columns="task", values="accuracy", aggfunc="first") * 100.0
+    table = table.reindex(columns=tasks)
+    table[AVERAGE] = table[tasks].mean(axis=1, skipna=False)
+    return table
+
+
+def task_specific_table(df: pd.DataFrame, *, metric: str = "acc", methods: list[str] | None = None,
+                        tasks: list[str] | None = None) -> pd.DataFrame:
+    """Methods x (tasks, average) in percent, each task calibrated on itself, at the main budget."""
+    rows = _checked(df, metric)
+    rows = rows[(rows["calibration_kind"] == "task") & (rows["calibration"] == rows["task"])]
+    if rows.empty:
+        raise SwapKLError("the task-pruning table has no task calibrated on itself")
+    budget = main_budget_of(rows)
+    rows = rows[(rows["budget"] == budget) | (rows["method"] == "original")]
+    tasks = tasks or sorted(rows["task"].unique())
+    table = _pivot(rows, ["method"], tasks)
+    return table.loc[[m for m in (methods or METHODS) if m in table.index]]
+
+
+def calibration_table(df: pd.DataFrame, *, metric: str = "acc", tasks: list[str] | None = None) -> pd.DataFrame:
+    """(calibration, method) x (tasks, average) in percent at the main budget: every calibration set on every task."""
+    rows = _checked(df, metric)
+    budget = main_budget_of(rows)
+    rows = rows[(rows["budget"] == budget) | (rows["method"] == "original")]
+    tasks = tasks or sorted(rows["task"].unique())
+    table = _pivot(rows, ["calibration", "method"], tasks)
+    return table.loc[sorted(table.index, key=lambda k: (k[0], METHODS.index(k[1]) if k[1] in METHODS else 99))]
+
+
+def gromov_curves(df: pd.DataFrame, *, metric: str = "acc", methods=("bi", "accuracy")) -> pd.DataFrame:
+    """Long table (task, method, budget, accuracy %): each task calibrated on itself; budget 0 = original."""
+    rows = _checked(df, metric)
+    rows = rows[(rows["calibration_kind"] == "task") & (rows["calibration"] == rows["task"])]
+    base = rows[rows["method"] == "original"]
+    out = [base.assign(method=m) for m in methods]
+    out.append(rows[rows["method"].isin(methods)])
+    curves = pd.concat(out)[["task", "method", "budget", "accuracy"]]
+    curves = curves.assign(accuracy=curves["accuracy"] * 100.0)
+    return curves.sort_values(["task", "method", "budget"]).reset_index(drop=True)
+
+
+def summary_rows(df: pd.DataFrame, *, metric: str = "acc") -> pd.DataFrame:
+    """The three tables of every (model, revision), stacked long: columns model, revision, table,
+    calibration, method, budget, task, metric, accuracy (percent)."""
+    parts = []
+    for (model, revision), one in df.groupby(["model", "revision"], sort=True):
+        budget = main_budget_of(one)
+        head = dict(model=model, revision=revision, metric=metric)
+        spec = task_specific_table(one, metric=metric).stack().rename("accuracy").reset_index()
+        parts.append(spec.assign(table="task_specific", calibration="own task", **head,
+                                 budget=[0 if m == "original" else budget for m in spec["method"]]))
+        cal = calibration_table(one, metric=metric).stack().rename("accuracy").reset_index()
+        parts.append(cal.assign(table="calibration", **head,
+                                budget=[0 if m == "original" else budget for m in cal["method"]]))
+        curves = gromov_curves(one, metric=metric)
+        parts.append(curves.assign(table="gromov", calibration="own task", **head))
+    cols = ["model", "revision", "table", "calibration", "method", "budget", "task", "metric", "accuracy"]
+    return pd.concat(parts, ignore_index=True)[cols]
