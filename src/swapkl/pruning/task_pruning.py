@@ -33,7 +33,7 @@ from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, ta
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.tables.schemas import TASK_PRUNING_SCHEMA, read_table
+from swapkl.tables.schemas import TASK_PRUNING_SCHEMA, read_concatenated
 
 
 def main_budget(n_layers: int, prune_fraction: float) -> int:
@@ -149,21 +149,10 @@ def aggregate_task_pruning(inputs: list[str], out: str, *, summary: str | None =
     """Concatenate per-job task-pruning files (``results/seed003_pruning.parquet``; provenance: each input's),
     and write the paper's tables derived from them to ``summary`` (:func:`swapkl.pruning.task_tables.summary_rows`)."""
     require_distinct({"`out`": out} | ({"`summary`": summary} if summary else {}), [("`inputs`", p) for p in inputs])
-    if not inputs:
-        raise SwapKLError("no task-pruning file to aggregate")
-    tables, provs = [], []
-    for path in inputs:
-        table, prov = read_table(path, TASK_PRUNING_SCHEMA, "task pruning")
-        tables.append(table)
-        provs.append(prov)
-    table = pa.concat_tables(tables)
     key = ["model", "revision", "calibration", "method", "budget", "task", "metric"]
-    if table.to_pandas()[key].duplicated().any():
-        raise SwapKLError("task-pruning files overlap: the same checkpoint, calibration, method, budget and task "
-                          "appear twice")
+    table, prov = read_concatenated(inputs, TASK_PRUNING_SCHEMA, "task-pruning", key)
     table = table.sort_by([(c, "ascending") for c in key])
-    prov = provenance.software_versions() | {"inputs": provs, "checkpoints": provenance.checkpoints(provs),
-                                             "input_sha256": provenance.input_sha256(inputs)}
+    rows = None
     if summary is not None:
         check_writable(summary)
         rows = summary_rows(table.to_pandas())

@@ -39,7 +39,7 @@ from swapkl.relevance.scored_models import pruned_sets_from_table, scan_for
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct, require_regular_file
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.tables.schemas import DOWNSTREAM_KEY, DOWNSTREAM_SCHEMA, read_table
+from swapkl.tables.schemas import DOWNSTREAM_KEY, DOWNSTREAM_SCHEMA, read_concatenated
 
 PHASES = ("base", "pruned", "control", "healed")
 AVERAGE = "average"
@@ -171,16 +171,5 @@ def run_downstream(model: str, out: str, *, revision: str | None = None, task_fi
 def aggregate_downstream(inputs: list[str], out: str) -> None:
     """Concatenate per-checkpoint downstream files into one table (provenance: each input's, in order)."""
     require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
-    if not inputs:
-        raise SwapKLError("no downstream file to aggregate")
-    tables, provs = [], []
-    for path in inputs:
-        table, prov = read_table(path, DOWNSTREAM_SCHEMA, "downstream")
-        tables.append(table)
-        provs.append(prov)
-    table = pa.concat_tables(tables)
-    if table.to_pandas()[DOWNSTREAM_KEY].duplicated().any():
-        raise SwapKLError("downstream files overlap: the same model, revision, scored model and task appear twice")
-    write_parquet(table, out, provenance.software_versions() | {"inputs": provs,
-                                                                 "checkpoints": provenance.checkpoints(provs),
-                                                                 "input_sha256": provenance.input_sha256(inputs)})
+    table, prov = read_concatenated(inputs, DOWNSTREAM_SCHEMA, "downstream", DOWNSTREAM_KEY)
+    write_parquet(table, out, prov)

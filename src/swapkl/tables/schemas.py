@@ -278,6 +278,19 @@ def read_table(path, schema: pa.Schema | Sequence[str], what: str, *, nonempty: 
     return pa.Table.from_arrays(columns, schema=schema), prov
 
 
+def read_concatenated(inputs: Sequence[str], schema: pa.Schema, what: str, key: Sequence[str]) -> tuple[pa.Table, dict]:
+    """The per-checkpoint files ``inputs`` as one table, refused when two rows share ``key`` (the same file
+    given twice, or two jobs of one checkpoint), and the provenance an aggregate of them carries."""
+    if not inputs:
+        raise SwapKLError(f"no {what} file to aggregate")
+    tables, provs = (list(x) for x in zip(*(read_table(path, schema, what) for path in inputs)))
+    table = pa.concat_tables(tables)
+    if table.select(list(key)).to_pandas().duplicated().any():
+        raise SwapKLError(f"{what} files overlap: rows with the same {', '.join(key)} appear twice")
+    return table, provenance.software_versions() | {"inputs": provs, "checkpoints": provenance.checkpoints(provs),
+                                                    "input_sha256": provenance.input_sha256(inputs)}
+
+
 def read_frame(path, schema: pa.Schema | Sequence[str], what: str) -> pd.DataFrame:
     """:func:`read_table` as a DataFrame (without the provenance)."""
     return read_table(path, schema, what)[0].to_pandas()
