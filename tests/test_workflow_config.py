@@ -299,7 +299,7 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "plot_pruning_ratio": 1, "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
-        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1, "summarise_scorecard": 1, "all": 1,
+        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1 + 1, "summarise_scorecard": 1, "all": 1,  # ..., pe_ablation, downstream
         "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
         # the position-encoding ablation at the paper's depths, trained on the demo corpus and tokenizer
         "build_demo_corpus": 1, "train_demo_tokenizer": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
