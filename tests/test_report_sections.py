@@ -5,6 +5,7 @@ results table has an HTML view."""
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -17,6 +18,25 @@ def _literal(name: str):
     text = (RULES / "report.smk").read_text()
     m = re.search(rf"^{name} = (\(.*?^\))", text, re.M | re.S)
     return ast.literal_eval(m.group(1))
+
+
+def _reported_paths(text: str):
+    """The first argument of every report()/table_report() call in a .smk text: a string literal, or an
+    upper-case name imported from the package (``from swapkl... import (NAME as ALIAS, ...)``), resolved to its
+    value (report.smk's own ``report(path, ...)`` inside table_report is neither, and is skipped)."""
+    imported = {}
+    for m in re.finditer(r"^from swapkl[\w.]* import (\([^)]*\)|.*)$", text, re.M):
+        node = ast.parse(m.group(0)).body[0]
+        module = importlib.import_module(node.module)
+        imported.update({(a.asname or a.name): getattr(module, a.name) for a in node.names})
+    for m in re.finditer(r"(?<![\w.])(?:table_)?report\(\s*(\"[^\"]*\"|[A-Z][A-Z0-9_]*\b)", text):
+        arg = m.group(1)
+        if arg.startswith('"'):
+            yield arg.strip('"')
+        elif isinstance(imported.get(arg), str):
+            yield imported[arg]
+        else:
+            raise AssertionError(f"report({arg}...): neither a string nor a name imported from swapkl")
 
 
 def test_every_category_is_a_numbered_section():
@@ -36,7 +56,10 @@ def test_every_results_table_in_the_report_has_an_html_view():
     patterns = _literal("RESULT_TABLES")
     reported = set()
     for smk in RULES.glob("*.smk"):
-        reported |= set(re.findall(r"report\(\s*\"results/([\w/{}]+)\.parquet\"", smk.read_text()))
+        for path in _reported_paths(smk.read_text()):
+            m = re.fullmatch(r"results/([\w/{}]+)\.parquet", path)
+            if m:
+                reported.add(m.group(1))
     names = {name.replace("{model}", "some-model") for name in reported}
     assert all(sum(bool(re.fullmatch(p, n)) for p in patterns) == 1 for n in names), (sorted(names), patterns)
     assert all(any(re.fullmatch(p, n) for n in names) for p in patterns), (sorted(names), patterns)

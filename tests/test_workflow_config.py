@@ -227,13 +227,13 @@ def expected_counts(cfg: dict) -> Counter:
         counts["build_demo_corpus"] = counts["train_demo_tokenizer"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
-    # recovery, healed probes and the test agreement
+    # recovery, healed probes and the test agreement, the task-calibrated pruning table and its summary
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked)
-                              + bool(calibrated))
+                              + 2 * bool(calibrated))
     counts["all"] = 1
     return +counts
 
@@ -303,9 +303,9 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
         # the position-encoding ablation at the paper's depths, trained on the demo corpus and tokenizer
         "build_demo_corpus": 1, "train_demo_tokenizer": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
-        # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (its summary table rendered), two figures
+        # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (both its tables rendered), two figures
         "prune_on_tasks": 1, "aggregate_task_pruning": 1, "plot_task_specific_pruning": 1, "plot_gromov_curves": 1,
-    }) + Counter({"render_table": 1})
+    }) + Counter({"render_table": 2})  # the task-pruning table and its summary
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):

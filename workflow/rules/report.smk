@@ -12,7 +12,8 @@ from swapkl.figures.figure_registry import SECTIONS as REPORT_SECTIONS
 RESULT_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
     "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
-    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "spans", "pe_ablation", "downstream", "seed003_tables",
+    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "spans", "pe_ablation", "downstream", "seed003_pruning",
+    "seed003_tables",
 )
 
 
