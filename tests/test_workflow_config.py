@@ -219,12 +219,16 @@ def expected_counts(cfg: dict) -> Counter:
     counts.update(measure_predictor_validity=len(validity), plot_predictor_validity=len(validity))
     if any(m.get("domain_slice_of") in models for m in drawn.values()):
         counts.update(summarise_domain_slices=1, plot_domain_slices=1)
-    # the position-encoding ablation: one training and one probe job per (encoding, depth), on the demo corpus
+    # the position-encoding ablation: one training and one probe job per (encoding, depth), on the demo corpus or
+    # on the named training text that one preparation job writes
     pe = cfg.get("pe_ablation", {})
     if pe.get("enabled", False):
         n_pe = len(pe.get("encodings", ["rope", "learned", "alibi"])) * len(pe.get("depths", [6]))
         counts.update(train_pe_model=n_pe, probe_pe_model=n_pe, summarise_pe_ablation=1, plot_pe_ablation=1)
-        counts["build_demo_corpus"] = counts["train_demo_tokenizer"] = 1
+        if pe.get("train_text"):
+            counts["prepare_pe_text"] = 1
+        else:
+            counts["build_demo_corpus"] = counts["train_demo_tokenizer"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement, the task-calibrated pruning table and its summary
@@ -301,8 +305,8 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
         "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1 + 1, "summarise_scorecard": 1, "all": 1,  # ..., pe_ablation, downstream
         "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
-        # the position-encoding ablation at the paper's depths, trained on the demo corpus and tokenizer
-        "build_demo_corpus": 1, "train_demo_tokenizer": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
+        # the position-encoding ablation at the paper's depths, trained on the paper's text (one preparation job)
+        "prepare_pe_text": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
         # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (both its tables rendered), two figures
         "prune_on_tasks": 1, "aggregate_task_pruning": 1, "plot_task_specific_pruning": 1, "plot_gromov_curves": 1,
     }) + Counter({"render_table": 2})  # the task-pruning table and its summary

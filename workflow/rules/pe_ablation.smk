@@ -1,26 +1,55 @@
 # The controlled position-encoding ablation (config block `pe_ablation`, swapkl.config.ablation_models): one
-# architecture-matched model per (encoding, depth) trained from scratch on the demo corpus, each probed with
+# architecture-matched model per (encoding, depth) trained from scratch on the demo corpus (or on the text that
+# rule prepare_pe_text downloads and prepares from the block's `train_text`), each probed with
 # replacement and interchange on every pair within max_distance, summarised as the I/R ratio by pair distance
 # (swapkl.studies.pe_ablation).
 
 from swapkl.config.ablation_models import (PE_PROTOCOLS, pe_checkpoint, pe_metadata, pe_models, pe_pairs,
                                            pe_probe_data, pe_probe_file, pe_run_dir, pe_summary_models,
-                                           pe_train_settings)
+                                           pe_text_inputs, pe_train_settings, pe_training_text)
+from swapkl.config.layout import PE_TEXT_DIR, PE_TOKENIZER_DIR, TRAINING_TEXT_FILES
 
 #: a GPU for each training and probe job when the block trains on `cuda`
 PE_GPU = {"gpu": 1} if config["pe_ablation"]["device"] == "cuda" else {}
+#: the training text and tokenizer every training job reads
+PE_TEXT = pe_text_inputs(config)
+
+
+localrules:
+    prepare_pe_text,
+
+
+# Downloads the dataset and the tokenizer (the hub's cache, or HF_HUB_OFFLINE=1 with a filled cache) and cuts the
+# training text at `max_tokens`; runs where the network is, like download_checkpoint.
+rule prepare_pe_text:
+    input:
+        text_files(pe_training_text(config) or {}),
+    output:
+        corpus=[f"{PE_TEXT_DIR}/{name}" for name in TRAINING_TEXT_FILES],
+        tokenizer=directory(PE_TOKENIZER_DIR),
+    params:
+        out_dir=PE_TEXT_DIR,
+        source=pe_training_text(config),
+    log:
+        "logs/pe_ablation/prepare_pe_text.log",
+    benchmark:
+        "benchmarks/pe_ablation/prepare_pe_text.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/prepare_pe_text.py"
 
 
 rule train_pe_model:
     input:
-        corpus=DEMO_CORPUS,
-        tokenizer="resources/demo/tokenizer",
+        corpus=PE_TEXT["corpus"],
+        tokenizer=PE_TEXT["tokenizer"],
     output:
         directory(pe_run_dir("{pe_model}")),
     wildcard_constraints:
         pe_model=name_regex(pe_models(config)),
     params:
-        corpus_dir=DEMO_CORPUS_DIR,
+        corpus_dir=PE_TEXT["corpus_dir"],
         settings=lambda wildcards: pe_train_settings(config, wildcards.pe_model),
     log:
         "logs/pe_ablation/{pe_model}/train_pe_model.log",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from swapkl.config import ConfigError
 from swapkl.config.job_settings import canonical, settings_hash, without_nulls
+from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_TOKENIZER_DIR, PE_TEXT_DIR,
+                                  PE_TOKENIZER_DIR, TRAINING_TEXT_FILES)
 
 PE_RUN_DIR = "resources/demo/pe_ablation"
 PE_TABLE = "results/pe_ablation.parquet"
@@ -46,14 +48,33 @@ def pe_probe_file(label: str) -> str:
     return f"results/pe_ablation/probes/{label}.parquet"
 
 
+def pe_training_text(cfg: dict) -> dict | None:
+    """The block's ``train_text`` (keyword arguments of :class:`swapkl.data.training_text.TrainingText`, the
+    block's seed added); None when the models train on the demo corpus with the demo tokenizer."""
+    block = cfg["pe_ablation"]
+    text = without_nulls(block.get("train_text") or {})
+    return canonical({**text, "seed": block["seed"]}) if text else None
+
+
+def pe_text_inputs(cfg: dict) -> dict:
+    """What every training job reads: ``corpus_dir``, its ``corpus`` files and the ``tokenizer`` folder (the
+    demo's, or those rule prepare_pe_text writes from ``train_text``)."""
+    if pe_training_text(cfg) is None:
+        corpus_dir, names, tokenizer = DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_TOKENIZER_DIR
+    else:
+        corpus_dir, names, tokenizer = PE_TEXT_DIR, TRAINING_TEXT_FILES, PE_TOKENIZER_DIR
+    return {"corpus_dir": corpus_dir, "corpus": [f"{corpus_dir}/{name}" for name in names], "tokenizer": tokenizer}
+
+
 def pe_train_settings(cfg: dict, label: str) -> dict:
     """Keyword arguments of :func:`swapkl.demo.train.train_demo_model` for one run (``size``: DemoSize's)."""
     block, model = cfg["pe_ablation"], pe_models(cfg)[label]
     size = {"num_layers": model["depth"], "hidden_size": block["hidden_size"], "num_heads": block["num_heads"],
             "num_kv_heads": block["num_heads"], "intermediate_size": 4 * block["hidden_size"],
             "max_position_embeddings": block["seq_len"]}
+    schedule = without_nulls({k: block.get(k) for k in ("warmup_steps", "min_lr_ratio")})  # trainer defaults
     return canonical({"arch": "matched", "position_encoding": model["position_encoding"], "size": size,
-                      "save_steps": [block["steps"]], "device": block["device"],
+                      "save_steps": [block["steps"]], "device": block["device"], **schedule,
                       **{k: block[k] for k in ("steps", "seed", "batch_size", "seq_len", "lr")}})
 
 
@@ -69,6 +90,9 @@ def pe_pairs(cfg: dict) -> str:
 def pe_metadata(cfg: dict, label: str) -> dict:
     """The labels and settings hash of one probe file's rows."""
     settings = {"train": pe_train_settings(cfg, label), "data": pe_probe_data(cfg), "pairs": pe_pairs(cfg)}
+    text = pe_training_text(cfg)
+    if text is not None:  # the demo corpus leaves the hash as it was
+        settings["train_text"] = text
     return {"model": label, "revision": pe_revision(cfg), "config_sha256": settings_hash(settings)}
 
 
@@ -89,6 +113,19 @@ def check_pe_ablation(cfg: dict) -> None:
     if block["hidden_size"] % block["num_heads"] or (block["hidden_size"] // block["num_heads"]) % 2:
         raise ConfigError(f"{where}.num_heads: hidden_size {block['hidden_size']} must split into "
                           f"{block['num_heads']} heads of even size")
+    text = block.get("train_text") or {}
+    if text and bool(text.get("dataset")) == bool(text.get("text_file")):
+        raise ConfigError(f"{where}.train_text: give exactly one of `dataset` and `text_file` (or leave the "
+                          "block out to train on the demo corpus)")
+    if text and not text.get("tokenizer"):
+        raise ConfigError(f"{where}.train_text.tokenizer: name the tokenizer of the training text (a hub name "
+                          "such as gpt2, or a local folder)")
+    if text.get("text_file") and text.get("text_fields"):
+        raise ConfigError(f"{where}.train_text.text_fields: names the fields of a dataset row; it has no effect "
+                          "on a text file")
+    warmup = block.get("warmup_steps")
+    if warmup is not None and warmup > block["steps"]:
+        raise ConfigError(f"{where}.warmup_steps: {warmup} warmup steps exceed the {block['steps']} steps")
     if block["data"]["seq_len"] > block["seq_len"]:
         raise ConfigError(f"{where}.data.seq_len: probe windows of {block['data']['seq_len']} tokens are longer "
                           f"than the {block['seq_len']} positions the models are trained on (seq_len)")

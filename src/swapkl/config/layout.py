@@ -8,6 +8,13 @@ DEMO_DIR = "resources/demo"
 #: the demo's LAMBADA-style last-word task (rule build_demo_last_word), scored by the downstream benchmarks
 DEMO_LAST_WORD_FILE = "resources/demo/tasks/demo_last_word.jsonl"
 DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
+DEMO_CORPUS_DIR = f"{DEMO_DIR}/corpus"
+DEMO_TOKENIZER_DIR = f"{DEMO_DIR}/tokenizer"
+#: the position-encoding ablation's training text from a named source (rule prepare_pe_text,
+#: swapkl.data.training_text): the demo corpus's layout without the test split, and the named tokenizer
+PE_TEXT_DIR = "resources/pe_ablation/text"
+PE_TOKENIZER_DIR = "resources/pe_ablation/tokenizer"
+TRAINING_TEXT_FILES = ("train.txt", "valid.txt", "corpus.json")
 FIGURE_FORMATS = ("png", "pdf")
 
 
