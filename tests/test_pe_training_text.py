@@ -121,20 +121,17 @@ def test_a_dataset_is_prepared_cut_at_the_token_budget_and_trains_the_matched_mo
     assert AutoTokenizer.from_pretrained(tmp_path / "run" / "step3").pad_token == EOS
 
 
-def test_a_local_text_file_holds_out_a_seeded_twentieth(tmp_path):
+def test_a_local_text_file_holds_out_its_last_twentieth(tmp_path):
     paragraphs = _kept(_rows(300, 7))
     text_file = tmp_path / "my.txt"
     text_file.write_text("\n\n".join(p.replace(" ", "\n", 1) for p in paragraphs) + "\n")
     tok_src = _tokenizer_folder(tmp_path / "tok_src")
-    prepare_training_text(TrainingText(tokenizer=str(tok_src), text_file=str(text_file), seed=2),
-                          tmp_path / "text", tmp_path / "tok")
-
-    def held_out(p: str) -> bool:  # sha256 of seed and text as a uniform number, below 5%
-        return int.from_bytes(hashlib.sha256(f"2\x00{p}".encode()).digest()[:8], "big") / 2**64 < 0.05
-
-    valid = [p for p in paragraphs if held_out(p)]
-    assert valid and _paragraphs(tmp_path / "text" / "valid.txt") == valid
-    assert _paragraphs(tmp_path / "text" / "train.txt") == [p for p in paragraphs if not held_out(p)]
+    prepare_training_text(TrainingText(tokenizer=str(tok_src), text_file=str(text_file)), tmp_path / "text",
+                          tmp_path / "tok")
+    n_valid = round(len(paragraphs) / 20)
+    assert n_valid > 1
+    assert _paragraphs(tmp_path / "text" / "valid.txt") == paragraphs[-n_valid:]
+    assert _paragraphs(tmp_path / "text" / "train.txt") == paragraphs[:-n_valid]
 
 
 def test_sources_and_tokenizers_that_cannot_work_are_refused(tmp_path, hub):
@@ -166,7 +163,7 @@ def test_the_config_block_names_the_text_and_leaves_the_demo_as_it_was():
     named, _ = validated(_cfg(train_text={"dataset": "wikitext", "dataset_config": "wikitext-103-raw-v1",
                                           "tokenizer": "gpt2", "max_tokens": 1000}))
     assert pe_training_text(named) == {"dataset": "wikitext", "dataset_config": "wikitext-103-raw-v1",
-                                       "max_tokens": 1000, "seed": 0, "tokenizer": "gpt2"}
+                                       "max_tokens": 1000, "tokenizer": "gpt2"}
     assert pe_text_inputs(named) == {"corpus_dir": "resources/pe_ablation/text", "tokenizer":
                                      "resources/pe_ablation/tokenizer", "corpus": [
                                          f"resources/pe_ablation/text/{n}" for n in ("train.txt", "valid.txt",
@@ -208,4 +205,4 @@ def test_the_study_dry_run_trains_every_pe_model_on_the_prepared_text():
     n_models = len(cfg["pe_ablation"]["encodings"]) * len(cfg["pe_ablation"]["depths"])
     assert len(jobs["train_pe_model"]) == n_models and all(prepared <= inp for inp, _ in jobs["train_pe_model"])
     assert all("resources/pe_ablation/text/valid.txt" in inp for inp, _ in jobs["probe_pe_model"])
-    assert "build_demo_corpus" not in jobs
+    assert "prepare_demo_text" not in jobs

@@ -49,11 +49,9 @@ def pe_probe_file(label: str) -> str:
 
 
 def pe_training_text(cfg: dict) -> dict | None:
-    """The block's ``train_text`` (keyword arguments of :class:`swapkl.data.training_text.TrainingText`, the
-    block's seed added); None when the models train on the demo corpus with the demo tokenizer."""
-    block = cfg["pe_ablation"]
-    text = without_nulls(block.get("train_text") or {})
-    return canonical({**text, "seed": block["seed"]}) if text else None
+    """The block's ``train_text`` (keyword arguments of :class:`swapkl.data.training_text.TrainingText`); None
+    when the models train on the demo corpus with the demo tokenizer."""
+    return without_nulls(cfg["pe_ablation"].get("train_text") or {}) or None
 
 
 def pe_text_inputs(cfg: dict) -> dict:

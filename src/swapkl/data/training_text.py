@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from swapkl.data.windows import dataset_paragraphs, default_bos, describe_dataset, text_file_paragraphs
-from swapkl.demo.corpus import CORPUS_FORMAT, MANIFEST, assign_split, format_paragraphs, normalise_paragraphs
+from swapkl.demo.corpus import CORPUS_FORMAT, MANIFEST, format_paragraphs, normalise_paragraphs
 from swapkl.demo.training_windows import PARAGRAPH_SEPARATOR
 from swapkl.errors import SwapKLError
 from swapkl.tables.atomic import claim_folder, move_files_into, write_json_atomic, write_text_atomic
@@ -25,7 +25,7 @@ from swapkl.tables.provenance import file_sha256
 
 OWNER_MARK = ".swapkl-training-text"  # marks a folder that prepare_training_text made
 TOKENIZER_MARK = ".swapkl-training-tokenizer"
-#: share of a local text file's paragraphs held out as ``valid.txt`` (by a seeded hash of each paragraph)
+#: share of a local text file's paragraphs held out as ``valid.txt``: its last paragraphs (at least one)
 VALID_FRACTION = 0.05
 #: paragraphs tokenised at once while counting the token budget
 _CHUNK = 2048
@@ -45,7 +45,6 @@ class TrainingText:
     text_fields: tuple[str, ...] | None = None
     text_file: str | None = None
     max_tokens: int | None = None
-    seed: int = 0
 
     def __post_init__(self):
         if isinstance(self.text_fields, list):  # from JSON or YAML
@@ -96,11 +95,9 @@ def _source_splits(source: TrainingText) -> dict[str, list[str]]:
     if source.dataset:
         return {name: normalise_paragraphs(dataset_paragraphs(replace(source, split=split)))
                 for name, split in (("train", source.split), ("valid", source.valid_split))}
-    out: dict[str, list[str]] = {"train": [], "valid": []}
-    for p in normalise_paragraphs(text_file_paragraphs(source.text_file)):
-        held_out = assign_split(p, seed=source.seed, valid_fraction=VALID_FRACTION, test_fraction=0.0) == "valid"
-        out["valid" if held_out else "train"].append(p)
-    return out
+    paragraphs = normalise_paragraphs(text_file_paragraphs(source.text_file))
+    n_valid = max(1, round(VALID_FRACTION * len(paragraphs))) if len(paragraphs) > 1 else 0
+    return {"train": paragraphs[: len(paragraphs) - n_valid], "valid": paragraphs[len(paragraphs) - n_valid:]}
 
 
 def save_training_tokenizer(tokenizer, name: str, out_dir: Path) -> list[str]:
