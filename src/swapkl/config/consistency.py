@@ -125,30 +125,41 @@ def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
         _fail(f"models.{name}.rope", "rope off needs a RoPE architecture")
 
 
+def _check_task_stage(name: str, model: dict, stage: str, named: bool, what: str) -> bool:
+    """The first checks that relevance and downstream share, for ``model[stage]``: its revisions are probed
+    and it names something to score (``named``; else the message lists ``what``). Whether the stage is
+    enabled (nothing is checked when it is not)."""
+    block = model[stage]
+    if not block["enabled"]:
+        return False
+    _check_listed(name, model, stage, block["revisions"])
+    if not named:
+        _fail(f"models.{name}.{stage}", f"enabled but names no {what}")
+    return True
+
+
+def _check_demo_tasks(name: str, model: dict, stage: str) -> None:
+    if model[stage]["demo_tasks"] and "demo" not in model:
+        _fail(f"models.{name}.{stage}.demo_tasks", "demo tasks are built for demo models only")
+
+
 def _check_relevance(name: str, model: dict) -> None:
     relevance = model["relevance"]
-    if not relevance["enabled"]:
+    named = bool(relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
+                 or relevance["lm_sets"])
+    if not _check_task_stage(name, model, "relevance", named, "tasks, demo_tasks, lm_eval_tasks or lm data"):
         return
-    _check_listed(name, model, "relevance", relevance["revisions"])
-    if not (relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
-            or relevance["lm_sets"]):
-        _fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks, lm_eval_tasks or lm data")
     if "lm" in relevance and "lm" in relevance["lm_sets"]:
         _fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
-    if relevance["demo_tasks"] and "demo" not in model:
-        _fail(f"models.{name}.relevance.demo_tasks", "demo tasks are built for demo models only")
+    _check_demo_tasks(name, model, "relevance")
 
 
 def _check_downstream(name: str, model: dict) -> None:
     downstream = model["downstream"]
-    if not downstream["enabled"]:
-        return
-    _check_listed(name, model, "downstream", downstream["revisions"])
-    if not (downstream["tasks"] or downstream["demo_tasks"] or downstream["last_word_files"]
-            or downstream["lm_eval_tasks"]):
-        _fail(f"models.{name}.downstream", "enabled but names no tasks, demo_tasks, last_word_files or lm_eval_tasks")
-    if downstream["demo_tasks"] and "demo" not in model:
-        _fail(f"models.{name}.downstream.demo_tasks", "demo tasks are built for demo models only")
+    named = bool(downstream["tasks"] or downstream["demo_tasks"] or downstream["last_word_files"]
+                 or downstream["lm_eval_tasks"])
+    if _check_task_stage(name, model, "downstream", named, "tasks, demo_tasks, last_word_files or lm_eval_tasks"):
+        _check_demo_tasks(name, model, "downstream")
 
 
 def _check_pruning(name: str, model: dict) -> None:

@@ -45,14 +45,11 @@ pruning_file = _per_checkpoint("results/pruning/{model}/{revision}/pruning.parqu
 agreement_file = _per_checkpoint("results/pruning/{model}/{revision}/agreement.parquet")
 recovery_file = _per_checkpoint("results/recovery/{model}/{revision}/recovery.parquet")
 export_dir = _per_checkpoint("results/exports/{model}/{revision}")
-healed_file = _per_checkpoint("results/healed_probes/{model}/{revision}.parquet")
-test_agreement_file = _per_checkpoint("results/test_agreement/{model}/{revision}.parquet")
-relevance_file = _per_checkpoint("results/relevance/{model}/{revision}.parquet")
-covariate_file = _per_checkpoint("results/covariates/{model}/{revision}.parquet")
-span_file = _per_checkpoint("results/spans/{model}/{revision}.parquet")
-jacobian_file = _per_checkpoint("results/jacobian/{model}/{revision}.parquet")
-downstream_file = _per_checkpoint("results/downstream/{model}/{revision}.parquet")
 repr_file = _per_checkpoint("results/probes/{model}/{revision}/representation.parquet")
+# the stages with one table per checkpoint, each at results/<stage>/<model>/<revision>.parquet
+(healed_file, test_agreement_file, relevance_file, covariate_file, span_file, jacobian_file, downstream_file) = (
+    _per_checkpoint(f"results/{stage}/{{model}}/{{revision}}.parquet")
+    for stage in ("healed_probes", "test_agreement", "relevance", "covariates", "spans", "jacobian", "downstream"))
 
 
 def checkpoint_dir(model_name: str, model: dict, revision: str) -> str:

@@ -11,16 +11,12 @@ from swapkl.relevance.accrel import run_relevance
 
 
 @dataclass(frozen=True, kw_only=True)
-class RelevanceJob(ModelJob):
-    """:func:`swapkl.relevance.accrel.run_relevance` of one checkpoint (``lm_data`` and the values of
-    ``lm_sets``: DataSpecs or their dicts)."""
+class TaskScoringJob(ModelJob):
+    """What the jobs that score a checkpoint's tasks share (relevance here, the downstream benchmarks in
+    :mod:`swapkl.relevance.downstream_jobs`): the output table, the row labels, the engine's batching and
+    placement, and the pruning table whose guides' removals are scored too."""
 
-    task_files: tuple[str, ...]
     out: str
-    lm_data: DataSpec | None = None
-    lm_name: str = "lm"
-    lm_sets: dict | None = None
-    harness_tasks: tuple[str, ...] = ()
     label: str | None = None
     revision_label: str | None = None
     batch_size: int = 8
@@ -28,6 +24,18 @@ class RelevanceJob(ModelJob):
     placement: dict | None = None
     pruning: str | None = None
     pruning_guides: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelevanceJob(TaskScoringJob):
+    """:func:`swapkl.relevance.accrel.run_relevance` of one checkpoint (``lm_data`` and the values of
+    ``lm_sets``: DataSpecs or their dicts)."""
+
+    task_files: tuple[str, ...]
+    lm_data: DataSpec | None = None
+    lm_name: str = "lm"
+    lm_sets: dict | None = None
+    harness_tasks: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.coerce("lm_data", DataSpec)
