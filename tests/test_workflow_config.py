@@ -203,7 +203,7 @@ def expected_counts(cfg: dict) -> Counter:
         counts.update(probe_spans=len(spanned), aggregate_spans=1,
                       plot_spans=sum(1 for name, _ in spanned if name in drawn))
     if demo:
-        counts.update(build_demo_corpus=1, train_demo_tokenizer=1, train_demo_model=len(demo),
+        counts.update(prepare_demo_text=1, train_demo_model=len(demo),
                       plot_training_curves=1)
     # scale sweep and mechanism stages: entries only (seed family members copy their entry's settings)
     if any(m.get("scaling", False) for m in drawn.values()):
@@ -228,7 +228,7 @@ def expected_counts(cfg: dict) -> Counter:
         if pe.get("train_text"):
             counts["prepare_pe_text"] = 1
         else:
-            counts["build_demo_corpus"] = counts["train_demo_tokenizer"] = 1
+            counts["prepare_demo_text"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement, the task-calibrated pruning table and its summary
@@ -683,6 +683,12 @@ INVALID = {
     "LM set named like the lm data": (lambda c: _set(c, P14 + ("relevance",), {
         "enabled": True, "lm": {"text_file": "a.txt"}, "lm_sets": {"lm": {"text_file": "b.txt"}}}),
         "relevance.lm_sets.lm"),
+    "downstream without tasks": (lambda c: _set(c, P14 + ("downstream",), {"enabled": True, "lm_eval_tasks": []}),
+                                 "downstream"),
+    "benchmarked revision not probed": (lambda c: _set(c, P14 + ("downstream",), {
+        "enabled": True, "revisions": ["step5"]}), "downstream.revisions"),
+    "downstream demo tasks of a hub model": (lambda c: _set(c, P14 + ("downstream",), {
+        "enabled": True, "demo_tasks": True}), "downstream.demo_tasks"),
     "blank lm-eval task name": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "lm_eval_tasks": [""]}),
                                 "lm_eval_tasks"),
     "trajectory of a branch": (lambda c: _set(c, QWEN + ("trajectory",), True), "revisions"),

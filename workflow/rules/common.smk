@@ -17,7 +17,8 @@ from swapkl.config import ConfigError
 from swapkl.config.consistency import rope_is_on
 from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_only, hub_unreachable
 from swapkl.config.job_settings import canonical, text_files, without_nulls
-from swapkl.config.layout import (DEMO_CORPUS_FILES, DEMO_DIR, agreement_file, covariate_file,
+from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
+                                  agreement_file, covariate_file,
                                   healed_file, probe_file, pruning_file, recovery_file,
                                   relevance_file, repr_file, span_file, test_agreement_file)
 from swapkl.config.checks import DEMO_TASKS
@@ -191,6 +192,11 @@ SUMMARY_JOB = {"mem_mb": 4000, "runtime": 30}
 def engine_job(minutes_per_gb, **gpu):
     """The resources of a job that loads the checkpoint: memory for it, and a runtime by its size."""
     return {**gpu, "mem_mb": gpu_job_mem_mb, "runtime": gpu_job_runtime(minutes_per_gb=minutes_per_gb)}
+
+
+def trained_model_job(runtime=60, **gpu):
+    """The resources of a job that trains or probes a model trained here (the demo's, the PE ablation's)."""
+    return {**gpu, "mem_mb": 4000, "runtime": runtime}
 
 
 wildcard_constraints:

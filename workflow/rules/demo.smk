@@ -2,45 +2,30 @@
 # and tiny models trained from scratch whose step{N} checkpoints stand in for hub revisions.
 
 
-#: the corpus folder and its files, which every demo job reads
-DEMO_CORPUS_DIR = os.path.join(DEMO_DIR, "corpus")
+#: the corpus files, which every demo job reads
 DEMO_CORPUS = expand(os.path.join(DEMO_CORPUS_DIR, "{name}"), name=DEMO_CORPUS_FILES)
 
 
-rule build_demo_corpus:
+# The corpus (swapkl.demo.corpus) and the tokenizer trained on its train split (swapkl.demo.tokenizer).
+rule prepare_demo_text:
     output:
-        DEMO_CORPUS,
-    params:
-        out_dir=DEMO_CORPUS_DIR,
-        settings=canonical(config["demo"]["corpus"]),
-    log:
-        "logs/demo/build_demo_corpus.log",
-    conda:
-        "../../envs/torch.yaml"
-    script:
-        "../scripts/build_demo_corpus.py"
-
-
-rule train_demo_tokenizer:
-    input:
-        DEMO_CORPUS,
-    output:
-        directory("resources/demo/tokenizer"),
+        corpus=DEMO_CORPUS,
+        tokenizer=directory(DEMO_TOKENIZER_DIR),
     params:
         corpus_dir=DEMO_CORPUS_DIR,
-        settings=canonical(config["demo"]["tokenizer"]),
+        settings=canonical({part: config["demo"][part] for part in ("corpus", "tokenizer")}),
     log:
-        "logs/demo/train_demo_tokenizer.log",
+        "logs/demo/prepare_demo_text.log",
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/train_demo_tokenizer.py"
+        "../scripts/prepare_demo_text.py"
 
 
 rule train_demo_model:
     input:
         corpus=DEMO_CORPUS,
-        tokenizer="resources/demo/tokenizer",
+        tokenizer=DEMO_TOKENIZER_DIR,
     output:
         directory("resources/demo/models/{model}"),
     wildcard_constraints:
@@ -55,8 +40,7 @@ rule train_demo_model:
         "benchmarks/{model}/train_demo_model.tsv"
     threads: 2
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **trained_model_job(),
     conda:
         "../../envs/torch.yaml"
     script:

@@ -78,8 +78,7 @@ rule aggregate_healed:
     input:
         **per_checkpoint_files(healed_checkpoints(), healed=healed_file, agreement=test_agreement_file),
     output:
-        healed=table_report("results/healed.parquet", "healed_table.rst"),
-        agreement=table_report("results/test_agreement.parquet", "test_agreement_table.rst"),
+        **results_tables(healed="healed", agreement="test_agreement"),
     log:
         "logs/aggregate_healed.log",
     resources:

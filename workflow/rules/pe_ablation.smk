@@ -57,9 +57,7 @@ rule train_pe_model:
         "benchmarks/pe_ablation/{pe_model}/train_pe_model.tsv"
     threads: 1
     resources:
-        **PE_GPU,
-        mem_mb=4000,
-        runtime=60 + config["pe_ablation"]["steps"] // 100,
+        **trained_model_job(60 + config["pe_ablation"]["steps"] // 100, **PE_GPU),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -86,9 +84,7 @@ rule probe_pe_model:
         "benchmarks/pe_ablation/{pe_model}/probe_pe_model.tsv"
     threads: 1
     resources:
-        **PE_GPU,
-        mem_mb=4000,
-        runtime=60,
+        **trained_model_job(**PE_GPU),
     conda:
         "../../envs/torch.yaml"
     script:

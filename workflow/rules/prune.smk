@@ -37,8 +37,7 @@ rule aggregate_pruning:
     input:
         **per_checkpoint_files(prune_checkpoints(), pruning=pruning_file, agreement=agreement_file),
     output:
-        pruning=table_report("results/pruning.parquet", "pruning_table.rst"),
-        agreement=table_report("results/pruning_agreement.parquet", "pruning_agreement_table.rst"),
+        **results_tables(pruning="pruning", agreement="pruning_agreement"),
     params:
         n_boot=config["probe"]["n_boot"],
     log:

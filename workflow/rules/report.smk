@@ -27,6 +27,12 @@ def table_report(path, caption, **labels):
     return report(path, caption=f"../report/{caption}", category=section("tables"), labels=labels or None)
 
 
+def results_tables(**stems):
+    """Named outputs of a job that writes several results tables: ``{name: results/<stem>.parquet}``, each in
+    the report with its caption ``<stem>_table.rst``."""
+    return {name: table_report(f"results/{stem}.parquet", f"{stem}_table.rst") for name, stem in stems.items()}
+
+
 def figure_instances(selection):
     """The wildcards of every instance of a figure the report gets (swapkl.config.targets)."""
     return _figure_instances(PLAN, selection)
