@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from direct_config import refusal, validated
-from swapkl.config.ablation_models import pe_metadata, pe_text_inputs, pe_training_text
+from swapkl.config.ablation_models import pe_metadata, pe_text_inputs, pe_text_mem_mb, pe_training_text
 from swapkl.data.training_text import TrainingText, prepare_training_text
 from swapkl.demo.architectures import DemoSize
 from swapkl.demo.train import train_demo_model
@@ -169,14 +169,18 @@ def test_the_config_block_names_the_text_and_leaves_the_demo_as_it_was():
                                          f"resources/pe_ablation/text/{n}" for n in ("train.txt", "valid.txt",
                                                                                      "corpus.json")]}
     assert pe_metadata(named, "pe-rope-6L") != pe_metadata(demo, "pe-rope-6L")
+    assert pe_text_mem_mb(demo) == 0 and pe_text_mem_mb(named) == 1  # 1000 tokens of 80 bytes, in whole MiB
 
 
 @pytest.mark.parametrize("block, message", [
-    (dict(train_text={"tokenizer": "gpt2"}), "pe_ablation.train_text: give exactly one of"),
-    (dict(train_text={"dataset": "wikitext", "text_file": "a.txt", "tokenizer": "gpt2"}), "exactly one of"),
-    (dict(train_text={"dataset": "wikitext"}), "pe_ablation.train_text.tokenizer"),
-    (dict(train_text={"text_file": "a.txt", "tokenizer": "gpt2", "text_fields": ["a"]}), "text_fields"),
+    (dict(train_text={"tokenizer": "gpt2", "max_tokens": 9}), "pe_ablation.train_text: give exactly one of"),
+    (dict(train_text={"dataset": "wikitext", "text_file": "a.txt", "tokenizer": "gpt2", "max_tokens": 9}),
+     "exactly one of"),
+    (dict(train_text={"dataset": "wikitext", "max_tokens": 9}), "pe_ablation.train_text.tokenizer"),
+    (dict(train_text={"text_file": "a.txt", "tokenizer": "gpt2", "text_fields": ["a"], "max_tokens": 9}),
+     "text_fields"),
     (dict(train_text={"dataset": "wikitext", "tokenizer": "gpt2", "max_tokens": 0}), "max_tokens"),
+    (dict(train_text={"dataset": "wikitext", "tokenizer": "gpt2"}), "pe_ablation.train_text.max_tokens: give"),
     (dict(warmup_steps=400), "pe_ablation.warmup_steps: 400 warmup steps exceed the 300 steps"),
 ])
 def test_the_config_block_refuses_a_text_that_cannot_work(block, message):

@@ -194,9 +194,9 @@ def engine_job(minutes_per_gb, **gpu):
     return {**gpu, "mem_mb": gpu_job_mem_mb, "runtime": gpu_job_runtime(minutes_per_gb=minutes_per_gb)}
 
 
-def trained_model_job(runtime=60, **gpu):
+def trained_model_job(runtime=60, extra_mem_mb=0, **gpu):
     """The resources of a job that trains or probes a model trained here (the demo's, the PE ablation's)."""
-    return {**gpu, "mem_mb": 4000, "runtime": runtime}
+    return {**gpu, "mem_mb": 4000 + extra_mem_mb, "runtime": runtime}
 
 
 wildcard_constraints:

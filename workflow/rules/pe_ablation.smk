@@ -6,7 +6,8 @@
 
 from swapkl.config.ablation_models import (PE_PROTOCOLS, pe_checkpoint, pe_metadata, pe_models, pe_pairs,
                                            pe_probe_data, pe_probe_file, pe_run_dir, pe_summary_models,
-                                           pe_text_inputs, pe_train_settings, pe_training_text)
+                                           pe_text_inputs, pe_text_mem_mb, pe_train_settings,
+                                           pe_training_text)
 from swapkl.config.layout import PE_TEXT_DIR, PE_TOKENIZER_DIR, TRAINING_TEXT_FILES
 
 #: a GPU for each training and probe job when the block trains on `cuda`
@@ -57,7 +58,7 @@ rule train_pe_model:
         "benchmarks/pe_ablation/{pe_model}/train_pe_model.tsv"
     threads: 1
     resources:
-        **trained_model_job(60 + config["pe_ablation"]["steps"] // 100, **PE_GPU),
+        **trained_model_job(60 + config["pe_ablation"]["steps"] // 100, pe_text_mem_mb(config), **PE_GPU),
     conda:
         "../../envs/torch.yaml"
     script:

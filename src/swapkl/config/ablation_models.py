@@ -16,6 +16,9 @@ PE_RUN_DIR = "resources/demo/pe_ablation"
 PE_TABLE = "results/pe_ablation.parquet"
 #: what every ablation model is probed with
 PE_PROTOCOLS = ("replacement", "interchange")
+#: memory per training token while the trainer tokenises its text (Python lists of ids, then an int64 tensor):
+#: tokenising the demo corpus's train.txt peaked at about 67 bytes a token on the Python heap
+TEXT_BYTES_PER_TOKEN = 80
 
 
 def pe_label(encoding: str, depth: int) -> str:
@@ -64,6 +67,13 @@ def pe_text_inputs(cfg: dict) -> dict:
     return {"corpus_dir": corpus_dir, "corpus": [f"{corpus_dir}/{name}" for name in names], "tokenizer": tokenizer}
 
 
+def pe_text_mem_mb(cfg: dict) -> int:
+    """Memory a training job needs for its text beyond a demo-corpus job's: ``max_tokens`` tokens of
+    :data:`TEXT_BYTES_PER_TOKEN` (0 on the demo corpus)."""
+    text = pe_training_text(cfg)
+    return 0 if text is None else -(-text["max_tokens"] * TEXT_BYTES_PER_TOKEN // 2**20)
+
+
 def pe_train_settings(cfg: dict, label: str) -> dict:
     """Keyword arguments of :func:`swapkl.demo.train.train_demo_model` for one run (``size``: DemoSize's)."""
     block, model = cfg["pe_ablation"], pe_models(cfg)[label]
@@ -102,7 +112,8 @@ def pe_summary_models(cfg: dict) -> dict:
 
 def check_pe_ablation(cfg: dict) -> None:
     """The block's values that the schema cannot relate: each depth has pairs at every probed distance, the
-    width splits into heads of even size, and no probe window is longer than the trained positions."""
+    width splits into heads of even size, a training text names one source, its tokenizer and its token
+    budget, warmup ends within the steps, and no probe window is longer than the trained positions."""
     block = cfg["pe_ablation"]
     where = "pe_ablation"
     if min(block["depths"]) <= block["max_distance"]:
@@ -115,6 +126,9 @@ def check_pe_ablation(cfg: dict) -> None:
     if text and bool(text.get("dataset")) == bool(text.get("text_file")):
         raise ConfigError(f"{where}.train_text: give exactly one of `dataset` and `text_file` (or leave the "
                           "block out to train on the demo corpus)")
+    if text and not text.get("max_tokens"):
+        raise ConfigError(f"{where}.train_text.max_tokens: give the training text's token budget (the training "
+                          "jobs' memory is sized from it)")
     if text and not text.get("tokenizer"):
         raise ConfigError(f"{where}.train_text.tokenizer: name the tokenizer of the training text (a hub name "
                           "such as gpt2, or a local folder)")
