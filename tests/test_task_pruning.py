@@ -294,3 +294,51 @@ def test_figures_draw_the_tables(tmp_path, monkeypatch):
             want = curves[(curves["task"] == task) & (curves["method"] == method)]
             assert list(line.get_xdata()) == want["budget"].tolist()
             assert list(line.get_ydata()) == pytest.approx(want["accuracy"].tolist())
+
+
+def test_the_study_draws_the_gsm8k_curve_as_a_generative_curve_task():
+    """The study's LLaMA3-8B job: GSM8K is a curve task (its own curve calibration, capped at its own size), and
+    neither a table task nor part of the task-agnostic mix."""
+    import yaml
+    from direct_config import REPO, validated
+
+    from swapkl.config.study_plan import StudyPlan
+    from swapkl.config.task_pruning_plan import job_params
+
+    plan = StudyPlan(*validated(yaml.safe_load((REPO / "config.yaml").read_text())))
+    job = job_params(plan, "Meta-Llama-3-8B")
+    assert job["curve_tasks"] == ["gsm8k"] and "gsm8k" not in job["tasks"]
+    calib = {c["name"]: c for c in job["calibrations"]}
+    assert calib["gsm8k"] == {"name": "gsm8k", "tasks": ["gsm8k"], "max_docs": 50, "curve": True}
+    assert "gsm8k" not in calib["mix10"]["tasks"] and not calib["arc_easy"].get("curve")
+
+
+def test_curve_calibrations_draw_curves_and_stay_out_of_the_tables():
+    """A curve task (exact match under the strict filter stands in for acc) adds a Gromov curve and changes
+    neither the task-specific nor the calibration table, nor their main budget."""
+    df = _hand_table()
+    gen = [_row("g", "curve", "original", 0, "g", 0.40), _row("g", "curve", "accuracy", 1, "g", 0.40),
+           _row("g", "curve", "accuracy", 2, "g", 0.30), _row("g", "curve", "bi", 1, "g", 0.10),
+           _row("g", "curve", "bi", 2, "g", 0.0)]
+    flexible = [r | {"metric": "exact_match,flexible-extract", "accuracy": 1.0} for r in gen]
+    both = pd.concat([df, pd.DataFrame([r | {"metric": "exact_match,strict-match"} for r in gen] + flexible)])
+    pd.testing.assert_frame_equal(task_specific_table(both), task_specific_table(df))
+    pd.testing.assert_frame_equal(calibration_table(both), calibration_table(df))
+    curves = gromov_curves(both)
+    g = curves[curves["task"] == "g"]
+    assert g[g["method"] == "accuracy"]["accuracy"].tolist() == pytest.approx([40.0, 40.0, 30.0])
+    assert g[g["method"] == "bi"]["accuracy"].tolist() == pytest.approx([40.0, 10.0, 0.0])
+    assert len(curves) == len(gromov_curves(df)) + 6
+
+
+def test_the_main_budget_is_the_one_every_method_shares():
+    """Curve budgets beyond the main budget (BI and accuracy at 1..4, Taylor at 2 only) leave the tables at 2."""
+    from swapkl.pruning.task_tables import main_budget_of
+
+    rows = [_row("t1", "task", "original", 0, "t1", 0.5), _row("t1", "task", "taylor", 2, "t1", 0.3)]
+    rows += [_row("t1", "task", m, b, "t1", 0.4) for m in ("bi", "accuracy") for b in (1, 2, 3, 4)]
+    df = pd.DataFrame(rows)
+    assert main_budget_of(df) == 2
+    assert sorted(task_specific_table(df).index) == ["accuracy", "bi", "original", "taylor"]
+    with pytest.raises(SwapKLError, match="no single main budget"):
+        main_budget_of(df[df["method"] != "taylor"])  # only curve methods and no mix: 1..4 are all candidates
