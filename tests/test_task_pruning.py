@@ -263,6 +263,9 @@ def test_the_scorecard_reads_the_issue_25_numbers_from_the_summary_table():
                 rows.append(_row(cal, kind, method, 8, task, acc, n_layers=32))
             if kind == "task" and cal == task:
                 rows.append(_row(cal, kind, "accuracy", 7, task, base - 0.01, n_layers=32))
+    for budget, acc in ((0, 0.50), (2, 0.45), (7, 0.25)):  # the generative curve task, scored by exact match
+        rows.append(_row("gsm8k", "curve", "accuracy" if budget else "original", budget, "gsm8k", acc, n_layers=32)
+                    | {"metric": "exact_match,strict-match"})
     summary = summary_rows(pd.DataFrame(rows).assign(model="Meta-Llama-3-8B"))
     card = build_scorecard({"seed003_tables": summary})
     ours = card[card["model"] == "Meta-Llama-3-8B"].set_index("quantity")["swapkl"]
@@ -272,7 +275,9 @@ def test_the_scorecard_reads_the_issue_25_numbers_from_the_summary_table():
     assert ours["average accuracy %, cosine (BI), mix of 10% of each training split"] == pytest.approx(60.0)
     assert ours["average accuracy %, accuracy-guided, calibrated on C4"] == pytest.approx(68.0)
     kept = [q for q in ours.index if q.startswith("share of accuracy kept")][0]
-    assert ours[kept] == pytest.approx((0.79 + 0.59) / (0.80 + 0.60))
+    assert ours[kept] == pytest.approx((0.79 + 0.59 + 0.25) / (0.80 + 0.60 + 0.50))
+    assert ours["GSM8K accuracy kept after two blocks removed (accuracy-guided): nearly intact"] == pytest.approx(0.9)
+    assert ours["average accuracy %, original (unpruned)"] == pytest.approx(70.0)  # GSM8K is in no average
 
 
 def test_figures_draw_the_tables(tmp_path, monkeypatch):
@@ -329,6 +334,10 @@ def test_curve_calibrations_draw_curves_and_stay_out_of_the_tables():
     assert g[g["method"] == "accuracy"]["accuracy"].tolist() == pytest.approx([40.0, 40.0, 30.0])
     assert g[g["method"] == "bi"]["accuracy"].tolist() == pytest.approx([40.0, 10.0, 0.0])
     assert len(curves) == len(gromov_curves(df)) + 6
+    summary = summary_rows(both)
+    g = summary[summary["task"] == "g"]
+    assert set(g["table"]) == {"gromov"} and set(g["metric"]) == {"exact_match,strict-match"}
+    assert set(summary[summary["task"] != "g"]["metric"]) == {"acc"}
 
 
 def test_the_main_budget_is_the_one_every_method_shares():

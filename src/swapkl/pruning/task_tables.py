@@ -92,20 +92,22 @@ def calibration_table(df: pd.DataFrame, *, metric: str = "acc", tasks: list[str]
 
 
 def gromov_curves(df: pd.DataFrame, *, metric: str = "acc", methods=("bi", "accuracy")) -> pd.DataFrame:
-    """Long table (task, method, budget, accuracy %): each task calibrated on itself; budget 0 = original."""
+    """Long table (task, method, budget, metric, accuracy %): each task calibrated on itself; budget 0 = original;
+    ``metric`` is ``metric`` or, on a generative task, :data:`GENERATIVE_METRIC`."""
     rows = _checked(df, metric)
     rows = rows[rows["calibration_kind"].isin(("task", "curve")) & (rows["calibration"] == rows["task"])]
     base = rows[rows["method"] == "original"]
     out = [base.assign(method=m) for m in methods]
     out.append(rows[rows["method"].isin(methods)])
-    curves = pd.concat(out)[["task", "method", "budget", "accuracy"]]
+    curves = pd.concat(out)[["task", "method", "budget", "metric", "accuracy"]]
     curves = curves.assign(accuracy=curves["accuracy"] * 100.0)
     return curves.sort_values(["task", "method", "budget"]).reset_index(drop=True)
 
 
 def summary_rows(df: pd.DataFrame, *, metric: str = "acc") -> pd.DataFrame:
     """The three tables of every (model, revision), stacked long: columns model, revision, table,
-    calibration, method, budget, task, metric, accuracy (percent)."""
+    calibration, method, budget, task, metric (a generative task's curve: :data:`GENERATIVE_METRIC`), accuracy
+    (percent)."""
     parts = []
     for (model, revision), one in df.groupby(["model", "revision"], sort=True):
         budget = main_budget_of(one)
@@ -117,6 +119,6 @@ def summary_rows(df: pd.DataFrame, *, metric: str = "acc") -> pd.DataFrame:
         parts.append(cal.assign(table="calibration", **head,
                                 budget=[0 if m == "original" else budget for m in cal["method"]]))
         curves = gromov_curves(one, metric=metric)
-        parts.append(curves.assign(table="gromov", calibration="own task", **head))
+        parts.append(curves.assign(table="gromov", calibration="own task", model=model, revision=revision))
     cols = ["model", "revision", "table", "calibration", "method", "budget", "task", "metric", "accuracy"]
     return pd.concat(parts, ignore_index=True)[cols]
