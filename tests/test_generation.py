@@ -10,11 +10,12 @@ computations:
   the accuracy guide's first step against lm-eval's ``exact_match`` on the training split.
 
 The task is a tiny local GSM8K (questions ``a + b``, worked answers ending ``#### n``, two-shot, GSM8K's
-filters and metric settings); the model is a random tiny Llama built here (never the hub).
+filters and metric settings); the model is a tiny Llama trained here for a few seconds (never the hub).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 
@@ -66,19 +67,18 @@ def gen_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
 
 
-def _docs(seed: int, n: int, gold=None) -> list[dict]:
+def _docs(seed: int, n: int) -> list[dict]:
     rng = random.Random(seed)
     out = []
-    for k in range(n):
+    for _ in range(n):
         a, b = rng.randrange(10), rng.randrange(10)
-        answer = f"{a} + {b} = {a + b}\n#### {a + b}" if gold is None else f"#### {gold[k]}"
-        out.append({"question": f"{a} + {b}", "answer": answer})
+        out.append({"question": f"{a} + {b}", "answer": _worked(a, b).split("Answer: ")[1]})
     return out
 
 
 def write_gen_task(folder, train: list[dict], test: list[dict], name: str = NAME, test_split: str = "test") -> str:
     """A local GSM8K-like task: ``Question: ..\\nAnswer:``, two-shot from the training split, greedy generation until
-    ``Question:`` or a blank line, at most 10 tokens, GSM8K's filters and exact_match."""
+    ``Question:`` or a blank line, at most 16 tokens, GSM8K's filters and exact_match."""
     folder.mkdir(parents=True, exist_ok=True)
     files = {}
     for split, docs in (("train", train), ("test", test)):
@@ -89,20 +89,46 @@ def write_gen_task(folder, train: list[dict], test: list[dict], name: str = NAME
            "output_type": "generate_until", "training_split": "train", "fewshot_split": "train",
            "test_split": test_split, "doc_to_text": "Question: {{question}}\nAnswer:", "doc_to_target": "{{answer}}",
            "num_fewshot": 2, "generation_kwargs": {"until": ["Question:", "\n\n"], "do_sample": False,
-                                                   "temperature": 0.0, "max_gen_toks": 10}} | GSM8K_SCORING
+                                                   "temperature": 0.0, "max_gen_toks": 16}} | GSM8K_SCORING
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return str(path)
 
 
-def _model():
+def _worked(a: int, b: int) -> str:
+    return f"Question: {a} + {b}\nAnswer: {a} + {b} = {a + b}\n#### {a + b}"
+
+
+@functools.cache
+def _trained_state() -> tuple[dict, object]:
+    """A tiny Llama trained for 80 steps on three-shot texts of the task's format: it writes GSM8K's answer
+    format (``a + b = c`` then ``#### c``), with a sum that is right now and then."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(3)
     cfg = LlamaConfig(vocab_size=len(gen_tokenizer()), hidden_size=32, num_hidden_layers=N_LAYERS,
                       num_attention_heads=4, num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128,
                       initializer_range=0.3)
-    return LlamaForCausalLM(cfg).eval()
+    model, tok, rng = LlamaForCausalLM(cfg), gen_tokenizer(), random.Random(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(80):
+        enc = [tok.encode("\n\n".join(_worked(rng.randrange(10), rng.randrange(10)) for _ in range(3)))
+               for _ in range(16)]
+        ids = torch.tensor([e[: min(map(len, enc))] for e in enc])
+        loss = model(input_ids=ids, labels=ids).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}, cfg
+
+
+def _model():
+    from transformers import LlamaForCausalLM
+
+    state, cfg = _trained_state()
+    model = LlamaForCausalLM(cfg)
+    model.load_state_dict(state)
+    return model.eval()
 
 
 def _saved(tmp_path):
@@ -155,7 +181,7 @@ def test_generation_on_materialised_models_matches_lm_eval_question_by_question(
     gold = [first[d]["text"] if d % 2 == 0 and first[d]["text"] != "[invalid]" else "5" for d in range(len(test))]
     write_gen_task(folder, train, [t | {"answer": f"#### {g}"} for t, g in zip(test, gold)])
     tok = gen_tokenizer()
-    matches, texts = [], {}
+    matches, strict, texts = [], [], {}
     for removed in [(), (1,), (0, 2)]:
         part = load_split(task_manager(str(folder), False), NAME, EVALUATION).parts[0]
         ours = generate(harness_lm(materialise(model, removed) if removed else model, tok, batch_size=4), part)
@@ -164,8 +190,9 @@ def test_generation_on_materialised_models_matches_lm_eval_question_by_question(
         for f in FILTERS:
             assert ours.scores[f"exact_match,{f}"].tolist() == [want[f][d]["exact_match"] for d in range(len(test))]
         matches += ours.scores["exact_match,flexible-extract"].tolist()
+        strict += ours.scores["exact_match,strict-match"].tolist()
         texts[removed] = ours.texts
-    assert 0 < np.mean(matches) < 1  # the scores are not all alike
+    assert 0 < np.mean(matches) < 1 and 0 < np.mean(strict) < 1  # the scores are not all alike
     assert texts[(1,)] != texts[()] and texts[(0, 2)] != texts[()]  # removing blocks changes what is generated
 
 
@@ -198,7 +225,7 @@ def test_gsm8k_filters_and_exact_match_on_hand_written_answers(tmp_path):
 def test_task_pruning_scores_a_generative_curve_task_as_lm_eval(tmp_path):
     src, model = _saved(tmp_path)
     folder = _split_tasks(tmp_path)  # the multiple-choice tasks of the tables, with their own splits
-    train = _docs(2, 6)
+    train = _docs(2, 12)
     write_gen_task(folder, train, _docs(3, 6))
     write_gen_task(tmp_path / "on_train", train, train, test_split="train")  # lm-eval on the training split
     out = tmp_path / "pruned.parquet"
@@ -223,6 +250,7 @@ def test_task_pruning_scores_a_generative_curve_task_as_lm_eval(tmp_path):
     train_acc = {b: np.mean([s["exact_match"] for s in lm_eval_samples(
         naive_pruned(src, (b,), tmp_path / f"train_minus{b}"), tmp_path / "on_train")["strict-match"].values()])
         for b in range(N_LAYERS)}
+    assert len(set(train_acc.values())) > 1  # the guide has a choice to make, not a tie
     best = min(b for b, a in train_acc.items() if a == max(train_acc.values()))
     assert gen[gen["method"] == "accuracy"]["removed_layers"].map(tuple).tolist() == [(best,)] * 2
     assert TASKS[0] == "ta"
