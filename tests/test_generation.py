@@ -256,3 +256,28 @@ def test_task_pruning_scores_a_generative_curve_task_as_lm_eval(tmp_path):
     assert TASKS[0] == "ta"
     calib = load_split(task_manager(str(folder), False), NAME, CALIBRATION)
     assert calib.split == "train" and calib.n_docs == len(train) and calib.generative
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "gpt2", "gpt_neox"])
+def test_a_materialised_model_generates_as_its_exported_checkpoint(tmp_path, arch):
+    """Sliding-window slots (Qwen3), GPT-2's block-bound attention scale and GPT-NeoX: the materialised model's
+    logits and greedy generation (KV cache) equal those of the checkpoint ``swapkl export`` writes and
+    ``from_pretrained`` reloads."""
+    from transformers import AutoModelForCausalLM
+
+    from swapkl.export import export_checkpoint
+    from tiny_models import tiny_model
+
+    src = tmp_path / "model"
+    model = tiny_model(arch, n_layers=5, seed=2).eval()
+    model.save_pretrained(src)
+    export_checkpoint(str(src), str(tmp_path / "pruned"), remove=[1, 3], device="cpu")
+    exported = AutoModelForCausalLM.from_pretrained(tmp_path / "pruned").eval()
+    ours = materialise(model, [1, 3])
+    assert ours.config.num_hidden_layers == exported.config.num_hidden_layers == 3
+    ids = torch.randint(0, 97, (2, 20), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(ours(input_ids=ids).logits, exported(input_ids=ids).logits)
+    kw = dict(max_new_tokens=12, do_sample=False, pad_token_id=0)
+    assert torch.equal(ours.generate(ids, **kw), exported.generate(ids, **kw))
+    assert ours.get_input_embeddings().weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()

@@ -8,7 +8,8 @@ source's own class. The tensors are the source's (``assign``, nothing is copied)
 no memory beyond its non-persistent buffers; each kept block is rebuilt at its new slot, with that slot's
 ``layer_idx`` (KV caches index by it) exactly as ``from_pretrained`` would rebuild the exported folder. Before it
 is returned its logits are checked against the probe engine's variant of the same removed set, with the
-export's check (:func:`swapkl.export.difference_to_engine`).
+export's check (:func:`swapkl.export.difference_to_engine`). A model placed across several devices is refused
+(the materialised copy would lack the placement's hooks).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def materialise(model, removed) -> torch.nn.Module:
     """``model`` without the blocks ``removed``, as the stock transformers class (tensors shared with ``model``),
     checked against the engine's variant."""
     adapter = get_adapter(model)
+    devices = sorted({str(p.device) for p in model.parameters()})
+    if len(devices) > 1:
+        raise SwapKLError(f"a pruned model is materialised on one device; this {type(model).__name__} is placed on "
+                          f"{', '.join(devices)}")
     order = export_order(adapter.n_layers, remove=sorted(int(b) for b in removed))
     state = export_state_dict(model, adapter.blocks, order)
     with torch.device("meta"):
