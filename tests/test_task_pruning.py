@@ -263,6 +263,9 @@ def test_the_scorecard_reads_the_issue_25_numbers_from_the_summary_table():
                 rows.append(_row(cal, kind, method, 8, task, acc, n_layers=32))
             if kind == "task" and cal == task:
                 rows.append(_row(cal, kind, "accuracy", 7, task, base - 0.01, n_layers=32))
+    for budget, acc in ((0, 0.50), (2, 0.45), (7, 0.25)):  # the generative curve task, scored by exact match
+        rows.append(_row("gsm8k", "curve", "accuracy" if budget else "original", budget, "gsm8k", acc, n_layers=32)
+                    | {"metric": "exact_match,strict-match"})
     summary = summary_rows(pd.DataFrame(rows).assign(model="Meta-Llama-3-8B"))
     card = build_scorecard({"seed003_tables": summary})
     ours = card[card["model"] == "Meta-Llama-3-8B"].set_index("quantity")["swapkl"]
@@ -272,7 +275,9 @@ def test_the_scorecard_reads_the_issue_25_numbers_from_the_summary_table():
     assert ours["average accuracy %, cosine (BI), mix of 10% of each training split"] == pytest.approx(60.0)
     assert ours["average accuracy %, accuracy-guided, calibrated on C4"] == pytest.approx(68.0)
     kept = [q for q in ours.index if q.startswith("share of accuracy kept")][0]
-    assert ours[kept] == pytest.approx((0.79 + 0.59) / (0.80 + 0.60))
+    assert ours[kept] == pytest.approx((0.79 + 0.59 + 0.25) / (0.80 + 0.60 + 0.50))
+    assert ours["GSM8K accuracy kept after two blocks removed (accuracy-guided): nearly intact"] == pytest.approx(0.9)
+    assert ours["average accuracy %, original (unpruned)"] == pytest.approx(70.0)  # GSM8K is in no average
 
 
 def test_figures_draw_the_tables(tmp_path, monkeypatch):
@@ -294,3 +299,55 @@ def test_figures_draw_the_tables(tmp_path, monkeypatch):
             want = curves[(curves["task"] == task) & (curves["method"] == method)]
             assert list(line.get_xdata()) == want["budget"].tolist()
             assert list(line.get_ydata()) == pytest.approx(want["accuracy"].tolist())
+
+
+def test_the_study_draws_the_gsm8k_curve_as_a_generative_curve_task():
+    """The study's LLaMA3-8B job: GSM8K is a curve task (its own curve calibration, capped at its own size), and
+    neither a table task nor part of the task-agnostic mix."""
+    import yaml
+    from direct_config import REPO, validated
+
+    from swapkl.config.study_plan import StudyPlan
+    from swapkl.config.task_pruning_plan import job_params
+
+    plan = StudyPlan(*validated(yaml.safe_load((REPO / "config.yaml").read_text())))
+    job = job_params(plan, "Meta-Llama-3-8B")
+    assert job["curve_tasks"] == ["gsm8k"] and "gsm8k" not in job["tasks"]
+    calib = {c["name"]: c for c in job["calibrations"]}
+    assert calib["gsm8k"] == {"name": "gsm8k", "tasks": ["gsm8k"], "max_docs": 50, "curve": True}
+    assert "gsm8k" not in calib["mix10"]["tasks"] and not calib["arc_easy"].get("curve")
+
+
+def test_curve_calibrations_draw_curves_and_stay_out_of_the_tables():
+    """A curve task (exact match under the strict filter stands in for acc) adds a Gromov curve and changes
+    neither the task-specific nor the calibration table, nor their main budget."""
+    df = _hand_table()
+    gen = [_row("g", "curve", "original", 0, "g", 0.40), _row("g", "curve", "accuracy", 1, "g", 0.40),
+           _row("g", "curve", "accuracy", 2, "g", 0.30), _row("g", "curve", "bi", 1, "g", 0.10),
+           _row("g", "curve", "bi", 2, "g", 0.0)]
+    flexible = [r | {"metric": "exact_match,flexible-extract", "accuracy": 1.0} for r in gen]
+    both = pd.concat([df, pd.DataFrame([r | {"metric": "exact_match,strict-match"} for r in gen] + flexible)])
+    pd.testing.assert_frame_equal(task_specific_table(both), task_specific_table(df))
+    pd.testing.assert_frame_equal(calibration_table(both), calibration_table(df))
+    curves = gromov_curves(both)
+    g = curves[curves["task"] == "g"]
+    assert g[g["method"] == "accuracy"]["accuracy"].tolist() == pytest.approx([40.0, 40.0, 30.0])
+    assert g[g["method"] == "bi"]["accuracy"].tolist() == pytest.approx([40.0, 10.0, 0.0])
+    assert len(curves) == len(gromov_curves(df)) + 6
+    summary = summary_rows(both)
+    g = summary[summary["task"] == "g"]
+    assert set(g["table"]) == {"gromov"} and set(g["metric"]) == {"exact_match,strict-match"}
+    assert set(summary[summary["task"] != "g"]["metric"]) == {"acc"}
+
+
+def test_the_main_budget_is_the_one_every_method_shares():
+    """Curve budgets beyond the main budget (BI and accuracy at 1..4, Taylor at 2 only) leave the tables at 2."""
+    from swapkl.pruning.task_tables import main_budget_of
+
+    rows = [_row("t1", "task", "original", 0, "t1", 0.5), _row("t1", "task", "taylor", 2, "t1", 0.3)]
+    rows += [_row("t1", "task", m, b, "t1", 0.4) for m in ("bi", "accuracy") for b in (1, 2, 3, 4)]
+    df = pd.DataFrame(rows)
+    assert main_budget_of(df) == 2
+    assert sorted(task_specific_table(df).index) == ["accuracy", "bi", "original", "taylor"]
+    with pytest.raises(SwapKLError, match="no single main budget"):
+        main_budget_of(df[df["method"] != "taylor"])  # only curve methods and no mix: 1..4 are all candidates

@@ -189,6 +189,17 @@ def engine_logits(model, order: tuple[int, ...], input_ids: torch.Tensor) -> tor
 
 
 @torch.inference_mode()
+def difference_to_engine(candidate, model, order: tuple[int, ...]) -> tuple[torch.Tensor, float, float]:
+    """(the check tokens, max |logit difference| of the stock model ``candidate`` against the engine's variant
+    ``order`` of ``model`` on them, the tolerance :func:`logits_tolerance` allows)."""
+    adapter = get_adapter(model)
+    ids = check_tokens(adapter.vocab_size, adapter.max_positions).to(next(candidate.parameters()).device)
+    ref = engine_logits(model, order, ids).float()
+    got = candidate(input_ids=ids, use_cache=False).logits.float()
+    return ids, float((got - ref).abs().max()), logits_tolerance(model.dtype, float(ref.abs().max()))
+
+
+@torch.inference_mode()
 def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int = 8) -> dict:
     """Reload ``folder`` and check it against the engine's variant of ``model``; return the measurements."""
     from transformers import AutoModelForCausalLM
@@ -207,11 +218,7 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
         raise SwapKLError(f"the exported checkpoint reloads with {exported.config.num_hidden_layers} blocks, "
                           f"not {len(order)}")
     adapter = get_adapter(model)
-    ids = check_tokens(adapter.vocab_size, adapter.max_positions).to(exported.device)
-    ref = engine_logits(model, order, ids).float()
-    got = exported(input_ids=ids, use_cache=False).logits.float()
-    diff = float((got - ref).abs().max())
-    tol = logits_tolerance(model.dtype, float(ref.abs().max()))
+    ids, diff, tol = difference_to_engine(exported, model, order)
     if not diff <= tol:
         raise SwapKLError(f"the exported checkpoint's logits differ from the engine's variant by {diff:.3g} "
                           f"(tolerance {tol:.3g})")

@@ -2,7 +2,9 @@
 
 One job per (model, revision), over every calibration set: each task of ``task_pruning.tasks`` (or the demo's split tasks)
 calibrates on its own calibration split; each named mix (``mixes``) and language-modelling set
-(``lm_calibrations``) is a calibration set too. Every job evaluates on every task.
+(``lm_calibrations``) is a calibration set too. Every job evaluates on every task. Each of ``curve_tasks``
+(GSM8K: generative) only draws Gromov curves: it calibrates on itself (at most ``max_curve_calibration_docs``
+documents, else ``max_calibration_docs``) and is evaluated on its own pruned models alone.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def calibrations(model: str, block: dict) -> dict[str, dict]:
     out: dict[str, dict] = {t: {"name": t, "tasks": [t], "max_docs": block["max_calibration_docs"]} for t in tasks}
     named = [(n, {"name": n, "tasks": tasks, **without_nulls(m)}) for n, m in sorted(block["mixes"].items())]
     named += [(n, {"name": n, "lm": without_nulls(s)}) for n, s in sorted(block["lm_calibrations"].items())]
+    cap = block["max_curve_calibration_docs"] or block["max_calibration_docs"]
+    named += [(t, {"name": t, "tasks": [t], "max_docs": cap, "curve": True}) for t in block["curve_tasks"]]
     for name, spec in named:
         if name in out:
             raise ConfigError(f"models.{model}.task_pruning: calibration name {name!r} is also a task or "
@@ -59,6 +63,7 @@ def job_params(plan, model: str) -> dict:
     """Keyword arguments of :func:`swapkl.pruning.task_pruning.run_task_pruning` from the config."""
     block = plan.models[model]["task_pruning"]
     return dict(calibrations=list(calibrations(model, block).values()), tasks=tasks_of(block),
+                curve_tasks=list(block["curve_tasks"]),
                 methods=list(block["methods"]), prune_fraction=block["prune_fraction"],
                 curve_methods=list(block["curve_methods"]), curve_budgets=list(block["curve_budgets"]),
                 spacing=block["spacing"], score_pairs=block["score_pairs"], seq_len=block["seq_len"],

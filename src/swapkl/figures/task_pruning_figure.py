@@ -73,7 +73,8 @@ def plot_gromov_curves(table, out_png, out_pdf) -> None:
         for ax in axes[len(panels):]:
             ax.set_visible(False)
         add_note(fig, "Gromov curves: each task calibrated on its own training split, evaluated on its test split; "
-                      "0 blocks = the unpruned model.")
+                      "0 blocks = the unpruned model.\nAccuracy: lm-eval acc; on a generative task (GSM8K) exact "
+                      "match after the strict answer regex (#### n).")
         save_figure(fig, out_png, out_pdf)
 
 

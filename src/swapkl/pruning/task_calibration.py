@@ -6,10 +6,14 @@ calibration split (:mod:`swapkl.relevance.task_splits`; one task = task-specific
 of each benchmark's training data), or language-modelling windows (C4). Every guide sees the same data:
 
 * ``accuracy``: accuracy-guided iterative pruning (:func:`swapkl.pruning.guides.accuracy.accuracy_guided_sets`)
-  on the calibration documents' lm-eval ``acc``, pooled over documents (next-token accuracy for windows);
+  on the calibration documents' lm-eval ``acc``, pooled over documents (next-token accuracy for windows); on a
+  generative task (GSM8K) its ``exact_match`` under the tables' filter
+  (:data:`swapkl.pruning.task_tables.GENERATIVE_METRIC`), each candidate generating every calibration document
+  (:mod:`swapkl.pruning.task_generation`);
 * ``taylor``, ``bi`` (cosine), ``sleb_iterative`` (perplexity), ``interchange`` and ``deletion`` KL: the
   registered guides (:mod:`swapkl.pruning.guides`) on calibration windows, which for tasks are the documents'
-  gold requests (context + gold continuation) as text. Interchange and deletion KL are measured here on those
+  gold requests (context + gold continuation) as text (a generative document: its own prompt and target, without
+  the few-shot examples). Interchange and deletion KL are measured here on those
   windows (interchange over the ``score_pairs`` pair set), BI from the same base passes.
 """
 
@@ -32,7 +36,8 @@ from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 from swapkl.pruning.guides.guide_registry import get_guide
 from swapkl.pruning.prune import kl_on_windows
 from swapkl.pruning.selection import SelectionOptions
-from swapkl.pruning.task_tables import METHODS
+from swapkl.pruning.task_generation import generative_scores
+from swapkl.pruning.task_tables import GENERATIVE_METRIC, METHODS
 from swapkl.relevance.choice_scores import BASE, choice_loglikelihoods, make_request
 
 #: methods chosen by a registered guide of the pruning study
@@ -85,11 +90,15 @@ def per_document_metrics(part, requests, lls: np.ndarray) -> dict[str, np.ndarra
 
 def pooled_task_accuracy(engine, splits: list, tokenizer, sets, *, batch_size: int, pad_id: int,
                          metric: str = "acc") -> dict[tuple[int, ...], float]:
-    """lm-eval ``acc`` pooled over every calibration document of ``splits``, for each removed set (``()``:
-    the unpruned model)."""
+    """lm-eval ``acc`` (a generative task: ``exact_match`` of :data:`GENERATIVE_METRIC`) pooled over every
+    calibration document of ``splits``, for each removed set (``()``: the unpruned model)."""
     variants = {tuple(sorted(s)): removal_variant(s, engine.n_layers) for s in sets if s}
     hits: dict[tuple, list] = {s: [] for s in variants} | {(): []}
     for split in splits:
+        if split.generative:
+            for s, scores in generative_scores(engine, split, tokenizer, hits, batch_size=batch_size).items():
+                hits[s].append(scores[GENERATIVE_METRIC])
+            continue
         for part, requests, lls in split_loglikelihoods(engine, split, tokenizer, list(variants.values()),
                                                         batch_size=batch_size, pad_id=pad_id):
             hits[()].append(per_document_metrics(part, requests, lls[BASE])[metric])

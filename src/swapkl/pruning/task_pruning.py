@@ -10,6 +10,12 @@ Every pruned model, and the unpruned one (method ``original``, budget 0), is the
 split of every task, through lm-eval's own task definitions (:mod:`swapkl.relevance.task_splits`), scored on the engine: identical removed sets (of any
 method and calibration) are one variant, and no pruned model is built.
 
+``curve_tasks`` are tasks that only draw Gromov curves (GSM8K, generative and costly): each calibrates on
+itself (calibration kind ``curve``), only ``original`` and the curve methods at the curve budgets are chosen on
+it, and its pruned models are evaluated on that task alone, which no other calibration's models are. A
+generative task is scored by lm-eval's generation on materialised pruned models
+(:mod:`swapkl.pruning.task_generation`), ``exact_match`` per filter.
+
 The per-job files are concatenated by :func:`aggregate_task_pruning` into ``results/seed003_pruning.parquet``
 (schema :data:`swapkl.tables.schemas.TASK_PRUNING_SCHEMA`); :mod:`swapkl.pruning.task_tables` derives the
 paper's tables from it.
@@ -27,6 +33,7 @@ from swapkl.model.loading import load_model
 from swapkl.probes.pairs import removal_variant
 from swapkl.pruning.task_calibration import METHODS, Calibration, choose_sets, per_document_metrics, \
     split_loglikelihoods, task_calibration
+from swapkl.pruning.task_generation import generative_scores
 from swapkl.relevance.choice_scores import BASE
 from swapkl.pruning.task_tables import summary_rows
 from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager
@@ -43,10 +50,15 @@ def main_budget(n_layers: int, prune_fraction: float) -> int:
     return max(1, int(np.floor(prune_fraction * n_layers + 0.5)))
 
 
-def method_budgets(methods, curve_methods, curve_budgets, budget: int) -> dict[str, list[int]]:
-    """method -> the budgets it is chosen at (``original``: none)."""
+def method_budgets(methods, curve_methods, curve_budgets, budget: int, kind: str = "task") -> dict[str, list[int]]:
+    """method -> the budgets it is chosen at (``original``: none) on a calibration of ``kind``: the main
+    ``budget`` for every method, and the curve budgets for the curve methods on a single task; a ``curve``
+    calibration chooses only the curve methods, at the curve budgets only."""
+    if kind == "curve":
+        base = {"original": []} if "original" in methods else {}
+        return base | {m: sorted(set(curve_budgets)) for m in curve_methods}
     out = {m: ([] if m == "original" else [budget]) for m in methods}
-    for m in curve_methods:
+    for m in curve_methods if kind == "task" else ():
         out[m] = sorted(set(out.get(m, [])) | set(curve_budgets))
     return out
 
@@ -63,25 +75,40 @@ def load_calibration(manager, calibration: dict, tokenizer, *, seq_len: int, pad
         raise SwapKLError(f"calibration {name!r} names no task and no language-modelling data")
     splits = [load_split(manager, t, CALIBRATION, fraction=calibration.get("fraction"),
                          max_docs=calibration.get("max_docs"), seed=seed) for t in calibration["tasks"]]
-    return task_calibration(name, splits, tokenizer, seq_len=seq_len, pad_id=pad_id)
+    calib = task_calibration(name, splits, tokenizer, seq_len=seq_len, pad_id=pad_id)
+    if calibration.get("curve"):
+        if calibration["tasks"] != [name]:
+            raise SwapKLError(f"curve calibration {name!r} must calibrate on its own task alone")
+        calib.kind = "curve"
+    return calib
 
 
-def evaluation_rows(engine, splits, tokenizer, sets: dict, *, batch_size: int, pad_id: int) -> list[dict]:
+def _split_scores(engine, split, tokenizer, sets, *, batch_size: int, pad_id: int) -> dict[tuple, dict]:
+    """removed set (``()``: unpruned) -> metric -> per-document values over the split's documents."""
+    if split.generative:
+        return generative_scores(engine, split, tokenizer, sets, batch_size=batch_size)
+    variants = {s: removal_variant(s, engine.n_layers) for s in sets if s}
+    per: dict[tuple, dict[str, list]] = {}
+    for part, requests, lls in split_loglikelihoods(engine, split, tokenizer, list(variants.values()),
+                                                    batch_size=batch_size, pad_id=pad_id):
+        for s in {*variants, ()}:
+            for metric, x in per_document_metrics(part, requests, lls[variants[s].key if s else BASE]).items():
+                per.setdefault(s, {}).setdefault(metric, []).append(x)
+    return {s: {m: np.concatenate(p) for m, p in by.items()} for s, by in per.items()}
+
+
+def evaluation_rows(engine, splits, tokenizer, sets: dict, *, batch_size: int, pad_id: int,
+                    curves: frozenset = frozenset()) -> list[dict]:
     """One row per (calibration, method, budget) key of ``sets``, task and metric: lm-eval's metric pooled over
-    the task's documents. Identical removed sets (across methods and calibrations) are scored once."""
-    variants = {s: removal_variant(s, engine.n_layers) for s in set(sets.values()) if s}
+    the task's documents. Identical removed sets (across methods and calibrations) are scored once. The sets of
+    a curve calibration (``curves``, named as their task) are evaluated on that task alone, which no other
+    calibration's sets are."""
     rows = []
     for split in splits:
-        per: dict[tuple, dict[str, list]] = {}
-        for part, requests, lls in split_loglikelihoods(engine, split, tokenizer, list(variants.values()),
-                                                        batch_size=batch_size, pad_id=pad_id):
-            for s in {*variants, ()}:
-                scores = per_document_metrics(part, requests, lls[variants[s].key if s else BASE])
-                for metric, x in scores.items():
-                    per.setdefault(s, {}).setdefault(metric, []).append(x)
-        for (calibration, method, budget), s in sets.items():
-            for metric, parts in per[s].items():
-                x = np.concatenate(parts)
+        keys = {k: s for k, s in sets.items() if (k[0] == split.name if split.name in curves else k[0] not in curves)}
+        per = _split_scores(engine, split, tokenizer, set(keys.values()), batch_size=batch_size, pad_id=pad_id)
+        for (calibration, method, budget), s in keys.items():
+            for metric, x in per[s].items():
                 rows.append(dict(calibration=calibration, method=method, budget=budget, removed_layers=list(s),
                                  task=split.name, split=split.split, metric=metric, accuracy=float(x.mean()),
                                  n_docs=int(len(x))))
@@ -100,10 +127,15 @@ def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: l
                      include_defaults: bool = True, label: str | None = None, revision_label: str | None = None,
                      dtype: str = "float32", device: str = "auto", batch_size: int = 8, chunk_tokens: int = 2048,
                      allow_pickle: bool = False, trust_remote_code: bool = False,
-                     placement: dict | None = None) -> None:
+                     placement: dict | None = None, curve_tasks: list[str] = ()) -> None:
     """Choose each method's blocks on each calibration set of ``calibrations`` (the curve methods also at the
     curve budgets, on single-task calibrations) and evaluate every pruned model on every task of ``tasks``
-    (lm-eval names; evaluation split), into one Parquet file."""
+    (lm-eval names; evaluation split), into one Parquet file. ``curve_tasks``: tasks evaluated only on the
+    models of their own curve calibration (a calibration ``{name: task, tasks: [task], curve: true}``)."""
+    curve_names = sorted(c["name"] for c in calibrations if c.get("curve"))
+    if curve_names != sorted(curve_tasks) or set(curve_tasks) & set(tasks):
+        raise SwapKLError(f"the curve tasks {sorted(curve_tasks)} must be exactly the curve calibrations "
+                          f"{curve_names} and not among `tasks`")
     if not tasks or not calibrations:
         raise SwapKLError("no evaluation task (`tasks`) or no calibration set (`calibrations`) given")
     unknown = sorted((set(methods) | set(curve_methods)) - set(METHODS))
@@ -114,7 +146,7 @@ def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: l
         raise SwapKLError(f"calibration sets need distinct names, got {names}")
     check_writable(out)
     manager = task_manager(include_path, include_defaults)
-    evaluation = [load_split(manager, t, EVALUATION) for t in tasks]
+    evaluation = [load_split(manager, t, EVALUATION) for t in [*tasks, *curve_tasks]]
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code, **(placement or {}))
     if loaded.tokenizer is None:
@@ -126,8 +158,7 @@ def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: l
     for spec in calibrations:
         calib = load_calibration(manager, spec, loaded.tokenizer, seq_len=seq_len, pad_id=pad, seed=seed)
         check_windows(calib.windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-        curve = calib.kind == "task"
-        budgets = method_budgets(methods, curve_methods if curve else (), curve_budgets if curve else (), budget)
+        budgets = method_budgets(methods, curve_methods, curve_budgets, budget, calib.kind)
         chosen = choose_sets(engine, calib, loaded.tokenizer, budgets, spacing=spacing, score_pairs=score_pairs,
                              batch_size=batch_size, pad_id=pad, device=engine.unemb.weight.device)
         sets |= {(calib.name, m, b): s for (m, b), s in chosen.items()}
@@ -135,8 +166,8 @@ def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: l
         provs[calib.name] = {k: v for k, v in spec.items() if k != "lm"} | {
             "data_source": calib.windows.source, "tokens_sha256": calib.windows.sha256}
     head = dict(model=label or loaded.model_id, revision=revision_label or loaded.revision, n_layers=engine.n_layers)
-    rows = [head | columns[r["calibration"]] | r for r in evaluation_rows(engine, evaluation, loaded.tokenizer, sets,
-                                                                          batch_size=batch_size, pad_id=pad)]
+    rows = [head | columns[r["calibration"]] | r for r in evaluation_rows(
+        engine, evaluation, loaded.tokenizer, sets, batch_size=batch_size, pad_id=pad, curves=frozenset(curve_tasks))]
     prov = provenance.build(loaded, calibrations=provs,
                             tasks={s.name: {"split": s.split, "n_docs": s.n_docs, "subtasks": [p.name for p in s.parts]}
                                    for s in evaluation},

@@ -7,7 +7,10 @@
   calibration (a mix, a single task such as ARC-E, or C4) transfers to every task, at the main budget.
 * :func:`gromov_curves`: accuracy against blocks removed per task and method, each task calibrated on itself.
 
-Accuracies are in percent, as the paper reports them; ``average`` is the unweighted mean over the tasks.
+A generative task (GSM8K) has no ``acc``: its accuracy in every table is lm-eval's ``exact_match`` under
+:data:`GENERATIVE_METRIC` (both of GSM8K's filters are in the per-job table). Calibrations of kind ``curve`` (a
+``curve_tasks`` entry: calibrated on itself, evaluated on itself only) appear in the Gromov curves and in no
+other table. Accuracies are in percent, as the paper reports them; ``average`` is the unweighted mean over the tasks.
 :func:`summary_rows` stacks all three as one long table (``results/seed003_tables.parquet``), the table the
 reproduction scorecard reads.
 """
@@ -19,6 +22,11 @@ import pandas as pd
 from swapkl.errors import SwapKLError
 
 AVERAGE = "average"
+#: the score a generative task stands in for ``acc`` with: lm-eval's exact match after the strict regex
+#: (GSM8K's ``#### n`` answer line)
+GENERATIVE_METRIC = "exact_match,strict-match"
+#: calibration kinds of the task-specific and calibration tables (``curve`` sets only draw curves)
+TABLE_KINDS = ("task", "mix", "lm")
 #: the methods of the paper's tables, in row order: "original" removes nothing; the others are guides
 #: (swapkl.pruning.task_calibration)
 METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
@@ -27,16 +35,28 @@ METHOD_LABELS = {"original": "Original", "taylor": "Taylor", "bi": "Cosine (BI)"
 
 
 def _checked(df: pd.DataFrame, metric: str) -> pd.DataFrame:
-    rows = df[df["metric"] == metric]
+    """Rows of ``metric``, and of :data:`GENERATIVE_METRIC` for the tasks that have no row of ``metric``."""
+    has = set(df.loc[df["metric"] == metric, "task"])
+    rows = df[(df["metric"] == metric) | ((df["metric"] == GENERATIVE_METRIC) & ~df["task"].isin(has))]
     if rows.empty:
         raise SwapKLError(f"the task-pruning table has no row of metric {metric!r}")
     return rows
 
 
-def main_budget_of(df: pd.DataFrame, methods=("taylor", "bi", "sleb_iterative", "interchange", "deletion")) -> int:
-    """The budget at which the table's fixed-budget methods were chosen (the largest among them)."""
-    b = df[df["method"].isin(methods)]["budget"]
-    return int(b.max()) if len(b) else int(df[df["method"] != "original"]["budget"].max())
+def main_budget_of(df: pd.DataFrame) -> int:
+    """The budget every pruning method of the table's calibrations was chosen at (the curve methods add other
+    budgets on single-task calibrations; mixes and LM calibrations have only the main one)."""
+    rows = df[df["calibration_kind"].isin(TABLE_KINDS) & (df["method"] != "original")]
+    if rows.empty:
+        raise SwapKLError("the task-pruning table has no pruned model outside the Gromov curves")
+    fixed = rows[rows["calibration_kind"] != "task"]
+    if len(fixed):
+        common = set(fixed["budget"])
+    else:
+        common = set.intersection(*(set(b) for _, b in rows.groupby("method")["budget"]))
+    if len(common) != 1:
+        raise SwapKLError(f"the task-pruning table's methods share no single main budget (common: {sorted(common)})")
+    return int(common.pop())
 
 
 def _pivot(rows: pd.DataFrame, index: list[str], tasks: list[str]) -> pd.DataFrame:
@@ -50,10 +70,10 @@ def task_specific_table(df: pd.DataFrame, *, metric: str = "acc", methods: list[
                         tasks: list[str] | None = None) -> pd.DataFrame:
     """Methods x (tasks, average) in percent, each task calibrated on itself, at the main budget."""
     rows = _checked(df, metric)
+    budget = main_budget_of(rows)
     rows = rows[(rows["calibration_kind"] == "task") & (rows["calibration"] == rows["task"])]
     if rows.empty:
         raise SwapKLError("the task-pruning table has no task calibrated on itself")
-    budget = main_budget_of(rows)
     rows = rows[(rows["budget"] == budget) | (rows["method"] == "original")]
     tasks = tasks or sorted(rows["task"].unique())
     table = _pivot(rows, ["method"], tasks)
@@ -63,6 +83,7 @@ def task_specific_table(df: pd.DataFrame, *, metric: str = "acc", methods: list[
 def calibration_table(df: pd.DataFrame, *, metric: str = "acc", tasks: list[str] | None = None) -> pd.DataFrame:
     """(calibration, method) x (tasks, average) in percent at the main budget: every calibration set on every task."""
     rows = _checked(df, metric)
+    rows = rows[rows["calibration_kind"].isin(TABLE_KINDS)]
     budget = main_budget_of(rows)
     rows = rows[(rows["budget"] == budget) | (rows["method"] == "original")]
     tasks = tasks or sorted(rows["task"].unique())
@@ -71,20 +92,22 @@ def calibration_table(df: pd.DataFrame, *, metric: str = "acc", tasks: list[str]
 
 
 def gromov_curves(df: pd.DataFrame, *, metric: str = "acc", methods=("bi", "accuracy")) -> pd.DataFrame:
-    """Long table (task, method, budget, accuracy %): each task calibrated on itself; budget 0 = original."""
+    """Long table (task, method, budget, metric, accuracy %): each task calibrated on itself; budget 0 = original;
+    ``metric`` is ``metric`` or, on a generative task, :data:`GENERATIVE_METRIC`."""
     rows = _checked(df, metric)
-    rows = rows[(rows["calibration_kind"] == "task") & (rows["calibration"] == rows["task"])]
+    rows = rows[rows["calibration_kind"].isin(("task", "curve")) & (rows["calibration"] == rows["task"])]
     base = rows[rows["method"] == "original"]
     out = [base.assign(method=m) for m in methods]
     out.append(rows[rows["method"].isin(methods)])
-    curves = pd.concat(out)[["task", "method", "budget", "accuracy"]]
+    curves = pd.concat(out)[["task", "method", "budget", "metric", "accuracy"]]
     curves = curves.assign(accuracy=curves["accuracy"] * 100.0)
     return curves.sort_values(["task", "method", "budget"]).reset_index(drop=True)
 
 
 def summary_rows(df: pd.DataFrame, *, metric: str = "acc") -> pd.DataFrame:
     """The three tables of every (model, revision), stacked long: columns model, revision, table,
-    calibration, method, budget, task, metric, accuracy (percent)."""
+    calibration, method, budget, task, metric (a generative task's curve: :data:`GENERATIVE_METRIC`), accuracy
+    (percent)."""
     parts = []
     for (model, revision), one in df.groupby(["model", "revision"], sort=True):
         budget = main_budget_of(one)
@@ -96,6 +119,6 @@ def summary_rows(df: pd.DataFrame, *, metric: str = "acc") -> pd.DataFrame:
         parts.append(cal.assign(table="calibration", **head,
                                 budget=[0 if m == "original" else budget for m in cal["method"]]))
         curves = gromov_curves(one, metric=metric)
-        parts.append(curves.assign(table="gromov", calibration="own task", **head))
+        parts.append(curves.assign(table="gromov", calibration="own task", model=model, revision=revision))
     cols = ["model", "revision", "table", "calibration", "method", "budget", "task", "metric", "accuracy"]
     return pd.concat(parts, ignore_index=True)[cols]

@@ -12,6 +12,11 @@ The calibration split of a task is its ``training_split``; a task without one (M
 naming it fails. A calibration draws documents reproducibly: a ``fraction`` of the split's documents and/or at
 most ``max_docs`` of them, chosen by a seeded permutation.
 
+Multiple-choice tasks are scored from log-likelihoods on the engine; generative tasks (``generate_until``,
+GSM8K) by lm-eval's own generation (:mod:`swapkl.relevance.generation`). The requests are built as
+``simple_evaluate`` builds them: the task's own ``num_fewshot`` (none: zero-shot) and the few-shot sampler seeded
+with lm-eval's default seed.
+
 The demo's tasks get their training split from :func:`swapkl.demo.split_tasks.split_demo_task`.
 """
 
@@ -23,8 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from swapkl.errors import SwapKLError
+from swapkl.relevance.generation import FEWSHOT_SEED, GENERATIVE, gold_text
 from swapkl.relevance.harness_tasks import HarnessTask
 
+#: the output types a task split may have
+OUTPUT_TYPES = ("multiple_choice", GENERATIVE)
 CALIBRATION = "calibration"
 EVALUATION = "evaluation"
 
@@ -41,11 +49,19 @@ class TaskSplit:
     def n_docs(self) -> int:
         return sum(len(p.docs) for p in self.parts)
 
+    @property
+    def generative(self) -> bool:
+        """Its documents are generated (``generate_until``) rather than scored by log-likelihood."""
+        return self.parts[0].task.OUTPUT_TYPE == GENERATIVE
+
     def gold_texts(self) -> list[str]:
         """Each document's gold request as one text (context + continuation): calibration text for the
         guides that read windows."""
         out = []
         for part in self.parts:
+            if part.task.OUTPUT_TYPE == GENERATIVE:
+                out += [gold_text(part.task, doc) for doc in part.docs]
+                continue
             for doc, args in zip(part.docs, part.arguments):
                 ctx, cont = args[gold_index(part.task, doc, len(args))]
                 out.append(ctx + cont)
@@ -96,9 +112,12 @@ def load_split(manager, name: str, role: str, *, fraction: float | None = None, 
         raise SwapKLError(f"lm-eval knows no task {name!r}")
     parts, splits = [], set()
     for sub, task in sorted(manager.load([name])["tasks"].items()):
-        if task.OUTPUT_TYPE != "multiple_choice":
-            raise SwapKLError(f"lm-eval task {sub!r} is {task.OUTPUT_TYPE}, not multiple_choice")
+        if task.OUTPUT_TYPE not in OUTPUT_TYPES:
+            raise SwapKLError(f"lm-eval task {sub!r} is {task.OUTPUT_TYPE}, not {' or '.join(OUTPUT_TYPES)}")
         split = _split_of(task, role, sub)
+        if task.get_config("num_fewshot") is None:
+            task.set_config(key="num_fewshot", value=0)  # as simple_evaluate: no default means zero-shot
+        task.set_fewshot_seed(seed=FEWSHOT_SEED)
         task.config.test_split = split  # build_all_requests builds the test split's requests: make it this one
         n = len(task.dataset[split])
         task.build_all_requests(samples=_sample(n, fraction, max_docs, seed), rank=0, world_size=1)
@@ -112,6 +131,8 @@ def load_split(manager, name: str, role: str, *, fraction: float | None = None, 
         arguments = [[tuple(i.arguments) for i in sorted(by_doc[d], key=lambda i: i.idx)] for d in ids]
         parts.append(HarnessTask(sub, task, docs, arguments))
         splits.add(split)
+    if len({p.task.OUTPUT_TYPE for p in parts}) > 1:
+        raise SwapKLError(f"lm-eval group {name!r} mixes generative and multiple-choice subtasks")
     return TaskSplit(name, "+".join(sorted(splits)), parts)
 
 

@@ -134,7 +134,8 @@ def load_task(yaml_path: str) -> Task:
     if unknown:
         raise SwapKLError(f"task {name!r} uses {', '.join(unknown)}, which swapkl does not score; run it with lm-eval")
     if cfg.get("output_type") != "multiple_choice":
-        raise SwapKLError(f"task {name!r}: swapkl scores output_type multiple_choice, not {cfg.get('output_type')!r}")
+        raise SwapKLError(f"task {name!r}: swapkl scores output_type multiple_choice, not {cfg.get('output_type')!r} "
+                          "(generative tasks are scored through lm-eval by task-calibrated pruning's curve_tasks)")
     if cfg.get("num_fewshot", 0) != 0:
         raise SwapKLError(f"task {name!r}: swapkl scores zero-shot only (num_fewshot {cfg['num_fewshot']})")
     if cfg.get("dataset_path") != "json":
