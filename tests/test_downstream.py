@@ -246,8 +246,8 @@ def test_table_figure_shows_the_scores_of_every_model(table, tmp_path, monkeypat
     assert not layout_problems(fig)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == ["base model", "interchange, n=1 (-1)", "bi, n=1 (-1)", "interchange, n=2 (-0, 2)",
-                      "fixed skip2, n=1 (-2)", "healed control (unpruned)", "healed interchange, n=1 (-1)"]
+    assert labels == ["base model", "interchange, n=1: without 1", "bi, n=1: without 1",
+                      "interchange, n=2: without 0, 2", "fixed skip2, n=1: without 2", "healed control (unpruned)", "healed interchange, n=1: without 1"]
     assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == TASKS + [AVERAGE]
     cells = np.array([t.get_text() for t in ax.texts]).reshape(len(labels), len(TASKS) + 1)
     for i, (key, rows) in enumerate(_models(table)):

@@ -31,7 +31,7 @@ def row_label(r) -> str:
     elif r.random_draw is not None and r.random_draw == r.random_draw:
         guide = f"random draw {int(r.random_draw)}"
     prefix = "healed " if r.phase == "healed" else ""
-    return f"{prefix}{guide}, n={int(r.budget)} (-{removed})"
+    return f"{prefix}{guide}, n={int(r.budget)}: without {removed}"
 
 
 def score_grid(rows: pd.DataFrame) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
@@ -73,7 +73,7 @@ def plot_downstream(table: pd.DataFrame | str, out_png, out_pdf, *, model: str, 
         ax.set_ylabel("scored model")
         fig.colorbar(im, ax=ax, label="retention: score / base model's score", shrink=0.8)
         fit_title(fig, f"Downstream task scores of {model} @ {revision}: base, pruned and healed models")
-        add_note(fig, "Pruned rows: a guide's removed blocks (-i, j) at budget n, scored on the probe engine; healed "
+        add_note(fig, "Pruned rows: a guide's n removed blocks ('without i, j'), scored on the probe engine; healed "
                       "rows: merged LoRA checkpoints reloaded (control: the unpruned model healed alike).")
         save_figure(fig, out_png, out_pdf)
 
