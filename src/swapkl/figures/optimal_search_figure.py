@@ -9,8 +9,7 @@ import pandas as pd
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, VERMILLION
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
-from swapkl.pruning.search_cost import OPTIMAL_SEARCH_SCHEMA
-from swapkl.tables.schemas import read_frame
+from swapkl.tables.schemas import OPTIMAL_SEARCH_SCHEMA, read_frame
 
 #: method -> (label, colour, marker), in drawing order
 METHODS = {"greedy": ("greedy (SLEB-iterative)", VERMILLION, "o"), "beam": ("beam", ORANGE, "s"),

@@ -10,8 +10,7 @@ import pandas as pd
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
-from swapkl.relevance.snowball_table import SNOWBALL_SCHEMA
-from swapkl.tables.schemas import read_frame
+from swapkl.tables.schemas import SNOWBALL_SCHEMA, read_frame
 
 
 def plot_snowball(table, out_png, out_pdf) -> None:

@@ -28,16 +28,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.pruning.sleb import calibration_nll
-from swapkl.tables.schemas import read_concatenated
-
-#: the columns of ``run_optimal_search``'s table (one row per budget and method), for the combined table
-OPTIMAL_SEARCH_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("n_layers", pa.int64()), ("budget", pa.int64()),
-    ("method", pa.string()), ("removed_layers", pa.list_(pa.int64())), ("cost", pa.float64()),
-    ("base_cost", pa.float64()), ("gap_to_best", pa.float64()), ("n_evals", pa.int64()),
-    ("n_enumeration", pa.int64()), ("bound", pa.float64()), ("monotone_violations", pa.int64()),
-    ("certified", pa.bool_()), ("objective", pa.string()),
-])
+from swapkl.tables.schemas import OPTIMAL_SEARCH_SCHEMA, read_concatenated
 
 #: (model, blocks, removed, hours low, hours high, GPUs per replica) -- the paper's figures, on one replica
 PAPER_RUNS = (("LLaMA3-8B", 32, 8, 4.6, 4.6, 1), ("LLaMA3-70B", 80, 40, 1.1 * 24, 8.5 * 24, 2))

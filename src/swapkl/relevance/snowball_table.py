@@ -12,12 +12,7 @@ from swapkl.relevance.construct import CRITICAL, build_snowball, choice_accuracy
 from swapkl.relevance.tasks import acc_rel, load_task
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
-
-SNOWBALL_SCHEMA = pa.schema([
-    ("block", pa.int64()), ("bi", pa.float64()), ("bi_rank", pa.int64()), ("critical", pa.bool_()),
-    ("accuracy", pa.float64()), ("accuracy_without_block", pa.float64()), ("acc_rel", pa.float64()),
-    ("eps", pa.float64()), ("task", pa.string()), ("n_docs", pa.int64()), ("random_baseline", pa.float64()),
-])
+from swapkl.tables.schemas import SNOWBALL_SCHEMA
 
 
 def snowball_rows(snow, task) -> list[dict]:
