@@ -134,3 +134,40 @@ def test_cli_writes_the_table_with_provenance_and_refuses_bad_budgets(tmp_path, 
     prov = read(str(tmp_path / "s.parquet"))
     assert prov["calibration_spec"]["tokens"] == str(tmp_path / "calib.npy") and prov["weights_sha256"]
     assert prov["budgets"] == [1, 2]
+
+
+def test_the_workflow_tables_match_brute_force_and_combine(tmp_path, tiny):
+    """What rules search_removal_sets and combine_optimal_search write: each checkpoint's rows under the config's
+    names, the exhaustive and greedy sets equal to enumeration and a hand greedy over the stock forward's NLL,
+    and the combined table refusing two files of one checkpoint."""
+    from swapkl.data.windows import DataSpec
+    from swapkl.errors import SwapKLError
+    from swapkl.pruning.search_cost import combine_optimal_search, run_optimal_search
+
+    model, w = tiny
+    model.save_pretrained(tmp_path / "m")
+    np.save(tmp_path / "calib.npy", w.input_ids)
+    files = []
+    for label in ("a", "b"):
+        files.append(str(tmp_path / f"{label}.parquet"))
+        run_optimal_search(str(tmp_path / "m"), DataSpec(tokens=str(tmp_path / "calib.npy")), files[-1], budgets=[1, 2],
+                           device="cpu", label=label, revision_label="final")
+    combine_optimal_search(files, str(tmp_path / "all.parquet"))
+    df = pd.read_parquet(tmp_path / "all.parquet")
+    assert sorted(set(zip(df["model"], df["revision"]))) == [("a", "final"), ("b", "final")]
+    brute = {s: brute_nll(model, w, list(s)) for n in (1, 2) for s in itertools.combinations(range(L), n)}
+    first = min(range(L), key=lambda b: brute[(b,)])
+    second = min((b for b in range(L) if b != first), key=lambda b: brute[tuple(sorted((first, b)))])
+    hand_greedy = {1: (first,), 2: tuple(sorted((first, second)))}
+    for (model_label, n), rows in df.groupby(["model", "budget"]):
+        by = rows.set_index("method")
+        optimum = min((s for s in brute if len(s) == n), key=brute.get)
+        assert tuple(by.loc["exhaustive", "removed_layers"]) == optimum and by.loc["exhaustive", "certified"]
+        assert by.loc["exhaustive", "cost"] == pytest.approx(brute[optimum], rel=1e-5)
+        assert tuple(by.loc["greedy", "removed_layers"]) == hand_greedy[n]
+        assert by.loc["greedy", "n_evals"] == greedy_evals(L, n)
+        assert by.loc["exhaustive", "n_evals"] == by.loc["exhaustive", "n_enumeration"] == math.comb(L, n)
+        assert by.loc["greedy", "gap_to_best"] == pytest.approx(by.loc["greedy", "cost"] - by["cost"].min())
+    with pytest.raises(SwapKLError, match="overlap"):
+        combine_optimal_search([files[0], files[0]], str(tmp_path / "twice.parquet"))
+    assert not (tmp_path / "twice.parquet").exists()

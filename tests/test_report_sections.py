@@ -23,12 +23,15 @@ def _literal(name: str):
 def _reported_paths(text: str):
     """The first argument of every report()/table_report() call in a .smk text: a string literal, or an
     upper-case name imported from the package (``from swapkl... import (NAME as ALIAS, ...)``), resolved to its
-    value (report.smk's own ``report(path, ...)`` inside table_report is neither, and is skipped)."""
+    value (report.smk's own ``report(path, ...)`` inside table_report is neither, and is skipped); and the
+    ``results/<stem>.parquet`` of every ``name="stem"`` argument of a results_tables() call."""
     imported = {}
     for m in re.finditer(r"^from swapkl[\w.]* import (\([^)]*\)|.*)$", text, re.M):
         node = ast.parse(m.group(0)).body[0]
         module = importlib.import_module(node.module)
         imported.update({(a.asname or a.name): getattr(module, a.name) for a in node.names})
+    for m in re.finditer(r"(?<![\w.])results_tables\(([^)]*)\)", text):  # report.smk: results/<stem>.parquet each
+        yield from (f"results/{stem}.parquet" for stem in re.findall(r"\w+=\"([\w/]+)\"", m.group(1)))
     for m in re.finditer(r"(?<![\w.])(?:table_)?report\(\s*(\"[^\"]*\"|[A-Z][A-Z0-9_]*\b)", text):
         arg = m.group(1)
         if arg.startswith('"'):

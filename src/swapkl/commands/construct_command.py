@@ -15,6 +15,8 @@ def add_parser(sub) -> None:
     input_arg(p, "--task", what="task file", required=True, metavar="TASK.yaml",
               help="multiple-choice task in lm-eval's format whose choices are single words (e.g. demo_next_word)")
     p.add_argument("--eps", type=float, default=0.01, help="BI of the critical block, in (0, 0.2] (default: 0.01)")
+    p.add_argument("--max-docs", type=int, default=None, metavar="N",
+                   help="build on the task's first N documents only (default: all; the build's time grows with them)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random token embeddings (default: 0)")
     output_arg(p, "--out", what="checkpoint folder", kind="dir", required=True, metavar="DIR",
                help="new (or earlier `swapkl construct`) folder for the checkpoint")
@@ -26,6 +28,6 @@ def run_construct(args) -> None:
     from 100% to 0 without it: a tiny update that later blocks amplify, and large updates in dimensions the
     prediction ignores. The folder holds the safetensors weights, a word-level tokenizer and snowball.json
     (the measured BI of every block and both accuracies)."""
-    manifest = construct(args.task, args.eps, args.out, seed=args.seed)
+    manifest = construct(args.task, args.eps, args.out, seed=args.seed, max_docs=args.max_docs)
     print(json.dumps({k: manifest[k] for k in ("eps", "critical_block", "bi", "accuracy",
                                                "accuracy_without_critical")}))

@@ -208,6 +208,18 @@ class StudyPlan:
     def jacobian_file(self, model: str) -> str:
         return layout.jacobian_file(model, self.last_revision(model))
 
+    def optimal_search_models(self) -> list[str]:
+        """Models whose removal sets are searched exactly at their last revision (optimal_search.enabled)."""
+        return self._entries_with(lambda model: model["optimal_search"]["enabled"])
+
+    def optimal_search_file(self, model: str) -> str:
+        return layout.optimal_search_file(model, self.last_revision(model))
+
+    def snowball_task(self) -> str | None:
+        """The demo task file the snowball construction is built on; None when the `snowball` block is off."""
+        block = self.cfg["snowball"]
+        return f"{layout.DEMO_DIR}/tasks/{block['task']}.yaml" if block["enabled"] else None
+
     def pe_ablation_models(self) -> dict[str, dict]:
         """The position-encoding ablation's trained models (swapkl.config.ablation_models), none when it is off."""
         return pe_models(self.cfg)

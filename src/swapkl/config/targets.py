@@ -10,6 +10,11 @@ from swapkl.config.study_plan import StudyPlan
 from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
 from swapkl.figures.figure_registry import figures as registered_figures
 
+#: the tables of the snowball construction and of the optimal removal-set search (workflow/rules/snowball.smk,
+#: workflow/rules/optimal_search.smk)
+SNOWBALL_TABLE = "results/snowball.parquet"
+OPTIMAL_SEARCH_TABLE = "results/optimal_search.parquet"
+
 
 def _healing_outputs(plan: StudyPlan) -> list[str]:
     outputs = [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
@@ -61,6 +66,10 @@ def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
         out += ["results/domain_slices.parquet"]
     if plan.pe_ablation_models():
         out += [PE_TABLE, *map(pe_probe_file, plan.pe_ablation_models())]
+    if plan.optimal_search_models():
+        out += [OPTIMAL_SEARCH_TABLE, *map(plan.optimal_search_file, plan.optimal_search_models())]
+    if plan.snowball_task():
+        out += [SNOWBALL_TABLE]
     return out
 
 
@@ -114,6 +123,8 @@ FIGURE_SELECTIONS = {
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
     "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),
     "task_pruning": lambda plan: _once(task_pruning_jobs(plan)),
+    "optimal_search": lambda plan: _once(plan.optimal_search_models()),
+    "snowball": lambda plan: _once(plan.snowball_task()),
 }
 
 

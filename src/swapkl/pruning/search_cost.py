@@ -28,6 +28,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.pruning.sleb import calibration_nll
+from swapkl.tables.schemas import OPTIMAL_SEARCH_SCHEMA, read_concatenated
 
 #: (model, blocks, removed, hours low, hours high, GPUs per replica) -- the paper's figures, on one replica
 PAPER_RUNS = (("LLaMA3-8B", 32, 8, 4.6, 4.6, 1), ("LLaMA3-70B", 80, 40, 1.1 * 24, 8.5 * 24, 2))
@@ -72,9 +73,11 @@ def cost_table(replicas=(1, 2), best_first_fraction: float | None = None) -> lis
 def run_optimal_search(model: str, calib_data, out: str, *, budgets: list[int], revision: str | None = None,
                        beam_width: int = 3, max_evals: int = 5000, dtype: str = "float32", device: str = "auto",
                        batch_size: int = 8, chunk_tokens: int = 2048, allow_pickle: bool = False,
-                       trust_remote_code: bool = False) -> None:
+                       trust_remote_code: bool = False, label: str | None = None,
+                       revision_label: str | None = None) -> None:
     """Greedy, beam, best-first and (where affordable) exhaustive search by calibration NLL on one
-    checkpoint, into one Parquet table with provenance."""
+    checkpoint, into one Parquet table with provenance. ``label`` / ``revision_label``: the names the table
+    gives the model and revision (default: the loaded model's id and revision)."""
     check_writable(out)
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code)
@@ -93,9 +96,18 @@ def run_optimal_search(model: str, calib_data, out: str, *, budgets: list[int], 
 
     rows = compare(cost, engine.n_layers, budgets, base_cost=base, beam_width=beam_width, max_evals=max_evals)
     for r in rows:
-        r.update(model=loaded.model_id, revision=loaded.revision, n_layers=engine.n_layers, base_cost=base,
+        r.update(model=label or loaded.model_id, revision=revision_label or loaded.revision, n_layers=engine.n_layers, base_cost=base,
                  objective="calibration_nll")
     prov = provenance.build(loaded, calib, calibration_spec=calib_data.as_dict(), budgets=list(budgets),
                             beam_width=beam_width, max_evals=max_evals,
                             bound="monotone cost assumed: cost(S + b) >= cost(S); certified = no violation seen")
     write_parquet(pa.Table.from_pylist(rows), out, prov)
+
+
+def combine_optimal_search(files, out: str) -> None:
+    """The per-checkpoint optimal-search tables as one (refused where two hold the same model, budget and
+    method), with each input's provenance."""
+    check_writable(out)
+    table, prov = read_concatenated(list(files), OPTIMAL_SEARCH_SCHEMA, "optimal search",
+                                    ("model", "revision", "budget", "method"))
+    write_parquet(table, out, prov)

@@ -32,6 +32,7 @@ with different answers cannot be told apart; both are refused with an error nami
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -330,13 +331,24 @@ def save_snowball(snow: Snowball, task, out: str) -> None:
         (tmp / OWNER_MARK).touch()
 
 
-def construct(task_file: str, eps: float, out: str, *, seed: int = 0) -> dict:
-    """Build the snowball model for the task in ``task_file`` and save it to ``out``; return its manifest."""
+def first_docs(task, max_docs: int | None):
+    """The task cut to its first ``max_docs`` documents (all of them when ``None``): the model's size and the
+    build's time grow with the number of documents (the document features ``F`` have one dimension each)."""
+    if max_docs is None:
+        return task
+    if max_docs < 1:
+        raise SwapKLError(f"max_docs {max_docs} must be at least 1")
+    return dataclasses.replace(task, docs=task.docs[:max_docs])
+
+
+def construct(task_file: str, eps: float, out: str, *, seed: int = 0, max_docs: int | None = None) -> dict:
+    """Build the snowball model for the task in ``task_file`` (its first ``max_docs`` documents) and save it to
+    ``out``; return its manifest."""
     out_dir = Path(out)
     if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / OWNER_MARK).is_file():
         raise SwapKLError(f"refusing to write into {out}: it holds files that swapkl construct did not write; "
                           "give an empty or new folder")
-    task = load_task(task_file)
+    task = first_docs(load_task(task_file), max_docs)
     snow = build_snowball(task, eps, seed=seed)
     save_snowball(snow, task, out)
     return snow.manifest(task)

@@ -164,6 +164,22 @@ AGGREGATE_REPR = [("metric", pa.string()), ("width", pa.int64()), ("value", pa.f
                   ("ci_low", pa.float64()), ("ci_high", pa.float64())]
 
 
+#: the columns of swapkl.pruning.search_cost.run_optimal_search's table (one row per budget and method)
+OPTIMAL_SEARCH_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("n_layers", pa.int64()), ("budget", pa.int64()),
+    ("method", pa.string()), ("removed_layers", pa.list_(pa.int64())), ("cost", pa.float64()),
+    ("base_cost", pa.float64()), ("gap_to_best", pa.float64()), ("n_evals", pa.int64()),
+    ("n_enumeration", pa.int64()), ("bound", pa.float64()), ("monotone_violations", pa.int64()),
+    ("certified", pa.bool_()), ("objective", pa.string()),
+])
+#: the snowball construction's per-block table (swapkl.relevance.snowball_table)
+SNOWBALL_SCHEMA = pa.schema([
+    ("block", pa.int64()), ("bi", pa.float64()), ("bi_rank", pa.int64()), ("critical", pa.bool_()),
+    ("accuracy", pa.float64()), ("accuracy_without_block", pa.float64()), ("acc_rel", pa.float64()),
+    ("eps", pa.float64()), ("task", pa.string()), ("n_docs", pa.int64()), ("random_baseline", pa.float64()),
+])
+
+
 def aggregate_schema(member_columns: Sequence[str]) -> pa.Schema:
     """Arrow schema of ``results/swapkl.parquet`` with the boolean pair-set columns ``member_columns``."""
     member = [(c, pa.bool_()) for c in member_columns]

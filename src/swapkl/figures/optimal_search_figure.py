@@ -1,0 +1,54 @@
+"""Optimal removal-set search (results/optimal_search.parquet): calibration NLL and evaluations per method and
+budget, greedy against beam, best-first and exhaustive enumeration (swapkl.pruning.optimal)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from swapkl.figures.figure_registry import on_table
+from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, VERMILLION
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
+from swapkl.tables.schemas import OPTIMAL_SEARCH_SCHEMA, read_frame
+
+#: method -> (label, colour, marker), in drawing order
+METHODS = {"greedy": ("greedy (SLEB-iterative)", VERMILLION, "o"), "beam": ("beam", ORANGE, "s"),
+           "best_first": ("best-first", GREEN, "^"), "exhaustive": ("exhaustive (optimum)", BLUE, "x")}
+OFFSET = 0.04  # x shift between methods, in blocks
+
+
+def plot_optimal_search(table, out_png, out_pdf) -> None:
+    """One row of panels per model: calibration NLL of each method's set per budget (left; the unpruned
+    model's NLL dashed) and the number of sets each method scored (right)."""
+    df = table if isinstance(table, pd.DataFrame) else read_frame(table, OPTIMAL_SEARCH_SCHEMA, "optimal search")
+    models = sorted(df["model"].unique())
+    with figure_style():
+        fig = new_figure(9.0, 3.2 * len(models) + 0.8)
+        axes = np.atleast_2d(fig.subplots(len(models), 2, squeeze=False))
+        for (left, right), model in zip(axes, models):
+            sub = df[df["model"] == model]
+            for k, (method, (label, colour, marker)) in enumerate(METHODS.items()):
+                rows = sub[sub["method"] == method].sort_values("budget")
+                if rows.empty:
+                    continue
+                x = rows["budget"].to_numpy(dtype=float) + (k - 1.5) * OFFSET  # side by side where methods tie
+                left.plot(x, rows["cost"].to_numpy(dtype=float), marker=marker, color=colour, label=label)
+                right.plot(x, rows["n_evals"].to_numpy(dtype=float), marker=marker, color=colour, label=label)
+            left.axhline(float(sub["base_cost"].iloc[0]), color=GREY, linestyle="--", label="unpruned model")
+            left.set_ylabel("calibration NLL (nats/token)")
+            right.set_ylabel("removal sets scored")
+            right.set_ylim(bottom=0)
+            left.set_title(f"{model}, {sub['revision'].iloc[0]} ({int(sub['n_layers'].iloc[0])} blocks): NLL of the set found")
+            right.set_title("evaluations spent")
+            for ax in (left, right):
+                ax.set_xlabel("blocks removed")
+                ax.set_xticks(sorted(sub["budget"].unique()))
+        fig.legend(*axes[0][0].get_legend_handles_labels(), title="method", loc="outside right center",
+                   frameon=False, fontsize=7)
+        fit_title(fig, "Exact removal-set search against greedy pruning")
+        add_note(fig, "lower NLL is better; exhaustive enumeration is the certified optimum, best-first is exact "
+                      "only if removing a further block never lowers the NLL")
+        save_figure(fig, out_png, out_pdf)
+
+
+draw_optimal_search = on_table(plot_optimal_search, "optimal_search")
