@@ -319,7 +319,11 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "prepare_pe_text": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
         # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (both its tables rendered), two figures
         "prune_on_tasks": 1, "aggregate_task_pruning": 1, "plot_task_specific_pruning": 1, "plot_gromov_curves": 1,
-    }) + Counter({"render_table": 2})  # the task-pruning table and its summary
+        # the snowball construction on the demo's next-word task (built offline from the demo corpus), and the
+        # optimal search's table (Meta-Llama-3-8B's job is counted per model above): one figure each
+        "prepare_demo_text": 1, "build_demo_tasks": 1, "construct_snowball": 1, "plot_snowball": 1,
+        "combine_optimal_search": 1, "plot_optimal_search": 1,
+    }) + Counter({"render_table": 2 + 2})  # the task-pruning table and its summary, snowball, optimal search
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):
