@@ -9,9 +9,9 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from swapkl.errors import SwapKLError
-from swapkl.relevance.construct import CRITICAL, N_LAYERS, construct, first_docs
+from swapkl.relevance.construct import CRITICAL, N_LAYERS, construct
 from swapkl.relevance.snowball_table import run_snowball
-from swapkl.relevance.tasks import load_task
+from swapkl.relevance.tasks import first_docs, load_task
 from swapkl.tables.provenance import read
 from test_construct import _hand_scores, _toy_task
 

@@ -32,7 +32,6 @@ with different answers cannot be told apart; both are refused with an error nami
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from tqdm.auto import tqdm
 from swapkl.errors import SwapKLError
 from swapkl.relevance.choice_scores import task_requests
 from swapkl.tables.atomic import claim_folder, staged_dir
-from swapkl.relevance.tasks import load_task
+from swapkl.relevance.tasks import first_docs, load_task
 
 N_LAYERS = 7
 CRITICAL = 2
@@ -329,16 +328,6 @@ def save_snowball(snow: Snowball, task, out: str) -> None:
         snow.tokenizer.save_pretrained(tmp)
         (tmp / MANIFEST).write_text(json.dumps(snow.manifest(task), indent=2, sort_keys=True) + "\n")
         (tmp / OWNER_MARK).touch()
-
-
-def first_docs(task, max_docs: int | None):
-    """The task cut to its first ``max_docs`` documents (all of them when ``None``): the model's size and the
-    build's time grow with the number of documents (the document features ``F`` have one dimension each)."""
-    if max_docs is None:
-        return task
-    if max_docs < 1:
-        raise SwapKLError(f"max_docs {max_docs} must be at least 1")
-    return dataclasses.replace(task, docs=task.docs[:max_docs])
 
 
 def construct(task_file: str, eps: float, out: str, *, seed: int = 0, max_docs: int | None = None) -> dict:

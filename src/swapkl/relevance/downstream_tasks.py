@@ -20,7 +20,6 @@ every variant at once.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -30,7 +29,7 @@ from swapkl.errors import SwapKLError
 from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
 from swapkl.relevance.harness_tasks import harness_requests, harness_results, load_harness_tasks
 from swapkl.relevance.lambada import continuation_scores, lambada_metrics, lambada_requests, load_texts
-from swapkl.relevance.tasks import load_task
+from swapkl.relevance.tasks import first_docs, load_task
 
 KINDS = ("multiple_choice", "loglikelihood")
 #: the paper's six tasks by lm-eval name (its downstream table), the default task list
@@ -100,7 +99,7 @@ def load_benchmarks(task_files=(), last_word_files=(), lm_eval_tasks=(), *, limi
     out = []
     for path in task_files:
         task = load_task(path)
-        task = dataclasses.replace(task, docs=task.docs[:limit]) if limit is not None else task
+        task = first_docs(task, limit)
         out.append(Benchmark(task.name, "multiple_choice", {"yaml": task.yaml_path, "data": task.data_path}, task))
     for path in last_word_files:
         name = os.path.splitext(os.path.basename(path))[0]

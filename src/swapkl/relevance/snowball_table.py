@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from swapkl.relevance.construct import CRITICAL, build_snowball, choice_accuracy, first_docs, task_requests_tensor
-from swapkl.relevance.tasks import acc_rel, load_task
+from swapkl.relevance.construct import CRITICAL, build_snowball, choice_accuracy, task_requests_tensor
+from swapkl.relevance.tasks import acc_rel, first_docs, load_task
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.tables.schemas import SNOWBALL_SCHEMA

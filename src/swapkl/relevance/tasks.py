@@ -27,7 +27,7 @@ import ast
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import open_input
@@ -182,3 +182,12 @@ def write_task(folder: str, name: str, docs: list[dict], *, text="query", choice
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(cfg, f, sort_keys=False, allow_unicode=True)
     return path
+
+
+def first_docs(task, max_docs: int | None):
+    """The task cut to its first ``max_docs`` documents (all of them when ``None``)."""
+    if max_docs is None:
+        return task
+    if max_docs < 1:
+        raise SwapKLError(f"max_docs {max_docs} must be at least 1")
+    return replace(task, docs=task.docs[:max_docs])
