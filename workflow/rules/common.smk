@@ -78,6 +78,8 @@ def check_hub_access(dag):
 
 get_probe_pairs = PLAN.probe_pairs
 probe_protocols = PLAN.probe_protocols
+checkpoint_protocols = PLAN.checkpoint_protocols
+deletion_models = PLAN.deletion_models
 get_all_probe_files = PLAN.all_probe_files
 get_all_repr_files = PLAN.all_repr_files
 get_pair_sets = PLAN.pair_sets
@@ -90,6 +92,7 @@ get_metadata = PARAMS.metadata
 get_demo_settings = PARAMS.demo_settings
 get_save_steps = PARAMS.save_steps
 get_progress_path = PARAMS.progress_path
+get_checkpoint_progress_paths = PARAMS.checkpoint_progress_paths
 
 # --------------------------------------------------------------------------------------------------- pruning
 

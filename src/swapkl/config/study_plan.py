@@ -73,8 +73,16 @@ class StudyPlan:
 
     def probe_protocols(self, model: str) -> list[str]:
         """The protocols that change no weights (deletion unless switched off), then the model's weight-changing ones."""
-        cfg = self.models[model]
-        return [p for p in PROBE_PROTOCOLS if p != "deletion" or cfg["deletion"]] + list(cfg["weight_protocols"])
+        return self.checkpoint_protocols(model) + list(self.models[model]["weight_protocols"])
+
+    def checkpoint_protocols(self, model: str) -> list[str]:
+        """The protocols that change no weights (deletion unless switched off): one job per checkpoint measures
+        them all, sharing each batch's base pass (rule probe_checkpoint)."""
+        return [p for p in PROBE_PROTOCOLS if p != "deletion" or self.models[model]["deletion"]]
+
+    def deletion_models(self, deletion: bool = True) -> list[str]:
+        """Enabled models with deletion on (``deletion=False``: switched off)."""
+        return [model for model in self.enabled_models() if self.models[model]["deletion"] == deletion]
 
     def all_probe_files(self) -> list[str]:
         return [layout.probe_file(m, r, p) for m, r in self.checkpoints() for p in self.probe_protocols(m)]
