@@ -1,6 +1,7 @@
 """One probe job, one file per protocol (the workflow's rule probe_checkpoint): each file equals what a run of
 that protocol alone writes (rows and provenance), with one base pass shared; a killed job resumes per protocol,
-from its own progress files or from those of the single-protocol runs."""
+from its own progress files or from those of the single-protocol runs. The same job measures the per-pair
+covariates on its load of the checkpoint, as their own job would."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.probe import run_probe
 from swapkl.probes.probe_jobs import ProbeJob
+from swapkl.stats.covariates import run_covariates
 from swapkl.tables import provenance
 from crash import crash_after
 from tiny_models import random_tokens, tiny_model
@@ -44,8 +46,8 @@ def setup(tmp_path_factory):
     return kw, single
 
 
-def joint(kw, folder: Path, protocols=PROTOCOLS, progress: bool = False, repr_out: bool = True) -> None:
-    ProbeJob(out={p: str(folder / f"{p}.parquet") for p in protocols}, protocols=protocols, **kw,
+def joint(kw, folder: Path, protocols=PROTOCOLS, progress: bool = False, repr_out: bool = True, **more) -> None:
+    ProbeJob(out={p: str(folder / f"{p}.parquet") for p in protocols}, protocols=protocols, **kw, **more,
              repr_out=str(folder / "repr.parquet") if repr_out else None,
              progress_path={p: str(folder / f"{p}.progress.jsonl") for p in protocols} if progress else None).run()
 
@@ -56,9 +58,10 @@ def assert_same_file(a: Path, b: Path) -> None:
     assert provenance.read(str(a)) == provenance.read(str(b))
 
 
-def assert_same_as_single(folder: Path, single: Path, protocols=PROTOCOLS, repr_out: bool = True) -> None:
+def assert_same_as_single(folder: Path, single: Path, protocols=PROTOCOLS, repr_out: bool = True,
+                          extra=()) -> None:
     assert sorted(p.name for p in folder.glob("*.parquet")) == sorted(
-        [f"{p}.parquet" for p in protocols] + (["repr.parquet"] if repr_out else []))
+        [f"{p}.parquet" for p in protocols] + (["repr.parquet"] if repr_out else []) + list(extra))
     for p in protocols:
         assert_same_file(folder / f"{p}.parquet", single / f"{p}.parquet")
         assert provenance.read(str(folder / f"{p}.parquet"))["protocols"] == [p]
@@ -120,6 +123,24 @@ def test_the_job_takes_over_a_killed_single_protocol_run(setup, tmp_path, monkey
     assert_same_as_single(tmp_path, single)
 
 
+@pytest.mark.parametrize("options", [{}, {"rope": "off"}])
+def test_the_covariates_are_those_of_their_own_job(setup, tmp_path, monkeypatch, options):
+    """On the probe's load (one load in all), or on a load of their own where the probe's differs from theirs."""
+    from swapkl.probes import probe
+
+    kw, single = setup
+    loads = []
+    real = probe.load_model
+    monkeypatch.setattr(probe, "load_model", lambda *a, **k: loads.append(k) or real(*a, **k))
+    joint(kw, tmp_path / "joint", covariates_out=str(tmp_path / "joint" / "covariates.parquet"), **options)
+    assert len(loads) == 1 + bool(options)
+    run_covariates(kw["model"], str(tmp_path / "own.parquet"), pairs=kw["pairs"], data=kw["data"],
+                   batch_size=kw["batch_size"], metadata=kw["metadata"])
+    assert_same_file(tmp_path / "joint" / "covariates.parquet", tmp_path / "own.parquet")
+    if not options:  # (RoPE off changes the probe files)
+        assert_same_as_single(tmp_path / "joint", single, extra=["covariates.parquet"])
+
+
 @pytest.mark.parametrize("out, progress, message", [
     ({"replacement": "a.parquet"}, None, "out names the protocols replacement, not the ones measured: "
                                          "replacement, interchange, deletion"),
@@ -127,11 +148,13 @@ def test_the_job_takes_over_a_killed_single_protocol_run(setup, tmp_path, monkey
     ({p: f"{p}.parquet" for p in PROTOCOLS}, {"averaging": "p.jsonl"}, "progress_path: one file per protocol of out"),
     ("all.parquet", {"deletion": "p.jsonl"}, "progress_path is one file per protocol, but out is one file"),
     ({p: "same.parquet" for p in PROTOCOLS}, None, "`out[replacement]` and `out[interchange]` name the same file"),
+    ({p: f"{p}.parquet" for p in PROTOCOLS}, None, "`out[deletion]` and `covariates_out` name the same file"),
 ])
 def test_files_per_protocol_are_checked_before_the_run(setup, tmp_path, monkeypatch, out, progress, message):
     kw, _ = setup
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("swapkl.probes.probe.load_model", lambda *a, **k: pytest.fail("loaded a model"))
     with pytest.raises(SwapKLError) as e:
-        run_probe(kw["model"], out, protocols=PROTOCOLS, progress_path=progress, data=kw["data"])
+        run_probe(kw["model"], out, protocols=PROTOCOLS, progress_path=progress, data=kw["data"],
+                  covariates_out="deletion.parquet")
     assert message in str(e.value)

@@ -28,10 +28,16 @@ DEMO = REPO / "config" / "demo.yaml"
 DEMO_SMOKE = REPO / "config" / "demo_smoke.yaml"
 
 
+#: the rule of a checkpoint's one job for the protocols that change no weights, by the model's `deletion` (that
+#: protocol and the representation file) and `covariates` (the covariate file); its weight-changing protocols are
+#: one `probe` job each
+PROBE_JOBS = {(True, False): "probe_checkpoint", (False, False): "probe_checkpoint_without_deletion",
+              (True, True): "probe_checkpoint_with_covariates",
+              (False, True): "probe_checkpoint_without_deletion_with_covariates"}
+
+
 def probe_job(model: dict) -> str:
-    """The rule of a checkpoint's one job for the protocols that change no weights: with deletion (and the
-    representation file) unless the model switches it off; its weight-changing protocols are one `probe` job each."""
-    return "probe_checkpoint" if model.get("deletion", True) else "probe_checkpoint_without_deletion"
+    return PROBE_JOBS[model.get("deletion", True), model.get("covariates", False)]
 
 
 def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -191,7 +197,7 @@ def expected_counts(cfg: dict) -> Counter:
         counts["build_demo_tasks"] = counts["split_demo_tasks"] = 1
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
-        counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
+        counts.update(aggregate_covariates=1, plot_covariates=1)
     # the paper's prompt lists: one job writes them all when an enabled model reads one of them
     fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
     if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
@@ -264,8 +270,9 @@ def plan_counts(cfg: dict) -> Counter:
     members = plan.seed_members()
     drawn = lambda pairs: [(m, r) for m, r in pairs if m not in members]  # noqa: E731 (no per-model figures)
     checkpoints = plan.checkpoints()
-    counts = Counter("probe_checkpoint" if "deletion" in plan.checkpoint_protocols(m)
-                     else "probe_checkpoint_without_deletion" for m, _ in checkpoints)
+    rule_of = {m: rule for (deletion, covariates), rule in PROBE_JOBS.items()
+               for m in plan.checkpoint_models(deletion, covariates)}
+    counts = Counter(rule_of[m] for m, _ in checkpoints)
     counts["probe"] = sum(len(plan.models[m]["weight_protocols"]) for m, _ in checkpoints)
     counts["download_checkpoint"] = sum("source" in plan.models[m] for m, _ in checkpoints)
     counts["plot_heatmaps"] = len(drawn(checkpoints))
@@ -277,7 +284,6 @@ def plan_counts(cfg: dict) -> Counter:
     counts["plot_pruning_cost"] = counts["plot_pruning_agreement"] = len(drawn(plan.prune_checkpoints()))
     for rule in ("score_relevance", "plot_relevance_cosine", "plot_relevance_zscores", "plot_relevance_confusion"):
         counts[rule] = len(plan.relevance_checkpoints())
-    counts["measure_covariates"] = len(plan.covariate_checkpoints())
     counts["plot_seed_band"] = len(plan.seed_band_families())
     counts["probe_spans"], counts["plot_spans"] = len(plan.span_checkpoints()), len(drawn(plan.span_checkpoints()))
     for rule in ("probe_healed", "measure_test_agreement", "plot_third_test"):
@@ -427,8 +433,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     before = dry_run(STUDY)
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
-    assert added == Counter({"download_checkpoint": 1, "probe_checkpoint": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
-                             "measure_covariates": 1})
+    assert added == Counter({"download_checkpoint": 1, "probe_checkpoint_with_covariates": 1, "plot_heatmaps": 1,
+                             "plot_deletion_vs_bi": 1})
     assert added == plan_counts(cfg) - plan_counts(study)
     assert not before - after
     # a seed family's entry: the revision comes to each of its members, figures only to the entry
@@ -436,8 +442,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     cfg["models"]["pythia-410m"]["revisions"].append("step2000")
     added = dry_run(write_config(tmp_path, cfg)) - before
     runs = 1 + len(study["models"]["pythia-410m"]["seeds"]["values"])
-    assert added == Counter({"download_checkpoint": runs, "probe_checkpoint": runs, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
-                             "measure_covariates": runs})
+    assert added == Counter({"download_checkpoint": runs, "probe_checkpoint_with_covariates": runs, "plot_heatmaps": 1,
+                             "plot_deletion_vs_bi": 1})
     assert added == plan_counts(cfg) - plan_counts(study)
 
 

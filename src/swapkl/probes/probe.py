@@ -36,6 +36,7 @@ from swapkl.probes.protocols import build_variants, head_protocol_names, parse_p
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.probes.resume import ProgressLog, is_progress_file
 from swapkl.probes.residual_stream import representation_sums
+from swapkl.stats.covariates import covariate_table
 from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA
 from swapkl.model.batch_loop import BASE, sweep, window_batches
 
@@ -75,7 +76,7 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
               trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
               compute_dtype: str | None = None, rope_scaling: str = "config",
               kl_options: KLOptions | None = None, rope: str = "on",
-              placement: dict | None = None) -> None:
+              placement: dict | None = None, covariates_out: str | None = None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
 
     ``out``: one Parquet file of every protocol, or ``{protocol: file}`` (its keys are the protocols): one file
@@ -83,6 +84,10 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     pass serves them all. Then ``progress_path``, if given, is ``{protocol: file}`` too (the resume file of that
     protocol's run alone), and ``repr_out`` goes with deletion's file (with the first protocol's without
     deletion).
+    ``covariates_out``: also write the per-pair covariates of ``pairs`` here (what
+    :func:`swapkl.stats.covariates.run_covariates` writes), measured on this load of the checkpoint where it is their
+    own (RoPE on, transformers' defaults: no ``compute_dtype``, ``rope_scaling`` or ``placement``), on a load of
+    their own otherwise.
 
     ``kl_options`` (:class:`swapkl.model.kl.KLOptions`: last-token KL, clamping, per-prompt averaging; default the
     clean KL) is recorded in the provenance as ``kl_options``.
@@ -109,7 +114,7 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     if rope not in ("on", "off"):
         raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
     outputs = _outputs(protocols, out, progress_path, repr_out)
-    _check_paths(outputs, data)
+    _check_paths(outputs, covariates_out, data)
     metadata = dict(metadata or {})
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
@@ -145,6 +150,14 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
         files.append((pa.Table.from_pylist(rows, schema=PROBE_SCHEMA), o.out, prov))
         if o.repr_out is not None:
             files.append((pa.Table.from_pylist(_repr_rows(repr_parts, meta), schema=REPR_SCHEMA), o.repr_out, prov))
+    if covariates_out is not None:  # on this load where it is the covariates' own (see above)
+        own = compute_dtype is None and rope_scaling == "config" and not placement and rope == "on"
+        covariate_model = loaded if own else load_model(model, revision, dtype=dtype, device=device,
+                                                        allow_pickle=allow_pickle, trust_remote_code=trust_remote_code,
+                                                        need_tokenizer=data.tokens is None)
+        table, made_from = covariate_table(covariate_model, windows, pairs=pairs, data=data, batch_size=batch_size,
+                                           metadata=dict(metadata, model=label, revision=rev))
+        files.append((table, covariates_out, made_from))
     write_parquets(files)  # all or none: a failed --repr-out leaves no --out behind
     for plog in plogs:
         plog.close(remove=True)
@@ -178,16 +191,17 @@ def _outputs(protocols: list[str], out, progress_path, repr_out: str | None) -> 
     return [_Output([p], out[p], progress.get(p), repr_out if p == with_repr else None) for p in protocols]
 
 
-def _check_paths(outputs: list[_Output], data: DataSpec) -> None:
+def _check_paths(outputs: list[_Output], covariates_out: str | None, data: DataSpec) -> None:
     """The job's files are distinct, its outputs writable and its progress files ones (fails before the run)."""
     named = lambda option, o: f"`{option}`" if len(outputs) == 1 else f"`{option}[{o.protocols[0]}]`"  # noqa: E731
-    require_distinct([(named(option, o), path) for o in outputs
-                      for option, path in (("out", o.out), ("repr_out", o.repr_out), ("progress_path", o.progress_path))],
+    files = [(named(option, o), path) for o in outputs
+             for option, path in (("out", o.out), ("repr_out", o.repr_out), ("progress_path", o.progress_path))]
+    require_distinct(files + [("`covariates_out`", covariates_out)],
                      {"`data.tokens`": data.tokens, "`data.text_file`": data.text_file})
+    for path in [covariates_out] + [path for o in outputs for path in (o.out, o.repr_out)]:
+        if path is not None:  # fail before the computation, not after it
+            check_writable(path)
     for o in outputs:
-        for path in (o.out, o.repr_out):  # fail before the computation, not after it
-            if path is not None:
-                check_writable(path)
         if o.progress_path:
             replaceable(o.progress_path, "progress file", is_progress_file)
 

@@ -30,6 +30,7 @@ class ProbeJob(ForwardJob):
     kl_options: KLOptions | None = None
     repr_out: str | None = None
     progress_path: str | dict[str, str] | None = None
+    covariates_out: str | None = None
 
     def __post_init__(self):
         self.coerce("data", DataSpec)
