@@ -192,13 +192,16 @@ def test_a_toy_protocol_module_reaches_the_cli_the_dag_and_the_report_targets(tm
     assert run.returncode == 0, run.stdout + run.stderr
     jobs = _jobs(run.stdout)
     toy = "results/probes/mine/step0/toy_average.parquet"
-    probes = {job["output"].split(", ")[0]: job for job in jobs if job["rule"] in ("probe", "probe_deletion")}
-    assert set(probes) == {f"results/probes/mine/step0/{p}.parquet"
-                           for p in ("replacement", "interchange", "deletion", "toy_average")}
-    assert probes[toy]["rule"] == "probe" and "protocol=toy_average" in probes[toy]["wildcards"]
-    for path, job in probes.items():
-        rate = 1 if path == toy else get_protocol(Path(path).stem).minutes_per_gb
-        assert f"runtime={int(30 + rate * 2)}," in job["resources"], (path, job["resources"])
+    # one job for the protocols that change no weights (their rates summed), one for the toy protocol
+    probes = {job["rule"]: job for job in jobs if job["rule"].startswith("probe")}
+    assert set(probes) == {"probe_checkpoint", "probe"}
+    joint = ("replacement", "interchange", "deletion")
+    assert probes["probe_checkpoint"]["output"].split(", ") == [
+        *(f"results/probes/mine/step0/{p}.parquet" for p in joint), "results/probes/mine/step0/representation.parquet"]
+    assert probes["probe"]["output"] == toy and "protocol=toy_average" in probes["probe"]["wildcards"]
+    rates = {"probe_checkpoint": sum(get_protocol(p).minutes_per_gb for p in joint), "probe": 1}
+    for rule, job in probes.items():
+        assert f"runtime={int(30 + rates[rule] * 2)}," in job["resources"], (rule, job["resources"])
     aggregate = next(job for job in jobs if job["rule"] == "aggregate_results")
     assert toy in aggregate["input"].split(", ")
     target = next(job for job in jobs if job["rule"] == "all")  # the report's targets (get_final_outputs)

@@ -181,7 +181,8 @@ def test_gpu_resource_becomes_gpus_request(slurm_cluster, tmp_path):
     assert not (workdir / "results" / "summary.txt").exists()
 
 
-GPU_RULES = ["probe", "probe_deletion", "prune_layers"]
+GPU_RULES = ["probe_checkpoint", "probe_checkpoint_without_deletion", "probe_checkpoint_with_covariates",
+             "probe_checkpoint_without_deletion_with_covariates", "probe", "prune_layers"]
 REPO = Path(__file__).resolve().parents[1]
 MICRO_CONFIG = REPO / "tests" / "slurm" / "demo_micro.yaml"
 

@@ -26,8 +26,18 @@ REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "config.yaml"
 DEMO = REPO / "config" / "demo.yaml"
 DEMO_SMOKE = REPO / "config" / "demo_smoke.yaml"
-#: the protocols rule `probe` runs for every checkpoint (deletion, with the representation file: rule probe_deletion)
-PAIR_PROTOCOLS = ("replacement", "interchange")
+
+
+#: the rule of a checkpoint's one job for the protocols that change no weights, by the model's `deletion` (that
+#: protocol and the representation file) and `covariates` (the covariate file); its weight-changing protocols are
+#: one `probe` job each
+PROBE_JOBS = {(True, False): "probe_checkpoint", (False, False): "probe_checkpoint_without_deletion",
+              (True, True): "probe_checkpoint_with_covariates",
+              (False, True): "probe_checkpoint_without_deletion_with_covariates"}
+
+
+def probe_job(model: dict) -> str:
+    return PROBE_JOBS[model.get("deletion", True), model.get("covariates", False)]
 
 
 def snakemake(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -111,8 +121,7 @@ def expected_counts(cfg: dict) -> Counter:
         for rev in (m["revisions"] if m["prune"].get("revisions", "all") == "all" else m["prune"]["revisions"])
     ]
     demo = [name for name, m in models.items() if "demo" in m]
-    counts = Counter({"probe": len(PAIR_PROTOCOLS) * len(checkpoints)})
-    counts["probe_deletion"] = sum(1 for name, _ in checkpoints if models[name].get("deletion", True))
+    counts = Counter(probe_job(models[name]) for name, _ in checkpoints)
     for name, _ in checkpoints:
         counts["probe"] += len(models[name].get("weight_protocols", []))
         counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols")) and name in drawn
@@ -188,7 +197,7 @@ def expected_counts(cfg: dict) -> Counter:
         counts["build_demo_tasks"] = counts["split_demo_tasks"] = 1
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
-        counts.update(measure_covariates=len(measured), aggregate_covariates=1, plot_covariates=1)
+        counts.update(aggregate_covariates=1, plot_covariates=1)
     # the paper's prompt lists: one job writes them all when an enabled model reads one of them
     fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
     if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
@@ -261,8 +270,10 @@ def plan_counts(cfg: dict) -> Counter:
     members = plan.seed_members()
     drawn = lambda pairs: [(m, r) for m, r in pairs if m not in members]  # noqa: E731 (no per-model figures)
     checkpoints = plan.checkpoints()
-    counts = Counter("probe_deletion" if p == "deletion" else "probe" for m, _ in checkpoints
-                     for p in plan.probe_protocols(m))
+    rule_of = {m: rule for (deletion, covariates), rule in PROBE_JOBS.items()
+               for m in plan.checkpoint_models(deletion, covariates)}
+    counts = Counter(rule_of[m] for m, _ in checkpoints)
+    counts["probe"] = sum(len(plan.models[m]["weight_protocols"]) for m, _ in checkpoints)
     counts["download_checkpoint"] = sum("source" in plan.models[m] for m, _ in checkpoints)
     counts["plot_heatmaps"] = len(drawn(checkpoints))
     counts["plot_deletion_vs_bi"] = sum(plan.models[m]["deletion"] for m, _ in drawn(checkpoints))
@@ -273,7 +284,6 @@ def plan_counts(cfg: dict) -> Counter:
     counts["plot_pruning_cost"] = counts["plot_pruning_agreement"] = len(drawn(plan.prune_checkpoints()))
     for rule in ("score_relevance", "plot_relevance_cosine", "plot_relevance_zscores", "plot_relevance_confusion"):
         counts[rule] = len(plan.relevance_checkpoints())
-    counts["measure_covariates"] = len(plan.covariate_checkpoints())
     counts["plot_seed_band"] = len(plan.seed_band_families())
     counts["probe_spans"], counts["plot_spans"] = len(plan.span_checkpoints()), len(drawn(plan.span_checkpoints()))
     for rule in ("probe_healed", "measure_test_agreement", "plot_third_test"):
@@ -333,9 +343,8 @@ def test_olmo_entry_dry_runs_when_enabled(tmp_path):
     before = dry_run(STUDY)
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    for rule in ("download_checkpoint", "probe_deletion", "prune_layers", "plot_heatmaps"):
+    for rule in ("download_checkpoint", "probe_checkpoint", "prune_layers", "plot_heatmaps"):
         assert counts[rule] == before[rule] + 1
-    assert counts["probe"] == before["probe"] + len(PAIR_PROTOCOLS)
 
 
 def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
@@ -356,10 +365,11 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
     fetch = [output for rule, _, output in jobs if rule == "fetch_paper_inputs"]
     assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl",
                       "resources/paper/gpt2_merge_prompts_50.jsonl", "resources/paper/gpt2_head_prompts_20.jsonl"]]
-    readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule in ("probe", "probe_deletion") and re.match(
+    readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule.startswith("probe") and re.match(
         r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper|GPT-2-Medium-paper-\w+)/",
         output[0])}
-    assert len(readers) == 3 * (5 + 5 + 1) + 3 + 3  # the GPT-2 entries: replacement, interchange, their protocol
+    # one job per checkpoint; the GPT-2 entries (deletion off): replacement and interchange, then their protocol
+    assert len(readers) == (5 + 5 + 1) + 2 + 2
     assert all(set(inputs) & set(fetch[0]) for inputs in readers.values())
 
 
@@ -423,9 +433,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     before = dry_run(STUDY)
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
-    assert added == Counter({"download_checkpoint": 1, "probe": len(PAIR_PROTOCOLS),
-                             "probe_deletion": 1, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
-                             "measure_covariates": 1})
+    assert added == Counter({"download_checkpoint": 1, "probe_checkpoint_with_covariates": 1, "plot_heatmaps": 1,
+                             "plot_deletion_vs_bi": 1})
     assert added == plan_counts(cfg) - plan_counts(study)
     assert not before - after
     # a seed family's entry: the revision comes to each of its members, figures only to the entry
@@ -433,9 +442,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     cfg["models"]["pythia-410m"]["revisions"].append("step2000")
     added = dry_run(write_config(tmp_path, cfg)) - before
     runs = 1 + len(study["models"]["pythia-410m"]["seeds"]["values"])
-    assert added == Counter({"download_checkpoint": runs, "probe": len(PAIR_PROTOCOLS) * runs,
-                             "probe_deletion": runs, "plot_heatmaps": 1, "plot_deletion_vs_bi": 1,
-                             "measure_covariates": runs})
+    assert added == Counter({"download_checkpoint": runs, "probe_checkpoint_with_covariates": runs, "plot_heatmaps": 1,
+                             "plot_deletion_vs_bi": 1})
     assert added == plan_counts(cfg) - plan_counts(study)
 
 
@@ -486,7 +494,7 @@ def test_a_local_model_is_used_in_place(tmp_path):
                                "trajectory": True}}}
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
-    assert "download_checkpoint" not in counts and counts["probe"] == len(PAIR_PROTOCOLS) * 2
+    assert "download_checkpoint" not in counts and counts["probe_checkpoint"] == 2
 
 
 def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
@@ -499,7 +507,7 @@ def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     assert counts == Counter({
-        "download_checkpoint": 3 + 3 * 2, "probe": len(PAIR_PROTOCOLS) * 9, "probe_deletion": 3,
+        "download_checkpoint": 3 + 3 * 2, "probe_checkpoint": 3, "probe_checkpoint_without_deletion": 6,
         "aggregate_results": 1, "plot_gap_trajectory": 1, "plot_ratio_by_distance": 1, "plot_heatmaps": 3,
         "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "render_table": 2, "summarise_scorecard": 1, "all": 1})
     result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",

@@ -26,7 +26,7 @@ def test_failing_download_does_not_stop_independent_jobs(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path),
          "--replace-workflow-config", "--configfile", str(cfg), "--cores", "2", "--keep-going", "--retries", "0",
-         "--set-threads", "probe=1", "probe_deletion=1"],
+         "--set-threads", "probe_checkpoint=1", "probe=1"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]

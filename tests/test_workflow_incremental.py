@@ -29,11 +29,6 @@ def scheduled_jobs(output: str) -> list[tuple[str, str]]:
     return jobs
 
 
-def probe_rule(protocol: str) -> str:
-    """The rule whose job writes a protocol's probe table."""
-    return "probe_deletion" if protocol == "deletion" else "probe"
-
-
 def dry_run(tree, configfile=SMOKE_CONFIG) -> list[tuple[str, str]]:
     proc = run_demo(tree, configfile, extra=("--dry-run",))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -56,12 +51,12 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
     configfile.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the order of the models as in the file
     jobs = dry_run(demo_run, configfile)
     counts = Counter(rule for rule, _ in jobs)
-    # the new checkpoint's probes (its weight-changing protocols too), each once, and nothing else that touches
-    # a model
+    # the new checkpoint's probes, each once, and nothing else that touches a model: one job for the protocols
+    # that change no weights (its first output: replacement's file), one per weight-changing protocol
     weight_protocols = demo.get("weight_protocols", [])
-    protocols = ("replacement", "interchange", "deletion", *weight_protocols)
-    probes = {out for rule, out in jobs if rule in ("probe", "probe_deletion")}
-    assert probes == {f"results/probes/pythia-demo/{new}/{p}.parquet" for p in protocols}
+    probes = sorted((rule, out) for rule, out in jobs if rule in ("probe_checkpoint", "probe"))
+    assert probes == sorted([("probe_checkpoint", f"results/probes/pythia-demo/{new}/replacement.parquet")]
+                            + [("probe", f"results/probes/pythia-demo/{new}/{p}.parquet") for p in weight_protocols])
     # then the aggregate, and every figure drawn from it (its input changed): the existing ones once each
     # plus the new checkpoint's heatmap and deletion-vs-BI figure
     table_figures = figures_of_table(demo_run, {"plot_heatmaps": "heatmaps", "plot_deletion_vs_bi": "deletion_vs_bi",
@@ -72,9 +67,8 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
                                                 # drawn from the relevance statistics, which use the table's BI
                                                 "plot_relevance_confusion": "relevance_confusion"})
     # render_table: the HTML view of the aggregate (and of the relevance statistics, below)
-    # rule probe runs every protocol but deletion, whose job (it also writes the representation file) is its own
-    expected = Counter(probe_rule(p) for p in protocols) + Counter({"aggregate_results": 1, "render_table": 1,
-                                                                       "all": 1, "summarise_scorecard": 1})
+    expected = Counter(rule for rule, _ in probes) + Counter({"aggregate_results": 1, "render_table": 1,
+                                                              "all": 1, "summarise_scorecard": 1})
     expected += table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
     if weight_protocols:
         expected += Counter({"plot_weight_protocols": 1})
@@ -93,8 +87,10 @@ def test_a_deleted_probe_table_is_rebuilt(demo_run):
         jobs = dry_run(demo_run)
     finally:
         aside.rename(probe)
-    assert ("probe", "results/probes/llama-demo/step60/interchange.parquet") in jobs
-    assert [rule for rule, _ in jobs if rule.startswith(("probe", "train_", "build_"))] == ["probe"]
+    # the checkpoint's one job for the protocols that change no weights writes it again (its first output:
+    # replacement's file)
+    assert ("probe_checkpoint", "results/probes/llama-demo/step60/replacement.parquet") in jobs
+    assert [rule for rule, _ in jobs if rule.startswith(("probe", "train_", "build_"))] == ["probe_checkpoint"]
     assert dry_run(demo_run) == []  # the tree is finished again
 
 
@@ -115,7 +111,7 @@ def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
     assert {rule: counts[rule] for rule in expected} == expected, counts
     gpu = r"^\s+(\*\*engine_job\([^)]*)?gpu=(1|job_gpus)\)?,?$"  # gpu=... alone or in the engine_job resources
     gpu_rules = {rule for rule, block in rule_blocks() if re.search(gpu, block, re.M)}
-    assert {"probe", "probe_deletion", "prune_layers"} <= gpu_rules  # the parser finds them
+    assert {"probe_checkpoint", "probe", "prune_layers"} <= gpu_rules  # the parser finds them
     assert not gpu_rules & set(counts), counts
     # only statistics of the aggregates (their rules aggregate_*, summarise_*), figures drawn from them and the
     # HTML views of the changed tables (render_table)

@@ -24,7 +24,7 @@ from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, 
 from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
-from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
+from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with
 from swapkl.config.targets import final_outputs
 from swapkl.config.validation import invalid_config_message, validate_config
 
@@ -78,6 +78,8 @@ def check_hub_access(dag):
 
 get_probe_pairs = PLAN.probe_pairs
 probe_protocols = PLAN.probe_protocols
+checkpoint_protocols = PLAN.checkpoint_protocols
+checkpoint_models = PLAN.checkpoint_models
 get_all_probe_files = PLAN.all_probe_files
 get_all_repr_files = PLAN.all_repr_files
 get_pair_sets = PLAN.pair_sets
@@ -90,6 +92,7 @@ get_metadata = PARAMS.metadata
 get_demo_settings = PARAMS.demo_settings
 get_save_steps = PARAMS.save_steps
 get_progress_path = PARAMS.progress_path
+get_checkpoint_progress_paths = PARAMS.checkpoint_progress_paths
 
 # --------------------------------------------------------------------------------------------------- pruning
 

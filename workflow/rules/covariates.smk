@@ -1,30 +1,7 @@
 # What explains the protocol gap (exploratory): per-pair covariates of every checkpoint of a model with
-# `covariates: true` (one engine job each, on the probe windows and pair set), joined with the aggregate's
-# per-pair gaps, their rank correlations with the gaps, and one figure.
-
-
-rule measure_covariates:
-    input:
-        unpack(get_probe_inputs),
-    output:
-        covariate_file("{model}", "{revision}"),
-    params:
-        checkpoint=get_checkpoint_dir,
-        pairs=lambda wildcards: get_probe_pairs(wildcards.model),
-        data=get_probe_data,
-        **model_settings("dtype", "batch_size"),
-        metadata=get_metadata,
-    log:
-        "logs/{model}/{revision}/measure_covariates.log",
-    benchmark:
-        "benchmarks/{model}/{revision}/measure_covariates.tsv"
-    threads: 1
-    resources:
-        **engine_job(4, gpu=1),
-    conda:
-        "../../envs/torch.yaml"
-    script:
-        "../scripts/measure_covariates.py"
+# `covariates: true` (measured by the checkpoint's probe job, on its windows, pair set and load: rule
+# probe_checkpoint_with_covariates, probe.smk), joined with the aggregate's per-pair gaps, their rank correlations
+# with the gaps, and one figure.
 
 
 rule aggregate_covariates:

@@ -62,6 +62,11 @@ class RuleParams:
         """The resume file of a probe protocol's jobs, as a function of the wildcards."""
         return lambda wildcards: progress_file(wildcards.model, wildcards.revision, protocol)
 
+    def checkpoint_progress_paths(self, wildcards) -> dict[str, str]:
+        """The resume file of each protocol of the checkpoint's probe_checkpoint job (each its own job's)."""
+        return {protocol: self.progress_path(protocol)(wildcards)
+                for protocol in self.plan.checkpoint_protocols(wildcards.model)}
+
     # ------------------------------------------------------------------------------------------- pruning
 
     def prune_settings(self, model: str) -> dict:

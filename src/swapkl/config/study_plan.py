@@ -20,6 +20,11 @@ from swapkl.probes.protocols import protocol_names, weight_protocol_names
 PROBE_PROTOCOLS = tuple(p for p in protocol_names() if p not in weight_protocol_names())
 
 
+def checkpoint_protocols_with(deletion: bool) -> list[str]:
+    """The protocols that change no weights, of a model with deletion on or off."""
+    return [p for p in PROBE_PROTOCOLS if deletion or p != "deletion"]
+
+
 class StudyPlan:
     """``cfg``: the validated config with seed families expanded; ``families``: those families
     (:func:`swapkl.config.validation.validate_config` returns both)."""
@@ -73,8 +78,18 @@ class StudyPlan:
 
     def probe_protocols(self, model: str) -> list[str]:
         """The protocols that change no weights (deletion unless switched off), then the model's weight-changing ones."""
-        cfg = self.models[model]
-        return [p for p in PROBE_PROTOCOLS if p != "deletion" or cfg["deletion"]] + list(cfg["weight_protocols"])
+        return self.checkpoint_protocols(model) + list(self.models[model]["weight_protocols"])
+
+    def checkpoint_protocols(self, model: str) -> list[str]:
+        """The protocols that change no weights (deletion unless switched off): one job per checkpoint measures
+        them all, sharing each batch's base pass (rule probe_checkpoint)."""
+        return checkpoint_protocols_with(self.models[model]["deletion"])
+
+    def checkpoint_models(self, deletion: bool, covariates: bool) -> list[str]:
+        """Enabled models with deletion and covariates on or off as given: the rule of their checkpoints' probe job
+        (whose outputs are deletion's and the representation file, the covariate file, or not)."""
+        return [model for model in self.enabled_models()
+                if (self.models[model]["deletion"], self.models[model]["covariates"]) == (deletion, covariates)]
 
     def all_probe_files(self) -> list[str]:
         return [layout.probe_file(m, r, p) for m, r in self.checkpoints() for p in self.probe_protocols(m)]

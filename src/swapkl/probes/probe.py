@@ -1,4 +1,5 @@
-"""``run_probe``: one checkpoint, one set of windows -> one long-format Parquet file.
+"""``run_probe``: one checkpoint, one set of windows -> one long-format Parquet file (or one per protocol, sharing
+one base pass).
 
 Output schema (one row per measurement): :data:`swapkl.tables.schemas.PROBE_SCHEMA`, documented in the
 README. Representation metrics (BI, angular distance) go to a second file
@@ -12,7 +13,9 @@ import hashlib
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +36,7 @@ from swapkl.probes.protocols import build_variants, head_protocol_names, parse_p
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.probes.resume import ProgressLog, is_progress_file
 from swapkl.probes.residual_stream import representation_sums
+from swapkl.stats.covariates import covariate_table
 from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA
 from swapkl.model.batch_loop import BASE, sweep, window_batches
 
@@ -63,15 +67,27 @@ def _stats_dict(s: SeqStats) -> dict:
     return {k: getattr(s, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens")}
 
 
-def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("replacement", "interchange", "deletion"),
+def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None = None,
+              protocols=("replacement", "interchange", "deletion"),
               pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
               batch_size: int = 8, repr_out: str | None = None,
-              progress_path: str | None = None, metadata: dict | None = None, allow_pickle: bool = False,
+              progress_path: str | Mapping[str, str] | None = None, metadata: dict | None = None,
+              allow_pickle: bool = False,
               trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
               compute_dtype: str | None = None, rope_scaling: str = "config",
               kl_options: KLOptions | None = None, rope: str = "on",
-              placement: dict | None = None) -> None:
+              placement: dict | None = None, covariates_out: str | None = None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
+
+    ``out``: one Parquet file of every protocol, or ``{protocol: file}`` (its keys are the protocols): one file
+    per protocol, each what a run of that protocol alone writes (rows, provenance), from one sweep whose base
+    pass serves them all. Then ``progress_path``, if given, is ``{protocol: file}`` too (the resume file of that
+    protocol's run alone), and ``repr_out`` goes with deletion's file (with the first protocol's without
+    deletion).
+    ``covariates_out``: also write the per-pair covariates of ``pairs`` here (what
+    :func:`swapkl.stats.covariates.run_covariates` writes), measured on this load of the checkpoint where it is their
+    own (RoPE on, transformers' defaults: no ``compute_dtype``, ``rope_scaling`` or ``placement``), on a load of
+    their own otherwise.
 
     ``kl_options`` (:class:`swapkl.model.kl.KLOptions`: last-token KL, clamping, per-prompt averaging; default the
     clean KL) is recorded in the provenance as ``kl_options``.
@@ -97,7 +113,8 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     layers = _parse_layers(layers)
     if rope not in ("on", "off"):
         raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
-    _check_paths(out, repr_out, progress_path, data)
+    outputs = _outputs(protocols, out, progress_path, repr_out)
+    _check_paths(outputs, covariates_out, data)
     metadata = dict(metadata or {})
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
@@ -110,43 +127,83 @@ def run_probe(model: str, out: str, *, revision: str | None = None, protocols=("
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     label = metadata.pop("model", None) or loaded.model_id
-    measured = _measured_variants(engine, protocols, pairs, layers, label)
-    variants = [BASE] + measured
+    measured = [_measured_variants(engine, o.protocols, pairs, layers, label) for o in outputs]
     rev = metadata.pop("revision", None) or loaded.revision or "main"
-    prov = provenance.build(loaded, windows, protocols=protocols, pairs=pairs,
-                            batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
-                            layers=layers, rope=rope, kl_options=kl_options.as_dict(), **metadata)
-    fp = _fingerprint(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
-                      tokens=windows.sha256, variants=[v.key for v in variants], kl=kl_options.as_dict(),
-                      dtype=dtype, compute_dtype=compute_dtype, rope_scaling=rope_scaling,
-                      device=loaded.device, batch_size=batch_size, chunk=chunk_tokens, rope=rope,
-                      repr=repr_out is not None, versions=provenance.software_versions())
-    plog = ProgressLog(progress_path, fp)
+    settings = dict(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
+                    tokens=windows.sha256, kl=kl_options.as_dict(), dtype=dtype, compute_dtype=compute_dtype,
+                    rope_scaling=rope_scaling, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
+                    rope=rope, versions=provenance.software_versions())
+    plogs = [ProgressLog(o.progress_path, _fingerprint(**settings, variants=[v.key for v in [BASE] + m],
+                                                       repr=o.repr_out is not None))
+             for o, m in zip(outputs, measured)]
     batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
-    results, repr_parts = _measure(engine, loaded.device, batches, measured, plog, repr_out is not None,
-                                   f"probe {label}@{rev}")
+    results, repr_parts = _measure(engine, loaded.device, batches, measured, plogs,
+                                   [o.repr_out is not None for o in outputs], f"probe {label}@{rev}")
 
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
-    table = pa.Table.from_pylist([_row(v, results[v.key], meta, kl_options) for v in variants], schema=PROBE_SCHEMA)
-    outputs = [(table, out, prov)]
-    if repr_out is not None:
-        rows = _repr_rows(repr_parts, meta)
-        outputs.append((pa.Table.from_pylist(rows, schema=REPR_SCHEMA), repr_out, prov))
-    write_parquets(outputs)  # both or neither: a failed --repr-out leaves no --out behind
-    plog.close(remove=True)
-    log.info("wrote %s (%d variants, %d sequences, %d tokens)", out, len(variants), windows.input_ids.shape[0],
-             windows.n_tokens)
+    files = []
+    for o, variants, result in zip(outputs, measured, results):
+        prov = provenance.build(loaded, windows, protocols=o.protocols, pairs=pairs,
+                                batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
+                                layers=layers, rope=rope, kl_options=kl_options.as_dict(), **metadata)
+        rows = [_row(v, result[v.key], meta, kl_options) for v in [BASE] + variants]
+        files.append((pa.Table.from_pylist(rows, schema=PROBE_SCHEMA), o.out, prov))
+        if o.repr_out is not None:
+            files.append((pa.Table.from_pylist(_repr_rows(repr_parts, meta), schema=REPR_SCHEMA), o.repr_out, prov))
+    if covariates_out is not None:  # on this load where it is the covariates' own (see above)
+        own = compute_dtype is None and rope_scaling == "config" and not placement and rope == "on"
+        covariate_model = loaded if own else load_model(model, revision, dtype=dtype, device=device,
+                                                        allow_pickle=allow_pickle, trust_remote_code=trust_remote_code,
+                                                        need_tokenizer=data.tokens is None)
+        table, made_from = covariate_table(covariate_model, windows, pairs=pairs, data=data, batch_size=batch_size,
+                                           metadata=dict(metadata, model=label, revision=rev))
+        files.append((table, covariates_out, made_from))
+    write_parquets(files)  # all or none: a failed --repr-out leaves no --out behind
+    for plog in plogs:
+        plog.close(remove=True)
+    for o, variants in zip(outputs, measured):
+        log.info("wrote %s (%d variants, %d sequences, %d tokens)", o.out, len(variants) + 1,
+                 windows.input_ids.shape[0], windows.n_tokens)
 
 
-def _check_paths(out: str, repr_out: str | None, progress_path: str | None, data: DataSpec) -> None:
-    """The job's files are distinct, its outputs writable and its progress file one (fails before the run)."""
-    require_distinct({"`out`": out, "`repr_out`": repr_out, "`progress_path`": progress_path},
+@dataclass(frozen=True)
+class _Output:
+    """One probe file: the protocols it holds, its resume file and the representation file written with it."""
+
+    protocols: list[str]
+    out: str
+    progress_path: str | None
+    repr_out: str | None
+
+
+def _outputs(protocols: list[str], out, progress_path, repr_out: str | None) -> list[_Output]:
+    """The files of ``run_probe``'s ``out`` (one path, or ``{protocol: path}``), with their resume files."""
+    if not isinstance(out, Mapping):
+        if isinstance(progress_path, Mapping):
+            raise SwapKLError("progress_path is one file per protocol, but out is one file: give one of each")
+        return [_Output(protocols, out, progress_path, repr_out)]
+    if parse_protocols(list(out)) != protocols:
+        raise SwapKLError(f"out names the protocols {', '.join(out)}, not the ones measured: {', '.join(protocols)}")
+    progress = {} if progress_path is None else progress_path
+    if not isinstance(progress, Mapping) or not set(progress) <= set(protocols):
+        raise SwapKLError("progress_path: one file per protocol of out ({protocol: file}), as out")
+    with_repr = "deletion" if "deletion" in protocols else protocols[0]
+    return [_Output([p], out[p], progress.get(p), repr_out if p == with_repr else None) for p in protocols]
+
+
+def _check_paths(outputs: list[_Output], covariates_out: str | None, data: DataSpec) -> None:
+    """The job's files are distinct, its outputs writable and its progress files ones (fails before the run)."""
+    named = lambda option, o: f"`{option}`" if len(outputs) == 1 else f"`{option}[{o.protocols[0]}]`"  # noqa: E731
+    files = [(named(option, o), path) for o in outputs
+             for option, path in (("out", o.out), ("repr_out", o.repr_out), ("progress_path", o.progress_path))]
+    require_distinct(files + [("`covariates_out`", covariates_out)],
                      {"`data.tokens`": data.tokens, "`data.text_file`": data.text_file})
-    for path in (out, repr_out):  # fail before the computation, not after it
-        if path is not None:
+    for path in [covariates_out] + [path for o in outputs for path in (o.out, o.repr_out)]:
+        if path is not None:  # fail before the computation, not after it
             check_writable(path)
-    if progress_path:
-        replaceable(progress_path, "progress file", is_progress_file)
+    for o in outputs:
+        if o.progress_path:
+            replaceable(o.progress_path, "progress file", is_progress_file)
 
 
 def _measured_variants(engine: ProbeEngine, protocols: list[str], pairs: str, layers: list[int] | None,
@@ -164,33 +221,48 @@ def _measured_variants(engine: ProbeEngine, protocols: list[str], pairs: str, la
     return measured
 
 
-def _measure(engine: ProbeEngine, device, batches, measured: list[Variant], plog: ProgressLog, want_repr: bool,
-             desc: str) -> tuple[dict[str, list[dict]], list[dict]]:
-    """Every (batch, variant) result, and the representation sums of each batch when ``want_repr``: taken over
-    from the progress log where it has them, computed (and added to it) otherwise."""
-    need_repr = lambda b: want_repr and plog.get(b, "repr") is None  # noqa: E731
+def _measure(engine: ProbeEngine, device, batches, measured: list[list[Variant]], plogs: list[ProgressLog],
+             want_repr: list[bool], desc: str) -> tuple[list[dict[str, list[dict]]], list[dict]]:
+    """Per output file (its variants, progress log, whether it wants the representation sums): every (batch,
+    variant) result, and the representation sums of each batch where one wants them. Taken over from the
+    progress logs where they have them, computed (and added to them) otherwise, in one sweep whose base pass
+    serves every file."""
+    owner = {v.key: plog for variants, plog in zip(measured, plogs) for v in variants}
+    bases = list(zip(plogs, want_repr))
+    need_repr = lambda b, plog, want: want and plog.get(b, "repr") is None  # noqa: E731
 
     def done(b: int, v: Variant) -> bool:
-        return plog.get(b, v.key) is not None and not (v is BASE and need_repr(b))
+        if v is BASE:
+            return all(plog.get(b, BASE.key) is not None and not need_repr(b, plog, want) for plog, want in bases)
+        return owner[v.key].get(b, v.key) is not None
 
-    variants = [BASE] + measured
     computed = 0
     try:
-        for m in sweep(engine, batches, measured, device=device, done=done, desc=desc):
-            if m.variant is BASE and need_repr(m.index):
+        for m in sweep(engine, batches, [v for variants in measured for v in variants], device=device, done=done,
+                       desc=desc):
+            if m.variant is BASE and any(need_repr(m.index, plog, want) for plog, want in bases):
                 sums = representation_sums(m.state.residuals, m.state.valid)
-                plog.add(m.index, "repr", {"repr": {f"{k}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
-                                                    for (k, l, n), (s, c) in sums.items()}})
-                computed += 1
-            if plog.get(m.index, m.variant.key) is None:
-                plog.add(m.index, m.variant.key, _stats_dict(engine.seq_stats(m.state, m.kl, m.nll)))
-                computed += 1
-        results = {v.key: [plog.get(b, v.key) for b in range(len(batches))] for v in variants}
-        repr_parts = [plog.get(b, "repr")["repr"] for b in range(len(batches))] if want_repr else []
+                record = {"repr": {f"{k}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
+                                   for (k, l, n), (s, c) in sums.items()}}
+                for plog, want in bases:
+                    if need_repr(m.index, plog, want):
+                        plog.add(m.index, "repr", record)
+                        computed += 1
+            stats = None  # computed once, for every file that lacks it (the base result: each file)
+            for plog in plogs if m.variant is BASE else [owner[m.variant.key]]:
+                if plog.get(m.index, m.variant.key) is None:
+                    stats = stats or _stats_dict(engine.seq_stats(m.state, m.kl, m.nll))
+                    plog.add(m.index, m.variant.key, stats)
+                    computed += 1
+        results = [{v.key: [plog.get(b, v.key) for b in range(len(batches))] for v in [BASE] + variants}
+                   for variants, plog in zip(measured, plogs)]
+        repr_parts = [plog.get(b, "repr")["repr"] for plog, want in bases if want for b in range(len(batches))]
     finally:
-        plog.close()
+        for plog in plogs:
+            plog.close()
+    total = sum(len(batches) * (len(variants) + 1 + want) for variants, want in zip(measured, want_repr))
     log.info("computed %d of %d (batch, variant) results; %d taken over from the progress file",
-             computed, len(batches) * (len(variants) + want_repr), plog.n_resumed)
+             computed, total, sum(plog.n_resumed for plog in plogs))
     return results, repr_parts
 
 

@@ -19,9 +19,9 @@ from swapkl.recovery.heal import HealSettings, TrainText, settings_from
 @dataclass(frozen=True, kw_only=True)
 class ProbeJob(ForwardJob):
     """:func:`swapkl.probes.probe.run_probe` of one checkpoint (``data``, ``kl_options``: objects or their
-    dicts)."""
+    dicts; ``out`` and ``progress_path``: one file, or ``{protocol: file}`` for one file per protocol)."""
 
-    out: str
+    out: str | dict[str, str]
     data: DataSpec
     protocols: tuple[str, ...] = ("replacement", "interchange", "deletion")
     pairs: str = "adjacent"
@@ -29,7 +29,8 @@ class ProbeJob(ForwardJob):
     rope: str = "on"
     kl_options: KLOptions | None = None
     repr_out: str | None = None
-    progress_path: str | None = None
+    progress_path: str | dict[str, str] | None = None
+    covariates_out: str | None = None
 
     def __post_init__(self):
         self.coerce("data", DataSpec)

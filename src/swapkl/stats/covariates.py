@@ -202,16 +202,31 @@ def run_covariates(model: str, out: str, *, revision: str | None = None, pairs: 
                    dtype: str = "float32", device: str = "auto", batch_size: int = 8,
                    metadata: dict | None = None, allow_pickle: bool = False, trust_remote_code: bool = False) -> None:
     """Measure the covariates of every pair of ``pairs`` on one checkpoint's windows and write ``out``."""
-    parse_pair_set(pairs)
-    require_int("batch_size", batch_size, 1)
+    check_covariate_options(pairs, batch_size)
     require_device(device)
     check_spec(data)
     check_writable(out)
-    metadata = dict(metadata or {})
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None)
+    table, prov = covariate_table(loaded, load_windows(data, loaded.tokenizer), pairs=pairs, data=data,
+                                  batch_size=batch_size, metadata=metadata)
+    write_parquet(table, out, prov)
+    log.info("wrote %s (%d pairs)", out, table.num_rows)
+
+
+def check_covariate_options(pairs: str, batch_size: int) -> None:
+    """The options of a covariate measurement that can be checked before a model is loaded."""
+    parse_pair_set(pairs)
+    require_int("batch_size", batch_size, 1)
+
+
+def covariate_table(loaded, windows, *, pairs: str, data, batch_size: int = 8,
+                    metadata: dict | None = None) -> tuple[pa.Table, dict]:
+    """The covariates of every pair of ``pairs`` on a loaded checkpoint (as :func:`swapkl.model.loading.load_model`
+    loads it by default) and its ``windows`` of ``data``: the table and provenance that :func:`run_covariates`
+    writes. The probe job of a checkpoint measures them on its own load (:func:`swapkl.probes.probe.run_probe`)."""
+    metadata = dict(metadata or {})
     engine = ProbeEngine(loaded.model)
-    windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     label = metadata.pop("model", None) or loaded.model_id
     rev = metadata.pop("revision", None) or loaded.revision or "main"
@@ -224,5 +239,5 @@ def run_covariates(model: str, out: str, *, revision: str | None = None, pairs: 
     table = pa.Table.from_pylist([meta | r for r in rows], schema=COVARIATE_FILE_SCHEMA)
     prov = provenance.build(loaded, windows, pairs=pairs, batch_size=batch_size, data_spec=data.as_dict(),
                             model=label, revision_label=rev, attention="eager", **metadata)
-    write_parquet(table, out, prov)
-    log.info("wrote %s (%d pairs, %d windows)", out, len(rows), len(windows.input_ids))
+    log.info("measured the covariates of %d pairs on %d windows", len(rows), len(windows.input_ids))
+    return table, prov

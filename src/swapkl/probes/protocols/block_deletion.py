@@ -1,5 +1,5 @@
 """``deletion``: block i is skipped and the residual stream passes through; one variant per block, whatever the
-pair set. (In the workflow its job also writes the representation baselines: rule ``probe_deletion``.)"""
+pair set. (In the workflow its file comes with the representation baselines: rule ``probe_checkpoint``.)"""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ In the style of lm-evaluation-harness's registries: a protocol is one module in 
 variants and calls :func:`register` with a :class:`Protocol`. Everything that names protocols reads them from
 here: the variants a probe measures (:func:`build_variants`), the checks and row order of the aggregate
 (:mod:`swapkl.probes.aggregate_inputs`, :mod:`swapkl.probes.aggregate`), the choices and help of
-``swapkl probe``, the config check of ``weight_protocols`` and the workflow's probe rule (its wildcard and
-runtime). Importing :mod:`swapkl.probes.protocols` imports every module of the folder, so a protocol module
-cannot be forgotten.
+``swapkl probe``, the config check of ``weight_protocols`` and the workflow's probe rules (the ``probe``
+wildcard of the weight-changing ones, the outputs of ``probe_checkpoint``, their runtimes). Importing
+:mod:`swapkl.probes.protocols` imports every module of the folder, so a protocol module cannot be forgotten.
 
 Pure: the standard library and :mod:`swapkl.probes.pairs` only (the workflow reads it where torch is absent).
 """
