@@ -6,7 +6,7 @@ from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
-from swapkl.probes.probe_jobs import AggregateJob
+from swapkl.probes.aggregate import AggregateJob
 
 
 def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:

@@ -9,8 +9,9 @@ from swapkl.commands.heal_command import add_heal_arguments, heal_settings, trai
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
+from swapkl.probes.disagreement import DisagreementJob
 from swapkl.probes.healed import SELECTIONS
-from swapkl.probes.probe_jobs import DisagreementJob, HealedProbeJob
+from swapkl.probes.probe_jobs import HealedProbeJob
 
 
 def add_parser(sub) -> None:

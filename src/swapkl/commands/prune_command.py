@@ -25,8 +25,9 @@ from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
 from swapkl.pruning.perplexity import TEXT_PREPS, EvalSpec
-from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
+from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.table import AggregatePruningJob
 from swapkl.tables.schemas import read_agreement, read_pruning
 
 
