@@ -23,16 +23,16 @@ from swapkl.demo.tokenizer import train_demo_tokenizer
 from swapkl.demo.train import train_demo_model
 from swapkl.model.kl import KLOptions
 from swapkl.model.model_job import default
-from swapkl.probes.aggregate import aggregate
+from swapkl.probes.aggregate import AggregateJob, aggregate
 from swapkl.probes.healed import run_healed_probe
 from swapkl.probes.probe import run_probe
-from swapkl.probes.disagreement import run_test_agreement
-from swapkl.probes.probe_jobs import AggregateJob, DisagreementJob, HealedProbeJob, ProbeJob
+from swapkl.probes.disagreement import DisagreementJob, run_test_agreement
+from swapkl.probes.probe_jobs import HealedProbeJob, ProbeJob
 from swapkl.pruning.perplexity import EvalSpec
 from swapkl.pruning.prune import run_pruning
-from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
+from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection import SelectionOptions
-from swapkl.pruning.table import aggregate_pruning
+from swapkl.pruning.table import AggregatePruningJob, aggregate_pruning
 from swapkl.recovery.heal import TrainText, settings_from
 from swapkl.relevance.accrel import run_relevance
 from swapkl.relevance.relevance_jobs import RelevanceJob

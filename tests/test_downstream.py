@@ -29,7 +29,8 @@ from swapkl.export import export_checkpoint
 from swapkl.model.loading import load_model
 from swapkl.recovery.heal import HealSettings, TrainText
 from swapkl.recovery.recovery_table import heal_loaded
-from swapkl.relevance.downstream import AVERAGE, aggregate_downstream, run_downstream
+from swapkl.relevance.downstream import AVERAGE, run_downstream
+from swapkl.tables.combine import aggregate_downstream
 from swapkl.tables.schemas import DOWNSTREAM_SCHEMA, read_downstream
 
 N = 3

@@ -142,7 +142,8 @@ def test_the_workflow_tables_match_brute_force_and_combine(tmp_path, tiny):
     and the combined table refusing two files of one checkpoint."""
     from swapkl.data.windows import DataSpec
     from swapkl.errors import SwapKLError
-    from swapkl.pruning.search_cost import combine_optimal_search, run_optimal_search
+    from swapkl.pruning.search_cost import run_optimal_search
+    from swapkl.tables.combine import combine_optimal_search
 
     model, w = tiny
     model.save_pretrained(tmp_path / "m")

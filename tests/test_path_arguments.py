@@ -122,7 +122,7 @@ def run(monkeypatch, capsys):
         parser = cli.build_parser()
         for _, leaf in leaves(parser):
             leaf.set_defaults(func=lambda args: calls.append(args) or (stub and stub(args)))
-        monkeypatch.setattr(cli, "build_parser", lambda: parser)
+        monkeypatch.setattr(cli, "build_parser", lambda load=None: parser)
         capsys.readouterr()
         code = cli.main(argv)
         err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("swapkl: error:")]

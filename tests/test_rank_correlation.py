@@ -11,7 +11,7 @@ from scipy import stats
 
 from swapkl.pruning.agreement import compare
 from swapkl.stats.bootstrap import AgainstBase
-from swapkl.stats.rank_correlation import spearman, spearman_kendall
+from swapkl.stats.rank_correlation import average_ranks, spearman, spearman_kendall
 
 
 def _average_ranks(v: list[float]) -> list[float]:
@@ -44,6 +44,21 @@ def test_both_computations_equal_scipy_and_a_direct_loop():
         assert rho == pytest.approx(want, abs=1e-12) and float(spearman(x, y)) == pytest.approx(want, abs=1e-12)
         assert rho == float(stats.spearmanr(x, y).statistic)  # bit for bit: the agreement tables do not move
         assert tau == float(stats.kendalltau(x, y).statistic)
+
+
+
+@pytest.mark.parametrize("shape", [(7,), (1,), (4, 9), (3, 2, 6), (0,), (2, 0)])
+def test_average_ranks_are_scipys_bit_for_bit(shape):
+    rng = np.random.default_rng(sum(shape) + len(shape))
+    for trial in range(20):
+        x = rng.normal(size=shape)
+        if trial % 2:  # ties, within and across rows
+            x = np.round(x, 0)
+        if trial % 5 == 4 and x.size:  # a NaN in one row: that row ranks all NaN
+            x.reshape(-1, shape[-1])[0, 0] = np.nan
+        got, want = average_ranks(x), stats.rankdata(x, axis=-1)
+        assert got.shape == want.shape and got.dtype == np.float64
+        np.testing.assert_array_equal(got, want)
 
 
 def test_rows_are_independent_pairs():

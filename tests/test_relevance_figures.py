@@ -114,7 +114,7 @@ def test_pruned_set_rows_leave_the_statistics_and_figures_unchanged(tmp_path):
     import pyarrow as pa
 
     from swapkl.tables.parquet_io import write_parquet
-    from swapkl.relevance.accrel import aggregate_relevance
+    from swapkl.tables.combine import aggregate_relevance
     from swapkl.tables.schemas import RELEVANCE_SCHEMA, read_relevance
 
     t, agg = _table(), _aggregate()

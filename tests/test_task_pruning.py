@@ -23,7 +23,8 @@ from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.model.engine import ProbeEngine
 from swapkl.pruning.task_calibration import pooled_task_accuracy, probe_tables, task_calibration
-from swapkl.pruning.task_pruning import aggregate_task_pruning, main_budget, run_task_pruning
+from swapkl.pruning.task_pruning import main_budget, run_task_pruning
+from swapkl.pruning.task_tables import aggregate_task_pruning
 from swapkl.pruning.task_tables import calibration_table, gromov_curves, summary_rows, task_specific_table
 from swapkl.demo.split_tasks import split_demo_task
 from swapkl.relevance.task_splits import CALIBRATION, load_split, task_manager

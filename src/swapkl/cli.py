@@ -1,29 +1,32 @@
-"""The ``swapkl`` command line. Each subcommand lives in :mod:`swapkl.commands`."""
+"""The ``swapkl`` command line. Each subcommand lives in a module of :mod:`swapkl.commands`, named by
+:data:`swapkl.commands.COMMANDS` and imported only when its command is run (or the whole parser is built)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
+from collections.abc import Collection
 
 from swapkl import __version__
-from swapkl.commands import (
-    aggregate_command, construct_command, demo_command, downstream_command, export_command, figures_command,
-    heal_command,
-    healed_probe_command, paper_command, probe_command, provenance_command, prune_command, relevance_command,
-    scorecard_command, search_command, spans_command,
-)
+from swapkl.commands import COMMANDS
 from swapkl.commands.arguments import with_flags
 from swapkl.commands.paths import checked, leaf_parser
 from swapkl.errors import SwapKLError
 from swapkl.joblog import EXIT_BAD_INPUT, LOG_FORMAT, error_line
 
-COMMANDS = (probe_command, prune_command, export_command, heal_command, healed_probe_command, relevance_command,
-            aggregate_command, figures_command, provenance_command, demo_command, paper_command, scorecard_command,
-            spans_command, search_command, construct_command, downstream_command)
+
+def chosen(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` runs: its first word that is not an option (the top-level options take no value),
+    when it names one; None otherwise."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in COMMANDS else None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(load: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand; ``load``: the subcommands whose modules are imported (default: all),
+    the others get a parser with only their help line (enough for ``swapkl --help`` and its errors)."""
     parser = argparse.ArgumentParser(
         prog="swapkl",
         description="Protocol-dependent layer redundancy: replacement vs interchange KL probes, "
@@ -32,13 +35,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"swapkl {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS:
-        module.add_parser(sub)
+    modules = None if load is None else {COMMANDS[name].module for name in load}
+    for name, (module, help) in COMMANDS.items():
+        if name in sub.choices:  # added by its module with an earlier command
+            continue
+        if modules is None or module in modules:
+            importlib.import_module(f"swapkl.commands.{module}").add_parser(sub)
+        else:
+            sub.add_parser(name, help=help)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser([name] if (name := chosen(argv)) else [])
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format=LOG_FORMAT)
     try:

@@ -2,7 +2,7 @@
 results/test_agreement.parquet."""
 
 from swapkl.joblog import job_log
-from swapkl.recovery.recovery_table import concat_tables
+from swapkl.tables.combine import concat_tables
 
 with job_log(snakemake):
     concat_tables(list(snakemake.input.healed), snakemake.output.healed)

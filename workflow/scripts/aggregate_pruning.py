@@ -1,7 +1,7 @@
 """Rule aggregate_pruning: every prune_layers output -> results/pruning.parquet and the agreement table."""
 
 from swapkl.joblog import job_log
-from swapkl.pruning.prune_jobs import AggregatePruningJob
+from swapkl.pruning.table import AggregatePruningJob
 
 with job_log(snakemake):
     AggregatePruningJob(inputs=snakemake.input.pruning, out=snakemake.output.pruning,

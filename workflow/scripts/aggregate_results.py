@@ -1,7 +1,7 @@
 """Rule aggregate_results: all probe Parquets -> results/swapkl.parquet."""
 
 from swapkl.joblog import job_log
-from swapkl.probes.probe_jobs import AggregateJob
+from swapkl.probes.aggregate import AggregateJob
 
 with job_log(snakemake):
     AggregateJob(probe_files=snakemake.input.probes, repr_files=snakemake.input.representation,

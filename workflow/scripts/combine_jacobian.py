@@ -1,6 +1,6 @@
 """Rule combine_jacobian: the per-checkpoint Jacobian tables into results/jacobian.parquet."""
 
-from swapkl.studies.jacobian import combine_jacobian
+from swapkl.tables.combine import combine_jacobian
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

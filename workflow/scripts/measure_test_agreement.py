@@ -1,7 +1,7 @@
 """Rule measure_test_agreement: rank agreement between every test of one checkpoint."""
 
 from swapkl.joblog import job_log
-from swapkl.probes.probe_jobs import DisagreementJob
+from swapkl.probes.disagreement import DisagreementJob
 
 with job_log(snakemake):
     DisagreementJob(probe_files=snakemake.input.probes, out=snakemake.output[0],

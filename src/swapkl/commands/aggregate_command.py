@@ -6,7 +6,7 @@ from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
-from swapkl.probes.probe_jobs import AggregateJob
+from swapkl.probes.aggregate import AggregateJob
 
 
 def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
@@ -24,8 +24,7 @@ def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "aggregate", run, "combine probe Parquets into one dataset with pair statistics",
-                show_defaults=True)
+    p = command(sub, "aggregate", run, show_defaults=True)
     input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE", help="probe Parquet files")
     input_arg(p, "--repr", what="representation file", nargs="*", default=[], metavar="FILE",
                    help="representation (BI / angular distance) Parquet files")

@@ -10,6 +10,7 @@ import argparse
 import inspect
 import re
 
+from swapkl.commands import COMMANDS
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.data.windows import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
@@ -28,13 +29,14 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return text + " (default: %(default)s)"
 
 
-def command(sub, name: str, func, help: str, *, show_defaults: bool = False) -> argparse.ArgumentParser:
-    """The subcommand ``name`` that runs ``func(args)``; its description is ``func``'s docstring.
+def command(sub, name: str, func, *, show_defaults: bool = False) -> argparse.ArgumentParser:
+    """The subcommand ``name`` that runs ``func(args)``; its description is ``func``'s docstring, its help line
+    that of :data:`swapkl.commands.COMMANDS`.
 
     ``show_defaults`` appends every option's default to its help (otherwise the help says it where it matters).
     """
     fmt = DefaultsHelpFormatter if show_defaults else argparse.HelpFormatter
-    p = sub.add_parser(name, help=help, description=inspect.getdoc(func), formatter_class=fmt)
+    p = sub.add_parser(name, help=COMMANDS[name].help, description=inspect.getdoc(func), formatter_class=fmt)
     p.set_defaults(func=func)
     return p
 

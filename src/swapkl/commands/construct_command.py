@@ -10,8 +10,7 @@ from swapkl.relevance.construct import construct
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "construct", run_construct,
-                "build the snowball model (lowest-BI block critical) for a task and save it as a checkpoint")
+    p = command(sub, "construct", run_construct)
     input_arg(p, "--task", what="task file", required=True, metavar="TASK.yaml",
               help="multiple-choice task in lm-eval's format whose choices are single words (e.g. demo_next_word)")
     p.add_argument("--eps", type=float, default=0.01, help="BI of the critical block, in (0, 0.2] (default: 0.01)")

@@ -23,21 +23,18 @@ def _corpus_and_out(p) -> None:
 
 
 def add_parser(sub) -> None:
-    c = command(sub, "demo-corpus", run_corpus,
-                "build the offline demo corpus from Python's standard-library docstrings", show_defaults=True)
+    c = command(sub, "demo-corpus", run_corpus, show_defaults=True)
     output_arg(c, "--out", kind="dir", required=True, metavar="DIR", help="output directory")
     default_option(c, "--seed", build_corpus, "seed of the train/valid/test split")
     default_option(c, "--valid-fraction", build_corpus, "share of paragraphs in valid.txt")
     default_option(c, "--test-fraction", build_corpus, "share of paragraphs in test.txt")
 
-    t = command(sub, "demo-tokenizer", run_tokenizer,
-                "train the demo's byte-level BPE tokenizer on the corpus's train.txt", show_defaults=True)
+    t = command(sub, "demo-tokenizer", run_tokenizer, show_defaults=True)
     _corpus_and_out(t)
     default_option(t, "--vocab-size", train_demo_tokenizer, "vocabulary size, special tokens included")
     default_option(t, "--min-frequency", train_demo_tokenizer, "minimum count of a merged pair")
 
-    m = command(sub, "demo-train", run_train,
-                "train a tiny causal LM from scratch with Pythia-like step{N} checkpoints", show_defaults=True)
+    m = command(sub, "demo-train", run_train, show_defaults=True)
     m.add_argument("--arch", required=True, choices=("gpt_neox", "llama", "qwen3"), help="model family")
     _corpus_and_out(m)
     input_arg(m, "--tokenizer", what="demo tokenizer", kind="dir", required=True, metavar="DIR", help="directory written by demo-tokenizer")
@@ -62,7 +59,7 @@ def add_parser(sub) -> None:
     m.add_argument("--max-positions", type=int, default=DemoSize.max_position_embeddings, help="max_position_embeddings")
     m.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all cores)")
 
-    k = command(sub, "demo-tasks", run_tasks, "build the demo's multiple-choice tasks from the demo corpus")
+    k = command(sub, "demo-tasks", run_tasks)
     _corpus_and_out(k)
     k.add_argument("--n-docs", type=int, default=200, help="documents per task (default: 200)")
     k.add_argument("--seed", type=int, default=0, help="seed of the documents' choice (default: 0)")

@@ -9,8 +9,7 @@ from swapkl.relevance.downstream_jobs import DownstreamJob
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "downstream", run,
-                "downstream task accuracy of a checkpoint, its pruned models (engine) and healed checkpoints")
+    p = command(sub, "downstream", run)
     add_model_arguments(p, label=True)
     add_placement_arguments(p)
     t = p.add_argument_group("tasks (at least one kind)")

@@ -10,7 +10,7 @@ from swapkl.export import export_checkpoint, parse_indices
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "export", run, "write a pruned / reordered checkpoint that loads with AutoModelForCausalLM")
+    p = command(sub, "export", run)
     add_model_arguments(p, engine=False, dtype_help="dtype of the written weights (default: float32)",
                         device_help="device of the verification: cpu, cuda, cuda:N or auto")
     what = p.add_mutually_exclusive_group(required=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from swapkl.commands import COMMANDS
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.figures.figure_registry import Figure, figures
@@ -89,7 +90,7 @@ def _kind(kinds, fig: Figure) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("figures", help="draw a figure (PNG + PDF)",
+    p = sub.add_parser("figures", help=COMMANDS["figures"].help,
                        description="Draw one figure of the report (any registered figure) from its results "
                                    "table(s). Each writes a PNG and a PDF, byte-identical on reruns.")
     kinds = p.add_subparsers(dest="figure", required=True, metavar="FIGURE")

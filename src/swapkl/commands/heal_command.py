@@ -49,7 +49,7 @@ def train_text(args):
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "heal", run, "fine-tune a (pruned) checkpoint briefly (LoRA by default), merged and verified")
+    p = command(sub, "heal", run)
     add_model_arguments(p, engine=False, device_help="cpu, cuda, cuda:N or auto (default)")
     add_heal_arguments(p)
     output_arg(p, "--out", what="healed checkpoint folder", kind="dir", required=True, metavar="DIR",

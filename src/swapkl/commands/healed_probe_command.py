@@ -9,12 +9,13 @@ from swapkl.commands.heal_command import add_heal_arguments, heal_settings, trai
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
+from swapkl.probes.disagreement import DisagreementJob
 from swapkl.probes.healed import SELECTIONS
-from swapkl.probes.probe_jobs import DisagreementJob, HealedProbeJob
+from swapkl.probes.probe_jobs import HealedProbeJob
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "healed-probe", run_healed, "heal selected variants toward the base model, KL after each step count")
+    p = command(sub, "healed-probe", run_healed)
     add_model_arguments(p, engine=False)
     p.add_argument("--batch-size", type=int, default=default(HealedProbeJob, "batch_size"),
                    help="probe windows per forward batch (default: %(default)s)")
@@ -34,7 +35,7 @@ def add_parser(sub) -> None:
     add_heal_arguments(p)
     add_data_arguments(p)
 
-    q = command(sub, "test-agreement", run_agreement, "rank agreement between every test of one checkpoint")
+    q = command(sub, "test-agreement", run_agreement)
     input_arg(q, "--probe-files", what="probe file", nargs="+", required=True, metavar="FILE",
               help="the checkpoint's probe tables")
     input_arg(q, "--repr-file", what="representation file", metavar="FILE", help="its representation table (BI, angular distance)")

@@ -8,7 +8,7 @@ from swapkl.paper.prompt_lists import PAPER_COMMIT, PAPER_REPO, PROMPT_LISTS, fe
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "fetch-paper-inputs", run, "write the paper's prompt lists (from its code) as JSON Lines")
+    p = command(sub, "fetch-paper-inputs", run)
     output_arg(p, "--out-dir", what="output folder", kind="dir", required=True, metavar="DIR", help="writes DIR/NAME.jsonl for each list")
     p.add_argument("--lists", nargs="+", metavar="NAME", choices=[x.name for x in PROMPT_LISTS],
                    help=f"which lists (default: all of {', '.join(x.name for x in PROMPT_LISTS)})")

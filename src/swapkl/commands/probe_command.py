@@ -20,7 +20,7 @@ from swapkl.probes.probe_jobs import ProbeJob
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "probe", run, "measure swap/deletion KL for one checkpoint")
+    p = command(sub, "probe", run)
     add_model_arguments(p, label=True)
     add_forward_arguments(p)
     add_placement_arguments(p)

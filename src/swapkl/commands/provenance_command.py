@@ -10,7 +10,7 @@ from swapkl.tables import provenance
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "provenance", run, "print the provenance of a swapkl Parquet file")
+    p = command(sub, "provenance", run)
     input_arg(p, "file", what="Parquet file", help="a Parquet file written by swapkl")
     p.add_argument("--json", action="store_true", help="print JSON instead of aligned text")
 

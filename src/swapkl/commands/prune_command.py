@@ -25,8 +25,9 @@ from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
 from swapkl.pruning.perplexity import TEXT_PREPS, EvalSpec
-from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
+from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.table import AggregatePruningJob
 from swapkl.tables.schemas import read_agreement, read_pruning
 
 
@@ -42,7 +43,7 @@ def _budgets(text: str) -> list[int]:
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "prune", run_prune, "prune one checkpoint by every guide and baseline; perplexity and KL cost")
+    p = command(sub, "prune", run_prune)
     p.description = prune_description()
     add_model_arguments(p, label=True)
     add_forward_arguments(p)
@@ -81,7 +82,7 @@ def add_parser(sub) -> None:
     output_arg(p, "--agreement-out", metavar="FILE.parquet", help="also write the guides' agreement statistics")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
-    a = command(sub, "aggregate-pruning", run_aggregate, "concatenate per-checkpoint pruning files")
+    a = command(sub, "aggregate-pruning", run_aggregate)
     input_arg(a, "--inputs", what="pruning file", nargs="+", required=True, metavar="FILE.parquet", help="per-checkpoint pruning files")
     input_arg(a, "--agreement-inputs", what="agreement file", nargs="*", default=[], metavar="FILE.parquet",
                    help="per-checkpoint agreement files")
@@ -90,7 +91,7 @@ def add_parser(sub) -> None:
                    help="bootstrap resamples for the CIs (default: %(default)s)")
     output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined pruning table")
 
-    f = command(sub, "plot-pruning", run_plot, "pruning figures (PNG + PDF)")
+    f = command(sub, "plot-pruning", run_plot)
     f.add_argument("kind", choices=["delta", "ir-panel", "ir-trajectory", "agreement", "rank-confusion"],
                    help="delta: delta PPL vs budget for one checkpoint; ir-panel: interchange- minus "
                         "replacement-guided cost vs budget, one line per model; ir-trajectory: the same vs training "

@@ -10,14 +10,13 @@ from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.figures import relevance_figure as fig
 from swapkl.model.model_job import default
-from swapkl.relevance.accrel import aggregate_relevance
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.relevance.relevance_stats import summarise_relevance
+from swapkl.tables.combine import aggregate_relevance
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "relevance", run,
-                "accuracy-based relevance of every block on tasks (engine: base + each deletion)")
+    p = command(sub, "relevance", run)
     add_model_arguments(p, label=True)
     add_placement_arguments(p)
     input_arg(p, "--tasks", what="task file", nargs="*", default=[], metavar="TASK.yaml", help="multiple-choice task files")
@@ -34,16 +33,16 @@ def add_parser(sub) -> None:
                    help="with --pruning: score only these guides' pruned models (default: every guide)")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
-    a = command(sub, "aggregate-relevance", run_aggregate, "concatenate per-checkpoint relevance files")
+    a = command(sub, "aggregate-relevance", run_aggregate)
     input_arg(a, "--inputs", what="relevance file", nargs="+", required=True, metavar="FILE.parquet", help="relevance files")
     output_arg(a, "--out", required=True, metavar="FILE.parquet", help="combined table")
 
-    st = command(sub, "relevance-stats", run_stats, "relevance against cosine (BI): Pearson R, misranking with chance levels, task dependence")
+    st = command(sub, "relevance-stats", run_stats)
     input_arg(st, "--input", what="relevance table", required=True, metavar="FILE.parquet", help="relevance table")
     input_arg(st, "--aggregate", what="aggregate", required=True, metavar="FILE.parquet", help="results/swapkl.parquet (BI rows)")
     output_arg(st, "--out", required=True, metavar="FILE.parquet", help="statistics table")
 
-    f = command(sub, "plot-relevance", run_plot, "relevance figures (PNG + PDF)")
+    f = command(sub, "plot-relevance", run_plot)
     f.add_argument("kind", choices=["cosine", "zscores", "confusion"],
                    help="cosine: cosine similarity vs AccRel per block; zscores: per-task z-scores of AccRel; "
                         "confusion: rank confusion of AccRel against cosine")

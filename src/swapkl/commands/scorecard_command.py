@@ -8,7 +8,7 @@ from swapkl.paper.scorecard import TABLES, write_scorecard
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "scorecard", run_scorecard, "one row per published number: swapkl's value and its status")
+    p = command(sub, "scorecard", run_scorecard)
     for name in TABLES:  # one option per registered table, e.g. --relevance-stats for relevance_stats
         input_arg(p, "--" + name.replace("_", "-"), what=f"{name.replace('_', ' ')} table", nargs="+",
                   metavar="FILE.parquet", help=f"the {name.replace('_', ' ')} result table, if it exists (several "

@@ -9,8 +9,7 @@ from swapkl.pruning.search_cost import run_optimal_search
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "optimal-search", run_search,
-                "exact removal-set search by calibration NLL, compared with greedy and beam")
+    p = command(sub, "optimal-search", run_search)
     add_model_arguments(p)
     add_data_arguments(p, prefix="calib-")
     p.add_argument("--budgets", type=_budgets, default=[1, 2, 3],

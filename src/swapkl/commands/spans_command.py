@@ -18,7 +18,7 @@ def _ints(text: str) -> list[int]:
 
 
 def add_parser(sub) -> None:
-    p = command(sub, "spans", run, "measure middle-span skip/reverse/shuffle/repeat/parallel KL for one checkpoint")
+    p = command(sub, "spans", run)
     add_model_arguments(p, label=True)
     add_placement_arguments(p)
     variants = ",".join(default(SpansJob, "variants"))

@@ -61,6 +61,7 @@ file its path, role and provenance as read from that file.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,7 @@ import pyarrow as pa
 
 from swapkl import __version__
 from swapkl.errors import SwapKLError
+from swapkl.model.model_job import Job
 from swapkl.hub.absence import split_absent
 from swapkl.hub.duplicate_revisions import Checkpoint, find_duplicates, revision_order
 from swapkl.probes.aggregate_checkpoint import checkpoint_rows, group_checkpoints
@@ -263,3 +265,22 @@ def probe_provenance(aggregate_path: str) -> dict[tuple[str, str], dict]:
         if item.get("role") == "probe":
             out.setdefault((item["model"], item["revision"]), item.get("provenance") or {})
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class AggregateJob(Job):
+    """:func:`swapkl.probes.aggregate.aggregate`: probe and representation files -> one table with bootstrap
+    CIs (``pair_sets``: model label -> its pair sets)."""
+
+    probe_files: tuple[str, ...]
+    repr_files: tuple[str, ...]
+    out: str
+    pair_sets: dict
+    n_boot: int = 1000
+    seed: int = 0
+
+    def __post_init__(self):
+        self.as_tuple("probe_files", "repr_files")
+
+    def run(self) -> None:
+        aggregate(**self.arguments())

@@ -19,6 +19,8 @@ max / min built on them) together, so the CIs are paired; accuracy relevance has
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -26,6 +28,7 @@ from swapkl.pruning.agreement import compare
 from swapkl.stats.rank_correlation import kendall, spearman
 from swapkl.stats.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
+from swapkl.model.model_job import Job
 from swapkl.options import require_int
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
@@ -190,3 +193,26 @@ def run_test_agreement(probe_files: list[str], out: str, *, repr_file: str | Non
     write_parquet(df, out, dict(provenance.software_versions(), inputs=inputs, n_boot=int(n_boot), seed=int(seed),
                                 ci_level=0.95, tests={k: v[0] for k, v in scores.tests.items()}))
     return df
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisagreementJob(Job):
+    """:func:`swapkl.probes.disagreement.run_test_agreement`: how much every test of one checkpoint disagrees
+    (``members``: seed family member -> its probe files)."""
+
+    probe_files: tuple[str, ...]
+    out: str
+    model: str | None = None
+    revision: str | None = None
+    repr_file: str | None = None
+    healed_file: str | None = None
+    relevance_file: str | None = None
+    members: dict | None = None
+    n_boot: int = 1000
+    seed: int = 0
+
+    def __post_init__(self):
+        self.as_tuple("probe_files")
+
+    def run(self):
+        return run_test_agreement(**self.arguments())

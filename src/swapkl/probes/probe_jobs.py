@@ -1,6 +1,7 @@
-"""Job descriptions of the probe stages: ``swapkl probe`` / rule probe_*, ``swapkl healed-probe`` / rule
-probe_healed, ``swapkl test-agreement`` / rule measure_test_agreement, ``swapkl aggregate`` / rule
-aggregate_results (see :mod:`swapkl.model.model_job`)."""
+"""Job descriptions of the probe stages that load a model: ``swapkl probe`` / rule probe_*, ``swapkl
+healed-probe`` / rule probe_healed (see :mod:`swapkl.model.model_job`). Those that only read the probe tables
+lie with their functions, without torch: :class:`swapkl.probes.aggregate.AggregateJob`,
+:class:`swapkl.probes.disagreement.DisagreementJob`."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from dataclasses import dataclass
 from swapkl.data.windows import DataSpec
 from swapkl.model.kl import KLOptions
 from swapkl.model.model_job import ForwardJob, Job
-from swapkl.probes.aggregate import aggregate
-from swapkl.probes.disagreement import run_test_agreement
 from swapkl.probes.healed import HEALED, run_healed_probe
 from swapkl.probes.probe import run_probe
 from swapkl.recovery.heal import HealSettings, TrainText, settings_from
@@ -72,45 +71,3 @@ class HealedProbeJob(Job):
 
     def run(self):
         return run_healed_probe(**self.arguments())
-
-
-@dataclass(frozen=True, kw_only=True)
-class AggregateJob(Job):
-    """:func:`swapkl.probes.aggregate.aggregate`: probe and representation files -> one table with bootstrap
-    CIs (``pair_sets``: model label -> its pair sets)."""
-
-    probe_files: tuple[str, ...]
-    repr_files: tuple[str, ...]
-    out: str
-    pair_sets: dict
-    n_boot: int = 1000
-    seed: int = 0
-
-    def __post_init__(self):
-        self.as_tuple("probe_files", "repr_files")
-
-    def run(self) -> None:
-        aggregate(**self.arguments())
-
-
-@dataclass(frozen=True, kw_only=True)
-class DisagreementJob(Job):
-    """:func:`swapkl.probes.disagreement.run_test_agreement`: how much every test of one checkpoint disagrees
-    (``members``: seed family member -> its probe files)."""
-
-    probe_files: tuple[str, ...]
-    out: str
-    model: str | None = None
-    revision: str | None = None
-    repr_file: str | None = None
-    healed_file: str | None = None
-    relevance_file: str | None = None
-    members: dict | None = None
-    n_boot: int = 1000
-    seed: int = 0
-
-    def __post_init__(self):
-        self.as_tuple("probe_files")
-
-    def run(self):
-        return run_test_agreement(**self.arguments())

@@ -44,7 +44,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from swapkl.stats.rank_correlation import spearman_kendall
 
@@ -136,6 +135,8 @@ def rank_statistics(x, y, *, exclude_boundary: bool = True) -> dict:
                severe_misranking=severe_rate, severe_offset=severe, **rank_chance(m, severe, exact, severe_rate))
     xs, ys = x[layers], y[layers]
     if not (np.all(xs == xs[0]) or np.all(ys == ys[0])):
+        from scipy import stats  # heavy (about a second): the figures and tables that read ranks do not need it
+
         r = float(stats.pearsonr(xs, ys).statistic)
         out.update(pearson=r, pearson_paper_sign=-r)
     return out

@@ -1,16 +1,16 @@
-"""Job descriptions of the pruning stages: ``swapkl prune`` / rule prune_layers and ``swapkl aggregate-pruning``
-/ rule aggregate_pruning (see :mod:`swapkl.model.model_job`)."""
+"""Job description of the pruning stage that loads a model: ``swapkl prune`` / rule prune_layers (see
+:mod:`swapkl.model.model_job`). ``swapkl aggregate-pruning`` / rule aggregate_pruning only reads tables: its job,
+:class:`swapkl.pruning.table.AggregatePruningJob`, lies with its function, without torch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from swapkl.data.windows import DataSpec
-from swapkl.model.model_job import ForwardJob, Job
+from swapkl.model.model_job import ForwardJob
 from swapkl.pruning.perplexity import EvalSpec
 from swapkl.pruning.prune import run_pruning
 from swapkl.pruning.selection import SelectionOptions
-from swapkl.pruning.table import aggregate_pruning
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,21 +42,3 @@ class PruneJob(ForwardJob):
 
     def run(self):
         return run_pruning(**self.arguments())
-
-
-@dataclass(frozen=True, kw_only=True)
-class AggregatePruningJob(Job):
-    """:func:`swapkl.pruning.table.aggregate_pruning`: per-checkpoint pruning (and agreement) files -> one table
-    each, with bootstrap CIs."""
-
-    inputs: tuple[str, ...]
-    out: str
-    agreement_inputs: tuple[str, ...] = ()
-    agreement_out: str | None = None
-    n_boot: int = 1000
-
-    def __post_init__(self):
-        self.as_tuple("inputs", "agreement_inputs")
-
-    def run(self):
-        return aggregate_pruning(**self.arguments())

@@ -28,7 +28,6 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.pruning.sleb import calibration_nll
-from swapkl.tables.schemas import OPTIMAL_SEARCH_SCHEMA, read_concatenated
 
 #: (model, blocks, removed, hours low, hours high, GPUs per replica) -- the paper's figures, on one replica
 PAPER_RUNS = (("LLaMA3-8B", 32, 8, 4.6, 4.6, 1), ("LLaMA3-70B", 80, 40, 1.1 * 24, 8.5 * 24, 2))
@@ -102,12 +101,3 @@ def run_optimal_search(model: str, calib_data, out: str, *, budgets: list[int], 
                             beam_width=beam_width, max_evals=max_evals,
                             bound="monotone cost assumed: cost(S + b) >= cost(S); certified = no violation seen")
     write_parquet(pa.Table.from_pylist(rows), out, prov)
-
-
-def combine_optimal_search(files, out: str) -> None:
-    """The per-checkpoint optimal-search tables as one (refused where two hold the same model, budget and
-    method), with each input's provenance."""
-    check_writable(out)
-    table, prov = read_concatenated(list(files), OPTIMAL_SEARCH_SCHEMA, "optimal search",
-                                    ("model", "revision", "budget", "method"))
-    write_parquet(table, out, prov)

@@ -16,7 +16,7 @@ it, and its pruned models are evaluated on that task alone, which no other calib
 generative task is scored by lm-eval's generation on materialised pruned models
 (:mod:`swapkl.pruning.task_generation`), ``exact_match`` per filter.
 
-The per-job files are concatenated by :func:`aggregate_task_pruning` into ``results/seed003_pruning.parquet``
+The per-job files are concatenated by :func:`swapkl.pruning.task_tables.aggregate_task_pruning` into ``results/seed003_pruning.parquet``
 (schema :data:`swapkl.tables.schemas.TASK_PRUNING_SCHEMA`); :mod:`swapkl.pruning.task_tables` derives the
 paper's tables from it.
 """
@@ -35,12 +35,10 @@ from swapkl.pruning.task_calibration import METHODS, Calibration, choose_sets, p
     split_loglikelihoods, task_calibration
 from swapkl.pruning.task_generation import generative_scores
 from swapkl.relevance.choice_scores import BASE
-from swapkl.pruning.task_tables import summary_rows
 from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager
 from swapkl.tables import provenance
-from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.tables.schemas import TASK_PRUNING_SCHEMA, read_concatenated
+from swapkl.tables.schemas import TASK_PRUNING_SCHEMA
 
 
 def main_budget(n_layers: int, prune_fraction: float) -> int:
@@ -174,19 +172,3 @@ def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: l
                             prune_fraction=prune_fraction, budget=budget, spacing=spacing, score_pairs=score_pairs,
                             seq_len=seq_len, seed=seed, n_layers=engine.n_layers, layer_evals=engine.layer_evals)
     write_parquet(pa.Table.from_pylist(rows, schema=TASK_PRUNING_SCHEMA), out, prov)
-
-
-def aggregate_task_pruning(inputs: list[str], out: str, *, summary: str | None = None) -> None:
-    """Concatenate per-job task-pruning files (``results/seed003_pruning.parquet``; provenance: each input's),
-    and write the paper's tables derived from them to ``summary`` (:func:`swapkl.pruning.task_tables.summary_rows`)."""
-    require_distinct({"`out`": out} | ({"`summary`": summary} if summary else {}), [("`inputs`", p) for p in inputs])
-    key = ["model", "revision", "calibration", "method", "budget", "task", "metric"]
-    table, prov = read_concatenated(inputs, TASK_PRUNING_SCHEMA, "task-pruning", key)
-    table = table.sort_by([(c, "ascending") for c in key])
-    rows = None
-    if summary is not None:
-        check_writable(summary)
-        rows = summary_rows(table.to_pandas())
-    write_parquet(table, out, prov)
-    if summary is not None:
-        write_parquet(rows, summary, provenance.derived([out], metric="acc"))

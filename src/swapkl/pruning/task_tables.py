@@ -20,6 +20,10 @@ from __future__ import annotations
 import pandas as pd
 
 from swapkl.errors import SwapKLError
+from swapkl.tables import provenance
+from swapkl.tables.file_checks import require_distinct
+from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.tables.schemas import TASK_PRUNING_SCHEMA, read_concatenated
 
 AVERAGE = "average"
 #: the score a generative task stands in for ``acc`` with: lm-eval's exact match after the strict regex
@@ -122,3 +126,19 @@ def summary_rows(df: pd.DataFrame, *, metric: str = "acc") -> pd.DataFrame:
         parts.append(curves.assign(table="gromov", calibration="own task", model=model, revision=revision))
     cols = ["model", "revision", "table", "calibration", "method", "budget", "task", "metric", "accuracy"]
     return pd.concat(parts, ignore_index=True)[cols]
+
+
+def aggregate_task_pruning(inputs: list[str], out: str, *, summary: str | None = None) -> None:
+    """Concatenate per-job task-pruning files (``results/seed003_pruning.parquet``; provenance: each input's),
+    and write the paper's tables derived from them to ``summary`` (:func:`swapkl.pruning.task_tables.summary_rows`)."""
+    require_distinct({"`out`": out} | ({"`summary`": summary} if summary else {}), [("`inputs`", p) for p in inputs])
+    key = ["model", "revision", "calibration", "method", "budget", "task", "metric"]
+    table, prov = read_concatenated(inputs, TASK_PRUNING_SCHEMA, "task-pruning", key)
+    table = table.sort_by([(c, "ascending") for c in key])
+    rows = None
+    if summary is not None:
+        check_writable(summary)
+        rows = summary_rows(table.to_pandas())
+    write_parquet(table, out, prov)
+    if summary is not None:
+        write_parquet(rows, summary, provenance.derived([out], metric="acc"))

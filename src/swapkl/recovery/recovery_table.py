@@ -235,16 +235,6 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
     return df
 
 
-def concat_tables(inputs: list[str], out: str) -> pd.DataFrame:
-    """One table from per-checkpoint tables swapkl wrote (their provenance kept as ``inputs``)."""
-    if not inputs:
-        raise SwapKLError("no tables to concatenate")
-    provs = [provenance.read(path) for path in inputs]
-    df = pd.concat([pd.read_parquet(path) for path in inputs], ignore_index=True)
-    write_parquet(df, out, dict(provenance.software_versions(), inputs=provs))
-    return df
-
-
 def export_folders(exports_dir: str) -> list[str]:
     """The checkpoints swapkl export wrote into ``exports_dir`` (folders with its provenance file), sorted."""
     if not os.path.isdir(exports_dir):

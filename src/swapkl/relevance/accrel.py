@@ -47,7 +47,7 @@ from swapkl.relevance.tasks import load_task
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct, require_regular_file
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.tables.schemas import RELEVANCE_APPENDED, RELEVANCE_KEY, RELEVANCE_SCHEMA, read_table
+from swapkl.tables.schemas import RELEVANCE_SCHEMA
 
 COLUMNS = RELEVANCE_SCHEMA.names
 
@@ -153,26 +153,3 @@ def run_relevance(model: str, task_files: list[str], out: str, *, revision: str 
                             pruning=pruning_prov, input_sha256=provenance.input_sha256(
                                 [*(f for t in tasks for f in (t.yaml_path, t.data_path)), pruning]))
     write_parquet(pa.Table.from_pylist(rows, schema=RELEVANCE_SCHEMA), out, prov)
-
-
-def aggregate_relevance(inputs: list[str], out: str) -> None:
-    """Concatenate per-checkpoint relevance files into one table (provenance: each input's, in order).
-
-    Rows are sorted by model, revision, task, metric, then the single-block rows by layer and the
-    pruned-set rows after them by guide, fixed set, budget and random draw."""
-    require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
-    tables, provs = [], []
-    for path in inputs:
-        table, prov = read_table(path, RELEVANCE_SCHEMA, "relevance", appended=RELEVANCE_APPENDED)
-        tables.append(table)
-        provs.append(prov)
-    if not tables:
-        raise SwapKLError("no relevance file to aggregate")
-    table = pa.concat_tables(tables)
-    if table.to_pandas()[RELEVANCE_KEY].duplicated().any():
-        raise SwapKLError("relevance files overlap: the same model, revision, task and scored model appear twice")
-    order = ["model", "revision", "task", "metric", "layer", "guide", "fixed_set", "budget", "random_draw"]
-    table = table.sort_by([(c, "ascending") for c in order])  # nulls last: pruned-set rows after the blocks
-    write_parquet(table, out, provenance.software_versions() | {"inputs": provs,
-                                                                 "checkpoints": provenance.checkpoints(provs),
-                                                                 "input_sha256": provenance.input_sha256(inputs)})

@@ -39,7 +39,7 @@ from swapkl.relevance.scored_models import pruned_sets_from_table, scan_for
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct, require_regular_file
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.tables.schemas import DOWNSTREAM_KEY, DOWNSTREAM_SCHEMA, read_concatenated
+from swapkl.tables.schemas import DOWNSTREAM_SCHEMA
 
 PHASES = ("base", "pruned", "control", "healed")
 AVERAGE = "average"
@@ -166,10 +166,3 @@ def run_downstream(model: str, out: str, *, revision: str | None = None, task_fi
                             input_sha256=provenance.input_sha256([*task_files, *last_word_files, pruning]))
     write_parquet(pa.Table.from_pylist(rows, schema=DOWNSTREAM_SCHEMA), out, prov)
     return rows
-
-
-def aggregate_downstream(inputs: list[str], out: str) -> None:
-    """Concatenate per-checkpoint downstream files into one table (provenance: each input's, in order)."""
-    require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
-    table, prov = read_concatenated(inputs, DOWNSTREAM_SCHEMA, "downstream", DOWNSTREAM_KEY)
-    write_parquet(table, out, prov)

@@ -15,6 +15,10 @@ Two computations, both on average ranks (ties share the mean of their ranks):
 * :func:`spearman_kendall` is one pair through ``scipy.stats`` (``spearmanr``; ``kendalltau``'s tau-b, which
   corrects for ties), for the agreement tables.
 
+:func:`average_ranks` is ``scipy.stats.rankdata``'s ``"average"`` method in numpy (the same exact half-integer
+ranks, NaN rows all NaN), so that the tables that only need :func:`spearman` do not import ``scipy.stats``
+(about a second per job); only :func:`spearman_kendall` does.
+
 The two agree to rounding (tests/test_rank_correlation.py); each caller keeps the one it always used, so no
 published number moves by a bit.
 """
@@ -22,7 +26,28 @@ published number moves by a bit.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+
+def average_ranks(x) -> np.ndarray:
+    """Average ranks (1-based; ties share the mean of their ranks) of each row of ``x`` over its last axis, as
+    ``scipy.stats.rankdata(x, axis=-1)`` gives them: a row holding a NaN ranks all NaN."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[-1]
+    if x.size == 0:
+        return np.empty(x.shape)
+    order = np.argsort(x, axis=-1, kind="stable")
+    ordered = np.take_along_axis(x, order, axis=-1)
+    flat = ordered.reshape(-1, n)
+    first = np.ones(flat.shape, dtype=bool)
+    first[:, 1:] = flat[:, 1:] != flat[:, :-1]
+    starts = np.flatnonzero(first.ravel())
+    counts = np.diff(starts, append=flat.size)
+    ordinal = np.broadcast_to(np.arange(1, n + 1, dtype=np.float64), flat.shape)
+    tied = np.repeat(ordinal[first] + (counts - 1) / 2, counts).reshape(x.shape)
+    ranks = np.empty(x.shape)
+    np.put_along_axis(ranks, order, tied, axis=-1)
+    ranks[np.any(np.isnan(x), axis=-1)] = np.nan
+    return ranks
 
 
 def _undefined(x: np.ndarray, y: np.ndarray, min_points: int) -> np.ndarray:
@@ -40,8 +65,8 @@ def spearman(x, y, *, min_points: int = 2) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     if x.shape[-1] < min_points:
         return np.full(np.broadcast_shapes(x.shape, y.shape)[:-1], np.nan)
-    rx = stats.rankdata(x, axis=-1)
-    ry = stats.rankdata(y, axis=-1)
+    rx = average_ranks(x)
+    ry = average_ranks(y)
     rx = rx - rx.mean(axis=-1, keepdims=True)
     ry = ry - ry.mean(axis=-1, keepdims=True)
     den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
@@ -72,4 +97,6 @@ def spearman_kendall(x, y, *, min_points: int = 2) -> tuple[float, float]:
     y = np.asarray(y, dtype=np.float64)
     if bool(_undefined(x, y, min_points)):
         return float("nan"), float("nan")
+    from scipy import stats  # heavy (about a second): only the agreement tables use this function
+
     return float(stats.spearmanr(x, y).statistic), float(stats.kendalltau(x, y).statistic)

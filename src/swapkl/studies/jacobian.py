@@ -16,11 +16,8 @@ prompts, with model, revision, method, iterations, eps, n_prompts, seq_len.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 import torch
 from tqdm.auto import tqdm
 
@@ -141,15 +138,4 @@ def run_jacobian(model: str, out: str, *, data: DataSpec, revision: str | None =
                    eps=eps if method == "finite_difference" else np.nan, seq_len=int(windows.input_ids.shape[1]))
     write_parquet(df, out, provenance.build(loaded, windows, method=method, iterations=iterations, eps=eps,
                                             n_prompts=n, seed=seed, model=label, revision_label=rev, **metadata))
-    return df
-
-
-def combine_jacobian(files, out: str | Path) -> pd.DataFrame:
-    """Concatenate per-checkpoint Jacobian tables into ``out`` (provenance: each input's)."""
-    if not files:
-        raise SwapKLError("jacobian: no per-checkpoint table to combine")
-    check_writable(str(out))
-    df = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    write_parquet(df, str(out), {**provenance.software_versions(),
-                                 "inputs": {str(f): provenance.read(str(f)) for f in files}})
     return df
