@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -79,20 +80,14 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
               placement: dict | None = None, covariates_out: str | None = None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
 
-    ``out``: one Parquet file of every protocol, or ``{protocol: file}`` (its keys are the protocols): one file
-    per protocol, each what a run of that protocol alone writes (rows, provenance), from one sweep whose base
-    pass serves them all. Then ``progress_path``, if given, is ``{protocol: file}`` too (the resume file of that
-    protocol's run alone), and ``repr_out`` goes with deletion's file (with the first protocol's without
-    deletion).
-    ``covariates_out``: also write the per-pair covariates of ``pairs`` here (what
-    :func:`swapkl.stats.covariates.run_covariates` writes), measured on this load of the checkpoint where it is their
-    own (RoPE on, transformers' defaults: no ``compute_dtype``, ``rope_scaling`` or ``placement``), on a load of
-    their own otherwise.
-
-    ``kl_options`` (:class:`swapkl.model.kl.KLOptions`: last-token KL, clamping, per-prompt averaging; default the
-    clean KL) is recorded in the provenance as ``kl_options``.
-    ``compute_dtype`` and ``rope_scaling``: see :func:`swapkl.model.loading.load_model` (recorded in the provenance).
-
+    ``out``: one Parquet file of every protocol, or ``{protocol: file}``: one file per protocol, each what a run of
+    that protocol alone writes, from one sweep whose base pass serves them all; ``progress_path`` is then
+    ``{protocol: file}`` too, and ``repr_out`` goes with deletion's file (else with the first protocol's).
+    ``covariates_out``: also write the per-pair covariates (what :func:`swapkl.stats.covariates.run_covariates`
+    writes), on this load of the checkpoint where it is their own (RoPE on, no ``compute_dtype``, ``rope_scaling``
+    or ``placement``), on a load of their own otherwise.
+    ``kl_options`` (:class:`swapkl.model.kl.KLOptions`; default the clean KL), ``compute_dtype`` and
+    ``rope_scaling`` (see :func:`swapkl.model.loading.load_model`) are recorded in the provenance.
     ``rope="off"`` is the RoPE counterfactual: base and variants alike run with every rotation angle zero
     (cos = 1, sin = 0); refused on architectures without rotary embeddings, recorded in the provenance.
     ``placement`` (``device_map``, ``max_memory``, ``offload_folder``: :func:`swapkl.model.loading.placement_options`)
@@ -129,41 +124,58 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     label = metadata.pop("model", None) or loaded.model_id
     measured = [_measured_variants(engine, o.protocols, pairs, layers, label) for o in outputs]
     rev = metadata.pop("revision", None) or loaded.revision or "main"
-    settings = dict(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
-                    tokens=windows.sha256, kl=kl_options.as_dict(), dtype=dtype, compute_dtype=compute_dtype,
-                    rope_scaling=rope_scaling, device=loaded.device, batch_size=batch_size, chunk=chunk_tokens,
-                    rope=rope, versions=provenance.software_versions())
-    plogs = [ProgressLog(o.progress_path, _fingerprint(**settings, variants=[v.key for v in [BASE] + m],
-                                                       repr=o.repr_out is not None))
-             for o, m in zip(outputs, measured)]
+    plogs = _progress_logs(outputs, measured, loaded, windows, kl=kl_options.as_dict(), dtype=dtype,
+                           compute_dtype=compute_dtype, rope_scaling=rope_scaling, batch_size=batch_size,
+                           chunk=chunk_tokens, rope=rope)
     batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
     results, repr_parts = _measure(engine, loaded.device, batches, measured, plogs,
                                    [o.repr_out is not None for o in outputs], f"probe {label}@{rev}")
 
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
-    files = []
-    for o, variants, result in zip(outputs, measured, results):
-        prov = provenance.build(loaded, windows, protocols=o.protocols, pairs=pairs,
-                                batch_size=batch_size, data_spec=data.as_dict(), model=label, revision_label=rev,
-                                layers=layers, rope=rope, kl_options=kl_options.as_dict(), **metadata)
-        rows = [_row(v, result[v.key], meta, kl_options) for v in [BASE] + variants]
-        files.append((pa.Table.from_pylist(rows, schema=PROBE_SCHEMA), o.out, prov))
-        if o.repr_out is not None:
-            files.append((pa.Table.from_pylist(_repr_rows(repr_parts, meta), schema=REPR_SCHEMA), o.repr_out, prov))
+    made_from = partial(provenance.build, loaded, windows, pairs=pairs, batch_size=batch_size,
+                        data_spec=data.as_dict(), model=label, revision_label=rev, layers=layers, rope=rope,
+                        kl_options=kl_options.as_dict(), **metadata)
+    files = _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from)
     if covariates_out is not None:  # on this load where it is the covariates' own (see above)
         own = compute_dtype is None and rope_scaling == "config" and not placement and rope == "on"
         covariate_model = loaded if own else load_model(model, revision, dtype=dtype, device=device,
                                                         allow_pickle=allow_pickle, trust_remote_code=trust_remote_code,
                                                         need_tokenizer=data.tokens is None)
-        table, made_from = covariate_table(covariate_model, windows, pairs=pairs, data=data, batch_size=batch_size,
-                                           metadata=dict(metadata, model=label, revision=rev))
-        files.append((table, covariates_out, made_from))
+        files.append(_covariates_file(covariate_model, windows, covariates_out, pairs=pairs, data=data,
+                                      batch_size=batch_size, metadata=dict(metadata, model=label, revision=rev)))
     write_parquets(files)  # all or none: a failed --repr-out leaves no --out behind
-    for plog in plogs:
+    for o, variants, plog in zip(outputs, measured, plogs):
         plog.close(remove=True)
-    for o, variants in zip(outputs, measured):
         log.info("wrote %s (%d variants, %d sequences, %d tokens)", o.out, len(variants) + 1,
                  windows.input_ids.shape[0], windows.n_tokens)
+
+
+def _covariates_file(loaded, windows, out: str, **options) -> tuple:
+    """(table, path, provenance) of the per-pair covariates of ``loaded`` (:func:`covariate_table`'s ``options``)."""
+    table, made_from = covariate_table(loaded, windows, **options)
+    return table, out, made_from
+
+
+def _progress_logs(outputs, measured, loaded, windows, **settings) -> list[ProgressLog]:
+    """The resume log of each probe file of ``outputs``, keyed by everything that determines its numbers."""
+    settings.update(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
+                    tokens=windows.sha256, device=loaded.device, versions=provenance.software_versions())
+    return [ProgressLog(o.progress_path, _fingerprint(**settings, variants=[v.key for v in [BASE] + m],
+                                                      repr=o.repr_out is not None))
+            for o, m in zip(outputs, measured)]
+
+
+def _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from) -> list:
+    """(table, path, provenance) of each probe file of ``outputs`` and of its representation file, if any;
+    ``made_from(protocols=...)``: the provenance of a file of those protocols."""
+    files = []
+    for o, variants, result in zip(outputs, measured, results):
+        prov = made_from(protocols=o.protocols)
+        rows = [_row(v, result[v.key], meta, kl_options) for v in [BASE] + variants]
+        files.append((pa.Table.from_pylist(rows, schema=PROBE_SCHEMA), o.out, prov))
+        if o.repr_out is not None:
+            files.append((pa.Table.from_pylist(_repr_rows(repr_parts, meta), schema=REPR_SCHEMA), o.repr_out, prov))
+    return files
 
 
 @dataclass(frozen=True)
