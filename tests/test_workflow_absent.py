@@ -111,7 +111,7 @@ def test_the_run_completes_and_the_members_jobs_pass_the_absence_on(study):
                  "results/covariates/tiny-seed9/step2.parquet"):
         files = [p for p in (study / path).rglob("*") if p.is_file()] if (study / path).is_dir() else [study / path]
         assert files and all(absence.read_marker(f) == rec for f in files), path
-    log = (study / "logs/tiny-seed9/step2/probe_interchange.log").read_text()
+    log = (study / "logs/tiny-seed9/step2/probe_checkpoint.log").read_text()
     assert "org/tiny-seed9@step2 does not exist on the hub" in log
 
 
