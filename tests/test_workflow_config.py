@@ -380,9 +380,14 @@ def test_the_configfile_option_replaces_the_study_config():
 
 
 def test_the_demo_profile_runs_the_demo_config():
-    result = snakemake("--dry-run", "--forceall", "--workflow-profile", "profiles/demo")
+    # on 2 cores (the last --cores wins), the machine the demo is sized for
+    result = snakemake("--dry-run", "--forceall", "--workflow-profile", "profiles/demo", "--cores", "2")
     assert result.returncode == 0, result.stdout + result.stderr
     assert job_counts(result.stdout + result.stderr) == expected_counts(load(DEMO))
+    # every demo job runs on one thread: a multi-threaded job takes both cores and runs alone (the dry run prints
+    # "threads:" only for a job of more than one)
+    multi = re.findall(r"rule (\w+):\n(?:    .*\n)*?    threads: (\d+)", result.stdout + result.stderr)
+    assert multi == [], f"demo jobs with more than one thread (add them to set-threads in profiles/demo): {multi}"
 
 
 def _relevance_inputs(*args: str) -> tuple[dict, Counter]:
