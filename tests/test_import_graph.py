@@ -6,7 +6,8 @@ it): ``import a.b.c`` runs the packages ``a`` and ``a.b`` first, and a package w
 modules with ``pkgutil`` (the adapters, the pruning guides) imports each of them.
 
 A function-level import is allowed only of a third-party package that some environment of the workflow leaves
-out (``envs/*.yaml``; ``tests/test_env_eager.py`` checks the environments against what their rules reach), or of
+out (``envs/*.yaml``; ``tests/test_env_eager.py`` checks the environments against what their rules reach), of a
+heavy library that only some functions of a module call (``scipy.stats``, ``matplotlib``), or of
 swapkl's torch side (a swapkl module that imports torch at module level, directly or through other modules), so
 that the modules those rules import stay importable there: the pruning guides register their names, labels and
 colours, which the figures read where torch is absent, and import the engine code they run only when they run.
@@ -21,9 +22,11 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-#: packages a function may import: optional, heavy, or missing from an environment whose rules reach the module
+#: packages a function may import: optional, heavy, or missing from an environment whose rules reach the module.
+#: scipy is heavy: `import scipy.stats` takes 0.7-1.0 s (about 7x numpy), and only the functions that call
+#: spearmanr/kendalltau/pearsonr need it, not the many light table and figure jobs that import their modules
 ALLOWED_LAZY = frozenset({"torch", "transformers", "peft", "accelerate", "datasets", "huggingface_hub", "lm_eval",
-                          "safetensors", "tokenizers", "tqdm", "jinja2", "yaml", "matplotlib"})
+                          "safetensors", "tokenizers", "tqdm", "jinja2", "yaml", "matplotlib", "scipy"})
 
 
 
