@@ -94,3 +94,25 @@ def test_cli_help_imports_no_model_packages(argv):
             "    except SystemExit:\n        pass")
     heavy = loaded(code) & set(MODEL_PACKAGES)
     assert not heavy, f"swapkl {' '.join(argv)} imports {sorted(heavy)}"
+
+
+def test_a_table_job_runs_without_model_packages_and_names_their_versions(tmp_path):
+    """Not only the imports: a combine step's run, provenance included, loads no model package (the versions of
+    torch and transformers come from their installed metadata), and records the versions this process imports."""
+    import torch
+    import transformers
+
+    a, b, out = tmp_path / "a.parquet", tmp_path / "b.parquet", tmp_path / "all.parquet"
+    code = ("import pandas as pd\nfrom swapkl.tables.parquet_io import write_parquet\n"
+            "from swapkl.tables.combine import concat_tables\n"
+            f"write_parquet(pd.DataFrame({{'x': [1]}}), {str(a)!r}, {{}})\n"
+            f"write_parquet(pd.DataFrame({{'x': [2]}}), {str(b)!r}, {{}})\n"
+            f"concat_tables([{str(a)!r}, {str(b)!r}], {str(out)!r})")
+    heavy = loaded(code) & set(MODEL_PACKAGES)
+    assert not heavy, f"a combine step loads {sorted(heavy)}"
+    from swapkl.tables import provenance
+
+    prov = provenance.read(str(out))
+    assert prov["torch"] == torch.__version__ and prov["transformers"] == transformers.__version__
+    assert provenance.installed_version("torch") == torch.__version__  # imported here: the module's version
+    assert provenance.installed_version("swapkl-no-such-package") is None

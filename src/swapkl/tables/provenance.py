@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import json
 import platform
+import sys
 from pathlib import Path
 
 import pandas
@@ -19,16 +21,27 @@ from swapkl import __version__
 METADATA_KEY = b"swapkl"
 
 
-def software_versions() -> dict:
-    import torch
-    import transformers
+def installed_version(name: str) -> str | None:
+    """The version of package ``name``: its module's ``__version__`` where this process imported it (the version
+    that ran), else its installed distribution's, read from the metadata without importing it (a table job does
+    not spend seconds loading torch to name its version); None where it is not installed."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return str(module.__version__)
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
+
+def software_versions() -> dict:
+    """swapkl's version and source hash, Python, torch and transformers (:func:`installed_version`)."""
     return {
         "swapkl_version": __version__,
         "swapkl_source_sha256": source_sha256(),
         "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
+        "torch": installed_version("torch"),
+        "transformers": installed_version("transformers"),
     }
 
 
