@@ -38,6 +38,9 @@ rule train_demo_model:
         "logs/{model}/train_demo_model.log",
     benchmark:
         "benchmarks/{model}/train_demo_model.tsv"
+    # the longest jobs, and every probe waits for one: they start first (snakemake's scheduler otherwise picks
+    # jobs with larger inputs first, and one training could run alone at the end of the DAG)
+    priority: 2
     threads: 2
     resources:
         **trained_model_job(),

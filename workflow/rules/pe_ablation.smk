@@ -56,6 +56,7 @@ rule train_pe_model:
         "logs/pe_ablation/{pe_model}/train_pe_model.log",
     benchmark:
         "benchmarks/pe_ablation/{pe_model}/train_pe_model.tsv"
+    priority: 1  # after the demo trainings (train_demo_model), before the jobs that wait on neither
     threads: 1
     resources:
         **trained_model_job(60 + config["pe_ablation"]["steps"] // 100, pe_text_mem_mb(config), **PE_GPU),
