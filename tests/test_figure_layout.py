@@ -18,6 +18,7 @@ from swapkl.figures.trajectory import plot_gap_trajectory
 from swapkl.figures.heatmaps import plot_heatmaps
 from swapkl.figures.ratio_figure import plot_ratio_by_distance
 from swapkl.figures.seeds_figure import plot_seed_band
+from swapkl.figures.palette import GREY
 from swapkl.figures import pruning_figure as pfig
 from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_zscores
@@ -81,9 +82,22 @@ def test_ratio_and_deletion(agg, figs, tmp_path):
                  figs))
 
 
-def test_seed_band(figs, tmp_path):
-    fig = _draw(tmp_path, "seeds", lambda p, q: plot_seed_band(syn.seeds_table(), p, q, family="fam"), figs)
+@pytest.mark.parametrize("seeds", [(0, 1, 2), (0, 1)])
+def test_seed_band(figs, tmp_path, seeds):
+    """The min and max lines are drawn, at the table's values, only where three or more seeds are: with two
+    they would be the two seeds' own lines, drawn again."""
+    table = syn.seeds_table(seeds=seeds)
+    fig = _draw(tmp_path, "seeds", lambda p, q: plot_seed_band(table, p, q, family="fam"), figs)
     _clean(fig)
+    ax = fig.axes[0]  # gap, both directions, adjacent pairs
+    fam = table[(table["kind"] == "family") & (table["pair_set"] == "adjacent")].sort_values("step")
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    if len(seeds) == 2:
+        assert dashed == []
+    else:
+        assert [list(line.get_ydata()) for line in dashed] == [list(fam["gap_seed_min"]), list(fam["gap_seed_max"])]
+    singles = [line for line in ax.get_lines() if to_hex(line.get_color()) == to_hex(GREY)]
+    assert len(singles) == len(seeds)
 
 
 # ------------------------------------------------------------------ plotted data against direct computations

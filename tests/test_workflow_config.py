@@ -388,6 +388,14 @@ def test_the_demo_profile_runs_the_demo_config():
     # "threads:" only for a job of more than one)
     multi = re.findall(r"rule (\w+):\n(?:    .*\n)*?    threads: (\d+)", result.stdout + result.stderr)
     assert multi == [], f"demo jobs with more than one thread (add them to set-threads in profiles/demo): {multi}"
+    # the trainings start first, the demo models' before the ablation's: every probe waits for one, and the
+    # scheduler would otherwise prefer jobs with larger inputs (the dry run prints "priority:" only when not 0)
+    priority = {}
+    for rule, block in re.findall(r"rule (\w+):\n((?:    .*\n)*)", result.stdout + result.stderr):
+        found = re.search(r"    priority: (\d+)", block)
+        priority.setdefault(rule, set()).add(int(found.group(1)) if found else 0)
+    assert priority.pop("train_demo_model") == {2} and priority.pop("train_pe_model") == {1}
+    assert set().union(*priority.values()) == {0}
 
 
 def _relevance_inputs(*args: str) -> tuple[dict, Counter]:

@@ -61,9 +61,11 @@ def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family
                 mean, sd = t[f"{q}_seed_mean"].to_numpy(float), t[f"{q}_seed_sd"].to_numpy(float)
                 ax.fill_between(x, mean - sd, mean + sd, color=BLUE, alpha=0.25, linewidth=0,
                                 label="mean ± sd over seeds")
-                ax.plot(x, t[f"{q}_seed_min"].to_numpy(float), "--", color=BLUE, linewidth=0.9,
-                        label="min and max over seeds")
-                ax.plot(x, t[f"{q}_seed_max"].to_numpy(float), "--", color=BLUE, linewidth=0.9)
+                wide = t["n_seeds"].to_numpy() >= 3  # with two seeds, min and max are the two seeds' own lines
+                if wide.any():
+                    ax.plot(x[wide], t[f"{q}_seed_min"].to_numpy(float)[wide], "--", color=BLUE, linewidth=0.9,
+                            label="min and max over seeds")
+                    ax.plot(x[wide], t[f"{q}_seed_max"].to_numpy(float)[wide], "--", color=BLUE, linewidth=0.9)
                 for seed, m in members[members["pair_set"] == s].groupby("seed"):
                     m = m.sort_values("step", kind="mergesort")
                     ax.plot(m["step"].to_numpy(float), m[f"{q}_mean"].to_numpy(float), "-", color=GREY,
@@ -91,8 +93,10 @@ def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family
         handles = [h for a in (axes[0, 0], axes[2, 0]) for h in zip(*a.get_legend_handles_labels())]
         fig.legend([h for h, _ in handles], [t for _, t in handles], loc="outside right center", frameon=False,
                    fontsize="x-small")
+        per_step = f"{min(n_seeds)}" if min(n_seeds) == max(n_seeds) else f"{min(n_seeds)} to {max(n_seeds)}"
         add_note(fig, f"mean over pairs of the per-pair gap for each seed; seeds {seeds_list}, "
-                      f"{min(n_seeds)} to {max(n_seeds)} per step (bands and rank agreement where two or more); "
+                      f"{per_step} per step (bands and rank agreement where two or more, min and max where three "
+                      "or more); "
                       f"{GAP_LABELS['max']} (row 1); "
                       f"{GAP_LABELS['fwd']} (row 2); KL(p_base ‖ p_variant) in nats; {desc}"
                       f"{absent_note(fam)}")
