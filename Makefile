@@ -8,6 +8,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 CORES  ?= all
+# test files run side by side, one per worker (pytest-xdist; `auto`: one worker per CPU); TEST_WORKERS=0 runs
+# them one after another in this process
+TEST_WORKERS ?= auto
 BIN     = $(VENV)/bin
 # torch's OpenMP threads spin while waiting; passive waiting keeps 2-core machines responsive
 export OMP_WAIT_POLICY ?= PASSIVE
@@ -33,7 +36,7 @@ demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
 
 test: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: setup
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
