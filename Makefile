@@ -36,7 +36,7 @@ demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
 
 test: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"

@@ -2,12 +2,13 @@
 
 Adding a checkpoint schedules exactly its jobs and what is computed from them; a deleted intermediate
 table that the README lists as an output is rebuilt. Dry runs against the finished tree of `demo_run`
-(tests/conftest.py), which they leave as it was.
+(tests/conftest.py), which they leave as it was (the test that moves a file does so on a copy).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
 
 import pytest
@@ -79,19 +80,23 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
     assert counts == expected, sorted(jobs)
 
 
-def test_a_deleted_probe_table_is_rebuilt(demo_run):
-    probe = demo_run / "results" / "probes" / "llama-demo" / "step60" / "interchange.parquet"
+def test_a_deleted_probe_table_is_rebuilt(demo_run, tmp_path):
+    # on a copy (file times kept): other tests, on other workers, read the shared tree meanwhile
+    tree = tmp_path / "tree"
+    shutil.copytree(demo_run, tree, symlinks=True)
+    assert dry_run(tree) == []  # the copy is as finished as the tree
+    probe = tree / "results" / "probes" / "llama-demo" / "step60" / "interchange.parquet"
     aside = probe.with_name("interchange.parquet.aside")
     probe.rename(aside)
     try:
-        jobs = dry_run(demo_run)
+        jobs = dry_run(tree)
     finally:
         aside.rename(probe)
     # the checkpoint's one job for the protocols that change no weights writes it again (its first output:
     # replacement's file)
     assert ("probe_checkpoint", "results/probes/llama-demo/step60/replacement.parquet") in jobs
     assert [rule for rule, _ in jobs if rule.startswith(("probe", "train_", "build_"))] == ["probe_checkpoint"]
-    assert dry_run(demo_run) == []  # the tree is finished again
+    assert dry_run(tree) == []  # the tree is finished again
 
 
 def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
