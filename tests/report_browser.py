@@ -31,6 +31,8 @@ class ReportPage:
     def __init__(self, playwright, report: Path):
         self.browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox"])
         self.page = self.browser.new_page(viewport={"width": 1600, "height": 1000})
+        # a wait is a guard against a hang, not a speed test: the test runs beside other tests on a busy machine
+        self.page.set_default_timeout(120_000)
         self.errors: list[str] = []
         self.page.on("pageerror", lambda err: self.errors.append(str(err)))
         self.page.goto(report.resolve().as_uri())
@@ -44,11 +46,21 @@ class ReportPage:
         box = self.page.get_by_placeholder("Search...")
         box.fill("re:^" + re.escape(path) + "$")
         box.press("Enter")
-        # search results show a result by its labels (or its path when it has none): the one row found
-        row = self.page.locator("tr", has=self.page.locator("a[iconname=eye]"))
+        # search results show a result by its labels (or its path when it has none). Wait for the row that
+        # shows this result's labels: until the page has applied the search, the previous search's row is
+        # still there, and clicking it would show the previous result.
+        rows = self.page.locator("tr", has=self.page.locator("a[iconname=eye]"))
+        row = rows
+        for text in self._shown_as(path):
+            row = row.filter(has=self.page.get_by_text(text, exact=True))
         row.first.wait_for()
-        assert row.count() == 1, f"searching the report for {path} finds {row.count()} results"
+        assert rows.count() == 1, f"searching the report for {path} finds {rows.count()} results"
         return row
+
+    def _shown_as(self, path: str) -> list[str]:
+        """The texts that a result's row shows: its label values, or its path when it has no labels."""
+        labels = self.page.evaluate("p => (results[p] || {}).labels || null", path)
+        return [str(v) for v in labels.values()] if labels else [path]
 
     def show(self, path: str) -> int:
         """View ``path`` in the main panel; the natural width in pixels of the image the browser decoded."""
