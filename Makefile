@@ -11,6 +11,7 @@ CORES  ?= all
 # test files run side by side, one per worker (pytest-xdist; `auto`: one worker per CPU); TEST_WORKERS=0 runs
 # them one after another in this process
 TEST_WORKERS ?= auto
+PYTEST  = $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 BIN     = $(VENV)/bin
 # torch's OpenMP threads spin while waiting; passive waiting keeps 2-core machines responsive
 export OMP_WAIT_POLICY ?= PASSIVE
@@ -36,7 +37,7 @@ demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
 
 test: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PYTEST)
 
 test-fast: setup
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	$(PYTEST) -m "not slow"
