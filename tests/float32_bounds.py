@@ -75,3 +75,57 @@ def nll_bound(w, b, h_var, labels) -> torch.Tensor:
     zv = h_var.double() @ wd.T + (0 if b is None else b.double())
     dzv = _logit_error(w, b, h_var)
     return _lse_error(zv, dzv) + dzv.gather(1, labels.clamp(min=0)[:, None])[:, 0]
+
+
+# ---------------------------------------------------------------------------------------- bf16-rounded logits
+#
+# With ``logits_dtype: bfloat16`` swapkl rounds its float32 logits ``fl(z)`` to bf16; a reference (the stock
+# forward's bf16 ``lm_head``) rounds its own ``fl'(z)``. Both lie within ``dz`` (the float32 logit bound above)
+# of the exact ``z``, so the two rounded logits can differ only where a bf16 rounding midpoint lies within ``dz``
+# of ``z`` ("ambiguous" logits), and then by one bf16 spacing. Elsewhere they are the same bf16 value, exactly.
+# To first order a change ``e_v`` of base logit v moves ``KL(p || q)`` by ``p_v (log p_v - log q_v - KL) e_v``
+# and of variant logit v by ``(q_v - p_v) e_v``; the second-order rest is at most ``(sum |e_v|)^2`` (the
+# Hessians of log-sum-exp and of ``p . z`` in the logits have entries below 1 in absolute row sum). On top of
+# that, swapkl's float32 arithmetic on the (exact) rounded logits: the two log-sum-exps and the float32 sum
+# ``sum_v p_v (z_b,v - z_v,v)`` whose ``p`` carries the relative error of a softmax.
+
+
+def bf16_spacing(z: torch.Tensor) -> torch.Tensor:
+    """The gap between consecutive bf16 values at ``|z|`` (8 significant bits)."""
+    _, e = torch.frexp(z.double().abs().clamp(min=2.0**-126))
+    return torch.ldexp(torch.ones_like(z, dtype=torch.float64), e - 8)
+
+
+def ambiguous_bf16(z: torch.Tensor, dz: torch.Tensor) -> torch.Tensor:
+    """Where the bf16 rounding of a value within ``dz`` of the exact ``z`` is not determined (bool)."""
+    return (z - dz).to(torch.bfloat16) != (z + dz).to(torch.bfloat16)
+
+
+def rounded_kl_bound(w, b, h_base, h_var, zb_ref, zv_ref) -> torch.Tensor:
+    """[N] bound on |KL_swapkl - KL_ref| where KL_ref is the float64 KL of the reference's bf16 logits
+    ``zb_ref``, ``zv_ref`` [N, V] and ``h_base``, ``h_var`` the final hidden states both logits come from."""
+    wd = w.double()
+    bias = 0 if b is None else b.double()
+    zb, zv = h_base.double() @ wd.T + bias, h_var.double() @ wd.T + bias
+    eb = ambiguous_bf16(zb, _logit_error(w, b, h_base)) * bf16_spacing(zb)
+    ev = ambiguous_bf16(zv, _logit_error(w, b, h_var)) * bf16_spacing(zv)
+    lp, lq = torch.log_softmax(zb_ref.double(), -1), torch.log_softmax(zv_ref.double(), -1)
+    p, q = lp.exp(), lq.exp()
+    kl = (p * (lp - lq)).sum(-1, keepdim=True)
+    first = (eb * p * (lp - lq - kl).abs()).sum(-1) + (ev * (q - p).abs()).sum(-1)
+    second = (eb.sum(-1) + ev.sum(-1)) ** 2
+    zero = torch.zeros_like(zb)
+    lse = _lse_error(zb_ref.double(), zero) + _lse_error(zv_ref.double(), zero)
+    p_rel = 2 * _lse_error(zb_ref.double(), zero) + gamma(w.shape[0])
+    pd = 1.01 * p_rel * (p * (zb_ref.double() - zv_ref.double()).abs()).sum(-1)
+    return first + second + lse + pd
+
+
+def rounded_nll_bound(w, b, h_var, zv_ref, labels) -> torch.Tensor:
+    """[N] bound on |NLL_swapkl - NLL_ref| of the next token (labels >= 0), as :func:`rounded_kl_bound`."""
+    wd = w.double()
+    zv = h_var.double() @ wd.T + (0 if b is None else b.double())
+    ev = ambiguous_bf16(zv, _logit_error(w, b, h_var)) * bf16_spacing(zv)
+    q = torch.softmax(zv_ref.double(), -1)
+    first = (ev * q).sum(-1) + ev.gather(1, labels[:, None])[:, 0]
+    return first + ev.sum(-1) ** 2 + _lse_error(zv_ref.double(), torch.zeros_like(zv))

@@ -64,6 +64,8 @@ SCHEMA_DEFAULTS = [
     ("model.batch_size", ProbeJob, "batch_size", same),
     ("model.pair_sets", ProbeJob, "pairs", ",".join),
     ("model.rope_scaling", ProbeJob, "rope_scaling", same),
+    ("model.logits_dtype", ProbeJob, "logits_dtype", same),
+    ("model.logits_dtype", PruneJob, "logits_dtype", same),
     ("model.rope", ProbeJob, "rope", same),
     ("model.device_map", ProbeJob, "placement", placement_of("device_map")),
     ("model.max_memory", ProbeJob, "placement", placement_of("max_memory")),

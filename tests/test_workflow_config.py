@@ -778,6 +778,9 @@ INVALID = {
                                      "pythia-410m.pair_sets.1"),
     "RoPE scaling off with covariates": (lambda c: _set(c, P410 + ("rope_scaling",), "none"),
                                          "pythia-410m.rope_scaling"),
+    "bf16 logits with covariates": (lambda c: _set(c, P410 + ("logits_dtype",), "bfloat16"),
+                                    "pythia-410m.logits_dtype"),
+    "unknown logits dtype": (lambda c: _set(c, P410 + ("logits_dtype",), "float16"), "logits_dtype"),
 }
 
 @pytest.fixture(scope="module")

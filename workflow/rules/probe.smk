@@ -49,7 +49,7 @@ rule probe_checkpoint:
         checkpoint=get_checkpoint_dir,
         pairs=lambda wildcards: get_probe_pairs(wildcards.model),
         data=get_probe_data,
-        **model_settings("dtype", "rope_scaling", "batch_size"),
+        **model_settings("dtype", "rope_scaling", "logits_dtype", "batch_size"),
         kl=lambda wildcards: canonical(config["models"][wildcards.model]["kl"]),
         rope=lambda wildcards: "on" if rope_is_on(config["models"][wildcards.model]) else "off",
         progress=get_checkpoint_progress_paths,

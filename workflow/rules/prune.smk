@@ -17,7 +17,7 @@ rule prune_layers:
         selection=get_selection_options,
         **model_settings("spacing", "n_random", "angular_metric", "allow_overlap", "seed", "compute_dtype",
                          section="prune"),
-        **model_settings("dtype", "rope_scaling", "batch_size"),
+        **model_settings("dtype", "rope_scaling", "logits_dtype", "batch_size"),
         metadata=get_prune_metadata,
         placement=get_placement,
     log:

@@ -11,5 +11,5 @@ with job_log(snakemake):
         ProbeJob(model=p.checkpoint, out=p.out, protocols=tuple(p.out), pairs=p.pairs, data=p.data,
                  dtype=p.dtype, batch_size=p.batch_size, repr_out=snakemake.output.get("representation"),
                  progress_path=p.progress, metadata=p.metadata, rope_scaling=p.rope_scaling,
-                 kl_options=p.kl, rope=p.rope, placement=p.placement,
+                 logits_dtype=p.logits_dtype, kl_options=p.kl, rope=p.rope, placement=p.placement,
                  covariates_out=snakemake.output.get("covariates")).run()

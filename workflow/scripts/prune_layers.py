@@ -12,4 +12,4 @@ with job_log(snakemake):
                  calib_data=p.calib_data, n_random=p.n_random, seed=p.seed, dtype=p.dtype, batch_size=p.batch_size,
                  metadata=p.metadata, agreement_out=snakemake.output.agreement, selection=p.selection,
                  angular_metric=p.angular_metric, allow_overlap=p.allow_overlap, compute_dtype=p.compute_dtype,
-                 rope_scaling=p.rope_scaling, placement=p.placement).run()
+                 rope_scaling=p.rope_scaling, logits_dtype=p.logits_dtype, placement=p.placement).run()

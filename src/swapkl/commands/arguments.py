@@ -96,6 +96,9 @@ def add_forward_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rope-scaling", choices=["config", "none"], default=default(ForwardJob, "rope_scaling"),
                    help="config: the RoPE scaling of config.json (default); none: plain rope_theta, e.g. without "
                         "Llama-3.1's llama3 scaling, as the paper's JAX forward ran")
+    g.add_argument("--logits-dtype", choices=["float32", "bfloat16"], default=default(ForwardJob, "logits_dtype"),
+                   help="float32: the logits as formed, in float32 (default); bfloat16: rounded to bf16 before every "
+                        "softmax (KL, NLL, perplexity), as the paper's JAX forwards returned them")
 
 
 def add_placement_arguments(p: argparse.ArgumentParser) -> None:

@@ -51,7 +51,8 @@ def job(args) -> ProbeJob:
                     batch_size=args.batch_size, repr_out=args.repr_out, progress_path=args.progress_file,
                     layers=args.layers, metadata=label_metadata(args), allow_pickle=args.allow_pickle,
                     trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
-                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, rope=args.rope,
+                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
+                    logits_dtype=args.logits_dtype, rope=args.rope,
                     kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average),
                     placement=placement(args))
 

@@ -129,7 +129,8 @@ def job(args) -> PruneJob:
                     angular_metric=args.angular_metric, dtype=args.dtype, device=args.device,
                     batch_size=args.batch_size, chunk_tokens=args.chunk_tokens, agreement_out=args.agreement_out,
                     allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
-                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling, metadata=label_metadata(args),
+                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
+                    logits_dtype=args.logits_dtype, metadata=label_metadata(args),
                     placement=placement(args), selection=SelectionOptions(random_interior=not args.random_include_ends))
 
 

@@ -185,6 +185,9 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     if model["rope_scaling"] != "config" and (model["covariates"] or model["relevance"]["enabled"]):
         _fail(f"models.{name}.rope_scaling", "applies to the probes and pruning only; the covariates and relevance "
               "jobs would run with the config's RoPE scaling: switch them off for this model")
+    if model["logits_dtype"] != "float32" and (model["covariates"] or model["relevance"]["enabled"]):
+        _fail(f"models.{name}.logits_dtype", "applies to the probes and pruning only; the covariates and relevance "
+              "jobs would form float32 logits: switch them off for this model")
     _check_listed(name, model, "prune", model["prune"]["revisions"])
     _check_relevance(name, model)
     _check_downstream(name, model)

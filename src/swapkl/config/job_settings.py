@@ -41,6 +41,7 @@ def probe_settings(model: dict, pairs: str) -> dict:
         "data": model["data"],
         "dtype": model["dtype"],
         "rope_scaling": model["rope_scaling"],
+        **({} if model["logits_dtype"] == "float32" else {"logits_dtype": model["logits_dtype"]}),
         "kl": model["kl"],
         "batch_size": model["batch_size"],
     }

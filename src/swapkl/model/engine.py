@@ -79,15 +79,18 @@ def _where_non_finite(residuals: list[torch.Tensor], valid: torch.Tensor) -> str
 
 class ProbeEngine:
     """``kl``: which positions' KL count and whether it is clamped at 0 (:class:`swapkl.model.kl.KLOptions`; its
-    ``average`` is the caller's business: the engine returns per-sequence sums and counts)."""
+    ``average`` is the caller's business: the engine returns per-sequence sums and counts). ``logits_dtype``:
+    ``float32`` (clean) or ``bfloat16`` (the float32 logits rounded to bf16 before every softmax: KL, NLL and
+    perplexity alike, as the paper's JAX forwards did; :mod:`swapkl.model.kl`)."""
 
-    def __init__(self, model, *, chunk_tokens: int = 2048, kl: KLOptions | None = None):
+    def __init__(self, model, *, chunk_tokens: int = 2048, kl: KLOptions | None = None,
+                 logits_dtype: str = "float32"):
         require_int("chunk_tokens", chunk_tokens, 1)
         self.kl = kl or KLOptions()
         self.model = model.eval()
         self.adapter = get_adapter(model)
         self.n_layers = self.adapter.n_layers
-        self.unemb = Unembedding.from_head(self.adapter.head)
+        self.unemb = Unembedding.from_head(self.adapter.head, logits_dtype)
         self.chunk_tokens = int(chunk_tokens)
         self.layer_evals = 0  # number of block evaluations so far (for benchmarks)
         self._successor: dict[tuple[int, ...], tuple[int, ...]] = {}  # planned order -> next planned order

@@ -14,6 +14,7 @@ import torch
 
 from swapkl.adapters import ADAPTERS, adapter_class, supported_architectures
 from swapkl.errors import SwapKLError
+from swapkl.model.kl import logits_rounding
 from swapkl.model.checkpoint_dir import check_weight_files, files_sha256, resolve_checkpoint_dir, weights_sha256
 from swapkl.tables.file_checks import open_input, require_regular_file
 from swapkl.hub.download import SOURCE_FILE
@@ -40,6 +41,7 @@ class LoadedModel:
     trust_remote_code: bool
     compute_dtype: str | None = None  # weights rounded to `dtype`, then cast to this for the computation
     rope_scaling: str = "config"  # `none`: the config's RoPE scaling (e.g. llama3) switched off
+    logits_dtype: str = "float32"  # `bfloat16`: the engines round the float32 logits to bf16 (swapkl.model.kl)
     #: where accelerate put each module (``model.hf_device_map``: GPU index, "cpu" or "disk"); None on one device
     device_map: dict | None = None
 
@@ -123,12 +125,14 @@ def execution_device(device_map: dict) -> str:
 
 def load_model(model: str, revision: str | None = None, *, dtype: str = "float32", device: str = "auto",
                allow_pickle: bool = False, trust_remote_code: bool = False, need_tokenizer: bool = True,
-               compute_dtype: str | None = None, rope_scaling: str = "config",
+               compute_dtype: str | None = None, rope_scaling: str = "config", logits_dtype: str = "float32",
                device_map: str | None = None, max_memory: dict | None = None,
                offload_folder: str | None = None) -> LoadedModel:
     """Load a checkpoint in ``dtype``. ``compute_dtype`` (e.g. float32 for bfloat16 weights) casts the loaded
     weights afterwards, so they keep ``dtype``'s rounding and the forward runs in ``compute_dtype``;
-    ``rope_scaling="none"`` switches the config's RoPE scaling off. Both are recorded in the result. With
+    ``rope_scaling="none"`` switches the config's RoPE scaling off; ``logits_dtype="bfloat16"`` asks the engines
+    built on it to round the logits to bf16 (:func:`swapkl.model.kl.logits_rounding`). All are recorded in the
+    result. With
     ``device_map`` (:func:`placement_options`) accelerate places its modules across the GPUs of the node, the
     CPU and disk instead of moving it whole to ``device``."""
     from transformers import AutoModelForCausalLM
@@ -137,6 +141,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     cast_to = None if compute_dtype is None else resolve_dtype(compute_dtype)
     if rope_scaling not in ROPE_SCALING:
         raise SwapKLError(f"rope_scaling must be one of {', '.join(ROPE_SCALING)}, got {rope_scaling!r}")
+    logits_rounding(logits_dtype)
     placement = placement_options(device_map, max_memory, offload_folder)
     if placement and device != "auto":
         raise SwapKLError(f"device {device!r} and device_map {device_map!r} both place the model: give one")
@@ -199,6 +204,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         trust_remote_code=trust_remote_code,
         compute_dtype=compute_dtype,
         rope_scaling=rope_scaling,
+        logits_dtype=logits_dtype,
         device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
     )
 

@@ -76,7 +76,8 @@ class EngineJob(ModelJob):
 @dataclass(frozen=True, kw_only=True)
 class ForwardJob(EngineJob):
     """An engine job whose forward may deviate from transformers' own (:func:`swapkl.model.loading.load_model`):
-    weights cast to ``compute_dtype``, RoPE scaling from the config or none."""
+    weights cast to ``compute_dtype``, RoPE scaling from the config or none, logits rounded to ``logits_dtype``."""
 
     compute_dtype: str | None = None
     rope_scaling: str = "config"
+    logits_dtype: str = "float32"

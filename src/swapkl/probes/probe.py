@@ -75,7 +75,7 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
               progress_path: str | Mapping[str, str] | None = None, metadata: dict | None = None,
               allow_pickle: bool = False,
               trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
-              compute_dtype: str | None = None, rope_scaling: str = "config",
+              compute_dtype: str | None = None, rope_scaling: str = "config", logits_dtype: str = "float32",
               kl_options: KLOptions | None = None, rope: str = "on",
               placement: dict | None = None, covariates_out: str | None = None) -> None:
     """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
@@ -84,10 +84,10 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     that protocol alone writes, from one sweep whose base pass serves them all; ``progress_path`` is then
     ``{protocol: file}`` too, and ``repr_out`` goes with deletion's file (else with the first protocol's).
     ``covariates_out``: also write the per-pair covariates (what :func:`swapkl.stats.covariates.run_covariates`
-    writes), on this load of the checkpoint where it is their own (RoPE on, no ``compute_dtype``, ``rope_scaling``
-    or ``placement``), on a load of their own otherwise.
-    ``kl_options`` (:class:`swapkl.model.kl.KLOptions`; default the clean KL), ``compute_dtype`` and
-    ``rope_scaling`` (see :func:`swapkl.model.loading.load_model`) are recorded in the provenance.
+    writes), on this load of the checkpoint where it is their own (RoPE on, no ``compute_dtype``, ``rope_scaling``,
+    ``logits_dtype`` or ``placement``), on a load of their own otherwise.
+    ``kl_options`` (:class:`swapkl.model.kl.KLOptions`; default the clean KL), ``compute_dtype``, ``rope_scaling``
+    and ``logits_dtype`` (see :func:`swapkl.model.loading.load_model`) are recorded in the provenance.
     ``rope="off"`` is the RoPE counterfactual: base and variants alike run with every rotation angle zero
     (cos = 1, sin = 0); refused on architectures without rotary embeddings, recorded in the provenance.
     ``placement`` (``device_map``, ``max_memory``, ``offload_folder``: :func:`swapkl.model.loading.placement_options`)
@@ -114,9 +114,9 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     with _quiet_hf_progress():
         loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                             trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
-                            compute_dtype=compute_dtype, rope_scaling=rope_scaling,
+                            compute_dtype=compute_dtype, rope_scaling=rope_scaling, logits_dtype=logits_dtype,
                             **(placement or {}))
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, kl=kl_options)
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, kl=kl_options, logits_dtype=logits_dtype)
     if rope == "off":
         engine.adapter.disable_rope()
     windows = load_windows(data, loaded.tokenizer)
@@ -126,6 +126,8 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     rev = metadata.pop("revision", None) or loaded.revision or "main"
     plogs = _progress_logs(outputs, measured, loaded, windows, kl=kl_options.as_dict(), dtype=dtype,
                            compute_dtype=compute_dtype, rope_scaling=rope_scaling, batch_size=batch_size,
+                           # only where set: the resume logs of the clean forward keep their fingerprints
+                           **({} if logits_dtype == "float32" else {"logits_dtype": logits_dtype}),
                            chunk=chunk_tokens, rope=rope)
     batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
     results, repr_parts = _measure(engine, loaded.device, batches, measured, plogs,
@@ -137,7 +139,8 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
                         kl_options=kl_options.as_dict(), **metadata)
     files = _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from)
     if covariates_out is not None:  # on this load where it is the covariates' own (see above)
-        own = compute_dtype is None and rope_scaling == "config" and not placement and rope == "on"
+        own = (compute_dtype is None and rope_scaling == "config" and logits_dtype == "float32" and not placement
+               and rope == "on")
         covariate_model = loaded if own else load_model(model, revision, dtype=dtype, device=device,
                                                         allow_pickle=allow_pickle, trust_remote_code=trust_remote_code,
                                                         need_tokenizer=data.tokens is None)

@@ -263,11 +263,13 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                 agreement_out: str | None = None, allow_pickle: bool = False,
                 trust_remote_code: bool = False, selection: SelectionOptions | None = None,
                 allow_overlap: bool = False, compute_dtype: str | None = None,
-                rope_scaling: str = "config", placement: dict | None = None) -> pd.DataFrame:
+                rope_scaling: str = "config", logits_dtype: str = "float32",
+                placement: dict | None = None) -> pd.DataFrame:
     """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
 
-    ``compute_dtype`` (e.g. float32 on bfloat16 weights) and ``rope_scaling``: see
-    :func:`swapkl.model.loading.load_model`; recorded in the provenance.
+    ``compute_dtype`` (e.g. float32 on bfloat16 weights), ``rope_scaling`` and ``logits_dtype`` (bf16 rounding
+    of the logits of the perplexity and KL evaluations): see :func:`swapkl.model.loading.load_model`; recorded in
+    the provenance.
     ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
     paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
     ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
@@ -284,9 +286,9 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
                                                                          eval_spec, calib_data, allow_overlap)
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
                         trust_remote_code=trust_remote_code, need_tokenizer=True, compute_dtype=compute_dtype,
-                        rope_scaling=rope_scaling, **(placement or {}))
+                        rope_scaling=rope_scaling, logits_dtype=logits_dtype, **(placement or {}))
     dev = loaded.device
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, logits_dtype=logits_dtype)
     n_layers = engine.n_layers
     _require_tables_of(loaded, model, revision, n_layers, probe, probe_files, probe_provs, rep, repr_file, rep_prov)
     budgets = check_budgets(budgets, n_layers, spacing)

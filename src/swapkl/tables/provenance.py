@@ -112,6 +112,8 @@ def build(loaded=None, windows=None, **extra) -> dict:
             out.update(compute_dtype=loaded.compute_dtype)
         if getattr(loaded, "rope_scaling", "config") != "config":
             out.update(rope_scaling=loaded.rope_scaling)
+        if getattr(loaded, "logits_dtype", "float32") != "float32":
+            out.update(logits_dtype=loaded.logits_dtype)
         if getattr(loaded, "device_map", None) is not None:
             out["device_map"] = loaded.device_map
     if windows is not None:
