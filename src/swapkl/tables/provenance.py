@@ -128,7 +128,8 @@ def build(loaded=None, windows=None, **extra) -> dict:
 
 
 # Fields on which files that are combined (the protocols of one checkpoint) must agree; absent is a value too.
-COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code", "kl_options", "rope")
+COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code", "kl_options", "rope",
+              "logits_dtype")
 # Fields on which all revisions of one model must agree, so that they can be compared along training.
 COMPARABLE_ACROSS_REVISIONS = ("tokens_sha256", "dtype")
 
