@@ -293,8 +293,18 @@ def test_exact_rank_and_severe_misranking_against_hand_computed_confusion_matrix
     assert st["severe_offset"] == 2 and st["severe_misranking"] == pytest.approx(2 / 5)
     r = np.corrcoef([0.1, 0.5, 0.3, 0.2, 0.4], [0.2, 0.1, 0.3, 0.5, 0.4])[0, 1]
     assert st["pearson"] == pytest.approx(r, rel=1e-12) and st["pearson_paper_sign"] == pytest.approx(-r, rel=1e-12)
+    # over every block the boundary outliers (9 / -5 and -9 / 7) dominate r: another value, another sign here
+    r_all = stats.pearsonr(x, y).statistic
+    assert st["pearson_all_blocks"] == pytest.approx(r_all, rel=1e-12)
+    assert st["pearson_all_blocks_paper_sign"] == pytest.approx(-r_all, rel=1e-12)
+    assert abs(st["pearson_all_blocks"] - st["pearson"]) > 0.5
     full = rank_statistics(x, y, exclude_boundary=False)
     assert full["excluded_layers"] == [] and full["n_ranked"] == 7
+    assert full["pearson"] == pytest.approx(r_all, rel=1e-12) and full["pearson_all_blocks"] == full["pearson"]
+    # a layer one vector does not score (NaN) is left out of both
+    gap = rank_statistics([1.0, 2.0, np.nan, 3.0, 5.0], [2.0, 1.0, 4.0, 3.0, 9.0])
+    assert gap["pearson_all_blocks"] == pytest.approx(np.corrcoef([1, 2, 3, 5], [2, 1, 3, 9])[0, 1], rel=1e-12)
+    assert gap["pearson"] == pytest.approx(np.corrcoef([2, 3], [1, 3])[0, 1], rel=1e-12)
     # identical rankings: nothing misranked; ties broken by the lower layer index in both vectors
     same = rank_statistics([0, 1, 1, 2, 0], [0, 3, 3, 5, 0])
     assert same["exact_rank_misranking"] == 0.0 and same["severe_misranking"] == 0.0

@@ -65,6 +65,7 @@ def test_relevance_statistics_against_direct_computations():
         rel = rel["relevance"].to_numpy()
         # the paper's R: cosine similarity (1 - BI) against relevance
         assert r["pearson_paper_sign"] == pytest.approx(np.corrcoef(1 - bi[inner], rel[inner])[0, 1], abs=1e-12)
+        assert r["pearson_all_blocks_paper_sign"] == pytest.approx(np.corrcoef(1 - bi, rel)[0, 1], abs=1e-12)
         rank_rel = rankdata(rel[inner], method="ordinal")
         rank_bi = rankdata(bi[inner], method="ordinal")
         assert r["exact_rank_misranking"] == pytest.approx(np.mean(rank_rel != rank_bi))

@@ -33,7 +33,12 @@ through a rank confusion matrix instead, with the first and last layers excluded
 * ``pearson``: Pearson's r of the two score vectors over the same layers, in swapkl's orientation
   (both low = safe to remove, so positive means agreement); ``pearson_paper_sign = -pearson``,
   the paper's convention, which correlates a similarity score (high = redundant) with a relevance
-  score (high = needed), so that agreement shows as a negative correlation.
+  score (high = needed), so that agreement shows as a negative correlation;
+* ``pearson_all_blocks`` (and ``pearson_all_blocks_paper_sign``): the same r over every layer both vectors
+  score, the boundary layers included. The first and last blocks are outliers of both scores (removing
+  them costs far more than any other), so they can dominate r: on the demo r is -0.17 over the interior
+  and +0.99 over all blocks. The second paper excluded them from its per-layer comparison
+  (docs/relevance.md), so its R (-0.46, -0.23, -0.15) is compared with ``pearson_paper_sign``.
 """
 
 from __future__ import annotations
@@ -123,7 +128,7 @@ def rank_statistics(x, y, *, exclude_boundary: bool = True) -> dict:
     out = dict(excluded_layers=sorted(set(excluded)), n_ranked=m, layers=layers.tolist(), guide_rank=[],
                reference_rank=[], exact_rank_misranking=nan, severe_misranking=nan, severe_offset=None,
                exact_rank_chance=nan, exact_rank_p=nan, severe_chance=nan, severe_p=nan,
-               pearson=nan, pearson_paper_sign=nan)
+               pearson=nan, pearson_paper_sign=nan, **_pearson(x, y, np.isfinite(x) & np.isfinite(y), "_all_blocks"))
     if m < 2:
         return out
     gr, rr = ordinal_ranks(x[layers]), ordinal_ranks(y[layers])
@@ -133,13 +138,20 @@ def rank_statistics(x, y, *, exclude_boundary: bool = True) -> dict:
     severe_rate = float(np.mean(offset >= severe))
     out.update(guide_rank=gr.tolist(), reference_rank=rr.tolist(), exact_rank_misranking=exact,
                severe_misranking=severe_rate, severe_offset=severe, **rank_chance(m, severe, exact, severe_rate))
-    xs, ys = x[layers], y[layers]
-    if not (np.all(xs == xs[0]) or np.all(ys == ys[0])):
+    out.update(_pearson(x, y, keep))
+    return out
+
+
+def _pearson(x: np.ndarray, y: np.ndarray, keep: np.ndarray, suffix: str = "") -> dict:
+    """``pearson{suffix}`` and ``pearson{suffix}_paper_sign`` over the layers ``keep`` (NaN for fewer than 2 or a
+    constant vector)."""
+    xs, ys = x[keep], y[keep]
+    r = float("nan")
+    if len(xs) >= 2 and not (np.all(xs == xs[0]) or np.all(ys == ys[0])):
         from scipy import stats  # heavy (about a second): the figures and tables that read ranks do not need it
 
         r = float(stats.pearsonr(xs, ys).statistic)
-        out.update(pearson=r, pearson_paper_sign=-r)
-    return out
+    return {f"pearson{suffix}": r, f"pearson{suffix}_paper_sign": -r}
 
 
 def compare(x, y) -> dict:

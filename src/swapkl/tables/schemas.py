@@ -130,13 +130,15 @@ AGREEMENT_SCHEMA = pa.schema([
     ("layers", pa.list_(pa.int64())), ("guide_rank", pa.list_(pa.int64())), ("reference_rank", pa.list_(pa.int64())),
     # appended: chance levels and permutation p-values of the two rates (swapkl.pruning.agreement.rank_chance)
     *[(c, pa.float64()) for c in RANK_CHANCE_COLUMNS],
+    # appended: Pearson's r over every block, the boundary ones included (pearson: blocks 1..L-2)
+    ("pearson_all_blocks", pa.float64()), ("pearson_all_blocks_paper_sign", pa.float64()),
 ])
 
 #: results/relevance_stats.parquet (swapkl.relevance.relevance_stats)
 RELEVANCE_STATS_COLUMNS = ["model", "revision", "task", "metric", "reference", "n_layers", "excluded_layers",
                            "n_ranked", "exact_rank_misranking", "severe_misranking", "severe_offset",
                            "exact_rank_chance", "exact_rank_p", "severe_chance", "severe_p", "pearson",
-                           "pearson_paper_sign", "layers", "guide_rank", "reference_rank", "n_tasks", "n_blocks",
+                           "pearson_paper_sign", "pearson_all_blocks", "pearson_all_blocks_paper_sign", "layers", "guide_rank", "reference_rank", "n_tasks", "n_blocks",
                            "mean_spread_relevance", "heterogeneity_q", "heterogeneity_df", "heterogeneity_p"]
 
 # results/swapkl.parquet: one long table, the column `kind` says which columns a row fills (swapkl.probes.aggregate)
