@@ -96,3 +96,62 @@ def test_vectorised_kendall_equals_scipy_with_ties():
     for r in range(50):
         want = stats.kendalltau(x[r], y[r]).statistic
         assert (np.isnan(got[r]) and np.isnan(want)) or got[r] == pytest.approx(want, abs=1e-12)
+
+
+def test_rankings_of_fewer_than_min_items_are_marked_and_get_no_ci():
+    from swapkl.probes.disagreement import MIN_ITEMS
+
+    for n_items in (3, MIN_ITEMS - 1, MIN_ITEMS):
+        s, a, b, den = _random_scores(n_items=n_items, seed=n_items)
+        row = agreement_table(s, {"model": "m", "revision": "r"}, n_boot=100, seed=0).iloc[0]
+        xa, xb = a.sum(1) / den.sum(1), b.sum(1) / den.sum(1)
+        # the point estimates stay (descriptive), scipy's
+        assert row["n_items"] == n_items
+        assert row["spearman"] == pytest.approx(stats.spearmanr(xa, xb).statistic, abs=1e-12)
+        assert row["kendall"] == pytest.approx(stats.kendalltau(xa, xb).statistic, abs=1e-12)
+        cis = row[["spearman_ci_low", "spearman_ci_high", "kendall_ci_low", "kendall_ci_high"]].astype(float)
+        if n_items < MIN_ITEMS:
+            assert bool(row["too_few_items"]) and cis.isna().all()
+        else:
+            assert not row["too_few_items"] and np.isfinite(cis).all()
+
+
+def _critical_abs_rho(n: int) -> float | None:
+    """The smallest |rho| whose exact two-sided permutation p-value is <= 0.05 for n items (None: none is)."""
+    import itertools
+
+    perms = np.array(list(itertools.permutations(range(n))))
+    rho = np.round(1 - 6 * ((perms - np.arange(n)) ** 2).sum(1) / (n * (n * n - 1)), 12)
+    for c in np.unique(np.abs(rho)):
+        if np.mean(np.abs(rho) >= c) <= 0.05:
+            return float(c)
+    return None
+
+
+def test_min_items_is_where_agreement_short_of_near_perfect_becomes_testable():
+    """MIN_ITEMS (module docstring): below it only |rho| > 0.75 (or nothing) is significant at two-sided 5%."""
+    from swapkl.probes.disagreement import MIN_ITEMS
+
+    crit = {n: _critical_abs_rho(n) for n in range(3, MIN_ITEMS + 1)}
+    assert crit[3] is None and crit[4] is None and crit[5] == 1.0
+    assert all(crit[n] > 0.75 for n in range(5, MIN_ITEMS))
+    assert crit[MIN_ITEMS] < 0.75
+    assert crit[7] == pytest.approx(0.7857, abs=1e-4) and crit[8] == pytest.approx(0.7381, abs=1e-4)
+
+
+def test_the_map_says_which_cells_are_too_few_to_test(monkeypatch, tmp_path):
+    import swapkl.figures.test_agreement as fig_module
+
+    s, *_ = _random_scores(n_items=9)
+    s.tests["c"] = ("block", [0, 1, 2], lambda idx: np.tile([0.1, 0.3, 0.2], (len(idx), 1)))  # 3 items only
+    df = agreement_table(s, {"model": "m", "revision": "r"}, n_boot=50, seed=0)
+    assert df.set_index(["test_a", "test_b"])["too_few_items"].to_dict() == {
+        ("a", "b"): False, ("a", "c"): True, ("b", "c"): True}
+    texts = []
+    monkeypatch.setattr(fig_module, "save_figure",
+                        lambda fig, *_: texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
+                        or texts.extend(t.get_text() for t in fig.texts))
+    fig_module.plot_test_agreement(df, tmp_path / "m.png", tmp_path / "m.pdf")
+    assert sum("(n=3: too few)" in t for t in texts) == 4  # (a, c) and (b, c), both halves of the matrix
+    assert any("too few to test" in t for t in texts)
+    assert sum(t.count("[") for t in texts if "too few" not in t and "\n" in t) == 2  # the (a, b) cells' CIs

@@ -7,20 +7,24 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.probes.disagreement import MIN_ITEMS
 
 LEVELS = (("pair", "pairs (i, j)"), ("block", "blocks"))
 
 
-def _matrix(rows: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+def _matrix(rows: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Tests, Kendall's tau and its CI per cell, and each cell's item count where it is too few to test (else 0)."""
     tests = list(dict.fromkeys([*rows["test_a"], *rows["test_b"]]))
     n = len(tests)
     tau, lo, hi = (np.full((n, n), np.nan) for _ in range(3))
+    few = np.zeros((n, n), dtype=int)
     np.fill_diagonal(tau, 1.0)
     for r in rows.itertuples(index=False):
         a, b = tests.index(r.test_a), tests.index(r.test_b)
         for x, y in ((a, b), (b, a)):
             tau[x, y], lo[x, y], hi[x, y] = r.kendall, r.kendall_ci_low, r.kendall_ci_high
-    return tests, tau, lo, hi
+            few[x, y] = r.n_items if getattr(r, "too_few_items", False) else 0
+    return tests, tau, lo, hi, few
 
 
 def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
@@ -34,13 +38,14 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         fig = new_figure(sum(1.0 + 0.62 * s for s in sizes) + 1.0, 1.6 + 0.55 * max(sizes))
         axes = fig.subplots(1, len(levels), squeeze=False)[0]
         for ax, (lv, label) in zip(axes, levels):
-            tests, tau, lo, hi = _matrix(df[df["level"] == lv])
+            tests, tau, lo, hi, few = _matrix(df[df["level"] == lv])
             im = ax.imshow(tau, vmin=-1, vmax=1, cmap="RdBu_r")
             with_ci = len(tests) <= 7  # larger maps show tau only (the CIs are in the table)
             for x in range(len(tests)):
                 for y in range(len(tests)):
                     if x != y and np.isfinite(tau[x, y]):
-                        text = f"{tau[x, y]:.2f}" + (f"\n[{lo[x, y]:.2f}, {hi[x, y]:.2f}]" if with_ci else "")
+                        text = f"{tau[x, y]:.2f}" + (f"\n(n={few[x, y]}: too few)" if few[x, y] else
+                                                     f"\n[{lo[x, y]:.2f}, {hi[x, y]:.2f}]" if with_ci else "")
                         ax.text(y, x, text, ha="center", va="center", fontsize=5.5 if with_ci else 6.5)
             ax.grid(False)
             ax.set_xticks(range(len(tests)), tests, rotation=60, ha="right", fontsize=7)
@@ -51,7 +56,8 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         n_boot = int(df["n_boot"].iloc[0])
         add_note(fig, f"{model} @ {revision}: Kendall's tau-b between tests over the items both score; 95% "
                       f"bootstrap CI over probe windows ({n_boot} resamples) in brackets (in the table for maps of "
-                      "more than 7 tests).")
+                      f"more than 7 tests). Cells marked \"too few\" compare fewer than {MIN_ITEMS} items: too few to "
+                      "test, no CI.")
         save_figure(fig, out_png, out_pdf)
 
 

@@ -15,6 +15,15 @@ For each two tests of a level, over the items both score: Spearman's rho and Ken
 (:func:`swapkl.pruning.agreement.compare`, scipy), with percentile bootstrap CIs over the probe windows: one set of
 window resamplings (:func:`swapkl.stats.bootstrap.resample_indices`) recomputes every per-window-sum score (and the
 max / min built on them) together, so the CIs are paired; accuracy relevance has no windows and stays fixed.
+
+Two rankings of fewer than :data:`MIN_ITEMS` (8) common items are too few to test: the row keeps its point
+estimates, its CIs are NaN and ``too_few_items`` is true. With n items the exact permutation null of Spearman's
+rho (and of Kendall's tau) is so coarse that only near-perfect agreement separates from chance: the smallest
+|rho| significant at two-sided 5% is 0.79 for n = 7, 0.89 for n = 6, 1 for n = 5, and no value is for n <= 4
+(tau: 0.71, 0.87, 1, none), and rho takes few values (4 for n = 3, 11 for n = 4, 57 for n = 7), so a
+percentile bootstrap over windows collapses onto one of them (a CI of [1, 1] for 3 items ranked alike in most
+resamples) and its width says nothing about the agreement. From n = 8 on, |rho| >= 0.74 (tau >= 0.64) is
+significant and rho takes 85 values.
 """
 
 from __future__ import annotations
@@ -35,7 +44,10 @@ from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA, read_frame, read_relevance
 
 COLUMNS = ("model", "revision", "level", "test_a", "test_b", "n_items", "spearman", "spearman_ci_low",
-           "spearman_ci_high", "kendall", "kendall_ci_low", "kendall_ci_high", "n_boot")
+           "spearman_ci_high", "kendall", "kendall_ci_low", "kendall_ci_high", "n_boot", "too_few_items")
+
+#: the fewest common items two rankings need for their CIs (module docstring)
+MIN_ITEMS = 8
 
 
 def _sums(rows: pd.DataFrame, num: str, den: str) -> tuple[np.ndarray, np.ndarray]:
@@ -121,14 +133,15 @@ def agreement_table(scores: Scores, meta: dict, *, n_boot: int, seed: int) -> pd
             ka = [ia.index(x) for x in common]
             kb = [ib.index(x) for x in common]
             c = compare(pa_[ka], pb[kb])
+            few = c["n_compared"] < MIN_ITEMS
             xa, xb = ba[:, ka], bb[:, kb]
             ok = np.isfinite(xa).all(1) & np.isfinite(xb).all(1)
-            rho = spearman(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
-            tau = kendall(xa[ok], xb[ok]) if len(common) >= 2 else np.array([])
+            rho = spearman(xa[ok], xb[ok]) if not few else np.array([])
+            tau = kendall(xa[ok], xb[ok]) if not few else np.array([])
             (rl, rh), (tl, th) = percentile_ci(rho), percentile_ci(tau)
             rows.append(dict(meta, level=la, test_a=a, test_b=b, n_items=c["n_compared"], spearman=c["spearman"],
                              spearman_ci_low=rl, spearman_ci_high=rh, kendall=c["kendall"], kendall_ci_low=tl,
-                             kendall_ci_high=th, n_boot=int(n_boot)))
+                             kendall_ci_high=th, n_boot=int(n_boot), too_few_items=bool(few)))
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
