@@ -61,6 +61,8 @@ def test_lists_come_from_the_clone_unexecuted_first_n_in_order(clone, tmp_path):
     assert _read_jsonl(outs["pythia_prompts_32"]) == PYTHIA[:32]  # the first 32 of 40, in order
     # the merge test's 50: every seed as it is, then the first 18 with the second suffix (the function's list)
     assert _read_jsonl(outs["gpt2_merge_prompts_50"]) == SEEDS + [s + " Furthermore," for s in SEEDS[:18]]
+    # the pair distances' 200: the same cycle, the suffixes in turn (here 3 of them, so the cycle wraps)
+    assert _read_jsonl(outs["gpt2_pair_prompts_200"]) == [SEEDS[k % 32] + ENDS[(k // 32) % 3] for k in range(200)]
     assert _read_jsonl(outs["gpt2_head_prompts_20"]) == HEADS
     assert not trace.exists()  # nothing was executed
     fetch_paper_inputs(outs, str(repo), pins=pins)  # an output that already holds the lists is fine
@@ -120,3 +122,6 @@ def test_the_real_files_at_the_pinned_commit(mirror, tmp_path):
     assert len(merge) == 50 and merge[0].startswith("The French Revolution was a period of radical political")
     assert merge[32] == merge[0] + " Furthermore," and merge[49] == merge[17] + " Furthermore,"
     assert len(heads) == 20 and heads[1].startswith("def fibonacci(n):\n")
+    pairs = _read_jsonl(outs["gpt2_pair_prompts_200"])
+    assert len(pairs) == 200 and pairs[:50] == merge  # the merge test's 50 are the distances' first 50
+    assert pairs[64] == pairs[0] + " In addition," and pairs[199] == pairs[7] + " Consequently,"  # suffixes 2 and 6

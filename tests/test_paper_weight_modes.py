@@ -116,3 +116,59 @@ def test_the_head_entry_is_the_paper_one_direction_head_swap(setup):
         assert row["kl_mean"] == pytest.approx(last, rel=RTOL), (a, b, h)
         alls.append(every)
     assert np.max(np.abs(np.array(alls) / rows["kl_mean"].to_numpy() - 1)) > 100 * RTOL  # all positions differ
+
+
+def _weights_loaded(model, src: int, tgt: int):
+    """The paper's replacement (bisimulation_experiment.py): block ``src``'s state dict loaded into block ``tgt``."""
+    changed = copy.deepcopy(model)
+    changed.transformer.h[tgt].load_state_dict(changed.transformer.h[src].state_dict())
+    return changed
+
+
+def test_the_pair_entry_is_the_paper_distance_run_and_laco_orders_by_it(setup, tmp_path):
+    """GPT-2-Medium-paper-pairs (the distances of the paper's sorted_pairs.csv, which its LaCo ordered pairs by):
+    the entry's prompt and KL settings on a tiny GPT-2; each adjacent pair's distance is the max over both
+    directions of the mean over prompts of the last-token KL, and laco_paper merges in that order."""
+    import yaml
+    from pathlib import Path
+
+    from swapkl.pruning.guides.laco import laco_pairs
+    from swapkl.pruning.selection import pair_distances
+
+    entry = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())["models"][
+        "GPT-2-Medium-paper-pairs"]
+    data = entry["data"]
+    assert data["text_file"] == "resources/paper/gpt2_pair_prompts_200.jsonl" and data["n_seqs"] == 200
+    assert data["seq_len"] == 128 and "padding" not in data and entry["pair_sets"] == ["adjacent"]
+    # the paper loaded block src's weights into slot tgt's module; swapkl runs block src's module at slot tgt:
+    # the same computation unless attention depends on the module's layer index, which GPT-2-Medium's does not
+    # (scale_attn_by_inverse_layer_idx false, unlike the tiny model of the other tests)
+    from transformers import GPT2LMHeadModel
+
+    cfg = copy.deepcopy(setup[0].config)
+    cfg.scale_attn_by_inverse_layer_idx = False
+    model = GPT2LMHeadModel(cfg).eval()
+    model.load_state_dict(setup[0].state_dict())
+    d = tmp_path
+    model.save_pretrained(d / "model")
+    char_tokenizer().save_pretrained(d / "model")
+    (d / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PROMPTS))
+    spec = DataSpec(text_file=str(d / "prompts.jsonl"), text_format=data["text_format"],
+                    selection=data["selection"], n_seqs=len(PROMPTS), seq_len=SEQ_LEN, min_tokens=data["min_tokens"])
+    out = d / "probe.parquet"
+    run_probe(str(d / "model"), str(out), pairs="adjacent", data=spec, device="cpu",
+              protocols=("replacement", "interchange"), kl_options=KLOptions(**entry["kl"]))
+    df = pd.read_parquet(out)
+    want, alls = {}, []
+    for i in range(N_LAYERS - 1):
+        directions = [_paper_kl(model, _weights_loaded(model, src, tgt)) for src, tgt in ((i + 1, i), (i, i + 1))]
+        want[(i, i + 1)] = max(last for last, _ in directions)
+        alls.append(max(every for _, every in directions))
+    got = pair_distances(df, "replacement_max")
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=RTOL), k
+    assert np.max(np.abs(np.array(alls) / np.array([got[k] for k in want]) - 1)) > 100 * RTOL  # all positions differ
+    ordered = sorted(want, key=lambda k: (want[k], k))
+    assert laco_pairs(got, 1) == [ordered[0]]
+    assert laco_pairs(got, 2)[0] == ordered[0]

@@ -352,7 +352,7 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
     the dry run schedules one fetch_paper_inputs job whose outputs are the inputs of the probes that read them."""
     cfg = load(STUDY)
     paper = [name for name in cfg["models"] if "paper" in name] + ["GPT-2-Medium"]
-    assert len(paper) == 8 and all(cfg["models"][name].get("enabled", True) for name in paper)
+    assert len(paper) == 9 and all(cfg["models"][name].get("enabled", True) for name in paper)
     result = snakemake("--dry-run", "--forceall", "--configfile", str(STUDY))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
@@ -364,12 +364,14 @@ def test_no_paper_entry_is_disabled_and_the_fetch_job_feeds_their_probes():
             jobs.append((rule.group(1), field("input"), field("output")))
     fetch = [output for rule, _, output in jobs if rule == "fetch_paper_inputs"]
     assert fetch == [["resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl",
-                      "resources/paper/gpt2_merge_prompts_50.jsonl", "resources/paper/gpt2_head_prompts_20.jsonl"]]
+                      "resources/paper/gpt2_merge_prompts_50.jsonl", "resources/paper/gpt2_pair_prompts_200.jsonl",
+                      "resources/paper/gpt2_head_prompts_20.jsonl"]]
     readers = {(rule, output[0]): inputs for rule, inputs, output in jobs if rule.startswith("probe") and re.match(
         r"results/probes/(pythia-410m-paper|pythia-1\.4b-paper-trajectory|Llama-3\.1-8B-paper|GPT-2-Medium-paper-\w+)/",
         output[0])}
-    # one job per checkpoint; the GPT-2 entries (deletion off): replacement and interchange, then their protocol
-    assert len(readers) == (5 + 5 + 1) + 2 + 2
+    # one job per checkpoint; the GPT-2 merge and head entries (deletion off): replacement and interchange, then
+    # their protocol; the GPT-2 pair-distance entry: one job of its three protocols
+    assert len(readers) == (5 + 5 + 1) + 2 + 2 + 1
     assert all(set(inputs) & set(fetch[0]) for inputs in readers.values())
 
 

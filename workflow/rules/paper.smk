@@ -12,6 +12,7 @@ rule fetch_paper_inputs:
         llama_prompts_100="resources/paper/llama_prompts_100.jsonl",
         pythia_prompts_32="resources/paper/pythia_prompts_32.jsonl",
         gpt2_merge_prompts_50="resources/paper/gpt2_merge_prompts_50.jsonl",
+        gpt2_pair_prompts_200="resources/paper/gpt2_pair_prompts_200.jsonl",
         gpt2_head_prompts_20="resources/paper/gpt2_head_prompts_20.jsonl",
     params:
         repo=lambda wildcards: config["paper"]["repo"],

@@ -24,5 +24,6 @@ def run(args) -> None:
     executed) and write each as JSON Lines, one JSON string per line: llama_prompts_100 (all 100 prompts of
     the Llama-3.1-8B distances), pythia_prompts_32 (the first 32 prompts of the Pythia trajectory),
     gpt2_merge_prompts_50 (GPT-2-Medium's merge test: the first 50 of its seed prompts cycled with its
-    suffixes) and gpt2_head_prompts_20 (the 20 prompts of GPT-2-Medium's head-level swaps)."""
+    suffixes), gpt2_pair_prompts_200 (the first 200 of the same cycle: GPT-2-Medium's pair distances, which
+    its LaCo ordered pairs by) and gpt2_head_prompts_20 (the 20 prompts of GPT-2-Medium's head-level swaps)."""
     fetch_paper_inputs(output_paths(args.out_dir, args.lists), args.repo, timeout=args.timeout)

@@ -57,11 +57,15 @@ class PromptList:
 #: the lists the published numbers used: Llama-3.1-8B distances (all 100 prompts of the pool), the Pythia
 #: trajectory (the script's default: the first 32 of its 40 prompts), GPT-2-Medium's merge test (the first 50
 #: of the 32 seed prompts cycled with the script's suffixes: all 32 as they are, then the first 18 with
-#: " Furthermore,") and its head-level swaps (the 20 templates of the head script)
+#: " Furthermore,"), its pair distances (the same cycle's first 200, the script's N_PROMPTS: the distances of
+#: its sorted_pairs.csv, which LaCo ordered its pairs by) and its head-level swaps (the 20 templates of the
+#: head script)
 PROMPT_LISTS = (
     PromptList("llama_prompts_100", "tpu_llama_bisimulation.py", "_PROMPT_POOL", 100, 100),
     PromptList("pythia_prompts_32", "tpu_pythia_protocol_gap_trajectory.py", "PROMPTS_100", 40, 32),
     PromptList("gpt2_merge_prompts_50", "bisimulation_experiment.py", "PROMPT_SEEDS", 32, 50,
+               suffixes=("build_diverse_prompts", "suffixes")),
+    PromptList("gpt2_pair_prompts_200", "bisimulation_experiment.py", "PROMPT_SEEDS", 32, 200,
                suffixes=("build_diverse_prompts", "suffixes")),
     PromptList("gpt2_head_prompts_20", "head_bisimulation.py", "PROMPT_TEMPLATES", 20, 20),
 )
