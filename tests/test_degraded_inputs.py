@@ -114,7 +114,8 @@ def test_download_record_never_replaces_the_model_id_asked_for(env, tmp_path, ca
     msg = refused(["probe", "--model", "org/name", "--tokens", env.tokens, "--pairs", "adjacent",
                    "--out", tmp_path / "out.parquet"], capsys, tmp_path)
     assert msg == ("model 'org/name' was asked for, but the download record 'org/name/swapkl_source.json' says the "
-                   "folder holds revision 'main' of 'other/model'; the model asked for and the recorded one must agree")
+                   "folder holds revision 'main' of 'other/model'; the model asked for and the recorded one must agree (name "
+                   "the folder as ./org/name to take the recorded model)")
 
 
 def test_download_record_that_agrees_fills_in_the_source(env, tmp_path):

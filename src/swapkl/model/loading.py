@@ -291,7 +291,8 @@ def _download_record(path: str, model: str, revision: str | None) -> dict:
     hub_shaped = not model.startswith((".", "~", os.sep)) and model.count("/") == 1
     if hub_shaped and source.get("model_id") not in (None, model):
         raise SwapKLError(f"model {model!r} was asked for, but the download record {record!r} says the folder "
-                          f"holds {held}; the model asked for and the recorded one must agree")
+                          f"holds {held}; the model asked for and the recorded one must agree (name the folder as "
+                          f"./{model} to take the recorded model)")
     return source
 
 
