@@ -12,6 +12,10 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+
+include: "workflow/rules/config_text.smk"
+
+
 configfile: "config.yaml"
 
 

@@ -76,7 +76,7 @@ def test_padding_counted_matches_an_unmasked_forward_over_every_position(model_d
     d, model = model_dir
     seq_len = 24  # the prompts have 11 to 27 characters: most windows are largely padding
     spec = DataSpec(text_file=str(d / "prompts.txt"), text_format="lines", padding="counted", n_seqs=4,
-                    seq_len=seq_len, min_tokens=1)
+                    seq_len=seq_len, min_tokens=2)
     rows, prov = _probe(d, "plain", spec, tmp_path)
     assert prov["data_spec"]["padding"] == "counted" and prov["data_spec"]["text_format"] == "lines"
     # the paper's inputs built by hand: every non-empty line, cut to seq_len, right-padded with <pad> = 0
@@ -94,7 +94,7 @@ def test_padding_counted_matches_an_unmasked_forward_over_every_position(model_d
         # and the clean (masked) protocol really measures something else on the same prompts
         assert abs(_direct_kl(model, ids, masked, i, j) - want) > 100 * RTOL * want
     clean, _ = _probe(d, "plain", DataSpec(text_file=str(d / "prompts.txt"), text_format="lines", n_seqs=4,
-                                            seq_len=seq_len, min_tokens=1), tmp_path / "clean")
+                                            seq_len=seq_len, min_tokens=2), tmp_path / "clean")
     for (i, j), r in clean.iterrows():
         assert r["kl_mean"] == pytest.approx(_direct_kl(model, ids, masked, i, j), rel=RTOL)
         assert r["n_tokens"] == int(masked.sum())

@@ -18,7 +18,7 @@ from swapkl.config import ConfigError
 from swapkl.config.pair_sets import pair_reach, parse_pair_set, widest_pair_set
 from swapkl.config.revision_names import last_revision, step_of
 from swapkl.config.schema_validation import load_schema, validate_schema
-from swapkl.config.strict_yaml import check_no_duplicate_keys
+from swapkl.config.strict_yaml import check_config_text
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -80,8 +80,8 @@ def test_a_key_given_twice_names_the_file_and_both_lines(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("models:\n  m: {}\n  n: {}\n  m: {}\n")
     with pytest.raises(ConfigError) as err:
-        check_no_duplicate_keys([str(path)])
+        check_config_text([str(path)])
     assert str(err.value) == (f"{path}: line 4: key 'm' appears a second time in one mapping (first on line 2); "
                               "YAML would silently keep only the last")
     path.write_text("models: [unclosed\n")
-    check_no_duplicate_keys([str(path)])  # a file YAML cannot parse: Snakemake reports it
+    check_config_text([str(path)])  # a file YAML cannot parse: Snakemake reports it

@@ -261,7 +261,7 @@ def test_a_non_text_field_is_refused(hub):
     tables, _ = hub
     tables["d"] = {"q": ["w1", "w2"], "n": [1, 2]}
     with pytest.raises(SwapKLError, match=r"dataset:d/:train\[q\+n\]: field 'n' holds int values, not text"):
-        load_windows(DataSpec(dataset="d", split="train", text_fields=["q", "n"], n_seqs=1, min_tokens=1),
+        load_windows(DataSpec(dataset="d", split="train", text_fields=["q", "n"], n_seqs=1, min_tokens=2),
                      word_tokenizer())
 
 

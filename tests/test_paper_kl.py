@@ -43,7 +43,7 @@ def setup(tmp_path_factory):
 def _probe(d, tmp_path, kl_options, protocols=("replacement", "interchange")):
     out = tmp_path / "probe.parquet"
     spec = DataSpec(text_file=str(d / "prompts.txt"), text_format="lines", selection="first", n_seqs=4,
-                    seq_len=40, min_tokens=1)
+                    seq_len=40, min_tokens=2)
     run_probe(str(d / "model"), str(out), pairs="adjacent", data=spec, device="cpu", protocols=protocols,
               kl_options=kl_options)
     return pd.read_parquet(out), out

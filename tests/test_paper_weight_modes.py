@@ -35,7 +35,7 @@ from tiny_models import tiny_model
 RTOL = 1e-4
 N_LAYERS, SEQ_LEN = 5, 24
 PROMPTS = ["the cat sat on the mat.", "a dog ran\nand ran", "one two three four five six seven eight nine",
-           "hello there, you", "x"]
+           "hello there, you", "xy"]  # the shortest window: 2 tokens (min_tokens >= 2)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def setup(tmp_path_factory):
     char_tokenizer().save_pretrained(d / "model")
     (d / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PROMPTS + ["not taken: beyond n_seqs"]))
     spec = DataSpec(text_file=str(d / "prompts.jsonl"), text_format="jsonl", selection="first",
-                    n_seqs=len(PROMPTS), seq_len=SEQ_LEN, min_tokens=1)
+                    n_seqs=len(PROMPTS), seq_len=SEQ_LEN, min_tokens=2)
     out = d / "probe.parquet"
     run_probe(str(d / "model"), str(out), pairs="within:2", data=spec, device="cpu",
               protocols="averaging_paper,head_interchange_paper", kl_options=KLOptions(positions="last",

@@ -64,7 +64,7 @@ def test_installed_transformers_pads_a_pythia_tokenizer_with_padding_not_eos(pyt
 
     tok = AutoTokenizer.from_pretrained(d / "model")
     assert (tok.pad_token, tok.pad_token_id, tok.eos_token_id) == ("<|padding|>", 1, 0)
-    spec = dict(text_file=str(d / "prompts.jsonl"), text_format="jsonl", n_seqs=3, seq_len=SEQ_LEN, min_tokens=1,
+    spec = dict(text_file=str(d / "prompts.jsonl"), text_format="jsonl", n_seqs=3, seq_len=SEQ_LEN, min_tokens=2,
                 selection="first", padding="counted")
     for pad_token, want in (("tokenizer", 1), ("eos", 0), (7, 7)):
         w = load_windows(DataSpec(**spec, pad_token=pad_token), tok)
@@ -90,7 +90,7 @@ def test_counted_windows_pad_with_eos_and_count_every_position(pythia_like, tmp_
     d, model = pythia_like
     out = tmp_path / "probe.parquet"
     rc = main(["probe", "--model", str(d / "model"), "--text-file", str(d / "prompts.jsonl"), "--text-format",
-               "jsonl", "--selection", "first", "--n-seqs", "3", "--seq-len", str(SEQ_LEN), "--min-tokens", "1",
+               "jsonl", "--selection", "first", "--n-seqs", "3", "--seq-len", str(SEQ_LEN), "--min-tokens", "2",
                "--padding", "counted", "--pad-token", "eos", "--pairs", "adjacent", "--protocols", "replacement",
                "--device", "cpu", "--out", str(out)])
     assert rc == 0, capsys.readouterr().err
@@ -120,7 +120,7 @@ def test_jsonl_keeps_prompts_verbatim_and_first_takes_the_first_n(pythia_like, t
     d, _ = pythia_like
     tok = neox_tokenizer()
     spec = DataSpec(text_file=str(d / "prompts.jsonl"), text_format="jsonl", n_seqs=3, seq_len=SEQ_LEN,
-                    min_tokens=1, selection="first")
+                    min_tokens=2, selection="first")
     w = load_windows(spec, tok)
     for row, p in enumerate(PROMPTS[:3]):
         t = tok(p, add_special_tokens=False)["input_ids"]
@@ -132,10 +132,10 @@ def test_jsonl_keeps_prompts_verbatim_and_first_takes_the_first_n(pythia_like, t
     bad = tmp_path / "bad.jsonl"
     bad.write_text('"ok"\n{"text": "no"}\n')
     with pytest.raises(SwapKLError, match=r"bad.jsonl:2: holds a JSON dict, not a string"):
-        load_windows(DataSpec(text_file=str(bad), text_format="jsonl", n_seqs=1, min_tokens=1), tok)
+        load_windows(DataSpec(text_file=str(bad), text_format="jsonl", n_seqs=1, min_tokens=2), tok)
     bad.write_text('plain text\n')
     with pytest.raises(SwapKLError, match=r"bad.jsonl:1: not a JSON value"):
-        load_windows(DataSpec(text_file=str(bad), text_format="jsonl", n_seqs=1, min_tokens=1), tok)
+        load_windows(DataSpec(text_file=str(bad), text_format="jsonl", n_seqs=1, min_tokens=2), tok)
     with pytest.raises(SwapKLError, match="pad_token must be"):
         load_windows(DataSpec(text_file=str(bad), pad_token=-1), tok)
 

@@ -17,7 +17,10 @@ The exported checkpoint runs blocks ``order`` (indices into the source model's b
 Before the directory appears under its final name the export is reloaded with
 ``AutoModelForCausalLM.from_pretrained`` and its logits are compared with the engine's variant
 (:func:`verify_export`); greedy generation with the KV cache must also equal generation without it.
-A failed check leaves nothing behind; an existing ``--out`` is never touched.
+A failed check leaves nothing behind; an existing ``--out`` is never touched. The export is staged in
+``.OUT.XXXXXXXX.partial`` next to ``--out``; one killed outright leaves that folder, which the next export into
+the same parent folder removes (:mod:`swapkl.tables.staging`: only swapkl's marked staging folders that no live
+run holds).
 """
 
 from __future__ import annotations
@@ -27,19 +30,19 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 
 import torch
 
 from swapkl.adapters import adapter_class, get_adapter
 from swapkl.errors import SwapKLError
 from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, weights_sha256
-from swapkl.model.loading import load_model
+from swapkl.model.loading import load_model, tokenizer_files
 from swapkl.tables.parquet_io import os_reason
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.pairs import Variant
 from swapkl.pruning.merge import averaged_block
 from swapkl.tables import provenance
+from swapkl.tables.staging import Staging
 from swapkl.tables.schemas import read_frame
 
 log = logging.getLogger(__name__)
@@ -241,16 +244,34 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
             "generate_logit_tolerance": gen_tol}
 
 
-def copy_side_files(src: str, dst: str, tokenizer_files: tuple[str, ...]) -> list[str]:
-    """Copy the tokenizer files ``tokenizer_files`` (those its adapter names) and the generation config that
+def copy_side_files(src: str, dst: str, tokenizer_files: list[str]) -> list[str]:
+    """Copy the tokenizer files ``tokenizer_files`` (every file the tokenizer loads:
+    :func:`swapkl.model.loading.tokenizer_files`, paths relative to ``src``) and the generation config that
     checkpoint folder ``src`` holds into ``dst``; the names copied."""
     copied = []
-    for name in tokenizer_files + ("generation_config.json",):
+    for name in list(tokenizer_files) + ["generation_config.json"]:
         path = os.path.join(src, name)
         if os.path.isfile(path):
+            os.makedirs(os.path.dirname(os.path.join(dst, name)), exist_ok=True)
             shutil.copy2(path, os.path.join(dst, name))
             copied.append(name)
     return copied
+
+
+def verify_tokenizer(src: str, folder: str, trust_remote_code: bool = False) -> None:
+    """The tokenizer copied into ``folder`` must load and be the tokenizer of ``src``: the same vocabulary, and the
+    same ids for a test text (a file the source tokenizer loads but the copy lacks would change either)."""
+    from transformers import AutoTokenizer
+
+    text = "The quick brown fox, 42 times: jumps over the lazy dog.\n\tÄ é 中文"
+    try:
+        copy = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    except Exception as e:
+        first = " ".join(str(e).split()) or type(e).__name__
+        raise SwapKLError(f"the exported checkpoint's tokenizer does not load: {first}") from None
+    source = AutoTokenizer.from_pretrained(src, trust_remote_code=trust_remote_code)
+    if copy.get_vocab() != source.get_vocab() or copy(text)["input_ids"] != source(text)["input_ids"]:
+        raise SwapKLError(f"the exported checkpoint's tokenizer differs from the tokenizer of {src!r}")
 
 
 def check_merge(merge: list[int] | None, order: tuple[int, ...]) -> list[int]:
@@ -324,15 +345,18 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     blocks_order = export_order(adapter.n_layers, remove=remove, order=order)
     merged = check_merge(merge, blocks_order)
     _merge_blocks(adapter.blocks, merged)
-    tmp = None
+    staging = None
     try:
-        tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
+        staging = Staging(out)
+        tmp = staging.path
         _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
         export_config(loaded.model.config, blocks_order).save_pretrained(tmp)
-        copied = copy_side_files(loaded.path, tmp, adapter.tokenizer_files)
+        tok = tokenizer_files(loaded.path, loaded.model.config.model_type)
+        copied = copy_side_files(loaded.path, tmp, tok)
         check = verify_export(tmp, loaded.model, blocks_order)
+        if tok:
+            verify_tokenizer(loaded.path, tmp, loaded.trust_remote_code)
         removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
-        tok = [n for n in copied if n in adapter.tokenizer_files]
         prov = provenance.build(loaded, model_id=resolved_source(loaded), source_path=os.path.abspath(loaded.path),
                                 tokenizer_sha256=files_sha256(loaded.path, tok) if tok else None,
                                 order=list(blocks_order), removed_layers=removed,
@@ -343,10 +367,10 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
         share_tree(tmp)
         if os.path.lexists(out):
             raise SwapKLError(f"`out` {out!r} appeared while exporting; left untouched")
-        os.rename(tmp, out)
+        staging.commit(out)
     except BaseException as e:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)  # our own staging directory, never the user's --out
+        if staging is not None:
+            staging.discard()  # our own staging directory, never the user's --out
         if isinstance(e, OSError):  # disk full, read-only file system...: one line, as for every output
             raise SwapKLError(f"cannot write {out!r}: {os_reason(e)}") from e
         raise

@@ -26,6 +26,18 @@ def require_int(name: str, value, least: int) -> int:
     return int(value)
 
 
+def require_finite(name: str, value, *, least: float | None = None, above: float | None = None) -> float:
+    """``value`` as a float, which must be a finite real number (not a bool, NaN or infinite), at least ``least``
+    or above ``above`` when given: an infinite learning rate or weight decay fails much later, with a message about
+    something else."""
+    bound = "" if least is None and above is None else (f" >= {least:g}" if least is not None else f" > {above:g}")
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SwapKLError(f"{name} must be a number, got {value!r}")
+    if not np.isfinite(value) or (least is not None and value < least) or (above is not None and value <= above):
+        raise SwapKLError(f"{name} must be a finite number{bound}, got {value!r}")
+    return float(value)
+
+
 def require_device(device: str) -> str:
     """One of ``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``."""
     if not isinstance(device, str) or not DEVICE_PATTERN.fullmatch(device):

@@ -1,4 +1,4 @@
-# The get_* helpers of every rule file: thin wiring over swapkl.config, which validates the config, expands the
+# The get_* helpers of the rule files, thin wiring over swapkl.config, which validates the config, expands the
 # seed families, says which models and revisions each stage runs for (StudyPlan), where their files live
 # (layout) and what each job is given (RuleParams). No logic lives here.
 
@@ -25,7 +25,10 @@ from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with
-from swapkl.config.targets import final_outputs
+from swapkl.config.targets import figure_instances as _figure_instances, final_outputs
+from swapkl.config.task_pruning_plan import SUMMARY as TASK_PRUNING_SUMMARY, task_pruning_jobs
+from swapkl.figures.figure_registry import SECTIONS as REPORT_SECTIONS
+from swapkl.probes.protocols import get_protocol
 from swapkl.config.validation import invalid_config_message, validate_config
 
 try:  # every check of swapkl.config, each naming the key path of the value that cannot work
@@ -205,3 +208,140 @@ def trained_model_job(runtime=60, extra_mem_mb=0, **gpu):
 wildcard_constraints:
     model=name_regex(enabled_models()),
     revision=REVISION_REGEX,
+
+
+# ------------------------------------------------------------------------------- the helpers of the rule files
+# The functions of the rule files live here, by the file that uses them (snakemake --lint wants no file to mix
+# functions and rules).
+
+# report.smk
+
+
+def section(key):
+    """The report category of section ``key``: its number and title."""
+    return f"{list(REPORT_SECTIONS).index(key) + 1}. {REPORT_SECTIONS[key]}"
+
+
+def table_report(path, caption, **labels):
+    """A results table in the report's tables section, with its caption (workflow/report/) and labels."""
+    return report(path, caption=f"../report/{caption}", category=section("tables"), labels=labels or None)
+
+
+def results_tables(**stems):
+    """Named outputs of a job that writes several results tables: ``{name: results/<stem>.parquet}``, each in
+    the report with its caption ``<stem>_table.rst``."""
+    return {name: table_report(f"results/{stem}.parquet", f"{stem}_table.rst") for name, stem in stems.items()}
+
+
+def figure_instances(selection):
+    """The wildcards of every instance of a figure the report gets (swapkl.config.targets)."""
+    return _figure_instances(PLAN, selection)
+
+
+def table_views(outputs):
+    """results/tables/{name}.html of every results table among ``outputs``."""
+    names = (re.fullmatch(r"results/(.+)\.parquet", str(path)) for path in outputs)
+    return [f"results/tables/{m.group(1)}.html" for m in names
+            if m and any(re.fullmatch(pattern, m.group(1)) for pattern in RESULT_TABLES)]
+
+
+# probe.smk
+
+#: the runtime of measuring the covariates, in minutes per GB of weights
+COVARIATES_MINUTES_PER_GB = 4
+
+
+def probe_files(protocols):
+    """The named outputs of a probe job: each protocol's file of the checkpoint."""
+    return {protocol: probe_file("{model}", "{revision}", protocol) for protocol in protocols}
+
+
+def checkpoint_job(deletion, covariates):
+    """The outputs, the model constraint and the runtime of the checkpoint job of the models with deletion and
+    covariates on or off."""
+    protocols = checkpoint_protocols_with(deletion)
+    output = {**probe_files(protocols),
+              **({"representation": repr_file("{model}", "{revision}")} if deletion else {}),
+              **({"covariates": covariate_file("{model}", "{revision}")} if covariates else {})}
+    return SimpleNamespace(output=output, model=name_regex(checkpoint_models(deletion, covariates)),
+                           runtime=probe_runtime(protocols, covariates))
+
+
+def probe_runtime(protocols, covariates=False):
+    """Runtime of a probe job measuring ``protocols`` (and the covariates): their minutes per GB, summed."""
+    minutes = sum(get_protocol(p).minutes_per_gb for p in protocols) + covariates * COVARIATES_MINUTES_PER_GB
+    return gpu_job_runtime(minutes_per_gb=minutes)
+
+
+# healed_probes.smk
+
+
+def get_healed_probe_inputs(wildcards):
+    model = config["models"][wildcards.model]
+    return {
+        "checkpoint": get_checkpoint_input(wildcards),
+        "probes": [probe_file(wildcards.model, wildcards.revision, p) for p in PROBE_PROTOCOLS],
+        "text": text_files(model["data"], model["healed_probes"]["calibration"]),
+    }
+
+
+def family_members(wildcards):
+    """{member: its probe tables at this revision} of the seed family led by this model."""
+    led = [f for f in SEED_FAMILIES.values() if list(f["members"])[0] == wildcards.model]
+    if not led:
+        return {}
+    enabled = set(enabled_models())
+    return {m: [probe_file(m, wildcards.revision, p) for p in ("replacement", "interchange")]
+            for m in list(led[0]["members"])[1:]
+            if m in enabled and wildcards.revision in config["models"][m]["revisions"]}
+
+
+def get_test_agreement_inputs(wildcards):
+    model, revision = wildcards.model, wildcards.revision
+    inputs = {
+        "probes": [probe_file(model, revision, p) for p in PROBE_PROTOCOLS],
+        "representation": repr_file(model, revision),
+        "healed": healed_file(model, revision),
+        "members": [f for files in family_members(wildcards).values() for f in files],
+    }
+    if (model, revision) in relevance_checkpoints():
+        inputs["relevance"] = relevance_file(model, revision)
+    return inputs
+
+
+# scaling.smk
+
+
+def _scaling_checkpoints():
+    return {m: (last_revision(m), get_checkpoint_dir(SimpleNamespace(model=m, revision=last_revision(m))))
+            for m in scaling_models()}
+
+
+# predictor_validity.smk
+
+
+def at_last_revision(wildcards):
+    """The wildcards of the model's checkpoint at its last revision (this model-level job reads that one)."""
+    return SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))
+
+
+# scorecard.smk
+
+
+def scorecard_inputs():
+    inputs = {"aggregate": "results/swapkl.parquet"}
+    if prune_checkpoints():
+        inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
+    if relevance_checkpoints():
+        inputs["relevance_stats"] = "results/relevance_stats.parquet"
+    if rope_counterfactual_models():
+        inputs["rope_counterfactual"] = [f"results/rope_counterfactual/{m}.parquet" for m in rope_counterfactual_models()]
+    if heal_checkpoints():
+        inputs["recovery"] = "results/recovery.parquet"
+    if domain_slice_models():
+        inputs["domain_slices"] = "results/domain_slices.parquet"
+    if PLAN.downstream_checkpoints():
+        inputs["downstream"] = "results/downstream.parquet"
+    if task_pruning_jobs(PLAN):
+        inputs["seed003_tables"] = TASK_PRUNING_SUMMARY
+    return inputs

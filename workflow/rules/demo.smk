@@ -12,7 +12,7 @@ rule prepare_demo_text:
         corpus=DEMO_CORPUS,
         tokenizer=directory(DEMO_TOKENIZER_DIR),
     params:
-        corpus_dir=DEMO_CORPUS_DIR,
+        corpus_dir=lambda wildcards, output: os.path.dirname(output.corpus[0]),
         settings=canonical({part: config["demo"][part] for part in ("corpus", "tokenizer")}),
     log:
         "logs/demo/prepare_demo_text.log",
@@ -31,7 +31,7 @@ rule train_demo_model:
     wildcard_constraints:
         model=name_regex(models_with("demo")),
     params:
-        corpus_dir=DEMO_CORPUS_DIR,
+        corpus_dir=lambda wildcards, input: os.path.dirname(input.corpus[0]),
         settings=get_demo_settings,
         save_steps=get_save_steps,
     log:

@@ -11,7 +11,7 @@ rule build_demo_last_word:
     output:
         DEMO_LAST_WORD_FILE,
     params:
-        corpus_dir=DEMO_CORPUS_DIR,
+        corpus_dir=lambda wildcards, input: os.path.dirname(input[0]),
     log:
         "logs/demo/build_demo_last_word.log",
     conda:

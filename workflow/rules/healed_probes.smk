@@ -2,39 +2,6 @@
 # the map of how much every test of a checkpoint disagrees with every other (swapkl.probes.disagreement).
 
 
-def get_healed_probe_inputs(wildcards):
-    model = config["models"][wildcards.model]
-    return {
-        "checkpoint": get_checkpoint_input(wildcards),
-        "probes": [probe_file(wildcards.model, wildcards.revision, p) for p in PROBE_PROTOCOLS],
-        "text": text_files(model["data"], model["healed_probes"]["calibration"]),
-    }
-
-
-def family_members(wildcards):
-    """{member: its probe tables at this revision} of the seed family led by this model."""
-    led = [f for f in SEED_FAMILIES.values() if list(f["members"])[0] == wildcards.model]
-    if not led:
-        return {}
-    enabled = set(enabled_models())
-    return {m: [probe_file(m, wildcards.revision, p) for p in ("replacement", "interchange")]
-            for m in list(led[0]["members"])[1:]
-            if m in enabled and wildcards.revision in config["models"][m]["revisions"]}
-
-
-def get_test_agreement_inputs(wildcards):
-    model, revision = wildcards.model, wildcards.revision
-    inputs = {
-        "probes": [probe_file(model, revision, p) for p in PROBE_PROTOCOLS],
-        "representation": repr_file(model, revision),
-        "healed": healed_file(model, revision),
-        "members": [f for files in family_members(wildcards).values() for f in files],
-    }
-    if (model, revision) in relevance_checkpoints():
-        inputs["relevance"] = relevance_file(model, revision)
-    return inputs
-
-
 rule probe_healed:
     input:
         unpack(get_healed_probe_inputs),

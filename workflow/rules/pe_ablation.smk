@@ -29,7 +29,7 @@ rule prepare_pe_text:
         corpus=[f"{PE_TEXT_DIR}/{name}" for name in TRAINING_TEXT_FILES],
         tokenizer=directory(PE_TOKENIZER_DIR),
     params:
-        out_dir=PE_TEXT_DIR,
+        out_dir=lambda wildcards, output: os.path.dirname(output.corpus[0]),
         source=pe_training_text(config),
     log:
         "logs/pe_ablation/prepare_pe_text.log",
@@ -50,7 +50,7 @@ rule train_pe_model:
     wildcard_constraints:
         pe_model=name_regex(pe_models(config)),
     params:
-        corpus_dir=PE_TEXT["corpus_dir"],
+        corpus_dir=lambda wildcards, input: os.path.dirname(input.corpus[0]),
         settings=lambda wildcards: pe_train_settings(config, wildcards.pe_model),
     log:
         "logs/pe_ablation/{pe_model}/train_pe_model.log",

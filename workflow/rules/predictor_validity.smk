@@ -2,11 +2,6 @@
 # revision (one GPU job), correlated with the pair scores of the aggregate (swapkl.studies.predictor_validity).
 
 
-def at_last_revision(wildcards):
-    """The wildcards of the model's checkpoint at its last revision (this model-level job reads that one)."""
-    return SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))
-
-
 rule measure_predictor_validity:
     input:
         table="results/swapkl.parquet",

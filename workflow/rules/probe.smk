@@ -9,32 +9,7 @@
 # runtime: the minutes per GB of what it measures, summed.
 # Rule probe: the weight-changing protocols, one job each, for the models that list them under `weight_protocols`.
 
-from swapkl.probes.protocols import get_protocol, weight_protocol_names
-
-#: the runtime of measuring the covariates, in minutes per GB of weights
-COVARIATES_MINUTES_PER_GB = 4
-
-
-def probe_files(protocols):
-    """The named outputs of a probe job: each protocol's file of the checkpoint."""
-    return {protocol: probe_file("{model}", "{revision}", protocol) for protocol in protocols}
-
-
-def checkpoint_job(deletion, covariates):
-    """The outputs, the model constraint and the runtime of the checkpoint job of the models with deletion and
-    covariates on or off."""
-    protocols = checkpoint_protocols_with(deletion)
-    output = {**probe_files(protocols),
-              **({"representation": repr_file("{model}", "{revision}")} if deletion else {}),
-              **({"covariates": covariate_file("{model}", "{revision}")} if covariates else {})}
-    return SimpleNamespace(output=output, model=name_regex(checkpoint_models(deletion, covariates)),
-                           runtime=probe_runtime(protocols, covariates))
-
-
-def probe_runtime(protocols, covariates=False):
-    """Runtime of a probe job measuring ``protocols`` (and the covariates): their minutes per GB, summed."""
-    minutes = sum(get_protocol(p).minutes_per_gb for p in protocols) + covariates * COVARIATES_MINUTES_PER_GB
-    return gpu_job_runtime(minutes_per_gb=minutes)
+from swapkl.probes.protocols import weight_protocol_names
 
 
 rule probe_checkpoint:

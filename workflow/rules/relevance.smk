@@ -9,7 +9,7 @@ rule build_demo_tasks:
     output:
         expand("resources/demo/tasks/{task}.{ext}", task=DEMO_TASKS, ext=("yaml", "jsonl")),
     params:
-        corpus_dir=DEMO_CORPUS_DIR,
+        corpus_dir=lambda wildcards, input: os.path.dirname(input[0]),
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     log:
         "logs/demo/build_demo_tasks.log",

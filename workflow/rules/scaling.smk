@@ -2,11 +2,6 @@
 # aggregate, with architecture, position encoding and parameter count read from the checkpoint (swapkl.studies.scaling).
 
 
-def _scaling_checkpoints():
-    return {m: (last_revision(m), get_checkpoint_dir(SimpleNamespace(model=m, revision=last_revision(m))))
-            for m in scaling_models()}
-
-
 rule summarise_scaling:
     input:
         table="results/swapkl.parquet",

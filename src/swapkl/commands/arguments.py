@@ -153,7 +153,7 @@ def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "", what: str =
     g.add_argument(f"--{prefix}n-seqs", type=int, help=f"number of windows (default: {d.n_seqs})")
     g.add_argument(f"--{prefix}seq-len", type=int, help=f"tokens per window (default: {d.seq_len})")
     g.add_argument(f"--{prefix}min-tokens", type=int,
-                   help=f"paragraphs shorter than this are skipped (default: {d.min_tokens})")
+                   help=f"paragraphs shorter than this are skipped (at least 2; default: {d.min_tokens})")
     g.add_argument(f"--{prefix}seed", dest=f"{prefix.replace('-', '_')}data_seed", type=int,
                    help=f"seed of the window selection (default: {d.seed})")
     g.add_argument(f"--{prefix}text-format", choices=list(TEXT_FORMATS),

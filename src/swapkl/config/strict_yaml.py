@@ -1,5 +1,11 @@
-"""Config files with a key given twice in one mapping: YAML keeps the last without a word (a model listed
-twice would silently lose its first settings), so they are refused, naming the file, the line and the key."""
+"""Config files read strictly, each refusal naming the file and the line:
+
+- a key given twice in one mapping: YAML keeps the last without a word (a model listed twice would silently lose
+  its first settings);
+- a tag that is no plain YAML type: a Python tag (``!!python/object/apply:os.system``, ``!!python/name:...``,
+  ``!!python/tuple``) builds Python objects, and some run code; a config file holds data only. Snakemake's own
+  loader takes some Python tags (``!!python/name``, ``!!python/tuple``) into the config and refuses others with a
+  message about indentation."""
 
 from __future__ import annotations
 
@@ -7,9 +13,16 @@ import yaml
 
 from swapkl.config import ConfigError
 
+PYTHON_TAG = "tag:yaml.org,2002:python/"
 
-class _Duplicate(Exception):
+
+class _Refused(Exception):
     pass
+
+
+def _short(tag: str) -> str:
+    """``!!python/...`` for the YAML core prefix, as the file spells it."""
+    return "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") else tag
 
 
 class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when there
@@ -19,20 +32,32 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's
             key = self.construct_object(key_node, deep=deep)
             line = key_node.start_mark.line + 1
             if key in first:
-                raise _Duplicate(f"line {line}: key {key!r} appears a second time in one mapping (first on "
-                                 f"line {first[key]}); YAML would silently keep only the last")
+                raise _Refused(f"line {line}: key {key!r} appears a second time in one mapping (first on "
+                               f"line {first[key]}); YAML would silently keep only the last")
             first[key] = line
         return super().construct_mapping(node, deep=deep)
 
+    def construct_undefined(self, node):
+        line = node.start_mark.line + 1
+        if node.tag.startswith(PYTHON_TAG):
+            raise _Refused(f"line {line}: the Python tag {_short(node.tag)} is refused: a config file holds data, "
+                           "never Python objects or code")
+        raise _Refused(f"line {line}: the YAML tag {_short(node.tag)} is not a plain YAML type; a config file holds "
+                       "plain data")
 
-def check_no_duplicate_keys(paths: list[str]) -> None:
-    """Raise :class:`ConfigError` ``"{path}: line N: key ... appears a second time ..."`` at the first
-    duplicate key. A file YAML cannot parse passes here (Snakemake has already reported it)."""
+
+_StrictLoader.add_constructor(None, _StrictLoader.construct_undefined)
+
+
+def check_config_text(paths: list[str]) -> None:
+    """Raise :class:`ConfigError` ``"{path}: line N: ..."`` at the first duplicate key or tag that is no plain
+    YAML type. A file YAML cannot parse for another reason passes here (Snakemake has already reported it)."""
     for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
                 yaml.load(f, Loader=_StrictLoader)
-        except _Duplicate as err:
+        except _Refused as err:
             raise ConfigError(f"{path}: {err}") from None
         except yaml.YAMLError:
             pass
+

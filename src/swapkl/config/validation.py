@@ -11,17 +11,18 @@ from swapkl.config.checks import check_config, check_local_checkpoints
 from swapkl.config.consistency import check_consistency, per_model_files
 from swapkl.config.schema_validation import load_schema, validate_schema
 from swapkl.config.seed_families import expand_seed_families
-from swapkl.config.strict_yaml import check_no_duplicate_keys
+from swapkl.config.strict_yaml import check_config_text
 
 
 def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=(), base_dir: str = ".") -> dict:
     """Validate ``cfg`` in place (defaults filled in, seed families expanded into plain models) and return
     the families ``{family: {"varies": ..., "members": {model: seed}}}``.
 
-    ``configfiles``: the YAML files ``cfg`` was read from (checked for duplicate keys); ``rules_dir``: the
+    ``configfiles``: the YAML files ``cfg`` was read from (checked for duplicate keys and for tags that are no
+    plain YAML type); ``rules_dir``: the
     workflow's rule files (a revision must not share a path with a per-model file they write);
     ``base_dir``: where relative checkpoint paths resolve."""
-    check_no_duplicate_keys([str(p) for p in configfiles])
+    check_config_text([str(p) for p in configfiles])
     validate_schema(cfg, load_schema(schema_path))
     check_config(cfg, base_dir)
     check_pe_ablation(cfg)

@@ -11,7 +11,7 @@ Selection rule for text (documented in the README):
 2. Tokenise each paragraph with the model's tokenizer, without special tokens except the BOS token:
    when the tokenizer adds one by default (Llama-3's ``<|begin_of_text|>``; :func:`default_bos`),
    it is prepended, as the model saw it in training (and counted in ``min_tokens`` and ``seq_len``).
-3. Keep paragraphs with at least ``min_tokens`` tokens and cut them to ``seq_len``.
+3. Keep paragraphs with at least ``min_tokens`` (>= 2) tokens and cut them to ``seq_len``.
 4. Draw ``n_seqs`` of them without replacement with ``numpy.random.default_rng(seed)``
    (a permutation of the eligible paragraphs; the first ``n_seqs`` are kept in corpus order).
    ``selection: first`` keeps the first ``n_seqs`` eligible items in file order instead (no draw), and
@@ -133,9 +133,12 @@ def check_spec(spec: DataSpec) -> None:
     given = [x for x in (spec.tokens, spec.dataset, spec.text_file) if x]
     if len(given) != 1:
         raise SwapKLError("give exactly one data source: `tokens`, `dataset` or `text_file`")
-    for name, label, least in (("n_seqs", "n_seqs", 1), ("seq_len", "seq_len", 2), ("min_tokens", "min_tokens", 1),
-                               ("seed", "seed (of the window draw)", 0)):
+    for name, label, least in (("n_seqs", "n_seqs", 1), ("seq_len", "seq_len", 2), ("seed", "seed (of the window draw)", 0)):
         require_int(label, getattr(spec, name), least)
+    require_int("min_tokens", spec.min_tokens, 1)
+    if spec.min_tokens < 2:  # as a token file of 1-token windows: no next token to score, nll_mean would be NaN
+        raise SwapKLError(f"min_tokens must be at least 2, got {spec.min_tokens}: a window of 1 token has no next "
+                          "token to predict (next-token KL and NLL need at least 2)")
     if spec.text_format not in TEXT_FORMATS:
         raise SwapKLError(f"text_format must be one of {', '.join(TEXT_FORMATS)}, got {spec.text_format!r}")
     if spec.selection not in SELECTIONS:

@@ -7,6 +7,7 @@ arguments and are written into the provenance of every output.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from swapkl.tables.file_checks import open_input, require_regular_file
 from swapkl.hub.download import SOURCE_FILE
 from swapkl.options import require_device
 from swapkl.hub.download import ALLOW_PATTERNS
+
+log = logging.getLogger(__name__)
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -76,9 +79,45 @@ def resolve_dtype(dtype: str) -> torch.dtype:
     return DTYPES[dtype]
 
 
+#: the subfolder of further chat templates that transformers' tokenizers load (``additional_chat_templates/*.jinja``)
+CHAT_TEMPLATE_DIR = "additional_chat_templates"
+
+
 def tokenizer_files(path: str, model_type) -> list[str]:
-    """The tokenizer files (those its architecture's adapter names) that checkpoint folder ``path`` holds."""
-    return [n for n in adapter_class(model_type).tokenizer_files if os.path.lexists(os.path.join(path, n))]
+    """Every file of checkpoint folder ``path`` that its tokenizer loads: those its architecture's adapter names,
+    the versioned ``tokenizer.X.Y.Z.json`` that ``fast_tokenizer_files`` in ``tokenizer_config.json`` makes
+    transformers load instead of ``tokenizer.json``, and the further chat templates (relative paths)."""
+    names = [n for n in adapter_class(model_type).tokenizer_files if os.path.lexists(os.path.join(path, n))]
+    versioned = _versioned_tokenizer_file(path)
+    if versioned is not None and versioned not in names:
+        names.append(versioned)
+    templates = os.path.join(path, CHAT_TEMPLATE_DIR)
+    if os.path.isdir(templates):
+        names += sorted(f"{CHAT_TEMPLATE_DIR}/{n}" for n in os.listdir(templates) if n.endswith(".jinja"))
+    return names
+
+
+def _versioned_tokenizer_file(path: str) -> str | None:
+    """The file that ``fast_tokenizer_files`` of ``path``'s tokenizer_config.json makes this transformers version
+    load in place of tokenizer.json (chosen by transformers' own rule), when the folder holds it; None otherwise.
+    A name that is not a plain file name in the folder is refused: the tokenizer would be read from elsewhere."""
+    from transformers.tokenization_utils_base import get_fast_tokenizer_file
+
+    config = os.path.join(path, "tokenizer_config.json")
+    if not os.path.isfile(config):
+        return None
+    try:
+        with open_input(config, "tokenizer config") as f:
+            files = json.load(f).get("fast_tokenizer_files")
+    except (ValueError, AttributeError):
+        return None  # transformers reports an unreadable tokenizer config when it loads the tokenizer
+    if not isinstance(files, list) or not all(isinstance(n, str) for n in files):
+        return None
+    name = get_fast_tokenizer_file(files)
+    if name != os.path.basename(name) or name in (".", ".."):
+        raise SwapKLError(f"tokenizer config {config!r} names the tokenizer file {name!r} (fast_tokenizer_files), "
+                          "which is not a file of the checkpoint folder")
+    return name if os.path.lexists(os.path.join(path, name)) else None
 
 
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
@@ -151,6 +190,10 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     dev = resolve_device(device)
     path, revision = resolve_checkpoint_dir(model, revision)
     local = os.path.isdir(path)
+    source = _download_record(path, model, revision) if local else {}  # a hub snapshot's files are the hub's
+    if source:
+        log.info("%s: %s@%s (commit %s), as its download record says", path, source.get("model_id"),
+                 source.get("revision"), source.get("commit"))
     if not local:
         path = _hub_snapshot(model, revision, allow_pickle)
     has_safetensors = check_weight_files(path, allow_pickle)
@@ -182,7 +225,6 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     lm = lm.eval()
     tok_files = tokenizer_files(path, config.model_type)
     tok = _load_tokenizer(path, tok_files, trust_remote_code) if need_tokenizer and tok_files else None
-    source = _download_record(path)
     commit = source.get("commit")
     if commit is None and not local:
         commit = os.path.basename(os.path.normpath(path))  # hub cache layout: snapshots/<commit>
@@ -234,16 +276,30 @@ def _load_tokenizer(path: str, tok_files: list[str], trust_remote_code: bool):
         raise SwapKLError(f"cannot load the tokenizer of {path!r}: {first}") from None
 
 
-def _download_record(path: str) -> dict:
-    """What ``swapkl download`` recorded about the checkpoint in ``path`` (its source file), or {}."""
+def _download_record(path: str, model: str, revision: str | None) -> dict:
+    """What swapkl's download recorded about the checkpoint in local folder ``path`` (its source file), or {}.
+
+    The record names the hub model, revision and commit the folder holds, and fills them in where the user named
+    none; it never replaces what the user asked for: a ``revision`` (a subfolder of the local model) that is not
+    the recorded one, or a hub id ``org/name`` given as ``model`` that is not the recorded model, is refused."""
     record = os.path.join(path, SOURCE_FILE)
     if not os.path.isfile(record):
         return {}
     try:
         with open_input(record, "download record") as f:
-            return dict(json.load(f))
+            source = dict(json.load(f))
     except (ValueError, TypeError) as e:
         raise SwapKLError(f"{record!r} is unreadable: {e}") from e
+    held = f"revision {source.get('revision')!r} of {source.get('model_id')!r}"
+    if revision is not None and source.get("revision") not in (None, revision):
+        raise SwapKLError(f"revision {revision!r} was asked for, but the download record {record!r} says the folder "
+                          f"holds {held}; the revision asked for and the recorded one must agree")
+    hub_shaped = not model.startswith((".", "~", os.sep)) and model.count("/") == 1
+    if hub_shaped and source.get("model_id") not in (None, model):
+        raise SwapKLError(f"model {model!r} was asked for, but the download record {record!r} says the folder "
+                          f"holds {held}; the model asked for and the recorded one must agree (name the folder as "
+                          f"./{model} to take the recorded model)")
+    return source
 
 
 def _check_config(path: str, model: str, trust_remote_code: bool):

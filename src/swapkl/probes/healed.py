@@ -212,7 +212,7 @@ def run_healed_probe(model: str, probe_files: list[str], out: str, *, data, cali
                               f"with these probe data")
     n_layers = int(probe["n_layers"].iloc[0])
     pairs, blocks = select(probe, list(protocols), selection, k, select_seed)
-    chunks = train_chunks(calibration, loaded.tokenizer, settings.seq_len)
+    chunks = train_chunks(calibration, loaded.tokenizer, settings.seq_len, get_adapter(loaded.model).max_positions)
     rev = revision_label or loaded.revision or "main"
     meta = dict(model=label or loaded.model_id, revision=rev, step=step_of(rev), n_layers=n_layers)
     rows = []

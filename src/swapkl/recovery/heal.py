@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from swapkl.data.windows import tokenize_text
 from swapkl.errors import SwapKLError
-from swapkl.options import require_int
+from swapkl.options import require_finite, require_int
 from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words
 from swapkl.adapters import adapter_class, get_adapter
 
@@ -79,9 +79,9 @@ class HealSettings:
                 raise SwapKLError("LoRA needs at least one target module")
         else:
             require_int("last_k", self.last_k, 1)
-        if not (self.lr > 0 and self.weight_decay >= 0 and self.alpha > 0):
-            raise SwapKLError(f"heal needs lr > 0, alpha > 0 and weight_decay >= 0 (got lr {self.lr}, "
-                              f"alpha {self.alpha}, weight_decay {self.weight_decay})")
+        require_finite("heal lr", self.lr, above=0)
+        require_finite("heal alpha", self.alpha, above=0)
+        require_finite("heal weight_decay", self.weight_decay, least=0)
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -129,8 +129,12 @@ class TrainText:
         return {k: v for k, v in self.eval_spec().as_dict().items() if k not in ("window", "stride")}
 
 
-def train_chunks(text: TrainText, tokenizer, seq_len: int) -> np.ndarray:
-    """The training chunks ``[n, seq_len]`` of ``text`` (see the module docstring)."""
+def train_chunks(text: TrainText, tokenizer, seq_len: int, max_positions: int | None = None) -> np.ndarray:
+    """The training chunks ``[n, seq_len]`` of ``text`` (see the module docstring); ``max_positions``: the model's
+    positions (``Adapter.max_positions``), which a chunk may not exceed."""
+    if max_positions is not None and seq_len > max_positions:
+        raise SwapKLError(f"heal seq_len {seq_len} exceeds the model's {max_positions} positions "
+                          "(max_position_embeddings)")
     spec = text.eval_spec()
     spec.check()
     if tokenizer is None:

@@ -21,22 +21,21 @@ import copy
 import json
 import logging
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import pandas as pd
 import torch
 
 from swapkl.errors import SwapKLError
-from swapkl.adapters import adapter_class
+from swapkl.adapters import get_adapter
 from swapkl.export import PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
 from swapkl.recovery.heal import HealSettings, TrainText, merged, prepare_trainable, train, train_chunks
 from swapkl.recovery.heal_scores import kl_to_base, model_perplexity, task_accuracies
 from swapkl.relevance.tasks import acc_rel
 from swapkl.tables import provenance
+from swapkl.tables.staging import Staging
 from swapkl.data.windows import load_windows
-from swapkl.model.loading import load_model
+from swapkl.model.loading import load_model, tokenizer_files
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.pruning.perplexity import EvalSpec, load_eval_windows
 from swapkl.relevance.tasks import load_task
@@ -90,10 +89,11 @@ def save_healed(trained, source_dir: str, out: str, provenance: dict):
     ids = ids.to(next(trained.parameters()).device)
     ref = _logits(trained, ids)
     model = merged(trained)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", suffix=".partial", dir=parent)
+    staging = Staging(out)
+    tmp = staging.path
     try:
         model.save_pretrained(tmp, safe_serialization=True)
-        copied = copy_side_files(source_dir, tmp, adapter_class(model.config.model_type).tokenizer_files)
+        copied = copy_side_files(source_dir, tmp, tokenizer_files(source_dir, model.config.model_type))
         reloaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=model.dtype).to(ids.device).eval()
         got = _logits(reloaded, ids)
         diff = float((got - ref).abs().max())
@@ -105,9 +105,9 @@ def save_healed(trained, source_dir: str, out: str, provenance: dict):
                                                                    "logit_tolerance": tol})
         with open(os.path.join(tmp, HEAL_FILE), "w") as f:
             json.dump(prov, f, indent=2, sort_keys=True, default=str)
-        os.rename(tmp, out)
+        staging.commit(out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # our own staging directory only
+        staging.discard()  # our own staging directory only
         raise
     return reloaded
 
@@ -117,7 +117,7 @@ def heal_loaded(loaded, out: str, settings: HealSettings, text: TrainText, *, te
     """Heal a loaded checkpoint (its model is changed in place), save and verify it; return (reloaded, losses).
     ``chunks``: the training chunks of ``text`` when already cut with this checkpoint's tokenizer."""
     if chunks is None:
-        chunks = train_chunks(text, loaded.tokenizer, settings.seq_len)
+        chunks = train_chunks(text, loaded.tokenizer, settings.seq_len, get_adapter(loaded.model).max_positions)
     trainable = prepare_trainable(loaded.model, settings)
     losses = train(trainable, chunks, settings, teacher=teacher, desc=f"heal {os.path.basename(out)}")
     prov = provenance.build(loaded, source_path=loaded.path, heal=settings.as_dict(), train_text=text.as_dict(),
@@ -204,7 +204,8 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
     score = Scorer(lb.model, ew, windows, tasks, lb.tokenizer, batch_size, lb.device)
     row = dict(model=model_name or lb.model_id, revision=revision_label or lb.revision or "main",
                steps=settings.steps, seed=settings.seed, guide=None, budget=0, removed_layers=[])
-    chunks = train_chunks(text, lb.tokenizer, settings.seq_len)  # every export shares the base's tokenizer
+    # every export shares the base's tokenizer, and has the base's positions
+    chunks = train_chunks(text, lb.tokenizer, settings.seq_len, get_adapter(lb.model).max_positions)
     base_scores = score(lb.model)
     rows = [dict(row, phase="base", **base_scores, delta_ppl_pct=0.0, net_recovery=float("nan"), checkpoint=lb.path)]
     control = score(_heal_control(lb, healed_dir, settings, text, chunks))

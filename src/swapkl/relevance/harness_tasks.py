@@ -49,8 +49,17 @@ def load_harness_tasks(names: list[str], *, include_path: str | None = None, inc
     unknown = [n for n in names if n not in manager.all_tasks]
     if unknown:
         raise SwapKLError(f"lm-eval knows no task {', '.join(map(repr, unknown))}")
+    loaded = {}
+    for name in names:
+        try:
+            loaded.update(manager.load([name])["tasks"])
+        except OSError as e:  # datasets' ConnectionError offline, a dataset the hub does not have, a file error
+            first = " ".join(str(e).split()) or type(e).__name__
+            raise SwapKLError(f"lm-eval task {name!r}: its dataset cannot be loaded ({first}); lm-eval fetches "
+                              "its tasks' datasets from the dataset hub, so run where the hub is reachable or "
+                              "score local task files (--tasks)") from None
     out = []
-    for name, task in sorted(manager.load(list(names))["tasks"].items()):
+    for name, task in sorted(loaded.items()):
         if task.OUTPUT_TYPE not in output_types:
             raise SwapKLError(f"lm-eval task {name!r} is {task.OUTPUT_TYPE}, not {' or '.join(output_types)}")
         if task.config.num_fewshot not in (None, 0):
