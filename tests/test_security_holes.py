@@ -1,0 +1,230 @@
+"""Issue 34: inputs that ran code, read weights from outside the checkpoint, or passed a provenance check by
+lacking the field it compares. Each case is refused with one line naming the culprit (docs/bad_inputs.md,
+section "Security and provenance (issue 34)", lists the messages; the last test checks that it does).
+
+* Task templates are rendered in Jinja's sandbox (:func:`swapkl.relevance.tasks.template_environment`): a
+  payload that reaches Python's internals is refused by ``swapkl relevance --tasks``, ``swapkl downstream
+  --tasks`` and the workflow's ``relevance.tasks`` job, and nothing runs. The reference for what a template
+  must still give is lm-evaluation-harness itself: the templates of its own task files (arc, piqa, sciq,
+  openbookqa, siqa, storycloze, hellaswag, mmlu, boolq, ...) render as ``lm_eval.utils.apply_template`` renders
+  them, and the tasks that swapkl's reader takes give lm-eval's ``ConfigurableTask`` contexts, choices and gold.
+* The shard index of a checkpoint may only name plain files of its folder, and ``weights_sha256`` covers every
+  file it names, so a shard edit changes the hash and a probe's progress file is not taken over.
+* A table that lacks a provenance field that prune or aggregate compares is refused as written by an older or
+  unknown version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from swapkl import cli
+from swapkl.errors import SwapKLError
+from swapkl.relevance.tasks import load_task, write_task
+try:
+    from swapkl.relevance.tasks import template_environment
+except ImportError:
+    template_environment = None
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "bad_inputs.md"
+
+
+def error_lines(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.startswith("swapkl:")]
+
+
+# ----------------------------------------------------------------------------------------- 1. task templates
+
+PAYLOADS = {  # each would create the file PWNED in the working folder if the template ran unsandboxed
+    "cycler": "{{ cycler.__init__.__globals__.os.system('touch PWNED') }}{{ query }}",
+    "lipsum": "{{ lipsum.__globals__['os'].popen('touch PWNED').read() }}{{ query }}",
+    "str class": "{{ ''.__class__.__mro__[1].__subclasses__() }}{{ query }}",
+    "joiner": "{% set j = joiner() %}{{ j.__call__.__globals__ }}{{ query }}",
+}
+REFUSED = ("task file '{yaml}': {field} {template!r} is refused ({data}:1): access to attribute '{attribute}' of "
+           "'{owner}' object is unsafe; a task template may only read the document's fields")
+ATTRIBUTE = {"cycler": ("__init__", "type"), "lipsum": ("__globals__", "function"), "str class": ("__class__", "str"),
+             "joiner": ("__call__", "Joiner")}
+GOOD_DOC = {"query": "a b", "choices": ["x", "y"], "gold": 1}
+
+
+def evil_task(folder: Path, payload: str, field: str) -> tuple[str, dict]:
+    """A task file whose ``field`` carries ``payload``; the values of its refusal's message."""
+    spec = {"doc_to_text": "query", "doc_to_choice": "choices", "doc_to_target": "gold"}
+    template = PAYLOADS[payload]
+    if field != "doc_to_text":  # the payload's own text must still make a valid choice list / target
+        template = template.replace("{{ query }}", "{{ choices }}" if field == "doc_to_choice" else "{{ gold }}")
+    spec[field] = template
+    path = write_task(str(folder), "evil", [GOOD_DOC], text=spec["doc_to_text"], choices=spec["doc_to_choice"],
+                      target=spec["doc_to_target"])
+    attribute, owner = ATTRIBUTE[payload]
+    return path, dict(yaml=path, field=field, template=template, data=folder / "evil.jsonl", attribute=attribute,
+                      owner=owner)
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """A working folder where a payload's PWNED would land, and a model folder whose paths pass (its empty
+    config.json is never reached: the task file is refused first)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    return tmp_path
+
+
+def run_relevance_cli(d: Path, task: str) -> list[str]:
+    return ["relevance", "--model", str(d / "model"), "--tasks", task, "--out", str(d / "out.parquet")]
+
+
+def run_downstream_cli(d: Path, task: str) -> list[str]:
+    return ["downstream", "--model", str(d / "model"), "--tasks", task, "--lm-eval-tasks", "--out",
+            str(d / "out.parquet")]
+
+
+@pytest.mark.parametrize("command", [run_relevance_cli, run_downstream_cli], ids=["relevance", "downstream"])
+@pytest.mark.parametrize("payload", list(PAYLOADS))
+def test_template_payload_is_refused_by_the_command_line(workdir, capsys, command, payload):
+    task, values = evil_task(workdir / "tasks", payload, "doc_to_text")
+    code = cli.main(command(workdir, task))
+    assert code == 2
+    assert error_lines(capsys.readouterr().err) == ["swapkl: error: " + REFUSED.format(**values)]
+    assert not (workdir / "PWNED").exists() and not (workdir / "out.parquet").exists()
+
+
+@pytest.mark.parametrize("field", ["doc_to_text", "doc_to_choice", "doc_to_target"])
+def test_template_payload_is_refused_by_the_workflow_job(workdir, field):
+    """rule score_relevance runs RelevanceJob on the config's relevance.tasks (workflow/scripts/score_relevance.py)."""
+    from swapkl.relevance.relevance_jobs import RelevanceJob
+
+    task, values = evil_task(workdir / "tasks", "lipsum", field)
+    with pytest.raises(SwapKLError) as e:
+        RelevanceJob(model=str(workdir / "model"), task_files=(task,), out=str(workdir / "out.parquet")).run()
+    assert str(e.value) == REFUSED.format(**values)
+    assert not (workdir / "PWNED").exists() and not (workdir / "out.parquet").exists()
+
+
+def test_templates_cannot_change_the_document(tmp_path):
+    """The immutable sandbox: a template calls the methods of plain values, but none that changes a list or a
+    dict (a later template would see another document)."""
+    path = write_task(str(tmp_path), "t", [GOOD_DOC], text="{{ choices.append('z') }}{{ query }}")
+    with pytest.raises(SwapKLError, match=r"doc_to_text .* is refused .*'append' of 'list' object is unsafe"):
+        load_task(path)
+
+
+# lm-eval's own task files, each with documents as its templates see them (after its process_docs, if any):
+# apostrophes and quotes in choices (rendered as a Python list literal), leading and trailing spaces, non-ASCII.
+LM_EVAL_TASKS = {
+    "arc/arc_easy.yaml": [
+        {"question": "Which is a gas at room temperature? ", "answerKey": "B",
+         "choices": {"text": ["ice", "steam's \"vapour\"", "rock", "wood"], "label": ["A", "B", "C", "D"]}},
+        {"question": " Où est-il ?", "answerKey": "3", "choices": {"text": ["ici", "là"], "label": ["2", "3"]}}],
+    "piqa/piqa.yaml": [{"goal": "Open a jar", "sol1": "twist the lid", "sol2": "it's \"stuck\"", "label": 1},
+                       {"goal": "  Dry socks\n", "sol1": "hang them up", "sol2": "soak them", "label": 0}],
+    "sciq/sciq.yaml": [{"support": "  \nWater boils at 100 C. ", "question": "At what does water boil?",
+                        "distractor1": "0 C", "distractor2": "50 C", "distractor3": "-3 C", "correct_answer": "100 C"},
+                       {"support": "", "question": "Sky?", "distractor1": "green", "distractor2": "red",
+                        "distractor3": "o'range", "correct_answer": "blue"}],
+    "openbookqa/openbookqa.yaml": [
+        {"question_stem": "The sun is a", "answerKey": " C",
+         "choices": {"text": ["moon", "planet", "star", "comet"], "label": ["A", "B", "C", "D"]}},
+        {"question_stem": "Ice is", "answerKey": "A", "choices": {"text": ["cold", "hot"], "label": ["A", "B"]}}],
+    "siqa/siqa.yaml": [{"context": "Kai gave Ash a book.", "question": "How would Ash feel?", "answerA": "grateful",
+                        "answerB": "angry", "answerC": "Ash's \"bored\"", "label": "1"},
+                       {"context": "Sam ran.", "question": "Why?", "answerA": "late", "answerB": "fun",
+                        "answerC": "cold", "label": "3"}],
+    "storycloze/storycloze_2016.yaml": [
+        {"input_sentence_1": "Tom woke up.", "input_sentence_2": "He was late.", "input_sentence_3": " He ran.",
+         "input_sentence_4": "The bus left.", "sentence_quiz1": "He walked.", "sentence_quiz2": "He's \"happy\".",
+         "answer_right_ending": 2},
+        {"input_sentence_1": "A", "input_sentence_2": "B", "input_sentence_3": "C", "input_sentence_4": "D",
+         "sentence_quiz1": "E", "sentence_quiz2": "F", "answer_right_ending": 1}],
+    "hellaswag/hellaswag.yaml": [
+        {"query": "Baking: A man mixes flour. He", "choices": ["bakes bread.", "sings.", "it's done.", "runs."],
+         "label": "0"},
+        {"query": "Sport: She", "choices": ["jumps.", "swims.", "sits.", "reads \"books\"."], "label": "3"}],
+    "japanese_leaderboard/ja_leaderboard_jcommonsenseqa.yaml": [
+        {"question": "空の色は？", "choices": ["青", "赤", "緑"], "label": 0},
+        {"question": "猫は何を飲む？", "choices": ["牛乳", "石", "砂"], "label": 0}],
+    # templates only: swapkl's reader refuses these files' list doc_to_choice or process_docs-only partial
+    # evaluation, but their templates use what the sandbox must keep (.strip(), indexing, {% set %}, |length,
+    # range, a for loop, list.index)
+    "commonsense_qa/default.yaml": [
+        {"question": " Where do fish live? ", "answerKey": "B",
+         "choices": {"text": ["tree", "water", "sky", "road", "car"], "label": ["A", "B", "C", "D", "E"]}}],
+    "mmlu/default/_default_template_yaml": [{"question": "  2 + 2 = ?\n", "choices": ["3", "4", "5", "22"], "answer": 1}],
+    "super_glue/boolq/default.yaml": [{"passage": "Cats are mammals.", "question": "are cats mammals", "label": 1}],
+    "wsc273/default.yaml": [{"text": "The trophy didn't fit in the suitcase because it was too big.",
+                             "pronoun": "it", "pronoun_loc": 48, "options": ["the trophy", "the suitcase"],
+                             "label": 0}],
+    "afrobench/uhura-arc-easy/prompt_4/uhura-arc-easy_en.yaml": [
+        {"question": "What melts ice?", "answerKey": "C",
+         "choices": {"text": ["cold", "dark", "heat", "wind"], "label": ["A", "B", "C", "D"]}}],
+    "mathqa/mathqa.yaml": [{"Problem": "1 + 1 ?", "correct": "d"}],
+}
+TEMPLATE_KEYS = ("doc_to_text", "doc_to_choice", "doc_to_target")
+
+
+def lm_eval_task_file(relative: str) -> dict:
+    """The task file of the installed lm-eval, read by lm-eval's own YAML loader (includes followed,
+    ``!function`` left unresolved)."""
+    import lm_eval
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    path = Path(lm_eval.__file__).parent / "tasks" / relative
+    return load_yaml(str(path), resolve_func=False, recursive=True)
+
+
+@pytest.mark.parametrize("relative", list(LM_EVAL_TASKS))
+def test_lm_eval_templates_render_as_lm_eval_renders_them(relative):
+    from lm_eval.utils import apply_template
+
+    cfg = lm_eval_task_file(relative)
+    env = template_environment()
+    checked = 0
+    for doc in LM_EVAL_TASKS[relative]:
+        for key in TEMPLATE_KEYS:
+            template = cfg.get(key)
+            if isinstance(template, str) and template not in doc and "{" in template:
+                assert env.from_string(template).render(**doc) == apply_template(template, doc), (key, doc)
+                checked += 1
+    assert checked >= len(LM_EVAL_TASKS[relative])
+
+
+# the files whose three fields swapkl's reader takes (a field name, a template or an index); hellaswag and
+# jcommonsenseqa on documents as their process_docs leaves them
+READABLE = ["arc/arc_easy.yaml", "piqa/piqa.yaml", "sciq/sciq.yaml", "openbookqa/openbookqa.yaml", "siqa/siqa.yaml",
+            "storycloze/storycloze_2016.yaml", "hellaswag/hellaswag.yaml",
+            "japanese_leaderboard/ja_leaderboard_jcommonsenseqa.yaml"]
+
+
+@pytest.mark.parametrize("relative", READABLE)
+def test_lm_eval_task_files_read_as_lm_eval_reads_them(tmp_path, relative):
+    """The task's templates on local JSONL: swapkl's reader gives, document by document, the context, choices,
+    gold and delimiter that lm-eval's ConfigurableTask gives (its doc_to_text, doc_to_choice, doc_to_target)."""
+    from lm_eval.api.task import ConfigurableTask
+
+    cfg = lm_eval_task_file(relative)
+    name = relative.split("/")[-1].removesuffix(".yaml")
+    delimiter = cfg.get("target_delimiter") or " "
+    path = write_task(str(tmp_path), name, LM_EVAL_TASKS[relative], text=cfg["doc_to_text"],
+                      choices=cfg["doc_to_choice"], target=cfg["doc_to_target"])
+    if delimiter != " ":
+        text = Path(path).read_text().replace("target_delimiter: ' '", f"target_delimiter: {json.dumps(delimiter)}")
+        Path(path).write_text(text)
+    ours = load_task(path)
+    import yaml
+
+    ref = ConfigurableTask(config=yaml.safe_load(Path(path).read_text()))
+    theirs = []
+    for doc in ref.test_docs():
+        choices = ref.doc_to_choice(doc)
+        gold = ref.doc_to_target(doc)
+        theirs.append((ref.doc_to_text(doc), tuple(choices), gold if isinstance(gold, int) else choices.index(gold)))
+    assert [(d.context, d.choices, d.gold) for d in ours.docs] == theirs
+    assert ours.target_delimiter == ref.config.target_delimiter == delimiter
