@@ -25,7 +25,7 @@ import pytest
 
 from swapkl import cli
 from swapkl.errors import SwapKLError
-from swapkl.relevance.tasks import load_task, write_task
+from swapkl.relevance.tasks import load_task, template_environment, write_task
 try:
     from swapkl.relevance.tasks import template_environment
 except ImportError:
@@ -228,3 +228,121 @@ def test_lm_eval_task_files_read_as_lm_eval_reads_them(tmp_path, relative):
         theirs.append((ref.doc_to_text(doc), tuple(choices), gold if isinstance(gold, int) else choices.index(gold)))
     assert [(d.context, d.choices, d.gold) for d in ours.docs] == theirs
     assert ours.target_delimiter == ref.config.target_delimiter == delimiter
+
+
+# ----------------------------------------------------------------------------------------- fixtures of 2 and 3
+
+N_LAYERS = 4
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    """A tiny Llama with a character tokenizer, three sets of token windows (probe, other, calibration), an
+    evaluation text, and the probe and representation files of the model on the probe windows."""
+    import numpy as np
+
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
+    from test_perplexity import TEXT, save_tiny
+    from tiny_models import random_tokens
+
+    root = tmp_path_factory.mktemp("security")
+    model = root / "model"
+    save_tiny(model, "llama", n_layers=N_LAYERS)  # with a tokenizer: prune's perplexity needs one
+    for name, seed in (("tokens", 1), ("other", 9), ("calib", 3)):
+        np.save(root / f"{name}.npy", random_tokens(97, 4, 10, seed=seed).numpy())
+    (root / "eval.txt").write_text(TEXT)
+    probe, rep = root / "probe.parquet", root / "repr.parquet"
+    run_probe(str(model), str(probe), repr_out=str(rep), data=DataSpec(tokens=str(root / "tokens.npy")),
+              metadata={"model": "m", "revision": "main"})
+    return root
+
+
+def sharded(src: Path, folder: Path, second: str) -> Path:
+    """A copy of checkpoint ``src`` whose tensors lie in two shards: the first in the folder, the second at
+    ``second`` (relative to the folder, or absolute), both named so by model.safetensors.index.json."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(src, folder)
+    tensors = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    names = sorted(tensors)
+    first, rest = names[::2], names[1::2]
+    save_file({k: tensors[k] for k in first}, folder / "model-00001-of-00002.safetensors", metadata={"format": "pt"})
+    target = Path(second) if os.path.isabs(second) else folder / second
+    target.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: tensors[k] for k in rest}, target, metadata={"format": "pt"})
+    weight_map = {k: "model-00001-of-00002.safetensors" for k in first} | {k: second for k in rest}
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return folder
+
+
+def scale_shard(path: Path, factor: float) -> None:
+    """Edit a weight shard in place: every tensor multiplied by ``factor``."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(path)
+    save_file({k: v * factor for k, v in tensors.items()}, path, metadata={"format": "pt"})
+
+
+# ----------------------------------------------------------------------------------------- 2. weight shards
+
+OUTSIDE = ("shard index '{index}' names '{entry}', which is not a file of the checkpoint folder; only plain file "
+           "names (no folder, '..' or absolute path) are loaded")
+
+
+@pytest.mark.parametrize("where", ["../other/model-00002-of-00002.safetensors",
+                                   "sub/model-00002-of-00002.safetensors", "absolute"])
+def test_a_shard_outside_the_checkpoint_folder_is_refused(ckpt, tmp_path, capsys, where):
+    entry = str(tmp_path / "elsewhere" / "model-00002-of-00002.safetensors") if where == "absolute" else where
+    folder = sharded(ckpt / "model", tmp_path / "model", entry)
+    out = tmp_path / "out.parquet"
+    code = cli.main(["probe", "--model", str(folder), "--tokens", str(ckpt / "tokens.npy"), "--out", str(out)])
+    assert code == 2
+    assert error_lines(capsys.readouterr().err) == [
+        "swapkl: error: " + OUTSIDE.format(index=folder / "model.safetensors.index.json", entry=entry)]
+    assert not out.exists()
+
+
+def test_the_weights_hash_covers_every_file_the_index_names(ckpt, tmp_path):
+    """transformers loads a shard whatever its name ends in: one named without ``.safetensors`` is hashed too."""
+    from swapkl.model.checkpoint_dir import weights_sha256
+
+    folder = sharded(ckpt / "model", tmp_path / "model", "model-00002-of-00002")
+    before = weights_sha256(str(folder))
+    scale_shard(folder / "model-00002-of-00002", 1.5)
+    assert weights_sha256(str(folder)) != before
+    # a checkpoint without such a shard keeps its hash: the hash of its *.safetensors files, as before
+    import hashlib
+
+    plain = hashlib.sha256(b"model.safetensors\0" + (ckpt / "model" / "model.safetensors").read_bytes()).hexdigest()
+    assert weights_sha256(str(ckpt / "model")) == plain
+
+
+def test_a_resumed_probe_does_not_take_over_results_of_other_weights(ckpt, tmp_path, monkeypatch, caplog):
+    """Killed, a shard edited, started again: the progress file belongs to other weights and is discarded, and
+    the table equals an uninterrupted run on the edited checkpoint."""
+    import logging
+
+    import pandas as pd
+
+    from crash import crash_after
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.probe import run_probe
+    from test_resume import COMPUTED
+
+    folder = sharded(ckpt / "model", tmp_path / "model", "model-00002-of-00002")
+    kw = dict(data=DataSpec(tokens=str(ckpt / "tokens.npy")), batch_size=2, device="cpu")
+    progress = tmp_path / "progress.jsonl"
+    with crash_after(monkeypatch, 12):
+        run_probe(str(folder), str(tmp_path / "crashed.parquet"), progress_path=str(progress), **kw)
+    assert progress.exists()
+    scale_shard(folder / "model-00002-of-00002", 1.5)
+    caplog.set_level(logging.INFO)
+    run_probe(str(folder), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
+    assert "belongs to another run" in caplog.text
+    computed, total, taken = map(int, COMPUTED.search(caplog.text).groups())
+    assert taken == 0 and computed == total
+    run_probe(str(folder), str(tmp_path / "clean.parquet"), **kw)
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "resumed.parquet"),
+                                  pd.read_parquet(tmp_path / "clean.parquet"), check_exact=True)
