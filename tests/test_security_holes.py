@@ -47,7 +47,7 @@ PAYLOADS = {  # each would create the file PWNED in the working folder if the te
     "str class": "{{ ''.__class__.__mro__[1].__subclasses__() }}{{ query }}",
     "joiner": "{% set j = joiner() %}{{ j.__call__.__globals__ }}{{ query }}",
 }
-REFUSED = ("task file '{yaml}': {field} {template!r} is refused ({data}:1): access to attribute '{attribute}' of "
+REFUSED = ("task file '{yaml}': {field} {template} is refused ({data}:1): access to attribute '{attribute}' of "
            "'{owner}' object is unsafe; a task template may only read the document's fields")
 ATTRIBUTE = {"cycler": ("__init__", "type"), "lipsum": ("__globals__", "function"), "str class": ("__class__", "str"),
              "joiner": ("__call__", "Joiner")}
@@ -64,7 +64,7 @@ def evil_task(folder: Path, payload: str, field: str) -> tuple[str, dict]:
     path = write_task(str(folder), "evil", [GOOD_DOC], text=spec["doc_to_text"], choices=spec["doc_to_choice"],
                       target=spec["doc_to_target"])
     attribute, owner = ATTRIBUTE[payload]
-    return path, dict(yaml=path, field=field, template=template, data=folder / "evil.jsonl", attribute=attribute,
+    return path, dict(yaml=path, field=field, template=repr(template), data=folder / "evil.jsonl", attribute=attribute,
                       owner=owner)
 
 
@@ -346,3 +346,169 @@ def test_a_resumed_probe_does_not_take_over_results_of_other_weights(ckpt, tmp_p
     run_probe(str(folder), str(tmp_path / "clean.parquet"), **kw)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "resumed.parquet"),
                                   pd.read_parquet(tmp_path / "clean.parquet"), check_exact=True)
+
+
+# ----------------------------------------------------------------------------------------- 3. provenance
+
+MISSING = ("{what} '{path}' records no {field} in its provenance, so it cannot be checked: it was written by an "
+           "older or unknown version of swapkl; make it again")
+
+
+def without(src: Path, dst: Path, *fields: str) -> Path:
+    """A copy of the table ``src`` whose provenance lacks ``fields`` (as a table of an older version would)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(src)
+    meta = dict(table.schema.metadata)
+    prov = json.loads(meta[b"swapkl"])
+    for f in fields:
+        prov.pop(f)
+    meta[b"swapkl"] = json.dumps(prov).encode()
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.replace_schema_metadata(meta), dst)
+    return dst
+
+
+def prune_kw(root: Path) -> dict:
+    from swapkl.data.windows import DataSpec
+
+    return dict(budgets=[1], spacing=1, eval_data=dict(text_file=str(root / "eval.txt"), window=16, stride=8,
+                                                       max_words=40),
+                calib_data=DataSpec(tokens=str(root / "calib.npy")), n_random=1, device="cpu", batch_size=4)
+
+
+def test_prune_refuses_probe_files_without_the_config_hash_after_config_json_changed(ckpt, tmp_path):
+    from swapkl.pruning.prune import run_pruning
+
+    edited = tmp_path / "edited"
+    shutil.copytree(ckpt / "model", edited)
+    cfg = json.loads((edited / "config.json").read_text())
+    cfg["rms_norm_eps"] = 0.5
+    (edited / "config.json").write_text(json.dumps(cfg))
+    probe = without(ckpt / "probe.parquet", tmp_path / "old" / "probe.parquet", "model_config_sha256")
+    rep = without(ckpt / "repr.parquet", tmp_path / "old" / "repr.parquet", "model_config_sha256")
+    out = tmp_path / "pruning.parquet"
+    with pytest.raises(SwapKLError) as e:
+        run_pruning(str(edited), [str(probe)], str(rep), str(out), **prune_kw(ckpt))
+    assert str(e.value) == MISSING.format(what="table", path=probe, field="model_config_sha256")
+    # the representation file alone without it: refused too, by name
+    with pytest.raises(SwapKLError) as e:
+        run_pruning(str(ckpt / "model"), [str(ckpt / "probe.parquet")], str(rep), str(out), **prune_kw(ckpt))
+    assert str(e.value) == MISSING.format(what="representation file", path=rep, field="model_config_sha256")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("stripped", ["probe", "repr"])
+def test_prune_of_another_model_refuses_tables_without_the_weights_hash(ckpt, tmp_path, stripped):
+    """The probe file without its weights' hash, given to prune another model (same config.json, other weights),
+    would rank that model's blocks by foreign scores; the representation file without it, beside the model's own
+    probe file, would pick its layers by foreign distances."""
+    from swapkl.pruning.prune import run_pruning
+    from test_perplexity import save_tiny
+
+    other = tmp_path / "other"
+    save_tiny(other, "llama", n_layers=N_LAYERS, seed=7)
+    shutil.copy(ckpt / "model" / "config.json", other / "config.json")  # the same config: only the weights differ
+    files = {"probe": ckpt / "probe.parquet", "repr": ckpt / "repr.parquet"}
+    files[stripped] = without(files[stripped], tmp_path / "old" / f"{stripped}.parquet", "weights_sha256")
+    out = tmp_path / "pruning.parquet"
+    model, rep = (other, None) if stripped == "probe" else (ckpt / "model", str(files["repr"]))
+    with pytest.raises(SwapKLError) as e:
+        run_pruning(str(model), [str(files["probe"])], rep, str(out), **prune_kw(ckpt))
+    what = "table" if stripped == "probe" else "representation file"
+    assert str(e.value) == MISSING.format(what=what, path=files[stripped], field="weights_sha256")
+    assert not out.exists()
+
+
+def test_aggregate_refuses_protocols_without_the_windows_hash(ckpt, tmp_path):
+    """Replacement on one set of windows, interchange on another, neither recording its windows: their gap
+    would compare two different measurements."""
+    from swapkl.data.windows import DataSpec
+    from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.probe import run_probe
+
+    files = []
+    for protocol, tokens in (("replacement", "tokens"), ("interchange", "other")):
+        path = tmp_path / "new" / f"{protocol}.parquet"
+        run_probe(str(ckpt / "model"), str(path), protocols=protocol, data=DataSpec(tokens=str(ckpt / f"{tokens}.npy")),
+                  metadata={"model": "m", "revision": "main"})
+        files.append(without(path, tmp_path / "old" / path.name, "tokens_sha256"))
+    out = tmp_path / "agg.parquet"
+    with pytest.raises(SwapKLError) as e:
+        aggregate(files, [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
+    assert str(e.value) == MISSING.format(what="table", path=files[0], field="tokens_sha256")
+    assert not out.exists()
+
+
+def test_a_pruning_table_without_the_weights_hash_is_refused_for_a_model(tmp_path):
+    """relevance --pruning and downstream --pruning read the pruned sets of a table checked against the model."""
+    import pyarrow as pa
+
+    from swapkl.relevance.scored_models import pruned_sets_from_table
+    from swapkl.tables.parquet_io import write_parquet
+    from swapkl.tables.schemas import PRUNING_SCHEMA
+
+    path = tmp_path / "pruning.parquet"
+    rows = [dict(model="m", revision="main", n_layers=4, guide="bi", budget=1, removed_layers=[2], feasible=True)]
+    write_parquet(pa.Table.from_pylist(rows, schema=PRUNING_SCHEMA), str(path), {})
+    with pytest.raises(SwapKLError) as e:
+        pruned_sets_from_table(str(path), n_layers=4, weights_sha256="ab" * 32)
+    assert str(e.value) == MISSING.format(what="pruning table", path=path, field="weights_sha256")
+
+
+def test_a_covariate_file_without_the_windows_hash_is_refused(tmp_path):
+    from probe_fixtures import probe_files, provenance, random_values, write_checkpoint, write_table
+    from swapkl.probes.aggregate import aggregate
+    from swapkl.stats.covariate_stats import aggregate_covariates
+    from swapkl.tables.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA
+
+    repl, inter, _ = random_values(4, seed=0)
+    agg = tmp_path / "agg.parquet"
+    aggregate(probe_files(write_checkpoint(tmp_path / "in", n_layers=4, repl=repl, inter=inter)), [], agg,
+              pair_sets={"toy": ["adjacent"]}, n_boot=10)
+    prov = provenance("toy", "step1000")
+    del prov["tokens_sha256"]
+    rows = [dict(model="toy", revision="step1000", step=1000, n_layers=4, layer_i=i, layer_j=i + 1, distance=1,
+                 **{c: 0.5 for c in COVARIATE_COLUMNS}, n_seqs=12, n_tokens=120) for i in range(3)]
+    cov = write_table(tmp_path / "cov.parquet", rows, COVARIATE_FILE_SCHEMA, prov)
+    with pytest.raises(SwapKLError) as e:
+        aggregate_covariates([cov], agg, tmp_path / "x.parquet", tmp_path / "y.parquet", n_boot=5, seed=0)
+    assert str(e.value) == MISSING.format(what="covariate file", path=cov, field="tokens_sha256")
+
+
+def test_current_tables_still_pass_every_check(ckpt, tmp_path):
+    """The checks are not over-eager: this version's own tables (every field recorded) aggregate, and prune
+    accepts them for their own model."""
+    from swapkl.probes.aggregate import aggregate
+    from swapkl.pruning.prune import _read_pruning_inputs, _require_tables_of
+    from swapkl.model.loading import load_model
+    from swapkl.pruning.perplexity import EvalSpec
+
+    aggregate([ckpt / "probe.parquet"], [ckpt / "repr.parquet"], tmp_path / "agg.parquet",
+              pair_sets={"m": ["adjacent"]}, n_boot=10)
+    assert (tmp_path / "agg.parquet").exists()
+    kw = prune_kw(ckpt)
+    probe, provs, rep, rep_prov, _ = _read_pruning_inputs([ckpt / "probe.parquet"], ckpt / "repr.parquet", None,
+                                                          EvalSpec.from_dict(kw["eval_data"]), kw["calib_data"], False)
+    loaded = load_model(str(ckpt / "model"), device="cpu")
+    _require_tables_of(loaded, str(ckpt / "model"), None, N_LAYERS, probe, [ckpt / "probe.parquet"], provs, rep,
+                       ckpt / "repr.parquet", rep_prov)
+
+
+# ----------------------------------------------------------------------------------------- the catalogue
+
+
+def test_the_catalogue_shows_every_message():
+    """docs/bad_inputs.md's section of issue 34 shows each message above as written (placeholders in braces)."""
+    doc = DOC.read_text()
+    section = doc[doc.index("## Security and provenance (issue 34)"):]
+    rows = [REFUSED, OUTSIDE.format(index="{index}", entry="{entry}")]
+    rows += [MISSING.format(what=what, path=path, field=field)
+             for what, path, field in (("table", "{probe}", "model_config_sha256"),
+                                       ("representation file", "{repr}", "model_config_sha256"),
+                                       ("table", "{probe}", "weights_sha256"),
+                                       ("representation file", "{repr}", "weights_sha256"),
+                                       ("table", "{replacement}", "tokens_sha256"),
+                                       ("pruning table", "{pruning}", "weights_sha256"),
+                                       ("covariate file", "{covariates}", "tokens_sha256"))]
+    assert [r for r in rows if f"`{r}`" not in section] == []
