@@ -28,6 +28,7 @@ import ast
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, replace
 
 from swapkl.errors import SwapKLError
@@ -80,8 +81,6 @@ def template_environment():
     document's fields and calls the methods of plain values (``.strip()``, ``.split()``, ``|join``...), but cannot
     reach Python's internals (``__globals__``, ``__class__``...) nor change a list or a dict: a task file is data
     and never runs code."""
-    import re
-
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
