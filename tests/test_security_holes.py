@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from swapkl import cli
 from swapkl.errors import SwapKLError
@@ -157,7 +158,8 @@ LM_EVAL_TASKS = {
     "commonsense_qa/default.yaml": [
         {"question": " Where do fish live? ", "answerKey": "B",
          "choices": {"text": ["tree", "water", "sky", "road", "car"], "label": ["A", "B", "C", "D", "E"]}}],
-    "mmlu/default/_default_template_yaml": [{"question": "  2 + 2 = ?\n", "choices": ["3", "4", "5", "22"], "answer": 1}],
+    "mmlu/default/_default_template_yaml": [
+        {"question": "  2 + 2 = ?\n", "choices": ["3", "4", "5", "22"], "answer": 1}],
     "super_glue/boolq/default.yaml": [{"passage": "Cats are mammals.", "question": "are cats mammals", "label": 1}],
     "wsc273/default.yaml": [{"text": "The trophy didn't fit in the suitcase because it was too big.",
                              "pronoun": "it", "pronoun_loc": 48, "options": ["the trophy", "the suitcase"],
@@ -218,8 +220,6 @@ def test_lm_eval_task_files_read_as_lm_eval_reads_them(tmp_path, relative):
         text = Path(path).read_text().replace("target_delimiter: ' '", f"target_delimiter: {json.dumps(delimiter)}")
         Path(path).write_text(text)
     ours = load_task(path)
-    import yaml
-
     ref = ConfigurableTask(config=yaml.safe_load(Path(path).read_text()))
     theirs = []
     for doc in ref.test_docs():
