@@ -26,8 +26,8 @@ def provenance(model: str, revision: str, weights_sha256: str | None = None) -> 
     sha = weights_sha256 if weights_sha256 is not None else hashlib.sha256(
         f"{model}@{revision}".encode()).hexdigest()
     return {"model_id": f"test/{model}", "revision": revision, "commit": "0" * 40,
-            "weights_sha256": sha, "tokens_sha256": "t" * 64, "seed": 0, "dtype": "float32",
-            "device": "cpu", "swapkl_version": "test", "config_hash": "c" * 16}
+            "weights_sha256": sha, "model_config_sha256": "m" * 64, "tokens_sha256": "t" * 64, "seed": 0,
+            "dtype": "float32", "device": "cpu", "swapkl_version": "test", "config_hash": "c" * 16}
 
 
 def write_table(path: Path, rows: list[dict], schema: pa.Schema, prov: dict | None) -> Path:

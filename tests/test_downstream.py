@@ -65,7 +65,7 @@ def setup(tmp_path_factory):
     lambada_task_files(d / "lambada")
     (d / "tiny_last_word.jsonl").write_text((d / "lambada" / "tiny_lambada.jsonl").read_text())
     pruning = d / "pruning.parquet"
-    _pruning_table(pruning, N, ROWS)
+    _pruning_table(pruning, N, ROWS, model=src)
     text = d / "train.txt"
     text.write_text("\n\n".join(TEXTS * 6))
     healed = d / "healed"

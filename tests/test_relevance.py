@@ -407,16 +407,19 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
 
 # -- pruned sets of a pruning table against lm-eval on the materialised pruned models --------------------------
 
-def _pruning_table(path, n_layers, rows):
-    """A pruning table holding ``rows`` (the columns relevance reads; the cost columns stay null)."""
+def _pruning_table(path, n_layers, rows, model=None):
+    """A pruning table holding ``rows`` (the columns relevance reads; the cost columns stay null), made from the
+    checkpoint folder ``model`` (its weights_sha256 in the provenance) when given."""
     import pyarrow as pa
 
+    from swapkl.model.checkpoint_dir import weights_sha256
     from swapkl.tables.parquet_io import write_parquet
     from swapkl.tables.schemas import PRUNING_SCHEMA
 
     full = [dict(model="tiny", revision="final", n_layers=n_layers, random_draw=None, fixed_set=None,
                  merged_layers=None, feasible=True) | r for r in rows]
-    write_parquet(pa.Table.from_pylist(full, schema=PRUNING_SCHEMA), str(path), {})
+    prov = {} if model is None else {"weights_sha256": weights_sha256(str(model))}
+    write_parquet(pa.Table.from_pylist(full, schema=PRUNING_SCHEMA), str(path), prov)
 
 
 #: guide, budget, removed, extra columns: two guides share [1, 3] (scored once), a budget-1 set equals a
@@ -472,7 +475,7 @@ def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(t
     tok.save_pretrained(src)
     tasks = _tasks(tmp_path / "tasks")
     pruning = tmp_path / "pruning.parquet"
-    _pruning_table(pruning, n, PRUNED_ROWS)
+    _pruning_table(pruning, n, PRUNED_ROWS, model=src)
     out = tmp_path / "rel.parquet"
     run_relevance(str(src), [t.yaml_path for t in tasks], str(out), pruning=str(pruning), label="tiny",
                   revision_label="final", device="cpu", batch_size=5)

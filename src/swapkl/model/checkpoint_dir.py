@@ -16,9 +16,44 @@ from swapkl.tables.file_checks import describe, open_input, require_regular_file
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
+#: the shard indexes transformers reads (the second only for pickle weights): tensor name -> file of the folder
+SHARD_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
 def weights_sha256(path: str) -> str:
-    """sha256 over the checkpoint's weight files (names and contents, sorted by name)."""
-    return files_sha256(path, sorted(n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)))
+    """sha256 over the checkpoint's weight files (names and contents, sorted by name): those of its folder and
+    every file its shard indexes name (:func:`indexed_shards`), whatever their suffix."""
+    names = {n for n in os.listdir(path) if n.endswith(WEIGHT_SUFFIXES)} | set(indexed_shards(path))
+    return files_sha256(path, sorted(names))
+
+
+def indexed_shards(path: str, index_name: str | None = None) -> list[str]:
+    """The files named by the checkpoint's shard indexes (``index_name`` only, when given), sorted, each once.
+
+    An index may only name plain file names of the checkpoint's own folder: a folder in the name
+    (``sub/x.safetensors``), ``..`` or an absolute path would load weights that its hash and the model
+    argument do not describe, and is refused with the entry named."""
+    names: set[str] = set()
+    for name in SHARD_INDEXES if index_name is None else (index_name,):
+        index = os.path.join(path, name)
+        if not os.path.isfile(index):
+            continue
+        try:
+            with open_input(index, "shard index") as f:
+                shards = set(json.load(f)["weight_map"].values())
+            bad = sorted((s for s in shards if not _plain_file_name(s)), key=repr)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise SwapKLError(f"shard index {index!r} is unreadable: {e}") from e
+        if bad:
+            raise SwapKLError(f"shard index {index!r} names {bad[0]!r}, which is not a file of the checkpoint folder; "
+                              "only plain file names (no folder, '..' or absolute path) are loaded")
+        names |= shards
+    return sorted(names)
+
+
+def _plain_file_name(name) -> bool:
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+            and "\0" not in name and os.path.basename(name) == name and not os.path.isabs(name))
 
 
 def files_sha256(path: str, names: list[str]) -> str:
@@ -71,8 +106,9 @@ def check_weight_files(path: str, allow_pickle: bool) -> bool:
     """
     names = os.listdir(path)
     for n in sorted(names):
-        if n.endswith(WEIGHT_SUFFIXES) or n == "model.safetensors.index.json":
+        if n.endswith(WEIGHT_SUFFIXES) or n in SHARD_INDEXES:
             require_regular_file(os.path.join(path, n), "weight file")
+    indexed_shards(path)  # any index's entries are plain file names of the folder
     st = sorted(n for n in names if n.endswith(".safetensors"))
     if not st:
         pickles = sorted(n for n in names if n.endswith(WEIGHT_SUFFIXES))
@@ -82,7 +118,7 @@ def check_weight_files(path: str, allow_pickle: bool) -> bool:
             raise SwapKLError(f"checkpoint {path!r} has only pickle weights ({', '.join(pickles)}); "
                               "they load only with `allow_pickle`")
         return False
-    check_shard_index(path)
+    st = sorted(set(st) | set(check_shard_index(path)))  # a shard named without the suffix is read too
     from safetensors import safe_open
 
     for n in st:
@@ -97,19 +133,15 @@ def check_weight_files(path: str, allow_pickle: bool) -> bool:
     return True
 
 
-def check_shard_index(path: str) -> None:
-    """Every shard named by ``model.safetensors.index.json`` must be present."""
-    index = os.path.join(path, "model.safetensors.index.json")
-    if not os.path.isfile(index):
-        return
-    try:
-        with open_input(index, "shard index") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise SwapKLError(f"shard index {index!r} is unreadable: {e}") from e
+def check_shard_index(path: str) -> list[str]:
+    """Every shard named by ``model.safetensors.index.json`` must be present; returns their names."""
+    shards = indexed_shards(path, "model.safetensors.index.json")
     missing = [s for s in shards if not os.path.isfile(os.path.join(path, s))]
     if missing:
         raise SwapKLError(f"checkpoint {path!r} lacks the weight shard(s) {', '.join(missing)} named in its index")
+    for s in shards:
+        require_regular_file(os.path.join(path, s), "weight file")
+    return shards
 
 
 def check_safetensors_size(path: str) -> None:

@@ -148,7 +148,9 @@ def agreement_table(scores: Scores, meta: dict, *, n_boot: int, seed: int) -> pd
 def _read(path: str, schema, what: str, tokens_sha: str | None):
 
     df = read_frame(path, schema, what)
-    sha = provenance.read(path).get("tokens_sha256")
+    prov = provenance.read(path)
+    provenance.require_recorded(path, prov, ["tokens_sha256"], f"{what} file")
+    sha = prov["tokens_sha256"]
     if tokens_sha is not None and sha != tokens_sha:
         raise SwapKLError(f"{path!r} was measured on other probe windows than the checkpoint's probe tables")
     return df, sha

@@ -165,16 +165,20 @@ def _require_tables_of(loaded, model, revision, n_layers, probe, probe_files, pr
         raise SwapKLError(f"the probe files describe {probe_layers} layers but {model!r} has {n_layers}")
     for path, prov in zip(probe_files, probe_provs):  # one check for every table applied to the model
         provenance.require_made_from(path, prov, loaded.weights_sha256, model, "probe file")
+    configs = {p["model_config_sha256"] for p in probe_provs}  # recorded by each (read_probe_inputs)
+    if configs != {loaded.config_sha256}:
+        raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
+                          f"{'@' + revision if revision else ''}")
     if rep is not None:  # a table made from another model would pick that model's layers
         provenance.require_made_from(repr_file, rep_prov, loaded.weights_sha256, model, "representation file")
         sizes = sorted(set(int(v) for v in rep["n_layers"]))
         if sizes != [n_layers]:
             raise SwapKLError(f"representation file {str(repr_file)!r} describes models of {sizes} blocks, but "
                               f"{model!r} has {n_layers}")
-    configs = {p.get("model_config_sha256") for p in probe_provs} - {None}
-    if configs and loaded.config_sha256 not in configs:
-        raise SwapKLError(f"the probe files were measured under another config.json than that of {model!r}"
-                          f"{'@' + revision if revision else ''}")
+        provenance.require_recorded(repr_file, rep_prov, ["model_config_sha256"], "representation file")
+        if rep_prov["model_config_sha256"] != loaded.config_sha256:
+            raise SwapKLError(f"representation file {str(repr_file)!r} was measured under another config.json than "
+                              f"that of {model!r}{'@' + revision if revision else ''}")
 
 
 def _pruning_windows(adapter, tokenizer, probe_data, probe_provs, calib_data, eval_spec):
@@ -182,8 +186,8 @@ def _pruning_windows(adapter, tokenizer, probe_data, probe_provs, calib_data, ev
     against the model's vocabulary and positions."""
     probe_windows = load_windows(probe_data, tokenizer)
     check_windows(probe_windows, adapter.vocab_size, adapter.max_positions)
-    probe_tok = {p.get("tokens_sha256") for p in probe_provs} - {None}
-    if probe_tok and probe_windows.sha256 not in probe_tok:
+    probe_tok = {p["tokens_sha256"] for p in probe_provs}  # recorded by each (read_probe_inputs)
+    if probe_windows.sha256 not in probe_tok:
         raise SwapKLError(f"the windows rebuilt from {probe_data.describe()} differ from the probe files' windows")
     calib = load_windows(calib_data, tokenizer)
     check_windows(calib, adapter.vocab_size, adapter.max_positions)

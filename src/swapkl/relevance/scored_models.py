@@ -104,14 +104,14 @@ def pruned_sets_from_table(path: str, *, n_layers: int, weights_sha256: str | No
     """Every pruned model of a checkpoint's pruning table: each feasible row with removed blocks (not the
     ``base`` row, not the ``random_mean`` summary), in the table's order; only those of ``guides`` if given.
 
-    The table must describe a model of ``n_layers`` blocks and, where its provenance records the weights'
-    hash, have been measured on the weights ``weights_sha256``."""
+    The table must describe a model of ``n_layers`` blocks and, when ``weights_sha256`` is given, record the
+    weights' hash and have been measured on those weights (:func:`swapkl.tables.provenance.require_made_from`)."""
     # a per-checkpoint file (swapkl prune) or the aggregated table: the run's columns are in both
     table, prov = read_table(path, PRUNING_RUN_SCHEMA, "pruning")
     df = table.to_pandas()
     if weights_sha256 is not None:
         own = provenance.require_made_from(path, prov, weights_sha256, model or path, "pruning table")
-        if own is not None and "checkpoints" in prov:  # an aggregate holds other checkpoints: only this one's rows
+        if "checkpoints" in prov:  # an aggregate holds other checkpoints: only this one's rows
             df = df[[(m, r) in own for m, r in zip(df["model"], df["revision"])]].reset_index(drop=True)
     sizes = sorted(set(df["n_layers"].dropna().astype(int)))
     if sizes != [n_layers]:

@@ -7,8 +7,9 @@ for anything outside the subset. The subset, with lm-eval's meaning:
 * ``output_type: multiple_choice``, ``dataset_path: json`` with ``dataset_kwargs.data_files`` naming
   the split given by ``test_split`` (or ``validation_split``);
 * ``doc_to_text``, ``doc_to_choice``, ``doc_to_target``: a field of the document or a Jinja template
-  (rendered as lm-eval does, strict about undefined names; a rendered choice list is a Python literal,
-  a rendered all-digit target an index);
+  (rendered as lm-eval does, strict about undefined names, but in Jinja's sandbox: a template that reaches
+  for Python internals is refused, see :func:`template_environment`; a rendered choice list is a Python
+  literal, a rendered all-digit target an index);
 * ``target_delimiter`` (default one space) between the context and each choice.
 
 Every other key that changes the prompt (few-shot examples, descriptions, ``process_docs``, ...)
@@ -27,6 +28,7 @@ import ast
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, replace
 
 from swapkl.errors import SwapKLError
@@ -73,32 +75,59 @@ def acc_rel(accuracy: float, base_accuracy: float, random_baseline: float) -> fl
     return 1.0 - max(accuracy - random_baseline, 0.0) / denom
 
 
-def _render(template: str, doc: dict, what: str, task: str) -> str:
+def template_environment():
+    """The Jinja environment that renders task templates: lm-eval's settings (strict about undefined names, the
+    trailing newline kept, its ``regex_replace`` filter), inside Jinja's immutable sandbox. A template reads the
+    document's fields and calls the methods of plain values (``.strip()``, ``.split()``, ``|join``...), but cannot
+    reach Python's internals (``__globals__``, ``__class__``...) nor change a list or a dict: a task file is data
+    and never runs code."""
     import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = jinja2.Environment(loader=jinja2.BaseLoader, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    try:
-        return env.from_string(template).render(**doc)
-    except jinja2.TemplateError as e:
-        raise SwapKLError(f"task {task!r}: {what} template {template!r} fails: {e}") from e
-
-
-def _field(doc: dict, spec, what: str, task: str):
-    if isinstance(spec, str) and spec in doc:
-        return doc[spec]
-    if isinstance(spec, int) and not isinstance(spec, bool):
-        return spec
-    if not isinstance(spec, str):
-        raise SwapKLError(f"task {task!r}: {what} must be a field name or a template, got {spec!r}")
-    return _render(spec, doc, what, task)
+    env = ImmutableSandboxedEnvironment(loader=jinja2.BaseLoader, undefined=jinja2.StrictUndefined,
+                                        keep_trailing_newline=True)
+    env.filters["regex_replace"] = lambda text, pattern, repl, count=0: re.sub(pattern, repl, text, count=count)
+    return env
 
 
-def _document(doc: dict, cfg: dict, task: str, where: str) -> Document:
-    text = _field(doc, cfg["doc_to_text"], "doc_to_text", task)
+@dataclass
+class _Reader:
+    """Renders the templates of one task file (each compiled once), naming the file and the field on failure."""
+
+    yaml_path: str
+    env: object
+    compiled: dict
+
+    def render(self, template: str, doc: dict, what: str, where: str) -> str:
+        from jinja2 import TemplateError
+        from jinja2.exceptions import SecurityError
+
+        try:
+            if template not in self.compiled:
+                self.compiled[template] = self.env.from_string(template)
+            return self.compiled[template].render(**doc)
+        except SecurityError as e:
+            raise SwapKLError(f"task file {self.yaml_path!r}: {what} {template!r} is refused ({where}): "
+                              f"{str(e).rstrip('.')}; a task template may only read the document's fields") from None
+        except TemplateError as e:
+            raise SwapKLError(f"task file {self.yaml_path!r}: {what} template {template!r} fails ({where}): {e}") from e
+
+    def field(self, doc: dict, spec, what: str, task: str, where: str):
+        if isinstance(spec, str) and spec in doc:
+            return doc[spec]
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            return spec
+        if not isinstance(spec, str):
+            raise SwapKLError(f"task {task!r}: {what} must be a field name or a template, got {spec!r}")
+        return self.render(spec, doc, what, where)
+
+
+def _document(reader: _Reader, doc: dict, cfg: dict, task: str, where: str) -> Document:
+    text = reader.field(doc, cfg["doc_to_text"], "doc_to_text", task, where)
     if not isinstance(text, str):
         raise SwapKLError(f"task {task!r} {where}: doc_to_text gives {type(text).__name__}, not text "
                           "(multiple-input tasks run only under lm-eval)")
-    choices = _field(doc, cfg["doc_to_choice"], "doc_to_choice", task)
+    choices = reader.field(doc, cfg["doc_to_choice"], "doc_to_choice", task, where)
     if isinstance(choices, str):
         try:
             choices = ast.literal_eval(choices)
@@ -106,7 +135,7 @@ def _document(doc: dict, cfg: dict, task: str, where: str) -> Document:
             raise SwapKLError(f"task {task!r} {where}: doc_to_choice does not give a list: {choices!r}") from e
     if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str) and c for c in choices):
         raise SwapKLError(f"task {task!r} {where}: doc_to_choice must give two or more non-empty strings")
-    target = _field(doc, cfg["doc_to_target"], "doc_to_target", task)
+    target = reader.field(doc, cfg["doc_to_target"], "doc_to_target", task, where)
     if isinstance(target, str):
         target = int(target) if target.isdigit() else (choices.index(target) if target in choices else None)
     if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target < len(choices):
@@ -149,6 +178,7 @@ def load_task(yaml_path: str) -> Task:
     if not split or not isinstance(data, str):
         raise SwapKLError(f"task {name!r}: dataset_kwargs.data_files must name one JSONL file for split {split!r}")
     docs = []
+    reader = _Reader(yaml_path, template_environment(), {})
     try:
         with open_input(data, f"data file of task {name!r}", "r", encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
@@ -157,7 +187,7 @@ def load_task(yaml_path: str) -> Task:
                         doc = json.loads(line)
                     except ValueError as e:
                         raise SwapKLError(f"task {name!r}: {data}:{n} is not JSON: {e}") from e
-                    docs.append(_document(doc, cfg, name, f"{data}:{n}"))
+                    docs.append(_document(reader, doc, cfg, name, f"{data}:{n}"))
     except OSError as e:
         raise SwapKLError(f"task {name!r}: cannot read {data!r}: {e.strerror}") from e
     if not docs:

@@ -121,6 +121,7 @@ def covariate_table(covariate_files, aggregate_path: str) -> tuple[pd.DataFrame,
     for path in covariate_files:
         table, prov = read_table(path, COVARIATE_FILE_SCHEMA, "covariates")
         df = table.to_pandas()
+        provenance.require_recorded(path, prov, SAME_INPUTS, "covariate file")
         for model, revision in df[["model", "revision"]].drop_duplicates().itertuples(index=False):
             probe = probes.get((model, revision))
             if probe is None:

@@ -127,18 +127,34 @@ def build(loaded=None, windows=None, **extra) -> dict:
     return out
 
 
-# Fields on which files that are combined (the protocols of one checkpoint) must agree; absent is a value too.
+# Fields on which files that are combined (the protocols of one checkpoint) must agree.
 COMPARABLE = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype", "trust_remote_code", "kl_options", "rope",
               "logits_dtype")
 # Fields on which all revisions of one model must agree, so that they can be compared along training.
 COMPARABLE_ACROSS_REVISIONS = ("tokens_sha256", "dtype")
+# Fields that every table of a probe run records (:func:`build`): a table that lacks one was not written by this
+# version, and nothing can be said about what it was measured on, so a check that compares the field refuses it.
+# (The settings fields after them were added with the option they record: their absence means the one
+# setting that versions without them could run, and absent agrees with absent only.)
+RECORDED = ("weights_sha256", "model_config_sha256", "tokens_sha256", "dtype")
+
+
+def require_recorded(path, prov: dict, names, what: str) -> None:
+    """Refuse the table ``path`` (a ``what``) whose provenance lacks one of the fields ``names`` that a check
+    compares: absent is never agreement."""
+    for name in names:
+        if prov.get(name) is None:
+            raise SwapKLError(f"{what} {str(path)!r} records no {name} in its provenance, so it cannot be checked: it "
+                              "was written by an older or unknown version of swapkl; make it again")
 
 
 def check_comparable(seen: dict, path: str, prov: dict, what: str, fields=COMPARABLE) -> None:
-    """Raise unless ``prov`` (of file ``path``) agrees with the files before it on every one of ``fields``.
+    """Raise unless ``prov`` (of file ``path``) agrees with the files before it on every one of ``fields``; a file
+    that lacks one of the :data:`RECORDED` fields among them is refused (:func:`require_recorded`).
 
     ``seen`` maps field -> (value, first file) and is filled in by the first file.
     """
+    require_recorded(path, prov, [n for n in fields if n in RECORDED], "table")
     for name in fields:
         value = prov.get(name)
         if name not in seen:
@@ -166,15 +182,16 @@ def checkpoints(provs) -> list[dict]:
     return [unique[k] for k in sorted(unique, key=lambda k: tuple(str(x) for x in k))]
 
 
-def require_made_from(path, prov: dict, weights_sha256: str, model: str, what: str) -> set | None:
-    """Refuse a table that was made from other weights than those of ``model`` (hash ``weights_sha256``).
+def require_made_from(path, prov: dict, weights_sha256: str, model: str, what: str) -> set:
+    """Refuse a table that was made from other weights than those of ``model`` (hash ``weights_sha256``), or
+    that records no weights (:func:`require_recorded`).
 
     Returns the (model, revision) labels of the table's checkpoints with those weights (an aggregate may
-    hold others too: only these rows belong to the model), or None when the table records no weights.
+    hold others too: only these rows belong to the model).
     """
     cks = checkpoints([prov])
-    if not cks:
-        return None
+    if not cks or any(not c.get("weights_sha256") for c in cks):
+        require_recorded(path, {}, ["weights_sha256"], what)
     match = {(c.get("model"), c.get("revision")) for c in cks if c.get("weights_sha256") == weights_sha256}
     if match:
         return match
