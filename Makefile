@@ -2,7 +2,8 @@
 #   make demo   install, then run the whole DAG on the offline demo trajectory
 #   make test   install, then run the test suite
 # TORCH picks the torch build: the default is the CPU wheel pinned for CI machines;
-# on a CUDA machine use `make setup TORCH=torch` (PyPI's Linux wheel is the CUDA build).
+# on a CUDA machine use `make setup TORCH=torch` (PyPI's Linux wheel is the CUDA build), which also replaces a CPU
+# build that an earlier `make setup` or `make demo` installed.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -25,10 +26,22 @@ PIP     = $(BIN)/pip install --quiet --no-compile
 
 setup: $(VENV)/.swapkl-installed
 
-$(VENV)/.swapkl-installed: pyproject.toml
+# The torch build is a stamp of its own, named after a checksum of TORCH, so that `make setup TORCH=torch` after a
+# CPU setup replaces the installed torch (pip alone would keep it: any torch satisfies `torch`). TORCH= (empty)
+# keeps whatever torch the virtualenv already holds, e.g. a CUDA build installed there by hand.
+TORCH_STAMP := $(VENV)/.swapkl-torch-$(shell printf '%s' '$(TORCH)' | cksum | cut -d ' ' -f 1)
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
-	$(PIP) "$(TORCH)"
+
+$(TORCH_STAMP): | $(BIN)/python
+	rm -f $(VENV)/.swapkl-torch-*
+	$(if $(TORCH),if $(BIN)/pip show --quiet torch >/dev/null 2>&1; then $(BIN)/pip uninstall --quiet --yes torch; fi)
+	$(if $(TORCH),$(PIP) "$(TORCH)")
+	printf '%s\n' '$(TORCH)' > $@
+
+$(VENV)/.swapkl-installed: pyproject.toml $(TORCH_STAMP)
 	$(PIP) -e '.[dev,hub]'
 	touch $@
 
