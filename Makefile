@@ -45,9 +45,17 @@ $(VENV)/.swapkl-installed: pyproject.toml $(TORCH_STAMP)
 	$(PIP) -e '.[dev,hub]'
 	touch $@
 
+# what `make demo` points to at its end: the report, then three files to look at first
+DEMO_FIRST = \
+	"results/figures/gap_trajectory/pythia-demo.png: the protocol gap d_repl - d_inter along training" \
+	"results/tables/swapkl.html: d_repl, d_inter, gap and I/R ratio of every pair" \
+	"results/figures/pruning_cost/llama-demo/step400.png: what removing the blocks each guide picks costs"
+
 demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --cores $(CORES)
 	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
+	@echo "The report: $(CURDIR)/results/report.html (open it in a browser). Look first at:"
+	@printf '  %s\n' $(DEMO_FIRST)
 
 test: setup
 	$(PYTEST)

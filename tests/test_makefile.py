@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-MAKEFILE = Path(__file__).resolve().parents[1] / "Makefile"
+REPO = Path(__file__).resolve().parents[1]
+MAKEFILE = REPO / "Makefile"
 
 
 def dry_run(folder: Path, *args: str) -> str:
@@ -77,3 +79,17 @@ def test_empty_torch_keeps_the_installed_torch(checkout):
     out = dry_run(checkout, "TORCH=")
     assert "uninstall" not in out and '"torch' not in out
     assert "-e '.[dev,hub]'" in out
+
+
+@pytest.mark.slow
+def test_demo_ends_with_the_report_and_three_files_the_demo_writes(tmp_path):
+    out = subprocess.run(["make", "-n", "demo"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
+    assert "results/report.html" in out.splitlines()[-2]
+    first = re.findall(r'"(results/\S+?): ', out.splitlines()[-1])
+    assert len(first) == 3, out
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "--nolock", "--dry-run", "--forceall", "--workflow-profile",
+                          "profiles/demo", "--directory", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                         timeout=600)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    for path in first:
+        assert re.search(rf"(?<![\w/]){re.escape(path)}\b", dry.stdout), path
