@@ -133,3 +133,16 @@ def test_import_swapkl_does_not_import_torch():
     code = "import sys, swapkl; print('torch' in sys.modules, callable(swapkl.probe), 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "True", "True"]
+
+
+def test_no_workflow_script_or_swapkl_module_reads_the_api_off_the_package():
+    """The API is imported on first use (swapkl.__getattr__); the workflow's environments need not provide what it
+    imports (tests/env_imports.py skips that function) only while no script or module reads those names."""
+    from swapkl import API
+
+    names = "|".join(API)
+    pattern = re.compile(rf"from swapkl import [^\n]*\b({names})\b|\bswapkl\.({names})\b")
+    files = [*(REPO / "workflow" / "scripts").glob("*.py"), *(REPO / "src" / "swapkl").rglob("*.py")]
+    own = {REPO / "src" / "swapkl" / "api.py", REPO / "src" / "swapkl" / "__init__.py"}
+    readers = [str(f.relative_to(REPO)) for f in files if f not in own and pattern.search(f.read_text())]
+    assert readers == []
