@@ -117,6 +117,11 @@ def test_bad_inputs_are_one_line_errors(example, tmp_path):
         swapkl.probe(model, np.zeros((4, 8)), folder=str(tmp_path / "a"))
     with pytest.raises(SwapKLError, match="outside the model vocabulary"):
         swapkl.probe(model, windows + 1000, folder=str(tmp_path / "b"))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "windows.npy").write_text("not swapkl's")
+    with pytest.raises(SwapKLError, match="already holds 'windows.npy'"):
+        swapkl.probe(model, windows, folder=str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "windows.npy").read_text() == "not swapkl's"
     with pytest.raises(SwapKLError, match="model must be a checkpoint folder"):
         swapkl.probe(object(), windows)
     with pytest.raises(SwapKLError, match="give the DataFrame that swapkl.probe returned"):

@@ -41,6 +41,8 @@ __all__ = ["aggregate", "probe", "prune", "select_blocks"]
 
 #: the key of ``DataFrame.attrs`` under which :func:`probe` names its files
 ATTRS = "swapkl"
+#: what :func:`probe` writes into its folder (``checkpoint``: a loaded model saved there, removed afterwards)
+FILES = ("windows.npy", "probe.parquet", "repr.parquet", "aggregate.parquet", "checkpoint")
 
 
 def probe(model, windows, *, pairs: str = "adjacent", protocols: Sequence[str] = ("replacement", "interchange",
@@ -56,10 +58,14 @@ def probe(model, windows, *, pairs: str = "adjacent", protocols: Sequence[str] =
     another program are never overwritten."""
     folder = tempfile.mkdtemp(prefix="swapkl-") if folder is None else str(folder)
     os.makedirs(folder, exist_ok=True)
-    tokens = os.path.join(folder, "windows.npy")
-    np.save(tokens, _token_array(windows), allow_pickle=False)
-    files = {"probe": os.path.join(folder, "probe.parquet"), "repr": os.path.join(folder, "repr.parquet")}
+    taken = [n for n in FILES if os.path.lexists(os.path.join(folder, n))]
+    if taken:  # never overwrite a file of another run or program
+        raise SwapKLError(f"{folder!r} already holds {taken[0]!r}: give probe a new folder (or none: a temporary one)")
+    array = _token_array(windows)
     checkpoint, saved = _checkpoint(model, folder)
+    tokens = os.path.join(folder, "windows.npy")
+    np.save(tokens, array, allow_pickle=False)
+    files = {"probe": os.path.join(folder, "probe.parquet"), "repr": os.path.join(folder, "repr.parquet")}
     if saved and name is None:  # not the temporary folder's path
         name = getattr(model, "name_or_path", "") or model.config.model_type
     if dtype is None:
@@ -145,8 +151,6 @@ def _checkpoint(model, folder: str) -> tuple[str, bool]:
         raise SwapKLError(f"model must be a checkpoint folder, a hub id or a loaded transformers model, not "
                           f"{type(model).__name__}")
     path = os.path.join(folder, "checkpoint")
-    if os.path.lexists(path):
-        raise SwapKLError(f"{path!r} exists: give probe a folder without a `checkpoint` entry")
     model.save_pretrained(path, safe_serialization=True)
     return path, True
 
