@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from swapkl.progress import EVERY_FRACTION, EVERY_S, Progress, duration, track
+from swapkl.progress import EVERY_FRACTION, EVERY_S, MIN_S, Progress, duration, track
 
 
 class Clock:
@@ -43,18 +43,34 @@ def test_a_line_every_30_seconds_with_the_eta():
     assert len(lines(out)) == 2
 
 
-def test_a_line_every_5_percent_when_items_are_fast():
+def test_a_line_every_5_percent_when_that_comes_first():
+    """200 items at 1 s each: 5% (10 items) takes 10 s, less than 30 s, so a line per 5% step."""
     clock, out = Clock(), io.StringIO()
     bar = Progress(200, "train", "step", stream=out, tty=False, clock=clock)
     for _ in range(200):
-        clock.now += 0.1
+        clock.now += 1.0
         bar.update(1)
     bar.close()
     got = lines(out)
-    # one line per 5% (every 10 items), the last at 100%; closing adds no second one
-    assert len(got) == round(1 / EVERY_FRACTION)
-    assert got[0] == "train: 10/200 steps (5%), 1s elapsed, ETA 19s"
-    assert got[-1] == "train: 200/200 steps (100%), 20s elapsed, done"
+    assert len(got) == round(1 / EVERY_FRACTION)  # the last at 100%; closing adds no second one
+    assert got[0] == "train: 10/200 steps (5%), 10s elapsed, ETA 3m10s"
+    assert got[-1] == "train: 200/200 steps (100%), 3m20s elapsed, done"
+
+
+def test_no_line_within_5_seconds_so_a_quick_run_prints_nothing():
+    clock, out = Clock(), io.StringIO()
+    bar = Progress(200, "quick", "step", stream=out, tty=False, clock=clock)
+    for _ in range(200):  # 0.125 s each (exact in binary): every 5% step comes within 1.25 s
+        clock.now += 0.125
+        bar.update(1)
+    # a line at the first 5% step at least MIN_S = 5 s after the last line: items 40, 80, 120, 160, 200
+    assert [line.split(":")[1].split(" ")[1] for line in lines(out)] == ["40/200", "80/200", "120/200", "160/200",
+                                                                       "200/200"]
+    short = io.StringIO()
+    with Progress(5, "fails", "variant", stream=short, tty=False, clock=clock) as bar:
+        for _ in range(4):
+            bar.update(1)  # at once, then an error: nothing printed, the error line stays alone
+    assert short.getvalue() == ""
 
 
 def test_items_taken_over_count_as_done_but_not_in_the_rate():
@@ -62,11 +78,21 @@ def test_items_taken_over_count_as_done_but_not_in_the_rate():
     clock, out = Clock(), io.StringIO()
     bar = Progress(1000, "probe", "variant", stream=out, tty=False, clock=clock)
     bar.skip(500)
-    assert lines(out) == ["probe: 500/1000 variants (50%), 0s elapsed"]  # nothing computed yet: no ETA
-    for _ in range(3):
+    assert lines(out) == []  # within 5 s of the start
+    for _ in range(4):
         clock.now += 10.0
         bar.update(1)
-    assert lines(out)[-1] == "probe: 503/1000 variants (50%), 30s elapsed, ETA 1h22m50s"
+    # the 50% step at 10 s, then the 30 s clock at 40 s: 10 s per computed item, the 500 taken over left out
+    assert lines(out) == ["probe: 501/1000 variants (50%), 10s elapsed, ETA 1h23m10s",
+                          "probe: 504/1000 variants (50%), 40s elapsed, ETA 1h22m40s"]
+    assert bar.line(clock.now + 0.0).endswith("ETA 1h22m40s")
+    nothing = Progress(10, "resumed", "variant", stream=io.StringIO(), tty=False, clock=clock)
+    clock.now += 6.0
+    nothing.skip(10)
+    assert nothing.line(clock.now) == "resumed: 10/10 variants (100%), 6s elapsed, done"
+    fresh = Progress(10, "fresh", "variant", stream=io.StringIO(), tty=False, clock=clock)
+    fresh.skip(3)
+    assert fresh.line(clock.now) == "fresh: 3/10 variants (30%), 0s elapsed"  # nothing computed yet: no ETA
 
 
 def test_note_quiet_and_terminal():
@@ -97,9 +123,13 @@ def test_track_counts_each_item_after_its_loop_body():
     assert lines(out)[-1] == "blocks: 3/3 blocks (100%), 1m30s elapsed, done"
 
 
-def test_the_engine_sweep_writes_progress_lines_off_a_terminal(capsys):
-    """Off a terminal the probe's sweep used to print nothing (tqdm disables itself there)."""
+def test_the_engine_sweep_writes_progress_lines_off_a_terminal(capsys, monkeypatch):
+    """Off a terminal the probe's sweep used to print nothing (tqdm disables itself there). (No wait between
+    lines here: the tiny sweep takes well under the 5 s that keep a quick run silent.)"""
     torch = pytest.importorskip("torch")
+    import swapkl.progress
+
+    monkeypatch.setattr(swapkl.progress, "MIN_S", 0.0)
     from swapkl.model.batch_loop import sweep, window_batches
     from swapkl.model.engine import ProbeEngine
     from swapkl.probes.protocols import build_variants

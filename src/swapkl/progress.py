@@ -3,7 +3,9 @@
 tqdm draws nothing when stderr is not a terminal (a Snakemake job log, SLURM output, ``2> file``), so a long job
 would leave an empty log. :class:`Progress` (and :func:`track` over an iterable) gives a bar on a terminal and,
 off one, writes a line to stderr about every :data:`EVERY_S` seconds or every :data:`EVERY_FRACTION` of the
-total, whichever comes first, and one at the end::
+total, whichever comes first, but never within :data:`MIN_S` seconds of the last one (or of the start: a run
+shorter than that prints nothing, so a command that fails at once still ends in its one error line), and one
+at the end when it printed any::
 
     probe pythia-410m@step0: 120/1000 variants (12%), 3m05s elapsed, ETA 22m40s
 
@@ -21,8 +23,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 #: off a terminal, a line at least this often (seconds) ...
 EVERY_S = 30.0
-#: ... and whenever another this much of the total is done
+#: ... and whenever another this much of the total is done ...
 EVERY_FRACTION = 0.05
+#: ... but not within this many seconds of the last line (or of the start)
+MIN_S = 5.0
 
 
 def duration(seconds: float) -> str:
@@ -49,7 +53,7 @@ class Progress:
         self.done = self.skipped = 0
         self.start = self.last_line = clock()
         self.last_step = 0  # the EVERY_FRACTION steps of the total reached at the last line
-        self.last_done = 0  # the count the last line showed
+        self.last_done = 0  # the count the last line showed (0: no line yet)
         self.closed = False
         self.bar = None
         if self.tty and not quiet:
@@ -76,8 +80,8 @@ class Progress:
         if self.quiet:
             return
         now = self.clock()
-        step = self._step()
-        if now - self.last_line >= EVERY_S or step > self.last_step:
+        since = now - self.last_line
+        if since >= EVERY_S or (since >= MIN_S and self._step() > self.last_step):
             self._line(now)
 
     def close(self) -> None:
@@ -86,7 +90,7 @@ class Progress:
         self.closed = True
         if self.bar is not None:
             self.bar.close()
-        elif self.done != self.last_done and not self.quiet:
+        elif self.last_done and self.done != self.last_done and not self.quiet:
             self._line(self.clock())
 
     def __enter__(self) -> "Progress":
