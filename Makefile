@@ -2,7 +2,8 @@
 #   make demo   install, then run the whole DAG on the offline demo trajectory
 #   make test   install, then run the test suite
 # TORCH picks the torch build: the default is the CPU wheel pinned for CI machines;
-# on a CUDA machine use `make setup TORCH=torch` (PyPI's Linux wheel is the CUDA build).
+# on a CUDA machine use `make setup TORCH=torch` (PyPI's Linux wheel is the CUDA build), which also replaces a CPU
+# build that an earlier `make setup` or `make demo` installed.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -25,16 +26,36 @@ PIP     = $(BIN)/pip install --quiet --no-compile
 
 setup: $(VENV)/.swapkl-installed
 
-$(VENV)/.swapkl-installed: pyproject.toml
+# The torch build is a stamp of its own, named after a checksum of TORCH, so that `make setup TORCH=torch` after a
+# CPU setup replaces the installed torch (pip alone would keep it: any torch satisfies `torch`). TORCH= (empty)
+# keeps whatever torch the virtualenv already holds, e.g. a CUDA build installed there by hand.
+TORCH_STAMP := $(VENV)/.swapkl-torch-$(shell printf '%s' '$(TORCH)' | cksum | cut -d ' ' -f 1)
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
-	$(PIP) "$(TORCH)"
+
+$(TORCH_STAMP): | $(BIN)/python
+	rm -f $(VENV)/.swapkl-torch-*
+	$(if $(TORCH),if $(BIN)/pip show --quiet torch >/dev/null 2>&1; then $(BIN)/pip uninstall --quiet --yes torch; fi)
+	$(if $(TORCH),$(PIP) "$(TORCH)")
+	printf '%s\n' '$(TORCH)' > $@
+
+$(VENV)/.swapkl-installed: pyproject.toml $(TORCH_STAMP)
 	$(PIP) -e '.[dev,hub]'
 	touch $@
+
+# what `make demo` points to at its end: the report, then three files to look at first
+DEMO_FIRST = \
+	"results/figures/gap_trajectory/pythia-demo.png: the protocol gap d_repl - d_inter along training" \
+	"results/tables/swapkl.html: d_repl, d_inter, gap and I/R ratio of every pair" \
+	"results/figures/pruning_cost/llama-demo/step400.png: what removing the blocks each guide picks costs"
 
 demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --cores $(CORES)
 	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
+	@echo "The report: $(CURDIR)/results/report.html (open it in a browser). Look first at:"
+	@printf '  %s\n' $(DEMO_FIRST)
 
 test: setup
 	$(PYTEST)

@@ -16,12 +16,18 @@ SRC = REPO / "src"
 
 def _imports(path: Path) -> set[str]:
     """Dotted names imported anywhere in ``path`` (``from a.b import c`` gives a.b and a.b.c); imports under
-    ``if TYPE_CHECKING:`` are left out (they never run)."""
+    ``if TYPE_CHECKING:`` are left out (they never run), and so are those of a package's module-level
+    ``__getattr__`` (PEP 562: it runs only when code reads a name the package does not define, such as
+    ``swapkl.probe``, the Python API; tests/test_api.py checks that no script or swapkl module reads one)."""
     tree = ast.parse(path.read_text())
     skip = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skip |= {id(n) for child in node.body for n in ast.walk(child)}
+    if path.name == "__init__.py":
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+                skip |= {id(n) for n in ast.walk(node)}
     names = set()
     for node in ast.walk(tree):
         if id(node) in skip:

@@ -21,7 +21,8 @@ from swapkl.config.checks import ConfigError, check_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
-PUBLISHED = [REPO / "config.yaml", REPO / "config" / "demo.yaml", REPO / "config" / "demo_smoke.yaml"]
+PUBLISHED = [REPO / "config.yaml", REPO / "config" / "demo.yaml", REPO / "config" / "demo_smoke.yaml",
+             REPO / "config" / "one_model.yaml"]
 
 
 def validated(cfg: dict) -> dict:

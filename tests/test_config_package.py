@@ -22,7 +22,8 @@ from swapkl.config.strict_yaml import check_config_text
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
-PUBLISHED = [REPO / "config.yaml", REPO / "config" / "demo.yaml", REPO / "config" / "demo_smoke.yaml"]
+PUBLISHED = [REPO / "config.yaml", REPO / "config" / "demo.yaml", REPO / "config" / "demo_smoke.yaml",
+             REPO / "config" / "one_model.yaml"]
 MINIMAL = {"models": {"m": {"source": "org/model", "revisions": ["main"], "prune": {"enabled": True}}}}
 
 

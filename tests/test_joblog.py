@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from swapkl.errors import SwapKLError
+from swapkl.joblog import check_job_device
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((REPO / "workflow" / "scripts").glob("*.py"))
 
@@ -32,7 +35,8 @@ class Named(list):
     def items(self):
         return self.__dict__.items()
 snakemake = NS(input=Named(spec["input"]), output=Named(spec["output"]), params=Named(spec["params"]),
-               wildcards=Named(spec["wildcards"]), log=Named(spec["log"]), threads=1, rule=spec.get("rule"))
+               wildcards=Named(spec["wildcards"]), log=Named(spec["log"]), threads=1, rule=spec.get("rule"),
+               resources=Named(spec.get("resources", {})), config=spec.get("config", {}))
 runpy.run_path(sys.argv[1], init_globals={"snakemake": snakemake}, run_name="__main__")
 """
 
@@ -78,3 +82,32 @@ def test_other_exceptions_keep_their_traceback(tmp_path):
                                    for name in ("gap_trajectory", "gap_trajectory_fwd")})
     assert proc.returncode not in (0, 2), log
     assert "Traceback" in log and "KeyError: 'model'" in log
+
+
+def test_gpu_job_without_a_cuda_device_fails_in_one_line(tmp_path):
+    """A GPU rule's job (resources: gpu=1) on a torch that sees no CUDA device stops before it runs anything,
+    instead of running on the CPU (CUDA_VISIBLE_DEVICES="" hides any GPU of the machine that runs the test)."""
+    out = tmp_path / "replacement.parquet"
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    proc, log = run_script(REPO / "workflow/scripts/probe.py", tmp_path, env=env, rule="probe_checkpoint",
+                           output={"replacement": str(out)}, resources={"gpu": 1}, config={"device": "auto"})
+    assert proc.returncode == 2, proc.stderr + log
+    lines = log.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("swapkl: error: rule probe_checkpoint requests 1 GPU(s) but "
+                                                   "torch "), log
+    assert "sees no CUDA device" in lines[0] and "device: cpu" in lines[0]
+    assert not out.exists()
+
+
+def test_device_cpu_or_no_gpu_request_passes_the_check(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    check_job_device(1, "cpu", "probe")  # the CPU on purpose
+    check_job_device(0, "auto", "aggregate_results")  # a rule that asks for no GPU
+    with pytest.raises(SwapKLError, match="rule probe requests 2 GPU"):
+        check_job_device(2, "auto", "probe")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    check_job_device(1, "auto", "probe")
+    with pytest.raises(SwapKLError, match="config device 'gpu'"):
+        check_job_device(1, "gpu", "probe")

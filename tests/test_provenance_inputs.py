@@ -47,3 +47,22 @@ def test_nullable_integers_read_back_as_integers(agg_path):  # noqa: F811
     typed = pd.read_parquet(agg_path, dtype_backend="numpy_nullable")
     assert plain["layer_i"].dtype == "float64"  # null on summary rows: numpy has no integer NaN
     assert str(typed["layer_i"].dtype) == "Int64" and typed["layer_i"].isna().any()
+
+
+def test_provenance_text_indents_long_values_one_item_per_line():
+    """`swapkl provenance` printed an aggregate's `inputs` as one 35 kB line; long lists and mappings are now
+    indented JSON under their key (short ones stay on one line), and `--compact` keeps the one-line form."""
+    import json
+
+    inputs = [{"file": f"results/probes/m/step{k}/replacement.parquet", "role": "probe",
+               "provenance": {"weights_sha256": "a" * 64, "dtype": "float32"}} for k in range(3)]
+    prov = {"inputs": inputs, "n_boot": 1000, "pair_sets": {"m": ["adjacent"]}}
+    text = provenance.format_text(prov)
+    lines = text.splitlines()
+    assert lines[0] == "inputs     ["
+    assert len(lines) > 20 and max(len(line) for line in lines) < 110  # the one-line form: 400 characters
+    start = lines.index("n_boot     1000")
+    assert json.loads("\n".join(line[len("inputs     "):] for line in lines[:start])) == inputs
+    assert lines[start + 1] == 'pair_sets  {"m": ["adjacent"]}'
+    compact = provenance.format_text(prov, compact=True).splitlines()
+    assert len(compact) == 3 and json.loads(compact[0][len("inputs     "):]) == inputs

@@ -126,6 +126,27 @@ def test_the_published_registry_on_a_run_of_no_paper_model():
     assert brief <= set(df["published"].round(3))
 
 
+def test_every_registry_row_names_an_entry_of_the_study_config():
+    """A row whose model is no config entry can only ever say "not run (needs ...)" (issue 36: six scale-sweep
+    rows named gpt2, opt-350m, ... where the config's entries are GPT-2-Small, OPT-350M, ...)."""
+    import yaml
+
+    entries, _ = load_registry()
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())["models"]
+    assert [(e["model"], e["quantity"]) for e in entries if e["model"] not in config] == []
+
+
+def test_no_published_number_is_both_computed_and_without_counterpart():
+    """A number that one entry computes is not also listed as having no counterpart (issue 36: three Llama-3.1-8B
+    rows of the second paper said "no counterpart" for the averages that the Meta-Llama-3-8B rows compute)."""
+    entries, _ = load_registry()
+    computed = {(e["source"].split(" (")[0], e["published"]) for e in entries
+                if e.get("compute") and e["source"].startswith("Rethinking Layer Relevance")}
+    idle = [e["quantity"] for e in entries if e.get("compute") is None
+            and (e["source"].split(" (")[0], e["published"]) in computed]
+    assert idle == []
+
+
 def test_the_published_llama_table_reproduces_itself():
     """Synthetic Llama-3.1-8B-paper rows holding the published values: every skip_llama / 8b_core row of the
     registry is `reproduced`; the same rows 20% higher `differ` (ratios stay: both terms scale)."""

@@ -70,6 +70,7 @@ def _config(work: Path) -> dict:
                       "calibration": {"text_file": valid, "n_seqs": 2, "seq_len": 16}},
             "seeds": {"seed": 1, "values": [2, 9], "source": "org/tiny-seed{seed}"}}},
         "probe": {"n_boot": 10},
+        "device": "cpu",
     }
 
 

@@ -37,6 +37,7 @@ CONFIG = {
         },
     },
     "probe": {"n_boot": 20},
+    "device": "cpu",
     "demo": {"tokenizer": {"vocab_size": 400}},
 }
 TARGETS = ("results/swapkl.parquet", "results/pruning.parquet", "results/seeds.parquet",

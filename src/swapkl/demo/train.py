@@ -19,7 +19,6 @@ import math
 import os
 import re
 import shutil
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -37,6 +36,7 @@ from swapkl.demo.tokenizer import load_demo_tokenizer
 from swapkl.demo.training_windows import BatchOrder, file_windows
 from swapkl.errors import SwapKLError
 from swapkl.options import require_int
+from swapkl.progress import Progress
 
 TRAINING_LOG = "training_log.csv"
 SUMMARY = "demo_model.json"
@@ -148,11 +148,8 @@ def train_step(model, optimizer, ids: torch.Tensor, *, lr: float, grad_clip: flo
     return float(loss.detach())
 
 
-def _progress(total: int, enabled: bool, desc: str):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="step", dynamic_ncols=True,
-                disable=not (enabled and sys.stderr.isatty()))
+def _progress(total: int, enabled: bool, desc: str) -> Progress:
+    return Progress(total, desc, "step", quiet=not enabled)
 
 
 def _check_demo_training(arch: str, steps, seed, batch_size, seq_len, size, save_steps, n_even, lr, warmup_steps,
@@ -267,7 +264,7 @@ def _train_and_checkpoint(arch: str, config, tokenizer_dir: Path, out_dir: Path,
                                       "lower `lr`")
                 batch_losses.append(loss_value)
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss_value:.3f}", refresh=False)
+                bar.set_note(f"loss {loss_value:.3f}")
                 if step in save_set:
                     checkpoint(step)
         finally:

@@ -3,7 +3,8 @@
 :func:`sweep` walks the batches; per batch it runs :meth:`ProbeEngine.base_pass` once, yields the
 base model's item, then every variant's item in the engine's planned order (each resumes from its
 first changed slot and shares the stream its planned neighbour left behind, see
-:mod:`swapkl.model.engine`), with a progress bar over (batch, variant) items. Each item carries what a
+:mod:`swapkl.model.engine`), with progress over (batch, variant) items (:mod:`swapkl.progress`: a bar on a
+terminal, lines in a log). Each item carries what a
 per-sequence reduction needs: the batch, the base pass's state and either the per-valid-token KL and
 NLL (``targets=True``) or the final residual stream before the norm (``targets=False``, for callers
 that score their own positions). The probe, pruning's perplexity and KL, SLEB's calibration NLL, CKA
@@ -17,10 +18,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
-
 from swapkl.model.engine import BatchState
 from swapkl.probes.pairs import Variant
+from swapkl.progress import Progress
 
 #: the unmodified model, as the variant of every batch's first item
 BASE = Variant("base", None, None, ())
@@ -73,16 +73,16 @@ def sweep(engine, batches: Iterable[Batch], variants: Sequence[Variant], *, devi
 
     ``done(batch number, variant)`` (BASE included) says a result exists already (a resumed run): that
     item is not computed or yielded, and a batch whose items are all done gets no base pass. ``desc``
-    shows a progress bar (on a terminal) over ``n_batches`` (default ``len(batches)``) times the items.
+    shows progress (:mod:`swapkl.progress`) over ``n_batches`` (default ``len(batches)``) times the items.
     """
     variants = list(variants)
     total = (len(batches) if n_batches is None else n_batches) * (len(variants) + 1)
-    bar = tqdm(total=total, desc=desc, unit="variant", disable=None if desc else True)
+    bar = Progress(total, desc or "", "variant", quiet=not desc)
     try:
         for index, batch in enumerate(batches):
             todo = [k for k, v in enumerate(variants) if done is None or not done(index, v)]
             base_todo = done is None or not done(index, BASE)
-            bar.update(len(variants) - len(todo) + (not base_todo))
+            bar.skip(len(variants) - len(todo) + (not base_todo))
             if not todo and not base_todo:
                 continue
             batch = batch.to(device)

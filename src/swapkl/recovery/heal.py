@@ -31,13 +31,13 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from swapkl.data.windows import tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.options import require_finite, require_int
 from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words
 from swapkl.adapters import adapter_class, get_adapter
+from swapkl.progress import track
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def train(model, chunks: np.ndarray, settings: HealSettings, *, teacher=None, on
     if on_step is not None:
         _callback(on_step, 0, model)
     model.eval()  # dropout off, as in the published run's forward (gradients flow in eval mode all the same)
-    for step in tqdm(range(settings.steps), desc=desc, unit="step", disable=None):
+    for step in track(range(settings.steps), desc, "step"):
         loss = chunk_loss(model, data[draws[step]].to(device), settings.loss, teacher)
         if not torch.isfinite(loss):
             raise SwapKLError(f"the heal's loss became non-finite at step {step + 1}; lower the learning rate")

@@ -39,12 +39,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from swapkl.errors import SwapKLError
 from swapkl.relevance.choice_scores import task_requests
 from swapkl.tables.atomic import claim_folder, staged_dir
 from swapkl.relevance.tasks import first_docs, load_task
+from swapkl.progress import track
 
 N_LAYERS = 7
 CRITICAL = 2
@@ -184,7 +184,7 @@ def _set_blocks(model, lay: Layout, req: Requests, eps: float) -> dict:
     valid = req.mask.bool()
     at = (torch.arange(len(req.ids)), req.last_context)
     numbers = {}
-    for l, layer in enumerate(tqdm(model.model.layers, desc="snowball blocks", unit="block", disable=None)):
+    for l, layer in enumerate(track(model.model.layers, "snowball blocks", "block")):
         h = residuals(model, req)[l]
         xn = _norm_in(h)
         mlp = layer.mlp

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from swapkl.tables import provenance
 from swapkl.stats.rank_correlation import spearman
 from swapkl.probes.aggregate_inputs import read_probe_file
 from swapkl.errors import SwapKLError
 from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.progress import track
 
 DEFAULT_SIZES = (10, 20, 50, 100, 200, 500, 1000)
 
@@ -90,7 +90,7 @@ def build_convergence(checkpoints: dict[tuple[str, str], list[str]], out: str | 
         raise SwapKLError("convergence: no checkpoint is marked for the prompt-set convergence")
     check_writable(str(out))
     rows = []
-    for (model, revision), files in tqdm(list(checkpoints.items()), desc="convergence", unit="checkpoint", disable=None):
+    for (model, revision), files in track(list(checkpoints.items()), "convergence", "checkpoint"):
         for protocol, (pairs, kl, tokens) in pair_sums(files).items():
             for r in convergence_rows(kl, tokens, sizes, draws, seed):
                 rows.append({"model": model, "revision": revision, "protocol": protocol, **r})

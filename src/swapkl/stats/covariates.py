@@ -43,7 +43,6 @@ import logging
 
 import pyarrow as pa
 import torch
-from tqdm.auto import tqdm
 
 from swapkl.errors import SwapKLError
 from swapkl.probes.pairs import pairs_for, parse_pair_set
@@ -55,6 +54,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.options import require_device, require_int
 from swapkl.config.revision_names import step_of
+from swapkl.progress import track
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ def measure(engine, input_ids: torch.Tensor, attention_mask: torch.Tensor, pairs
     device = next(engine.model.parameters()).device
     starts = range(0, input_ids.shape[0], batch_size)
     with eager_attention(engine.model):
-        for lo in tqdm(starts, desc=label, unit="batch", disable=None):
+        for lo in track(starts, label, "batch"):
             sums = batch_sums(engine, input_ids[lo:lo + batch_size].to(device),
                               attention_mask[lo:lo + batch_size].to(device), pairs)
             for k, v in sums.items():

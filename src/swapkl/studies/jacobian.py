@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from swapkl.tables import provenance
 from swapkl.stats.covariates import eager_attention
@@ -28,6 +27,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.tables.parquet_io import check_writable, write_parquet
+from swapkl.progress import track
 
 METHODS = ("exact", "finite_difference")
 
@@ -128,7 +128,7 @@ def run_jacobian(model: str, out: str, *, data: DataSpec, revision: str | None =
     n = min(n_prompts, windows.input_ids.shape[0])
     rows = []
     with eager_attention(loaded.model):  # forward-mode AD needs the plain attention kernels
-        for p in tqdm(range(n), desc=f"jacobian {metadata.get('model', model)}", unit="prompt", disable=None):
+        for p in track(range(n), f"jacobian {metadata.get('model', model)}", "prompt"):
             ids = torch.from_numpy(windows.input_ids[p:p + 1]).to(loaded.device)
             mask = torch.from_numpy(windows.attention_mask[p:p + 1]).to(loaded.device)
             rows.append(block_norms(engine, ids, mask, method=method, iterations=iterations, eps=eps, seed=seed + p))

@@ -223,12 +223,20 @@ def read(path: str) -> dict:
     return prov
 
 
-def format_text(prov: dict) -> str:
+#: a list or mapping whose one-line JSON is longer than this is printed indented, one item per line
+ONE_LINE = 100
+
+
+def format_text(prov: dict, *, compact: bool = False) -> str:
+    """``key  value`` lines, keys aligned; a list or mapping longer than :data:`ONE_LINE` characters as indented
+    JSON below its key (``compact``: every value on one line)."""
     width = max((len(k) for k in prov), default=0)
     lines = []
     for k in sorted(prov):
         v = prov[k]
         if isinstance(v, (dict, list)):
-            v = json.dumps(v, sort_keys=True)
+            one = json.dumps(v, sort_keys=True)
+            v = one if compact or len(one) <= ONE_LINE else json.dumps(v, sort_keys=True, indent=2).replace(
+                "\n", "\n" + " " * (width + 2))
         lines.append(f"{k:<{width}}  {v}")
     return "\n".join(lines)

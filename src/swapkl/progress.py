@@ -1,0 +1,131 @@
+"""Progress of a long loop: a tqdm bar on a terminal, progress lines in a log.
+
+tqdm draws nothing when stderr is not a terminal (a Snakemake job log, SLURM output, ``2> file``), so a long job
+would leave an empty log. :class:`Progress` (and :func:`track` over an iterable) gives a bar on a terminal and,
+off one, writes a line to stderr about every :data:`EVERY_S` seconds or every :data:`EVERY_FRACTION` of the
+total, whichever comes first, but never within :data:`MIN_S` seconds of the last one (or of the start: a run
+shorter than that prints nothing, so a command that fails at once still ends in its one error line), and one
+at the end when it printed any::
+
+    probe pythia-410m@step0: 120/1000 variants (12%), 3m05s elapsed, ETA 22m40s
+
+The ETA divides the time so far by the items computed so far (items taken over from a resumed run, counted
+with :meth:`Progress.skip`, count as done but not in the rate). This module imports neither torch nor tqdm at
+module level.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+#: off a terminal, a line at least this often (seconds) ...
+EVERY_S = 30.0
+#: ... and whenever another this much of the total is done ...
+EVERY_FRACTION = 0.05
+#: ... but not within this many seconds of the last line (or of the start)
+MIN_S = 5.0
+
+
+def duration(seconds: float) -> str:
+    """``12s``, ``3m05s``, ``1h02m03s``."""
+    s = int(round(seconds))
+    h, m, s = s // 3600, s // 60 % 60, s % 60
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+class Progress:
+    """Counts ``total`` items; ``update(n)`` after computing ``n``, ``skip(n)`` for ``n`` taken over, ``close()``.
+
+    ``quiet``: count, show nothing. ``stream`` (default: ``sys.stderr`` when the bar is made), ``tty`` (default:
+    whether that stream is a terminal) and ``clock`` (seconds, default :func:`time.monotonic`) are there for
+    the tests."""
+
+    def __init__(self, total: int, desc: str, unit: str, *, quiet: bool = False, stream=None,
+                 tty: bool | None = None, clock: Callable[[], float] = time.monotonic):
+        self.total, self.desc, self.unit, self.quiet = int(total), desc, unit, quiet
+        self.note = ""
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
+        self.clock = clock
+        self.done = self.skipped = 0
+        self.start = self.last_line = clock()
+        self.last_step = 0  # the EVERY_FRACTION steps of the total reached at the last line
+        self.last_done = 0  # the count the last line showed (0: no line yet)
+        self.closed = False
+        self.bar = None
+        if self.tty and not quiet:
+            from tqdm.auto import tqdm  # a terminal only
+
+            self.bar = tqdm(total=self.total, desc=desc, unit=unit, file=self.stream, dynamic_ncols=True)
+
+    def skip(self, n: int) -> None:
+        """``n`` items taken over (a resumed run): done, but not part of the rate."""
+        self.skipped += n
+        self.update(n)
+
+    def set_note(self, note: str) -> None:
+        """A short note shown after the count (e.g. the last loss), in the bar and the lines."""
+        self.note = note
+        if self.bar is not None:
+            self.bar.set_postfix_str(note, refresh=False)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        if self.quiet:
+            return
+        now = self.clock()
+        since = now - self.last_line
+        if since >= EVERY_S or (since >= MIN_S and self._step() > self.last_step):
+            self._line(now)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.bar is not None:
+            self.bar.close()
+        elif self.last_done and self.done != self.last_done and not self.quiet:
+            self._line(self.clock())
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _step(self) -> int:
+        return math.floor(self.done / self.total / EVERY_FRACTION) if self.total else 0
+
+    def line(self, now: float) -> str:
+        """The progress line at time ``now``."""
+        elapsed = now - self.start
+        share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        note = f", {self.note}" if self.note else ""
+        text = f"{self.desc}: {self.done}/{self.total} {self.unit}s{share}{note}, {duration(elapsed)} elapsed"
+        computed = self.done - self.skipped
+        left = self.total - self.done
+        if left <= 0:
+            return text + ", done"
+        if computed > 0:
+            return text + f", ETA {duration(elapsed / computed * left)}"
+        return text
+
+    def _line(self, now: float) -> None:
+        print(self.line(now), file=self.stream, flush=True)
+        self.last_line, self.last_step, self.last_done = now, self._step(), self.done
+
+
+def track(items: Iterable, desc: str | None, unit: str, *, total: int | None = None, **options) -> Iterator:
+    """Yield ``items``, counting each one done after the loop body that follows it has run (``desc`` None:
+    quietly)."""
+    items = list(items) if total is None and not hasattr(items, "__len__") else items
+    with Progress(len(items) if total is None else total, desc or "", unit, quiet=desc is None, **options) as bar:
+        for item in items:
+            yield item
+            bar.update(1)

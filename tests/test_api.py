@@ -1,0 +1,153 @@
+"""The Python API (swapkl.api): the README's example as written, its numbers against the stock transformers
+forward on a reordered ``nn.ModuleList`` (tests/naive_reference.py), and its one-line errors."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import naive_reference as ref
+import swapkl
+from swapkl.errors import SwapKLError
+
+REPO = Path(__file__).resolve().parents[1]
+# The same tolerance analysis as tests/test_engine.py (same float32 modules and tokens, 4 blocks of width 32,
+# different batch shapes and KL summaries): a per-sequence KL mean agrees to ~1e-6 relative; 1e-5 leaves margin.
+RTOL = 1e-5
+
+
+def readme_example() -> str:
+    """The ```python block of the README's "Python API" section."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"^```python\n(.*?)^```", section, re.M | re.S)
+    assert block, "the README's Python API section has no python block"
+    return block.group(1)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    names: dict = {}
+    exec(compile(readme_example(), "README.md (Python API)", "exec"), names)
+    return names
+
+
+def test_readme_example_is_at_most_ten_lines():
+    assert len(readme_example().strip().splitlines()) <= 10
+
+
+def _reference(model, windows, order) -> tuple[torch.Tensor, float]:
+    """Per-window KL means and the token-weighted KL of the variant running blocks ``order``."""
+    ids = torch.as_tensor(windows)
+    mask = torch.ones_like(ids)
+    want = ref.per_sequence(model, ids, mask, order)
+    return want.kl_mean, want.kl_grand
+
+
+def test_probe_rows_match_the_stock_forward(example):
+    model, windows, kl = example["model"], example["windows"], example["kl"]
+    n = model.config.num_hidden_layers
+    assert isinstance(kl, pd.DataFrame) and set(kl["n_layers"]) == {n}
+    orders = {"replacement": lambda i, j: ref.replacement_order(i, j, n),
+              "interchange": lambda i, j: ref.interchange_order(i, j, n),
+              "deletion": lambda i, _: ref.deletion_order(i, n)}
+    checked = 0
+    for row in kl[kl["protocol"] != "base"].itertuples():
+        j = None if pd.isna(row.layer_j) else int(row.layer_j)
+        per_window, grand = _reference(model, windows, orders[row.protocol](int(row.layer_i), j))
+        got = np.asarray(row.seq_kl_sum) / np.asarray(row.seq_tokens)
+        err = np.max(np.abs(got - per_window.numpy()) / per_window.numpy())
+        assert err <= RTOL, (row.protocol, row.layer_i, row.layer_j, err)
+        assert grand > 1e-3  # the variant changes the output: the comparison can fail
+        checked += 1
+    assert checked == n * (n - 1) + n * (n - 1) // 2 + n  # pairs "all": both replacement directions
+
+
+def test_aggregate_pairs_are_the_reference_distances(example):
+    model, windows, pairs = example["model"], example["windows"], example["pairs"]
+    n = model.config.num_hidden_layers
+    assert len(pairs) == n * (n - 1) // 2
+    for row in pairs.itertuples():
+        i, j = int(row.layer_i), int(row.layer_j)
+        d_inter = _reference(model, windows, ref.interchange_order(i, j, n))[1]
+        d_repl = max(_reference(model, windows, ref.replacement_order(a, b, n))[1] for a, b in ((i, j), (j, i)))
+        assert row.d_inter == pytest.approx(d_inter, rel=RTOL)
+        assert row.d_repl_max == pytest.approx(d_repl, rel=RTOL)
+        assert row.ratio_ir == pytest.approx(d_inter / d_repl, rel=2 * RTOL)
+
+
+def test_prune_removes_the_block_the_interchange_guide_picks(example):
+    """The guide's rule written out: a block's score is its smallest interchange KL with any partner (both
+    blocks of the closest pair share it), ties broken by the lower deletion KL; budget 1 removes the first
+    block. The pruned model's logits are the stock forward without that block."""
+    model, windows, smaller = example["model"], example["windows"], example["smaller"]
+    n = model.config.num_hidden_layers
+    score = [min(_reference(model, windows, ref.interchange_order(min(i, j), max(i, j), n))[1]
+                 for j in range(n) if j != i) for i in range(n)]
+    deletion = [_reference(model, windows, ref.deletion_order(i, n))[1] for i in range(n)]
+    block = min(range(n), key=lambda i: (score[i], deletion[i], i))
+    assert swapkl.select_blocks(example["kl"], guide="interchange", budget=1) == [block]
+    assert smaller.config.num_hidden_layers == n - 1
+    ids = torch.as_tensor(windows)
+    with torch.inference_mode():
+        got = smaller(input_ids=ids, use_cache=False).logits
+    want = ref.logits(model, ids, torch.ones_like(ids), ref.deletion_order(block, n))
+    torch.testing.assert_close(got, want)
+
+
+def test_probe_of_a_checkpoint_folder_equals_the_loaded_model(example, tmp_path):
+    model, windows, kl = example["model"], example["windows"], example["kl"]
+    model.save_pretrained(tmp_path / "ckpt")
+    again = swapkl.probe(str(tmp_path / "ckpt"), windows, pairs="all", name=kl["model"].iloc[0],
+                         folder=str(tmp_path / "out"))
+    cols = ["protocol", "layer_i", "layer_j", "kl_mean", "n_tokens"]
+    pd.testing.assert_frame_equal(again[cols], kl[cols])
+
+
+def test_bad_inputs_are_one_line_errors(example, tmp_path):
+    model, windows, kl = example["model"], example["windows"], example["kl"]
+    with pytest.raises(SwapKLError, match="windows must be integer token ids"):
+        swapkl.probe(model, np.zeros((4, 8)), folder=str(tmp_path / "a"))
+    with pytest.raises(SwapKLError, match="outside the model vocabulary"):
+        swapkl.probe(model, windows + 1000, folder=str(tmp_path / "b"))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "windows.npy").write_text("not swapkl's")
+    with pytest.raises(SwapKLError, match="already holds 'windows.npy'"):
+        swapkl.probe(model, windows, folder=str(tmp_path / "mine"))
+    assert (tmp_path / "mine" / "windows.npy").read_text() == "not swapkl's"
+    with pytest.raises(SwapKLError, match="model must be a checkpoint folder"):
+        swapkl.probe(object(), windows)
+    with pytest.raises(SwapKLError, match="give the DataFrame that swapkl.probe returned"):
+        swapkl.aggregate(pd.DataFrame(kl))
+    with pytest.raises(SwapKLError, match="budget 3 is infeasible"):
+        swapkl.select_blocks(kl, budget=3)
+    with pytest.raises(SwapKLError, match="run `swapkl prune` for it"):
+        swapkl.select_blocks(kl, guide="sleb_iterative")
+    with pytest.raises(SwapKLError, match="unknown guide"):
+        swapkl.select_blocks(kl, guide="nope")
+
+
+def test_import_swapkl_does_not_import_torch():
+    code = "import sys, swapkl; print('torch' in sys.modules, callable(swapkl.probe), 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True", "True"]
+
+
+def test_no_workflow_script_or_swapkl_module_reads_the_api_off_the_package():
+    """The API is imported on first use (swapkl.__getattr__); the workflow's environments need not provide what it
+    imports (tests/env_imports.py skips that function) only while no script or module reads those names."""
+    from swapkl import API
+
+    names = "|".join(API)
+    pattern = re.compile(rf"from swapkl import [^\n]*\b({names})\b|\bswapkl\.({names})\b")
+    files = [*(REPO / "workflow" / "scripts").glob("*.py"), *(REPO / "src" / "swapkl").rglob("*.py")]
+    own = {REPO / "src" / "swapkl" / "api.py", REPO / "src" / "swapkl" / "__init__.py"}
+    readers = [str(f.relative_to(REPO)) for f in files if f not in own and pattern.search(f.read_text())]
+    assert readers == []

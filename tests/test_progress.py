@@ -1,0 +1,145 @@
+"""Progress off a terminal (swapkl.progress): a line about every 30 s or 5%, with done/total and the ETA, on a
+fake clock; and the sweep of the engine writes such lines into a job's log."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from swapkl.progress import EVERY_FRACTION, EVERY_S, MIN_S, Progress, duration, track
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def lines(stream: io.StringIO) -> list[str]:
+    return stream.getvalue().splitlines()
+
+
+def test_durations():
+    assert [duration(s) for s in (0, 12.4, 65, 3723)] == ["0s", "12s", "1m05s", "1h02m03s"]
+
+
+def test_a_line_every_30_seconds_with_the_eta():
+    """1000 items at 1 s each: no 5% step (50 items) is reached within 30 s, so the clock decides."""
+    clock, out = Clock(), io.StringIO()
+    bar = Progress(1000, "probe m@step0", "variant", stream=out, tty=False, clock=clock)
+    for k in range(1, 46):
+        clock.now += 1.0
+        bar.update(1)
+        if k == 29:
+            assert lines(out) == []  # nothing before 30 s
+    assert lines(out) == ["probe m@step0: 30/1000 variants (3%), 30s elapsed, ETA 16m10s"]  # 970 left at 1 s each
+    for _ in range(5):  # the 5% step at 50 items comes before the next 30 s
+        clock.now += 1.0
+        bar.update(1)
+    assert lines(out)[-1] == "probe m@step0: 50/1000 variants (5%), 50s elapsed, ETA 15m50s"
+    assert len(lines(out)) == 2
+
+
+def test_a_line_every_5_percent_when_that_comes_first():
+    """200 items at 1 s each: 5% (10 items) takes 10 s, less than 30 s, so a line per 5% step."""
+    clock, out = Clock(), io.StringIO()
+    bar = Progress(200, "train", "step", stream=out, tty=False, clock=clock)
+    for _ in range(200):
+        clock.now += 1.0
+        bar.update(1)
+    bar.close()
+    got = lines(out)
+    assert len(got) == round(1 / EVERY_FRACTION)  # the last at 100%; closing adds no second one
+    assert got[0] == "train: 10/200 steps (5%), 10s elapsed, ETA 3m10s"
+    assert got[-1] == "train: 200/200 steps (100%), 3m20s elapsed, done"
+
+
+def test_no_line_within_5_seconds_so_a_quick_run_prints_nothing():
+    clock, out = Clock(), io.StringIO()
+    bar = Progress(200, "quick", "step", stream=out, tty=False, clock=clock)
+    for _ in range(200):  # 0.125 s each (exact in binary): every 5% step comes within 1.25 s
+        clock.now += 0.125
+        bar.update(1)
+    # a line at the first 5% step at least MIN_S = 5 s after the last line: items 40, 80, 120, 160, 200
+    assert [line.split(":")[1].split(" ")[1] for line in lines(out)] == ["40/200", "80/200", "120/200", "160/200",
+                                                                       "200/200"]
+    short = io.StringIO()
+    with Progress(5, "fails", "variant", stream=short, tty=False, clock=clock) as bar:
+        for _ in range(4):
+            bar.update(1)  # at once, then an error: nothing printed, the error line stays alone
+    assert short.getvalue() == ""
+
+
+def test_items_taken_over_count_as_done_but_not_in_the_rate():
+    """A resumed run: 500 of 1000 items taken over at once, then 10 s per item; the ETA is 10 s per item left."""
+    clock, out = Clock(), io.StringIO()
+    bar = Progress(1000, "probe", "variant", stream=out, tty=False, clock=clock)
+    bar.skip(500)
+    assert lines(out) == []  # within 5 s of the start
+    for _ in range(4):
+        clock.now += 10.0
+        bar.update(1)
+    # the 50% step at 10 s, then the 30 s clock at 40 s: 10 s per computed item, the 500 taken over left out
+    assert lines(out) == ["probe: 501/1000 variants (50%), 10s elapsed, ETA 1h23m10s",
+                          "probe: 504/1000 variants (50%), 40s elapsed, ETA 1h22m40s"]
+    assert bar.line(clock.now + 0.0).endswith("ETA 1h22m40s")
+    nothing = Progress(10, "resumed", "variant", stream=io.StringIO(), tty=False, clock=clock)
+    clock.now += 6.0
+    nothing.skip(10)
+    assert nothing.line(clock.now) == "resumed: 10/10 variants (100%), 6s elapsed, done"
+    fresh = Progress(10, "fresh", "variant", stream=io.StringIO(), tty=False, clock=clock)
+    fresh.skip(3)
+    assert fresh.line(clock.now) == "fresh: 3/10 variants (30%), 0s elapsed"  # nothing computed yet: no ETA
+
+
+def test_note_quiet_and_terminal():
+    clock, out = Clock(), io.StringIO()
+    bar = Progress(4, "train", "step", stream=out, tty=False, clock=clock)
+    bar.set_note("loss 2.345")
+    clock.now += EVERY_S
+    bar.update(1)
+    assert lines(out) == ["train: 1/4 steps (25%), loss 2.345, 30s elapsed, ETA 1m30s"]
+    quiet = io.StringIO()
+    with Progress(4, "x", "step", stream=quiet, tty=False, clock=clock, quiet=True) as q:
+        q.update(4)
+    assert quiet.getvalue() == ""
+    bar_out = io.StringIO()
+    with Progress(3, "tty", "step", stream=bar_out, tty=True, clock=clock) as bar:
+        bar.update(3)
+    assert "3/3" in bar_out.getvalue() and "elapsed" not in bar_out.getvalue()  # tqdm's bar, not the lines
+
+
+def test_track_counts_each_item_after_its_loop_body():
+    clock, out = Clock(), io.StringIO()
+    seen = []
+    for item in track(range(3), "blocks", "block", stream=out, tty=False, clock=clock):
+        clock.now += EVERY_S
+        seen.append(item)
+    assert seen == [0, 1, 2]
+    assert lines(out)[0] == "blocks: 1/3 blocks (33%), 30s elapsed, ETA 1m00s"
+    assert lines(out)[-1] == "blocks: 3/3 blocks (100%), 1m30s elapsed, done"
+
+
+def test_the_engine_sweep_writes_progress_lines_off_a_terminal(capsys, monkeypatch):
+    """Off a terminal the probe's sweep used to print nothing (tqdm disables itself there). (No wait between
+    lines here: the tiny sweep takes well under the 5 s that keep a quick run silent.)"""
+    torch = pytest.importorskip("torch")
+    import swapkl.progress
+
+    monkeypatch.setattr(swapkl.progress, "MIN_S", 0.0)
+    from swapkl.model.batch_loop import sweep, window_batches
+    from swapkl.model.engine import ProbeEngine
+    from swapkl.probes.protocols import build_variants
+    from tiny_models import random_tokens, tiny_model
+
+    engine = ProbeEngine(tiny_model("gpt_neox", n_layers=3, vocab=50))
+    ids = random_tokens(50, 4, 8, seed=0)
+    variants = build_variants(["interchange"], "adjacent", 3)
+    batches = window_batches(ids.numpy(), torch.ones_like(ids).numpy(), 2)
+    n = sum(1 for _ in sweep(engine, batches, variants, device="cpu", desc="probe toy"))
+    assert n == 2 * (len(variants) + 1)
+    err = capsys.readouterr().err.splitlines()  # pytest's captured stderr is no terminal
+    assert err and err[-1].startswith(f"probe toy: {n}/{n} variants (100%), ") and err[-1].endswith(", done")
