@@ -48,16 +48,23 @@ def block_list(model) -> torch.nn.ModuleList:
 def reordered(model, order: list[int]):
     """Temporarily make ``model`` run blocks ``order`` (indices into its original block list)."""
     layers = block_list(model)
+    with substituted(model, [layers[b] for b in order]):
+        yield model
+
+
+@contextmanager
+def substituted(model, modules: list[torch.nn.Module]):
+    """Temporarily make ``model`` run ``modules`` as its blocks (its own, reordered, or changed copies)."""
+    layers = block_list(model)
     original = list(layers)
     n_orig = model.config.num_hidden_layers
     try:
-        new = [original[b] for b in order]
-        # rebuild the ModuleList in place: the same module objects, in a new order
+        # rebuild the ModuleList in place: the given module objects, in the given order
         for k in range(len(layers) - 1, -1, -1):
             del layers[k]
-        for m in new:
+        for m in modules:
             layers.append(m)
-        model.config.num_hidden_layers = len(new)
+        model.config.num_hidden_layers = len(modules)
         yield model
     finally:
         for k in range(len(layers) - 1, -1, -1):

@@ -280,8 +280,8 @@ CLI_CASES = {
         "CLI", case_local_revision_missing, "revision 'step999' not found under local model '{models}'"),
     "architecture without an adapter": (
         "model", case_no_adapter,
-        "architecture 'gpt_neo' of '{model}' has no swapkl adapter; supported: bloom, gpt2, gpt_neox, llama, mistral, "
-        "olmo, olmo2, opt, qwen3"),
+        "architecture 'gpt_neo' of '{model}' has no swapkl adapter; supported: bloom, gemma3_text, gpt2, gpt_neox, llama, "
+        "mistral, olmo, olmo2, opt, qwen3"),
     "seq_len beyond the model's positions (token file)": (
         "data", case_seq_len_beyond_positions,
         "seq_len 80 exceeds the model's 64 positions (max_position_embeddings)"),

@@ -209,7 +209,7 @@ def test_unsupported_architecture_is_named():
 
     model = GPTNeoForCausalLM(GPTNeoConfig(num_layers=2, hidden_size=16, num_heads=2, vocab_size=50,
                                            attention_types=[[["global"], 2]]))
-    with pytest.raises(SwapKLError, match=r"'gpt_neo'.*" + "supported: bloom, gpt2, gpt_neox, llama, mistral, olmo, olmo2, opt, qwen3"):
+    with pytest.raises(SwapKLError, match=r"'gpt_neo'.*" + "supported: bloom, gemma3_text, gpt2, gpt_neox, llama, mistral, olmo, olmo2, opt, qwen3"):
         get_adapter(model)
 
 

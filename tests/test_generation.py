@@ -258,9 +258,9 @@ def test_task_pruning_scores_a_generative_curve_task_as_lm_eval(tmp_path):
     assert calib.split == "train" and calib.n_docs == len(train) and calib.generative
 
 
-@pytest.mark.parametrize("arch", ["qwen3", "gpt2", "gpt_neox"])
+@pytest.mark.parametrize("arch", ["qwen3", "gpt2", "gpt_neox", "gemma3_text"])
 def test_a_materialised_model_generates_as_its_exported_checkpoint(tmp_path, arch):
-    """Sliding-window slots (Qwen3), GPT-2's block-bound attention scale and GPT-NeoX: the materialised model's
+    """Sliding-window slots (Qwen3, Gemma-3), GPT-2's block-bound attention scale and GPT-NeoX: the materialised model's
     logits and greedy generation (KV cache) equal those of the checkpoint ``swapkl export`` writes and
     ``from_pretrained`` reloads."""
     from transformers import AutoModelForCausalLM

@@ -40,7 +40,7 @@ def _engine_last(model, v, ids, mask) -> torch.Tensor:
     return per_token[ends]
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "llama", "gpt_neox"])
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "gpt_neox", "gemma3_text"])
 def test_averaging_paper_puts_the_average_in_both_slots(arch):
     model = tiny_model(arch, n_layers=N_LAYERS, seed=4)
     ids, mask = _batch()
@@ -58,7 +58,7 @@ def test_averaging_paper_puts_the_average_in_both_slots(arch):
     _close(_engine_last(model, v, ids, mask), _last_token_kl(model, changed, ids, mask))
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "qwen3", "gpt_neox"])
+@pytest.mark.parametrize("arch", ["gpt2", "qwen3", "gpt_neox", "gemma3_text"])
 def test_head_interchange_paper_copies_one_head_one_way(arch):
     model = tiny_model(arch, n_layers=N_LAYERS, seed=3)
     ids, mask = _batch()

@@ -98,7 +98,7 @@ def test_head_interchange_matches_stock_model_with_swapped_heads(arch):
     _close(_engine_kl(model, v, ids, mask), want)
 
 
-@pytest.mark.parametrize("arch", ["gpt_neox", "qwen3"])
+@pytest.mark.parametrize("arch", ["gpt_neox", "qwen3", "gemma3_text"])
 def test_head_swapped_with_itself_gives_kl_zero(arch):
     model = tiny_model(arch, n_layers=N_LAYERS, seed=3)
     ids, mask = _batch()
@@ -106,7 +106,7 @@ def test_head_swapped_with_itself_gives_kl_zero(arch):
     assert _engine_kl(model, v, ids, mask).abs().max() < 1e-12
 
 
-@pytest.mark.parametrize("arch", ["gpt_neox", "llama", "gpt2", "olmo2"])
+@pytest.mark.parametrize("arch", ["gpt_neox", "llama", "gpt2", "olmo2", "gemma3_text"])
 def test_averaging_matches_stock_model_with_averaged_block(arch):
     model = tiny_model(arch, n_layers=N_LAYERS, seed=4)
     ids, mask = _batch()

@@ -6,6 +6,8 @@ import torch
 from transformers import (
     BloomConfig,
     BloomForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GPT2Config,
     GPT2LMHeadModel,
     GPTNeoXConfig,
@@ -24,7 +26,7 @@ from transformers import (
     Qwen3ForCausalLM,
 )
 
-ARCHS = ("gpt_neox", "llama", "qwen3", "mistral", "gpt2", "olmo", "olmo2", "bloom", "opt")
+ARCHS = ("gpt_neox", "llama", "qwen3", "mistral", "gpt2", "olmo", "olmo2", "bloom", "opt", "gemma3_text")
 
 
 def tiny_model(arch: str, n_layers: int = 5, vocab: int = 97, hidden: int = 32, seed: int = 0, init: float = 0.3):
@@ -66,6 +68,17 @@ def tiny_model(arch: str, n_layers: int = 5, vocab: int = 97, hidden: int = 32, 
                         ffn_dim=2 * hidden, max_position_embeddings=64, do_layer_norm_before=False,
                         word_embed_proj_dim=hidden // 2, init_std=init, pad_token_id=1)
         model = OPTForCausalLM(cfg)
+    elif arch == "gemma3_text":
+        # both layer types in every stack of 2+ blocks (slot 1 full, slot 0 sliding), a window shorter than the
+        # test sequences so the two masks differ, and distinct rope bases per type so a wrong table shows; no
+        # padding_idx (Gemma's default pad id 0 would zero token 0's embedding, and random tokens include 0)
+        types = ["full_attention" if k % 3 == 1 else "sliding_attention" for k in range(n_layers)]
+        rope = {t: {"rope_type": "default", "rope_theta": theta}
+                for t, theta in (("sliding_attention", 100.0), ("full_attention", 10000.0))}
+        cfg = Gemma3TextConfig(num_key_value_heads=2, head_dim=8, sliding_window=6, layer_types=types,
+                               rope_parameters=rope, query_pre_attn_scalar=16, pad_token_id=None,
+                               **common)
+        model = Gemma3ForCausalLM(cfg)
     else:
         raise ValueError(arch)
     # default init leaves norms at 1 and biases at 0; perturb them so every parameter matters

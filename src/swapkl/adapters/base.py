@@ -29,7 +29,8 @@ class BlockContext:
     """Per-batch tensors every block needs besides the residual stream."""
 
     position_ids: torch.Tensor
-    position_embeddings: tuple[torch.Tensor, torch.Tensor]
+    #: ``(cos, sin)``, or per layer type ``{type: (cos, sin)}`` (Gemma-3), or an adapter's own (BLOOM's ALiBi bias)
+    position_embeddings: tuple[torch.Tensor, torch.Tensor] | dict[str, tuple[torch.Tensor, torch.Tensor]]
     masks: dict[str, torch.Tensor | None] = field(default_factory=dict)
 
 
@@ -178,11 +179,21 @@ class Adapter:
         position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0)
         masks = self.build_masks(h0, attention_mask, position_ids)
         h0 = self.embed_dropout(h0)
-        position_embeddings = self.backbone.rotary_emb(h0, position_ids=position_ids)
-        if self.rope_off:
-            cos, sin = position_embeddings
-            position_embeddings = (torch.ones_like(cos), torch.zeros_like(sin))
-        return h0, BlockContext(position_ids, position_embeddings, masks)
+        return h0, BlockContext(position_ids, self.rotary_embeddings(h0, position_ids), masks)
+
+    def rotary_embeddings(self, h0: torch.Tensor, position_ids: torch.Tensor):
+        """The position input every block receives, computed once at model level as the stock forward does:
+        ``(cos, sin)`` of the model's rotary module (an architecture with one rotary table per layer type returns
+        them keyed by type, see :mod:`swapkl.adapters.gemma3`)."""
+        return self.rotation(self.backbone.rotary_emb(h0, position_ids=position_ids))
+
+    def rotation(self, cos_sin: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``cos_sin`` as the blocks receive it: unchanged, or the identity rotation (cos = 1, sin = 0) under
+        :meth:`disable_rope`."""
+        if not self.rope_off:
+            return cos_sin
+        cos, sin = cos_sin
+        return torch.ones_like(cos), torch.zeros_like(sin)
 
     def embed_dropout(self, h: torch.Tensor) -> torch.Tensor:
         return h
