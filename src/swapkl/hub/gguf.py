@@ -197,9 +197,10 @@ def inspect(path: str) -> dict:
     with open(path, "rb") as f:
         magic = f.read(4)
     size = os.path.getsize(path)
+    if len(magic) < len(GGUF_MAGIC):
+        raise SwapKLError(f"GGUF file {path!r} is truncated: {size} bytes, shorter than its header")
     if magic != GGUF_MAGIC:
-        raise SwapKLError(f"{path!r} is not a GGUF file (it does not start with {GGUF_MAGIC!r})"
-                          + (" : it is truncated" if len(magic) < 4 else ""))
+        raise SwapKLError(f"{path!r} is not a GGUF file (it does not start with {GGUF_MAGIC!r})")
     from gguf import GGUFReader, LlamaFileType
 
     try:
