@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import pytest
 import torch
@@ -57,6 +58,10 @@ def test_provenance_names_the_gguf(converted):
     source = json.loads((out / SOURCE_FILE).read_text())
     assert source["model_id"] == str(tiny) and source["revision"] == "q8_0" and source["gguf"] == record
     assert sorted(p.name for p in out.iterdir() if p.suffix == ".gguf") == []  # no GGUF copy in the checkpoint
+    mask = os.umask(0o022)
+    os.umask(mask)
+    # readable like the user's other files (transformers writes the weights 0600)
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == {p.name: 0o644 & ~mask for p in out.iterdir()}
 
 
 def test_chunked_package_converts_and_drops_the_assembled_file(converted, tmp_path):

@@ -149,3 +149,14 @@ def check_loading_info(path: str, info: dict) -> None:
                               "match")
     if info.get("error_msgs"):
         raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(info['error_msgs'][0]).split())}")
+
+
+def share_tree(folder: str) -> None:
+    """Folders 0755 and files 0644 under ``folder`` (less what the umask removes): an export is readable by the
+    group and others like any file the user creates, not private like a temporary folder."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for root, dirs, files in os.walk(folder):
+        os.chmod(root, 0o755 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644 & ~mask)

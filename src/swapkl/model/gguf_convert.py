@@ -27,7 +27,7 @@ import torch
 from swapkl.errors import SwapKLError
 from swapkl.hub.download import SOURCE_FILE, _staging_folder, _store
 from swapkl.hub.gguf import cache_key, cache_root, inspect, is_gguf_spec, locate, materialize
-from swapkl.model.checkpoint_dir import check_loading_info
+from swapkl.model.checkpoint_dir import check_loading_info, share_tree
 from swapkl.tables import locks
 from swapkl.tables.provenance import installed_version
 
@@ -52,6 +52,7 @@ def convert_gguf(spec: str, out_dir: str, *, revision: str | None = None,
         check = _convert(path, header, tmp)
         if path.startswith(os.path.abspath(tmp) + os.sep):
             os.unlink(path)  # the assembled chunks: the checkpoint holds the converted weights
+        share_tree(tmp)  # readable like any file the user makes (the weights arrive private, 0600)
         record = {"sha256": sha256, "file": source.name, **header, "package": source.package,
                   "package_version": source.version, "chunks": [os.path.basename(p) for p in source.parts]
                   if source.chunked else None, "published_sha256": source.sha256, "dtype": "float32",
