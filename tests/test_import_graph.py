@@ -25,8 +25,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: packages a function may import: optional, heavy, or missing from an environment whose rules reach the module.
 #: scipy is heavy: `import scipy.stats` takes 0.7-1.0 s (about 7x numpy), and only the functions that call
 #: spearmanr/kendalltau/pearsonr need it, not the many light table and figure jobs that import their modules
+#: gguf is optional (the `real` extra): only reading a GGUF header needs it, not the command line's check of --model
 ALLOWED_LAZY = frozenset({"torch", "transformers", "peft", "accelerate", "datasets", "huggingface_hub", "lm_eval",
-                          "safetensors", "tokenizers", "tqdm", "jinja2", "yaml", "matplotlib", "scipy"})
+                          "safetensors", "tokenizers", "tqdm", "jinja2", "yaml", "matplotlib", "scipy", "gguf"})
 
 
 

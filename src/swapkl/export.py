@@ -35,7 +35,7 @@ import torch
 
 from swapkl.adapters import adapter_class, get_adapter
 from swapkl.errors import SwapKLError
-from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, weights_sha256
+from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, share_tree, weights_sha256
 from swapkl.model.loading import load_model, tokenizer_files
 from swapkl.tables.parquet_io import os_reason
 from swapkl.model.engine import ProbeEngine
@@ -314,17 +314,6 @@ def resolved_source(loaded) -> str:
     if is_local_spec(loaded.model_id):
         return os.path.abspath(loaded.path)
     return f"{loaded.model_id}@{loaded.commit}" if loaded.commit else loaded.model_id
-
-
-def share_tree(folder: str) -> None:
-    """Folders 0755 and files 0644 under ``folder`` (less what the umask removes): an export is readable by the
-    group and others like any file the user creates, not private like a temporary folder."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    for root, dirs, files in os.walk(folder):
-        os.chmod(root, 0o755 & ~mask)
-        for name in files:
-            os.chmod(os.path.join(root, name), 0o644 & ~mask)
 
 
 def export_checkpoint(model: str, out: str, *, revision: str | None = None, remove: list[int] | None = None,

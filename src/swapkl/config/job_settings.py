@@ -36,7 +36,7 @@ def probe_settings(model: dict, pairs: str) -> dict:
     so adding a revision leaves the existing jobs' parameters unchanged, and not the bootstrap settings
     `probe`, which only the aggregates use); ``pairs``: the pair set it probes."""
     return {
-        "checkpoint": {key: model[key] for key in ("source", "local", "demo", "same_weights_as") if key in model},
+        "checkpoint": {key: model[key] for key in ("source", "local", "gguf", "demo", "same_weights_as") if key in model},
         "pairs": pairs,
         "data": model["data"],
         "dtype": model["dtype"],

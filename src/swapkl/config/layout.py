@@ -56,8 +56,8 @@ repr_file = _per_checkpoint("results/probes/{model}/{revision}/representation.pa
 
 def checkpoint_dir(model_name: str, model: dict, revision: str) -> str:
     """The Hugging Face checkpoint directory of a model's revision (``model``: its config entry, which
-    holds one of source, local, demo)."""
-    if "source" in model:
+    holds one of source, local, gguf, demo; a GGUF is converted into the folder a download would fill)."""
+    if "source" in model or "gguf" in model:
         return f"resources/checkpoints/{model_name}/{revision}"
     if "local" in model:
         return os.path.join(model["local"], revision)

@@ -77,7 +77,7 @@ def _member(name: str, model: dict, seed: int) -> dict:
     if "demo" in model:
         member["demo"]["seed"] = seed
     else:
-        for key in ("source", "local", "same_weights_as"):
+        for key in ("source", "local", "gguf", "same_weights_as"):
             member.pop(key, None)
         member["source"] = seeds["source"].format(seed=seed)
     if seeds.get("revisions") is not None:
@@ -112,9 +112,9 @@ def expand_seed_families(models: dict) -> tuple[dict, dict]:
             if seeds.get("source") is not None:
                 raise SeedFamilyError(f"{where}.source: a demo model's members are trained with each seed; "
                                       "leave `source` out")
-        elif "local" in model:
-            raise SeedFamilyError(f"{where}: local checkpoint directories have no per-seed pattern; list "
-                                  "each run as its own model")
+        elif "local" in model or "gguf" in model:
+            raise SeedFamilyError(f"{where}: local checkpoint directories and GGUF files have no per-seed "
+                                  "pattern; list each run as its own model")
         elif seeds.get("source") is None:
             raise SeedFamilyError(f"{where}.source: required: the hub repository of seed {{seed}}, e.g. "
                                   "EleutherAI/pythia-160m-seed{seed}")

@@ -42,7 +42,7 @@ class StudyPlan:
                 if model["enabled"] and self.models[model.get("same_weights_as", name)]["enabled"]]
 
     def models_with(self, key: str) -> list[str]:
-        """Enabled models configured with `key` (one of source, local, demo)."""
+        """Enabled models configured with `key` (one of source, local, gguf, demo)."""
         return [name for name in self.enabled_models() if key in self.models[name]]
 
     def trajectory_models(self) -> list[str]:

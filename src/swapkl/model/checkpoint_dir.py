@@ -159,3 +159,36 @@ def check_safetensors_size(path: str) -> None:
             raise SwapKLError(f"weight file {path!r} is corrupt: unreadable safetensors header ({e})") from e
     if 8 + n + end > size:
         raise SwapKLError(f"weight file {path!r} is truncated: {size} bytes, its header needs {8 + n + end}")
+
+
+def check_loading_info(path: str, info: dict) -> None:
+    """Every tensor of the model must come from the checkpoint, and every checkpoint tensor must be used.
+
+    transformers fills a missing tensor with random values and drops an unexpected one with only a
+    warning; either way the numbers would belong to a model that does not exist.
+    """
+    mismatched = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])
+    if mismatched:
+        name, got, want = mismatched[0]
+        raise SwapKLError(f"weight tensor {name!r} of {path!r} has shape {list(got)} but its config.json needs "
+                          f"{list(want)} ({len(mismatched)} mismatched tensor(s)); weights and config do not match")
+    for kind, what in (("missing_keys", "lacks the weight tensor"), ("unexpected_keys", "has the weight tensor")):
+        names = sorted(info.get(kind) or [])
+        if names:
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            tail = "that its config.json needs" if kind == "missing_keys" else "that its config.json does not use"
+            raise SwapKLError(f"checkpoint {path!r} {what} {names[0]!r}{more} {tail}; weights and config do not "
+                              "match")
+    if info.get("error_msgs"):
+        raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(info['error_msgs'][0]).split())}")
+
+
+def share_tree(folder: str) -> None:
+    """Folders 0755 and files 0644 under ``folder`` (less what the umask removes): an export is readable by the
+    group and others like any file the user creates, not private like a temporary folder."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for root, dirs, files in os.walk(folder):
+        os.chmod(root, 0o755 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644 & ~mask)

