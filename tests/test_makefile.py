@@ -51,7 +51,7 @@ def test_fresh_setup_installs_the_default_torch_then_the_package(checkout):
     lines = out.splitlines()
     assert lines[0].endswith("-m venv .venv")
     torch_at = next(k for k, line in enumerate(lines) if line.endswith('"torch==2.13.0"'))
-    package_at = next(k for k, line in enumerate(lines) if "-e '.[dev,hub]'" in line)
+    package_at = next(k for k, line in enumerate(lines) if "-e '.[dev,hub,real]'" in line)
     assert torch_at < package_at
 
 
@@ -67,7 +67,7 @@ def test_new_torch_replaces_the_installed_one(checkout):
     out = dry_run(checkout, "TORCH=torch")
     assert "pip uninstall --quiet --yes torch" in out
     assert re.search(r'pip install .*"torch"$', out, re.M), out
-    assert "-e '.[dev,hub]'" in out
+    assert "-e '.[dev,hub,real]'" in out
     assert "-m venv" not in out  # the virtualenv stays
     install_as_printed(checkout, out)
     assert "pip" not in dry_run(checkout, "TORCH=torch")
@@ -78,7 +78,7 @@ def test_empty_torch_keeps_the_installed_torch(checkout):
     install_as_printed(checkout, dry_run(checkout))
     out = dry_run(checkout, "TORCH=")
     assert "uninstall" not in out and '"torch' not in out
-    assert "-e '.[dev,hub]'" in out
+    assert "-e '.[dev,hub,real]'" in out
 
 
 @pytest.mark.slow
