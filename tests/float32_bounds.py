@@ -129,3 +129,23 @@ def rounded_nll_bound(w, b, h_var, zv_ref, labels) -> torch.Tensor:
     q = torch.softmax(zv_ref.double(), -1)
     first = (ev * q).sum(-1) + ev.gather(1, labels[:, None])[:, 0]
     return first + ev.sum(-1) ** 2 + _lse_error(zv_ref.double(), torch.zeros_like(zv))
+
+
+def stream_change_bounds(w, b, h_base, h_var, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """[N] bounds on how far KL and NLL move when each final-normed stream vector (rows of h_base, h_var [N, d])
+    moves by at most ``eps`` of its 2-norm (two float32 runs of the same blocks that round differently).
+
+    First order, with exact derivatives: for ``z = W h + b``, ``dKL/dz_var = q - p`` (1-norm <= 2),
+    ``dKL/dz_base = (diag p - p p^T)(log p - log q)`` (1-norm <= the range of ``log p - log q`` over the
+    vocabulary), ``NLL = lse(z_var) - z_label`` (moves by <= 2 |dz_var|_inf), and
+    ``|dz|_inf <= max_v |W_v|_2 |dh|_2`` (Cauchy-Schwarz). A factor 2 covers the second order while
+    ``|dz| << 1``.
+    """
+    wd = w.double()
+    bias = 0 if b is None else b.double()
+    lp = torch.log_softmax(h_base.double() @ wd.T + bias, -1)
+    lq = torch.log_softmax(h_var.double() @ wd.T + bias, -1)
+    spread = (lp - lq).amax(-1) - (lp - lq).amin(-1)
+    row = wd.norm(dim=1).max()
+    dz_b, dz_v = row * eps * h_base.double().norm(dim=1), row * eps * h_var.double().norm(dim=1)
+    return 2 * (2 * dz_v + spread * dz_b), 2 * (2 * dz_v)

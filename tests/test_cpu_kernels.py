@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-NUMERIC_MODULES = ["test_engine.py", "test_representation.py", "test_perplexity.py", "test_sleb.py",
-                   "test_prune.py", "test_probe_cli.py"]
+NUMERIC_MODULES = ["test_engine.py", "test_batch_loop.py", "test_representation.py", "test_perplexity.py",
+                   "test_sleb.py", "test_prune.py", "test_probe_cli.py"]
 PATHS = {
     # name: (ATen capability reported by torch, environment that selects it)
     "default": ("DEFAULT", {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",

@@ -42,13 +42,53 @@ class Batch:
 
 
 def window_batches(input_ids: np.ndarray, attention_mask: np.ndarray, batch_size: int,
-                   scored: np.ndarray | None = None) -> list[Batch]:
-    """Consecutive batches of ``batch_size`` windows (the last one shorter), rows as slices."""
+                   scored: np.ndarray | None = None, *, by_length: bool = False) -> list[Batch]:
+    """Batches of ``batch_size`` windows (the last one shorter).
+
+    By default consecutive windows, rows as slices. ``by_length=True`` (windows that are mostly padding): the
+    windows sorted by their extent (last attended position + 1; longest first, ties in window order), each
+    batch's rows as the list of its windows' indices, and each batch cut after its longest window's extent.
+    Only trailing columns that no window of the batch attends to are cut: under causal attention no kept
+    position sees them, so every kept position's numbers are those of the uncut batch up to rounding.
+    A window whose mask is 1 everywhere (``padding: counted``, token files) has the
+    full extent, so such windows keep every position and their order. Callers put per-window results back in
+    window order by ``rows`` (``out[batch.rows] = ...``).
+    """
     ids, mask = torch.as_tensor(input_ids), torch.as_tensor(attention_mask)
     score = None if scored is None else torch.as_tensor(scored)
     n = ids.shape[0]
-    return [Batch(slice(lo, min(n, lo + batch_size)), ids[lo:lo + batch_size], mask[lo:lo + batch_size],
-                  None if score is None else score[lo:lo + batch_size]) for lo in range(0, n, batch_size)]
+    if not by_length:
+        return [Batch(slice(lo, min(n, lo + batch_size)), ids[lo:lo + batch_size], mask[lo:lo + batch_size],
+                      None if score is None else score[lo:lo + batch_size]) for lo in range(0, n, batch_size)]
+    extent = window_extents(mask if score is None else mask.bool() | score.bool())
+    order = sorted(range(n), key=lambda r: -int(extent[r]))  # stable: ties keep window order
+    out = []
+    for lo in range(0, n, batch_size):
+        rows = order[lo:lo + batch_size]
+        t = max(int(extent[rows].max()), 1)
+        pick = torch.as_tensor(rows)
+        out.append(Batch(rows, ids[pick, :t], mask[pick, :t], None if score is None else score[pick, :t]))
+    return out
+
+
+def window_extents(mask: torch.Tensor) -> torch.Tensor:
+    """[n] last nonzero column + 1 of each row of ``mask`` (0 for a row without one)."""
+    cols = torch.arange(1, mask.shape[1] + 1).expand_as(mask)
+    return torch.where(mask.bool(), cols, torch.zeros_like(cols)).amax(1)
+
+
+def in_window_order(per_batch: Sequence, batches: Sequence[Batch], dtype=np.float64) -> np.ndarray:
+    """Per-window values given batch by batch (one sequence per batch, in its rows' order) as one array in the
+    order of the windows the batches were made from."""
+    rows = [np.arange(b.rows.start, b.rows.stop) if isinstance(b.rows, slice) else np.asarray(b.rows, dtype=np.int64)
+            for b in batches]
+    where = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    if len(per_batch) != len(rows) or not np.array_equal(np.sort(where), np.arange(len(where))):
+        raise ValueError("the batches' rows do not cover every window once")
+    out = np.empty(len(where), dtype=dtype)
+    for values, r in zip(per_batch, rows):
+        out[r] = np.asarray(values, dtype=dtype)
+    return out
 
 
 @dataclass

@@ -153,17 +153,19 @@ def base_targets(unemb: Unembedding, h: torch.Tensor, labels: torch.Tensor, chun
     pw = torch.empty(n, h.shape[1], dtype=torch.float64, device=h.device)
     pb = None if unemb.bias is None else torch.empty(n, dtype=torch.float64, device=h.device)
     for a, b in _chunks(n, chunk):
-        z = unemb.logits(h[a:b])
-        p = torch.softmax(z, dim=-1)
+        # one [chunk x vocab] buffer: the logits become exp(z - max), then p, in place
+        e, total, lse = _shifted_exp_(unemb.logits(h[a:b]))
+        p = e.div_(total)
         pw[a:b] = (p @ unemb.weight).double()
         pz = (pw[a:b] * h[a:b].double()).sum(-1)
         if pb is not None:
             pb[a:b] = (p @ unemb.bias).double()
             pz = pz + pb[a:b]
+        del e, p  # freed before the next chunk's logits exist
         # sum p log p = sum p z - logsumexp(z), formed from the same pw (and pb) the variants use, so
         # that in KL = negent - pw.h_variant + lse the float32 rounding of p cancels to first order:
         # KL = pw.(h_base - h_variant) + lse_variant - lse_base
-        negent[a:b] = pz - _logsumexp_(z)
+        negent[a:b] = pz - lse
     return BaseTargets(negent, pw, pb, labels)
 
 
@@ -193,6 +195,7 @@ def kl_and_nll(unemb: Unembedding, h: torch.Tensor, base: BaseTargets, chunk: in
         kl[a:b] = base.negent[a:b] - pz + lse
         if zl is not None:
             nll[a:b] = torch.where(has, lse - zl, nll[a:b])
+        del z  # freed before the next chunk's logits exist
     return kl, nll
 
 
@@ -231,8 +234,16 @@ def _logsumexp_(z: torch.Tensor) -> torch.Tensor:
     and add of the max in float64, so the result (about log V, ~10 nats) is not rounded to
     float32 (~5e-7). Non-finite logits give a non-finite result, which callers reject.
     """
+    return _shifted_exp_(z)[2]
+
+
+def _shifted_exp_(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``z`` overwritten with ``exp(z - max)`` (float32), its row sums [N, 1] (float32) and the row-wise
+    logsumexp of the original ``z`` (float64 [N]): the arithmetic of :func:`_logsumexp_`."""
     m = z.amax(dim=-1, keepdim=True)
-    return z.sub_(m).exp_().sum(-1).double().log_().add_(m.squeeze(-1).double())
+    e = z.sub_(m).exp_()
+    total = e.sum(-1, keepdim=True)
+    return e, total, total.squeeze(-1).double().log_().add_(m.squeeze(-1).double())
 
 
 def kl_from_logits(base_logits: torch.Tensor, variant_logits: torch.Tensor) -> torch.Tensor:
@@ -268,4 +279,5 @@ def next_token_nll(unemb: Unembedding, h: torch.Tensor, labels: torch.Tensor, ch
         z = unemb.logits(h[a:b])
         zl = z.gather(1, labels[a:b].unsqueeze(1)).squeeze(1).double()
         out[a:b] = _logsumexp_(z) - zl
+        del z  # freed before the next chunk's logits exist
     return out

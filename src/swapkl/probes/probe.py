@@ -39,9 +39,13 @@ from swapkl.probes.resume import ProgressLog, is_progress_file
 from swapkl.probes.residual_stream import representation_sums
 from swapkl.stats.covariates import covariate_table
 from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA
-from swapkl.model.batch_loop import BASE, sweep, window_batches
+from swapkl.model.batch_loop import BASE, in_window_order, sweep, window_batches
 
 log = logging.getLogger(__name__)
+
+
+#: how run_probe batches the windows (part of the resume key: a progress file's batch numbers mean these batches)
+BATCHING = "by-length"
 
 
 def _fingerprint(**parts) -> str:
@@ -128,8 +132,9 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
                            compute_dtype=compute_dtype, rope_scaling=rope_scaling, batch_size=batch_size,
                            # only where set: the resume logs of the clean forward keep their fingerprints
                            **({} if logits_dtype == "float32" else {"logits_dtype": logits_dtype}),
-                           chunk=chunk_tokens, rope=rope)
-    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
+                           chunk=chunk_tokens, rope=rope, batching=BATCHING)
+    # windows sorted by length into batches cut after their longest window (no work on trailing padding)
+    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size, by_length=True)
     results, repr_parts = _measure(engine, loaded.device, batches, measured, plogs,
                                    [o.repr_out is not None for o in outputs], f"probe {label}@{rev}")
 
@@ -137,7 +142,7 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     made_from = partial(provenance.build, loaded, windows, pairs=pairs, batch_size=batch_size,
                         data_spec=data.as_dict(), model=label, revision_label=rev, layers=layers, rope=rope,
                         kl_options=kl_options.as_dict(), **metadata)
-    files = _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from)
+    files = _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from, batches)
     if covariates_out is not None:  # on this load where it is the covariates' own (see above)
         own = (compute_dtype is None and rope_scaling == "config" and logits_dtype == "float32" and not placement
                and rope == "on")
@@ -168,16 +173,18 @@ def _progress_logs(outputs, measured, loaded, windows, **settings) -> list[Progr
             for o, m in zip(outputs, measured)]
 
 
-def _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from) -> list:
+def _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from, batches) -> list:
     """(table, path, provenance) of each probe file of ``outputs`` and of its representation file, if any;
-    ``made_from(protocols=...)``: the provenance of a file of those protocols."""
+    ``made_from(protocols=...)``: the provenance of a file of those protocols. Per-sequence columns are in the
+    windows' order, whatever order ``batches`` took them in."""
     files = []
     for o, variants, result in zip(outputs, measured, results):
         prov = made_from(protocols=o.protocols)
-        rows = [_row(v, result[v.key], meta, kl_options) for v in [BASE] + variants]
+        rows = [_row(v, result[v.key], meta, kl_options, batches) for v in [BASE] + variants]
         files.append((pa.Table.from_pylist(rows, schema=PROBE_SCHEMA), o.out, prov))
         if o.repr_out is not None:
-            files.append((pa.Table.from_pylist(_repr_rows(repr_parts, meta), schema=REPR_SCHEMA), o.repr_out, prov))
+            files.append((pa.Table.from_pylist(_repr_rows(repr_parts, meta, batches), schema=REPR_SCHEMA),
+                          o.repr_out, prov))
     return files
 
 
@@ -308,12 +315,9 @@ def _restrict(variants: list[Variant], layers: list[int] | None, n_layers: int, 
     return out
 
 
-def _cat(parts: list[dict], key: str) -> np.ndarray:
-    return np.concatenate([np.asarray(p[key], dtype=np.float64) for p in parts])
-
-
-def _row(v: Variant, parts: list[dict], meta: dict, kl_options: KLOptions) -> dict:
-    kl, tok, nll, ntok = (_cat(parts, k) for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
+def _row(v: Variant, parts: list[dict], meta: dict, kl_options: KLOptions, batches) -> dict:
+    kl, tok, nll, ntok = (in_window_order([p[k] for p in parts], batches)
+                          for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
     return dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j,
                 kl_mean=kl_options.mean(kl, tok), nll_mean=ratio_mean(nll, ntok),
                 n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
@@ -321,12 +325,12 @@ def _row(v: Variant, parts: list[dict], meta: dict, kl_options: KLOptions) -> di
                 seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist(), head=v.head)
 
 
-def _repr_rows(parts: list[dict], meta: dict) -> list[dict]:
+def _repr_rows(parts: list[dict], meta: dict, batches) -> list[dict]:
     rows = []
     for key in parts[0]:
         metric, l, n = key.split(":")
-        s = np.concatenate([np.asarray(p[key][0]) for p in parts])
-        c = np.concatenate([np.asarray(p[key][1]) for p in parts])
+        s = in_window_order([p[key][0] for p in parts], batches)
+        c = in_window_order([p[key][1] for p in parts], batches)
         rows.append(dict(meta, metric=metric, layer_i=int(l), width=int(n), value=ratio_mean(s, c),
                          n_seqs=int(len(c)), n_tokens=int(c.sum()), seq_value_sum=s.astype(np.float64).tolist(),
                          seq_count=c.astype(np.int64).tolist()))

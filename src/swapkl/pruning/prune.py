@@ -101,7 +101,8 @@ def kl_on_windows(engine, windows: Windows, variants: list[Variant], batch_size:
     """Per-sequence KL sums of each variant and the per-sequence token counts."""
     kl = [np.zeros(windows.input_ids.shape[0]) for _ in variants]
     tokens = windows.attention_mask.sum(1).astype(np.float64)
-    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size)
+    # sorted by length and cut after each batch's longest window (no work on trailing padding); rows put back
+    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size, by_length=True)
     for m in sweep(engine, batches, variants, device=device, desc="KL of the pruned models"):
         if m.k is not None:
             kl[m.k][m.batch.rows] = engine.seq_stats(m.state, m.kl, m.nll).kl_sum.cpu().numpy()
