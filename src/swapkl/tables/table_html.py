@@ -23,11 +23,32 @@ STYLE = ("body{font-family:sans-serif;font-size:13px;margin:1em}table{border-col
 READ_HINT = 'pd.read_parquet(path, dtype_backend="numpy_nullable")'
 
 
+#: significant digits of a float shown on the page (the Parquet file holds every digit)
+DIGITS = 4
+
+
+def _number(v) -> str:
+    """``v`` for display: a float to :data:`DIGITS` significant digits (positional between 1e-4 and 1e6, else with
+    an exponent), other values as they are."""
+    if isinstance(v, bool) or not isinstance(v, float):
+        return str(v)
+    if v != v:
+        return ""
+    if v == 0:
+        return "0"
+    if not 1e-4 <= abs(v) < 1e6:
+        return f"{v:.{DIGITS - 1}e}"
+    rounded = float(f"{v:.{DIGITS}g}")
+    exponent = int(f"{rounded:e}".split("e")[1])
+    text = f"{rounded:.{max(DIGITS - 1 - exponent, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def _cell(v) -> str:
     if isinstance(v, (list, tuple)) or hasattr(v, "tolist") and not isinstance(v, str):
         v = list(v.tolist() if hasattr(v, "tolist") else v)
-        return ", ".join(str(x) for x in v[:12]) + (f", ... ({len(v)} values)" if len(v) > 12 else "")
-    return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+        return ", ".join(_number(x) for x in v[:12]) + (f", ... ({len(v)} values)" if len(v) > 12 else "")
+    return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _number(v)
 
 
 def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 500) -> str:
