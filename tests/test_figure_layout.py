@@ -18,7 +18,7 @@ from swapkl.figures.trajectory import plot_gap_trajectory
 from swapkl.figures.heatmaps import plot_heatmaps
 from swapkl.figures.ratio_figure import plot_ratio_by_distance
 from swapkl.figures.seeds_figure import plot_seed_band
-from swapkl.figures.palette import GREY
+from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures import pruning_figure as pfig
 from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_zscores
@@ -84,20 +84,35 @@ def test_ratio_and_deletion(agg, figs, tmp_path):
 
 @pytest.mark.parametrize("seeds", [(0, 1, 2), (0, 1)])
 def test_seed_band(figs, tmp_path, seeds):
-    """The min and max lines are drawn, at the table's values, only where three or more seeds are: with two
-    they would be the two seeds' own lines, drawn again."""
+    """Three seeds: the mean +- sd band, and the min and max lines at the table's values, over the grey single
+    seeds. Two seeds: no spread statistic at all (no band, no sd, no min/max, no mean): each seed drawn as its
+    own line, labelled with its seed, at its member rows' values."""
+    from matplotlib.collections import PolyCollection
+
     table = syn.seeds_table(seeds=seeds)
     fig = _draw(tmp_path, "seeds", lambda p, q: plot_seed_band(table, p, q, family="fam"), figs)
     _clean(fig)
     ax = fig.axes[0]  # gap, both directions, adjacent pairs
     fam = table[(table["kind"] == "family") & (table["pair_set"] == "adjacent")].sort_values("step")
-    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    members = table[(table["kind"] == "member") & (table["pair_set"] == "adjacent")]
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--" and to_hex(line.get_color()) == to_hex(BLUE)]
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     if len(seeds) == 2:
-        assert dashed == []
+        assert dashed == [] and bands == []
+        assert not any("sd" in t or "over seeds" in t or "min" in t or "W" in t for t in legend), legend
+        for seed in seeds:
+            line = next(ln for ln in ax.get_lines() if ln.get_label() == f"seed {seed}")
+            m = members[members["seed"] == seed].sort_values("step")
+            assert list(line.get_xdata()) == list(m["step"]) and list(line.get_ydata()) == list(m["gap_mean"])
+        assert f"seed {seeds[0]}" in legend and "no spread statistic" in fig._supxlabel.get_text()
     else:
         assert [list(line.get_ydata()) for line in dashed] == [list(fam["gap_seed_min"]), list(fam["gap_seed_max"])]
-    singles = [line for line in ax.get_lines() if to_hex(line.get_color()) == to_hex(GREY)]
-    assert len(singles) == len(seeds)
+        assert len(bands) == 1
+        top = bands[0].get_paths()[0].vertices[:, 1]
+        assert np.isclose(top.max(), (fam["gap_seed_mean"] + fam["gap_seed_sd"]).max())
+        singles = [line for line in ax.get_lines() if to_hex(line.get_color()) == to_hex(GREY)]
+        assert len(singles) == len(seeds)
 
 
 # ------------------------------------------------------------------ plotted data against direct computations
