@@ -336,3 +336,27 @@ def test_rank_confusion_of_a_three_block_model_says_there_is_nothing_to_rank(fig
     assert "No rank statistics" in texts
     assert not fig.axes[0].images and not fig.axes[0].axison
     assert not [ln for ln in fig.axes[1].get_lines() if "chance" in ln.get_label()]
+
+
+def test_deletion_and_bi_each_have_their_own_log_axis(agg, figs, tmp_path):
+    """No twin axes: deletion KL and BI are drawn on two panels, each at the aggregate's values, both on log
+    axes at every checkpoint (step0's narrow KL range included), and the rank panel ranks the same values."""
+    from scipy.stats import rankdata
+
+    for rev in ("step0", "step1000"):
+        fig = _draw(tmp_path, f"del{rev}", lambda p, q: plot_deletion_vs_bi(agg, p, q, model="toy", revision=rev),
+                    figs)
+        _clean(fig)
+        assert len(fig.axes) == 3  # a twin axis would be a fourth
+        kl_ax, rank_ax, bi_ax = fig.axes
+        d = agg[(agg["kind"] == "directed") & (agg["revision"] == rev) & (agg["protocol"] == "deletion")]
+        d = d.sort_values("layer_i")
+        r = agg[(agg["kind"] == "repr") & (agg["revision"] == rev) & (agg["metric"] == "bi") & (agg["width"] == 1)]
+        r = r.sort_values("layer_i")
+        (kl_line,), (bi_line,) = kl_ax.get_lines(), bi_ax.get_lines()
+        assert np.array_equal(kl_line.get_ydata(), d["kl_mean"].to_numpy(float))
+        assert np.array_equal(bi_line.get_ydata(), r["value"].to_numpy(float))
+        assert kl_ax.get_yscale() == bi_ax.get_yscale() == "log"
+        xy = rank_ax.collections[0].get_offsets()
+        assert np.array_equal(xy[:, 0], rankdata(-r["value"].to_numpy(float)))
+        assert np.array_equal(xy[:, 1], rankdata(-d["kl_mean"].to_numpy(float)))
