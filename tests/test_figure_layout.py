@@ -360,3 +360,24 @@ def test_deletion_and_bi_each_have_their_own_log_axis(agg, figs, tmp_path):
         xy = rank_ax.collections[0].get_offsets()
         assert np.array_equal(xy[:, 0], rankdata(-r["value"].to_numpy(float)))
         assert np.array_equal(xy[:, 1], rankdata(-d["kl_mean"].to_numpy(float)))
+
+
+@pytest.mark.parametrize("gap", ["max", "fwd"])
+def test_gap_trajectory_draws_the_share_on_its_own_axis(agg, figs, tmp_path, gap):
+    """The largest pair's share of the summed gap (above 1 when other gaps are negative) has a row of its own,
+    at the table's values; the ratio row keeps the dimensionless ratios only; the two gap definitions' titles
+    differ."""
+    from swapkl.probes.aggregate import trajectory
+
+    fig = _draw(tmp_path, "traj", lambda p, q: plot_gap_trajectory(agg, p, q, model="toy", gap=gap), figs)
+    prefix = "gap" if gap == "max" else "gap_fwd"
+    t = trajectory(agg, "toy")
+    t = t[t["pair_set"] == "adjacent"]
+    n_sets = len(set(trajectory(agg, "toy")["pair_set"]))
+    ratios, shares = fig.axes[2 * n_sets], fig.axes[3 * n_sets]
+    (share,) = [ln for ln in shares.get_lines() if len(ln.get_xdata()) == len(t)]
+    assert np.allclose(share.get_xdata(), t["step"].to_numpy(float))
+    assert np.allclose(share.get_ydata(), t[f"{prefix}_max_share"].to_numpy(float), equal_nan=True)
+    assert not any("share" in ln.get_label() for ln in ratios.get_lines())
+    title = fig._suptitle.get_text().replace("\n", " ")
+    assert ("larger of both directions" in title) == (gap == "max") and ("one direction only" in title) == (gap == "fwd")
