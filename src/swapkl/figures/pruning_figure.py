@@ -42,20 +42,19 @@ def _err(y, lo, hi) -> np.ndarray:
 
 
 #: a point of a cost panel lies off its axis (drawn at the edge, its value written beside it) when it exceeds this
-#: many times the median |value| of the panel, e.g. the anti-guided bound at +250% beside guides near +1%
-SQUEEZE = 20.0
+#: many times the largest of the points below it, e.g. the anti-guided bound at +400% beside guides near +1%
+FAR = 10.0
 
 
-def _clip_at(values) -> float | None:
-    """The upper end of a cost panel's axis when a few points would squeeze the rest into one place (see
-    :data:`SQUEEZE`): 1.15 times the largest point that is not that far out; None when none is."""
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    mid = np.median(np.abs(v)) if v.size else 0.0
-    if not v.size or mid == 0 or v.max() <= SQUEEZE * mid:
-        return None
-    kept = v[v <= SQUEEZE * mid]
-    return float(1.15 * max(kept.max(), 0.0) + 0.05 * mid) if kept.size else None
+def _far_cut(values) -> float | None:
+    """The value above which a cost panel's points are far out (see :data:`FAR`): the largest point that is not,
+    taking the points from the top while each exceeds ``FAR`` times the next (never more than half of them); None
+    when no point is far out."""
+    v = np.sort(np.asarray(values, dtype=np.float64)[np.isfinite(values)])[::-1]
+    k = 0
+    while k < len(v) // 2 and v[k + 1] > 0 and v[k] > FAR * v[k + 1]:
+        k += 1
+    return float(v[k]) if k else None
 
 
 def _table(table, reader) -> pd.DataFrame:
@@ -144,9 +143,10 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                     else:
                         lo, hi = float(row[lo_col]), float(row[hi_col])
                     points.append((yk, v, lo, hi, cost_label(label), colour, marker))
-                top = _clip_at([p[1] for p in points])
+                cut = _far_cut([p[1] for p in points]) if points else None
+                top = None if cut is None else 1.1 * max(max(p[3], p[1]) for p in points if p[1] <= cut)
                 for yk, v, lo, hi, label, colour, marker in points:
-                    if top is not None and v > top:
+                    if cut is not None and v > cut:
                         ax.plot([top], [yk], marker=">", color=colour, ls="none", clip_on=False)
                         ax.annotate(f"{v:.3g} →", (top, yk), xytext=(-6, 0), textcoords="offset points",
                                     ha="right", va="center", fontsize=6.5, color=colour)
@@ -155,7 +155,8 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                                 ls="none", label=label)
                 if top is not None:
                     ax.set_xlim(right=top)
-                if column == "delta_ppl_pct":
+                if column == "delta_ppl_pct":  # the unpruned model's cost, 0, in view
+                    ax.set_xlim(left=min(0.0, ax.get_xlim()[0]))
                     ax.axvline(0.0, color="black", lw=0.8)
                 ax.grid(False, axis="y")
                 ax.tick_params(axis="x", labelsize=7)
@@ -174,8 +175,8 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
             f"Unpruned perplexity {base['ppl']:.2f} on {base['eval_split']} (sliding window {base['eval_window']}, "
             f"stride {base['eval_stride']}, {base['n_eval_tokens']} scored tokens); KL on the probe windows. Bars: "
             f"95% bootstrap CI over evaluation windows (KL: over probe windows); random: mean ± s.d. of the draws. "
-            f"Each panel has its own linear axis; a point beyond {SQUEEZE:g} times the panel's median sits at the "
-            f"right edge (▸) with its value. Guided and random removals keep removed blocks more than "
+            f"Each panel has its own linear axis; a point more than {FAR:g} times the next one below it sits at "
+            f"the right edge (▸) with its value. Guided and random removals keep removed blocks more than "
             f"{base['spacing']} index apart; BI, angular and SLEB do not."))
         save_figure(fig, out_png, out_pdf)
 
