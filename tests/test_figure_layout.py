@@ -381,3 +381,16 @@ def test_gap_trajectory_draws_the_share_on_its_own_axis(agg, figs, tmp_path, gap
     assert not any("share" in ln.get_label() for ln in ratios.get_lines())
     title = fig._suptitle.get_text().replace("\n", " ")
     assert ("larger of both directions" in title) == (gap == "max") and ("one direction only" in title) == (gap == "fwd")
+
+
+def test_ratio_by_distance_shows_the_pairs_behind_each_median(agg, figs, tmp_path):
+    """A bottom panel counts the pairs with a finite ratio at each distance, as the aggregate's pair rows do;
+    medians of fewer than three pairs are hollow."""
+    fig = _draw(tmp_path, "rn", lambda p, q: plot_ratio_by_distance(agg, p, q, model="toy"), figs)
+    _clean(fig)
+    ax, ax_n = fig.axes
+    pairs = agg[(agg["kind"] == "pair") & np.isfinite(agg["ratio_ir"].astype(float))]
+    want = pairs.groupby(["revision", "distance"]).size().groupby("distance").max()
+    bars = {round(b.get_x() + b.get_width() / 2): b.get_height() for b in ax_n.patches}
+    assert bars == {int(d): int(n) for d, n in want.items()}
+    assert [t.get_text() for t in ax_n.texts] == [str(int(n)) for n in want]
