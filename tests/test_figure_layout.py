@@ -394,3 +394,31 @@ def test_ratio_by_distance_shows_the_pairs_behind_each_median(agg, figs, tmp_pat
     bars = {round(b.get_x() + b.get_width() / 2): b.get_height() for b in ax_n.patches}
     assert bars == {int(d): int(n) for d, n in want.items()}
     assert [t.get_text() for t in ax_n.texts] == [str(int(n)) for n in want]
+
+
+def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path):
+    """The full-set point (n = n_seqs, rho = 1 by construction) is drawn apart (hollow), the others at the table's
+    medians; the rank axis reaches down to 0, so medians of 0.993-1.000 are not stretched over the panel."""
+    from swapkl.figures.scale import plot_convergence
+
+    rows = []
+    for protocol, base in (("replacement", 0.993), ("interchange", 0.996)):
+        for n in (4, 8, 16, 32):
+            med = 1.0 if n == 32 else base + 0.001 * np.log2(n)
+            rows.append(dict(model="toy", revision="step400", protocol=protocol, n=n, n_seqs=32, draws=50, n_pairs=30,
+                             spearman_median=med, spearman_q05=med - 0.002 * (n < 32), spearman_q95=min(1.0, med + 0.001),
+                             top_pair_share=1.0 if n == 32 else 0.5 + 0.01 * n, top_kl=0.01, top_kl_rel_width=0.1))
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "conv", lambda p, q: plot_convergence(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo <= 0.0 and 1.0 <= hi
+    for protocol in ("replacement", "interchange"):
+        sub = table[(table["protocol"] == protocol)]
+        cont = next(c for c in ax.containers if c.get_label() == f"toy@step400 {protocol}")
+        x, y = cont.lines[0].get_data()
+        assert list(x) == [4, 8, 16] and np.allclose(y, sub[sub["n"] < 32]["spearman_median"])
+    hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "white"]
+    assert len(hollow) == 2 and all(list(ln.get_xdata()) == [32] and list(ln.get_ydata()) == [1.0] for ln in hollow)
+    assert "1 by construction" in fig._supxlabel.get_text()
