@@ -422,3 +422,25 @@ def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path
     hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "white"]
     assert len(hollow) == 2 and all(list(ln.get_xdata()) == [32] and list(ln.get_ydata()) == [1.0] for ln in hollow)
     assert "1 by construction" in fig._supxlabel.get_text()
+
+
+def test_jacobian_draws_a_far_block_at_the_edge_with_its_value(figs, tmp_path):
+    """Block 0 at 2e7 beside blocks at 0.4-10: the axis ends within a decade of the others, block 0 sits at the
+    edge with its value written and named in the note; every other block at its table value."""
+    from swapkl.figures.scale import plot_jacobian
+
+    rng = np.random.default_rng(2)
+    norms = np.r_[2.05e7, rng.uniform(0.4, 10.0, 11)]
+    table = pd.DataFrame(dict(model="toy", revision="step400", method="exact", block=np.arange(12), norm_mean=norms))
+    pairs = pd.DataFrame([dict(kind="pair", model="toy", revision="step400", layer_i=i, layer_j=i + 1, distance=1,
+                               d_repl_max=0.01 * (i + 1), d_inter=0.001 * (i + 1), duplicate_of=None)
+                          for i in range(11)])
+    fig = _draw(tmp_path, "jac", lambda p, q: plot_jacobian(table, pairs, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    (line,) = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 12]
+    assert np.allclose(line.get_ydata()[1:], norms[1:])
+    top = ax.get_ylim()[1]
+    assert top < 10 * norms[1:].max() and line.get_ydata()[0] <= top
+    assert [t.get_text() for t in ax.texts] == ["block 0: 2.05e+07"]
+    assert "toy block 0 (2.05e+07)" in fig._supxlabel.get_text()

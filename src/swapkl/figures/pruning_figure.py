@@ -16,7 +16,7 @@ import pandas as pd
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.figure_registry import on_table
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, far_cut, figure_style, new_figure, save_figure
 from swapkl.figures.palette import BLUE
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
@@ -44,17 +44,6 @@ def _err(y, lo, hi) -> np.ndarray:
 #: a point of a cost panel lies off its axis (drawn at the edge, its value written beside it) when it exceeds this
 #: many times the largest of the points below it, e.g. the anti-guided bound at +400% beside guides near +1%
 FAR = 10.0
-
-
-def _far_cut(values) -> float | None:
-    """The value above which a cost panel's points are far out (see :data:`FAR`): the largest point that is not,
-    taking the points from the top while each exceeds ``FAR`` times the next (never more than half of them); None
-    when no point is far out."""
-    v = np.sort(np.asarray(values, dtype=np.float64)[np.isfinite(values)])[::-1]
-    k = 0
-    while k < len(v) // 2 and v[k + 1] > 0 and v[k] > FAR * v[k + 1]:
-        k += 1
-    return float(v[k]) if k else None
 
 
 def _table(table, reader) -> pd.DataFrame:
@@ -143,7 +132,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                     else:
                         lo, hi = float(row[lo_col]), float(row[hi_col])
                     points.append((yk, v, lo, hi, cost_label(label), colour, marker))
-                cut = _far_cut([p[1] for p in points]) if points else None
+                cut = far_cut([p[1] for p in points], FAR) if points else None
                 top = None if cut is None else 1.1 * max(max(p[3], p[1]) for p in points if p[1] <= cut)
                 for yk, v, lo, hi, label, colour, marker in points:
                     if cut is not None and v > cut:
