@@ -444,3 +444,28 @@ def test_jacobian_draws_a_far_block_at_the_edge_with_its_value(figs, tmp_path):
     assert top < 10 * norms[1:].max() and line.get_ydata()[0] <= top
     assert [t.get_text() for t in ax.texts] == ["block 0: 2.05e+07"]
     assert "toy block 0 (2.05e+07)" in fig._supxlabel.get_text()
+
+
+def test_relevance_zscores_colour_scale_spans_the_inner_blocks(figs, tmp_path):
+    """Block 0 (AccRel 0.9 beside 0-0.3) saturates; the scale is ± the largest |z| of blocks 1..L-2, computed here
+    from the relevance rows, and the saturated cells carry their value."""
+    rel, _ = syn.relevance_tables()
+    fig = _draw(tmp_path, "zs", lambda p, q: plot_relevance_zscores(rel, p, q, model="toy", revision="step16000"), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    im = ax.get_images()[0]
+    table = rel.pivot_table(index="task", columns="layer", values="relevance")
+    z = table.sub(table.mean(axis=1), axis=0).div(table.std(axis=1, ddof=0), axis=0)
+    lim = z.loc[:, 1:10].abs().to_numpy().max()
+    assert im.norm.vmax == pytest.approx(lim) and im.norm.vmin == pytest.approx(-lim)
+    assert np.allclose(im.get_array(), z.to_numpy())
+    beyond = [(j, i) for i, row in enumerate(z.to_numpy()) for j, v in enumerate(row) if abs(v) > lim * (1 + 1e-9)]
+    assert sorted((round(t.get_position()[0]), round(t.get_position()[1])) for t in ax.texts) == sorted(beyond)
+    assert all(j in (0, 11) for j, _ in beyond) and any(j == 0 for j, _ in beyond)
+
+
+def test_points_on_top_of_each_other_share_one_label():
+    from swapkl.figures.labels import merged_labels
+
+    xy = np.array([[0.0, 0.0], [4.0, 0.0], [8.0, 0.0], [50.0, 0.0], [50.0, 30.0]])
+    assert merged_labels(xy, [3, 1, 7, 2, 9], merge_px=5) == [(0, "3, 1, 7"), (3, "2"), (4, "9")]
