@@ -469,3 +469,80 @@ def test_points_on_top_of_each_other_share_one_label():
 
     xy = np.array([[0.0, 0.0], [4.0, 0.0], [8.0, 0.0], [50.0, 0.0], [50.0, 30.0]])
     assert merged_labels(xy, [3, 1, 7, 2, 9], merge_px=5) == [(0, "3, 1, 7"), (3, "2"), (4, "9")]
+
+
+def _healed_table() -> pd.DataFrame:
+    """Healed curves of five replacement variants (two ending on the same KL), two interchange and two deletion."""
+    rows = []
+    variants = [("healed_replacement", 0, 3, 1.8), ("healed_replacement", 3, 0, 0.35), ("healed_replacement", 7, 8, 3.3e-3),
+                ("healed_replacement", 8, 7, 3.3e-3), ("healed_replacement", 5, 6, 1.6e-3),
+                ("healed_interchange", 0, 3, 2.0), ("healed_interchange", 5, 6, 6e-5),
+                ("healed_deletion", 0, None, 1.7), ("healed_deletion", 6, None, 2.4e-3)]
+    for protocol, i, j, kl in variants:
+        for steps in (0, 5, 10):
+            rows.append(dict(model="toy", revision="step400", protocol=protocol, layer_i=i, layer_j=j, heal_steps=steps,
+                             kl_after=kl * (1 - 0.01 * steps)))
+    return pd.DataFrame(rows)
+
+
+def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
+    """Readable titles (no internal protocol names), every curve at the table's values, and variants that end on
+    the same KL share one end label instead of overprinting."""
+    from swapkl.figures.test_agreement import PROTOCOL_TITLES, plot_healed_curves
+
+    table = _healed_table()
+    fig = _draw(tmp_path, "heal", lambda p, q: plot_healed_curves(table, p, q), figs)
+    _clean(fig)
+    assert "third test" in fig._suptitle.get_text()
+    for ax, protocol in zip(fig.axes, ("healed_replacement", "healed_interchange", "healed_deletion")):
+        assert ax.get_title() == PROTOCOL_TITLES[protocol] and "_" not in ax.get_title()
+        rows = table[table["protocol"] == protocol]
+        for (i, j), g in rows.groupby(["layer_i", "layer_j"], dropna=False):
+            label = f"{i}" if pd.isna(j) else f"{i}←{int(j)}" if protocol == "healed_replacement" else f"{i}↔{int(j)}"
+            (line,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+            assert np.allclose(line.get_ydata(), g.sort_values("heal_steps")["kl_after"])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "7←8, 8←7" in texts and "0←3" in texts and len(texts) == 4
+
+
+def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_path):
+    from swapkl.figures.test_agreement import plot_test_agreement, test_label
+
+    tests = ["replacement_max", "interchange", "healed_interchange", "interchange@toy-seed1"]
+    rows = [dict(model="toy", revision="step400", level="pair", test_a=a, test_b=b, n_items=30, n_boot=100,
+                 kendall=0.1 * (k + 1), kendall_ci_low=0.1 * k, kendall_ci_high=0.1 * (k + 2))
+            for k, (a, b) in enumerate((a, b) for x, a in enumerate(tests) for b in tests[x + 1:])]
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "ta", lambda p, q: plot_test_agreement(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert names == ["replacement (max)", "interchange", "interchange, healed", "interchange [toy-seed1]"]
+    assert test_label("replacement_max_block") == "replacement (max), per block"
+    m = ax.get_images()[0].get_array()
+    for r in rows:
+        a, b = tests.index(r["test_a"]), tests.index(r["test_b"])
+        assert m[a, b] == m[b, a] == pytest.approx(r["kendall"])
+    assert "rank alike" in fig._suptitle.get_text()
+
+
+def test_recovery_bars_at_the_table_values_with_guide_labels_and_no_legend_over_them(figs, tmp_path):
+    from swapkl.figures.recovery_figure import plot_recovery
+
+    rows = []
+    for guide, cost, healed in (("interchange", 0.57, 0.55), ("bi", 2.0, 1.2)):
+        rows.append(dict(model="toy", revision="step400", guide=guide, budget=2, removed_layers=[3, 5], phase="pruned",
+                         delta_ppl_pct=cost, net_recovery=np.nan))
+        rows.append(dict(model="toy", revision="step400", guide=guide, budget=2, removed_layers=[3, 5], phase="healed",
+                         delta_ppl_pct=healed, net_recovery=0.3))
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "rec", lambda p, q: plot_recovery(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    heights = [b.get_height() for b in ax.patches]
+    assert heights == pytest.approx([0.57, 2.0, 0.55, 1.2])
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[0].startswith("Interchange-guided") and "ShortGPT BI" in labels[1]
+    box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+    assert box.x0 >= ax.get_window_extent(fig.canvas.get_renderer()).x1  # beside the axes, over no bar
+    assert fig._suptitle.get_text().startswith("Recovery after pruning")
