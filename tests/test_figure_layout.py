@@ -546,3 +546,76 @@ def test_recovery_bars_at_the_table_values_with_guide_labels_and_no_legend_over_
     box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
     assert box.x0 >= ax.get_window_extent(fig.canvas.get_renderer()).x1  # beside the axes, over no bar
     assert fig._suptitle.get_text().startswith("Recovery after pruning")
+
+
+def _task_pruning_rows(n_docs: int = 100) -> pd.DataFrame:
+    rows = []
+    for task, base in (("copy", 0.86), ("next", 0.36)):
+        rows.append(dict(model="toy", revision="step400", calibration=task, calibration_kind="task", method="original",
+                         budget=0, n_layers=12, task=task, metric="acc", accuracy=base, n_docs=n_docs))
+        for method in ("bi", "accuracy", "interchange"):
+            for budget in ((1, 2, 3) if method != "interchange" else (3,)):  # the curve methods add budgets
+                rows.append(dict(model="toy", revision="step400", calibration=task, calibration_kind="task",
+                                 method=method, budget=budget, n_layers=12, task=task, metric="acc",
+                                 accuracy=base - 0.01 * budget * (1 + (method == "accuracy")), n_docs=n_docs))
+    return pd.DataFrame(rows)
+
+
+def test_gromov_curves_show_wilson_intervals_on_a_full_axis(figs, tmp_path):
+    """Accuracies on 100 items: each point with its 95% Wilson interval (recomputed here with scipy), the axis
+    0-100%, and no generative task named when none ran."""
+    from scipy.stats import binomtest
+    from swapkl.figures.task_pruning_figure import plot_gromov_curves
+
+    table = _task_pruning_rows()
+    fig = _draw(tmp_path, "gro", lambda p, q: plot_gromov_curves(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]  # task "copy"
+    assert ax.get_ylim() == (0.0, 100.0)
+    cont = next(c for c in ax.containers if c.get_label() == "accuracy-guided")
+    y = cont.lines[0].get_ydata()
+    segments = cont.lines[2][0].get_segments()
+    for value, seg in zip(y, segments):
+        ci = binomtest(round(value), 100).proportion_ci(method="wilson")
+        assert (seg[0][1], seg[1][1]) == pytest.approx((100 * ci.low, 100 * ci.high), abs=1e-9)
+    want = [86.0, 84.0, 82.0, 80.0]
+    assert np.allclose(y, want)
+    assert "GSM8K" not in fig._supxlabel.get_text() and "generative" not in fig._supxlabel.get_text()
+
+
+def test_task_specific_cells_in_whole_points_with_their_interval(figs, tmp_path):
+    from swapkl.figures.task_pruning_figure import plot_task_specific
+
+    table = _task_pruning_rows()
+    fig = _draw(tmp_path, "tsp", lambda p, q: plot_task_specific(table, p, q), figs)
+    _clean(fig)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "86\n[78, 91]" in texts  # binomtest(86, 100) Wilson: [77.9, 91.4]
+    assert not any("." in t.split("\n")[0] for t in texts if "[" in t)
+
+
+def test_downstream_scores_in_whole_points_coloured_against_sampling_noise(figs, tmp_path):
+    """Cells show the score in whole points; the colour is the change from the base model, its scale the largest
+    half-width of the base score's 95% Wilson interval (scipy's), so a 1-point change on 100 items is pale."""
+    from scipy.stats import binomtest
+    from swapkl.figures.downstream_figure import plot_downstream
+
+    rows = []
+    for phase, guide, budget, removed, scores in (("base", None, 0, [], (0.29, 0.84)),
+                                                  ("pruned", "interchange", 1, [6], (0.30, 0.83)),
+                                                  ("pruned", "bi", 2, [6, 8], (0.29, 0.70))):
+        for task, v in zip(("next", "cont"), scores):
+            rows.append(dict(model="toy", revision="step400", phase=phase, guide=guide, budget=budget,
+                             random_draw=None, fixed_set=None, checkpoint=None, removed_layers=removed, task=task,
+                             score=v, retention=v / 0.5, n=100))
+        rows.append(dict(rows[-1], task="average", score=float(np.mean(scores)), n=None))
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "ds", lambda p, q: plot_downstream(table, p, q, model="toy", revision="step400"), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[:3] == ["29", "84", "56.5"] and "70" in texts
+    half = max((lambda ci: (ci.high - ci.low) / 2)(binomtest(k, 100).proportion_ci(method="wilson")) for k in (29, 84))
+    im = ax.get_images()[0]
+    assert im.norm.vmax == pytest.approx(100 * half) and im.norm.vmin == pytest.approx(-100 * half)
+    assert im.get_array()[2, 1] == pytest.approx(-14.0) and im.get_array()[1, 0] == pytest.approx(1.0)
