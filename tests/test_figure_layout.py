@@ -619,3 +619,34 @@ def test_downstream_scores_in_whole_points_coloured_against_sampling_noise(figs,
     im = ax.get_images()[0]
     assert im.norm.vmax == pytest.approx(100 * half) and im.norm.vmin == pytest.approx(-100 * half)
     assert im.get_array()[2, 1] == pytest.approx(-14.0) and im.get_array()[1, 0] == pytest.approx(1.0)
+
+
+def test_optimal_search_says_when_every_method_found_the_same_sets(figs, tmp_path):
+    from swapkl.figures.optimal_search_figure import plot_optimal_search
+
+    rows = [dict(model="toy", revision="step400", n_layers=12, budget=n, method=m,
+                 removed_layers=[3] if n == 1 else ([3, 6] if m != "greedy" else [3, 7]), cost=5.8 + 0.001 * n,
+                 base_cost=5.81, gap_to_best=0.0, n_evals=10 * n, n_enumeration=12, bound=5.8, monotone_violations=0,
+                 certified=m == "exhaustive", objective="nll")
+            for n in (1, 2) for m in ("greedy", "beam", "best_first", "exhaustive")]
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "os", lambda p, q: plot_optimal_search(table, p, q), figs)
+    _clean(fig)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["all methods found the same\nblocks at n = 1"]
+    same = table.assign(removed_layers=[[3]] * len(table))
+    fig = _draw(tmp_path, "os2", lambda p, q: plot_optimal_search(same, p, q), figs)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["all methods found the same\nblocks at every budget"]
+
+
+@pytest.mark.parametrize("n_models", [2, 4])
+def test_scaling_says_when_there_are_too_few_models_for_a_trend(figs, tmp_path, n_models):
+    from swapkl.figures.scale import plot_scaling
+
+    table = pd.DataFrame(dict(model=[f"m{k}" for k in range(n_models)], n_params=[1e6 * 10 ** k for k in range(n_models)],
+                              gap_mean=np.linspace(0.01, 0.02, n_models), ratio_ir_mean=np.linspace(0.2, 0.3, n_models),
+                              position_encoding="rope"))
+    fig = _draw(tmp_path, "sc", lambda p, q: plot_scaling(table, p, q), figs)
+    _clean(fig)
+    offsets = fig.axes[0].collections[0].get_offsets()
+    assert np.allclose(offsets[:, 0], table["n_params"]) and np.allclose(offsets[:, 1], table["gap_mean"])
+    assert ("no trend with size" in fig._suptitle.get_text()) == (n_models < 3)

@@ -17,6 +17,8 @@ from swapkl.figures.palette import GREY
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 from swapkl.figures.figure_registry import on_table
 
+#: fewer models than this show no trend with size (the figure says so)
+MIN_TREND_MODELS = 3
 PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
 PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}
 
@@ -46,9 +48,13 @@ def plot_scaling(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
         axes[1].axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
         axes[0].axhline(0.0, color=GREY, linestyle="--", linewidth=1.0)
         axes[0].legend(title="position encoding", frameon=False, loc="best", fontsize=7)
-        fig.suptitle("Protocol gap across model families and sizes (adjacent pairs)")
+        few = len(df) < MIN_TREND_MODELS
+        fig.suptitle("Protocol gap across model families and sizes (adjacent pairs)"
+                     + (f"\nonly {len(df)} model{'s' if len(df) != 1 else ''}: no trend with size can be read from "
+                        "this" if few else ""))
         add_note(fig, "each dot: one model at its final checkpoint; gap > 0 and I/R < 1: swapping two neighbouring "
-                      "blocks disturbs the output less than overwriting one with the other")
+                      "blocks disturbs the output less than overwriting one with the other"
+                      + (f"; {len(df)} models, fewer than the {MIN_TREND_MODELS} a size trend needs" if few else ""))
         save_figure(fig, out_png, out_pdf)
 
 
