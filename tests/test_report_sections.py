@@ -114,3 +114,19 @@ def test_the_demo_report_numbers_only_the_sections_it_fills():
     drawn = {fig.section for fig in figures().values() if figure_instances(plan, fig.targets)}
     assert set(numbered) == drawn | {"scorecard", "tables"} and "weights" not in numbered
     assert [int(t.split(".")[0]) for t in numbered.values()] == list(range(1, len(numbered) + 1))
+
+
+def test_every_results_table_view_gets_its_own_caption_file():
+    """The HTML view of a results table carries the table's caption (report.smk table_report): every
+    table_report() names a caption file that exists, and no two tables share one."""
+    captions = []
+    for smk in RULES.glob("*.smk"):
+        text = smk.read_text()
+        captions += re.findall(r"(?<![\w.])table_report\(\s*(?:\"[^\"]*\"|[A-Z][A-Z0-9_]*),\s*\"([\w.]+)\"", text)
+        for m in re.finditer(r"(?<![\w.])results_tables\(([^)]*)\)", text):
+            captions += [f"{stem}_table.rst" for stem in re.findall(r"\w+=\"([\w/]+)\"", m.group(1))]
+    assert len(captions) >= 20
+    missing = [c for c in captions if not (RULES.parent / "report" / c).is_file()]
+    assert not missing and len(set(captions)) == len(captions), (missing, sorted(captions))
+    view = (RULES.parent / "report" / "table_html.rst").read_text()
+    assert "{{ snakemake.params.caption }}" in view
