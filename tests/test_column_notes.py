@@ -56,3 +56,9 @@ def test_the_table_page_lists_each_column_with_its_meaning(tmp_path):
     assert dict(zip(columns["column"], columns["meaning"])) == {
         "model": describe("model"), "d_inter": describe("d_inter"),
         "gap_fwd_mean_ci_low": "lower end of the 95% bootstrap CI of gap_fwd_mean"}
+
+
+def test_a_name_that_differs_between_tables_gets_each_tables_meaning():
+    assert describe("method", "jacobian").startswith("how the spectral norm")
+    assert describe("method", "seed003_tables").startswith("pruning method")
+    assert describe("method", "optimal_search").startswith("search method")

@@ -112,6 +112,8 @@ COLUMNS = {
     "kendall": "Kendall's tau",
     "pearson": "Pearson correlation (positive: agreement)",
     "pearson_paper_sign": "−pearson, the sign convention of the paper",
+    "pearson_all_blocks": "Pearson correlation over every block, the first and last included",
+    "pearson_all_blocks_paper_sign": "−pearson_all_blocks, the sign convention of the paper",
     "misranking_rate": "share of block pairs the two rankings order differently",
     "excluded_layers": "blocks left out of the rank statistics (the first and the last)",
     "n_ranked": "blocks ranked (m)",
@@ -147,6 +149,29 @@ COLUMNS = {
     "share_init": "1 − share_data",
     "n_chosen": "members whose pruned set removes the block",
     "share_chosen": "n_chosen / n_seeds",
+    # prompt-set convergence
+    "draws": "random subsets drawn per size",
+    "top_pair_share": "share of the draws whose lowest-KL pair is the full set's",
+    "top_kl": "the full set's lowest pair KL (nats)",
+    "top_kl_rel_width": "width of the 2.5-97.5% range of that pair's KL over draws, relative to top_kl",
+    # healed probes (the third test)
+    "base_protocol": "the protocol the healed variant starts from",
+    "heal_steps": "heal (LoRA) steps taken when this row was measured (0: before healing)",
+    "final": "whether this is the variant's last measured heal step",
+    "kl_before": "KL(p_base ‖ p_variant) before healing (nats)",
+    "kl_after": "KL(p_base ‖ p_variant) after heal_steps steps (nats)",
+    "fraction_recovered": "1 − kl_after / kl_before",
+    "gap_before": "the pair's protocol gap before healing (nats)",
+    "gap_after": "the pair's protocol gap after healing (nats)",
+    "too_few_items": "whether the two rankings have too few items to test",
+    # Jacobian norms
+    "iterations": "power iterations of the spectral-norm estimate",
+    "seq_len": "tokens per prompt",
+    "n_prompts": "prompts averaged",
+    "norm_mean": "||J_k||₂: largest singular value of the block's residual-update Jacobian, mean over prompts",
+    "norm_max": "||J_k||₂, largest over prompts",
+    "norm_min": "||J_k||₂, smallest over prompts",
+    "table": "which of the second paper's tables the row belongs to",
     # optimal removal sets
     "method": "search method (exhaustive, best-first, greedy SLEB-iterative, beam)",
     "cost": "the found set's cost (calibration NLL with the set removed)",
@@ -244,6 +269,9 @@ PER_TABLE = {
         "d_inter_mean": "member rows: mean over pairs of d_inter (nats)",
     },
     "relevance_stats": {"reference": "the representation score compared with (cosine of BI)"},
+    "jacobian": {"method": "how the spectral norm was computed (exact, or power iteration)",
+                 "eps": "finite-difference step of the estimate (null: exact Jacobian-vector products)"},
+    "seed003_pruning|seed003_tables": {"method": "pruning method (original = the unpruned model)"},
 }
 
 #: suffix rules, in order: (pattern on the name, meaning with {0} for the base column's name)

@@ -72,7 +72,8 @@ def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 50
             "integers. Numbers are shown to four significant digits; the file holds every digit. What each column "
             "means: <a href='#columns'>Columns</a>, below the rows.</p>"
             f"{body.to_html(index=False, escape=True, border=0)}"
-            f"<h3 id='columns'>Columns</h3><table><tr><th>column</th><th>type</th><th>meaning</th></tr>{cols}"
+            f"<h3 id='columns'>Columns</h3><table><tr><th {left}>column</th><th {left}>type</th>"
+            f"<th {left}>meaning</th></tr>{cols}"
             "</table>"
             f"<h3>Provenance</h3><pre>{html.escape(json.dumps(prov, indent=1, sort_keys=True, default=str))}</pre>"
             "</body></html>\n")
