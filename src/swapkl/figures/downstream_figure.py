@@ -83,7 +83,8 @@ def plot_downstream(table: pd.DataFrame | str, out_png, out_pdf, *, model: str, 
         fig.colorbar(im, ax=ax, label="change from the\nbase model (points)", shrink=0.8, extend="both")
         fit_title(fig, f"Downstream task scores of {model} @ {revision}: base, pruned and healed models")
         add_note(fig, "Pruned rows: a guide's n removed blocks ('without i, j'), scored on the probe engine; healed "
-                      "rows: merged LoRA checkpoints reloaded (control: the unpruned model healed alike). Score: acc_norm "
+                      "rows: merged LoRA checkpoints reloaded (control: the unpruned model healed alike). "
+                      "Score: acc_norm "
                       "where lm-eval reports it, else acc. Colour: "
                       f"the change from the base model, full at ±{scale:.0f} points, the largest half-width of the "
                       "base score's 95% Wilson interval: paler cells differ from the base by less than sampling "

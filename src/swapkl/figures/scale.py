@@ -208,7 +208,8 @@ def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Pa
         fig.suptitle("Residual Jacobian spectral norms and swap distances")
         clipped = ""
         if len(far):
-            listed = ", ".join(f"{r['model']} block {int(r['block'])} ({r['norm_mean']:.3g})" for _, r in far.iterrows())
+            listed = ", ".join(f"{r['model']} block {int(r['block'])} ({r['norm_mean']:.3g})"
+                               for _, r in far.iterrows())
             clipped = (f"; off the axes, at their edge (triangle; right: dotted line): {listed}, more than "
                        f"{JACOBIAN_FAR:g} times any other block's norm. ||J_k|| is relative to the scale of the "
                        "block's input, and the first block reads the token embeddings, not the residual stream that "

@@ -26,7 +26,8 @@ TEST_LABELS = {
     "accrel": "accuracy relevance",
 }
 #: how the protocols of the healed table read in a title
-PROTOCOL_TITLES = {"healed_replacement": "Replacement M(i←j), healed", "healed_interchange": "Interchange M(i↔j), healed",
+PROTOCOL_TITLES = {"healed_replacement": "Replacement M(i←j), healed",
+                   "healed_interchange": "Interchange M(i↔j), healed",
                    "healed_deletion": "Deletion M(−i), healed"}
 
 
