@@ -46,6 +46,7 @@ def _search_table() -> pd.DataFrame:
         for n in (1, 2, 3):
             for k, method in enumerate(METHODS):
                 rows.append(dict(model=model, revision="step400", n_layers=12, budget=n, method=method,
+                                 removed_layers=[k + b for b in range(n)],  # a different set per method
                                  cost=5.3 + rng.uniform(0, 0.01), base_cost=5.31, n_evals=int(12 * n + 7 * k)))
     return pd.DataFrame(rows).sample(frac=1.0, random_state=1)
 

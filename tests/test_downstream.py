@@ -252,11 +252,12 @@ def test_table_figure_shows_the_scores_of_every_model(table, tmp_path, monkeypat
     assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == TASKS + [AVERAGE]
     cells = np.array([t.get_text() for t in ax.texts]).reshape(len(labels), len(TASKS) + 1)
     for i, (key, rows) in enumerate(_models(table)):
-        assert cells[i].tolist() == [f"{rows.loc[t, 'score']:.3f}" for t in TASKS + [AVERAGE]], key
-    shown = ax.get_images()[0].get_array()
+        assert cells[i].tolist() == [f"{100 * rows.loc[t, 'score']:.0f}" for t in TASKS] + \
+            [f"{100 * rows.loc[AVERAGE, 'score']:.1f}"], key
+    shown = ax.get_images()[0].get_array()  # the change from the base model, in points
     base = _models(table)[0][1]
-    np.testing.assert_allclose(shown[3], np.clip((_models(table)[3][1].loc[TASKS + [AVERAGE], "retention"]).to_numpy(),
-                                                 0.5, 1.5))
+    np.testing.assert_allclose(shown[3], 100 * (_models(table)[3][1].loc[TASKS + [AVERAGE], "score"]
+                                                - base.loc[TASKS + [AVERAGE], "score"]).to_numpy(), atol=1e-9)
     assert base.loc[AVERAGE, "retention"] == 1.0
 
 

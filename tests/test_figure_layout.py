@@ -18,7 +18,7 @@ from swapkl.figures.trajectory import plot_gap_trajectory
 from swapkl.figures.heatmaps import plot_heatmaps
 from swapkl.figures.ratio_figure import plot_ratio_by_distance
 from swapkl.figures.seeds_figure import plot_seed_band
-from swapkl.figures.palette import GREY
+from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures import pruning_figure as pfig
 from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_zscores
@@ -84,20 +84,35 @@ def test_ratio_and_deletion(agg, figs, tmp_path):
 
 @pytest.mark.parametrize("seeds", [(0, 1, 2), (0, 1)])
 def test_seed_band(figs, tmp_path, seeds):
-    """The min and max lines are drawn, at the table's values, only where three or more seeds are: with two
-    they would be the two seeds' own lines, drawn again."""
+    """Three seeds: the mean +- sd band, and the min and max lines at the table's values, over the grey single
+    seeds. Two seeds: no spread statistic at all (no band, no sd, no min/max, no mean): each seed drawn as its
+    own line, labelled with its seed, at its member rows' values."""
+    from matplotlib.collections import PolyCollection
+
     table = syn.seeds_table(seeds=seeds)
     fig = _draw(tmp_path, "seeds", lambda p, q: plot_seed_band(table, p, q, family="fam"), figs)
     _clean(fig)
     ax = fig.axes[0]  # gap, both directions, adjacent pairs
     fam = table[(table["kind"] == "family") & (table["pair_set"] == "adjacent")].sort_values("step")
-    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    members = table[(table["kind"] == "member") & (table["pair_set"] == "adjacent")]
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--" and to_hex(line.get_color()) == to_hex(BLUE)]
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     if len(seeds) == 2:
-        assert dashed == []
+        assert dashed == [] and bands == []
+        assert not any("sd" in t or "over seeds" in t or "min" in t or "W" in t for t in legend), legend
+        for seed in seeds:
+            line = next(ln for ln in ax.get_lines() if ln.get_label() == f"seed {seed}")
+            m = members[members["seed"] == seed].sort_values("step")
+            assert list(line.get_xdata()) == list(m["step"]) and list(line.get_ydata()) == list(m["gap_mean"])
+        assert f"seed {seeds[0]}" in legend and "no spread statistic" in fig._supxlabel.get_text()
     else:
         assert [list(line.get_ydata()) for line in dashed] == [list(fam["gap_seed_min"]), list(fam["gap_seed_max"])]
-    singles = [line for line in ax.get_lines() if to_hex(line.get_color()) == to_hex(GREY)]
-    assert len(singles) == len(seeds)
+        assert len(bands) == 1
+        top = bands[0].get_paths()[0].vertices[:, 1]
+        assert np.isclose(top.max(), (fam["gap_seed_mean"] + fam["gap_seed_sd"]).max())
+        singles = [line for line in ax.get_lines() if to_hex(line.get_color()) == to_hex(GREY)]
+        assert len(singles) == len(seeds)
 
 
 # ------------------------------------------------------------------ plotted data against direct computations
@@ -107,7 +122,7 @@ def _ppl_pct(nll, base, tok):
     return 100 * (np.exp(np.sum(nll) / np.sum(tok)) / np.exp(np.sum(base) / np.sum(tok)) - 1)
 
 
-def test_pruning_ratio_draws_the_difference_of_costs(figs, tmp_path):
+def test_pruning_difference_draws_the_difference_of_costs(figs, tmp_path):
     """The panel's points are ΔPPL%(interchange) − ΔPPL%(replacement, max), from the stored window sums; no
     ratio of the signed costs (which are negative at n = 1 here) is drawn."""
     df = syn.pruning_table()
@@ -137,20 +152,45 @@ def test_pruning_ratio_column_only_where_both_costs_are_clearly_positive():
     assert ((ir["ir_diff_ci_low"] <= ir["ir_diff"]) & (ir["ir_diff"] <= ir["ir_diff_ci_high"])).all()
 
 
+def _cost_points(ax) -> dict[str, tuple[float, float]]:
+    """rule label -> (x, y) of every error-bar point of one pruning-cost panel."""
+    out = {}
+    for c in ax.containers:
+        x, y = c.lines[0].get_data()
+        out[c.get_label()] = (float(x[0]), float(y[0]))
+    return out
+
+
 def test_pruning_cost_styles_come_from_the_registry(figs, tmp_path):
+    """One panel per budget and quantity, one line per rule, grouped under its family's bold header in the
+    registry's family order, in the registry's colour and marker; every point at its table value."""
     df = syn.pruning_table()
     fig = _draw(tmp_path, "cost", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
     _clean(fig)
-    handles = dict(zip(*reversed(fig.axes[0].get_legend_handles_labels())))
+    budgets = sorted(set(df["budget"]) - {0})
+    assert len(fig.axes) == 2 * len(budgets)
     plotted = [g for g in registered() if g.plotted]
-    for g in plotted:
-        line = handles[g.label].lines[0]  # the errorbar's data line
-        assert (to_hex(line.get_color()), line.get_marker()) == (to_hex(g.colour), g.marker), g.name
+    g16 = df[df["revision"] == "step16000"]
+    for r, column in enumerate(("delta_ppl_pct", "kl_mean")):
+        for c, n in enumerate(budgets):
+            ax = fig.axes[r * len(budgets) + c]
+            points = _cost_points(ax)
+            for g in plotted:
+                label = pfig.cost_label(g.label)
+                line = next(cont for cont in ax.containers if cont.get_label() == label).lines[0]
+                assert (to_hex(line.get_color()), line.get_marker()) == (to_hex(g.colour), g.marker), g.name
+                want = g16[(g16["guide"] == g.name) & (g16["budget"] == n)][column].iloc[0]
+                assert points[label][0] == pytest.approx(want, rel=1e-12), (g.name, column, n)
     assert len({(g.colour, g.marker) for g in plotted}) == len(plotted), "two guides look alike"
-    headers = [t for t in fig.legends[0].get_texts() if t.get_fontweight() == "bold"]
-    assert [t.get_text() for t in headers] == [f.label for f in FAMILIES.values()]
-    for ax in fig.axes:  # no "10^0"-style ticks on the symmetric-log axes
-        assert not any("^" in t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels())
+    ticks = fig.axes[0].get_yticklabels()
+    headers = [t.get_text() for t in ticks if t.get_fontweight() == "bold"]
+    assert headers == [f.label for f in FAMILIES.values() if any(g.family == f.name for g in plotted)]
+    rows = [t.get_text() for t in ticks]
+    for g in plotted:  # each rule sits under its own family's header
+        family_header = FAMILIES[g.family].label
+        k = rows.index(pfig.cost_label(g.label))
+        assert max(h for h in range(k) if rows[h] in headers and ticks[h].get_fontweight() == "bold") \
+            == rows.index(family_header), g.name
 
 
 def test_agreement_cells_show_the_spearman_of_the_scores(figs, tmp_path):
@@ -250,35 +290,32 @@ def test_training_curves_layout(figs, tmp_path):
 
 
 def test_pruning_cost_keeps_the_guides_readable_beside_the_anti_guided_bound(figs, tmp_path):
-    """The anti-guided bound costs +250% while the guides cost 0.1-6% (growing like n², as in demo runs): on a
-    linear axis a guide's four points would share about 1% of its height; the line panels go symmetric-log,
-    and the guide's points spread over a readable part of the panel (measured on the canvas)."""
+    """The anti-guided bound costs +250% while the guides cost 0.15-1% at n = 1 (growing like n², as in demo
+    runs): on an axis reaching 250 the n = 1 guides would share 0.4% of a panel's width. The bound is drawn at the
+    panel's right edge with its value written, and the guides spread over the panel (measured on the canvas)."""
     df = syn.pruning_table()
     df = df[df["revision"] == "step16000"].copy()
     ranks = {g.name: k for k, g in enumerate(registered())}
     cost = df["guide"].map(ranks).fillna(0) % 5 * 0.1 + 0.15
     cost = np.where(df["guide"] == "anti_interchange", 250.0, cost * df["budget"] ** 2)
-    kl = np.where(df["guide"] == "anti_interchange", 2.0, 0.004 * df["budget"] * (1 + df["guide"].map(ranks).fillna(0) % 5))
-    df["delta_ppl_pct"], df["kl_mean"] = cost, kl
+    df["delta_ppl_pct"] = cost
     df["delta_ppl_pct_ci_low"], df["delta_ppl_pct_ci_high"] = cost - 0.05, cost + 0.05
-    df["kl_ci_low"], df["kl_ci_high"] = kl * 0.9, kl * 1.1
+    df.loc[df["guide"] == "random_mean", "delta_ppl_pct_sd"] = 0.05
     fig = _draw(tmp_path, "anti", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
     _clean(fig)
-    label = next(g.label for g in registered() if g.name == "interchange")
-    for ax, column in zip(fig.axes[:2], ("delta_ppl_pct", "kl_mean")):
-        assert ax.get_yscale() == "symlog", column
-        assert "symmetric log scale" in ax.get_ylabel()
-        line = dict(zip(*reversed(ax.get_legend_handles_labels())))[label].lines[0]
-        want = df[(df["guide"] == "interchange") & (df["budget"] > 0)].sort_values("budget")[column].to_numpy()
-        assert np.allclose(line.get_ydata(), want)
-        y = ax.transData.transform(np.c_[line.get_xdata(), line.get_ydata()])[:, 1]
-        assert (y.max() - y.min()) / ax.bbox.height > 0.2, f"the interchange guide is squeezed ({column})"
-        lo, hi = ax.get_ylim()
-        assert (want.max() - want.min()) / (hi - lo) < 0.05  # what a linear axis of this range would leave it
-    # without the far bound the same panel stays linear
+    anti = pfig.cost_label(next(g.label for g in registered() if g.name == "anti_interchange"))
+    for c, n in enumerate((1, 2, 3, 4)):
+        ax = fig.axes[c]
+        points = _cost_points(ax)
+        assert anti not in points
+        assert [t.get_text() for t in ax.texts] == ["250 →"]
+        guides = df[(df["budget"] == n) & ~df["guide"].isin(["anti_interchange", "base"])]["delta_ppl_pct"]
+        lo, hi = ax.get_xlim()
+        assert hi < 250 and (guides.max() - guides.min()) / (hi - lo) > 0.3, n
+    # without the far bound nothing is cut off
     plain = df[df["guide"] != "anti_interchange"]
     fig = _draw(tmp_path, "noanti", lambda p, q: pfig.plot_delta_ppl(plain, "toy", "step16000", p, q), figs)
-    assert fig.axes[0].get_yscale() == "linear"
+    assert not any(ax.texts for ax in fig.axes)
 
 
 def test_rank_confusion_of_a_three_block_model_says_there_is_nothing_to_rank(figs, tmp_path):
@@ -299,3 +336,317 @@ def test_rank_confusion_of_a_three_block_model_says_there_is_nothing_to_rank(fig
     assert "No rank statistics" in texts
     assert not fig.axes[0].images and not fig.axes[0].axison
     assert not [ln for ln in fig.axes[1].get_lines() if "chance" in ln.get_label()]
+
+
+def test_deletion_and_bi_each_have_their_own_log_axis(agg, figs, tmp_path):
+    """No twin axes: deletion KL and BI are drawn on two panels, each at the aggregate's values, both on log
+    axes at every checkpoint (step0's narrow KL range included), and the rank panel ranks the same values."""
+    from scipy.stats import rankdata
+
+    for rev in ("step0", "step1000"):
+        fig = _draw(tmp_path, f"del{rev}", lambda p, q: plot_deletion_vs_bi(agg, p, q, model="toy", revision=rev),
+                    figs)
+        _clean(fig)
+        assert len(fig.axes) == 3  # a twin axis would be a fourth
+        kl_ax, rank_ax, bi_ax = fig.axes
+        d = agg[(agg["kind"] == "directed") & (agg["revision"] == rev) & (agg["protocol"] == "deletion")]
+        d = d.sort_values("layer_i")
+        r = agg[(agg["kind"] == "repr") & (agg["revision"] == rev) & (agg["metric"] == "bi") & (agg["width"] == 1)]
+        r = r.sort_values("layer_i")
+        (kl_line,), (bi_line,) = kl_ax.get_lines(), bi_ax.get_lines()
+        assert np.array_equal(kl_line.get_ydata(), d["kl_mean"].to_numpy(float))
+        assert np.array_equal(bi_line.get_ydata(), r["value"].to_numpy(float))
+        assert kl_ax.get_yscale() == bi_ax.get_yscale() == "log"
+        xy = rank_ax.collections[0].get_offsets()
+        assert np.array_equal(xy[:, 0], rankdata(-r["value"].to_numpy(float)))
+        assert np.array_equal(xy[:, 1], rankdata(-d["kl_mean"].to_numpy(float)))
+
+
+@pytest.mark.parametrize("gap", ["max", "fwd"])
+def test_gap_trajectory_draws_the_share_on_its_own_axis(agg, figs, tmp_path, gap):
+    """The largest pair's share of the summed gap (above 1 when other gaps are negative) has a row of its own,
+    at the table's values; the ratio row keeps the dimensionless ratios only; the two gap definitions' titles
+    differ."""
+    from swapkl.probes.aggregate import trajectory
+
+    fig = _draw(tmp_path, "traj", lambda p, q: plot_gap_trajectory(agg, p, q, model="toy", gap=gap), figs)
+    prefix = "gap" if gap == "max" else "gap_fwd"
+    t = trajectory(agg, "toy")
+    t = t[t["pair_set"] == "adjacent"]
+    n_sets = len(set(trajectory(agg, "toy")["pair_set"]))
+    ratios, shares = fig.axes[2 * n_sets], fig.axes[3 * n_sets]
+    (share,) = [ln for ln in shares.get_lines() if len(ln.get_xdata()) == len(t)]
+    assert np.allclose(share.get_xdata(), t["step"].to_numpy(float))
+    assert np.allclose(share.get_ydata(), t[f"{prefix}_max_share"].to_numpy(float), equal_nan=True)
+    assert not any("share" in ln.get_label() for ln in ratios.get_lines())
+    title = fig._suptitle.get_text().replace("\n", " ")
+    assert ("larger of both directions" in title) == (gap == "max") and ("one direction only" in title) == (gap == "fwd")
+
+
+def test_ratio_by_distance_shows_the_pairs_behind_each_median(agg, figs, tmp_path):
+    """A bottom panel counts the pairs with a finite ratio at each distance, as the aggregate's pair rows do;
+    medians of fewer than three pairs are hollow."""
+    fig = _draw(tmp_path, "rn", lambda p, q: plot_ratio_by_distance(agg, p, q, model="toy"), figs)
+    _clean(fig)
+    ax, ax_n = fig.axes
+    pairs = agg[(agg["kind"] == "pair") & np.isfinite(agg["ratio_ir"].astype(float))]
+    want = pairs.groupby(["revision", "distance"]).size().groupby("distance").max()
+    bars = {round(b.get_x() + b.get_width() / 2): b.get_height() for b in ax_n.patches}
+    assert bars == {int(d): int(n) for d, n in want.items()}
+    assert [t.get_text() for t in ax_n.texts] == [str(int(n)) for n in want]
+
+
+def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path):
+    """The full-set point (n = n_seqs, rho = 1 by construction) is drawn apart (hollow), the others at the table's
+    medians; the rank axis reaches down to 0, so medians of 0.993-1.000 are not stretched over the panel."""
+    from swapkl.figures.scale import plot_convergence
+
+    rows = []
+    for protocol, base in (("replacement", 0.993), ("interchange", 0.996)):
+        for n in (4, 8, 16, 32):
+            med = 1.0 if n == 32 else base + 0.001 * np.log2(n)
+            rows.append(dict(model="toy", revision="step400", protocol=protocol, n=n, n_seqs=32, draws=50, n_pairs=30,
+                             spearman_median=med, spearman_q05=med - 0.002 * (n < 32), spearman_q95=min(1.0, med + 0.001),
+                             top_pair_share=1.0 if n == 32 else 0.5 + 0.01 * n, top_kl=0.01, top_kl_rel_width=0.1))
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "conv", lambda p, q: plot_convergence(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo <= 0.0 and 1.0 <= hi
+    for protocol in ("replacement", "interchange"):
+        sub = table[(table["protocol"] == protocol)]
+        cont = next(c for c in ax.containers if c.get_label() == f"toy@step400 {protocol}")
+        x, y = cont.lines[0].get_data()
+        assert list(x) == [4, 8, 16] and np.allclose(y, sub[sub["n"] < 32]["spearman_median"])
+    hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "white"]
+    assert len(hollow) == 2 and all(list(ln.get_xdata()) == [32] and list(ln.get_ydata()) == [1.0] for ln in hollow)
+    assert "1 by construction" in fig._supxlabel.get_text()
+
+
+def test_jacobian_draws_a_far_block_at_the_edge_with_its_value(figs, tmp_path):
+    """Block 0 at 2e7 beside blocks at 0.4-10: the axis ends within a decade of the others, block 0 sits at the
+    edge with its value written and named in the note; every other block at its table value."""
+    from swapkl.figures.scale import plot_jacobian
+
+    rng = np.random.default_rng(2)
+    norms = np.r_[2.05e7, rng.uniform(0.4, 10.0, 11)]
+    table = pd.DataFrame(dict(model="toy", revision="step400", method="exact", block=np.arange(12), norm_mean=norms))
+    pairs = pd.DataFrame([dict(kind="pair", model="toy", revision="step400", layer_i=i, layer_j=i + 1, distance=1,
+                               d_repl_max=0.01 * (i + 1), d_inter=0.001 * (i + 1), duplicate_of=None)
+                          for i in range(11)])
+    fig = _draw(tmp_path, "jac", lambda p, q: plot_jacobian(table, pairs, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    (line,) = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 12]
+    assert np.allclose(line.get_ydata()[1:], norms[1:])
+    top = ax.get_ylim()[1]
+    assert top < 10 * norms[1:].max() and line.get_ydata()[0] <= top
+    assert [t.get_text() for t in ax.texts] == ["block 0: 2.05e+07"]
+    assert "toy block 0 (2.05e+07)" in fig._supxlabel.get_text()
+
+
+def test_relevance_zscores_colour_scale_spans_the_inner_blocks(figs, tmp_path):
+    """Block 0 (AccRel 0.9 beside 0-0.3) saturates; the scale is ± the largest |z| of blocks 1..L-2, computed here
+    from the relevance rows, and the saturated cells carry their value."""
+    rel, _ = syn.relevance_tables()
+    fig = _draw(tmp_path, "zs", lambda p, q: plot_relevance_zscores(rel, p, q, model="toy", revision="step16000"), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    im = ax.get_images()[0]
+    table = rel.pivot_table(index="task", columns="layer", values="relevance")
+    z = table.sub(table.mean(axis=1), axis=0).div(table.std(axis=1, ddof=0), axis=0)
+    lim = z.loc[:, 1:10].abs().to_numpy().max()
+    assert im.norm.vmax == pytest.approx(lim) and im.norm.vmin == pytest.approx(-lim)
+    assert np.allclose(im.get_array(), z.to_numpy())
+    beyond = [(j, i) for i, row in enumerate(z.to_numpy()) for j, v in enumerate(row) if abs(v) > lim * (1 + 1e-9)]
+    assert sorted((round(t.get_position()[0]), round(t.get_position()[1])) for t in ax.texts) == sorted(beyond)
+    assert all(j in (0, 11) for j, _ in beyond) and any(j == 0 for j, _ in beyond)
+
+
+def test_points_on_top_of_each_other_share_one_label():
+    from swapkl.figures.labels import merged_labels
+
+    xy = np.array([[0.0, 0.0], [4.0, 0.0], [8.0, 0.0], [50.0, 0.0], [50.0, 30.0]])
+    assert merged_labels(xy, [3, 1, 7, 2, 9], merge_px=5) == [(0, "3, 1, 7"), (3, "2"), (4, "9")]
+
+
+def _healed_table() -> pd.DataFrame:
+    """Healed curves of five replacement variants (two ending on the same KL), two interchange and two deletion."""
+    rows = []
+    variants = [("healed_replacement", 0, 3, 1.8), ("healed_replacement", 3, 0, 0.35), ("healed_replacement", 7, 8, 3.3e-3),
+                ("healed_replacement", 8, 7, 3.3e-3), ("healed_replacement", 5, 6, 1.6e-3),
+                ("healed_interchange", 0, 3, 2.0), ("healed_interchange", 5, 6, 6e-5),
+                ("healed_deletion", 0, None, 1.7), ("healed_deletion", 6, None, 2.4e-3)]
+    for protocol, i, j, kl in variants:
+        for steps in (0, 5, 10):
+            rows.append(dict(model="toy", revision="step400", protocol=protocol, layer_i=i, layer_j=j, heal_steps=steps,
+                             kl_after=kl * (1 - 0.01 * steps)))
+    return pd.DataFrame(rows)
+
+
+def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
+    """Readable titles (no internal protocol names), every curve at the table's values, and variants that end on
+    the same KL share one end label instead of overprinting."""
+    from swapkl.figures.test_agreement import PROTOCOL_TITLES, plot_healed_curves
+
+    table = _healed_table()
+    fig = _draw(tmp_path, "heal", lambda p, q: plot_healed_curves(table, p, q), figs)
+    _clean(fig)
+    assert "third test" in fig._suptitle.get_text()
+    for ax, protocol in zip(fig.axes, ("healed_replacement", "healed_interchange", "healed_deletion")):
+        assert ax.get_title() == PROTOCOL_TITLES[protocol] and "_" not in ax.get_title()
+        rows = table[table["protocol"] == protocol]
+        for (i, j), g in rows.groupby(["layer_i", "layer_j"], dropna=False):
+            label = f"{i}" if pd.isna(j) else f"{i}←{int(j)}" if protocol == "healed_replacement" else f"{i}↔{int(j)}"
+            (line,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+            assert np.allclose(line.get_ydata(), g.sort_values("heal_steps")["kl_after"])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "7←8, 8←7" in texts and "0←3" in texts and len(texts) == 4
+
+
+def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_path):
+    from swapkl.figures.test_agreement import plot_test_agreement, test_label
+
+    tests = ["replacement_max", "interchange", "healed_interchange", "interchange@toy-seed1"]
+    rows = [dict(model="toy", revision="step400", level="pair", test_a=a, test_b=b, n_items=30, n_boot=100,
+                 kendall=0.1 * (k + 1), kendall_ci_low=0.1 * k, kendall_ci_high=0.1 * (k + 2))
+            for k, (a, b) in enumerate((a, b) for x, a in enumerate(tests) for b in tests[x + 1:])]
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "ta", lambda p, q: plot_test_agreement(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert names == ["replacement (max)", "interchange", "interchange, healed", "interchange [toy-seed1]"]
+    assert test_label("replacement_max_block") == "replacement (max), per block"
+    m = ax.get_images()[0].get_array()
+    for r in rows:
+        a, b = tests.index(r["test_a"]), tests.index(r["test_b"])
+        assert m[a, b] == m[b, a] == pytest.approx(r["kendall"])
+    assert "rank alike" in fig._suptitle.get_text()
+
+
+def test_recovery_bars_at_the_table_values_with_guide_labels_and_no_legend_over_them(figs, tmp_path):
+    from swapkl.figures.recovery_figure import plot_recovery
+
+    rows = []
+    for guide, cost, healed in (("interchange", 0.57, 0.55), ("bi", 2.0, 1.2)):
+        rows.append(dict(model="toy", revision="step400", guide=guide, budget=2, removed_layers=[3, 5], phase="pruned",
+                         delta_ppl_pct=cost, net_recovery=np.nan))
+        rows.append(dict(model="toy", revision="step400", guide=guide, budget=2, removed_layers=[3, 5], phase="healed",
+                         delta_ppl_pct=healed, net_recovery=0.3))
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "rec", lambda p, q: plot_recovery(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    heights = [b.get_height() for b in ax.patches]
+    assert heights == pytest.approx([0.57, 2.0, 0.55, 1.2])
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[0].startswith("Interchange-guided") and "ShortGPT BI" in labels[1]
+    box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+    assert box.x0 >= ax.get_window_extent(fig.canvas.get_renderer()).x1  # beside the axes, over no bar
+    assert fig._suptitle.get_text().startswith("Recovery after pruning")
+
+
+def _task_pruning_rows(n_docs: int = 100) -> pd.DataFrame:
+    rows = []
+    for task, base in (("copy", 0.86), ("next", 0.36)):
+        rows.append(dict(model="toy", revision="step400", calibration=task, calibration_kind="task", method="original",
+                         budget=0, n_layers=12, task=task, metric="acc", accuracy=base, n_docs=n_docs))
+        for method in ("bi", "accuracy", "interchange"):
+            for budget in ((1, 2, 3) if method != "interchange" else (3,)):  # the curve methods add budgets
+                rows.append(dict(model="toy", revision="step400", calibration=task, calibration_kind="task",
+                                 method=method, budget=budget, n_layers=12, task=task, metric="acc",
+                                 accuracy=base - 0.01 * budget * (1 + (method == "accuracy")), n_docs=n_docs))
+    return pd.DataFrame(rows)
+
+
+def test_gromov_curves_show_wilson_intervals_on_a_full_axis(figs, tmp_path):
+    """Accuracies on 100 items: each point with its 95% Wilson interval (recomputed here with scipy), the axis
+    0-100%, and no generative task named when none ran."""
+    from scipy.stats import binomtest
+    from swapkl.figures.task_pruning_figure import plot_gromov_curves
+
+    table = _task_pruning_rows()
+    fig = _draw(tmp_path, "gro", lambda p, q: plot_gromov_curves(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]  # task "copy"
+    assert ax.get_ylim() == (0.0, 100.0)
+    cont = next(c for c in ax.containers if c.get_label() == "accuracy-guided")
+    y = cont.lines[0].get_ydata()
+    segments = cont.lines[2][0].get_segments()
+    for value, seg in zip(y, segments):
+        ci = binomtest(round(value), 100).proportion_ci(method="wilson")
+        assert (seg[0][1], seg[1][1]) == pytest.approx((100 * ci.low, 100 * ci.high), abs=1e-9)
+    want = [86.0, 84.0, 82.0, 80.0]
+    assert np.allclose(y, want)
+    assert "GSM8K" not in fig._supxlabel.get_text() and "generative" not in fig._supxlabel.get_text()
+
+
+def test_task_specific_cells_in_whole_points_with_their_interval(figs, tmp_path):
+    from swapkl.figures.task_pruning_figure import plot_task_specific
+
+    table = _task_pruning_rows()
+    fig = _draw(tmp_path, "tsp", lambda p, q: plot_task_specific(table, p, q), figs)
+    _clean(fig)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "86\n[78, 91]" in texts  # binomtest(86, 100) Wilson: [77.9, 91.4]
+    assert not any("." in t.split("\n")[0] for t in texts if "[" in t)
+
+
+def test_downstream_scores_in_whole_points_coloured_against_sampling_noise(figs, tmp_path):
+    """Cells show the score in whole points; the colour is the change from the base model, its scale the largest
+    half-width of the base score's 95% Wilson interval (scipy's), so a 1-point change on 100 items is pale."""
+    from scipy.stats import binomtest
+    from swapkl.figures.downstream_figure import plot_downstream
+
+    rows = []
+    for phase, guide, budget, removed, scores in (("base", None, 0, [], (0.29, 0.84)),
+                                                  ("pruned", "interchange", 1, [6], (0.30, 0.83)),
+                                                  ("pruned", "bi", 2, [6, 8], (0.29, 0.70))):
+        for task, v in zip(("next", "cont"), scores):
+            rows.append(dict(model="toy", revision="step400", phase=phase, guide=guide, budget=budget,
+                             random_draw=None, fixed_set=None, checkpoint=None, removed_layers=removed, task=task,
+                             score=v, retention=v / 0.5, n=100))
+        rows.append(dict(rows[-1], task="average", score=float(np.mean(scores)), n=None))
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "ds", lambda p, q: plot_downstream(table, p, q, model="toy", revision="step400"), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[:3] == ["29", "84", "56.5"] and "70" in texts
+    half = max((lambda ci: (ci.high - ci.low) / 2)(binomtest(k, 100).proportion_ci(method="wilson")) for k in (29, 84))
+    im = ax.get_images()[0]
+    assert im.norm.vmax == pytest.approx(100 * half) and im.norm.vmin == pytest.approx(-100 * half)
+    assert im.get_array()[2, 1] == pytest.approx(-14.0) and im.get_array()[1, 0] == pytest.approx(1.0)
+
+
+def test_optimal_search_says_when_every_method_found_the_same_sets(figs, tmp_path):
+    from swapkl.figures.optimal_search_figure import plot_optimal_search
+
+    rows = [dict(model="toy", revision="step400", n_layers=12, budget=n, method=m,
+                 removed_layers=[3] if n == 1 else ([3, 6] if m != "greedy" else [3, 7]), cost=5.8 + 0.001 * n,
+                 base_cost=5.81, gap_to_best=0.0, n_evals=10 * n, n_enumeration=12, bound=5.8, monotone_violations=0,
+                 certified=m == "exhaustive", objective="nll")
+            for n in (1, 2) for m in ("greedy", "beam", "best_first", "exhaustive")]
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "os", lambda p, q: plot_optimal_search(table, p, q), figs)
+    _clean(fig)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["all methods found the same\nblocks at n = 1"]
+    same = table.assign(removed_layers=[[3]] * len(table))
+    fig = _draw(tmp_path, "os2", lambda p, q: plot_optimal_search(same, p, q), figs)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["all methods found the same\nblocks at every budget"]
+
+
+@pytest.mark.parametrize("n_models", [2, 4])
+def test_scaling_says_when_there_are_too_few_models_for_a_trend(figs, tmp_path, n_models):
+    from swapkl.figures.scale import plot_scaling
+
+    table = pd.DataFrame(dict(model=[f"m{k}" for k in range(n_models)], n_params=[1e6 * 10 ** k for k in range(n_models)],
+                              gap_mean=np.linspace(0.01, 0.02, n_models), ratio_ir_mean=np.linspace(0.2, 0.3, n_models),
+                              position_encoding="rope"))
+    fig = _draw(tmp_path, "sc", lambda p, q: plot_scaling(table, p, q), figs)
+    _clean(fig)
+    offsets = fig.axes[0].collections[0].get_offsets()
+    assert np.allclose(offsets[:, 0], table["n_params"]) and np.allclose(offsets[:, 1], table["gap_mean"])
+    assert ("no trend with size" in fig._suptitle.get_text()) == (n_models < 3)

@@ -136,8 +136,18 @@ def test_step_axis_shows_step0_left_of_first_step():
     assert x0 < x1 < x2
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1k", "16k", "143k"]
     ax2 = Figure().subplots()
-    set_step_axis(ax2, [1000, 2000])
+    set_step_axis(ax2, [1000, 2000, 143000])
     assert ax2.get_xscale() == "log"
+
+
+def test_step_axis_is_linear_over_a_narrow_range():
+    """The demo's steps 0, 100, 400: on the symlog axis 0-100 and 100-400 took about the same width; on the linear
+    axis the gaps are in proportion to the steps."""
+    ax = Figure().subplots()
+    assert set_step_axis(ax, [0, 100, 400]) == "x: linear step axis" and ax.get_xscale() == "linear"
+    x0, x1, x2 = ax.transData.transform([(0, 0), (100, 0), (400, 0)])[:, 0]
+    assert (x2 - x1) == pytest.approx(3 * (x1 - x0))
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "100", "400"]
 
 
 def test_cli_figures(agg_path, tmp_path):

@@ -81,3 +81,52 @@ def test_every_caption_is_valid_restructuredtext():
         errors = io.StringIO()
         publish_string(text, writer_name="null", settings_overrides={"warning_stream": errors, "report_level": 2})
         assert not errors.getvalue().strip(), f"{caption.name}: {errors.getvalue().strip()}"
+
+
+def test_sections_are_numbered_over_those_present_and_sort_as_text_in_reading_order():
+    """The report's menu sorts its categories as text (JavaScript localeCompare): the numbers of the sections a
+    run fills are 1..n with no gap, and text order is reading order, with ten sections or more as with fewer."""
+    from swapkl.figures.figure_registry import numbered_sections
+
+    keys = list(SECTIONS)
+    for present in (keys, keys[:9], keys[::2], [k for k in keys if k != "weights"]):
+        numbered = numbered_sections(present)
+        titles = list(numbered.values())
+        assert list(numbered) == [k for k in keys if k in present]
+        assert sorted(titles) == titles
+        assert [int(t.split(".")[0]) for t in titles] == list(range(1, len(titles) + 1))
+    assert numbered_sections(keys)["demo"].startswith("01. ") and numbered_sections(keys[:3])["demo"].startswith("1. ")
+    assert keys.index("scorecard") > keys.index("third_test"), "what the run measured comes before the scorecard"
+
+
+def test_the_demo_report_numbers_only_the_sections_it_fills():
+    """config/demo.yaml runs no weight protocols: its report has no weights section, and no gap in the numbers
+    where that section would be."""
+    import yaml
+    from direct_config import REPO, validated
+    from swapkl.config.study_plan import StudyPlan
+    from swapkl.config.targets import figure_instances, report_sections
+
+    path = REPO / "config" / "demo.yaml"
+    cfg, families = validated(yaml.safe_load(path.read_text()), configfiles=[path])
+    plan = StudyPlan(cfg, families)
+    numbered = report_sections(plan)
+    drawn = {fig.section for fig in figures().values() if figure_instances(plan, fig.targets)}
+    assert set(numbered) == drawn | {"scorecard", "tables"} and "weights" not in numbered
+    assert [int(t.split(".")[0]) for t in numbered.values()] == list(range(1, len(numbered) + 1))
+
+
+def test_every_results_table_view_gets_its_own_caption_file():
+    """The HTML view of a results table carries the table's caption (report.smk table_report): every
+    table_report() names a caption file that exists, and no two tables share one."""
+    captions = []
+    for smk in RULES.glob("*.smk"):
+        text = smk.read_text()
+        captions += re.findall(r"(?<![\w.])table_report\(\s*(?:\"[^\"]*\"|[A-Z][A-Z0-9_]*),\s*\"([\w.]+)\"", text)
+        for m in re.finditer(r"(?<![\w.])results_tables\(([^)]*)\)", text):
+            captions += [f"{stem}_table.rst" for stem in re.findall(r"\w+=\"([\w/]+)\"", m.group(1))]
+    assert len(captions) >= 20
+    missing = [c for c in captions if not (RULES.parent / "report" / c).is_file()]
+    assert not missing and len(set(captions)) == len(captions), (missing, sorted(captions))
+    view = (RULES.parent / "report" / "table_html.rst").read_text()
+    assert "{{ snakemake.params.caption }}" in view

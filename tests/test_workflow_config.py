@@ -136,7 +136,7 @@ def expected_counts(cfg: dict) -> Counter:
     if pruned:
         drawn_pruned = [(name, rev) for name, rev in pruned if name in drawn]
         counts.update(prune_layers=len(pruned), aggregate_pruning=1, plot_pruning_cost=len(drawn_pruned),
-                      plot_pruning_agreement=len(drawn_pruned), plot_pruning_ratio=1)
+                      plot_pruning_agreement=len(drawn_pruned), plot_pruning_difference=1)
         counts["plot_pruning_trajectory"] = sum(
             1 for name, m in drawn.items()
             if m.get("trajectory", False) and sum(1 for n, _ in pruned if n == name) >= 2)
@@ -321,7 +321,7 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     per_stage = plan_counts(load(STUDY))
     assert counts == per_stage + Counter({
         "aggregate_results": 1, "summarise_domain_slices": 1, "plot_domain_slices": 1, "aggregate_pruning": 1,
-        "plot_pruning_ratio": 1, "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
+        "plot_pruning_difference": 1, "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
         "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
         "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
         "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1 + 1, "summarise_scorecard": 1, "all": 1,  # ..., pe_ablation, downstream

@@ -25,7 +25,7 @@ from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with
-from swapkl.config.targets import figure_instances as _figure_instances, final_outputs
+from swapkl.config.targets import figure_instances as _figure_instances, final_outputs, report_sections
 from swapkl.config.task_pruning_plan import SUMMARY as TASK_PRUNING_SUMMARY, task_pruning_jobs
 from swapkl.figures.figure_registry import SECTIONS as REPORT_SECTIONS
 from swapkl.probes.protocols import get_protocol
@@ -219,19 +219,38 @@ wildcard_constraints:
 # report.smk
 
 
+#: the report category of each section this run fills
+NUMBERED_SECTIONS = report_sections(PLAN)
+#: the caption (workflow/report/) of each results table, by its name pattern; table_report() fills it
+TABLE_CAPTIONS = {}
+
+
 def section(key):
-    """The report category of section ``key``: its number and title."""
-    return f"{list(REPORT_SECTIONS).index(key) + 1}. {REPORT_SECTIONS[key]}"
+    """The report category of section ``key``: its number and title (a section this run does not fill, whose
+    files are not in the report, has no number)."""
+    return NUMBERED_SECTIONS.get(key, REPORT_SECTIONS[key])
 
 
-def table_report(path, caption, **labels):
-    """A results table in the report's tables section, with its caption (workflow/report/) and labels."""
-    return report(path, caption=f"../report/{caption}", category=section("tables"), labels=labels or None)
+def table_report(path, caption):
+    """A results table (``results/<name>.parquet``, ``{model}`` for one per model): the report shows its HTML
+    view with ``caption`` (workflow/report/); returns the path."""
+    name = re.fullmatch(r"results/(.+)\.parquet", path).group(1)
+    TABLE_CAPTIONS[re.escape(name).replace(re.escape("{model}"), "[^/]+")] = caption
+    return path
+
+
+def table_caption(table):
+    """The text of the caption of results table ``table`` (the name between results/ and .parquet)."""
+    found = [caption for pattern, caption in TABLE_CAPTIONS.items() if re.fullmatch(pattern, table)]
+    if len(found) != 1:
+        raise WorkflowError(f"results table {table}: {len(found)} captions (report.smk table_report)")
+    with open(os.path.join(workflow.basedir, "workflow", "report", found[0])) as f:
+        return f.read()
 
 
 def results_tables(**stems):
     """Named outputs of a job that writes several results tables: ``{name: results/<stem>.parquet}``, each in
-    the report with its caption ``<stem>_table.rst``."""
+    the report (as its HTML view) with its caption ``<stem>_table.rst``."""
     return {name: table_report(f"results/{stem}.parquet", f"{stem}_table.rst") for name, stem in stems.items()}
 
 

@@ -7,7 +7,7 @@ rule measure_predictor_validity:
         table="results/swapkl.parquet",
         checkpoint=lambda wildcards: get_checkpoint_input(at_last_revision(wildcards)),
     output:
-        table_report("results/predictor_validity/{model}.parquet", "predictor_validity_table.rst", model="{model}"),
+        table_report("results/predictor_validity/{model}.parquet", "predictor_validity_table.rst"),
     wildcard_constraints:
         model=name_regex(predictor_validity_models()),
     params:

@@ -7,7 +7,7 @@ rule summarise_rope_counterfactual:
     input:
         table="results/swapkl.parquet",
     output:
-        table_report("results/rope_counterfactual/{model}.parquet", "rope_counterfactual_table.rst", model="{model}"),
+        table_report("results/rope_counterfactual/{model}.parquet", "rope_counterfactual_table.rst"),
     wildcard_constraints:
         model=name_regex(rope_counterfactual_models()),
     params:

@@ -8,6 +8,7 @@ from swapkl.config.layout import (agreement_file, covariate_file, downstream_fil
                                   pruning_file, recovery_file, span_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
 from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
+from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
 from swapkl.figures.figure_registry import figures as registered_figures
 
 #: the tables of the snowball construction and of the optimal removal-set search (workflow/rules/snowball.smk,
@@ -138,6 +139,13 @@ def figure_targets(plan: StudyPlan) -> list[str]:
     """The PNG and PDF of every registered figure the report gets."""
     return [path for fig in registered_figures().values() for wildcards in figure_instances(plan, fig.targets)
             for path in fig.outputs(**wildcards)]
+
+
+def report_sections(plan: StudyPlan) -> dict[str, str]:
+    """The report category of every section this plan's report fills (key -> ``"NN. title"``): the sections of the
+    figures it draws, the scorecard and the tables, numbered in reading order (figure_registry.numbered_sections)."""
+    present = {fig.section for fig in registered_figures().values() if figure_instances(plan, fig.targets)}
+    return numbered_sections(present | set(ALWAYS_PRESENT))
 
 
 def final_outputs(plan: StudyPlan) -> list[str]:

@@ -33,34 +33,37 @@ def deletion_and_bi(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFram
     return m.sort_values("layer").reset_index(drop=True)
 
 
+def _depth_axis(ax, layer, values, style: str, colour: str, label: str) -> str:
+    """One quantity along depth on its own axis: logarithmic whenever every value is positive (the same scale on
+    every checkpoint, whatever its range), else linear. Returns the scale's name."""
+    ax.plot(layer, values, style, color=colour, label=label)
+    ax.set_ylabel(label)
+    scale = "log" if (values > 0).all() else "linear"
+    ax.set_yscale(scale)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return scale
+
+
 def plot_deletion_vs_bi(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str, revision: str) -> None:
-    """Left: deletion KL and BI along depth (two y axes). Right: each block's rank by BI vs its
-    rank by deletion KL, with the Spearman rank correlation in the legend."""
+    """Left: deletion KL (top) and BI (bottom) along depth, each on its own axis (log whenever positive), so that
+    any agreement between them is not an artefact of two scales on one panel. Right: each block's rank by BI vs
+    its rank by deletion KL, with the Spearman rank correlation in the legend."""
     agg = as_frame(agg)
     m = deletion_and_bi(agg, model, revision)
     rho, _ = spearman_kendall(m["bi"], m["deletion_kl"], min_points=3)
     layer = m["layer"].to_numpy()
     kl = m["deletion_kl"].to_numpy(dtype=float)
     bi = m["bi"].to_numpy(dtype=float)
-    log_kl = bool((kl > 0).all() and kl.max() / kl.min() > 30)
     with figure_style():
-        fig = new_figure(10.0, 4.2)
-        left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
-        l1 = left.plot(layer, kl, "-o", color=VERMILLION, label="deletion KL (left axis)")
-        left.set_xlabel("block (layer index)")
-        left.set_ylabel("deletion KL (nats)", color=VERMILLION)
-        left.tick_params(axis="y", colors=VERMILLION)
-        if log_kl:
-            left.set_yscale("log")
-        left.xaxis.set_major_locator(MaxNLocator(integer=True))
-        twin = left.twinx()
-        twin.grid(False)
-        twin.spines["right"].set_visible(True)
-        l2 = twin.plot(layer, bi, "--s", color=BLUE, label="ShortGPT BI (right axis)")
-        twin.set_ylabel("block influence BI = 1 \u2212 cos(h_in, h_out)", color=BLUE)
-        twin.tick_params(axis="y", colors=BLUE)
-        left.legend(handles=l1 + l2, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0),
-                    ncol=2, borderaxespad=0.2)
+        fig = new_figure(10.0, 5.0)
+        axes = fig.subplot_mosaic([["kl", "rank"], ["bi", "rank"]], width_ratios=[1.5, 1])
+        top, bottom, right = axes["kl"], axes["bi"], axes["rank"]
+        top.sharex(bottom)
+        scales = {"deletion KL": _depth_axis(top, layer, kl, "-o", VERMILLION, "deletion KL (nats)"),
+                  "BI": _depth_axis(bottom, layer, bi, "--s", BLUE, "BI = 1 \u2212 cos(h_in, h_out)")}
+        top.set_title("Along depth, one axis each")
+        top.tick_params(axis="x", labelbottom=False)
+        bottom.set_xlabel("block (layer index)")
 
         rank_bi = rankdata(-bi, method="average")
         rank_kl = rankdata(-kl, method="average")
@@ -80,13 +83,15 @@ def plot_deletion_vs_bi(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
         right.set_aspect("equal", adjustable="box")
         right.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1,
                      borderaxespad=0.2)
+        linear = [name for name, scale in scales.items() if scale == "linear"]
         fig.suptitle(f"{model} @ {revision}: block importance from cosine similarity (BI) vs from "
                      "output change (deletion KL)")
         n_seqs, n_tokens = rows(agg, "directed", model, revision)[["n_seqs", "n_tokens"]].iloc[0]
         add_note(fig, f"BI averaged over valid tokens (residual stream before/after the block); deletion: "
                       f"block skipped, KL averaged over {int(n_tokens)} tokens of {int(n_seqs)} sequences; "
                       "KL(p_base \u2016 p_without block); right: point labels are block indices, "
-                      "\u03c1 > 0 means both rank blocks alike")
+                      "\u03c1 > 0 means both rank blocks alike; left: log axes"
+                      + (f" ({' and '.join(linear)} linear: a value is 0 or below)" if linear else ""))
         save_figure(fig, out_png, out_pdf)
 
 

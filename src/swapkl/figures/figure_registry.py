@@ -26,9 +26,10 @@ from swapkl.errors import SwapKLError
 
 #: the wildcards of each scope, in the order they appear in an output path
 SCOPES = {"checkpoint": ("model", "revision"), "model": ("model",), "family": ("family",), "global": ()}
-#: the report's sections, in report order: key -> title (``section("key")`` in the workflow numbers them)
+#: the report's sections, in reading order: key -> title. What the run measured comes first, the scorecard of
+#: published numbers after it, the tables last. ``section("key")`` in the workflow numbers them (only the sections
+#: a run fills: :func:`numbered_sections`).
 SECTIONS = {
-    "scorecard": "Reproduction scorecard: published numbers against swapkl",
     "demo": "Demo training",
     "gap": "Protocol gap along training",
     "ratio": "I/R ratio by pair distance",
@@ -44,8 +45,26 @@ SECTIONS = {
     "scale": "Scale and mechanisms",
     "recovery": "Recovery after pruning",
     "third_test": "The third test: equivalence after healing",
+    "scorecard": "Reproduction scorecard: published numbers against swapkl",
     "tables": "Tables",
 }
+#: sections every run has (the scorecard and the aggregate table are always made)
+ALWAYS_PRESENT = ("scorecard", "tables")
+
+
+def numbered_sections(present) -> dict[str, str]:
+    """The report category of each section in ``present`` (keys of :data:`SECTIONS`): ``"NN. title"``, numbered
+    1, 2, ... in reading order over the present sections only, so a run that fills no weight-protocol figure has
+    no gap in the numbers. The numbers have two digits when there are ten sections or more: the report's menu
+    sorts its categories as text, which would put 10 before 2."""
+    unknown = set(present) - set(SECTIONS)
+    if unknown:
+        raise SwapKLError(f"unknown report sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
+    keys = [key for key in SECTIONS if key in present]
+    width = len(str(len(keys)))
+    return {key: f"{k:0{width}d}. {SECTIONS[key]}" for k, key in enumerate(keys, 1)}
+
+
 #: where the figures go; formats written by every plot function
 FIGURES_DIR = "results/figures"
 FORMATS = ("png", "pdf")

@@ -17,9 +17,16 @@ METHODS = {"greedy": ("greedy (SLEB-iterative)", VERMILLION, "o"), "beam": ("bea
 OFFSET = 0.04  # x shift between methods, in blocks
 
 
+def same_sets(sub: pd.DataFrame) -> list[int]:
+    """The budgets of one model at which every method removed the same blocks."""
+    return [int(b) for b, g in sub.groupby("budget", sort=True)
+            if len({tuple(sorted(int(x) for x in r)) for r in g["removed_layers"]}) == 1]
+
+
 def plot_optimal_search(table, out_png, out_pdf) -> None:
     """One row of panels per model: calibration NLL of each method's set per budget (left; the unpruned
-    model's NLL dashed) and the number of sets each method scored (right)."""
+    model's NLL dashed) and the number of sets each method scored (right). Where every method found the same
+    set, the panel says so (its lines then lie on one another)."""
     df = table if isinstance(table, pd.DataFrame) else read_frame(table, OPTIMAL_SEARCH_SCHEMA, "optimal search")
     models = sorted(df["model"].unique())
     with figure_style():
@@ -39,6 +46,13 @@ def plot_optimal_search(table, out_png, out_pdf) -> None:
             right.set_ylabel("removal sets scored")
             right.set_ylim(bottom=0)
             left.set_title(f"{model}, {sub['revision'].iloc[0]} ({int(sub['n_layers'].iloc[0])} blocks): NLL of the set found")
+            same = same_sets(sub)
+            budgets = sorted(int(b) for b in sub["budget"].unique())
+            if same:
+                which = "every budget" if same == budgets else "n = " + ", ".join(map(str, same))
+                left.text(0.97, 0.04, f"all methods found the same\nblocks at {which}", transform=left.transAxes,
+                          ha="right", va="bottom", fontsize=7.5, bbox=dict(boxstyle="round,pad=0.3", fc="white",
+                                                                        ec=GREY, lw=0.6))
             right.set_title("evaluations spent")
             for ax in (left, right):
                 ax.set_xlabel("blocks removed")

@@ -12,13 +12,11 @@ import textwrap
 
 import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.figure_registry import on_table
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, far_cut, figure_style, new_figure, save_figure
 from swapkl.figures.palette import BLUE
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
@@ -43,71 +41,9 @@ def _err(y, lo, hi) -> np.ndarray:
     return np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
 
 
-def _compact(v: float, _pos=None) -> str:
-    """Plain tick labels for a symmetric-log axis: 0, 0.5, 1, 20, 500, 1k, 20k, 1M (no "-10^0")."""
-    a = abs(v)
-    for div, suffix in ((1e6, "M"), (1e3, "k")):
-        if a >= div:
-            return f"{'−' if v < 0 else ''}{a / div:g}{suffix}"
-    return f"{v:g}".replace("-", "−")
-
-
-def symlog_axis(ax, which: str, linthresh: float) -> None:
-    """A symmetric-log ``which`` ("x" or "y") axis, linear within ±``linthresh``, with ticks at 0 and at
-    1-2-5 multiples of the decades above ``linthresh`` (decades alone, thinned to at most six a side, over a
-    wide range), labelled as plain numbers. Call once the data are drawn."""
-    (ax.set_xscale if which == "x" else ax.set_yscale)("symlog", linthresh=linthresh)
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
-    top = max(abs(lo), abs(hi), linthresh)
-    decades = [linthresh * 10.0 ** k for k in range(int(np.floor(np.log10(top / linthresh))) + 1)]
-    if len(decades) <= 3:
-        mags = [d * m for d in decades for m in (1, 2, 5)]
-    else:
-        mags = decades[::int(np.ceil(len(decades) / 6))]
-    ticks = [0.0] + [m for m in mags if m <= hi] + [-m for m in mags if -m >= lo]
-    axis.set_major_locator(FixedLocator(sorted(ticks)))
-    axis.set_minor_locator(NullLocator())
-    axis.set_major_formatter(FuncFormatter(_compact))
-
-
-#: a line panel turns symmetric-log when its largest |value| exceeds this many times the median |value|
-SQUEEZE = 20.0
-
-
-def _scale_for(ax, values, unit: str = "%") -> str:
-    """A symmetric-log y axis where a few rules would squeeze the rest into a line (the largest |value| more
-    than :data:`SQUEEZE` times the median, e.g. the anti-guided bound at +250% over guides near +1%), linear
-    within ± the decade of the median |value|; else linear. Returns the axis note for the label."""
-    v = np.abs(np.asarray(values, dtype=np.float64))
-    v = v[np.isfinite(v) & (v > 0)]
-    if not v.size or v.max() <= SQUEEZE * np.median(v):
-        return ""
-    linthresh = float(10.0 ** np.floor(np.log10(np.median(v))))
-    symlog_axis(ax, "y", linthresh)
-    return f" (symmetric log scale, linear within ±{linthresh:g}{unit})"
-
-
-def grouped_legend(fig, ax, series) -> None:
-    """One legend of the selection rules, grouped under a bold header per guide family
-    (:data:`swapkl.pruning.guides.guide_registry.FAMILIES`), in the registry's family order."""
-    by_label = dict(zip(*reversed(ax.get_legend_handles_labels())))
-    handles, labels, headers = [], [], []
-    for fam in FAMILIES.values():
-        members = [label for guide, (label, *_), _ in series if GUIDE_FAMILY.get(guide) == fam.name]
-        members = [m for m in dict.fromkeys(members) if m in by_label]
-        if not members:
-            continue
-        headers.append(len(labels))
-        handles.append(Line2D([], [], linestyle="none"))
-        labels.append(fam.label)
-        handles += [by_label[m] for m in members]
-        labels += members
-    leg = fig.legend(handles, labels, loc="outside right upper", frameon=False, title="Selection rule by family",
-                     handlelength=2.6)
-    for k, text in enumerate(leg.get_texts()):
-        if k in headers:
-            text.set_fontweight("bold")
+#: a point of a cost panel lies off its axis (drawn at the edge, its value written beside it) when it exceeds this
+#: many times the largest of the points below it, e.g. the anti-guided bound at +400% beside guides near +1%
+FAR = 10.0
 
 
 def _table(table, reader) -> pd.DataFrame:
@@ -131,100 +67,107 @@ def _fixed_mean(rows: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     return out, True
 
 
-def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:
-    """Delta PPL % (left) and KL to the base model (right) vs number of removed blocks, one line per guide
-    (and per named fixed set)."""
-    df = _table(df, read_pruning)
-    g = _checkpoint(df, model, revision)
-    budgets = sorted(set(g["budget"]) - {0})
+#: the two rows of the pruning-cost figure: (value column, CI columns, random's spread column, axis label)
+COST_ROWS = (("delta_ppl_pct", ("delta_ppl_pct_ci_low", "delta_ppl_pct_ci_high"), "delta_ppl_pct_sd",
+              "Perplexity increase (%)"),
+             ("kl_mean", ("kl_ci_low", "kl_ci_high"), None, "KL(base ‖ pruned)\n(nats/token)"))
+
+
+def cost_series(g: pd.DataFrame) -> list[tuple[str, tuple[str, str, str, str], pd.DataFrame]]:
+    """The selection rules of one checkpoint's pruning rows, grouped by guide family (the registry's family
+    order, then its guide order), each named fixed set as a rule of its own: (guide, (label, colour, line style,
+    marker), rows)."""
     series = [(k, GUIDE_STYLE[k], g[g["guide"] == k]) for k in GUIDE_STYLE if k in set(g["guide"])]
     fixed = g[g["guide"] == "fixed"]
     for n, name in enumerate(sorted(set(fixed["fixed_set"].dropna()))):
         rows, several = _fixed_mean(fixed[fixed["fixed_set"] == name])
         label = f"Fixed set {name}" + (" (mean of its sets; bars: min–max)" if several else "")
         series.append(("fixed", (label, FAMILIES["control"].colour, "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)]), rows))
-    guides = [k for k, _, _ in series]
+    order = list(FAMILIES)
+    return sorted(series, key=lambda s: order.index(GUIDE_FAMILY.get(s[0], "control")))
+
+
+def cost_label(label: str) -> str:
+    """A rule's line label in the pruning-cost figure (random's band is not drawn there; long labels cut)."""
+    return textwrap.shorten(label.replace("; band: min–max", ""), 58, placeholder="…")
+
+
+def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:
+    """The cost of removing n blocks by every selection rule, as a table of panels: one column per budget n, the
+    perplexity increase (top row) and the KL to the unpruned model (bottom row), one line of each panel per rule
+    (grouped by guide family), with its 95% CI (random: mean ± s.d. of the draws). Every panel has its own linear
+    axis; a point far beyond the rest (the anti-guided bound) sits at the panel's edge with its value written."""
+    df = _table(df, read_pruning)
+    g = _checkpoint(df, model, revision)
+    budgets = sorted(set(g["budget"]) - {0})
+    series = cost_series(g)
     base = g[g["guide"] == "base"].iloc[0]
+    # one line per rule, a header line above each family's first rule
+    ticks, labels, headers, ys, y = [], [], [], [], 0
+    for k, (guide, (label, *_), _) in enumerate(series):
+        family = GUIDE_FAMILY.get(guide, "control")
+        if k == 0 or family != GUIDE_FAMILY.get(series[k - 1][0], "control"):
+            ticks.append(y), labels.append(FAMILIES[family].label), headers.append(len(labels) - 1)
+            y += 1
+        ticks.append(y), labels.append(cost_label(label))
+        ys.append(y)
+        y += 1
     with figure_style():
-        # the grouped legend (one row per rule and per family header) sits beside the top panels: they are at
-        # least as tall as it, so it never reaches down into the ranked panel
-        top_h = max(4.6, 0.2 * (len(series) + len(FAMILIES)) + 0.8)
-        fig = new_figure(12.0, top_h + 0.22 * len(series) + 1.0)
-        top, bottom = fig.subfigures(2, 1, height_ratios=[top_h, 0.22 * len(series) + 1.0])
-        ax_p, ax_k = top.subplots(1, 2)
-        width = 0.6 / max(len(guides), 1)
-        for k, (guide, (label, colour, ls, marker), rows_of) in enumerate(series):
-            r = rows_of[rows_of["feasible"]].sort_values("budget")
-            if r.empty:
-                continue
-            x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(guides) - 1) / 2) * width
-            y = r["delta_ppl_pct"].to_numpy()
-            if guide == "random_mean":
-                sd = r["delta_ppl_pct_sd"].fillna(0.0).to_numpy()
-                ax_p.errorbar(x, y, yerr=sd, color=colour, ls=ls, marker=marker, capsize=2, label=label)
-                ax_p.fill_between(x, r["delta_ppl_pct_min"], r["delta_ppl_pct_max"], color=colour, alpha=0.08, lw=0)
-                ax_k.plot(x, r["kl_mean"], color=colour, ls=ls, marker=marker, label=label)
-                continue
-            ax_p.errorbar(x, y, yerr=_err(y, r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"]), color=colour,
-                          ls=ls, marker=marker, capsize=2, label=label)
-            kl = r["kl_mean"].to_numpy()
-            ax_k.errorbar(x, kl, yerr=_err(kl, r["kl_ci_low"], r["kl_ci_high"]), color=colour, ls=ls, marker=marker,
-                          capsize=2, label=label)
-        plotted = g[g["feasible"].astype(bool) & (g["budget"] > 0)]
-        note = _scale_for(ax_p, plotted["delta_ppl_pct"])
-        kl_note = _scale_for(ax_k, plotted["kl_mean"], unit="")
-        ax_p.axhline(0.0, color="black", lw=0.8)
-        ax_p.set_xlabel("Blocks removed (n)")
-        ax_p.set_ylabel("Perplexity increase over the unpruned model (%)" + ("\n" + note.strip() if note else ""))
-        ax_p.set_title("Perplexity cost on held-out text")
-        ax_k.set_xlabel("Blocks removed (n)")
-        ax_k.set_ylabel("KL(base ‖ pruned) on the probe windows (nats/token)"
-                        + ("\n" + kl_note.strip() if kl_note else ""))
-        ax_k.set_title("Output change against the unpruned model")
-        for ax in (ax_p, ax_k):
-            ax.set_xticks(budgets)
-        if guides:
-            grouped_legend(fig, ax_p, series)
-        _ranked_panel(bottom.subplots(), series, max(budgets, default=0))
-        fig.suptitle(f"{model} @ {revision}: cost of removing blocks, by selection rule")
+        height = 0.16 * y + 1.1
+        fig = new_figure(2.1 * max(len(budgets), 1) + 4.4, 2 * height + 1.2)
+        axes = fig.subplots(2, max(len(budgets), 1), sharey=True, squeeze=False)
+        for r, (column, (lo_col, hi_col), sd_col, axis_label) in enumerate(COST_ROWS):
+            for c, n in enumerate(budgets):
+                ax = axes[r, c]
+                points = []
+                for yk, (guide, (label, colour, _, marker), rows_of) in zip(ys, series):
+                    row = rows_of[rows_of["feasible"].astype(bool) & (rows_of["budget"] == n)]
+                    if row.empty:
+                        continue
+                    row = row.iloc[0]
+                    v = float(row[column])
+                    if guide == "random_mean":
+                        spread = row[sd_col] if sd_col else np.nan
+                        lo, hi = (v - spread, v + spread) if pd.notna(spread) else (v, v)
+                    else:
+                        lo, hi = float(row[lo_col]), float(row[hi_col])
+                    points.append((yk, v, lo, hi, cost_label(label), colour, marker))
+                cut = far_cut([p[1] for p in points], FAR) if points else None
+                top = None if cut is None else 1.1 * max(max(p[3], p[1]) for p in points if p[1] <= cut)
+                for yk, v, lo, hi, label, colour, marker in points:
+                    if cut is not None and v > cut:
+                        ax.plot([top], [yk], marker=">", color=colour, ls="none", clip_on=False)
+                        ax.annotate(f"{v:.3g} →", (top, yk), xytext=(-6, 0), textcoords="offset points",
+                                    ha="right", va="center", fontsize=6.5, color=colour)
+                        continue
+                    ax.errorbar([v], [yk], xerr=_err([v], [lo], [hi]), color=colour, marker=marker, capsize=2,
+                                ls="none", label=label)
+                if top is not None:
+                    ax.set_xlim(right=top)
+                if column == "delta_ppl_pct":  # the unpruned model's cost, 0, in view
+                    ax.set_xlim(left=min(0.0, ax.get_xlim()[0]))
+                    ax.axvline(0.0, color="black", lw=0.8)
+                ax.grid(False, axis="y")
+                ax.tick_params(axis="x", labelsize=7)
+                if r == 0:
+                    ax.set_title(f"n = {n} removed")
+                ax.set_xlabel(axis_label, fontsize=7.5)
+        axes[0, 0].set_yticks(ticks, labels)
+        axes[0, 0].set_ylim(y - 0.5, -0.5)
+        for ax in axes[:, 0]:
+            ax.tick_params(axis="y", labelsize=7)
+            for k, text in enumerate(ax.get_yticklabels()):
+                if k in headers:
+                    text.set_fontweight("bold")
+        fig.suptitle(f"{model} @ {revision}: cost of removing n blocks, by selection rule")
         add_note(fig, (
             f"Unpruned perplexity {base['ppl']:.2f} on {base['eval_split']} (sliding window {base['eval_window']}, "
-            f"stride {base['eval_stride']}, {base['n_eval_tokens']} scored tokens). Error bars: 95% bootstrap CI over "
-            f"evaluation windows (KL: over probe windows). Guided and random removals keep removed blocks more than "
+            f"stride {base['eval_stride']}, {base['n_eval_tokens']} scored tokens); KL on the probe windows. Bars: "
+            f"95% bootstrap CI over evaluation windows (KL: over probe windows); random: mean ± s.d. of the draws. "
+            f"Each panel has its own linear axis; a point more than {FAR:g} times the next one below it sits at "
+            f"the right edge (▸) with its value. Guided and random removals keep removed blocks more than "
             f"{base['spacing']} index apart; BI, angular and SLEB do not."))
         save_figure(fig, out_png, out_pdf)
-
-
-def _ranked_panel(ax, series, budget: int) -> None:
-    """Every selection rule's perplexity cost at ``budget`` blocks, sorted, with its CI: the rules that the
-    line panels draw on top of each other, side by side."""
-    rows = []
-    for guide, (label, colour, _, marker), rows_of in series:
-        r = rows_of[rows_of["feasible"] & (rows_of["budget"] == budget)]
-        if r.empty:
-            continue
-        r = r.iloc[0]
-        if guide == "random_mean":
-            lo, hi = r["delta_ppl_pct"] - r["delta_ppl_pct_sd"], r["delta_ppl_pct"] + r["delta_ppl_pct_sd"]
-        else:
-            lo, hi = r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"]
-        rows.append((float(r["delta_ppl_pct"]), float(lo), float(hi), label, colour, marker))
-    if not rows:
-        ax.set_axis_off()
-        return
-    rows.sort(key=lambda t: t[0])
-    for k, (y, lo, hi, _, colour, marker) in enumerate(rows):
-        ax.errorbar([y], [k], xerr=_err([y], [lo], [hi]), color=colour, marker=marker, capsize=2, ls="none")
-    ax.set_yticks(range(len(rows)), [t[3] for t in rows], fontsize=7)
-    ax.invert_yaxis()
-    note = ""
-    ax.margins(x=0.04)
-    if max(abs(t[2]) for t in rows) > 20:  # a few costly rules would squeeze the rest into one point
-        symlog_axis(ax, "x", 1)
-        note = " (symmetric log scale, linear within ±1%)"
-    ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_xlabel("Perplexity increase over the unpruned model (%)" + note)
-    ax.set_title(f"All rules at n = {budget} blocks removed, lowest cost first (bars: 95% CI; random: mean ± s.d.)")
 
 
 def _default_revision(g: pd.DataFrame) -> str:
@@ -385,7 +328,7 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
 draw_pruning_cost = on_table(plot_delta_ppl, "pruning")
 
 
-def draw_pruning_ratio(inputs, out_png, out_pdf, *, wildcards, params):
+def draw_pruning_difference(inputs, out_png, out_pdf, *, wildcards, params):
     plot_ir_panel(inputs["pruning"], out_png, out_pdf, n_boot=params["n_boot"], seed=params["seed"])
 
 

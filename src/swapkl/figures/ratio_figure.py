@@ -21,6 +21,7 @@ from swapkl.probes.pair_statistics import GAP_DEFINITIONS
 
 MAX_LEGEND = 10  # checkpoints listed in the legend; beyond that every k-th one
 MAX_POINTS = 6  # up to this many checkpoints, every pair is drawn as a dot next to the median
+FEW_PAIRS = 3  # a median of fewer pairs than this is drawn hollow
 DODGE = 0.11  # horizontal offset between checkpoints' dots and medians (in distance units)
 
 
@@ -52,8 +53,8 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
     n = len(order)
     every = max(1, int(np.ceil(n / MAX_LEGEND)))
     with figure_style():
-        fig = new_figure(6.4, 4.2)
-        ax = fig.subplots()
+        fig = new_figure(6.4, 5.2)
+        ax, ax_n = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.2, 1]})
         for k, (rev, _) in enumerate(order):
             s = stats[stats["revision"] == rev].sort_values("distance")
             if s.empty:
@@ -67,11 +68,24 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
                 ax.scatter(p["distance"].to_numpy(dtype=float) + shift,
                            p[column].to_numpy(dtype=float, na_value=np.nan), s=5, color=colour,
                            alpha=0.35, linewidths=0)
-            ax.plot(x, s["median"].to_numpy(dtype=float), "-o", color=colour, label=label,
-                    markersize=3 if len(x) > 12 else 4.5, markeredgecolor="white", markeredgewidth=0.5)
+            ax.plot(x, s["median"].to_numpy(dtype=float), "-", color=colour, label=label)
+            few = s["n"].to_numpy() < FEW_PAIRS  # a median of one or two pairs: hollow
+            size = 3 if len(x) > 12 else 4.5
+            ax.plot(x[~few], s["median"].to_numpy(dtype=float)[~few], "o", color=colour, markersize=size,
+                    markeredgecolor="white", markeredgewidth=0.5)
+            ax.plot(x[few], s["median"].to_numpy(dtype=float)[few], "o", color=colour, markersize=size + 1,
+                    markerfacecolor="white", markeredgewidth=1.0)
         ax.axhline(1.0, color=GREY, linestyle="--", linewidth=1.0, label="d_inter = d_repl")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("pair distance |i \u2212 j| (blocks)")
+        counts = stats.groupby("distance")["n"].max().sort_index()
+        ax_n.bar(counts.index.to_numpy(dtype=float), counts.to_numpy(), width=0.6, color=GREY)
+        for d, c in counts.items():
+            ax_n.annotate(str(int(c)), (d, c), xytext=(0, 1), textcoords="offset points", ha="center",
+                          va="bottom", fontsize=6.5)
+        ax_n.set_ylim(0, counts.max() * 1.35)
+        ax_n.set_ylabel("pairs")
+        ax_n.grid(False, axis="x")
+        ax_n.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax_n.set_xlabel("pair distance |i \u2212 j| (blocks)")
         ax.set_ylabel("I/R ratio d_inter / d_repl (median over pairs)")
         ax.set_ylim(bottom=0)
         ax.set_title(f"{model}: interchange vs replacement by pair distance")
@@ -81,7 +95,9 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
         if n <= MAX_POINTS:
             band = "; dots: individual pairs" + (" (shifted sideways per checkpoint)" if n > 1 else "")
         note = (f"{GAP_LABELS[gap]}; ratio < 1: swapping two blocks "
-                "disturbs the output less than overwriting one with the other" + band)
+                "disturbs the output less than overwriting one with the other" + band
+                + f"; bottom: pairs with a finite ratio per distance (most over the checkpoints); hollow: a median "
+                  f"of fewer than {FEW_PAIRS} pairs")
         add_note(fig, with_duplicate_note(note, agg, model))
         save_figure(fig, out_png, out_pdf)
 

@@ -7,15 +7,20 @@ leaves, with the heal's domain adaptation taken out of the second.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE
 from swapkl.figures.figure_registry import on_table
+from swapkl.pruning.guides.guide_registry import registered
 
 ORANGE = "#d95f02"
+#: the guide registry's label of each guide
+GUIDE_LABELS = {g.name: g.label for g in registered()}
 
 
 def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
@@ -27,7 +32,7 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         raise SwapKLError("the recovery table has no pruned rows to plot")
     groups = list(pruned.groupby(["model", "revision"], sort=False))
     with figure_style():
-        fig = new_figure(3.2 + 1.2 * max(len(g) for _, g in groups), 3.0 * len(groups))
+        fig = new_figure(4.6 + 1.5 * max(len(g) for _, g in groups), 1.0 + 3.0 * len(groups))
         axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
         for ax, ((model, revision), rows) in zip(axes, groups):
             healed = df[(df["model"] == model) & (df["revision"] == revision) & (df["phase"] == "healed")]
@@ -35,7 +40,7 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
             for r in rows.itertuples(index=False):
                 h = healed[(healed["guide"] == r.guide) & (healed["budget"] == r.budget)]
                 h = h[h["removed_layers"].map(lambda x, want=list(r.removed_layers): list(x) == want)]
-                labels.append(f"{r.guide}\nn={r.budget}")
+                labels.append(f"{textwrap.fill(GUIDE_LABELS.get(r.guide, r.guide), 22)}\nn = {r.budget}")
                 before.append(r.delta_ppl_pct)
                 after.append(h["delta_ppl_pct"].iloc[0] if len(h) else np.nan)
                 net.append(h["net_recovery"].iloc[0] if len(h) else np.nan)
@@ -47,11 +52,14 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
                     ax.annotate(f"{100 * v:.0f}%", (x[k] + 0.2, after[k]), ha="center", va="bottom", fontsize=7)
             ax.axhline(0, color="#888888", lw=0.6)
             ax.set_xticks(x, labels)
-            ax.set_ylabel("ΔPPL %")
-            ax.set_title(f"{model} @ {revision}")
-            ax.legend(fontsize=7, frameon=True, facecolor="white", framealpha=1.0)  # readable over a bar
-        add_note(fig, "Numbers over the healed bars: net recovery = 1 - (PPL healed - PPL control) / "
-                      "(PPL pruned - PPL base).")
+            ax.set_ylabel("perplexity increase (%)")
+            ax.set_title(f"{model} @ {revision}", fontsize=9)
+            ax.set_ylim(top=max(np.nanmax(np.r_[before, after, 0.0]), 0.0) * 1.18 or None)
+        axes[0].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        fit_title(fig, "Recovery after pruning: the cost of removing blocks, before and after healing")
+        add_note(fig, "Before healing: the pruned model against the unpruned one; after: the healed pruned model "
+                      "against the unpruned control healed the same way. Numbers over the healed bars: net "
+                      "recovery = 1 − (PPL healed − PPL control) / (PPL pruned − PPL base).", width=0.9)
         save_figure(fig, out_png, out_pdf)
 
 

@@ -105,30 +105,46 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
         add_note(fig, "AccRel = 1 \u2212 max(acc without block \u2212 chance, 0) / max(acc \u2212 chance, 0); "
                       "negative R = cosine and accuracy agree (paper's convention); R and ranks over the blocks "
                       "without the first and last, and the axes span those blocks; severe: rank offset "
-                      "\u2265 \u2308m/4\u2309; labels: block index")
+                      "\u2265 \u2308m/4\u2309; labels: block index (blocks drawn on top of each other share one "
+                      "label)", width=0.85)
         for ax, xs, ys, ls in to_label:
             place_labels(ax, xs, ys, ls)
         save_figure(fig, out_png, out_pdf)
 
 
 def plot_relevance_zscores(rel, out_png, out_pdf, *, model: str, revision: str) -> None:
-    """Heatmap of per-task z-scores of AccRel: does a block's importance depend on the task?"""
+    """Heatmap of per-task z-scores of AccRel: does a block's importance depend on the task? The colour scale
+    spans the inner blocks (the first and last left out, as R and the ranks leave them out): a boundary block
+    far from the rest (block 0 of the demo) would otherwise take the whole scale and leave the others pale.
+    Cells beyond the scale saturate and show their value."""
     rel = relevance_of(rel if isinstance(rel, pd.DataFrame) else read_relevance(rel), model, revision)
     z = zscores(rel.pivot_table(index="task", columns="layer", values="relevance", dropna=False))
+    values = z.to_numpy(dtype=float)
+    layers = np.asarray(z.columns, dtype=int)
+    inner = values[:, (layers > layers.min()) & (layers < layers.max())] if len(layers) > 2 else values
+    finite = inner[np.isfinite(inner)]
+    lim = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
+    beyond = np.isfinite(values) & (np.abs(values) > lim * (1 + 1e-9))
     with figure_style():
         fig = new_figure(4.5 + 0.35 * z.shape[1], 2.0 + 0.4 * z.shape[0])
         ax = fig.subplots()
-        lim = float(np.nanmax(np.abs(z.to_numpy()))) if np.isfinite(z.to_numpy()).any() else 1.0
-        im = ax.imshow(z.to_numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+        im = ax.imshow(values, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+        for i, j in zip(*np.nonzero(beyond)):
+            ax.text(j, i, f"{values[i, j]:+.1f}".replace("-", "\u2212"), ha="center", va="center", fontsize=7,
+                    color="white")
         ax.set_xticks(range(z.shape[1]), [str(c) for c in z.columns])
         ax.set_yticks(range(z.shape[0]), list(z.index))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("block (layer index)")
         ax.grid(False)
-        fig.colorbar(im, ax=ax, label="z-score within task (SD)")
+        fig.colorbar(im, ax=ax, label="z-score within task (SD)", extend="both" if beyond.any() else "neither")
         ax.set_title(f"{model} @ {revision}: AccRel z-scores per task", fontsize=9)
+        off = sorted({int(layers[j]) for j in np.nonzero(beyond)[1]})
         add_note(fig, "z-score of each block's AccRel over the blocks of one task; blank: AccRel undefined "
-                      "(base model not above chance) or equal for every block")
+                      "(base model not above chance) or equal for every block; colour scale: ± the largest "
+                      "|z| of the inner blocks (first and last left out)"
+                      + (f"; beyond it, saturated with the value written: block{'s' if len(off) > 1 else ''} "
+                         f"{', '.join(map(str, off))}" if off else ""), width=0.9)
         save_figure(fig, out_png, out_pdf)
 
 

@@ -12,11 +12,13 @@ from matplotlib.ticker import MaxNLocator
 
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, far_cut, figure_style, new_figure, save_figure
 from swapkl.figures.palette import GREY
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 from swapkl.figures.figure_registry import on_table
 
+#: fewer models than this show no trend with size (the figure says so)
+MIN_TREND_MODELS = 3
 PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
 PE_LABELS = {"learned": "learned absolute (GPT-2, OPT)", "alibi": "ALiBi (BLOOM)", "rope": "rotary (RoPE)"}
 
@@ -46,9 +48,13 @@ def plot_scaling(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
         axes[1].axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
         axes[0].axhline(0.0, color=GREY, linestyle="--", linewidth=1.0)
         axes[0].legend(title="position encoding", frameon=False, loc="best", fontsize=7)
-        fig.suptitle("Protocol gap across model families and sizes (adjacent pairs)")
+        few = len(df) < MIN_TREND_MODELS
+        fig.suptitle("Protocol gap across model families and sizes (adjacent pairs)"
+                     + (f"\nonly {len(df)} model{'s' if len(df) != 1 else ''}: no trend with size can be read from "
+                        "this" if few else ""))
         add_note(fig, "each dot: one model at its final checkpoint; gap > 0 and I/R < 1: swapping two neighbouring "
-                      "blocks disturbs the output less than overwriting one with the other")
+                      "blocks disturbs the output less than overwriting one with the other"
+                      + (f"; {len(df)} models, fewer than the {MIN_TREND_MODELS} a size trend needs" if few else ""))
         save_figure(fig, out_png, out_pdf)
 
 
@@ -100,19 +106,28 @@ def plot_predictor_validity(table: pd.DataFrame | str | Path, out_png, out_pdf) 
 
 
 def plot_convergence(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
-    """Rank agreement with the full prompt set and top-pair stability against the number of prompts."""
+    """Rank agreement with the full prompt set and top-pair stability against the number of prompts. The axes
+    run from 0 (rank agreement: from its lowest value if below 0) to 1, so that draw-to-draw noise near 1 is not
+    magnified; the point at the full set (n = n_seqs), 1 by construction, is drawn hollow."""
     df = _frame(table)
     with figure_style():
-        fig = new_figure(8.4, 3.6)
+        fig = new_figure(10.0, 3.8)
         axes = fig.subplots(1, 2)
         for k, ((model, revision, protocol), sub) in enumerate(df.groupby(["model", "revision", "protocol"],
                                                                           sort=True)):
             colour = cycled(k)
             label = f"{model}@{revision} {protocol}"
-            axes[0].errorbar(sub["n"], sub["spearman_median"], yerr=[sub["spearman_median"] - sub["spearman_q05"],
-                             sub["spearman_q95"] - sub["spearman_median"]], color=colour, marker="o", capsize=2,
-                             markersize=3, label=label)
-            axes[1].plot(sub["n"], sub["top_pair_share"], color=colour, marker="o", markersize=3, label=label)
+            sub = sub.sort_values("n")
+            part = sub[sub["n"] < sub["n_seqs"]]
+            full = sub[sub["n"] >= sub["n_seqs"]]
+            axes[0].errorbar(part["n"], part["spearman_median"],
+                             yerr=[part["spearman_median"] - part["spearman_q05"],
+                                   part["spearman_q95"] - part["spearman_median"]], color=colour, marker="o",
+                             capsize=2, markersize=3, label=label)
+            axes[1].plot(part["n"], part["top_pair_share"], color=colour, marker="o", markersize=3, label=label)
+            for ax, col in ((axes[0], "spearman_median"), (axes[1], "top_pair_share")):
+                ax.plot(full["n"], full[col], ls="none", marker="o", markersize=5, markerfacecolor="white",
+                        markeredgecolor=colour, label="_full set")
         axes[0].set_ylabel("Spearman \u03c1 with the full-set ranking")
         axes[1].set_ylabel("share of draws finding the best pair")
         sizes = sorted(set(df["n"]))
@@ -121,10 +136,14 @@ def plot_convergence(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None
             ax.set_xticks(sizes, [str(n) for n in sizes])
             ax.minorticks_off()
             ax.set_xlabel("windows (prompts) in the subsample")
-        axes[1].set_ylim(-0.02, 1.02)
-        axes[0].legend(frameon=False, fontsize=6, loc="lower right")
+        axes[0].set_ylim(min(0.0, float(df["spearman_q05"].min()) - 0.05), 1.05)
+        axes[1].set_ylim(-0.02, 1.05)
+        fig.legend(*axes[0].get_legend_handles_labels(), frameon=False, fontsize=7, loc="outside right upper")
         fig.suptitle("How many prompts does a stable pair ranking need?")
-        add_note(fig, "subsamples drawn without replacement from the stored per-sequence sums; bars: 5-95% of draws")
+        lowest = df[df["n"] < df["n_seqs"]]["spearman_median"]
+        add_note(fig, "subsamples drawn without replacement from the stored per-sequence sums; bars: 5-95% of draws; "
+                      "hollow: the full set (n = all windows), where both are 1 by construction"
+                      + (f"; lowest median \u03c1 below the full set: {lowest.min():.4f}" if len(lowest) else ""))
         save_figure(fig, out_png, out_pdf)
 
 
@@ -136,26 +155,39 @@ def block_swap_distances(pairs: pd.DataFrame) -> pd.DataFrame:
     return g.rename(columns={"d_repl_max": "d_repl_adjacent", "d_inter": "d_inter_adjacent"}).reset_index()
 
 
+#: a block whose ||J_k|| exceeds this many times the next largest is drawn at the axes' edge, its value written
+JACOBIAN_FAR = 100.0
+
+
 def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
     """||J_k||_2 per block, and against the block's swap distances (mean KL of its adjacent pairs in the
-    aggregate ``agg``)."""
+    aggregate ``agg``). A block whose norm is :data:`JACOBIAN_FAR` times the next largest (in the demo, block 0
+    at 2e7 beside blocks at 0.4-10) would leave decades of empty axis: the axes end above the other blocks, and
+    the far block is drawn at the edge with its value."""
     agg = as_frame(agg)
     parts = []
     for (model, revision), sub in _frame(table).groupby(["model", "revision"], sort=True):
         dist = block_swap_distances(rows(agg, "pair", model, revision))
         parts.append(sub.merge(dist, on="block", how="left"))
     df = pd.concat(parts, ignore_index=True)
+    cut = far_cut(df["norm_mean"], JACOBIAN_FAR)
+    edge = None if cut is None else cut * 10 ** 0.5
+    far = df[df["norm_mean"] > cut] if cut is not None else df.iloc[:0]
     with figure_style():
-        fig = new_figure(8.4, 3.6)
+        fig = new_figure(10.0, 3.8)
         axes = fig.subplots(1, 2)
         for k, ((model, revision), sub) in enumerate(df.groupby(["model", "revision"], sort=True)):
             colour = cycled(k)
-            axes[0].plot(sub["block"], sub["norm_mean"], marker="o", markersize=3, color=colour,
-                         label=f"{model}@{revision}")
-            axes[1].scatter(sub["norm_mean"], sub["d_repl_adjacent"], color=colour, marker="o", s=16,
+            shown = sub["norm_mean"].clip(upper=edge) if edge is not None else sub["norm_mean"]
+            axes[0].plot(sub["block"], shown, marker="o", markersize=3, color=colour, label=f"{model}@{revision}")
+            axes[1].scatter(shown, sub["d_repl_adjacent"], color=colour, marker="o", s=16,
                             label=f"{model} replacement")
-            axes[1].scatter(sub["norm_mean"], sub["d_inter_adjacent"], color=colour, marker="x", s=16,
+            axes[1].scatter(shown, sub["d_inter_adjacent"], color=colour, marker="x", s=16,
                             label=f"{model} interchange")
+            for _, r in sub[sub["norm_mean"] > (cut if cut is not None else np.inf)].iterrows():
+                axes[0].plot([r["block"]], [edge], marker="^", color=colour, markersize=7, clip_on=False)
+                axes[0].annotate(f"block {int(r['block'])}: {r['norm_mean']:.3g}", (r["block"], edge),
+                                 xytext=(8, -4), textcoords="offset points", fontsize=7, va="top", color=colour)
         axes[0].axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
         axes[0].set_xlabel("block k")
         axes[0].set_ylabel("||J_k||\u2082 (mean over prompts)")
@@ -165,12 +197,25 @@ def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Pa
         axes[1].set_xscale("log")
         axes[1].set_ylabel("swap KL, block k's adjacent pairs (nats)")
         axes[1].set_yscale("log")
-        axes[0].legend(frameon=False, fontsize=6)
-        axes[1].legend(frameon=False, fontsize=6)
+        if edge is not None:
+            axes[0].set_ylim(top=edge * 1.05)
+            axes[1].set_xlim(right=edge * 1.3)
+            axes[1].axvline(edge, color=GREY, linewidth=0.8, linestyle=":")
+        handles = [h for ax in axes for h in zip(*ax.get_legend_handles_labels())]
+        fig.legend([h for h, _ in handles], [t for _, t in handles], frameon=False, fontsize=7,
+                   loc="outside right upper")
         method = ", ".join(sorted(set(df["method"])))
         fig.suptitle("Residual Jacobian spectral norms and swap distances")
+        clipped = ""
+        if len(far):
+            listed = ", ".join(f"{r['model']} block {int(r['block'])} ({r['norm_mean']:.3g})"
+                               for _, r in far.iterrows())
+            clipped = (f"; off the axes, at their edge (triangle; right: dotted line): {listed}, more than "
+                       f"{JACOBIAN_FAR:g} times any other block's norm. ||J_k|| is relative to the scale of the "
+                       "block's input, and the first block reads the token embeddings, not the residual stream that "
+                       "the later blocks read")
         add_note(fig, f"||J_k||: largest singular value of d(block_k(x) - x)/dx over a whole sequence ({method}); "
-                      "below 1 (dashed) the block contracts perturbations")
+                      "below 1 (dashed) the block contracts perturbations" + clipped)
         save_figure(fig, out_png, out_pdf)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.font_manager
+import numpy as np
 from matplotlib.figure import Figure
 
 from swapkl.tables.atomic import replaced_on_success
@@ -73,9 +74,14 @@ def new_figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def add_note(fig: Figure, text: str) -> None:
-    """A small grey note under the axes (data and settings)."""
+def add_note(fig: Figure, text: str, *, width: float | None = None) -> None:
+    """A small grey note under the axes (data and settings). ``width``: wrap it at this fraction of the figure's
+    width (matplotlib's own wrapping, the default, lets a line run from edge to edge)."""
     fig.get_layout_engine().set(h_pad=0.06)
+    if width is not None:
+        per_line = max(20, int(width * fig.get_figwidth() * 72 / (0.56 * 7)))  # DejaVu Sans: ~0.56 em a character
+        fig.supxlabel("\n".join(textwrap.wrap(text, per_line)), fontsize=7, color="#444444", ha="center")
+        return
     fig.supxlabel(text, fontsize=7, color="#444444", ha="center", wrap=True)
 
 
@@ -86,6 +92,18 @@ def fit_title(fig: Figure, text: str) -> None:
     points = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
     per_line = max(20, int(fig.get_figwidth() * 72 / (0.56 * points)) - 2)  # DejaVu Sans: ~0.56 em a character
     fig.suptitle("\n".join(textwrap.wrap(text, per_line)))
+
+
+def far_cut(values, factor: float) -> float | None:
+    """The largest of ``values`` that is not far out, when some are: the values are taken from the top while each
+    exceeds ``factor`` times the next (never more than half of them); None when the largest is not far out. A
+    panel then ends near the cut and draws the far values at its edge, each with its value written."""
+    v = np.asarray(values, dtype=np.float64)
+    v = np.sort(v[np.isfinite(v)])[::-1]
+    k = 0
+    while k < len(v) // 2 and v[k + 1] > 0 and v[k] > factor * v[k + 1]:
+        k += 1
+    return float(v[k]) if k else None
 
 
 FIGURE_MARK = "swapkl"

@@ -6,10 +6,42 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
+from swapkl.figures.labels import place_labels
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
 from swapkl.probes.disagreement import MIN_ITEMS
 
 LEVELS = (("pair", "pairs (i, j)"), ("block", "blocks"))
+
+#: the readable name of each test of swapkl.probes.disagreement
+TEST_LABELS = {
+    "replacement_max": "replacement (max)",
+    "replacement_fwd": "replacement (i←j)",
+    "interchange": "interchange",
+    "healed_replacement": "replacement, healed",
+    "healed_replacement_max": "replacement, healed",
+    "healed_interchange": "interchange, healed",
+    "deletion": "deletion KL",
+    "healed_deletion": "deletion KL, healed",
+    "bi": "ShortGPT BI",
+    "angular": "angular distance",
+    "accrel": "accuracy relevance",
+}
+#: how the protocols of the healed table read in a title
+PROTOCOL_TITLES = {"healed_replacement": "Replacement M(i←j), healed",
+                   "healed_interchange": "Interchange M(i↔j), healed",
+                   "healed_deletion": "Deletion M(−i), healed"}
+
+
+def test_label(name: str) -> str:
+    """The readable name of test ``name``: ``X_block`` is pair test X as a block score, ``X@member`` test X on
+    another member of the seed family."""
+    test, _, member = name.partition("@")
+    block = test.endswith("_block")
+    base = test[: -len("_block")] if block else test
+    label = TEST_LABELS.get(base, base)
+    if block:
+        label += ", per block"
+    return f"{label} [{member}]" if member else label
 
 
 def _matrix(rows: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -35,7 +67,7 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
     sizes = [len(set(df.loc[df["level"] == lv, "test_a"]) | set(df.loc[df["level"] == lv, "test_b"]))
              for lv, _ in levels]
     with figure_style():
-        fig = new_figure(sum(1.0 + 0.62 * s for s in sizes) + 1.0, 1.6 + 0.55 * max(sizes))
+        fig = new_figure(sum(2.4 + 0.62 * s for s in sizes) + 1.0, 3.2 + 0.55 * max(sizes))
         axes = fig.subplots(1, len(levels), squeeze=False)[0]
         for ax, (lv, label) in zip(axes, levels):
             tests, tau, lo, hi, few = _matrix(df[df["level"] == lv])
@@ -46,18 +78,23 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
                     if x != y and np.isfinite(tau[x, y]):
                         text = f"{tau[x, y]:.2f}" + (f"\n(n={few[x, y]}: too few)" if few[x, y] else
                                                      f"\n[{lo[x, y]:.2f}, {hi[x, y]:.2f}]" if with_ci else "")
-                        ax.text(y, x, text, ha="center", va="center", fontsize=5.5 if with_ci else 6.5)
+                        ax.text(y, x, text, ha="center", va="center", fontsize=5.5 if with_ci else 6.5,
+                                color="white" if abs(tau[x, y]) > 0.6 else "black")
             ax.grid(False)
-            ax.set_xticks(range(len(tests)), tests, rotation=60, ha="right", fontsize=7)
-            ax.set_yticks(range(len(tests)), tests, fontsize=7)
+            names = [test_label(t) for t in tests]
+            ax.set_xticks(range(len(tests)), names, rotation=60, ha="right", fontsize=7)
+            ax.set_yticks(range(len(tests)), names, fontsize=7)
             ax.set_title(f"rankings of {label}")
         fig.colorbar(im, ax=list(axes), shrink=0.7, label="Kendall's tau")
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
+        fig.suptitle(f"{model} @ {revision}: do the tests of layer equivalence rank alike?")
         n_boot = int(df["n_boot"].iloc[0])
-        add_note(fig, f"{model} @ {revision}: Kendall's tau-b between tests over the items both score; 95% "
+        add_note(fig, "Kendall's tau-b between tests over the items both score; 95% "
                       f"bootstrap CI over probe windows ({n_boot} resamples) in brackets (in the table for maps of "
-                      f"more than 7 tests). Cells marked \"too few\" compare fewer than {MIN_ITEMS} items: too few to "
-                      "test, no CI.")
+                      "more than 7 tests). Tests: KL of each probe (replacement: max of both directions, or r(i←j) alone), "
+                      "after healing, on another seed's model [in brackets], and pair tests as block scores "
+                      f"(s(i) = min over j of d(i, j)). Cells marked \"too few\" compare fewer than {MIN_ITEMS} items: "
+                      "too few to test, no CI.", width=0.9)
         save_figure(fig, out_png, out_pdf)
 
 
@@ -71,25 +108,33 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         raise SwapKLError("the healed table has no rows to plot")
     protocols = [p for p in PROTOCOL_COLOURS if (df["protocol"] == p).any()]
     with figure_style():
-        fig = new_figure(3.0 * len(protocols), 2.8)
+        fig = new_figure(3.4 * len(protocols), 3.3)
         axes = fig.subplots(1, len(protocols), squeeze=False)[0]
+        ends = []
         for ax, protocol in zip(axes, protocols):
             rows = df[df["protocol"] == protocol]
+            xs, ys, names = [], [], []
             for (i, j), g in rows.groupby(["layer_i", "layer_j"], dropna=False, sort=True):
                 g = g.sort_values("heal_steps")
                 label = f"{int(i)}" if pd.isna(j) else f"{int(i)}←{int(j)}" if protocol == "healed_replacement" \
                     else f"{int(i)}↔{int(j)}"
                 ax.plot(g["heal_steps"], g["kl_after"], marker="o", ms=3, lw=1, color=PROTOCOL_COLOURS[protocol],
-                        alpha=0.8)
-                ax.annotate(label, (g["heal_steps"].iloc[-1], g["kl_after"].iloc[-1]), fontsize=6,
-                            xytext=(3, 0), textcoords="offset points", va="center")
+                        alpha=0.8, label=label)
+                xs.append(g["heal_steps"].iloc[-1]), ys.append(g["kl_after"].iloc[-1]), names.append(label)
             ax.set_yscale("symlog", linthresh=1e-6)
-            ax.set_xlabel("heal steps")
-            ax.set_ylabel("KL(p_base ‖ p_variant)")
-            ax.set_title(protocol)
+            ax.set_xlabel("heal (LoRA) steps")
+            ax.set_ylabel("KL(p_base ‖ p_variant) (nats)")
+            ax.set_title(PROTOCOL_TITLES.get(protocol, protocol), fontsize=9)
+            last = max(float(rows["heal_steps"].max()), 1.0)
+            ax.set_xlim(-0.04 * last, 1.3 * last)  # room for the end labels
+            ends.append((ax, xs, ys, names))
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
-        add_note(fig, f"{model} @ {revision}: KL on the probe windows after each measured number of heal steps "
-                      "(0 = the base protocol); symmetric log scale, linear below 1e-6.")
+        fig.suptitle(f"{model} @ {revision}: the third test, KL to the base model while each variant heals")
+        add_note(fig, "KL on the probe windows after each measured number of heal steps (0 = the variant before "
+                      "healing); one line per variant, labelled at its last step (variants that end on top of "
+                      "each other share one label); symmetric log scale, linear below 1e-6.", width=0.9)
+        for ax, xs, ys, names in ends:
+            place_labels(ax, xs, ys, names)
         save_figure(fig, out_png, out_pdf)
 
 

@@ -23,6 +23,10 @@ from swapkl.probes.pair_statistics import GAP_DEFINITIONS
 GAP_LABELS = {"max": "d_repl = max of the two replacement directions",
               "fwd": "d_repl = r(i←j) for i < j only (one direction, as the paper's Pythia trajectory)"}
 
+#: the figure titles' account of d_repl: the two gap figures of a model must not read alike
+GAP_TITLES = {"max": "replacement KL (larger of both directions) − interchange KL",
+              "fwd": "replacement KL in one direction only (r(i←j), i < j) − interchange KL"}
+
 
 def pair_set_title(name: str, n_pairs) -> str:
     kind, k = parse_pair_set(name)
@@ -34,11 +38,11 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
     """Gap d_repl - d_inter vs training step for ``model``, one column per pair set.
 
     ``gap`` picks the replacement distance: ``"max"`` (both directions, columns ``gap_*``) or
-    ``"fwd"`` (r(i<-j) for i < j, columns ``gap_fwd_*``). Top row: mean (with its 95% bootstrap CI
-    band), median and 75th percentile of the per-pair gap; middle row: the maximum; bottom row
-    (dimensionless): mean and median I/R ratio, the relative gap of the means
-    (mean gap / mean d_repl) and the largest pair's share of the summed gap. Duplicate revisions and
-    revisions without a step are left out.
+    ``"fwd"`` (r(i<-j) for i < j, columns ``gap_fwd_*``). Row 1: mean (with its 95% bootstrap CI
+    band), median and 75th percentile of the per-pair gap; row 2: the maximum; row 3 (dimensionless): mean and
+    median I/R ratio and the relative gap of the means (mean gap / mean d_repl); row 4: the largest pair's share
+    of the summed gap (a share, on its own axis: it exceeds 1 when other pairs' gaps are negative). Duplicate
+    revisions and revisions without a step are left out.
     """
     if gap not in GAP_DEFINITIONS:
         raise SwapKLError(f"unknown gap definition {gap!r}: choose from {', '.join(GAP_DEFINITIONS)}")
@@ -51,14 +55,14 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
                           "(after leaving out duplicate revisions)")
     sets = list(dict.fromkeys(traj["pair_set"]))
     with figure_style():
-        fig = new_figure(3.6 * len(sets) + 0.6, 6.8)
-        axes = fig.subplots(3, len(sets), sharex=True, squeeze=False,
-                            gridspec_kw={"height_ratios": [2.2, 1, 1.4]})
+        fig = new_figure(3.6 * len(sets) + 0.6, 8.0)
+        axes = fig.subplots(4, len(sets), sharex=True, squeeze=False,
+                            gridspec_kw={"height_ratios": [2.2, 1, 1.4, 1]})
         desc = ""
         for c, s in enumerate(sets):
             t = traj[traj["pair_set"] == s]
             x = t["step"].to_numpy(dtype=np.float64)
-            top, middle, bottom = axes[0, c], axes[1, c], axes[2, c]
+            top, middle, bottom, shares = axes[0, c], axes[1, c], axes[2, c], axes[3, c]
             top.fill_between(x, t[f"{g}_mean_ci_low"].to_numpy(dtype=float),
                              t[f"{g}_mean_ci_high"].to_numpy(dtype=float), color=BLUE, alpha=0.2,
                              linewidth=0, label="95% CI of mean")
@@ -71,28 +75,29 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
             bottom.plot(x, t[f"{r}_mean"].to_numpy(dtype=float), "-o", color=BLUE, label="mean I/R")
             bottom.plot(x, t[f"{r}_median"].to_numpy(dtype=float), "--s", color=GREEN, label="median I/R")
             bottom.plot(x, relative, ":^", color=ORANGE, label="relative gap (mean gap / mean d_repl)")
-            share = t[f"{g}_max_share"].to_numpy(dtype=float)
-            bottom.plot(x, share, "-.D", color=VERMILLION, label="largest pair's share of the mean gap")
-            drawn = np.concatenate([t[f"{r}_mean"].to_numpy(dtype=float), relative, share])
+            shares.plot(x, t[f"{g}_max_share"].to_numpy(dtype=float), "-.D", color=VERMILLION,
+                        label="largest pair's share of the summed gap")
+            shares.axhline(1.0, color="grey", linewidth=0.8, linestyle=":", zorder=0)
+            drawn = np.concatenate([t[f"{r}_mean"].to_numpy(dtype=float), relative])
             finite = drawn[np.isfinite(drawn)]
             low, high = (finite.min(), finite.max()) if len(finite) else (0.0, 1.0)
             bottom.set_ylim(min(0.0, 1.1 * low), max(1.0, high) * 1.6)  # zero in view, room for the legend
             n = t["n_pairs"].iloc[-1]
             top.set_title(pair_set_title(s, n))
-            for ax in (top, middle, bottom):
+            for ax in (top, middle, bottom, shares):
                 ax.axhline(0.0, color="black", linewidth=0.8, zorder=0)
                 desc = set_step_axis(ax, x)
-            bottom.set_xlabel("training step")
+            shares.set_xlabel("training step")
             if c == 0:
                 top.set_ylabel("per-pair gap d_repl − d_inter (nats)")
                 middle.set_ylabel("max gap (nats)")
                 bottom.set_ylabel("ratio (dimensionless)")
+                shares.set_ylabel("largest pair's\nshare of the\nsummed gap")
                 for ax in (top, middle):
                     ax.legend(loc="best", frameon=False, fontsize="small")
                 bottom.legend(loc="upper center", ncol=2, frameon=False, fontsize="x-small")
         first = traj.iloc[0]
-        fit_title(fig, f"{model}: protocol gap (replacement KL − interchange KL) over training"
-                  + (" — one replacement direction" if gap == "fwd" else ""))
+        fit_title(fig, f"{model}: protocol gap over training, {GAP_TITLES[gap]}")
         note = (f"{GAP_LABELS[gap]}; KL(p_base ‖ p_variant) in nats; "
                 f"{int(first['n_seqs'])} sequences, {int(first['n_tokens'])} tokens; CI: percentile "
                 f"bootstrap over sequences, {int(first['n_boot'])} resamples; {desc}")

@@ -1,5 +1,5 @@
 """A results table as a self-contained HTML page, for the Snakemake report (which cannot show Parquet): the
-provenance, the columns with their types, and the rows (the first ``max_rows`` of a long table, with a note
+provenance, the columns with their types and meanings (:mod:`swapkl.tables.column_notes`), and the rows (the first ``max_rows`` of a long table, with a note
 naming the Parquet file that holds all of them)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from swapkl.tables import provenance
+from swapkl.tables.column_notes import describe
 from swapkl.tables.atomic import write_text_atomic
 from swapkl.errors import SwapKLError
 
@@ -23,37 +24,64 @@ STYLE = ("body{font-family:sans-serif;font-size:13px;margin:1em}table{border-col
 READ_HINT = 'pd.read_parquet(path, dtype_backend="numpy_nullable")'
 
 
+#: significant digits of a float shown on the page (the Parquet file holds every digit)
+DIGITS = 4
+
+
+def _number(v) -> str:
+    """``v`` for display: a float to :data:`DIGITS` significant digits (positional between 1e-4 and 1e6, else with
+    an exponent), other values as they are."""
+    if isinstance(v, bool) or not isinstance(v, float):
+        return str(v)
+    if v != v:
+        return ""
+    if v == 0:
+        return "0"
+    if not 1e-4 <= abs(v) < 1e6:
+        return f"{v:.{DIGITS - 1}e}"
+    rounded = float(f"{v:.{DIGITS}g}")
+    exponent = int(f"{rounded:e}".split("e")[1])
+    text = f"{rounded:.{max(DIGITS - 1 - exponent, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def _cell(v) -> str:
     if isinstance(v, (list, tuple)) or hasattr(v, "tolist") and not isinstance(v, str):
         v = list(v.tolist() if hasattr(v, "tolist") else v)
-        return ", ".join(str(x) for x in v[:12]) + (f", ... ({len(v)} values)" if len(v) > 12 else "")
-    return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+        return ", ".join(_number(x) for x in v[:12]) + (f", ... ({len(v)} values)" if len(v) > 12 else "")
+    return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _number(v)
 
 
-def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 500) -> str:
-    """The HTML page of the Parquet table at ``path``."""
+def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 500, table: str | None = None) -> str:
+    """The HTML page of the Parquet table at ``path`` (``table``: its name under results/, which picks the
+    column meanings of that table where a name means something else there)."""
     path = str(path)
     prov = provenance.read(path)
     schema = pq.read_schema(path)
     df = pd.read_parquet(path, dtype_backend="numpy_nullable")
     shown = df.head(max_rows)
     body = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
-    cols = "".join(f"<tr><td style='text-align:left'>{html.escape(f.name)}</td><td style='text-align:left'>"
-                   f"{html.escape(str(f.type))}</td></tr>" for f in schema)
+    left = "style='text-align:left'"
+    cols = "".join(f"<tr><td {left}>{html.escape(f.name)}</td><td {left}>{html.escape(str(f.type))}</td>"
+                   f"<td {left}>{html.escape(describe(f.name, table))}</td></tr>" for f in schema)
     more = (f"<p>First {max_rows} of {len(df)} rows; every row is in <code>{html.escape(path)}</code>.</p>"
             if len(df) > max_rows else f"<p>{len(df)} rows.</p>")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title or path)}</title>"
             f"<style>{STYLE}</style></head><body><h2>{html.escape(title or path)}</h2>{more}"
             f"<p>Read it with <code>{html.escape(READ_HINT)}</code> so that integer columns with nulls stay "
-            "integers.</p>"
+            "integers. Numbers are shown to four significant digits; the file holds every digit. What each column "
+            "means: <a href='#columns'>Columns</a>, below the rows.</p>"
             f"{body.to_html(index=False, escape=True, border=0)}"
-            f"<h3>Columns</h3><table>{cols}</table>"
+            f"<h3 id='columns'>Columns</h3><table><tr><th {left}>column</th><th {left}>type</th>"
+            f"<th {left}>meaning</th></tr>{cols}"
+            "</table>"
             f"<h3>Provenance</h3><pre>{html.escape(json.dumps(prov, indent=1, sort_keys=True, default=str))}</pre>"
             "</body></html>\n")
 
 
-def write_table_html(path: str | Path, out: str | Path, *, title: str | None = None, max_rows: int = 500) -> None:
+def write_table_html(path: str | Path, out: str | Path, *, title: str | None = None, max_rows: int = 500,
+                     table: str | None = None) -> None:
     """Write :func:`table_html` of ``path`` to ``out`` atomically."""
     if max_rows < 1:
         raise SwapKLError(f"max_rows must be at least 1, got {max_rows}")
-    write_text_atomic(Path(out), table_html(path, title=title, max_rows=max_rows))
+    write_text_atomic(Path(out), table_html(path, title=title, max_rows=max_rows, table=table))

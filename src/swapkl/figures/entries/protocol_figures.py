@@ -5,17 +5,19 @@ from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 
 TABLE = {"aggregate": AGGREGATE}
 SETUP = {"setup": "model_setup"}
+#: the report labels of the two variants of a figure (d_repl from both replacement directions or from one)
+BOTH_DIRECTIONS = {"replacement": "both directions (max)"}
 ONE_DIRECTION = {"replacement": "one direction"}
 
 register(Figure("gap_trajectory", "swapkl.figures.trajectory:draw_gap_trajectory", TABLE, "model", "gap",
                 "protocol gap vs training step, one panel per pair set (replacement: max of both directions)",
-                targets="trajectory", params=SETUP))
+                targets="trajectory", labels=BOTH_DIRECTIONS, params=SETUP))
 register(Figure("gap_trajectory_fwd", "swapkl.figures.trajectory:draw_gap_trajectory_fwd", TABLE, "model", "gap",
                 "protocol gap vs training step, one panel per pair set (replacement: one direction)",
                 rule="plot_gap_trajectory", targets="trajectory", labels=ONE_DIRECTION, params=SETUP))
 register(Figure("ratio_by_distance", "swapkl.figures.ratio_figure:draw_ratio_by_distance", TABLE, "model", "ratio",
                 "I/R ratio by pair distance, one line per checkpoint (replacement: max of both directions)",
-                params=SETUP))
+                labels=BOTH_DIRECTIONS, params=SETUP))
 register(Figure("ratio_by_distance_fwd", "swapkl.figures.ratio_figure:draw_ratio_by_distance_fwd", TABLE, "model",
                 "ratio", "I/R ratio by pair distance, one line per checkpoint (replacement: one direction)",
                 rule="plot_ratio_by_distance", labels=ONE_DIRECTION, params=SETUP))

@@ -18,7 +18,8 @@ register(Figure("rank_confusion", "swapkl.figures.confusion:draw_rank_confusion"
                 "agreement", "rank confusion of each pruning guide against deletion, one checkpoint",
                 rule="plot_pruning_agreement", targets="prune", subcategory="{model}",
                 labels={"figure": "rank confusion"}, params=PRUNE_PARAMS))
-register(Figure("pruning_ratio", "swapkl.figures.pruning_figure:draw_pruning_ratio", TABLE, "global", "pruning",
+register(Figure("pruning_difference", "swapkl.figures.pruning_figure:draw_pruning_difference", TABLE, "global",
+                "pruning",
                 "interchange- minus replacement-guided pruning cost vs budget, one line per pruned model",
                 targets="pruned", subcategory="All models", params={"prune": "all_pruning", **BOOTSTRAP},
                 plot_params=tuple(BOOTSTRAP)))
