@@ -103,7 +103,9 @@ def test_device_cpu_or_no_gpu_request_passes_the_check(monkeypatch):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # restored after the test
     check_job_device(1, "cpu", "probe")  # the CPU on purpose
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == ""  # and the job's process sees no GPU, wherever it runs
     check_job_device(0, "auto", "aggregate_results")  # a rule that asks for no GPU
     with pytest.raises(SwapKLError, match="rule probe requests 2 GPU"):
         check_job_device(2, "auto", "probe")

@@ -17,6 +17,7 @@ torch for that check).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from contextlib import contextmanager
 
@@ -37,10 +38,15 @@ JOB_DEVICES = ("auto", "cpu")
 
 
 def check_job_device(gpus: int, device: str, rule: str | None) -> None:
-    """A job that requests ``gpus`` GPUs must see a CUDA device, unless ``device`` is ``cpu``."""
+    """A job that requests ``gpus`` GPUs must see a CUDA device, unless ``device`` is ``cpu``, which hides the
+    machine's GPUs from the job (set in the job's own process, before anything initialises CUDA, so that it holds
+    wherever the job runs: locally or on a cluster node)."""
     if device not in JOB_DEVICES:
         raise SwapKLError(f"config device {device!r}: choose {' or '.join(JOB_DEVICES)}")
-    if device == "cpu" or not gpus:
+    if device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        return
+    if not gpus:
         return
     import torch  # only a GPU job gets here, and it runs torch anyway
 

@@ -39,8 +39,6 @@ try:  # every check of swapkl.config, each naming the key path of the value that
 except ConfigError as err:
     raise WorkflowError(invalid_config_message(err)) from None
 PLAN = StudyPlan(config, SEED_FAMILIES)
-if config["device"] == "cpu":  # the jobs (child processes of this one) see no GPU; swapkl.joblog checks the rest
-    os.environ["CUDA_VISIBLE_DEVICES"] = ""
 PARAMS = RuleParams(PLAN)
 
 
