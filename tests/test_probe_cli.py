@@ -181,7 +181,7 @@ def test_compatibility_inputs_from_the_command_line(ckpt, tmp_path, capsys):
     text.write_text("".join(" ".join(w) + "\n" for w in corpus(6, seed=2, min_len=3, max_len=9)))
     out = tmp_path / "p.parquet"
     rc, _, err = run_cli(capsys, "--model", ckpt, "--text-file", text, "--text-format", "lines", "--padding",
-                         "counted", "--n-seqs", 6, "--seq-len", 16, "--min-tokens", 1, "--protocols", "deletion",
+                         "counted", "--n-seqs", 6, "--seq-len", 16, "--min-tokens", 2, "--protocols", "deletion",
                          "--out", out)
     assert rc == 0, err
     df = pq.read_table(out).to_pandas()
