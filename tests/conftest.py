@@ -2,10 +2,13 @@
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 from filelock import FileLock
+
+REPO = Path(__file__).resolve().parents[1]
 
 torch.set_num_threads(1)
 
@@ -20,7 +23,9 @@ def _build_demo(work):
 
     proc = run_demo(work)
     assert proc.returncode == 0, proc.stderr[-6000:]
-    rep = run_demo(work, extra=("--report", str(work / "report.html")))
+    # the profile names the report's stylesheet relative to the repository, and this run's --directory is elsewhere
+    rep = run_demo(work, extra=("--report", str(work / "report.html"), "--report-stylesheet",
+                                str(REPO / "workflow" / "report" / "report.css")))
     assert rep.returncode == 0, rep.stderr[-4000:]
     return work
 

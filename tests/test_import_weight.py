@@ -40,7 +40,7 @@ MODEL_SCRIPTS = {
     "probe", "probe_healed", "probe_pe_model", "probe_spans", "prune_layers", "prune_on_tasks", "score_relevance",
     "score_downstream", "search_removal_sets", "construct_snowball", "export_pruned_models", "heal_pruned_models",
     "measure_jacobian", "measure_predictor_validity", "prepare_pe_text", "train_demo_model",
-    "train_pe_model", "summarise_scaling", "summarise_pe_ablation",
+    "train_pe_model", "summarise_scaling", "summarise_pe_ablation", "convert_gguf",
 }
 HEAVY = MODEL_PACKAGES + ANALYSIS_PACKAGES
 
