@@ -18,9 +18,15 @@ REPO = Path(__file__).resolve().parents[1]
 MAKEFILE = REPO / "Makefile"
 
 
+def make_env() -> dict[str, str]:
+    """The environment of a top-level make: under `make test` the outer make's MAKELEVEL and MAKEFLAGS would
+    make the inner one print "Entering directory" lines around its recipe."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")}
+
+
 def dry_run(folder: Path, *args: str) -> str:
-    proc = subprocess.run(["make", "-n", "-f", str(MAKEFILE), "setup", *args], cwd=folder, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(["make", "--no-print-directory", "-n", "-f", str(MAKEFILE), "setup", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=60, env=make_env())
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -83,7 +89,8 @@ def test_empty_torch_keeps_the_installed_torch(checkout):
 
 @pytest.mark.slow
 def test_demo_ends_with_the_report_and_three_files_the_demo_writes(tmp_path):
-    out = subprocess.run(["make", "-n", "demo"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run(["make", "--no-print-directory", "-n", "demo"], cwd=REPO, capture_output=True, text=True,
+                         timeout=60, env=make_env()).stdout
     assert "results/report.html" in out.splitlines()[-2]
     first = re.findall(r'"(results/\S+?): ', out.splitlines()[-1])
     assert len(first) == 3, out
