@@ -488,7 +488,7 @@ def _healed_table() -> pd.DataFrame:
 def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
     """Readable titles (no internal protocol names), every curve at the table's values, and variants that end on
     the same KL share one end label instead of overprinting."""
-    from swapkl.figures.test_agreement import PROTOCOL_TITLES, plot_healed_curves
+    from swapkl.figures.third_test import PROTOCOL_TITLES, plot_healed_curves
 
     table = _healed_table()
     fig = _draw(tmp_path, "heal", lambda p, q: plot_healed_curves(table, p, q), figs)
@@ -506,7 +506,7 @@ def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
 
 
 def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_path):
-    from swapkl.figures.test_agreement import plot_test_agreement, test_label
+    from swapkl.figures.third_test import plot_test_agreement, label_of_test
 
     tests = ["replacement_max", "interchange", "healed_interchange", "interchange@toy-seed1"]
     rows = [dict(model="toy", revision="step400", level="pair", test_a=a, test_b=b, n_items=30, n_boot=100,
@@ -518,7 +518,7 @@ def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_p
     ax = fig.axes[0]
     names = [t.get_text() for t in ax.get_yticklabels()]
     assert names == ["replacement (max)", "interchange", "interchange, healed", "interchange [toy-seed1]"]
-    assert test_label("replacement_max_block") == "replacement (max), per block"
+    assert label_of_test("replacement_max_block") == "replacement (max), per block"
     m = ax.get_images()[0].get_array()
     for r in rows:
         a, b = tests.index(r["test_a"]), tests.index(r["test_b"])

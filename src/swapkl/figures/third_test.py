@@ -32,7 +32,7 @@ PROTOCOL_TITLES = {"healed_replacement": "Replacement M(i←j), healed",
                    "healed_deletion": "Deletion M(−i), healed"}
 
 
-def test_label(name: str) -> str:
+def label_of_test(name: str) -> str:
     """The readable name of test ``name``: ``X_block`` is pair test X as a block score, ``X@member`` test X on
     another member of the seed family."""
     test, _, member = name.partition("@")
@@ -81,7 +81,7 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
                         ax.text(y, x, text, ha="center", va="center", fontsize=5.5 if with_ci else 6.5,
                                 color="white" if abs(tau[x, y]) > 0.6 else "black")
             ax.grid(False)
-            names = [test_label(t) for t in tests]
+            names = [label_of_test(t) for t in tests]
             ax.set_xticks(range(len(tests)), names, rotation=60, ha="right", fontsize=7)
             ax.set_yticks(range(len(tests)), names, fontsize=7)
             ax.set_title(f"rankings of {label}")
