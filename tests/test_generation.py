@@ -156,7 +156,7 @@ def naive_pruned(src, removed, out) -> str:
 
 
 def lm_eval_samples(path, folder, name: str = NAME) -> dict[str, dict[int, dict]]:
-    """lm-eval's own run on a saved checkpoint: filter -> doc_id -> {text, exact_match}."""
+    """lm-eval's own run on a saved checkpoint: filter -> doc_id -> {text (raw), answer (filtered), exact_match}."""
     import lm_eval
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
@@ -166,7 +166,8 @@ def lm_eval_samples(path, folder, name: str = NAME) -> dict[str, dict[int, dict]
                                   task_manager=TaskManager(include_path=str(folder), include_defaults=False))
     per: dict[str, dict[int, dict]] = {}
     for s in out["samples"][name]:
-        per.setdefault(s["filter"], {})[s["doc_id"]] = {"text": s["resps"][0][0], "exact_match": s["exact_match"]}
+        per.setdefault(s["filter"], {})[s["doc_id"]] = {"text": s["resps"][0][0], "answer": s["filtered_resps"][0],
+                                                        "exact_match": s["exact_match"]}
     return per
 
 
@@ -175,10 +176,13 @@ def test_generation_on_materialised_models_matches_lm_eval_question_by_question(
     folder = tmp_path / "tasks"
     train, test = _docs(0, 8), _docs(1, 10)
     write_gen_task(folder, train, test)
-    # gold: lm-eval's own flexible extraction of the unpruned model's answer for half the questions, so that
-    # exact_match is 1 somewhere and 0 elsewhere
-    first = lm_eval_samples(src, folder)["flexible-extract"]
-    gold = [first[d]["text"] if d % 2 == 0 and first[d]["text"] != "[invalid]" else "5" for d in range(len(test))]
+    # gold: lm-eval's own extraction of the unpruned model's answer, by the flexible filter on every fourth
+    # question and by the strict one on the next even one; "x", which neither filter can extract, elsewhere. So
+    # each filter's exact_match is 1 somewhere and 0 elsewhere whatever sums the model happens to write.
+    first = lm_eval_samples(src, folder)
+    by = {0: "flexible-extract", 2: "strict-match"}
+    gold = [first[by[d % 4]][d]["answer"] if d % 4 in by else "x" for d in range(len(test))]
+    gold = ["x" if g == "[invalid]" else g for g in gold]
     write_gen_task(folder, train, [t | {"answer": f"#### {g}"} for t, g in zip(test, gold)])
     tok = gen_tokenizer()
     matches, strict, texts = [], [], {}
