@@ -47,7 +47,46 @@ GUIDE_CASES = {
     "a derived row as an export guide": (
         _hub_model(prune={"enabled": True, "export_guides": ["random_mean"]}),
         "models.m.prune.export_guides.0: 'random_mean' is not a pruning guide"),
+    "unknown guide among the guides to run": (
+        _hub_model(prune={"enabled": True, "guides": ["interchange", "sleb"]}),
+        "models.m.prune.guides.1: 'sleb' is not a pruning guide"),
 }
+
+#: guide lists that name real guides the pruning run leaves out (prune.guides), and what the refusal says
+CHOICE_CASES = {
+    "an export guide the run leaves out": (
+        _hub_model(prune={"enabled": True, "guides": ["interchange", "bi"], "export_guides": ["bi", "sleb_iterative"]}),
+        "models.m.prune.export_guides.1: 'sleb_iterative' is not among the guides the pruning runs "
+        "(models.m.prune.guides: interchange, bi)", "is not among the guides the pruning runs"),
+    "a scored guide the run leaves out": (
+        _hub_model(prune={"enabled": True, "guides": ["interchange"]},
+                   relevance={"enabled": True, "lm_eval_tasks": ["arc_easy"], "pruning_guides": ["random"]}),
+        "models.m.relevance.pruning_guides.0: 'random' is not among the guides the pruning runs "
+        "(models.m.prune.guides: interchange)", "is not among the guides the pruning runs"),
+    "fixed sets without the fixed guide": (
+        _hub_model(prune={"enabled": True, "guides": ["interchange"], "fixed_sets": {"paper": [[3, 5]]}}),
+        "models.m.prune.fixed_sets: fixed sets are evaluated by the guide 'fixed', which models.m.prune.guides "
+        "leaves out", "models.m.prune.fixed_sets: fixed sets are evaluated by the guide 'fixed'"),
+    "a clustered region without a clustered guide": (
+        _hub_model(prune={"enabled": True, "guides": ["interchange"], "clustered_region": [2, 6]}),
+        "models.m.prune.clustered_region: neither clustered guide (interchange_clustered, "
+        "replacement_max_clustered) is in models.m.prune.guides", "models.m.prune.clustered_region: neither"),
+}
+
+
+@pytest.mark.parametrize("name", list(CHOICE_CASES))
+def test_a_guide_list_beyond_the_guides_that_run_is_refused(name):
+    cfg, want, listed = CHOICE_CASES[name]
+    message = refusal(cfg)
+    assert message == f"Invalid config: {want}" and "\n" not in message
+    assert listed in DOC  # the catalogue lists the case
+
+
+def test_a_guide_choice_that_covers_its_lists_passes():
+    assert refusal(_hub_model(prune={"enabled": True, "guides": ["interchange", "fixed", "random"],
+                                     "export_guides": ["interchange"], "fixed_sets": {"paper": [[3, 5]]}},
+                              relevance={"enabled": True, "lm_eval_tasks": ["arc_easy"],
+                                         "pruning_guides": "all"})) is None
 
 
 @pytest.mark.parametrize("name", list(GUIDE_CASES))

@@ -148,6 +148,35 @@ def test_paper_selection_settings(setup, tmp_path):
     assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_guide_choice_runs_only_those_guides_with_the_same_rows(setup, tmp_path):
+    """``SelectionOptions(guides=...)``: the rows of the chosen guides (and the unpruned row, and random_mean
+    with the draws) equal the full run's, and no other guide's rows are written; sleb_matched alone still gets
+    the beam's evaluation counts, without the beam's rows."""
+    from swapkl.pruning.selection import SelectionOptions
+
+    base = setup["table"]
+    out = tmp_path / "chosen.parquet"
+    chosen = ("bi", "interchange", "random", "sleb_matched")
+    options = SelectionOptions(guides=chosen)
+    run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(out), selection=options,
+                **setup["kw"])
+    df = pd.read_parquet(out)
+    assert set(df["guide"]) == {"base", "random_mean", *chosen}
+    key = ["guide", "budget", "random_draw"]
+    full = base[base["guide"].isin(set(df["guide"]))].sort_values(key).reset_index(drop=True)
+    mine = df.sort_values(key).reset_index(drop=True)
+    for col in ("removed_layers", "n_evals", "ppl", "kl_mean", "delta_ppl_pct"):
+        assert mine[col].astype(str).tolist() == full[col].astype(str).tolist(), col
+    assert provenance.read(str(out))["selection"]["guides"] == list(chosen)
+    with pytest.raises(SwapKLError, match="'random_mean' is a row derived from the others"):
+        run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(tmp_path / "x.parquet"),
+                    selection=SelectionOptions(guides=["interchange", "random_mean"]), **setup["kw"])
+    with pytest.raises(SwapKLError, match="unknown guide 'sleb'"):
+        run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(tmp_path / "x.parquet"),
+                    selection=SelectionOptions(guides=["sleb"]), **setup["kw"])
+    assert not (tmp_path / "x.parquet").exists()
+
+
 def test_costs_match_independent_computation(setup):
     df = setup["table"]
     probe = pd.read_parquet(setup["probe"])

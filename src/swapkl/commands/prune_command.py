@@ -62,6 +62,9 @@ def add_parser(sub) -> None:
     p.add_argument("--random-include-ends", action="store_true",
                    help="random draws may remove the first and last block (default: interior blocks 1..L-2 only, "
                         "as the paper's random baselines); recorded in the provenance")
+    p.add_argument("--guides", nargs="+", metavar="GUIDE",
+                   help="run only these guides (names as in the list below; default: every guide); the unpruned "
+                        "row is always written, random_mean whenever random runs")
     p.add_argument("--angular-metric", default=default(PruneJob, "angular_metric"), choices=["angular", "angular_last"],
                    help="Gromov distance averaged over tokens or at the last token (default: %(default)s)")
     e = p.add_argument_group("evaluation text (exactly one of --eval-text-file, --eval-dataset)")
@@ -131,7 +134,8 @@ def job(args) -> PruneJob:
                     allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
                     compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
                     logits_dtype=args.logits_dtype, metadata=label_metadata(args),
-                    placement=placement(args), selection=SelectionOptions(random_interior=not args.random_include_ends))
+                    placement=placement(args), selection=SelectionOptions(random_interior=not args.random_include_ends,
+                                                                guides=args.guides))
 
 
 def aggregate_job(args) -> AggregatePruningJob:

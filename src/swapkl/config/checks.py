@@ -200,15 +200,32 @@ def _check_weight_protocols(name: str, model: dict) -> None:
 
 
 def _check_guide_lists(name: str, model: dict) -> None:
-    """Every guide named in a guide list is a guide of the registry that chooses blocks."""
-    lists = {f"models.{name}.prune.export_guides": model["prune"]["export_guides"],
-             f"models.{name}.relevance.pruning_guides": model["relevance"]["pruning_guides"]}
+    """Every guide named in a guide list is a guide of the registry that chooses blocks; the lists of pruned
+    models to export or score name only guides that the pruning runs (``prune.guides``); a fixed set or a
+    clustered region has its guide among them."""
+    prune = model["prune"]
+    chosen = prune["guides"]
+    lists = {f"models.{name}.prune.guides": chosen,
+             f"models.{name}.prune.export_guides": prune["export_guides"],
+             f"models.{name}.relevance.pruning_guides": model["relevance"]["pruning_guides"],
+             f"models.{name}.downstream.pruning_guides": model["downstream"]["pruning_guides"]}
     allowed = selecting_guides()
     for where, guides in lists.items():
         for i, guide in enumerate([] if guides == "all" else guides):
             if guide not in allowed:
                 _fail(f"{where}.{i}", f"{guide!r} is not a pruning guide that chooses blocks "
                                       f"(swapkl.pruning.guides): choose from {', '.join(allowed)}")
+            if chosen != "all" and where != f"models.{name}.prune.guides" and guide not in chosen:
+                _fail(f"{where}.{i}", f"{guide!r} is not among the guides the pruning runs (models.{name}.prune."
+                                      f"guides: {', '.join(chosen)})")
+    if chosen == "all":
+        return
+    if prune["fixed_sets"] and "fixed" not in chosen:
+        _fail(f"models.{name}.prune.fixed_sets", "fixed sets are evaluated by the guide 'fixed', which "
+                                                 f"models.{name}.prune.guides leaves out")
+    if prune["clustered_region"] is not None and not {"interchange_clustered", "replacement_max_clustered"} & set(chosen):
+        _fail(f"models.{name}.prune.clustered_region", "neither clustered guide (interchange_clustered, "
+                                                       f"replacement_max_clustered) is in models.{name}.prune.guides")
 
 
 def _checkpoint_problem(folder: str) -> str | None:

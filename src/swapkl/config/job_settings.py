@@ -51,6 +51,8 @@ def prune_settings(model: dict, probe: dict) -> dict:
     """The pruning block's settings with the probe settings (``probe``) they build on."""
     settings = {key: value for key, value in model["prune"].items()
                 if key not in ("enabled", "revisions", "export_guides")}
+    if settings.get("guides") == "all":  # the default: left out, so that the hashes of earlier runs still hold
+        del settings["guides"]
     settings["probe"] = probe
     return settings
 
@@ -59,7 +61,7 @@ def selection_options(model: dict) -> dict:
     """Keyword arguments of swapkl.pruning.selection.SelectionOptions for a model's pruning runs."""
     prune = model["prune"]
     keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing", "random_interior")
-    return {key: prune[key] for key in keys}
+    return {**{key: prune[key] for key in keys}, "guides": None if prune["guides"] == "all" else prune["guides"]}
 
 
 def placement(model: dict) -> dict:

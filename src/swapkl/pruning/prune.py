@@ -55,7 +55,7 @@ from swapkl.data.windows import DataSpec, Windows, check_spec, check_windows, lo
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
-from swapkl.pruning.guides import GuideContext, Pruned, guide_names, registered
+from swapkl.pruning.guides import GuideContext, Pruned, get_guide, guide_names, registered
 from swapkl.model.loading import load_model
 from swapkl.pruning.merge import merged_blocks
 from swapkl.options import require_device, require_int
@@ -72,13 +72,15 @@ log = logging.getLogger(__name__)
 
 
 def select_all(ctx: GuideContext) -> tuple[dict, dict, dict[str, np.ndarray]]:
-    """Run every registered guide: ``{(guide, budget, draw): Pruned or None}``, the evaluations each
-    search guide spent ``{(guide, budget, draw): int}``, and the guides' per-layer scores."""
+    """Run every registered guide (or those of ``ctx.options.guides``): ``{(guide, budget, draw): Pruned or
+    None}``, the evaluations each search guide spent ``{(guide, budget, draw): int}``, and the guides' per-layer
+    scores."""
+    chosen = ctx.options.guides
     sel: dict[tuple[str, int, int | None], Pruned | None] = {}
     n_evals: dict[tuple[str, int, int | None], int] = {}
     scores: dict[str, np.ndarray] = {}
     for g in registered():
-        if g.select is None:
+        if g.select is None or (chosen is not None and g.name not in chosen):
             continue
         out = g.select(ctx)
         if out is None:
@@ -88,6 +90,14 @@ def select_all(ctx: GuideContext) -> tuple[dict, dict, dict[str, np.ndarray]]:
         n_evals.update({(g.name, n, draw): v for (n, draw), v in out.n_evals.items()})
         scores.update(out.scores)
     return sel, n_evals, scores
+
+
+def check_guide_choice(guides) -> None:
+    """A clear error when a chosen guide is not a registered guide that chooses blocks."""
+    for name in guides:
+        if get_guide(name).select is None:
+            raise SwapKLError(f"guide {name!r} is a row derived from the others and cannot be chosen: choose from "
+                              f"{', '.join(g.name for g in registered() if g.select is not None)}")
 
 
 def pruned_variant(p: Pruned, n_layers: int, merged: dict[tuple[int, int], int]) -> Variant:
@@ -285,6 +295,8 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     _check_pruning_arguments(probe_files, repr_file, out, agreement_out, eval_spec, calib_data, seed=seed,
                              chunk_tokens=chunk_tokens, device=device, spacing=spacing, n_random=n_random,
                              batch_size=batch_size, angular_metric=angular_metric)
+    if selection is not None and selection.guides is not None:
+        check_guide_choice(selection.guides)
     metadata = dict(metadata or {})
 
     probe, probe_provs, rep, rep_prov, probe_data = _read_pruning_inputs(probe_files, repr_file, probe_data,

@@ -275,7 +275,9 @@ class SelectionOptions:
       len(set), with ``fixed_set`` = name;
     * ``random_spacing``: the random baseline's spacing (None: the guides' spacing; the paper: 0);
     * ``random_interior``: random draws from the interior blocks ``1 .. L-2`` only (default, as the paper's
-      random baselines did); False draws from every block.
+      random baselines did); False draws from every block;
+    * ``guides``: the guides to run (names of the guide registry; None: every guide). The ``base`` row is always
+      written, ``random_mean`` whenever ``random`` runs.
     """
 
     score_pairs: str | None = None
@@ -284,8 +286,13 @@ class SelectionOptions:
     fixed_sets: Mapping[str, Sequence[Sequence[int]]] = field(default_factory=dict)
     random_spacing: int | None = None
     random_interior: bool = True
+    guides: tuple[str, ...] | None = None
 
     def __post_init__(self):
+        if self.guides is not None:
+            if isinstance(self.guides, str) or not all(isinstance(g, str) and g for g in self.guides):
+                raise SwapKLError(f"guides must be a list of guide names, got {self.guides!r}")
+            object.__setattr__(self, "guides", tuple(dict.fromkeys(self.guides)))
         if self.tie_break not in ("deletion", "index"):
             raise SwapKLError(f"tie_break must be 'deletion' or 'index', got {self.tie_break!r}")
         if self.score_pairs is not None:
@@ -304,4 +311,5 @@ class SelectionOptions:
         return dict(score_pairs=self.score_pairs, tie_break=self.tie_break,
                     clustered_region=None if self.clustered_region is None else list(self.clustered_region),
                     fixed_sets=self.fixed_sets, random_spacing=self.random_spacing,
-                    random_interior=bool(self.random_interior))
+                    random_interior=bool(self.random_interior),
+                    guides=None if self.guides is None else list(self.guides))

@@ -75,9 +75,9 @@ def sleb_matched(ctx: GuideContext) -> Selection | None:
     may hold more or fewer blocks, and ``n_evals`` is what SLEB spent (<= the beam's)."""
     if not ctx.measures:
         return ctx.skip("sleb_matched", "no model and calibration windows to measure")
-    beam_sel = ctx.measured("beam")
+    beam_sel = ctx.measured("beam") or beam(ctx)  # the beam's evaluation counts, whether or not its rows are chosen
     if beam_sel is None:
-        return ctx.skip("sleb_matched", "the beam guide did not run")
+        return ctx.skip("sleb_matched", "the beam guide could not run")
     L = ctx.n_layers
     depth = {n: max(k for k in range(L) if sleb_evals(L, k) <= beam_sel.n_evals[(n, None)]) for n in ctx.budgets}
     res = sleb(ctx)
