@@ -727,8 +727,6 @@ INVALID = {
     "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],
                                                                           "revisions": ["step5"]}),
                                    "relevance.revisions"),
-    "demo tasks of a hub model": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "demo_tasks": True}),
-                                  "demo_tasks"),
     "LM set named like the lm data": (lambda c: _set(c, P14 + ("relevance",), {
         "enabled": True, "lm": {"text_file": "a.txt"}, "lm_sets": {"lm": {"text_file": "b.txt"}}}),
         "relevance.lm_sets.lm"),
@@ -736,8 +734,6 @@ INVALID = {
                                  "downstream"),
     "benchmarked revision not probed": (lambda c: _set(c, P14 + ("downstream",), {
         "enabled": True, "revisions": ["step5"]}), "downstream.revisions"),
-    "downstream demo tasks of a hub model": (lambda c: _set(c, P14 + ("downstream",), {
-        "enabled": True, "demo_tasks": True}), "downstream.demo_tasks"),
     "blank lm-eval task name": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "lm_eval_tasks": [""]}),
                                 "lm_eval_tasks"),
     "trajectory of a branch": (lambda c: _set(c, QWEN + ("trajectory",), True), "revisions"),

@@ -138,11 +138,6 @@ def _check_task_stage(name: str, model: dict, stage: str, named: bool, what: str
     return True
 
 
-def _check_demo_tasks(name: str, model: dict, stage: str) -> None:
-    if model[stage]["demo_tasks"] and "demo" not in model:
-        _fail(f"models.{name}.{stage}.demo_tasks", "demo tasks are built for demo models only")
-
-
 def _check_relevance(name: str, model: dict) -> None:
     relevance = model["relevance"]
     named = bool(relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
@@ -151,15 +146,13 @@ def _check_relevance(name: str, model: dict) -> None:
         return
     if "lm" in relevance and "lm" in relevance["lm_sets"]:
         _fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
-    _check_demo_tasks(name, model, "relevance")
 
 
 def _check_downstream(name: str, model: dict) -> None:
     downstream = model["downstream"]
     named = bool(downstream["tasks"] or downstream["demo_tasks"] or downstream["last_word_files"]
                  or downstream["lm_eval_tasks"])
-    if _check_task_stage(name, model, "downstream", named, "tasks, demo_tasks, last_word_files or lm_eval_tasks"):
-        _check_demo_tasks(name, model, "downstream")
+    _check_task_stage(name, model, "downstream", named, "tasks, demo_tasks, last_word_files or lm_eval_tasks")
 
 
 def _check_pruning(name: str, model: dict) -> None:
