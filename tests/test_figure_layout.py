@@ -227,6 +227,12 @@ def test_relevance_cosine_axes_leave_out_the_boundary_blocks(figs, tmp_path):
         assert lo <= cos[1:-1].min() and cos[1:-1].max() <= hi
         assert not lo <= cos[0] <= hi  # block 0 (cos 0.2) does not set the range
         assert "blocks off the axes: 0 " in ax.get_xlabel()
+    # one task (make real's next-token relevance): a narrow figure, whose title wraps onto the canvas
+    one = rel[rel["task"] == "lm"]
+    fig = _draw(tmp_path, "cos1", lambda p, q: plot_cosine_vs_relevance(one, ragg, p, q, model="toy",
+                                                                         revision="step16000"), figs)
+    _clean(fig)
+    assert "\n" in fig._suptitle.get_text()
 
 
 def test_heatmaps_share_one_unclamped_scale_across_checkpoints(agg, figs, tmp_path):
@@ -300,7 +306,9 @@ def test_pruning_cost_keeps_the_guides_readable_beside_the_anti_guided_bound(fig
     cost = np.where(df["guide"] == "anti_interchange", 250.0, cost * df["budget"] ** 2)
     df["delta_ppl_pct"] = cost
     df["delta_ppl_pct_ci_low"], df["delta_ppl_pct_ci_high"] = cost - 0.05, cost + 0.05
-    df.loc[df["guide"] == "random_mean", "delta_ppl_pct_sd"] = 0.05
+    rand = df["guide"] == "random_mean"
+    df.loc[rand, "delta_ppl_pct_sd"] = 0.05
+    df.loc[rand, "delta_ppl_pct_min"], df.loc[rand, "delta_ppl_pct_max"] = cost[rand] - 0.05, cost[rand] + 0.05
     fig = _draw(tmp_path, "anti", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
     _clean(fig)
     anti = pfig.cost_label(next(g.label for g in registered() if g.name == "anti_interchange"))
@@ -316,6 +324,42 @@ def test_pruning_cost_keeps_the_guides_readable_beside_the_anti_guided_bound(fig
     plain = df[df["guide"] != "anti_interchange"]
     fig = _draw(tmp_path, "noanti", lambda p, q: pfig.plot_delta_ppl(plain, "toy", "step16000", p, q), figs)
     assert not any(ax.texts for ax in fig.axes)
+
+
+def test_pruning_cost_draws_random_draws_by_their_range_and_off_the_guides_axis(figs, tmp_path):
+    """As on SmolLM2-135M at n = 4 (make real): guides cost 60-200%, three random draws 150%, 220% and 2600%
+    (mean 990, s.d. 1400, so mean − s.d. is below every draw). The random row's bar spans its lowest to highest
+    draw; the axis fits the guides, and the random mean sits at the edge with its value. Where the draws lie
+    among the guides, the random row is drawn with its min–max bar and nothing is cut."""
+    df = syn.pruning_table()
+    df = df[(df["revision"] == "step16000") & (df["guide"] != "anti_interchange")].copy()
+    ranks = {g.name: k for k, g in enumerate(registered())}
+    cost = 60.0 + df["guide"].map(ranks).fillna(0) % 5 * 35.0
+    df["delta_ppl_pct"] = cost
+    df["delta_ppl_pct_ci_low"], df["delta_ppl_pct_ci_high"] = cost - 10, cost + 10
+    rand = df["guide"] == "random_mean"
+    df.loc[rand, ["delta_ppl_pct", "delta_ppl_pct_sd", "delta_ppl_pct_min", "delta_ppl_pct_max"]] = \
+        [990.0, 1400.0, 150.0, 2600.0]
+    fig = _draw(tmp_path, "far_random", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    label = pfig.cost_label(next(g.label for g in registered() if g.name == "random_mean"))
+    assert "min–max" in label and "s.d." not in label
+    guides = df[~rand & (df["guide"] != "base")]
+    for c, n in enumerate(sorted(set(df["budget"]) - {0})):
+        ax = fig.axes[c]
+        assert label not in _cost_points(ax)
+        assert [t.get_text() for t in ax.texts] == ["990 →"]
+        lo, hi = ax.get_xlim()
+        g = guides[guides["budget"] == n]
+        assert g["delta_ppl_pct_ci_high"].max() < hi < 2 * g["delta_ppl_pct_ci_high"].max()
+        assert (g["delta_ppl_pct"].max() - g["delta_ppl_pct"].min()) / (hi - lo) > 0.3
+    # draws among the guides: drawn, with the bar from the lowest to the highest draw, not mean ± s.d.
+    df.loc[rand, ["delta_ppl_pct", "delta_ppl_pct_min", "delta_ppl_pct_max"]] = [100.0, 70.0, 180.0]
+    fig = _draw(tmp_path, "near_random", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    ax = fig.axes[0]
+    assert not ax.texts
+    bar = next(cont for cont in ax.containers if cont.get_label() == label)
+    segment = bar.lines[2][0].get_segments()[0]
+    assert (segment[0][0], segment[1][0]) == pytest.approx((70.0, 180.0))
 
 
 def test_rank_confusion_of_a_three_block_model_says_there_is_nothing_to_rank(figs, tmp_path):

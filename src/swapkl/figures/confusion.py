@@ -13,7 +13,7 @@ from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
 from swapkl.figures.figure_registry import on_table
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE, VERMILLION
 from swapkl.tables.schemas import read_agreement
 
@@ -42,7 +42,7 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
             _no_ranks_panel(ax_c, r, excluded)
         _rates_panel(ax_b, vs, m, r["severe_chance"], name)
         ax_b.set_title(f"Every guide against the {name(reference)} ranking")
-        fig.suptitle(f"{model} @ {revision}: rank confusion (second seed paper's statistics)")
+        fit_title(fig, f"{model} @ {revision}: rank confusion (second seed paper's statistics)")
         if m >= 2:
             add_note(fig, f"{name(guide)} against {name(reference)}: exact rank differs for "
                           f"{r['exact_rank_misranking']:.1%} of the layers (chance {r['exact_rank_chance']:.1%}, "

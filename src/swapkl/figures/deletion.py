@@ -14,7 +14,7 @@ from swapkl.errors import SwapKLError
 from swapkl.stats.rank_correlation import spearman_kendall
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
 from swapkl.figures.figure_registry import on_table
 
@@ -84,7 +84,7 @@ def plot_deletion_vs_bi(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
         right.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1,
                      borderaxespad=0.2)
         linear = [name for name, scale in scales.items() if scale == "linear"]
-        fig.suptitle(f"{model} @ {revision}: block importance from cosine similarity (BI) vs from "
+        fit_title(fig, f"{model} @ {revision}: block importance from cosine similarity (BI) vs from "
                      "output change (deletion KL)")
         n_seqs, n_tokens = rows(agg, "directed", model, revision)[["n_seqs", "n_tokens"]].iloc[0]
         add_note(fig, f"BI averaged over valid tokens (residual stream before/after the block); deletion: "

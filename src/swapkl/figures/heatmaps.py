@@ -13,7 +13,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.probes.pair_statistics import CONDITIONAL_BELOW, STRONG_BELOW
 from swapkl.figures.figure_registry import on_table
 
@@ -118,7 +118,7 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
         title = f"{model} @ {revision}: KL of replacement and interchange variants"
         if len(dup):
             title += f" (same weights as {dup.iloc[0]})"
-        fig.suptitle(title)
+        fit_title(fig, title)
         n_seqs, n_tokens = d["n_seqs"].iloc[0], d["n_tokens"].iloc[0]
         zero = "; pink: KL of 0 (identical outputs)" if (finite <= 0).any() else ""
         add_note(fig, f"{n_layers} blocks; {int(n_seqs)} sequences, {int(n_tokens)} tokens; grey: pair "

@@ -10,7 +10,7 @@ from matplotlib.ticker import MaxNLocator
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import GREY
 from swapkl.figures.scale import PE_COLOURS
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.tables.schemas import PE_ABLATION_SCHEMA, read_frame
 
 PE_ORDER = ("rope", "learned", "alibi")
@@ -51,7 +51,7 @@ def plot_pe_ablation(table, out_png, out_pdf) -> None:
         axes[0].set_ylim(bottom=0)
         fig.legend(*axes[0].get_legend_handles_labels(), title="position encoding", frameon=False,
                    loc="outside right center", fontsize=7)
-        fig.suptitle("Position-encoding ablation: models trained from scratch")
+        fit_title(fig, "Position-encoding ablation: models trained from scratch")
         add_note(fig, "same width, seed, data and schedule for every encoding; ratio < 1: swapping two blocks "
                       "disturbs the output less than running one block's weights in the other's place. "
                       "Diamonds: the paper's much larger, longer-trained models, for orientation only")

@@ -16,7 +16,7 @@ import pandas as pd
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.figure_registry import on_table
-from swapkl.figures.style import add_note, far_cut, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, far_cut, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
@@ -73,6 +73,32 @@ COST_ROWS = (("delta_ppl_pct", ("delta_ppl_pct_ci_low", "delta_ppl_pct_ci_high")
              ("kl_mean", ("kl_ci_low", "kl_ci_high"), None, "KL(base ‖ pruned)\n(nats/token)"))
 
 
+def _draw_range(row, column: str, sd_col: str | None, v: float) -> tuple[float, float]:
+    """The random draws' bar: lowest to highest draw where the table has them (a perplexity increase is
+    bounded below, and a few draws with one far out give a mean − s.d. under any draw), else mean ± s.d."""
+    low, high = row.get(f"{column}_min"), row.get(f"{column}_max")
+    if low is not None and high is not None and pd.notna(low) and pd.notna(high):
+        return float(low), float(high)
+    spread = row[sd_col] if sd_col else np.nan
+    return (v - spread, v + spread) if pd.notna(spread) else (v, v)
+
+
+def _panel_top(points) -> float | None:
+    """Where a cost panel's axis ends, or None to let it fit everything. Points far above the rest
+    (:func:`far_cut`) go to the edge; so does the random-draw row when it, or its range, lies far (more than
+    twice) beyond the axis that the guided rules need, so that the guides stay readable beside it."""
+    if not points:
+        return None
+    cut = far_cut([p[1] for p in points], FAR)
+    core = [p for p in points if cut is None or p[1] <= cut]
+    guided = [p for p in core if not p[7]] or core
+    fit_guided = 1.1 * max(max(p[1], p[3]) for p in guided)
+    fit_all = 1.1 * max(max(p[1], p[3]) for p in core)
+    if fit_all > 2 * fit_guided:
+        return fit_guided
+    return fit_all if cut is not None else None
+
+
 def cost_series(g: pd.DataFrame) -> list[tuple[str, tuple[str, str, str, str], pd.DataFrame]]:
     """The selection rules of one checkpoint's pruning rows, grouped by guide family (the registry's family
     order, then its guide order), each named fixed set as a rule of its own: (guide, (label, colour, line style,
@@ -88,15 +114,17 @@ def cost_series(g: pd.DataFrame) -> list[tuple[str, tuple[str, str, str, str], p
 
 
 def cost_label(label: str) -> str:
-    """A rule's line label in the pruning-cost figure (random's band is not drawn there; long labels cut)."""
-    return textwrap.shorten(label.replace("; band: min–max", ""), 58, placeholder="…")
+    """A rule's line label in the pruning-cost figure (random's bar there spans its draws; long labels cut)."""
+    return textwrap.shorten(label.replace(" ± s.d. of draws; band: min–max", "; bar: min–max of draws"), 58,
+                            placeholder="…")
 
 
 def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:
     """The cost of removing n blocks by every selection rule, as a table of panels: one column per budget n, the
     perplexity increase (top row) and the KL to the unpruned model (bottom row), one line of each panel per rule
-    (grouped by guide family), with its 95% CI (random: mean ± s.d. of the draws). Every panel has its own linear
-    axis; a point far beyond the rest (the anti-guided bound) sits at the panel's edge with its value written."""
+    (grouped by guide family), with its 95% CI (random: the mean, its bar from the lowest to the highest draw). Every
+    panel has its own linear axis fitted to the guided rules (:func:`_panel_top`); a point far beyond them (the
+    anti-guided bound, random draws on a trained model) sits at the panel's edge with its value written."""
     df = _table(df, read_pruning)
     g = _checkpoint(df, model, revision)
     budgets = sorted(set(g["budget"]) - {0})
@@ -127,15 +155,13 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                     row = row.iloc[0]
                     v = float(row[column])
                     if guide == "random_mean":
-                        spread = row[sd_col] if sd_col else np.nan
-                        lo, hi = (v - spread, v + spread) if pd.notna(spread) else (v, v)
+                        lo, hi = _draw_range(row, column, sd_col, v)
                     else:
                         lo, hi = float(row[lo_col]), float(row[hi_col])
-                    points.append((yk, v, lo, hi, cost_label(label), colour, marker))
-                cut = far_cut([p[1] for p in points], FAR) if points else None
-                top = None if cut is None else 1.1 * max(max(p[3], p[1]) for p in points if p[1] <= cut)
-                for yk, v, lo, hi, label, colour, marker in points:
-                    if cut is not None and v > cut:
+                    points.append((yk, v, lo, hi, cost_label(label), colour, marker, guide == "random_mean"))
+                top = _panel_top(points)
+                for yk, v, lo, hi, label, colour, marker, _ in points:
+                    if top is not None and v > top:
                         ax.plot([top], [yk], marker=">", color=colour, ls="none", clip_on=False)
                         ax.annotate(f"{v:.3g} →", (top, yk), xytext=(-6, 0), textcoords="offset points",
                                     ha="right", va="center", fontsize=6.5, color=colour)
@@ -159,13 +185,14 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
             for k, text in enumerate(ax.get_yticklabels()):
                 if k in headers:
                     text.set_fontweight("bold")
-        fig.suptitle(f"{model} @ {revision}: cost of removing n blocks, by selection rule")
+        fit_title(fig, f"{model} @ {revision}: cost of removing n blocks, by selection rule")
         add_note(fig, (
             f"Unpruned perplexity {base['ppl']:.2f} on {base['eval_split']} (sliding window {base['eval_window']}, "
             f"stride {base['eval_stride']}, {base['n_eval_tokens']} scored tokens); KL on the probe windows. Bars: "
-            f"95% bootstrap CI over evaluation windows (KL: over probe windows); random: mean ± s.d. of the draws. "
-            f"Each panel has its own linear axis; a point more than {FAR:g} times the next one below it sits at "
-            f"the right edge (▸) with its value. Guided and random removals keep removed blocks more than "
+            f"95% bootstrap CI over evaluation windows (KL: over probe windows); random: the mean of the draws, its bar "
+            f"from the lowest to the highest draw. Each panel has its own linear axis, fitted to the guided rules: a "
+            f"point more than {FAR:g} times the next one below it, or random draws far beyond every guided rule, "
+            f"sit at the right edge (▸) with the value written, and a bar past the edge is cut there. Guided and random removals keep removed blocks more than "
             f"{base['spacing']} index apart; BI, angular and SLEB do not."))
         save_figure(fig, out_png, out_pdf)
 
@@ -317,7 +344,7 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
         ax_b.set_xlabel("Misranking rate: share of layer\npairs ordered unlike deletion KL")
         ax_b.set_title("Against the deletion-cost ranking")
         ax_b.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16))
-        fig.suptitle(f"{model} @ {revision}: do the guides rank layers alike? (low score = safe to remove)")
+        fit_title(fig, f"{model} @ {revision}: do the guides rank layers alike? (low score = safe to remove)")
         add_note(fig, "Per-layer scores: pair guides s(i) = min over probed partners of d(i, j); deletion KL and "
                       "single-removal calibration NLL increase of block i; BI; angular distance across block i; 1 − linear "
                       "CKA of block i's input and output; first-order Taylor importance |Σ θ·∂L/∂θ| of block i. "

@@ -19,7 +19,7 @@ from swapkl.pruning.agreement import rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE
 from swapkl.relevance.relevance_stats import PLOT_METRICS, bi_per_block, group_tasks, zscores
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_frame
@@ -101,7 +101,7 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
                 ax.set_ylabel("AccRel (unitless; 1 = deletion drops to chance)")
             ax.set_title(title, fontsize=8)
             to_label.append((ax, x[shown], y[shown], layer[shown]))
-        fig.suptitle(f"{model} @ {revision}: cosine similarity vs accuracy-based relevance per block")
+        fit_title(fig, f"{model} @ {revision}: cosine similarity vs accuracy-based relevance per block")
         add_note(fig, "AccRel = 1 \u2212 max(acc without block \u2212 chance, 0) / max(acc \u2212 chance, 0); "
                       "negative R = cosine and accuracy agree (paper's convention); R and ranks over the blocks "
                       "without the first and last, and the axes span those blocks; severe: rank offset "
@@ -182,7 +182,7 @@ def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, mod
             if ax is axes[0]:
                 ax.set_ylabel("rank by AccRel (0 = least relevant)")
         excluded = ", ".join(str(v) for v in st["excluded_layers"].iloc[0]) or "none"
-        fig.suptitle(f"{model} @ {revision}: rank confusion of accuracy-based relevance against cosine (BI)")
+        fit_title(fig, f"{model} @ {revision}: rank confusion of accuracy-based relevance against cosine (BI)")
         add_note(fig, f"Ordinal ranks over the blocks both score (ties: lower block first); boundary blocks "
                       f"excluded: {excluded}. A filled cell off the dashed diagonal is a misranked block; "
                       "severe: rank offset \u2265 \u2308m/4\u2309 of m ranked blocks.")

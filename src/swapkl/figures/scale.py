@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import add_note, far_cut, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, far_cut, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import GREY
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 from swapkl.figures.figure_registry import on_table
@@ -49,7 +49,7 @@ def plot_scaling(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
         axes[0].axhline(0.0, color=GREY, linestyle="--", linewidth=1.0)
         axes[0].legend(title="position encoding", frameon=False, loc="best", fontsize=7)
         few = len(df) < MIN_TREND_MODELS
-        fig.suptitle("Protocol gap across model families and sizes (adjacent pairs)"
+        fit_title(fig, "Protocol gap across model families and sizes (adjacent pairs)"
                      + (f"\nonly {len(df)} model{'s' if len(df) != 1 else ''}: no trend with size can be read from "
                         "this" if few else ""))
         add_note(fig, "each dot: one model at its final checkpoint; gap > 0 and I/R < 1: swapping two neighbouring "
@@ -99,7 +99,7 @@ def plot_predictor_validity(table: pd.DataFrame | str | Path, out_png, out_pdf) 
             ax.set_ylabel("\u0394PPL % removing the cheaper block")
             s = summary.loc[protocol]
             ax.set_title(f"{protocol}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_pairs'])})", fontsize=9)
-        fig.suptitle(f"{model}@{revision}: does the swap score predict the removal cost?")
+        fit_title(fig, f"{model}@{revision}: does the swap score predict the removal cost?")
         add_note(fig, f"cost: relative perplexity increase when the cheaper of the pair's two blocks is removed "
                       f"alone (base perplexity {df['base_ppl'].iloc[0]:.2f}); \u03c1: Spearman")
         save_figure(fig, out_png, out_pdf)
@@ -139,7 +139,7 @@ def plot_convergence(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None
         axes[0].set_ylim(min(0.0, float(df["spearman_q05"].min()) - 0.05), 1.05)
         axes[1].set_ylim(-0.02, 1.05)
         fig.legend(*axes[0].get_legend_handles_labels(), frameon=False, fontsize=7, loc="outside right upper")
-        fig.suptitle("How many prompts does a stable pair ranking need?")
+        fit_title(fig, "How many prompts does a stable pair ranking need?")
         lowest = df[df["n"] < df["n_seqs"]]["spearman_median"]
         add_note(fig, "subsamples drawn without replacement from the stored per-sequence sums; bars: 5-95% of draws; "
                       "hollow: the full set (n = all windows), where both are 1 by construction"
@@ -205,7 +205,7 @@ def plot_jacobian(table: pd.DataFrame | str | Path, agg: pd.DataFrame | str | Pa
         fig.legend([h for h, _ in handles], [t for _, t in handles], frameon=False, fontsize=7,
                    loc="outside right upper")
         method = ", ".join(sorted(set(df["method"])))
-        fig.suptitle("Residual Jacobian spectral norms and swap distances")
+        fit_title(fig, "Residual Jacobian spectral norms and swap distances")
         clipped = ""
         if len(far):
             listed = ", ".join(f"{r['model']} block {int(r['block'])} ({r['norm_mean']:.3g})"
@@ -238,7 +238,7 @@ def plot_domain_slices(table: pd.DataFrame | str | Path, out_png, out_pdf) -> No
             ax.set_ylabel(f"\u0394PPL % on {s['model']}'s text")
             ax.set_title(f"{s['model']}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_configs'])})", fontsize=9)
             ax.legend(frameon=False, fontsize=6, title="guide", title_fontsize=6)
-        fig.suptitle("Pruning cost on two corpora: is the ranking of removals the same?")
+        fit_title(fig, "Pruning cost on two corpora: is the ranking of removals the same?")
         add_note(fig, "each dot: one guide at one budget (random draws: their mean); the same removed blocks "
                       "evaluated on both texts")
         save_figure(fig, out_png, out_pdf)

@@ -87,11 +87,11 @@ def add_note(fig: Figure, text: str, *, width: float | None = None) -> None:
 
 def fit_title(fig: Figure, text: str) -> None:
     """``text`` as the figure's title, wrapped at word boundaries to the figure's width (a long title on a narrow
-    figure is otherwise clipped at both edges)."""
+    figure is otherwise clipped at both edges); a line break in ``text`` is kept."""
     size = matplotlib.rcParams["figure.titlesize"]
     points = matplotlib.font_manager.FontProperties(size=size).get_size_in_points()
     per_line = max(20, int(fig.get_figwidth() * 72 / (0.56 * points)) - 2)  # DejaVu Sans: ~0.56 em a character
-    fig.suptitle("\n".join(textwrap.wrap(text, per_line)))
+    fig.suptitle("\n".join(part for line in text.split("\n") for part in textwrap.wrap(line, per_line) or [""]))
 
 
 def far_cut(values, factor: float) -> float | None:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.labels import place_labels
-from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.probes.disagreement import MIN_ITEMS
 
 LEVELS = (("pair", "pairs (i, j)"), ("block", "blocks"))
@@ -87,7 +87,7 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
             ax.set_title(f"rankings of {label}")
         fig.colorbar(im, ax=list(axes), shrink=0.7, label="Kendall's tau")
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
-        fig.suptitle(f"{model} @ {revision}: do the tests of layer equivalence rank alike?")
+        fit_title(fig, f"{model} @ {revision}: do the tests of layer equivalence rank alike?")
         n_boot = int(df["n_boot"].iloc[0])
         add_note(fig, "Kendall's tau-b between tests over the items both score; 95% "
                       f"bootstrap CI over probe windows ({n_boot} resamples) in brackets (in the table for maps of "
@@ -129,7 +129,7 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
             ax.set_xlim(-0.04 * last, 1.3 * last)  # room for the end labels
             ends.append((ax, xs, ys, names))
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
-        fig.suptitle(f"{model} @ {revision}: the third test, KL to the base model while each variant heals")
+        fit_title(fig, f"{model} @ {revision}: the third test, KL to the base model while each variant heals")
         add_note(fig, "KL on the probe windows after each measured number of heal steps (0 = the variant before "
                       "healing); one line per variant, labelled at its last step (variants that end on top of "
                       "each other share one label); symmetric log scale, linear below 1e-6.", width=0.9)

@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
-from swapkl.figures.style import INTERCHANGE_COLOUR, add_note, figure_style, new_figure, save_figure
+from swapkl.figures.style import INTERCHANGE_COLOUR, add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures.palette import cycled
 from swapkl.figures.figure_registry import on_table
@@ -76,7 +76,7 @@ def plot_weight_protocols(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, m
         right.set_title("Head-unit interchange")
         if len(hd):
             right.legend(frameon=False, fontsize="small")
-        fig.suptitle(f"{model} @ {revision}: weight-changing probes")
+        fit_title(fig, f"{model} @ {revision}: weight-changing probes")
         add_note(fig, "KL(p_base ‖ p_variant), token-weighted over the probe windows. Averaging keeps block j at "
                       "slot j; a head unit is one key/value head with the query heads that read it.")
         save_figure(fig, out_png, out_pdf)
