@@ -360,6 +360,15 @@ def test_pruning_cost_draws_random_draws_by_their_range_and_off_the_guides_axis(
     bar = next(cont for cont in ax.containers if cont.get_label() == label)
     segment = bar.lines[2][0].get_segments()[0]
     assert (segment[0][0], segment[1][0]) == pytest.approx((70.0, 180.0))
+    # Gemma-3-270M at n = 5: LaCo's rule 145,065%, the random mean 67,463% between it and the other rules (<=
+    # 13,912%), so far_cut over all points finds no gap of 10x; over the guided rules it does
+    laco = df["guide"] == "laco_paper"
+    df.loc[laco, ["delta_ppl_pct", "delta_ppl_pct_ci_low", "delta_ppl_pct_ci_high"]] = [145065.0, 80000.0, 260000.0]
+    df.loc[rand, ["delta_ppl_pct", "delta_ppl_pct_min", "delta_ppl_pct_max"]] = [67463.0, 972.0, 199183.0]
+    fig = _draw(tmp_path, "laco_far", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    ax = fig.axes[0]
+    assert sorted(t.get_text() for t in ax.texts) == ["1.45e+05 →", "6.75e+04 →"]
+    assert ax.get_xlim()[1] < 2 * guides[guides["budget"] == 1]["delta_ppl_pct_ci_high"].max()
 
 
 def test_rank_confusion_of_a_three_block_model_says_there_is_nothing_to_rank(figs, tmp_path):

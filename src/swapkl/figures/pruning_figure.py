@@ -84,19 +84,21 @@ def _draw_range(row, column: str, sd_col: str | None, v: float) -> tuple[float, 
 
 
 def _panel_top(points) -> float | None:
-    """Where a cost panel's axis ends, or None to let it fit everything. Points far above the rest
-    (:func:`far_cut`) go to the edge; so does the random-draw row when it, or its range, lies far (more than
-    twice) beyond the axis that the guided rules need, so that the guides stay readable beside it."""
+    """Where a cost panel's axis ends, or None to let it fit everything. The axis fits the guided rules: a rule
+    far above the other rules (:func:`far_cut`: the anti-guided bound, LaCo's rule on a trained model) goes to
+    the edge, and so does the random-draw row when it, or its range, reaches more than twice as far as the
+    guided rules need; random draws within that reach widen the axis to fit them."""
     if not points:
         return None
-    cut = far_cut([p[1] for p in points], FAR)
-    core = [p for p in points if cut is None or p[1] <= cut]
-    guided = [p for p in core if not p[7]] or core
-    fit_guided = 1.1 * max(max(p[1], p[3]) for p in guided)
-    fit_all = 1.1 * max(max(p[1], p[3]) for p in core)
-    if fit_all > 2 * fit_guided:
-        return fit_guided
-    return fit_all if cut is not None else None
+    guided = [p for p in points if not p[7]] or points
+    cut = far_cut([p[1] for p in guided], FAR)
+    core = [p for p in guided if cut is None or p[1] <= cut]
+    top = 1.1 * max(max(p[1], p[3]) for p in core)
+    reach = [1.1 * max(p[1], p[3]) for p in points if p[7] and p not in core]
+    near = [r for r in reach if r <= 2 * top]
+    if cut is None and len(near) == len(reach):
+        return None
+    return max([top] + near)
 
 
 def cost_series(g: pd.DataFrame) -> list[tuple[str, tuple[str, str, str, str], pd.DataFrame]]:
