@@ -1,0 +1,99 @@
+"""The numbers of the README's real-model section, read from a finished `make real` run (prints; not a test).
+
+    .venv/bin/python benchmarks/real_study_numbers.py [--root .]
+
+Per model of results/swapkl.parquet:
+
+* the adjacent and within-3 summaries: mean gap d_repl - d_inter with its bootstrap CI, median gap, the share of
+  pairs with d_inter <= d_repl, the I/R ratio (mean, median);
+* the four most swap-similar adjacent pairs (smallest d_inter) with how much further apart replacement puts them;
+* BI against deletion (results/pruning_agreement.parquet): Spearman over all blocks, exact-rank and severe
+  misranking on the interior blocks with their chance levels, and against next-token accuracy relevance
+  (results/relevance_stats.parquet);
+* the pruning cost (perplexity increase, %) of every guide at every budget (results/pruning.parquet), the
+  removal sets of the interchange guide;
+* the third test (results/healed_probes): pairs healed, the largest fraction of the interchange KL recovered.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from swapkl.tables.schemas import read_pruning
+
+
+def gaps(root: Path, model: str) -> None:
+    df = pd.read_parquet(root / "results/swapkl.parquet")
+    df = df[df["model"] == model]
+    for _, s in df[df["kind"] == "summary"].sort_values("pair_set").iterrows():
+        print(f"  {s['pair_set']:<9} n={int(s['n_pairs']):>3}  mean gap {s['gap_mean']:+.3f} "
+              f"({s['gap_mean_ci_low']:+.3f} to {s['gap_mean_ci_high']:+.3f})  median {s['gap_median']:+.3f}  "
+              f"d_inter<=d_repl {100 * s['frac_inter_le_repl']:.0f}%  I/R mean {s['ratio_ir_mean']:.2f} "
+              f"median {s['ratio_ir_median']:.2f}  strong (d < 0.05): repl {int(s['n_strong_repl'])}, "
+              f"inter {int(s['n_strong_inter'])}")
+    pairs = df[(df["kind"] == "pair") & (df["distance"] == 1)].nsmallest(4, "d_inter")
+    text = ", ".join(f"{int(p['layer_i'])}-{int(p['layer_j'])} ({p['d_inter']:.3f}; repl x"
+                     f"{p['d_repl_max'] / p['d_inter']:.1f})" for _, p in pairs.iterrows())
+    print(f"  most swap-similar adjacent pairs: {text}")
+    n_tokens = df[df["kind"] == "directed"]["n_tokens"].iloc[0]
+    print(f"  probe tokens: {int(n_tokens)} in {int(df[df['kind'] == 'directed']['n_seqs'].iloc[0])} windows")
+
+
+def bi(root: Path, model: str) -> None:
+    agr = pd.read_parquet(root / "results/pruning_agreement.parquet")
+    a = agr[(agr["model"] == model) & (agr["guide"] == "bi") & (agr["reference"] == "deletion")].iloc[0]
+    print(f"  BI vs deletion: Spearman {a['spearman']:+.2f} over {int(a['n_compared'])} blocks (chance 0); "
+          f"interior {int(a['n_ranked'])} blocks: exact-rank misranking {a['exact_rank_misranking']:.2f} "
+          f"(chance {a['exact_rank_chance']:.2f}), severe {a['severe_misranking']:.2f} "
+          f"(chance {a['severe_chance']:.2f}); Pearson interior {a['pearson']:+.2f}, all {a['pearson_all_blocks']:+.2f}")
+    rel = pd.read_parquet(root / "results/relevance_stats.parquet")
+    for _, r in rel[(rel["model"] == model) & (rel["reference"] == "bi")].iterrows():
+        print(f"  BI vs relevance ({r['task']}, {r['metric']}): exact-rank misranking {r['exact_rank_misranking']:.2f}"
+              f" (chance {r['exact_rank_chance']:.2f}), severe {r['severe_misranking']:.2f} (chance "
+              f"{r['severe_chance']:.2f}), Pearson R in the paper's sign (negative: agree) interior "
+              f"{r['pearson_paper_sign']:+.2f}, all {r['pearson_all_blocks_paper_sign']:+.2f}")
+
+
+def pruning(root: Path, model: str) -> None:
+    df = read_pruning(root / "results/pruning.parquet")
+    df = df[(df["model"] == model) & df["feasible"].astype(bool)]
+    base = df[df["guide"] == "base"].iloc[0]
+    print(f"  unpruned perplexity {base['ppl']:.2f} on {int(base['n_eval_tokens'])} tokens")
+    rows = df[~df["guide"].isin(["base", "random"])]
+    table = rows.pivot_table(index="guide", columns="budget", values="delta_ppl_pct", aggfunc="first")
+    print("  perplexity increase (%) by guide and budget:")
+    for guide, values in table.sort_values(table.columns[-1]).iterrows():
+        print(f"    {guide:<16}" + "".join(f"{v:>10.1f}" for v in values))
+    chosen = rows[rows["guide"] == "interchange"].sort_values("budget")
+    print("  interchange removes: " + ", ".join(str([int(b) for b in r['removed_layers']]) for _, r in chosen.iterrows()))
+
+
+def healed(root: Path, model: str) -> None:
+    for path in sorted((root / "results/healed_probes").glob(f"{model}/*.parquet")):
+        h = pd.read_parquet(path)
+        h = h[h["final"].astype(bool)] if "final" in h else h
+        best = h.nlargest(1, "fraction_recovered").iloc[0]
+        print(f"  third test: {len(h)} healed pairs ({', '.join(sorted(set(h['protocol'])))}), "
+              f"largest fraction recovered {100 * best['fraction_recovered']:.0f}% "
+              f"(pair {int(best['layer_i'])}-{int(best['layer_j'])}), median "
+              f"{100 * h['fraction_recovered'].median():.0f}%")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=Path("."), help="the directory `make real` ran in")
+    args = parser.parse_args(argv)
+    models = sorted(set(pd.read_parquet(args.root / "results/swapkl.parquet", columns=["model"])["model"]))
+    for model in models:
+        print(model)
+        gaps(args.root, model)
+        bi(args.root, model)
+        pruning(args.root, model)
+        healed(args.root, model)
+
+
+if __name__ == "__main__":
+    main()
