@@ -195,7 +195,9 @@ def test_a_toy_protocol_module_reaches_the_cli_the_dag_and_the_report_targets(tm
     # one job for the protocols that change no weights (their rates summed), one for the toy protocol
     probes = {job["rule"]: job for job in jobs if job["rule"].startswith("probe")}
     assert set(probes) == {"probe_checkpoint", "probe"}
-    joint = ("replacement", "interchange", "deletion")
+    # the protocols that change no weights, from the registry: a new one joins this job and this list
+    joint = tuple(p.name for p in registered() if not p.changes_weights)
+    assert {"replacement", "interchange", "deletion"} <= set(joint) and "toy_average" not in joint
     assert probes["probe_checkpoint"]["output"].split(", ") == [
         *(f"results/probes/mine/step0/{p}.parquet" for p in joint), "results/probes/mine/step0/representation.parquet"]
     assert probes["probe"]["output"] == toy and "protocol=toy_average" in probes["probe"]["wildcards"]

@@ -83,11 +83,15 @@ def _draw_range(row, column: str, sd_col: str | None, v: float) -> tuple[float, 
     return (v - spread, v + spread) if pd.notna(spread) else (v, v)
 
 
+#: random draws reaching further than this multiple of the guided rules' axis sit at a cost panel's edge
+RANDOM_REACH = 3.0
+
+
 def _panel_top(points) -> float | None:
     """Where a cost panel's axis ends, or None to let it fit everything. The axis fits the guided rules: a rule
     far above the other rules (:func:`far_cut`: the anti-guided bound, LaCo's rule on a trained model) goes to
-    the edge, and so does the random-draw row when it, or its range, reaches more than twice as far as the
-    guided rules need; random draws within that reach widen the axis to fit them."""
+    the edge, and so does the random-draw row when it, or its range, reaches more than :data:`RANDOM_REACH`
+    times as far as the guided rules need; random draws within that reach widen the axis to fit them."""
     if not points:
         return None
     guided = [p for p in points if not p[7]] or points
@@ -95,7 +99,7 @@ def _panel_top(points) -> float | None:
     core = [p for p in guided if cut is None or p[1] <= cut]
     top = 1.1 * max(max(p[1], p[3]) for p in core)
     reach = [1.1 * max(p[1], p[3]) for p in points if p[7] and p not in core]
-    near = [r for r in reach if r <= 2 * top]
+    near = [r for r in reach if r <= RANDOM_REACH * top]
     if cut is None and len(near) == len(reach):
         return None
     return max([top] + near)
@@ -193,9 +197,10 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
             f"stride {base['eval_stride']}, {base['n_eval_tokens']} scored tokens); KL on the probe windows. Bars: "
             f"95% bootstrap CI over evaluation windows (KL: over probe windows); random: the mean of the draws, its bar "
             f"from the lowest to the highest draw. Each panel has its own linear axis, fitted to the guided rules: a "
-            f"point more than {FAR:g} times the next one below it, or random draws far beyond every guided rule, "
-            f"sit at the right edge (▸) with the value written, and a bar past the edge is cut there. Guided and random removals keep removed blocks more than "
-            f"{base['spacing']} index apart; BI, angular and SLEB do not."))
+            f"point more than {FAR:g} times the next one below it, or random draws more than {RANDOM_REACH:g} times "
+            f"as far as the guided rules, sit at the right edge (▸) with the value written, and a bar past the edge "
+            f"is cut there. Guided and random removals keep removed blocks more than {base['spacing']} index apart; "
+            f"BI, angular and SLEB do not."))
         save_figure(fig, out_png, out_pdf)
 
 
