@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "config.yaml"
 DEMO = REPO / "config" / "demo.yaml"
 DEMO_SMOKE = REPO / "config" / "demo_smoke.yaml"
+REAL = REPO / "config" / "real.yaml"
 
 
 #: the rule of a checkpoint's one job for the protocols that change no weights, by the model's `deletion` (that
@@ -215,6 +216,10 @@ def expected_counts(cfg: dict) -> Counter:
     if demo:
         counts.update(prepare_demo_text=1, train_demo_model=len(demo),
                       plot_training_curves=1)
+    # a text file of the demo corpus named anywhere in a model entry (make real's windows, perplexity, healing
+    # text) is written by the corpus rule
+    if "resources/demo/corpus/" in json.dumps(cfg["models"]):
+        counts["prepare_demo_text"] = 1
     # scale sweep and mechanism stages: entries only (seed family members copy their entry's settings)
     if any(m.get("scaling", False) for m in drawn.values()):
         counts.update(summarise_scaling=1, plot_scaling=1)
@@ -850,3 +855,24 @@ def test_revision_wildcard_constraint_matches_the_schema():
     common = (REPO / "workflow" / "rules" / "common.smk").read_text()
     assert re.search(r"^\s+revision=REVISION_REGEX,$", common, re.M)  # the wildcard constraint is the pattern
     assert schema["$defs"]["revision"]["pattern"] == f"^({REVISION_PATTERN})$"
+
+
+def test_the_real_model_study_plans_what_the_issue_asks_on_both_models():
+    """config/real.yaml (`make real`): the DAG equals the independent count, both GGUF models are converted,
+    probed, pruned at budgets 1-5 by interchange, replacement, BI, SLEB, random interior draws and LaCo's rule,
+    scored for relevance, exported (interchange-guided), and healed on at least 8 pairs, so that every ranking
+    of the third test has at least 8 items (disagreement.MIN_ITEMS)."""
+    from swapkl.probes.disagreement import MIN_ITEMS
+
+    cfg = load(REAL)
+    assert dry_run(REAL) == expected_counts(cfg)
+    models = cfg["models"]
+    assert set(models) == {"smollm2-135m", "gemma3-270m"} and all("gguf" in m for m in models.values())
+    for name, m in models.items():
+        assert {"adjacent", "within:3"} <= set(m["pair_sets"]), name
+        assert m["prune"]["max_budget"] >= 5, name
+        assert {"interchange", "replacement_max", "bi", "sleb_iterative", "random", "laco_paper"} <= set(
+            m["prune"]["guides"]), name
+        assert m["prune"]["export_guides"] == ["interchange"], name
+        assert m["relevance"]["enabled"] and m["healed_probes"]["enabled"], name
+        assert m["healed_probes"]["k"] >= MIN_ITEMS, name
