@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_covariates.py [--arch gpt_neox] [--pairs within:3]
 
 Builds a random 12-layer demo model (swapkl.demo.architectures, the demo's default size), writes 32 windows of
-128 random tokens, and times (1) a fresh Python process running swapkl.stats.covariates.run_covariates end to end
+128 random tokens, and times (1) a fresh Python process running swapkl.probes.covariates.run_covariates end to end
 (start-up, loading, measuring, writing: what one workflow job costs) and (2) the measurement alone in this
 process, with the number of block evaluations.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swapkl.stats.covariates import measure
+from swapkl.probes.covariates import measure
 from swapkl.demo.architectures import DemoSize, demo_config
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.pairs import pairs_for
@@ -40,7 +40,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(Path(tmp) / "ckpt")
         np.save(Path(tmp) / "tokens.npy", ids)
-        code = ("from swapkl.stats.covariates import run_covariates; from swapkl.data.windows import DataSpec; "
+        code = ("from swapkl.probes.covariates import run_covariates; from swapkl.data.windows import DataSpec; "
                 f"run_covariates({str(Path(tmp) / 'ckpt')!r}, {str(Path(tmp) / 'out.parquet')!r}, pairs={args.pairs!r}, "
                 f"data=DataSpec(tokens={str(Path(tmp) / 'tokens.npy')!r}), device='cpu')")
         t = time.perf_counter()

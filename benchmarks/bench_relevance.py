@@ -38,7 +38,7 @@ from swapkl.model.engine import ProbeEngine  # noqa: E402
 from swapkl.export import export_checkpoint  # noqa: E402
 from swapkl.probes.protocols.block_deletion import deletion  # noqa: E402
 from swapkl.relevance.accrel import task_relevance  # noqa: E402
-from swapkl.relevance.choice_scores import BASE  # noqa: E402
+from swapkl.model.choice_scores import BASE  # noqa: E402
 from swapkl.relevance.tasks import load_task, write_task  # noqa: E402
 
 WORDS = ("alpha beta gamma delta river stone bird fish apple lamp road hill cloud field light dark "

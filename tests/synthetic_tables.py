@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.pruning.agreement import compare, rank_statistics
+from swapkl.stats.agreement import compare, rank_statistics
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS
 from swapkl.pruning.guides.guide_registry import registered
 

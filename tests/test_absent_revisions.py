@@ -27,7 +27,7 @@ from swapkl.tables.file_checks import open_input
 from swapkl.hub.download import download_checkpoint
 from swapkl.probes.probe import run_probe
 from swapkl.tables.schemas import read_table
-from swapkl.stats.seeds import seed_statistics
+from swapkl.studies.seeds import seed_statistics
 from tiny_models import random_tokens, tiny_model
 
 DOWNLOAD = """

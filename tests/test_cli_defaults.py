@@ -24,10 +24,11 @@ from swapkl.demo.train import train_demo_model
 from swapkl.model.kl import KLOptions
 from swapkl.model.model_job import default
 from swapkl.probes.aggregate import AggregateJob, aggregate
-from swapkl.probes.healed import run_healed_probe
+from swapkl.recovery.healed import run_healed_probe
 from swapkl.probes.probe import run_probe
 from swapkl.probes.disagreement import DisagreementJob, run_test_agreement
-from swapkl.probes.probe_jobs import HealedProbeJob, ProbeJob
+from swapkl.probes.probe_jobs import ProbeJob
+from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.pruning.perplexity import EvalSpec
 from swapkl.pruning.prune import run_pruning
 from swapkl.pruning.prune_jobs import PruneJob

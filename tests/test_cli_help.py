@@ -81,7 +81,7 @@ def test_seed_band_and_covariate_figures_from_the_command_line(tmp_path):
     from swapkl import cli
     from swapkl.tables.parquet_io import write_parquet
     from swapkl.tables.schemas import COVARIATE_CORRELATIONS_SCHEMA, SEEDS_SCHEMA
-    from swapkl.stats.seeds import to_table
+    from swapkl.studies.seeds import to_table
 
     seeds, corr = tmp_path / "seeds.parquet", tmp_path / "corr.parquet"
     write_parquet(to_table(syn.seeds_table().reindex(columns=SEEDS_SCHEMA.names)), str(seeds), {"kind": "test"})

@@ -15,8 +15,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from swapkl.config import ConfigError
-from swapkl.config.pair_sets import pair_reach, parse_pair_set, widest_pair_set
-from swapkl.config.revision_names import last_revision, step_of
+from swapkl.probes.pair_sets import pair_reach, parse_pair_set, widest_pair_set
+from swapkl.hub.revision_names import last_revision, step_of
 from swapkl.config.schema_validation import load_schema, validate_schema
 from swapkl.config.strict_yaml import check_config_text
 

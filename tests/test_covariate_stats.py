@@ -20,7 +20,7 @@ from scipy import stats
 from swapkl.tables import provenance as swapkl_provenance
 from swapkl.probes.aggregate import aggregate, read_aggregate
 from swapkl.stats.bootstrap import resample_indices
-from swapkl.stats.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
+from swapkl.studies.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
                                     spearman_ci)
 from swapkl.errors import SwapKLError
 from swapkl.figures.covariates_figure import plot_covariate_correlations

@@ -1,4 +1,4 @@
-"""Each covariate of swapkl.stats.covariates against a direct computation on tiny models of every architecture.
+"""Each covariate of swapkl.probes.covariates against a direct computation on tiny models of every architecture.
 
 The direct computation shares no code with swapkl: streams come from the stock transformers forward over
 a reordered ``nn.ModuleList`` (tests/naive_reference.py) with a forward hook on the last block (its
@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from swapkl.stats.covariates import eager_attention, measure, run_covariates
+from swapkl.probes.covariates import eager_attention, measure, run_covariates
 from swapkl.data.windows import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError

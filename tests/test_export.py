@@ -215,7 +215,7 @@ def test_half_precision_export_is_verified_and_keeps_its_dtype(tmp_path, dtype):
 
 def _averaged_copy(model, a: int):
     """A copy of ``model`` whose block ``a`` holds the mean of blocks ``a`` and ``a + 1``'s parameters, written
-    through the state dict (independent of swapkl.pruning.merge)."""
+    through the state dict (independent of swapkl.model.merge)."""
     import copy
 
     m = copy.deepcopy(model)

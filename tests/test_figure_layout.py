@@ -22,6 +22,7 @@ from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures import pruning_figure as pfig
 from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_zscores
+from swapkl.figures.guide_style import guide_look
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 
 L = 12
@@ -178,10 +179,11 @@ def test_pruning_cost_styles_come_from_the_registry(figs, tmp_path):
             for g in plotted:
                 label = pfig.cost_label(g.label)
                 line = next(cont for cont in ax.containers if cont.get_label() == label).lines[0]
-                assert (to_hex(line.get_color()), line.get_marker()) == (to_hex(g.colour), g.marker), g.name
+                look = guide_look(g.name)
+                assert (to_hex(line.get_color()), line.get_marker()) == (to_hex(look.colour), look.marker), g.name
                 want = g16[(g16["guide"] == g.name) & (g16["budget"] == n)][column].iloc[0]
                 assert points[label][0] == pytest.approx(want, rel=1e-12), (g.name, column, n)
-    assert len({(g.colour, g.marker) for g in plotted}) == len(plotted), "two guides look alike"
+    assert len({guide_look(g.name)[1:] for g in plotted}) == len(plotted), "two guides look alike"
     ticks = fig.axes[0].get_yticklabels()
     headers = [t.get_text() for t in ticks if t.get_fontweight() == "bold"]
     assert headers == [f.label for f in FAMILIES.values() if any(g.family == f.name for g in plotted)]
@@ -374,7 +376,7 @@ def test_pruning_cost_draws_random_draws_by_their_range_and_off_the_guides_axis(
 def test_rank_confusion_of_a_three_block_model_says_there_is_nothing_to_rank(figs, tmp_path):
     """Three blocks, boundary blocks excluded: one ranked block, no confusion matrix, no chance level (1 − 1/m
     would divide by zero); the figure says why in place of the matrix and in its note."""
-    from swapkl.pruning.agreement import compare, rank_statistics
+    from swapkl.stats.agreement import compare, rank_statistics
 
     rng = np.random.default_rng(0)
     scores = {name: rng.uniform(0, 1, 3) for name in ("bi", "deletion", "interchange")}
@@ -577,6 +579,44 @@ def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_p
         a, b = tests.index(r["test_a"]), tests.index(r["test_b"])
         assert m[a, b] == m[b, a] == pytest.approx(r["kendall"])
     assert "rank alike" in fig._suptitle.get_text()
+
+
+def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
+    """Pairs of tests sharing fewer than MIN_ITEMS items (the demo's healed tests: n = 3): the cell is grey (no
+    colour for a tau that says nothing), labelled with its n only, and the labels stay inside their cells, also
+    on an 8-test map like the demo's."""
+    from matplotlib.colors import to_hex
+
+    from swapkl.figures.third_test import TOO_FEW_GREY, plot_test_agreement
+
+    tests = ["replacement_max", "replacement_fwd", "interchange", "healed_replacement", "healed_interchange",
+             "replacement_max@toy-seed1", "replacement_fwd@toy-seed1", "interchange@toy-seed1"]
+    rows = []
+    for x, a in enumerate(tests):
+        for b in tests[x + 1:]:
+            few = a.startswith("healed") or b.startswith("healed")
+            rows.append(dict(model="toy", revision="step400", level="pair", test_a=a, test_b=b, n_boot=100,
+                             n_items=3 if few else 30, too_few_items=few, kendall=1.0 if few else 0.5,
+                             kendall_ci_low=np.nan if few else 0.4, kendall_ci_high=np.nan if few else 0.6))
+    table = pd.DataFrame(rows)
+    fig = _draw(tmp_path, "few", lambda p, q: plot_test_agreement(table, p, q), figs)
+    _clean(fig)
+    ax = fig.axes[0]
+    image = ax.get_images()[0]
+    m = image.get_array()
+    labels = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+    for r in rows:
+        a, b = tests.index(r["test_a"]), tests.index(r["test_b"])
+        if r["too_few_items"]:
+            assert np.ma.is_masked(m[a, b]) and np.ma.is_masked(m[b, a])
+            assert labels[(a, b)] == labels[(b, a)] == "n=3"
+        else:
+            assert m[a, b] == m[b, a] == pytest.approx(r["kendall"]) and labels[(a, b)] == "0.50"
+    assert to_hex(image.get_cmap().get_bad()) == TOO_FEW_GREY
+    renderer = fig.canvas.get_renderer()
+    cell = ax.transData.transform((1, 0)) - ax.transData.transform((0, 0))
+    for t in ax.texts:  # every label narrower than its cell
+        assert t.get_window_extent(renderer).width < abs(cell[0]), t.get_text()
 
 
 def test_recovery_bars_at_the_table_values_with_guide_labels_and_no_legend_over_them(figs, tmp_path):

@@ -30,7 +30,7 @@ from swapkl.adapters.gemma3 import Gemma3Adapter
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.heads import n_units
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols import get_protocol, protocol_names
 from tiny_models import random_tokens, tiny_model
 

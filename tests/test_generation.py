@@ -1,5 +1,5 @@
 """Generative lm-eval tasks (GSM8K-like ``generate_until``) scored on materialised pruned models
-(swapkl.relevance.generation, swapkl.relevance.pruned_model, swapkl.pruning.task_generation), against independent
+(swapkl.relevance.generation, swapkl.relevance.pruned_model, swapkl.relevance.task_generation), against independent
 computations:
 
 * lm-evaluation-harness's ``simple_evaluate`` with ``HFLM`` loading a pruned checkpoint that the test builds
@@ -25,7 +25,7 @@ import pytest
 import torch
 import yaml
 
-from swapkl.pruning.task_pruning import run_task_pruning
+from swapkl.relevance.task_pruning import run_task_pruning
 from swapkl.relevance.generation import generate, harness_lm
 from swapkl.relevance.pruned_model import materialise
 from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager

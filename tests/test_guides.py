@@ -19,9 +19,10 @@ from swapkl.data.windows import Windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.pruning.guides import GuideContext, get_guide, guide_names, register_guide, registered
 from swapkl.pruning.guides.laco import laco_pairs
+from swapkl.figures.guide_style import BLACK, FAMILY_COLOURS, guide_look, plotted_looks
 from swapkl.pruning.guides.guide_registry import FAMILIES
-from swapkl.pruning.merge import averaged_block, merged_blocks
-from swapkl.probes.pairs import Variant
+from swapkl.model.merge import averaged_block, merged_blocks
+from swapkl.model.variant import Variant
 from swapkl.pruning.taylor import taylor_importance
 from test_perplexity import stock_drop
 from tiny_models import random_tokens, tiny_model
@@ -39,14 +40,33 @@ def _windows() -> Windows:
 # ------------------------------------------------------------------------------------------ registry
 
 
+def test_unlisted_guide_gets_a_look_of_its_own(monkeypatch):
+    """A guide without an entry in guide_style.LOOKS (a new guide module) is drawn in its family's colour with a
+    marker that no listed guide of its family uses, so adding a guide needs no figure code."""
+    import swapkl.figures.guide_style as style
+    monkeypatch.delitem(style.LOOKS, "cka")
+    monkeypatch.delitem(style.LOOKS, "angular")
+    cka, angular = guide_look("cka"), guide_look("angular")
+    assert cka.colour == angular.colour == FAMILY_COLOURS["representation"]
+    family = {style.LOOKS[g.name][1] for g in registered() if g.family == "representation" and g.name in style.LOOKS}
+    assert cka.marker not in family and angular.marker not in family and cka.marker != angular.marker
+    looks = plotted_looks()
+    assert len({(look.colour, look.marker) for look in looks.values()}) == len(looks)
+
+
 def test_registry_order_and_styles():
     names = guide_names()
     assert names[0] == "base" and names[-2:] == ["random", "random_mean"]
     for g in ("sleb_greedy", "cka", "taylor", "laco", "beam"):
         assert g in names and names.index("sleb_iterative") < names.index(g) < names.index("random")
-    assert len({(g.colour, g.marker) for g in registered() if g.plotted}) == \
-        sum(g.plotted for g in registered()), "two plotted guides look alike"
-    assert all(g.colour == FAMILIES[g.family].colour for g in registered() if g.colour != "black")
+    looks = plotted_looks()
+    assert list(looks) == [g.name for g in registered() if g.plotted]
+    assert len({(look.colour, look.marker) for look in looks.values()}) == len(looks), "two plotted guides look alike"
+    assert set(FAMILY_COLOURS) == set(FAMILIES), "every guide family has a colour, and only they"
+    for g in registered():
+        assert guide_look(g.name).colour == ("black" if g.name in BLACK else FAMILY_COLOURS[g.family]), g.name
+    with pytest.raises(TypeError):  # the registry records no look: that is the figures' (guide_style)
+        register_guide("new", rank=12347, label="x", family="control", marker="o")
     with pytest.raises(ValueError, match="registered twice"):
         register_guide("bi", rank=12345, label="x", family="representation")(lambda ctx: None)
     with pytest.raises(ValueError, match="unknown family 'nope'"):

@@ -19,7 +19,8 @@ from swapkl.cli import main
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.recovery.heal import TrainText, chunk_loss, prepare_trainable, settings_from, train, train_chunks
-from swapkl.recovery.recovery_table import HEAL_FILE, merge_tolerance, net_recovery, run_recovery, save_healed
+from swapkl.recovery.recovery_table import merge_tolerance, net_recovery, run_recovery, save_healed
+from swapkl.export import HEAL_FILE
 from swapkl.relevance.tasks import write_task
 
 FAST = dict(rank=4, alpha=8.0, steps=30, lr=3e-3, seq_len=16, batch_size=2)

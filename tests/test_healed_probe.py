@@ -16,7 +16,7 @@ import swapkl.recovery.heal as heal_module
 from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.recovery.heal import TrainText, settings_from
-from swapkl.probes.healed import materialise, run_healed_probe, select
+from swapkl.recovery.healed import materialise, run_healed_probe, select
 from swapkl.probes.probe import run_probe
 
 FAST = dict(rank=2, alpha=4.0, seq_len=16, lr=1e-3)

@@ -125,6 +125,63 @@ def test_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+#: swapkl's packages and top-level modules, lowest first: a module imports only from its own package and those
+#: before it. Infrastructure (errors and options, progress lines, job logs, the hub, the table files) and the
+#: statistics every layer computes come first; then the models and the checkpoints swapkl writes; then the
+#: stages in the order the study runs them (probes, pruning, task relevance, recovery, the studies over many
+#: checkpoints, the papers' numbers); then what presents them (figures), the workflow-facing config, the demo
+#: that builds its own inputs, and the entry points.
+LAYERS = ("errors", "options", "progress", "joblog", "hub", "tables", "stats", "adapters", "data", "model",
+          "export", "probes", "pruning", "relevance", "recovery", "studies", "paper", "figures", "config", "demo",
+          "commands", "api", "cli", "__main__")
+
+
+def layer_of(module: str, root: str = "swapkl") -> str | None:
+    """The layer (package or top-level module) of ``module``; None for the root package itself."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == root and len(parts) > 1 else None
+
+
+def back_arrows(edges: dict[str, set[str]], layers=LAYERS, root: str = "swapkl") -> list[str]:
+    """Every import of a module from a later layer than its own, as 'importer -> imported' (the imported
+    package itself counts: ``from swapkl.probes import pairs`` runs ``swapkl.probes`` first)."""
+    rank = {name: k for k, name in enumerate(layers)}
+    bad = []
+    for module, targets in edges.items():
+        a = layer_of(module, root)
+        for target in targets:
+            b = layer_of(target, root)
+            if a is not None and b is not None and a != b and rank[b] > rank[a]:
+                bad.append(f"{module} -> {target}")
+    return sorted(bad)
+
+
+def test_every_package_has_a_layer():
+    layers = {layer_of(m) for m in module_files()} - {None}
+    assert layers == set(LAYERS), ("place new packages in LAYERS, drop gone ones: "
+                                   f"{sorted(layers ^ set(LAYERS))}")
+
+
+def test_imports_follow_the_layer_order():
+    """Every import (at module level or in a function) runs down the layers, never back up."""
+    bad = back_arrows(import_graph()[0])
+    assert not bad, ("imports against the layer order (move the imported code down, or the importer up):\n"
+                     + "\n".join(bad))
+
+
+def test_a_back_arrow_is_found(tmp_path):
+    """The layer check can fail: a lower layer importing a higher one, directly, in a function, or through the
+    imported package."""
+    src = _package(tmp_path, {
+        "__init__.py": "", "low/__init__.py": "", "high/__init__.py": "", "high/h.py": "import json\n",
+        "low/a.py": "from pkg.high.h import x\n", "low/b.py": "def f():\n    from pkg import high\n",
+        "high/c.py": "from pkg.low import a\n"})
+    edges, _ = import_graph(src, "pkg")
+    assert back_arrows(edges, ("low", "high"), "pkg") == [
+        "pkg.low.a -> pkg.high", "pkg.low.a -> pkg.high.h", "pkg.low.b -> pkg.high"]
+    assert back_arrows(edges, ("high", "low"), "pkg") == ["pkg.high.c -> pkg.low", "pkg.high.c -> pkg.low.a"]
+
+
 def torch_side(eager: dict[str, set[str]], files) -> set[str]:
     """The swapkl modules that import torch when imported: directly, or through the module-level imports of
     other swapkl modules (their packages included)."""

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from swapkl.stats.covariates import eager_attention
+from swapkl.probes.covariates import eager_attention
 from swapkl.data.windows import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError

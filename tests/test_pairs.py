@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import max_distance, pairs_for, parse_pair_set, removal
+from swapkl.probes.pairs import max_distance, pairs_for, parse_pair_set
+from swapkl.model.variant import removal
 from swapkl.probes.protocols import build_variants, parse_protocols
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.probes.protocols.interchange import interchange

@@ -100,7 +100,7 @@ def test_paper_evaluator_scores_n_minus_windows_and_matches_the_loop(llama_like)
 
 
 def test_text_prep_keeps_the_text_when_it_has_few_words():
-    from swapkl.paper.text_rules import paper_eval_text
+    from swapkl.data.text_rules import paper_eval_text
 
     assert paper_eval_text(ROWS, 10**6) == _paper_text(ROWS, 10**6)
     assert "\n\n" in paper_eval_text(ROWS, 10**6) and "=" in paper_eval_text(ROWS, 10**6)

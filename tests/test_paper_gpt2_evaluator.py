@@ -88,7 +88,7 @@ def test_the_gpt2_evaluator_is_the_scripts_loop(setup):
 
 def test_a_pruned_variant_is_weighted_the_same_way(setup):
     """A removal variant's window NLLs carry the same first-window factor (the pruning rows use them)."""
-    from swapkl.probes.pairs import removal_variant
+    from swapkl.model.variant import removal_variant
 
     d, model = setup
     tok = char_tokenizer()

@@ -22,7 +22,7 @@ from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.kl import Unembedding
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.probe import run_probe
 from swapkl.tables import provenance
 from tiny_models import random_tokens, tiny_model

@@ -127,7 +127,7 @@ def test_sets_of_one_size_keep_distinct_export_folders_and_relevance_rows():
     from collections import namedtuple
 
     from swapkl.export import _choice_folder
-    from swapkl.relevance.choice_scores import BASE
+    from swapkl.model.choice_scores import BASE
     from swapkl.relevance.scored_models import PrunedSet, Scan
     from swapkl.tables.schemas import RELEVANCE_KEY
 

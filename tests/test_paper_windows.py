@@ -25,7 +25,7 @@ import naive_reference as ref
 from swapkl.tables import provenance
 from swapkl.cli import main
 from swapkl.data.windows import DataSpec, load_windows, select_windows
-from swapkl.paper.text_rules import paper_qwen3_items
+from swapkl.data.text_rules import paper_qwen3_items
 from swapkl.errors import SwapKLError
 from tiny_models import tiny_model
 

@@ -1,4 +1,4 @@
-"""The position-encoding ablation's training text from a named source (swapkl.data.training_text, rule
+"""The position-encoding ablation's training text from a named source (swapkl.demo.training_text, rule
 prepare_pe_text): a hub dataset (datasets.load_dataset answered from memory: no hub here) or a local text file,
 with a tokenizer built in the test; the prepared folder against an independent reading of the rows, the demo
 trainer on it, the config block and the workflow's dry run."""
@@ -16,7 +16,7 @@ import yaml
 
 from direct_config import refusal, validated
 from swapkl.config.ablation_models import pe_metadata, pe_text_inputs, pe_text_mem_mb, pe_training_text
-from swapkl.data.training_text import TrainingText, prepare_training_text
+from swapkl.demo.training_text import TrainingText, prepare_training_text
 from swapkl.demo.architectures import DemoSize
 from swapkl.demo.train import train_demo_model
 from swapkl.demo.training_windows import token_stream

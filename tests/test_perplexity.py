@@ -11,7 +11,7 @@ import torch
 from swapkl.stats.bootstrap import boot_log_ppl
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import removal
+from swapkl.model.variant import removal
 from swapkl.pruning.perplexity import (
     EvalSpec,
     first_words,

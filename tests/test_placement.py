@@ -15,7 +15,7 @@ import torch
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
-from swapkl.pruning.merge import averaged_block
+from swapkl.model.merge import averaged_block
 from swapkl.probes.protocols import build_variants
 from swapkl.studies.spans import SPAN_VARIANTS, measure_spans, span_variants
 from swapkl.model.batch_loop import window_batches

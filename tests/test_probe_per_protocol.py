@@ -19,7 +19,7 @@ from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.probe import run_probe
 from swapkl.probes.probe_jobs import ProbeJob
-from swapkl.stats.covariates import run_covariates
+from swapkl.probes.covariates import run_covariates
 from swapkl.tables import provenance
 from crash import crash_after
 from tiny_models import random_tokens, tiny_model

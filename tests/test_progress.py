@@ -142,4 +142,4 @@ def test_the_engine_sweep_writes_progress_lines_off_a_terminal(capsys, monkeypat
     n = sum(1 for _ in sweep(engine, batches, variants, device="cpu", desc="probe toy"))
     assert n == 2 * (len(variants) + 1)
     err = capsys.readouterr().err.splitlines()  # pytest's captured stderr is no terminal
-    assert err and err[-1].startswith(f"probe toy: {n}/{n} variants (100%), ") and err[-1].endswith(", done")
+    assert err and err[-1].startswith(f"probe toy: {n}/{n} model runs (100%), ") and err[-1].endswith(", done")

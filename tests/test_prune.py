@@ -14,7 +14,7 @@ import torch
 from scipy import stats
 
 from swapkl.tables import provenance
-from swapkl.pruning.agreement import compare, misranking, rank_confusion, rank_statistics
+from swapkl.stats.agreement import compare, misranking, rank_confusion, rank_statistics
 from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.pruning.perplexity import first_words

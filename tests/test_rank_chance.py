@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from swapkl.pruning.agreement import rank_chance, rank_statistics
+from swapkl.stats.agreement import rank_chance, rank_statistics
 from swapkl.relevance.tasks import acc_rel
 from swapkl.relevance.relevance_stats import group_tasks, task_dependence
-from swapkl.stats.seeds import share_interval
+from swapkl.studies.seeds import share_interval
 
 
 def _rates(perm, k):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from swapkl.pruning.agreement import compare
+from swapkl.stats.agreement import compare
 from swapkl.stats.bootstrap import AgainstBase
 from swapkl.stats.rank_correlation import average_ranks, spearman, spearman_kendall
 

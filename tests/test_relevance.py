@@ -31,7 +31,7 @@ from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.relevance.accrel import lm_relevance, task_relevance
-from swapkl.relevance.choice_scores import BASE, next_token_hits
+from swapkl.model.choice_scores import BASE, next_token_hits
 from swapkl.relevance.tasks import acc_rel, load_task, write_task
 from tiny_models import ARCHS, random_tokens, tiny_model
 
@@ -193,7 +193,7 @@ def _stock_accuracy(model, task, requests, removed, n_layers):
 
 def test_accuracy_guided_pruning_matches_a_brute_force_greedy(tmp_path):
     from swapkl.pruning.guides.accuracy import accuracy_guided_sets, task_accuracy
-    from swapkl.relevance.choice_scores import task_requests
+    from swapkl.model.choice_scores import task_requests
 
     n = 5
     model = tiny_model("qwen3", n_layers=n, vocab=97, seed=3)
@@ -440,7 +440,7 @@ PRUNED_ROWS = [
 
 def _materialise(src, folder, removed, merged):
     """The pruned checkpoint on disk: LaCo's merged slots get the float32 average of their block and the next
-    one (written into the source weights, independently of swapkl.pruning.merge), then ``swapkl export`` removes."""
+    one (written into the source weights, independently of swapkl.model.merge), then ``swapkl export`` removes."""
     from transformers import AutoModelForCausalLM
 
     if merged:

@@ -459,7 +459,7 @@ def test_a_pruning_table_without_the_weights_hash_is_refused_for_a_model(tmp_pat
 def test_a_covariate_file_without_the_windows_hash_is_refused(tmp_path):
     from probe_fixtures import probe_files, provenance, random_values, write_checkpoint, write_table
     from swapkl.probes.aggregate import aggregate
-    from swapkl.stats.covariate_stats import aggregate_covariates
+    from swapkl.studies.covariate_stats import aggregate_covariates
     from swapkl.tables.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA
 
     repl, inter, _ = random_values(4, seed=0)

@@ -1,4 +1,4 @@
-"""Task-calibrated pruning (swapkl.pruning.task_pruning) against independent computations.
+"""Task-calibrated pruning (swapkl.relevance.task_pruning) against independent computations.
 
 * evaluation: every pruned model's accuracy on each task's test split equals lm-evaluation-harness's
   ``simple_evaluate`` with ``HFLM`` on the materialised pruned checkpoint (``swapkl export``);
@@ -22,10 +22,10 @@ import naive_reference as ref
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.model.engine import ProbeEngine
-from swapkl.pruning.task_calibration import pooled_task_accuracy, probe_tables, task_calibration
-from swapkl.pruning.task_pruning import main_budget, run_task_pruning
-from swapkl.pruning.task_tables import aggregate_task_pruning
-from swapkl.pruning.task_tables import calibration_table, gromov_curves, summary_rows, task_specific_table
+from swapkl.relevance.task_calibration import pooled_task_accuracy, probe_tables, task_calibration
+from swapkl.relevance.task_pruning import main_budget, run_task_pruning
+from swapkl.relevance.task_tables import aggregate_task_pruning
+from swapkl.relevance.task_tables import calibration_table, gromov_curves, summary_rows, task_specific_table
 from swapkl.demo.split_tasks import split_demo_task
 from swapkl.relevance.task_splits import CALIBRATION, load_split, task_manager
 from swapkl.relevance.tasks import write_task
@@ -346,7 +346,7 @@ def test_curve_calibrations_draw_curves_and_stay_out_of_the_tables():
 
 def test_the_main_budget_is_the_one_every_method_shares():
     """Curve budgets beyond the main budget (BI and accuracy at 1..4, Taylor at 2 only) leave the tables at 2."""
-    from swapkl.pruning.task_tables import main_budget_of
+    from swapkl.relevance.task_tables import main_budget_of
 
     rows = [_row("t1", "task", "original", 0, "t1", 0.5), _row("t1", "task", "taylor", 2, "t1", 0.3)]
     rows += [_row("t1", "task", m, b, "t1", 0.4) for m in ("bi", "accuracy") for b in (1, 2, 3, 4)]

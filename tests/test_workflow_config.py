@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from direct_config import helper_namespace, helper_values, refusal, refusal_of_file, validated
-from swapkl.config.revision_names import REVISION_PATTERN
+from swapkl.hub.revision_names import REVISION_PATTERN
 from swapkl.config.study_plan import StudyPlan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def load(path: Path) -> dict:
 
 def expand_seeds(cfg: dict) -> tuple[dict, dict]:
     """(models with every seed family member, {family: [member names]}): the README's rules, written here
-    independently of swapkl.config.seed_families."""
+    independently of swapkl.stats.seed_families."""
     models, families = {}, {}
     for name, m in cfg["models"].items():
         m = {k: v for k, v in m.items() if k != "seeds"}

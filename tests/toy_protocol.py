@@ -6,7 +6,7 @@ protocol folder (swapkl/probes/protocols/) and nothing else: it is never importe
 
 from __future__ import annotations
 
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.averaging import averaging
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 

@@ -40,8 +40,8 @@ from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, share_tree,
 from swapkl.model.loading import load_model, tokenizer_files
 from swapkl.tables.parquet_io import os_reason
 from swapkl.model.engine import ProbeEngine
-from swapkl.probes.pairs import Variant
-from swapkl.pruning.merge import averaged_block
+from swapkl.model.variant import Variant
+from swapkl.model.merge import averaged_block
 from swapkl.tables import provenance
 from swapkl.tables.staging import Staging
 from swapkl.tables.schemas import read_frame
@@ -49,6 +49,9 @@ from swapkl.tables.schemas import read_frame
 log = logging.getLogger(__name__)
 
 PROVENANCE_FILE = "swapkl_export.json"
+#: the provenance file of a healed checkpoint (:func:`swapkl.recovery.recovery_table.save_healed` writes it,
+#: the downstream scores read it)
+HEAL_FILE = "swapkl_heal.json"
 #: config fields that hold one entry per block (renumbered by slot)
 PER_LAYER_FIELDS = ("layer_types",)
 MAX_SHARD_SIZE = "5GB"
@@ -318,7 +321,7 @@ def check_merge_indices(merge: list[int] | None, remove: list[int] | None, order
 
 def _merge_blocks(blocks, merged: list[int]) -> None:
     """Replace each merged block ``a`` of the loaded model by the average of blocks ``a`` and ``a + 1``
-    (:func:`swapkl.pruning.merge.averaged_block`, the pruning study's merge)."""
+    (:func:`swapkl.model.merge.averaged_block`, the pruning study's merge)."""
     for a in merged:
         blocks[a] = averaged_block(blocks[a], blocks[a + 1])
 

@@ -22,7 +22,7 @@ from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, 
                                   healed_file, probe_file, pruning_file, recovery_file,
                                   relevance_file, repr_file, span_file, test_agreement_file)
 from swapkl.config.checks import DEMO_TASKS
-from swapkl.config.revision_names import REVISION_PATTERN as REVISION_REGEX
+from swapkl.hub.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with
 from swapkl.config.targets import figure_instances as _figure_instances, final_outputs, report_sections

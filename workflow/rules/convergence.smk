@@ -1,4 +1,4 @@
-# Prompt-set convergence from the probes' stored per-sequence sums (no forward pass; swapkl.stats.convergence), for
+# Prompt-set convergence from the probes' stored per-sequence sums (no forward pass; swapkl.studies.convergence), for
 # every model marked `convergence: true`, at its last revision.
 
 

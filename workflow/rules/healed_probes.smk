@@ -1,4 +1,4 @@
-# The third test: selected variants healed toward the base model's own predictions (swapkl.probes.healed), and
+# The third test: selected variants healed toward the base model's own predictions (swapkl.recovery.healed), and
 # the map of how much every test of a checkpoint disagrees with every other (swapkl.probes.disagreement).
 
 

@@ -1,6 +1,6 @@
 # Across-seed statistics of the seed families (config `seeds` blocks, expanded in common.smk): the gap,
 # pair-ranking stability, pruning choices and the data-order / initialisation decomposition
-# (swapkl.stats.seeds), and the gap-vs-step figure with the across-seed band per family.
+# (swapkl.studies.seeds), and the gap-vs-step figure with the across-seed band per family.
 
 
 rule summarise_seeds:

@@ -1,6 +1,6 @@
 """Rule aggregate_covariates: results/covariates.parquet and results/covariate_correlations.parquet."""
 
-from swapkl.stats.covariate_stats import aggregate_covariates
+from swapkl.studies.covariate_stats import aggregate_covariates
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

@@ -1,7 +1,7 @@
 """Rule probe_healed: heal the selected variants of one checkpoint toward the base model, KL after each."""
 
 from swapkl.joblog import job_log
-from swapkl.probes.probe_jobs import HealedProbeJob
+from swapkl.recovery.healed_jobs import HealedProbeJob
 
 with job_log(snakemake):
     h = snakemake.params.healed

@@ -1,7 +1,7 @@
 """Rule prune_on_tasks: one calibration set's pruned models of one checkpoint, evaluated on every task."""
 
 from swapkl.joblog import job_log
-from swapkl.pruning.task_pruning import run_task_pruning
+from swapkl.relevance.task_pruning import run_task_pruning
 
 with job_log(snakemake):
     p = snakemake.params

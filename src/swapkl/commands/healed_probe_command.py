@@ -10,8 +10,8 @@ from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
 from swapkl.probes.disagreement import DisagreementJob
-from swapkl.probes.healed import SELECTIONS
-from swapkl.probes.probe_jobs import HealedProbeJob
+from swapkl.recovery.healed import SELECTIONS
+from swapkl.recovery.healed_jobs import HealedProbeJob
 
 
 def add_parser(sub) -> None:

@@ -7,5 +7,6 @@ Pure: the standard library, yaml and jsonschema only (the workflow imports it wh
 """
 
 
-class ConfigError(ValueError):
-    """A config value that cannot work; the message starts with its key path (or the config file's path)."""
+from swapkl.errors import ConfigError
+
+__all__ = ["ConfigError"]

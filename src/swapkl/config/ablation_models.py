@@ -8,6 +8,7 @@ summarise_pe_ablation, :mod:`swapkl.studies.pe_ablation`). Pure: no torch.
 from __future__ import annotations
 
 from swapkl.config import ConfigError
+from swapkl.probes.pair_sets import RATIO_PROTOCOLS
 from swapkl.config.job_settings import canonical, settings_hash, without_nulls
 from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_TOKENIZER_DIR, PE_TEXT_DIR,
                                   PE_TOKENIZER_DIR, TRAINING_TEXT_FILES)
@@ -15,7 +16,7 @@ from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_TOKEN
 PE_RUN_DIR = "resources/demo/pe_ablation"
 PE_TABLE = "results/pe_ablation.parquet"
 #: what every ablation model is probed with
-PE_PROTOCOLS = ("replacement", "interchange")
+PE_PROTOCOLS = RATIO_PROTOCOLS
 #: memory per training token while the trainer tokenises its text (Python lists of ids, then an int64 tensor):
 #: tokenising the demo corpus's train.txt peaked at about 67 bytes a token on the Python heap
 TEXT_BYTES_PER_TOKEN = 80
@@ -52,7 +53,7 @@ def pe_probe_file(label: str) -> str:
 
 
 def pe_training_text(cfg: dict) -> dict | None:
-    """The block's ``train_text`` (keyword arguments of :class:`swapkl.data.training_text.TrainingText`); None
+    """The block's ``train_text`` (keyword arguments of :class:`swapkl.demo.training_text.TrainingText`); None
     when the models train on the demo corpus with the demo tokenizer."""
     return without_nulls(cfg["pe_ablation"].get("train_text") or {}) or None
 

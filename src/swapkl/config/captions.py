@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swapkl.config.pair_sets import widest_pair_set
+from swapkl.probes.pair_sets import widest_pair_set
 
 
 def describe_source(spec: dict) -> str:

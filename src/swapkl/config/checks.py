@@ -19,10 +19,10 @@ import json
 import os
 
 from swapkl.config import ConfigError
-from swapkl.config.feasible import max_budget
+from swapkl.pruning.feasible import max_budget
 from swapkl.config.guide_names import selecting_guides
-from swapkl.config.pair_sets import pair_reach
-from swapkl.config.revision_names import step_of
+from swapkl.probes.pair_sets import pair_reach
+from swapkl.hub.revision_names import step_of
 from swapkl.probes.protocols import weight_protocol_names
 
 #: config.json fields that hold the number of transformer blocks, by architecture family
@@ -156,7 +156,7 @@ def _member_names(name: str, seeds: dict) -> list[tuple[int, str]]:
     try:
         return [(seed, seeds["name"].format(model=name, seed=seed)) for seed in seeds["values"]]
     except (KeyError, IndexError, ValueError):
-        return []  # a broken pattern: swapkl.config.seed_families names it
+        return []  # a broken pattern: swapkl.stats.seed_families names it
 
 
 def _check_seeds(name: str, model: dict, models: dict) -> None:

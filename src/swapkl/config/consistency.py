@@ -10,8 +10,8 @@ import os
 import re
 
 from swapkl.config import ConfigError
-from swapkl.config.pair_sets import pair_reach
-from swapkl.config.revision_names import step_of
+from swapkl.probes.pair_sets import pair_reach
+from swapkl.hub.revision_names import step_of
 from swapkl.data.text_sources import source_key
 from swapkl.figures.figure_registry import figures as registered_figures
 

@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 
-from swapkl.config.revision_names import step_of
+from swapkl.hub.revision_names import step_of
 
 
 def canonical(settings):

@@ -11,7 +11,7 @@ DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
 DEMO_CORPUS_DIR = f"{DEMO_DIR}/corpus"
 DEMO_TOKENIZER_DIR = f"{DEMO_DIR}/tokenizer"
 #: the position-encoding ablation's training text from a named source (rule prepare_pe_text,
-#: swapkl.data.training_text): the demo corpus's layout without the test split, and the named tokenizer
+#: swapkl.demo.training_text): the demo corpus's layout without the test split, and the named tokenizer
 PE_TEXT_DIR = "resources/pe_ablation/text"
 PE_TOKENIZER_DIR = "resources/pe_ablation/tokenizer"
 TRAINING_TEXT_FILES = ("train.txt", "valid.txt", "corpus.json")

@@ -11,8 +11,8 @@ from swapkl.config import layout
 from swapkl.config.ablation_models import pe_models
 from swapkl.config.consistency import rope_is_on
 from swapkl.config.job_settings import canonical
-from swapkl.config.pair_sets import widest_pair_set
-from swapkl.config.revision_names import last_revision
+from swapkl.probes.pair_sets import widest_pair_set
+from swapkl.hub.revision_names import last_revision
 from swapkl.probes.protocols import protocol_names, weight_protocol_names
 
 #: the probe protocols every model runs (deletion unless switched off), before its weight-changing ones: every

@@ -60,7 +60,7 @@ def task_pruning_jobs(plan) -> list[tuple[str, str]]:
 
 
 def job_params(plan, model: str) -> dict:
-    """Keyword arguments of :func:`swapkl.pruning.task_pruning.run_task_pruning` from the config."""
+    """Keyword arguments of :func:`swapkl.relevance.task_pruning.run_task_pruning` from the config."""
     block = plan.models[model]["task_pruning"]
     return dict(calibrations=list(calibrations(model, block).values()), tasks=tasks_of(block),
                 curve_tasks=list(block["curve_tasks"]),

@@ -10,7 +10,7 @@ from swapkl.config.ablation_models import check_pe_ablation
 from swapkl.config.checks import check_config, check_local_checkpoints
 from swapkl.config.consistency import check_consistency, per_model_files
 from swapkl.config.schema_validation import load_schema, validate_schema
-from swapkl.config.seed_families import expand_seed_families
+from swapkl.stats.seed_families import expand_seed_families
 from swapkl.config.strict_yaml import check_config_text
 
 

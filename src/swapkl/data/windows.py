@@ -39,7 +39,7 @@ import numpy as np
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import open_input, require_npy
 from swapkl.options import require_int
-from swapkl.paper.text_rules import paper_qwen3_items
+from swapkl.data.text_rules import paper_qwen3_items
 
 
 @dataclass(frozen=True)

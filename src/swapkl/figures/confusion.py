@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from swapkl.pruning.agreement import rank_confusion
+from swapkl.stats.agreement import rank_confusion
 from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
 from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement

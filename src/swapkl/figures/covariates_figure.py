@@ -4,7 +4,7 @@ One panel per seed family (its members' pairs pooled over steps and seeds) and o
 families (its pairs pooled over steps): for each covariate (y), the pooled rho (large markers, 95%
 percentile bootstrap CI over pairs) for the clean gap and the paper's one-direction gap, and as small hollow
 markers each member's rho (family panels) or each checkpoint's rho (model panels), without CIs. Reads
-results/covariate_correlations.parquet (:mod:`swapkl.stats.covariate_stats`) through :mod:`swapkl.tables.schemas`, so it
+results/covariate_correlations.parquet (:mod:`swapkl.studies.covariate_stats`) through :mod:`swapkl.tables.schemas`, so it
 needs no torch.
 """
 
@@ -17,7 +17,7 @@ from swapkl.errors import SwapKLError
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import BLUE, VERMILLION
 from swapkl.tables.schemas import read_covariate_correlations
-from swapkl.config.seed_families import family_of
+from swapkl.stats.seed_families import family_of
 
 LABELS = {
     "distance": "pair distance j \u2212 i",

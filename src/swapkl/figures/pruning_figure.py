@@ -18,13 +18,14 @@ from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.style import add_note, far_cut, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE
+from swapkl.figures.guide_style import family_colour, plotted_looks
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
 from swapkl.pruning.cost_ratio import ir_ratios
 from swapkl.tables.schemas import read_agreement, read_pruning
 
-#: guide -> (label, colour, line style, marker), in the registry's order (:mod:`swapkl.pruning.guides`)
-GUIDE_STYLE = {g.name: (g.label, g.colour, g.linestyle, g.marker) for g in registered() if g.plotted}
+#: guide -> (label, colour, line style, marker), in the registry's order (:mod:`swapkl.figures.guide_style`)
+GUIDE_STYLE = {name: tuple(look) for name, look in plotted_looks().items()}
 GUIDE_FAMILY = {g.name: g.family for g in registered()}
 FIXED_MARKERS = ("*", "h", "X", "p")
 
@@ -114,7 +115,7 @@ def cost_series(g: pd.DataFrame) -> list[tuple[str, tuple[str, str, str, str], p
     for n, name in enumerate(sorted(set(fixed["fixed_set"].dropna()))):
         rows, several = _fixed_mean(fixed[fixed["fixed_set"] == name])
         label = f"Fixed set {name}" + (" (mean of its sets; bars: min–max)" if several else "")
-        series.append(("fixed", (label, FAMILIES["control"].colour, "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)]), rows))
+        series.append(("fixed", (label, family_colour("control"), "-.", FIXED_MARKERS[n % len(FIXED_MARKERS)]), rows))
     order = list(FAMILIES)
     return sorted(series, key=lambda s: order.index(GUIDE_FAMILY.get(s[0], "control")))
 

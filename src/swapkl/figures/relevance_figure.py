@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from swapkl.tables import schemas
-from swapkl.pruning.agreement import rank_confusion, rank_statistics
+from swapkl.stats.agreement import rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame

@@ -1,4 +1,4 @@
-"""Figures of task-calibrated pruning (``results/seed003_pruning.parquet``, :mod:`swapkl.pruning.task_tables`):
+"""Figures of task-calibrated pruning (``results/seed003_pruning.parquet``, :mod:`swapkl.relevance.task_tables`):
 the task-specific table as an annotated grid (rows = methods, columns = tasks + average), and the Gromov
 curves (accuracy against blocks removed, per task, for cosine- and accuracy-guided pruning)."""
 
@@ -11,7 +11,7 @@ from swapkl.errors import SwapKLError
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import BLUE, ORANGE
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
-from swapkl.pruning.task_tables import (GENERATIVE_METRIC, METHOD_LABELS, gromov_curves, main_budget_of,
+from swapkl.relevance.task_tables import (GENERATIVE_METRIC, METHOD_LABELS, gromov_curves, main_budget_of,
                                         task_specific_table)
 from swapkl.stats.proportions import wilson_interval
 

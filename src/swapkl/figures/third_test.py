@@ -10,6 +10,9 @@ from swapkl.figures.labels import place_labels
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.probes.disagreement import MIN_ITEMS
 
+#: the cells of two tests that share too few items to test
+TOO_FEW_GREY = "#d9d9d9"
+
 LEVELS = (("pair", "pairs (i, j)"), ("block", "blocks"))
 
 #: the readable name of each test of swapkl.probes.disagreement
@@ -60,6 +63,8 @@ def _matrix(rows: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray, np.n
 
 
 def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
+    from matplotlib import colormaps
+
     df = table if isinstance(table, pd.DataFrame) else pd.read_parquet(table)
     levels = [(lv, label) for lv, label in LEVELS if (df["level"] == lv).any()]
     if not levels:
@@ -71,18 +76,25 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         axes = fig.subplots(1, len(levels), squeeze=False)[0]
         for ax, (lv, label) in zip(axes, levels):
             tests, tau, lo, hi, few = _matrix(df[df["level"] == lv])
-            im = ax.imshow(tau, vmin=-1, vmax=1, cmap="RdBu_r")
+            # too few items to test: a grey cell with its n, no colour for a tau that says nothing
+            shown = np.where(few > 0, np.nan, tau)
+            cmap = colormaps["RdBu_r"].copy()
+            cmap.set_bad(TOO_FEW_GREY)
+            im = ax.imshow(shown, vmin=-1, vmax=1, cmap=cmap)
             with_ci = len(tests) <= 7  # larger maps show tau only (the CIs are in the table)
             for x in range(len(tests)):
                 for y in range(len(tests)):
-                    if x != y and np.isfinite(tau[x, y]):
-                        text = f"{tau[x, y]:.2f}" + (f"\n(n={few[x, y]}: too few)" if few[x, y] else
-                                                     f"\n[{lo[x, y]:.2f}, {hi[x, y]:.2f}]" if with_ci else "")
+                    if x != y and few[x, y]:
+                        ax.text(y, x, f"n={few[x, y]}", ha="center", va="center", fontsize=6.5, color="0.25")
+                    elif x != y and np.isfinite(tau[x, y]):
+                        text = f"{tau[x, y]:.2f}" + (f"\n[{lo[x, y]:.2f}, {hi[x, y]:.2f}]" if with_ci else "")
                         ax.text(y, x, text, ha="center", va="center", fontsize=5.5 if with_ci else 6.5,
                                 color="white" if abs(tau[x, y]) > 0.6 else "black")
             ax.grid(False)
             names = [label_of_test(t) for t in tests]
-            ax.set_xticks(range(len(tests)), names, rotation=60, ha="right", fontsize=7)
+            steep = len(tests) > 5  # slanted labels of many tests run into each other
+            ax.set_xticks(range(len(tests)), names, rotation=90 if steep else 60, ha="center" if steep else "right",
+                          fontsize=7)
             ax.set_yticks(range(len(tests)), names, fontsize=7)
             ax.set_title(f"rankings of {label}")
         fig.colorbar(im, ax=list(axes), shrink=0.7, label="Kendall's tau")
@@ -93,8 +105,8 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
                       f"bootstrap CI over probe windows ({n_boot} resamples) in brackets (in the table for maps of "
                       "more than 7 tests). Tests: KL of each probe (replacement: max of both directions, or r(i←j) alone), "
                       "after healing, on another seed's model [in brackets], and pair tests as block scores "
-                      f"(s(i) = min over j of d(i, j)). Cells marked \"too few\" compare fewer than {MIN_ITEMS} items: "
-                      "too few to test, no CI.", width=0.9)
+                      f"(s(i) = min over j of d(i, j)). Grey cells compare fewer than {MIN_ITEMS} items (n=...): too few "
+                      "to test, so no colour and no CI (their tau is in the table).", width=0.9)
         save_figure(fig, out_png, out_pdf)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 from swapkl.model.engine import BatchState
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.progress import Progress
 
 #: the unmodified model, as the variant of every batch's first item
@@ -113,11 +113,12 @@ def sweep(engine, batches: Iterable[Batch], variants: Sequence[Variant], *, devi
 
     ``done(batch number, variant)`` (BASE included) says a result exists already (a resumed run): that
     item is not computed or yielded, and a batch whose items are all done gets no base pass. ``desc``
-    shows progress (:mod:`swapkl.progress`) over ``n_batches`` (default ``len(batches)``) times the items.
+    shows progress (:mod:`swapkl.progress`) over ``n_batches`` (default ``len(batches)``) times the items, counted
+    in model runs (one item, the base model or one variant, on one batch).
     """
     variants = list(variants)
     total = (len(batches) if n_batches is None else n_batches) * (len(variants) + 1)
-    bar = Progress(total, desc or "", "variant", quiet=not desc)
+    bar = Progress(total, desc or "", "model run", quiet=not desc)
     try:
         for index, batch in enumerate(batches):
             todo = [k for k, v in enumerate(variants) if done is None or not done(index, v)]

@@ -25,9 +25,9 @@ from swapkl.adapters import BlockContext, get_adapter
 from swapkl.errors import SwapKLError
 from swapkl.model.kl import BaseTargets, KLOptions, Unembedding, base_targets, kl_and_nll, last_positions
 from swapkl.options import require_int
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.model.heads import head_swapped_block
-from swapkl.pruning.merge import averaged_block
+from swapkl.model.merge import averaged_block
 
 
 #: ids of blocks added with add_block start below every id a variant's recipe uses (swapkl.probes.protocols)
@@ -97,7 +97,7 @@ class ProbeEngine:
         self._carry: _Carry | None = None
 
     def add_block(self, module) -> int:
-        """Register a block built outside the model (:mod:`swapkl.pruning.merge`); variants name it by the returned
+        """Register a block built outside the model (:mod:`swapkl.model.merge`); variants name it by the returned
         negative id in their block order."""
         extra = self.adapter.extra_blocks
         block = min(extra, default=-_FIRST_ADDED) - 1

@@ -37,7 +37,7 @@ from torch import nn
 
 from swapkl.adapters import ADAPTERS
 from swapkl.errors import SwapKLError
-from swapkl.pruning.merge import require_resident
+from swapkl.model.merge import require_resident
 
 
 def n_units(config) -> int:

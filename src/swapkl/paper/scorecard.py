@@ -13,7 +13,7 @@ whichever tables exist and compares it with the published value:
 * ``rel_diff`` = ``(swapkl - published) / |published|`` (null when either is missing or published is 0);
 * ``setting`` = the config entry, table, filters and column that produce ``swapkl``;
 * ``chance`` and ``p_value``: for misranking rates, the rate's chance level and permutation p-value
-  (:func:`swapkl.pruning.agreement.rank_chance`), aggregated like the rate.
+  (:func:`swapkl.stats.agreement.rank_chance`), aggregated like the rate.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Every test scores items with "low = equivalent / safe to remove":
   ``interchange``).
 
 For each two tests of a level, over the items both score: Spearman's rho and Kendall's tau-b
-(:func:`swapkl.pruning.agreement.compare`, scipy), with percentile bootstrap CIs over the probe windows: one set of
+(:func:`swapkl.stats.agreement.compare`, scipy), with percentile bootstrap CIs over the probe windows: one set of
 window resamplings (:func:`swapkl.stats.bootstrap.resample_indices`) recomputes every per-window-sum score (and the
 max / min built on them) together, so the CIs are paired; accuracy relevance has no windows and stays fixed.
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from swapkl.pruning.agreement import compare
+from swapkl.stats.agreement import compare
 from swapkl.stats.rank_correlation import kendall, spearman
 from swapkl.stats.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError

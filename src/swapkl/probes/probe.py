@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
-from swapkl.config.revision_names import step_of
+from swapkl.hub.revision_names import step_of
 from swapkl.tables import provenance
 from swapkl.stats.bootstrap import ratio_mean
 from swapkl.data.windows import DataSpec, check_spec, check_windows, load_windows
@@ -32,12 +32,13 @@ from swapkl.model.heads import n_units, unit_slices
 from swapkl.model.kl import KLOptions
 from swapkl.model.loading import load_model
 from swapkl.options import require_device, require_int
-from swapkl.probes.pairs import Variant, parse_pair_set
+from swapkl.probes.pairs import parse_pair_set
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols import build_variants, head_protocol_names, parse_protocols
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.probes.resume import ProgressLog, is_progress_file
 from swapkl.probes.residual_stream import representation_sums
-from swapkl.stats.covariates import covariate_table
+from swapkl.probes.covariates import covariate_table
 from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA
 from swapkl.model.batch_loop import BASE, in_window_order, sweep, window_batches
 
@@ -87,7 +88,7 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
     ``out``: one Parquet file of every protocol, or ``{protocol: file}``: one file per protocol, each what a run of
     that protocol alone writes, from one sweep whose base pass serves them all; ``progress_path`` is then
     ``{protocol: file}`` too, and ``repr_out`` goes with deletion's file (else with the first protocol's).
-    ``covariates_out``: also write the per-pair covariates (what :func:`swapkl.stats.covariates.run_covariates`
+    ``covariates_out``: also write the per-pair covariates (what :func:`swapkl.probes.covariates.run_covariates`
     writes), on this load of the checkpoint where it is their own (RoPE on, no ``compute_dtype``, ``rope_scaling``,
     ``logits_dtype`` or ``placement``), on a load of their own otherwise.
     ``kl_options`` (:class:`swapkl.model.kl.KLOptions`; default the clean KL), ``compute_dtype``, ``rope_scaling``

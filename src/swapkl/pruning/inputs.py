@@ -11,7 +11,7 @@ from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.pruning.perplexity import EvalSpec
 from swapkl.tables.schemas import PROBE_SCHEMA, read_table
-from swapkl.config.feasible import max_budget
+from swapkl.pruning.feasible import max_budget
 from swapkl.data.text_sources import source_key
 
 

@@ -22,7 +22,7 @@ last window). So ``stride <= window`` is required; with ``stride == window`` the
 overlap and the first token of every window has no context, so it is not scored either.
 
 ``text_prep: paper`` applies the published study's matched evaluator instead (docs/paper_modes.md): the
-text is :func:`swapkl.paper.text_rules.paper_eval_text` of the rows as they are (a dataset's rows, or a text
+text is :func:`swapkl.data.text_rules.paper_eval_text` of the rows as they are (a dataset's rows, or a text
 file's lines: headings kept, blank rows dropped, joined by a blank line, the first ``max_words`` words
 re-joined by single spaces), tokenised as above, cut into the same windows, but window k > 0 never scores
 the token ``x_{e_{k-1}}`` at the previous window's end (its first target is ``x_{e_{k-1} + 1}``): the
@@ -58,8 +58,8 @@ from swapkl.data.windows import (
 )
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_regular_file
-from swapkl.paper.text_rules import paper_eval_text
-from swapkl.probes.pairs import Variant
+from swapkl.data.text_rules import paper_eval_text
+from swapkl.model.variant import Variant
 from swapkl.model.batch_loop import sweep, window_batches
 
 

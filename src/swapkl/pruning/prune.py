@@ -49,7 +49,7 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl.tables import provenance
-from swapkl.pruning.agreement import agreement_rows
+from swapkl.stats.agreement import agreement_rows
 from swapkl.stats.bootstrap import ratio_mean
 from swapkl.data.windows import DataSpec, Windows, check_spec, check_windows, load_windows
 from swapkl.model.engine import ProbeEngine
@@ -57,12 +57,12 @@ from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
 from swapkl.pruning.guides import GuideContext, Pruned, get_guide, guide_names, registered
 from swapkl.model.loading import load_model
-from swapkl.pruning.merge import merged_blocks
+from swapkl.model.merge import merged_blocks
 from swapkl.options import require_device, require_int
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
-from swapkl.config.revision_names import step_of
+from swapkl.hub.revision_names import step_of
 from swapkl.pruning.inputs import check_budgets, check_disjoint, probe_data_spec, read_probe_inputs
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, REPR_SCHEMA, read_table
 from swapkl.pruning.selection import SelectionOptions

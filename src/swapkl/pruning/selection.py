@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.config.feasible import max_feasible
+from swapkl.pruning.feasible import max_feasible
 from swapkl.probes.pairs import pairs_for, parse_pair_set
 
 PAIR_GUIDES = ("interchange", "replacement_max", "replacement_mean")

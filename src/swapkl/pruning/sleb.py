@@ -20,7 +20,7 @@ import torch
 
 from swapkl.data.windows import Windows
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import removal
+from swapkl.model.variant import removal
 from swapkl.model.batch_loop import sweep, window_batches
 
 log = logging.getLogger(__name__)

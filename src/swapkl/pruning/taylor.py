@@ -23,7 +23,7 @@ import torch
 
 from swapkl.data.windows import Windows
 from swapkl.errors import SwapKLError
-from swapkl.pruning.merge import require_resident
+from swapkl.model.merge import require_resident
 
 
 def _next_token_positions(mask: torch.Tensor) -> torch.Tensor:

@@ -18,7 +18,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.kl import kl_and_nll, kl_from_logits
 from swapkl.pruning.perplexity import EvalWindows, window_nll
 from swapkl.model.batch_loop import sweep, window_batches
-from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
+from swapkl.model.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
 from swapkl.model.batch_loop import BASE
 
 

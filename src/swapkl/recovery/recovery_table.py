@@ -28,7 +28,7 @@ import torch
 
 from swapkl.errors import SwapKLError
 from swapkl.adapters import get_adapter
-from swapkl.export import PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
+from swapkl.export import HEAL_FILE, PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
 from swapkl.recovery.heal import HealSettings, TrainText, merged, prepare_trainable, train, train_chunks
 from swapkl.recovery.heal_scores import kl_to_base, model_perplexity, task_accuracies
 from swapkl.relevance.tasks import acc_rel
@@ -42,7 +42,6 @@ from swapkl.relevance.tasks import load_task
 
 log = logging.getLogger(__name__)
 
-HEAL_FILE = "swapkl_heal.json"
 PHASES = ("base", "control", "pruned", "healed")
 COLUMNS = ("model", "revision", "guide", "budget", "removed_layers", "phase", "ppl", "delta_ppl_pct", "kl",
            "task_accuracy", "task_relevance", "net_recovery", "steps", "seed", "checkpoint")

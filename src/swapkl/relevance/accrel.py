@@ -8,7 +8,7 @@ undefined (NaN here) when the full model f is not above chance (:func:`swapkl.re
 deletion costs nothing, 1 for one whose deletion brings the model down to chance, and negative
 when deleting the block *improves* accuracy.
 
-Scoring runs on the engine (:mod:`swapkl.relevance.choice_scores`): each batch of requests gets one base
+Scoring runs on the engine (:mod:`swapkl.model.choice_scores`): each batch of requests gets one base
 pass, and every single-block deletion (or any other set of removed blocks) resumes from the first slot it
 changes, so no variant model is ever built. Two kinds of data:
 
@@ -39,7 +39,7 @@ from swapkl.data.windows import check_windows, load_windows
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
-from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, next_token_hits, \
+from swapkl.model.choice_scores import choice_loglikelihoods, choice_predictions, next_token_hits, \
     per_document, task_requests
 from swapkl.relevance.harness_tasks import harness_relevance, load_harness_tasks
 from swapkl.relevance.scored_models import Scan, pruned_sets_from_table, scan_for

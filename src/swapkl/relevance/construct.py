@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from swapkl.errors import SwapKLError
-from swapkl.relevance.choice_scores import task_requests
+from swapkl.model.choice_scores import task_requests
 from swapkl.tables.atomic import claim_folder, staged_dir
 from swapkl.relevance.tasks import first_docs, load_task
 from swapkl.progress import track

@@ -29,11 +29,10 @@ import numpy as np
 import pyarrow as pa
 
 from swapkl.errors import SwapKLError
-from swapkl.export import PROVENANCE_FILE as EXPORT_FILE
+from swapkl.export import HEAL_FILE, PROVENANCE_FILE as EXPORT_FILE
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
-from swapkl.recovery.recovery_table import HEAL_FILE
-from swapkl.relevance.choice_scores import BASE
+from swapkl.model.choice_scores import BASE
 from swapkl.relevance.downstream_tasks import PAPER_TASKS, load_benchmarks, score_benchmarks
 from swapkl.relevance.scored_models import pruned_sets_from_table, scan_for
 from swapkl.tables import provenance

@@ -13,7 +13,7 @@
 
 ``limit`` keeps each task's first ``limit`` documents (lm-eval's ``--limit``). Every request is tokenised as
 lm-eval's ``HFLM`` does; multiple-choice requests are scored by
-:func:`swapkl.relevance.choice_scores.choice_loglikelihoods`, last-word requests by
+:func:`swapkl.model.choice_scores.choice_loglikelihoods`, last-word requests by
 :func:`swapkl.relevance.lambada.continuation_scores` (log-likelihood and greedy match), for the base model and
 every variant at once.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from swapkl.errors import SwapKLError
-from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
+from swapkl.model.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
 from swapkl.relevance.harness_tasks import harness_requests, harness_results, load_harness_tasks
 from swapkl.relevance.lambada import continuation_scores, lambada_metrics, lambada_requests, load_texts
 from swapkl.relevance.tasks import first_docs, load_task
@@ -118,7 +118,7 @@ def load_benchmarks(task_files=(), last_word_files=(), lm_eval_tasks=(), *, limi
 def score_benchmarks(engine, tokenizer, benchmarks: list[Benchmark], variants, *, batch_size: int = 16,
                      pad_id: int = 0) -> dict[str, dict[str, dict]]:
     """``{task: {variant key: summary}}`` for the engine's base model (key
-    :data:`swapkl.relevance.choice_scores.BASE`) and each variant."""
+    :data:`swapkl.model.choice_scores.BASE`) and each variant."""
     out = {}
     for b in benchmarks:
         requests = b.requests(tokenizer, engine.adapter.max_positions)

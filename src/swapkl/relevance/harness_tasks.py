@@ -5,7 +5,7 @@ lm-eval does everything that defines the task: it downloads the dataset from the
 own code (``process_docs``, templates, partial evaluation as in WinoGrande), builds the
 ``(context, continuation)`` requests of every document and turns their log-likelihoods into ``acc`` and
 ``acc_norm`` (``Task.process_results``). swapkl only computes those log-likelihoods, on the engine, for the
-base model and every single-block deletion (:func:`swapkl.relevance.choice_scores.choice_loglikelihoods`, tokenised as
+base model and every single-block deletion (:func:`swapkl.model.choice_scores.choice_loglikelihoods`, tokenised as
 ``HFLM`` does). A group (``mmlu``) is scored per subtask, one task name per subtask. Only zero-shot
 multiple-choice tasks are accepted; the random baseline is the mean over documents of 1 / number of
 requests of the document (its choices, or its contexts under partial evaluation).
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from swapkl.errors import SwapKLError
-from swapkl.relevance.choice_scores import choice_loglikelihoods, make_request
+from swapkl.model.choice_scores import choice_loglikelihoods, make_request
 from swapkl.relevance.scored_models import Scan
 from swapkl.relevance.tasks import METRICS, random_baseline
 

@@ -7,7 +7,7 @@ computes lm-eval's ``loglikelihood`` result pair: the continuation's log-likelih
 decoding reproduces it (every continuation token is the argmax of the logits at its position). The task's
 metrics are ``perplexity = exp(-mean log-likelihood)`` and ``acc = mean greedy match``.
 
-Requests are tokenised as lm-eval's ``HFLM`` does (:func:`swapkl.relevance.choice_scores.make_request`) and every variant
+Requests are tokenised as lm-eval's ``HFLM`` does (:func:`swapkl.model.choice_scores.make_request`) and every variant
 resumes from its first changed slot (:func:`swapkl.model.batch_loop.sweep`), so all pruned sets of a checkpoint cost one
 base pass per batch.
 """
@@ -22,7 +22,7 @@ import torch
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_regular_file
 from swapkl.model.kl import next_token_hits, next_token_nll
-from swapkl.relevance.choice_scores import Request, make_request, request_batches
+from swapkl.model.choice_scores import Request, make_request, request_batches
 from swapkl.model.batch_loop import BASE, sweep
 
 

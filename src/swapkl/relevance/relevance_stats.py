@@ -3,7 +3,7 @@
 Per checkpoint and task (the metric the figures use: ``acc`` for multiple choice, ``next_token_acc``
 for text), the AccRel of each block is compared with its block influence ``BI = 1 - cos(h_in, h_out)``
 from the representation rows of the aggregate (both oriented low = safe to remove) by
-:func:`swapkl.pruning.agreement.rank_statistics`: Pearson R (``pearson``; ``pearson_paper_sign`` = R of cosine
+:func:`swapkl.stats.agreement.rank_statistics`: Pearson R (``pearson``; ``pearson_paper_sign`` = R of cosine
 similarity against relevance, negative when they agree), the rank confusion matrix's ranks
 (``guide_rank``: relevance, ``reference_rank``: BI) with the exact-rank and severe misranking rates,
 boundary layers excluded.
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from swapkl.pruning.agreement import rank_statistics
+from swapkl.stats.agreement import rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_relevance, single_block

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import Variant, removal_variant
+from swapkl.model.variant import Variant, removal_variant
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.pruning.guides.guide_registry import Pruned
-from swapkl.pruning.merge import merged_blocks
+from swapkl.model.merge import merged_blocks
 from swapkl.pruning.prune import pruned_variant
-from swapkl.relevance.choice_scores import BASE
+from swapkl.model.choice_scores import BASE
 from swapkl.relevance.tasks import acc_rel
 from swapkl.tables import provenance
 from swapkl.tables.schemas import PRUNING_RUN_SCHEMA, read_table

@@ -5,7 +5,7 @@ they are undefined.
 ``min_points`` points, or when either input ranks all its points equal (a constant input: no ranking). A NaN
 among the inputs gives NaN. ``min_points`` is 2 (the least a correlation needs) unless a caller asks for
 more: the deletion-vs-BI figure and the predictor-validity summary report rho only from 3 points on.
-Callers that drop unscored (non-finite) points first do so before calling (:func:`swapkl.pruning.agreement.compare`).
+Callers that drop unscored (non-finite) points first do so before calling (:func:`swapkl.stats.agreement.compare`).
 
 Two computations, both on average ranks (ties share the mean of their ranks):
 

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from swapkl.tables import provenance
-from swapkl.stats.covariates import eager_attention
+from swapkl.probes.covariates import eager_attention
 from swapkl.data.windows import DataSpec, check_windows, load_windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from swapkl.config.ablation_models import PE_PROTOCOLS
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate_inputs import read_probe_file
+from swapkl.probes.pair_sets import RATIO_PROTOCOLS
 from swapkl.probes.pair_statistics import pair_table, summarise_set
 from swapkl.studies.scaling import checkpoint_facts
 from swapkl.tables import provenance
@@ -56,7 +56,7 @@ def model_rows(probe_file: str, checkpoint: str, *, position_encoding: str, max_
                           f"{facts['position_encoding']}, not {position_encoding}")
     if probe.n_layers <= max_distance:
         raise SwapKLError(f"{probe_file}: {probe.n_layers} blocks have no pairs at distance {max_distance}")
-    directed = probe.rows[probe.rows["protocol"].isin(PE_PROTOCOLS)]
+    directed = probe.rows[probe.rows["protocol"].isin(RATIO_PROTOCOLS)]
     ident = {"position_encoding": position_encoding, "n_layers": probe.n_layers, "model": probe.model,
              "revision": probe.revision, "architecture": facts["architecture"], "n_params": facts["n_params"]}
     try:

@@ -22,7 +22,7 @@ from swapkl.probes.aggregate import read_aggregate, rows
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
-from swapkl.probes.pairs import removal_variant
+from swapkl.model.variant import removal_variant
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.pruning.perplexity import EvalSpec, EvalWindows, load_eval_windows, perplexity, window_nll
 

@@ -16,7 +16,7 @@ A *span* is the symmetric middle run of blocks ``[s, L - s)`` of an ``L``-block 
 * ``looped_parallel`` -- the parallel step applied ``k`` times (``loops``), each time to the previous
   step's output.
 
-The four reorderings are ordinary block orders (:class:`swapkl.probes.pairs.Variant`): the probe engine resumes
+The four reorderings are ordinary block orders (:class:`swapkl.model.variant.Variant`): the probe engine resumes
 them from the stream cached at their first changed slot, without copying weights. The parallel
 variants resume from the cached stream entering slot ``s`` and call the model's own blocks. Both go
 through the one batch loop (:func:`swapkl.model.batch_loop.sweep`) and the one KL (:mod:`swapkl.model.kl`).
@@ -34,7 +34,7 @@ import torch
 from swapkl.stats.bootstrap import ratio_mean
 from swapkl.errors import SwapKLError
 from swapkl.options import require_int
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.tables.schemas import SPANS_FILE_SCHEMA
 from swapkl.tables import provenance
 from swapkl.data.windows import check_spec, check_windows, load_windows
@@ -43,7 +43,7 @@ from swapkl.model.loading import load_model
 from swapkl.options import require_device
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.model.batch_loop import BASE, sweep, window_batches
-from swapkl.config.revision_names import step_of
+from swapkl.hub.revision_names import step_of
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from swapkl.probes.aggregate import probe_provenance
 from swapkl.stats.bootstrap import ratio_ci, resample_indices
-from swapkl.stats.covariate_stats import SAME_INPUTS
+from swapkl.studies.covariate_stats import SAME_INPUTS
 from swapkl.errors import SwapKLError
 from swapkl.tables.schemas import SPANS_FILE_SCHEMA, SPANS_SCHEMA, read_table
 from swapkl.probes.aggregate import read_aggregate

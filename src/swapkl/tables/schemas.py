@@ -10,7 +10,7 @@ by the aggregation steps, and changing those settings never repeats a GPU job.
 * :data:`PRUNING_RUN_SCHEMA`: one row per guide x budget [x random draw] of one pruning run
   (``swapkl prune``); :data:`PRUNING_SCHEMA` = the same plus the CI columns
   (:data:`PRUNING_CI_COLUMNS`), the published ``results/pruning.parquet``;
-* :data:`AGREEMENT_SCHEMA`: the guides' agreement statistics (:mod:`swapkl.pruning.agreement`);
+* :data:`AGREEMENT_SCHEMA`: the guides' agreement statistics (:mod:`swapkl.stats.agreement`);
 * :func:`aggregate_schema`: ``results/swapkl.parquet`` (:mod:`swapkl.probes.aggregate`);
 * :data:`RELEVANCE_SCHEMA`, :data:`RELEVANCE_STATS_COLUMNS`: the accuracy-relevance tables
   (:mod:`swapkl.relevance.accrel`, :mod:`swapkl.relevance.relevance_stats`).
@@ -79,16 +79,16 @@ PRUNING_SCHEMA = pa.schema([
     # per probe window: KL(p_base || p_pruned) summed over its tokens, and the token counts
     ("probe_kl_sum", pa.list_(pa.float64())), ("probe_tokens", pa.list_(pa.int64())),
 ])
-#: covariate columns of a pair (definitions in swapkl.stats.covariates), in table order
+#: covariate columns of a pair (definitions in swapkl.probes.covariates), in table order
 COVARIATE_COLUMNS = ("rel_update_i", "rel_update_j", "rel_update_mean", "rel_update_absdiff", "update_cos",
                      "commutator", "weight_dist", "attn_entropy_i", "attn_entropy_j", "attn_entropy_mean",
                      "attn_entropy_absdiff")
 _COVARIATE_KEYS = [("model", pa.string()), ("revision", pa.string()), ("step", pa.int64()), ("n_layers", pa.int64()),
                    ("layer_i", pa.int64()), ("layer_j", pa.int64()), ("distance", pa.int64())]
-#: one row per pair of one checkpoint, as the covariates job writes it (swapkl.stats.covariates)
+#: one row per pair of one checkpoint, as the covariates job writes it (swapkl.probes.covariates)
 COVARIATE_FILE_SCHEMA = pa.schema([*_COVARIATE_KEYS, *[(c, pa.float64()) for c in COVARIATE_COLUMNS],
                                    ("n_seqs", pa.int64()), ("n_tokens", pa.int64())])
-#: results/covariates.parquet: the covariate rows with the pair's gaps from the aggregate (swapkl.stats.covariate_stats)
+#: results/covariates.parquet: the covariate rows with the pair's gaps from the aggregate (swapkl.studies.covariate_stats)
 COVARIATES_SCHEMA = pa.schema([*COVARIATE_FILE_SCHEMA, ("duplicate_of", pa.string()),
                                ("gap", pa.float64()), ("gap_fwd", pa.float64()),
                                ("family", pa.string()), ("seed", pa.int64())])  # null outside seed families
@@ -117,7 +117,7 @@ SPANS_SCHEMA = pa.schema([
 #: what one pruning run writes: the pruning table without its CIs
 PRUNING_RUN_SCHEMA = pa.schema([f for f in PRUNING_SCHEMA if f.name not in PRUNING_CI_COLUMNS])
 
-#: chance level and permutation p-value of the exact-rank and severe misranking rates (swapkl.pruning.agreement)
+#: chance level and permutation p-value of the exact-rank and severe misranking rates (swapkl.stats.agreement)
 RANK_CHANCE_COLUMNS = ("exact_rank_chance", "exact_rank_p", "severe_chance", "severe_p")
 AGREEMENT_SCHEMA = pa.schema([
     *_IDENTITY, ("n_layers", pa.int64()),
@@ -128,7 +128,7 @@ AGREEMENT_SCHEMA = pa.schema([
     ("exact_rank_misranking", pa.float64()), ("severe_misranking", pa.float64()), ("severe_offset", pa.int64()),
     ("pearson", pa.float64()), ("pearson_paper_sign", pa.float64()),
     ("layers", pa.list_(pa.int64())), ("guide_rank", pa.list_(pa.int64())), ("reference_rank", pa.list_(pa.int64())),
-    # appended: chance levels and permutation p-values of the two rates (swapkl.pruning.agreement.rank_chance)
+    # appended: chance levels and permutation p-values of the two rates (swapkl.stats.agreement.rank_chance)
     *[(c, pa.float64()) for c in RANK_CHANCE_COLUMNS],
     # appended: Pearson's r over every block, the boundary ones included (pearson: blocks 1..L-2)
     ("pearson_all_blocks", pa.float64()), ("pearson_all_blocks_paper_sign", pa.float64()),
@@ -189,7 +189,7 @@ def aggregate_schema(member_columns: Sequence[str]) -> pa.Schema:
                      + AGGREGATE_REPR)
 
 
-#: results/seeds.parquet (swapkl.stats.seeds): one long table, the column ``kind`` (member, family, pruning,
+#: results/seeds.parquet (swapkl.studies.seeds): one long table, the column ``kind`` (member, family, pruning,
 #: decomposition) says which columns a row fills
 SEED_GAPS = ("gap", "gap_fwd")
 SEED_RANKED = ("gap", "gap_fwd", "d_repl_max", "d_inter")
@@ -241,7 +241,7 @@ PE_ABLATION_SCHEMA = pa.schema([
     ("d_inter_mean", pa.float64()),
 ])
 #: one row per (checkpoint, calibration, method, budget, evaluated task, metric) of task-calibrated pruning
-#: (swapkl.pruning.task_pruning; results/seed003_pruning.parquet): ``calibration`` names the calibration set
+#: (swapkl.relevance.task_pruning; results/seed003_pruning.parquet): ``calibration`` names the calibration set
 #: (a task's own name = calibrated on that task's calibration split), ``calibration_kind`` is task, mix or lm;
 #: ``method`` original (budget 0, nothing removed) or a guide; ``accuracy`` is lm-eval's metric on the task's
 #: evaluation ``split``, pooled over the documents of its subtasks.
@@ -252,7 +252,7 @@ TASK_PRUNING_SCHEMA = pa.schema([
     ("removed_layers", pa.list_(pa.int64())), ("task", pa.string()), ("split", pa.string()),
     ("metric", pa.string()), ("accuracy", pa.float64()), ("n_docs", pa.int64()),
 ])
-#: columns of results/seed003_tables.parquet (swapkl.pruning.task_tables.summary_rows; accuracy in percent)
+#: columns of results/seed003_tables.parquet (swapkl.relevance.task_tables.summary_rows; accuracy in percent)
 SEED003_TABLES_COLUMNS = ["model", "revision", "table", "calibration", "method", "budget", "task", "metric",
                           "accuracy"]
 

@@ -10,7 +10,7 @@ a stream computed by different weights; ``Variant.blocks`` says how to build it
 
 from __future__ import annotations
 
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 
 

@@ -5,7 +5,7 @@ position of each prompt only; that is the probe's KL position setting, not part 
 
 from __future__ import annotations
 
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.averaging import averaging
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 

@@ -5,7 +5,7 @@ unit, stored i < j. Its two modified blocks are named by negative ids unique to 
 
 from __future__ import annotations
 
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 
 

@@ -6,7 +6,7 @@ setting, not part of the variant."""
 
 from __future__ import annotations
 
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.head_interchange import head_interchange
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 

@@ -3,7 +3,7 @@ unordered pair, stored i < j."""
 
 from __future__ import annotations
 
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 
 

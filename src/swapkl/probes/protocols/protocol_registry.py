@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from swapkl.errors import SwapKLError
-from swapkl.probes.pairs import Variant, pairs_for
+from swapkl.probes.pairs import pairs_for
+from swapkl.model.variant import Variant
 
 #: ``variants(pairs, n_layers, n_units)``: the variants of one protocol for the unordered pairs ``(i, j)``,
 #: ``i < j``, of the pair set, a model of ``n_layers`` blocks and ``n_units`` head units per block

@@ -3,7 +3,7 @@ directions of every pair are measured."""
 
 from __future__ import annotations
 
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.protocol_registry import Protocol, register
 
 

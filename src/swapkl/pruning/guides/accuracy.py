@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from swapkl.probes.pairs import removal_variant
+from swapkl.model.variant import removal_variant
 
 
 def task_accuracy(engine, task, tokenizer, removed_sets, *, metric: str = "acc", batch_size: int = 16,
                   pad_id: int = 0) -> dict[tuple[int, ...], float]:
     """Accuracy of the model without each removed set on a multiple-choice task."""
     # torch side: the figures read the guides without torch
-    from swapkl.relevance.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
+    from swapkl.model.choice_scores import choice_loglikelihoods, choice_predictions, task_requests
 
     n = engine.n_layers
     variants = {tuple(sorted(s)): removal_variant(s, n) for s in removed_sets}
@@ -36,7 +36,7 @@ def window_accuracy(engine, windows, removed_sets, *, batch_size: int = 8) -> di
     """Next-token accuracy (share of positions whose argmax is the next token, :func:`next_token_hits`) of
     the model without each removed set on language-modelling windows, and of the unpruned model under ``()``."""
     # torch side: the figures read the guides without torch
-    from swapkl.relevance.choice_scores import BASE, next_token_hits
+    from swapkl.model.choice_scores import BASE, next_token_hits
 
     n = engine.n_layers
     variants = {tuple(sorted(s)): removal_variant(s, n) for s in removed_sets}

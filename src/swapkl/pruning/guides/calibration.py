@@ -28,7 +28,7 @@ def sleb(ctx: GuideContext):
                                                      batch_size=ctx.batch_size, device=ctx.device))
 
 
-@register_guide("sleb_iterative", rank=80, label="SLEB-iterative (calibration NLL)", family="removal", marker="D")
+@register_guide("sleb_iterative", rank=80, label="SLEB-iterative (calibration NLL)", family="removal")
 def sleb_iterative_guide(ctx: GuideContext) -> Selection | None:
     """Remove one block at a time by least calibration NLL, re-scoring after each removal (nested)."""
     if not ctx.measures:
@@ -41,8 +41,7 @@ def sleb_iterative_guide(ctx: GuideContext) -> Selection | None:
     return sel
 
 
-@register_guide("sleb_greedy", rank=85, label="SLEB-greedy (one-shot calibration NLL)", family="removal",
-                linestyle="--", marker="d")
+@register_guide("sleb_greedy", rank=85, label="SLEB-greedy (one-shot calibration NLL)", family="removal")
 def sleb_greedy(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks whose single removal raises calibration NLL least (SLEB's step-1 scores), no
     re-scoring, no spacing."""
@@ -67,7 +66,7 @@ def sleb_evals(n_layers: int, n: int) -> int:
 
 
 @register_guide("sleb_matched", rank=125, label="SLEB-iterative at the beam's evaluation count",
-                family="removal", linestyle=":", marker="H", plotted=False)
+                family="removal", plotted=False)
 def sleb_matched(ctx: GuideContext) -> Selection | None:
     """Matched-budget SLEB (the paper's matched-budget comparison): at each budget n, SLEB-iterative
     given as many calibration evaluations as the beam spent to reach n blocks removes as many blocks
@@ -94,7 +93,7 @@ def sleb_matched(ctx: GuideContext) -> Selection | None:
 
 
 @register_guide("beam", rank=120, label=f"Beam search (width {BEAM_WIDTH}, interchange seeds, calibration NLL)",
-                family="removal", linestyle="--", marker="X")
+                family="removal")
 def beam(ctx: GuideContext) -> Selection | None:
     """Width-3 beam over removal sets by calibration NLL; step 1 tries the ``BEAM_SEEDS`` layers
     with the lowest interchange scores; no spacing (:mod:`swapkl.pruning.beam`)."""
@@ -114,7 +113,7 @@ def beam(ctx: GuideContext) -> Selection | None:
 
 
 @register_guide("accuracy_iterative", rank=90, label="Accuracy-guided iterative (calibration next-token accuracy)",
-                family="removal", linestyle="-.", marker="*")
+                family="removal")
 def accuracy_iterative(ctx: GuideContext) -> Selection | None:
     """Remove one block at a time keeping the highest next-token accuracy on the calibration windows,
     re-scoring after each removal (nested; ties: the set of lowest block indices); per-layer score: the

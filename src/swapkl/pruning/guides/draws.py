@@ -11,12 +11,11 @@ from swapkl.pruning.selection import BudgetError, random_rng, random_select
 log = logging.getLogger(__name__)
 
 # budget 0, the model itself; every row's base_ppl
-register_guide("base", rank=0, label="Unpruned model", family="control", colour="black",
+register_guide("base", rank=0, label="Unpruned model", family="control",
                plotted=False)(None)
 
 
-@register_guide("random", rank=900, label="Random (one draw)", family="control", colour="black",
-                marker=".", plotted=False)
+@register_guide("random", rank=900, label="Random (one draw)", family="control", plotted=False)
 def random_draws(ctx: GuideContext) -> Selection:
     """``n_random`` uniform draws per budget under the guides' spacing (or ``options.random_spacing``), seeded
     per (seed, budget, draw), from the interior blocks 1..L-2 unless ``options.random_interior`` is off; a
@@ -38,4 +37,4 @@ def random_draws(ctx: GuideContext) -> Selection:
 
 # mean, s.d., min and max of the random draws per budget
 register_guide("random_mean", rank=910, label="Random (mean ± s.d. of draws; band: min–max)",
-               family="control", colour="black", linestyle="--", marker="o")(None)
+               family="control")(None)

@@ -8,7 +8,7 @@ from swapkl.pruning.guides.residual import lowest
 
 
 @register_guide("taylor", rank=100, label="First-order Taylor (|weight x gradient|, lowest first)",
-                family="gradient", linestyle="--", marker="h")
+                family="gradient")
 def taylor(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks of lowest first-order Taylor importance on the calibration windows, no spacing."""
     if not ctx.measures:

@@ -2,7 +2,8 @@
 
 In the style of lm-evaluation-harness's model registry: a guide is one function decorated with
 :func:`register_guide`, which records its name, its place in the tables (``rank``: rows, legends
-and agreement statistics follow ascending rank) and its figure style. Adding a guide is that one
+and agreement statistics follow ascending rank), its label and its family. How a guide is drawn is not
+recorded here: :mod:`swapkl.figures.guide_style` colours it by family. Adding a guide is that one
 function plus its test; :func:`swapkl.pruning.prune.run_pruning`, the aggregation and the figures pick it
 up from here.
 
@@ -20,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
 from swapkl.errors import SwapKLError
 
 #: a row key: (budget, random draw or None)
@@ -48,22 +48,21 @@ class Selection:
 @dataclass(frozen=True)
 class Family:
     """A family of guides: what their scores measure. Figures colour a guide by its family and group their
-    legends by family; within a family the marker (and line style) tells the guides apart."""
+    legends by family."""
 
     name: str
     label: str
-    colour: str
 
 
 #: the guide families, in legend order
 FAMILIES = {f.name: f for f in (
-    Family("interchange", "Interchange KL", BLUE),
-    Family("replacement", "Replacement KL", VERMILLION),
-    Family("removal", "Measured removal cost", GREEN),
-    Family("representation", "Representation similarity", ORANGE),
-    Family("gradient", "Gradient", PURPLE),
-    Family("merge", "Layer merging", SKY),
-    Family("control", "Controls and baselines", GREY),
+    Family("interchange", "Interchange KL"),
+    Family("replacement", "Replacement KL"),
+    Family("removal", "Measured removal cost"),
+    Family("representation", "Representation similarity"),
+    Family("gradient", "Gradient"),
+    Family("merge", "Layer merging"),
+    Family("control", "Controls and baselines"),
 )}
 
 
@@ -72,9 +71,6 @@ class Guide:
     name: str
     rank: int
     label: str
-    colour: str
-    linestyle: str
-    marker: str
     select: Callable | None
     plotted: bool = True
     family: str = "control"
@@ -83,12 +79,10 @@ class Guide:
 _REGISTRY: dict[str, Guide] = {}
 
 
-def register_guide(name: str, *, rank: int, label: str, family: str, colour: str | None = None,
-                   linestyle: str = "-", marker: str = "o", plotted: bool = True):
+def register_guide(name: str, *, rank: int, label: str, family: str, plotted: bool = True):
     """Decorator registering a guide function (or, applied to ``None``, a derived row) under ``name``.
 
-    ``family`` is a key of :data:`FAMILIES`; the guide's colour is its family's unless ``colour`` is given.
-    Plotted guides must differ in (colour, marker) from each other (checked by the tests).
+    ``family`` is a key of :data:`FAMILIES`; ``plotted``: whether the pruning figures draw it.
     """
     if family not in FAMILIES:
         raise ValueError(f"guide {name!r}: unknown family {family!r} (families: {', '.join(FAMILIES)})")
@@ -98,8 +92,7 @@ def register_guide(name: str, *, rank: int, label: str, family: str, colour: str
             raise ValueError(f"guide {name!r} is registered twice")
         if any(g.rank == rank for g in _REGISTRY.values()):
             raise ValueError(f"guide {name!r}: rank {rank} is taken")
-        _REGISTRY[name] = Guide(name, rank, label, colour or FAMILIES[family].colour, linestyle, marker, fn,
-                                plotted, family)
+        _REGISTRY[name] = Guide(name, rank, label, fn, plotted, family)
         return fn
 
     return deco

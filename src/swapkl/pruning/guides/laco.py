@@ -4,7 +4,7 @@ interchange KL.
 Adjacent pairs ``(i, i + 1)`` are taken in ascending order of their interchange KL (ties: lower
 ``i``), skipping a pair that shares a block with an accepted one; at budget ``n`` the first ``n``
 accepted pairs are merged (nested in ``n``): slot ``i`` runs the average of blocks ``i`` and
-``i + 1`` (:mod:`swapkl.pruning.merge`) and block ``i + 1`` is removed. Rows list the removed blocks in
+``i + 1`` (:mod:`swapkl.model.merge`) and block ``i + 1`` is removed. Rows list the removed blocks in
 ``removed_layers`` and the merged slots in ``merged_layers``. Unlike Yang et al.'s LaCo (RDSC
 merge of several layers into one, accepted by a representation-similarity threshold), this is the
 paper's pairwise-average variant (its Table 15, footnote section mark).
@@ -54,12 +54,12 @@ def _merge_selection(ctx: GuideContext, name: str, order_by: str) -> Selection |
 
 
 @register_guide("laco", rank=110, label="LaCo merge (adjacent pairs averaged, by interchange KL)",
-                family="merge", linestyle=":", marker="p")
+                family="merge")
 def laco(ctx: GuideContext) -> Selection | None:
     return _merge_selection(ctx, "laco", "interchange")
 
 
 @register_guide("laco_paper", rank=112, label="LaCo merge as the paper ordered it (by replacement KL, max)",
-                family="merge", linestyle="-.", marker="h")
+                family="merge")
 def laco_paper(ctx: GuideContext) -> Selection | None:
     return _merge_selection(ctx, "laco_paper", "replacement_max")

@@ -27,7 +27,7 @@ def lowest(ctx: GuideContext, name: str, scores: np.ndarray) -> Selection:
     return sel
 
 
-@register_guide("bi", rank=60, label="ShortGPT BI (lowest first)", family="representation", marker="v")
+@register_guide("bi", rank=60, label="ShortGPT BI (lowest first)", family="representation")
 def bi(ctx: GuideContext) -> Selection | None:
     """ShortGPT: the ``n`` blocks of lowest block influence, no spacing."""
     if ctx.rep is None:
@@ -35,8 +35,7 @@ def bi(ctx: GuideContext) -> Selection | None:
     return lowest(ctx, "bi", bi_scores(ctx.rep, ctx.n_layers))
 
 
-@register_guide("angular", rank=70, label="Gromov angular (contiguous block)", family="representation",
-                marker="P")
+@register_guide("angular", rank=70, label="Gromov angular (contiguous block)", family="representation")
 def angular(ctx: GuideContext) -> Selection | None:
     """Gromov et al.: the contiguous block whose entry and exit streams are closest in angle."""
     if ctx.rep is None:
@@ -53,7 +52,7 @@ def angular(ctx: GuideContext) -> Selection | None:
 
 
 @register_guide("cka", rank=95, label="Linear CKA of block input and output (highest first)",
-                family="representation", linestyle="--", marker="*")
+                family="representation")
 def cka(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks whose output is most similar (linear CKA) to their input, no spacing.
 

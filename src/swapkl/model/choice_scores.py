@@ -29,7 +29,7 @@ from swapkl.model.batch_loop import BASE as SWEEP_BASE
 from swapkl.model.batch_loop import Batch, sweep, window_batches
 from swapkl.model.kl import next_token_hits as _hits
 from swapkl.model.kl import next_token_nll
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 
 BASE = SWEEP_BASE.key  # the unmodified model's key in the score dictionaries
 

@@ -2,7 +2,7 @@
 checkpoint.
 
 The job chooses the blocks each method removes on each named calibration set
-(:mod:`swapkl.pruning.task_calibration`): the calibration split of one task (task-specific), a mix of a fraction
+(:mod:`swapkl.relevance.task_calibration`): the calibration split of one task (task-specific), a mix of a fraction
 of every task's calibration split (task-agnostic), or language-modelling windows (C4). The main budget is
 ``round(prune_fraction * L)`` blocks (the paper: 25%); ``curve_methods`` are also chosen at every budget of
 ``curve_budgets`` on the single-task calibrations (the Gromov curves: accuracy against blocks removed).
@@ -14,10 +14,10 @@ method and calibration) are one variant, and no pruned model is built.
 itself (calibration kind ``curve``), only ``original`` and the curve methods at the curve budgets are chosen on
 it, and its pruned models are evaluated on that task alone, which no other calibration's models are. A
 generative task is scored by lm-eval's generation on materialised pruned models
-(:mod:`swapkl.pruning.task_generation`), ``exact_match`` per filter.
+(:mod:`swapkl.relevance.task_generation`), ``exact_match`` per filter.
 
-The per-job files are concatenated by :func:`swapkl.pruning.task_tables.aggregate_task_pruning` into ``results/seed003_pruning.parquet``
-(schema :data:`swapkl.tables.schemas.TASK_PRUNING_SCHEMA`); :mod:`swapkl.pruning.task_tables` derives the
+The per-job files are concatenated by :func:`swapkl.relevance.task_tables.aggregate_task_pruning` into ``results/seed003_pruning.parquet``
+(schema :data:`swapkl.tables.schemas.TASK_PRUNING_SCHEMA`); :mod:`swapkl.relevance.task_tables` derives the
 paper's tables from it.
 """
 
@@ -30,11 +30,11 @@ from swapkl.data.windows import DataSpec, check_windows, load_windows
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
-from swapkl.probes.pairs import removal_variant
-from swapkl.pruning.task_calibration import METHODS, Calibration, choose_sets, per_document_metrics, \
+from swapkl.model.variant import removal_variant
+from swapkl.relevance.task_calibration import METHODS, Calibration, choose_sets, per_document_metrics, \
     split_loglikelihoods, task_calibration
-from swapkl.pruning.task_generation import generative_scores
-from swapkl.relevance.choice_scores import BASE
+from swapkl.relevance.task_generation import generative_scores
+from swapkl.model.choice_scores import BASE
 from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet

@@ -23,7 +23,7 @@ import copy
 import re
 import string
 
-from swapkl.config import ConfigError
+from swapkl.errors import ConfigError
 #: what differs between the members of a family (PolyPythias: `seed{N}` both, `data-seed{N}` data
 #: order only, `weight-seed{N}` initialisation only)
 VARIES = ("both", "data", "init")

@@ -8,8 +8,8 @@ of each benchmark's training data), or language-modelling windows (C4). Every gu
 * ``accuracy``: accuracy-guided iterative pruning (:func:`swapkl.pruning.guides.accuracy.accuracy_guided_sets`)
   on the calibration documents' lm-eval ``acc``, pooled over documents (next-token accuracy for windows); on a
   generative task (GSM8K) its ``exact_match`` under the tables' filter
-  (:data:`swapkl.pruning.task_tables.GENERATIVE_METRIC`), each candidate generating every calibration document
-  (:mod:`swapkl.pruning.task_generation`);
+  (:data:`swapkl.relevance.task_tables.GENERATIVE_METRIC`), each candidate generating every calibration document
+  (:mod:`swapkl.relevance.task_generation`);
 * ``taylor``, ``bi`` (cosine), ``sleb_iterative`` (perplexity), ``interchange`` and ``deletion`` KL: the
   registered guides (:mod:`swapkl.pruning.guides`) on calibration windows, which for tasks are the documents'
   gold requests (context + gold continuation) as text (a generative document: its own prompt and target, without
@@ -27,7 +27,8 @@ import pandas as pd
 from swapkl.data.windows import DataSpec, Windows, default_bos, select_windows, tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.model.batch_loop import sweep, window_batches
-from swapkl.probes.pairs import pairs_for, removal_variant
+from swapkl.probes.pairs import pairs_for
+from swapkl.model.variant import removal_variant
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.probes.protocols.interchange import interchange
 from swapkl.probes.residual_stream import representation_sums
@@ -36,9 +37,9 @@ from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 from swapkl.pruning.guides.guide_registry import get_guide
 from swapkl.pruning.prune import kl_on_windows
 from swapkl.pruning.selection import SelectionOptions
-from swapkl.pruning.task_generation import generative_scores
-from swapkl.pruning.task_tables import GENERATIVE_METRIC, METHODS
-from swapkl.relevance.choice_scores import BASE, choice_loglikelihoods, make_request
+from swapkl.relevance.task_generation import generative_scores
+from swapkl.relevance.task_tables import GENERATIVE_METRIC, METHODS
+from swapkl.model.choice_scores import BASE, choice_loglikelihoods, make_request
 
 #: methods chosen by a registered guide of the pruning study
 REGISTERED = ("taylor", "bi", "sleb_iterative", "interchange", "deletion")

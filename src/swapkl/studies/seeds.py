@@ -1,7 +1,7 @@
 """Across-seed statistics of seed families (``results/seeds.parquet``).
 
 Input: the aggregate (``results/swapkl.parquet``: its ``summary`` and ``pair`` rows), the families of
-:func:`swapkl.config.seed_families.expand_seed_families` and, when family members are pruned, the pruning
+:func:`swapkl.stats.seed_families.expand_seed_families` and, when family members are pruned, the pruning
 table. Revisions flagged as duplicates in the aggregate (``duplicate_of``) are left out. One long
 table; the column ``kind`` says which columns a row fills:
 
@@ -61,7 +61,7 @@ from swapkl.tables.schemas import SEED_MEMBER_STATS as MEMBER_STATS
 from swapkl.tables.schemas import SEED_RANKED as RANKED
 from swapkl.tables.schemas import SEEDS_SCHEMA as SCHEMA
 from swapkl.tables.schemas import read_pruning, read_table
-from swapkl.config.seed_families import family_of
+from swapkl.stats.seed_families import family_of
 
 KINDS = ("member", "family", "pruning", "decomposition")
 #: pruning rows that are no guide's choice: the unpruned model and the random baseline (draws and their mean)

@@ -34,12 +34,12 @@ import torch
 from swapkl.errors import SwapKLError
 from swapkl.recovery.heal import HealSettings, TrainText, prepare_trainable, train, train_chunks
 from swapkl.recovery.heal_scores import kl_to_base
-from swapkl.probes.pairs import Variant
+from swapkl.model.variant import Variant
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.probes.protocols.interchange import interchange
 from swapkl.probes.protocols.replacement import replacement
 from swapkl.adapters import get_adapter
-from swapkl.config.revision_names import step_of
+from swapkl.hub.revision_names import step_of
 from swapkl.data.text_sources import source_key
 from swapkl.data.windows import load_windows
 from swapkl.export import export_config, export_state_dict

@@ -32,7 +32,7 @@ GENERATIVE_METRIC = "exact_match,strict-match"
 #: calibration kinds of the task-specific and calibration tables (``curve`` sets only draw curves)
 TABLE_KINDS = ("task", "mix", "lm")
 #: the methods of the paper's tables, in row order: "original" removes nothing; the others are guides
-#: (swapkl.pruning.task_calibration)
+#: (swapkl.relevance.task_calibration)
 METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
 METHOD_LABELS = {"original": "Original", "taylor": "Taylor", "bi": "Cosine (BI)", "sleb_iterative": "Perplexity (SLEB)",
                  "accuracy": "Accuracy", "interchange": "Interchange KL", "deletion": "Deletion KL"}
@@ -130,7 +130,7 @@ def summary_rows(df: pd.DataFrame, *, metric: str = "acc") -> pd.DataFrame:
 
 def aggregate_task_pruning(inputs: list[str], out: str, *, summary: str | None = None) -> None:
     """Concatenate per-job task-pruning files (``results/seed003_pruning.parquet``; provenance: each input's),
-    and write the paper's tables derived from them to ``summary`` (:func:`swapkl.pruning.task_tables.summary_rows`)."""
+    and write the paper's tables derived from them to ``summary`` (:func:`swapkl.relevance.task_tables.summary_rows`)."""
     require_distinct({"`out`": out} | ({"`summary`": summary} if summary else {}), [("`inputs`", p) for p in inputs])
     key = ["model", "revision", "calibration", "method", "budget", "task", "metric"]
     table, prov = read_concatenated(inputs, TASK_PRUNING_SCHEMA, "task-pruning", key)

@@ -29,7 +29,7 @@ Per pair i < j:
   ``||theta_i - theta_j|| / ((||theta_i|| + ||theta_j||) / 2)``, where theta is every parameter tensor
   of the block (matched by name; norms over all of them together, in float64). It lies in [0, 2]; it is
   NaN if the two blocks' parameter names or shapes differ. It depends on the weights only, not on data.
-* pair summaries used by the analysis (:mod:`swapkl.stats.covariate_stats`): ``rel_update_mean``
+* pair summaries used by the analysis (:mod:`swapkl.studies.covariate_stats`): ``rel_update_mean``
   (the mean of ``rel_update_i`` and ``rel_update_j``), ``rel_update_absdiff`` (their absolute
   difference), ``attn_entropy_mean`` and ``attn_entropy_absdiff`` likewise.
 
@@ -53,7 +53,7 @@ from swapkl.data.windows import check_spec, check_windows, load_windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.options import require_device, require_int
-from swapkl.config.revision_names import step_of
+from swapkl.hub.revision_names import step_of
 from swapkl.progress import track
 
 log = logging.getLogger(__name__)

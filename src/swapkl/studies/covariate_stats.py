@@ -1,7 +1,7 @@
 """Which covariates predict the protocol gap: the covariates table and its rank correlations (exploratory).
 
 ``results/covariates.parquet`` (:data:`swapkl.tables.schemas.COVARIATES_SCHEMA`) joins every per-checkpoint
-covariate row (:mod:`swapkl.stats.covariates`) with the same pair's ``gap`` and ``gap_fwd`` from the aggregate's
+covariate row (:mod:`swapkl.probes.covariates`) with the same pair's ``gap`` and ``gap_fwd`` from the aggregate's
 pair rows (their one definition is :mod:`swapkl.probes.pair_statistics`; nothing is recomputed here) and its
 ``duplicate_of``. Every covariate row must find its pair in the aggregate, and the covariate file must
 have been measured on the weights and windows the probes of that checkpoint used.
@@ -46,7 +46,7 @@ from swapkl.errors import SwapKLError
 from swapkl.probes.pair_statistics import CI_LEVEL
 from swapkl.tables.schemas import (COVARIATE_CORRELATIONS_SCHEMA, COVARIATE_FILE_SCHEMA, COVARIATES_SCHEMA,
                             read_table)
-from swapkl.config.seed_families import family_of
+from swapkl.stats.seed_families import family_of
 from swapkl.probes.aggregate import read_aggregate
 from swapkl.options import require_int
 from swapkl.tables.parquet_io import check_writable, write_parquet

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-from swapkl.config import ConfigError
+from swapkl.errors import ConfigError
+
+#: the two protocols whose KLs make a pair's gap and I/R ratio (d_repl - d_inter, d_inter / d_repl)
+RATIO_PROTOCOLS = ("replacement", "interchange")
 
 _WITHIN = re.compile(r"^within:([0-9]+)$")
 
