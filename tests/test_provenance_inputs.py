@@ -66,3 +66,15 @@ def test_provenance_text_indents_long_values_one_item_per_line():
     assert lines[start + 1] == 'pair_sets  {"m": ["adjacent"]}'
     compact = provenance.format_text(prov, compact=True).splitlines()
     assert len(compact) == 3 and json.loads(compact[0][len("inputs     "):]) == inputs
+
+
+def test_provenance_piped_into_head_stops_quietly(tmp_path):
+    """`swapkl provenance F | head -1` closes the pipe after one line: the command stops without a traceback."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "t.parquet"
+    write_parquet(pa.table({"x": [1]}), str(out), {"kind": "test", "inputs": [{"file": f"f{k}"} for k in range(20000)]})
+    run = subprocess.run(f"{sys.executable} -m swapkl provenance {out} | head -1", shell=True, capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.strip() and run.stderr == "", run.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Collection
 
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("swapkl: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader closed our stdout (`swapkl provenance F | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141  # 128 + SIGPIPE, what a shell reports for a command stopped by a closed pipe
     return 0
 
 
