@@ -11,4 +11,4 @@ with job_log(snakemake):
                      batch_size=s["batch_size"], seq_len=s["seq_len"], lr=s["lr"], threads=snakemake.threads,
                      size=DemoSize(num_layers=s["num_layers"], hidden_size=s["hidden_size"],
                                   intermediate_size=s["intermediate_size"]),
-                     progress=False)
+                     progress=True)

@@ -8,4 +8,4 @@ with job_log(snakemake):
     s = dict(snakemake.params.settings)
     size = DemoSize(**s.pop("size"))
     train_demo_model(s.pop("arch"), snakemake.params.corpus_dir, snakemake.input.tokenizer, snakemake.output[0],
-                     size=size, threads=snakemake.threads, progress=False, **s)
+                     size=size, threads=snakemake.threads, progress=True, **s)
