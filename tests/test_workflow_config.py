@@ -21,6 +21,8 @@ import yaml
 from direct_config import helper_namespace, helper_values, refusal, refusal_of_file, validated
 from swapkl.hub.revision_names import REVISION_PATTERN
 from swapkl.config.study_plan import StudyPlan
+from swapkl.config.targets import figure_instances
+from swapkl.figures.figure_registry import figures as registered_figures
 
 REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "config.yaml"
@@ -107,6 +109,27 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
     return models, families
 
 
+#: every plot rule of the figure registry and the selection of instances it draws (Figure.targets); entries that
+#: share a rule (a figure and its variant) draw in one job per instance
+FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
+
+
+#: the figure selections expected_counts counts from the config (a zero where a stage is off)
+COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
+                      "pruning_trajectory", "family", "heal", "healed", "relevance", "downstream", "task_pruning",
+                      "covariates", "spans", "scaling", "rope_counterfactual", "jacobian", "convergence",
+                      "predictor_validity", "domain_slices", "pe_ablation", "snowball", "optimal_search")
+
+
+def figure_counts(instances: Counter, partial: bool = False) -> Counter:
+    """One job per instance of every plot rule's selection, read from the registry, so that a new figure entry
+    needs no edit here. A selection this file does not count fails by name (a new kind of selection needs its
+    own count); ``partial``: only the rules of the selections given."""
+    missing = set(FIGURE_RULES.values()) - set(instances)
+    assert partial or not missing, f"figure selections without a count in this test: {sorted(missing)}"
+    return +Counter({rule: instances[t] for rule, t in FIGURE_RULES.items() if t in instances})
+
+
 def expected_counts(cfg: dict) -> Counter:
     """Jobs of a full run, computed from the config file independently of the workflow code."""
     every, families = expand_seeds(cfg)
@@ -125,34 +148,39 @@ def expected_counts(cfg: dict) -> Counter:
     counts = Counter(probe_job(models[name]) for name, _ in checkpoints)
     for name, _ in checkpoints:
         counts["probe"] += len(models[name].get("weight_protocols", []))
-        counts["plot_weight_protocols"] += bool(models[name].get("weight_protocols")) and name in drawn
     counts["download_checkpoint"] = sum(1 for name, _ in checkpoints if "source" in models[name])
     counts["convert_gguf"] = sum(1 for name, _ in checkpoints if "gguf" in models[name])
     counts["aggregate_results"] = 1
     counts["summarise_scorecard"] = 1
-    counts["plot_gap_trajectory"] = sum(1 for m in drawn.values() if m.get("trajectory", False))
-    counts["plot_ratio_by_distance"] = len(drawn)
-    counts["plot_heatmaps"] = len(drawn_checkpoints)
-    counts["plot_deletion_vs_bi"] = sum(1 for name, _ in drawn_checkpoints if drawn[name].get("deletion", True))
+    # the instances of each figure selection (Figure.targets), counted here from the config; the plot jobs are
+    # then one per instance of every registered figure rule (figure_counts)
+    instances = Counter(dict.fromkeys(COUNTED_SELECTIONS, 0))
+    instances.update(
+        model=len(drawn), checkpoint=len(drawn_checkpoints),
+        trajectory=sum(1 for m in drawn.values() if m.get("trajectory", False)),
+        deletion=sum(1 for name, _ in drawn_checkpoints if drawn[name].get("deletion", True)),
+        weights=sum(1 for name, _ in drawn_checkpoints if drawn[name].get("weight_protocols")),
+        demo=int(bool(demo)))
     if pruned:
         drawn_pruned = [(name, rev) for name, rev in pruned if name in drawn]
-        counts.update(prune_layers=len(pruned), aggregate_pruning=1, plot_pruning_cost=len(drawn_pruned),
-                      plot_pruning_agreement=len(drawn_pruned), plot_pruning_difference=1)
-        counts["plot_pruning_trajectory"] = sum(
+        counts.update(prune_layers=len(pruned), aggregate_pruning=1)
+        instances.update(prune=len(drawn_pruned), pruned=1)
+        instances["pruning_trajectory"] = sum(
             1 for name, m in drawn.items()
             if m.get("trajectory", False) and sum(1 for n, _ in pruned if n == name) >= 2)
     seeded = {f: [m for m in members if m in models] for f, members in families.items()}
     seeded = {f: members for f, members in seeded.items() if len(members) >= 2}
     if seeded:
         counts["summarise_seeds"] = 1
-        counts["plot_seed_band"] = sum(all(models[m].get("trajectory", False) for m in members)
+        instances["family"] = sum(all(models[m].get("trajectory", False) for m in members)
                                        for members in seeded.values())
     exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
     if exported:
         counts["export_pruned_models"] = len(exported)
     healed = [(name, rev) for name, rev in exported if models[name].get("heal", {}).get("enabled", False)]
     if healed:
-        counts.update(heal_pruned_models=len(healed), aggregate_recovery=1, plot_recovery=1)
+        counts.update(heal_pruned_models=len(healed), aggregate_recovery=1)
+        instances["heal"] = 1
     probed_healed = [
         (name, rev)
         for name, m in models.items() if m.get("healed_probes", {}).get("enabled", False)
@@ -161,7 +189,8 @@ def expected_counts(cfg: dict) -> Counter:
     ]
     if probed_healed:
         counts.update(probe_healed=len(probed_healed), measure_test_agreement=len(probed_healed),
-                      plot_third_test=len(probed_healed), aggregate_healed=1)
+                      aggregate_healed=1)
+        instances["healed"] = len(probed_healed)
     scored = [
         (name, rev)
         for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
@@ -169,9 +198,8 @@ def expected_counts(cfg: dict) -> Counter:
                     else m["relevance"]["revisions"])
     ]
     if scored:
-        counts.update(score_relevance=len(scored), aggregate_relevance=1, summarise_relevance=1,
-                      plot_relevance_cosine=len(scored), plot_relevance_zscores=len(scored),
-                      plot_relevance_confusion=len(scored))
+        counts.update(score_relevance=len(scored), aggregate_relevance=1, summarise_relevance=1)
+        instances["relevance"] = len(scored)
     benchmarked = [
         (name, rev)
         for name, m in models.items() if m.get("downstream", {}).get("enabled", False)
@@ -179,7 +207,8 @@ def expected_counts(cfg: dict) -> Counter:
                     else m["downstream"]["revisions"])
     ]
     if benchmarked:
-        counts.update(score_downstream=len(benchmarked), aggregate_downstream=1, plot_downstream=len(benchmarked))
+        counts.update(score_downstream=len(benchmarked), aggregate_downstream=1)
+        instances["downstream"] = len(benchmarked)
     demo_tasks = [models[name].get(stage, {}).get("demo_tasks", False)
                   for stage, checkpoints in (("relevance", scored), ("downstream", benchmarked)) for name, _ in checkpoints]
     if any(demo_tasks):
@@ -193,13 +222,14 @@ def expected_counts(cfg: dict) -> Counter:
                   for rev in (m["revisions"] if m["task_pruning"].get("revisions", "all") == "all"
                               else m["task_pruning"]["revisions"])]
     if calibrated:
-        counts.update(prune_on_tasks=len(calibrated), aggregate_task_pruning=1, plot_task_specific_pruning=1,
-                      plot_gromov_curves=1)
+        counts.update(prune_on_tasks=len(calibrated), aggregate_task_pruning=1)
+        instances["task_pruning"] = 1
     if any(b.get("demo_tasks", False) for _, _, b in calibrated):
         counts["build_demo_tasks"] = counts["split_demo_tasks"] = 1
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
-        counts.update(aggregate_covariates=1, plot_covariates=1)
+        counts.update(aggregate_covariates=1)
+        instances["covariates"] = 1
     # the paper's prompt lists: one job writes them all when an enabled model reads one of them
     fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
     if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
@@ -211,35 +241,41 @@ def expected_counts(cfg: dict) -> Counter:
         if spans.get("enabled", False) and (revisions == "all" or rev in revisions):
             spanned.append((name, rev))
     if spanned:
-        counts.update(probe_spans=len(spanned), aggregate_spans=1,
-                      plot_spans=sum(1 for name, _ in spanned if name in drawn))
+        counts.update(probe_spans=len(spanned), aggregate_spans=1)
+        instances["spans"] = sum(1 for name, _ in spanned if name in drawn)
     if demo:
-        counts.update(prepare_demo_text=1, train_demo_model=len(demo),
-                      plot_training_curves=1)
+        counts.update(prepare_demo_text=1, train_demo_model=len(demo))
     # a text file of the demo corpus named anywhere in a model entry (make real's windows, perplexity, healing
     # text) is written by the corpus rule
     if "resources/demo/corpus/" in json.dumps(cfg["models"]):
         counts["prepare_demo_text"] = 1
     # scale sweep and mechanism stages: entries only (seed family members copy their entry's settings)
     if any(m.get("scaling", False) for m in drawn.values()):
-        counts.update(summarise_scaling=1, plot_scaling=1)
+        counts.update(summarise_scaling=1)
+        instances["scaling"] = 1
     rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
-    counts.update(summarise_rope_counterfactual=len(rope_off), plot_rope_counterfactual=len(rope_off))
+    counts.update(summarise_rope_counterfactual=len(rope_off))
+    instances["rope_counterfactual"] = len(rope_off)
     jacobian = [n for n, m in drawn.items() if m.get("jacobian", {}).get("enabled", False)]
     if jacobian:
-        counts.update(measure_jacobian=len(jacobian), combine_jacobian=1, plot_jacobian=1)
+        counts.update(measure_jacobian=len(jacobian), combine_jacobian=1)
+        instances["jacobian"] = 1
     if any(m.get("convergence", False) for m in drawn.values()):
-        counts.update(summarise_convergence=1, plot_convergence=1)
+        counts.update(summarise_convergence=1)
+        instances["convergence"] = 1
     validity = [n for n, m in drawn.items() if m.get("predictor_validity", False)]
-    counts.update(measure_predictor_validity=len(validity), plot_predictor_validity=len(validity))
+    counts.update(measure_predictor_validity=len(validity))
+    instances["predictor_validity"] = len(validity)
     if any(m.get("domain_slice_of") in models for m in drawn.values()):
-        counts.update(summarise_domain_slices=1, plot_domain_slices=1)
+        counts.update(summarise_domain_slices=1)
+        instances["domain_slices"] = 1
     # the position-encoding ablation: one training and one probe job per (encoding, depth), on the demo corpus or
     # on the named training text that one preparation job writes
     pe = cfg.get("pe_ablation", {})
     if pe.get("enabled", False):
         n_pe = len(pe.get("encodings", ["rope", "learned", "alibi"])) * len(pe.get("depths", [6]))
-        counts.update(train_pe_model=n_pe, probe_pe_model=n_pe, summarise_pe_ablation=1, plot_pe_ablation=1)
+        counts.update(train_pe_model=n_pe, probe_pe_model=n_pe, summarise_pe_ablation=1)
+        instances["pe_ablation"] = 1
         if pe.get("train_text"):
             counts["prepare_pe_text"] = 1
         else:
@@ -248,11 +284,13 @@ def expected_counts(cfg: dict) -> Counter:
     # removal-set search: one job per entry at its last revision, one combined table and one figure
     snowball = cfg.get("snowball", {}).get("enabled", False)
     if snowball:
-        counts.update(construct_snowball=1, plot_snowball=1)
+        counts.update(construct_snowball=1)
+        instances["snowball"] = 1
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
     searched = [n for n, m in drawn.items() if m.get("optimal_search", {}).get("enabled", False)]
     if searched:
-        counts.update(search_removal_sets=len(searched), combine_optimal_search=1, plot_optimal_search=1)
+        counts.update(search_removal_sets=len(searched), combine_optimal_search=1)
+        instances["optimal_search"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement, the task-calibrated pruning table and its summary
@@ -263,6 +301,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked)
                               + 2 * bool(calibrated) + snowball + bool(searched))
     counts["all"] = 1
+    counts.update(figure_counts(instances))
     return +counts
 
 
@@ -281,23 +320,32 @@ def plan_counts(cfg: dict) -> Counter:
     counts = Counter(rule_of[m] for m, _ in checkpoints)
     counts["probe"] = sum(len(plan.models[m]["weight_protocols"]) for m, _ in checkpoints)
     counts["download_checkpoint"] = sum("source" in plan.models[m] for m, _ in checkpoints)
-    counts["plot_heatmaps"] = len(drawn(checkpoints))
-    counts["plot_deletion_vs_bi"] = sum(plan.models[m]["deletion"] for m, _ in drawn(checkpoints))
-    counts["plot_weight_protocols"] = sum(bool(plan.models[m]["weight_protocols"]) for m, _ in drawn(checkpoints))
-    counts["plot_gap_trajectory"] = len([m for m in plan.trajectory_models() if m not in members])
-    counts["plot_ratio_by_distance"] = len(plan.own_entries())
+    # per-entry figure selections from the plan's lists; the global figures (one job or none) from the workflow's
+    # own selection (swapkl.config.targets)
+    instances = Counter(
+        checkpoint=len(drawn(checkpoints)),
+        deletion=sum(plan.models[m]["deletion"] for m, _ in drawn(checkpoints)),
+        weights=sum(bool(plan.models[m]["weight_protocols"]) for m, _ in drawn(checkpoints)),
+        trajectory=len([m for m in plan.trajectory_models() if m not in members]),
+        model=len(plan.own_entries()), prune=len(drawn(plan.prune_checkpoints())),
+        relevance=len(plan.relevance_checkpoints()), family=len(plan.seed_band_families()),
+        spans=len(drawn(plan.span_checkpoints())), healed=len(plan.healed_checkpoints()),
+        downstream=len(plan.downstream_checkpoints()), rope_counterfactual=len(plan.rope_counterfactual_models()),
+        predictor_validity=len(plan.predictor_validity_models()),
+        pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
+    for fig in registered_figures().values():
+        if fig.scope == "global":
+            instances[fig.targets] = len(figure_instances(plan, fig.targets))
+    counts.update(figure_counts(instances))
     counts["prune_layers"] = len(plan.prune_checkpoints())
-    counts["plot_pruning_cost"] = counts["plot_pruning_agreement"] = len(drawn(plan.prune_checkpoints()))
-    for rule in ("score_relevance", "plot_relevance_cosine", "plot_relevance_zscores", "plot_relevance_confusion"):
-        counts[rule] = len(plan.relevance_checkpoints())
-    counts["plot_seed_band"] = len(plan.seed_band_families())
-    counts["probe_spans"], counts["plot_spans"] = len(plan.span_checkpoints()), len(drawn(plan.span_checkpoints()))
-    for rule in ("probe_healed", "measure_test_agreement", "plot_third_test"):
+    counts["score_relevance"] = len(plan.relevance_checkpoints())
+    counts["probe_spans"] = len(plan.span_checkpoints())
+    for rule in ("probe_healed", "measure_test_agreement"):
         counts[rule] = len(plan.healed_checkpoints())
-    counts["score_downstream"] = counts["plot_downstream"] = len(plan.downstream_checkpoints())
+    counts["score_downstream"] = len(plan.downstream_checkpoints())
     counts["measure_jacobian"] = len(plan.jacobian_models())
-    counts["summarise_rope_counterfactual"] = counts["plot_rope_counterfactual"] = len(plan.rope_counterfactual_models())
-    counts["measure_predictor_validity"] = counts["plot_predictor_validity"] = len(plan.predictor_validity_models())
+    counts["summarise_rope_counterfactual"] = len(plan.rope_counterfactual_models())
+    counts["measure_predictor_validity"] = len(plan.predictor_validity_models())
     counts["train_pe_model"] = counts["probe_pe_model"] = len(plan.pe_ablation_models())
     counts["search_removal_sets"] = len(plan.optimal_search_models())
     return +counts
@@ -325,20 +373,20 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # figures are one job each.
     per_stage = plan_counts(load(STUDY))
     assert counts == per_stage + Counter({
-        "aggregate_results": 1, "summarise_domain_slices": 1, "plot_domain_slices": 1, "aggregate_pruning": 1,
-        "plot_pruning_difference": 1, "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
-        "aggregate_covariates": 1, "plot_covariates": 1, "summarise_scaling": 1, "plot_scaling": 1,
-        "combine_jacobian": 1, "plot_jacobian": 1, "summarise_convergence": 1, "plot_convergence": 1,
+        "aggregate_results": 1, "summarise_domain_slices": 1, "aggregate_pruning": 1,
+        "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
+        "aggregate_covariates": 1, "summarise_scaling": 1,
+        "combine_jacobian": 1, "summarise_convergence": 1,
         "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1 + 1, "summarise_scorecard": 1, "all": 1,  # ..., pe_ablation, downstream
         "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
         # the position-encoding ablation at the paper's depths, trained on the paper's text (one preparation job)
-        "prepare_pe_text": 1, "summarise_pe_ablation": 1, "plot_pe_ablation": 1,
-        # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (both its tables rendered), two figures
-        "prune_on_tasks": 1, "aggregate_task_pruning": 1, "plot_task_specific_pruning": 1, "plot_gromov_curves": 1,
+        "prepare_pe_text": 1, "summarise_pe_ablation": 1,
+        # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (both its tables rendered)
+        "prune_on_tasks": 1, "aggregate_task_pruning": 1,
         # the snowball construction on the demo's next-word task (built offline from the demo corpus), and the
         # optimal search's table (Meta-Llama-3-8B's job is counted per model above): one figure each
-        "prepare_demo_text": 1, "build_demo_tasks": 1, "construct_snowball": 1, "plot_snowball": 1,
-        "combine_optimal_search": 1, "plot_optimal_search": 1,
+        "prepare_demo_text": 1, "build_demo_tasks": 1, "construct_snowball": 1,
+        "combine_optimal_search": 1,
     }) + Counter({"render_table": 2 + 2})  # the task-pruning table and its summary, snowball, optimal search
 
 
@@ -454,8 +502,9 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     before = dry_run(STUDY)
     after = dry_run(write_config(tmp_path, cfg))
     added = after - before
-    assert added == Counter({"download_checkpoint": 1, "probe_checkpoint_with_covariates": 1, "plot_heatmaps": 1,
-                             "plot_deletion_vs_bi": 1})
+    one_checkpoint = figure_counts(Counter(checkpoint=1, deletion=1), partial=True)  # its per-checkpoint figures
+    assert set(one_checkpoint) >= {"plot_heatmaps", "plot_deletion_vs_bi"}
+    assert added == Counter({"download_checkpoint": 1, "probe_checkpoint_with_covariates": 1}) + one_checkpoint
     assert added == plan_counts(cfg) - plan_counts(study)
     assert not before - after
     # a seed family's entry: the revision comes to each of its members, figures only to the entry
@@ -463,8 +512,7 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     cfg["models"]["pythia-410m"]["revisions"].append("step2000")
     added = dry_run(write_config(tmp_path, cfg)) - before
     runs = 1 + len(study["models"]["pythia-410m"]["seeds"]["values"])
-    assert added == Counter({"download_checkpoint": runs, "probe_checkpoint_with_covariates": runs, "plot_heatmaps": 1,
-                             "plot_deletion_vs_bi": 1})
+    assert added == Counter({"download_checkpoint": runs, "probe_checkpoint_with_covariates": runs}) + one_checkpoint
     assert added == plan_counts(cfg) - plan_counts(study)
 
 
@@ -538,10 +586,11 @@ def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
                   "revisions": ["step0", "step20"], "deletion": False}}}}
     counts = dry_run(write_config(tmp_path, cfg))
     assert counts == expected_counts(cfg)
+    figures = figure_counts(Counter(trajectory=1, model=1, checkpoint=3, deletion=3, family=1), partial=True)
+    assert figures["plot_seed_band"] == 1 and figures["plot_heatmaps"] == 3  # the entry's own figures only
     assert counts == Counter({
         "download_checkpoint": 3 + 3 * 2, "probe_checkpoint": 3, "probe_checkpoint_without_deletion": 6,
-        "aggregate_results": 1, "plot_gap_trajectory": 1, "plot_ratio_by_distance": 1, "plot_heatmaps": 3,
-        "plot_deletion_vs_bi": 3, "summarise_seeds": 1, "plot_seed_band": 1, "render_table": 2, "summarise_scorecard": 1, "all": 1})
+        "aggregate_results": 1, "summarise_seeds": 1, "render_table": 2, "summarise_scorecard": 1, "all": 1}) + figures
     result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",
                        str(tmp_path / "config.yaml"))
     for seed in (1, 2, 3):
