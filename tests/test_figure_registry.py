@@ -229,3 +229,23 @@ def test_a_registered_gap_figure_is_its_plot_function_with_its_gap(name, plot, g
     assert (tmp_path / "r.png").read_bytes() == (tmp_path / "p.png").read_bytes()
     assert (tmp_path / "r.pdf").read_bytes() == (tmp_path / "p.pdf").read_bytes()
     assert (tmp_path / "r.png").read_bytes() != (tmp_path / "o.png").read_bytes()
+
+
+def test_docs_list_every_plot_rule_with_its_figures_entry_modules_and_functions():
+    """docs/extending.md's table of plot rules (made in a loop, so no `rule plot_x` line to grep) names every rule
+    of the registry with its figures, the entries module that declares each, and their plot functions."""
+    import re
+    from pathlib import Path
+
+    from swapkl.figures.figure_registry import jobs
+
+    repo = Path(__file__).resolve().parents[1]
+    doc = (repo / "docs" / "extending.md").read_text()
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(plot_[a-z_]+)` \|.*$", doc, re.M)}
+    entries = {p.stem: p.read_text() for p in sorted((repo / "src/swapkl/figures/entries").glob("*.py"))}
+    assert set(rows) == set(jobs()), sorted(set(rows) ^ set(jobs()))
+    for rule, figs in jobs().items():
+        for fig in figs:
+            module = next(m for m, text in entries.items() if f'"{fig.name}"' in text)
+            assert f"`{fig.name}` ({module})" in rows[rule], (rule, fig.name, module)
+            assert f"`{fig.plot.removeprefix('swapkl.figures.')}`" in rows[rule], (rule, fig.plot)
