@@ -230,7 +230,7 @@ COLUMNS = {
     # snowball construction
     "block": "block (layer index)",
     "bi": "ShortGPT block influence 1 − cos(h_in, h_out)",
-    "bi_rank": "rank of the block by BI (0 = lowest, removed first)",
+    "bi_rank": "rank of the block by BI (1 = lowest, the block BI-guided pruning removes first)",
     "critical": "whether this is the constructed critical block",
     "accuracy_without_block": "task accuracy with the block removed",
     "acc_rel": "accuracy-based relevance of the block",
@@ -252,8 +252,8 @@ COLUMNS = {
     "swapkl": "swapkl's value of the same quantity",
     "rel_diff": "relative difference (swapkl − published) / |published|",
     "setting": "the setting the number belongs to",
-    "status": "how swapkl's value compares (matches, differs, not run, ...)",
-    "tolerance": "relative difference still counted as a match",
+    "status": "how swapkl's value compares: reproduced, differs, or not run (with the reason)",
+    "tolerance": "what counts as reproduced: |swapkl - published| <= max(abs A, rel R x |published|), as text",
     "chance": "misranking rates: the rate's chance level",
     "p_value": "misranking rates: the rate's permutation p-value",
 }
@@ -272,6 +272,11 @@ PER_TABLE = {
     "jacobian": {"method": "how the spectral norm was computed (exact, or power iteration)",
                  "eps": "finite-difference step of the estimate (null: exact Jacobian-vector products)"},
     "seed003_pruning|seed003_tables": {"method": "pruning method (original = the unpruned model)"},
+    "convergence": {"n": "sequences in each random subset",
+                    "spearman_median": "median over draws of Spearman's rho between the subset's pair scores and "
+                                       "the full set's",
+                    "spearman_q05": "5th percentile over draws of that Spearman's rho",
+                    "spearman_q95": "95th percentile over draws of that Spearman's rho"},
 }
 
 #: suffix rules, in order: (pattern on the name, meaning with {0} for the base column's name)
