@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 import yaml
 
+from swapkl.figures.figure_registry import AGGREGATE as AGGREGATE_FILE, jobs as figure_jobs
 from workflow_runs import SMOKE_CONFIG, run_demo
 
 pytestmark = pytest.mark.slow
@@ -58,25 +59,27 @@ def test_adding_a_checkpoint_schedules_exactly_its_jobs_and_what_aggregates_them
     probes = sorted((rule, out) for rule, out in jobs if rule in ("probe_checkpoint", "probe"))
     assert probes == sorted([("probe_checkpoint", f"results/probes/pythia-demo/{new}/replacement.parquet")]
                             + [("probe", f"results/probes/pythia-demo/{new}/{p}.parquet") for p in weight_protocols])
-    # then the aggregate, and every figure drawn from it (its input changed): the existing ones once each
-    # plus the new checkpoint's heatmap and deletion-vs-BI figure
-    table_figures = figures_of_table(demo_run, {"plot_heatmaps": "heatmaps", "plot_deletion_vs_bi": "deletion_vs_bi",
-                                                "plot_gap_trajectory": "gap_trajectory",
-                                                "plot_ratio_by_distance": "ratio_by_distance",
-                                                "plot_weight_protocols": "weight_protocols",
-                                                "plot_relevance_cosine": "relevance_cosine",
-                                                # drawn from the relevance statistics, which use the table's BI
-                                                "plot_relevance_confusion": "relevance_confusion"})
+    # then the aggregate, and every figure drawn from a table it changes (read from the figure registry): the
+    # existing ones once each, plus the new checkpoint's per-checkpoint figures of the aggregate
+    changed = {AGGREGATE_FILE}
     # render_table: the HTML view of the aggregate (and of the relevance statistics, below)
     expected = Counter(rule for rule, _ in probes) + Counter({"aggregate_results": 1, "render_table": 1,
                                                               "all": 1, "summarise_scorecard": 1})
-    expected += table_figures + Counter({"plot_heatmaps": 1, "plot_deletion_vs_bi": 1})
-    if weight_protocols:
-        expected += Counter({"plot_weight_protocols": 1})
-    if (demo_run / "results" / "relevance_stats.parquet").exists():
+    if (demo_run / "results" / "relevance_stats.parquet").exists():  # the statistics use the table's BI
         expected += Counter({"summarise_relevance": 1, "render_table": 1})
+        changed.add("results/relevance_stats.parquet")
     if (demo_run / "results" / "spans.parquet").exists():  # its reference lines come from the aggregate
-        expected += Counter({"aggregate_spans": 1, "render_table": 1}) + figures_of_table(demo_run, {"plot_spans": "spans"})
+        expected += Counter({"aggregate_spans": 1, "render_table": 1})
+        changed.add("results/spans.parquet")
+    readers = {rule: figs[0].folder for rule, figs in figure_jobs().items()
+               if any(path in changed for fig in figs for path in fig.inputs.values())}
+    assert {"plot_heatmaps", "plot_gap_trajectory", "plot_relevance_confusion"} <= set(readers)
+    expected += figures_of_table(demo_run, readers)
+    new_checkpoint = Counter({rule: 1 for rule, figs in figure_jobs().items() if rule in readers
+                              and figs[0].targets in ("checkpoint", "deletion", "weights")
+                              and (figs[0].targets != "weights" or weight_protocols)})
+    assert set(new_checkpoint) >= {"plot_heatmaps", "plot_deletion_vs_bi"}
+    expected += new_checkpoint
     assert counts == expected, sorted(jobs)
 
 
