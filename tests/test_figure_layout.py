@@ -590,7 +590,7 @@ def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
     from swapkl.figures.third_test import TOO_FEW_GREY, plot_test_agreement
 
     tests = ["replacement_max", "replacement_fwd", "interchange", "healed_replacement", "healed_interchange",
-             "replacement_max@toy-seed1", "replacement_fwd@toy-seed1", "interchange@toy-seed1"]
+             "replacement_max@pythia-demo-seed1", "replacement_fwd@pythia-demo-seed1", "interchange@pythia-demo-seed1"]
     rows = []
     for x, a in enumerate(tests):
         for b in tests[x + 1:]:
@@ -598,7 +598,11 @@ def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
             rows.append(dict(model="toy", revision="step400", level="pair", test_a=a, test_b=b, n_boot=100,
                              n_items=3 if few else 30, too_few_items=few, kendall=1.0 if few else 0.5,
                              kendall_ci_low=np.nan if few else 0.4, kendall_ci_high=np.nan if few else 0.6))
-    table = pd.DataFrame(rows)
+    blocks = ["deletion", "healed_deletion", "bi", "angular", "replacement_max_block", "interchange_block"]
+    block_rows = [dict(model="toy", revision="step400", level="block", test_a=a, test_b=b, n_boot=100,
+                       n_items=2 if "healed" in a + b else 12, too_few_items="healed" in a + b, kendall=0.9,
+                       kendall_ci_low=0.8, kendall_ci_high=0.95) for x, a in enumerate(blocks) for b in blocks[x + 1:]]
+    table = pd.DataFrame(rows + block_rows)  # both maps side by side, as in the demo
     fig = _draw(tmp_path, "few", lambda p, q: plot_test_agreement(table, p, q), figs)
     _clean(fig)
     ax = fig.axes[0]
@@ -617,6 +621,9 @@ def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
     cell = ax.transData.transform((1, 0)) - ax.transData.transform((0, 0))
     for t in ax.texts:  # every label narrower than its cell
         assert t.get_window_extent(renderer).width < abs(cell[0]), t.get_text()
+    note = fig._supxlabel.get_window_extent(renderer)
+    for tick in ax.get_xticklabels():  # the upright test names end above the note (they ran into it)
+        assert tick.get_window_extent(renderer).y0 > note.y1, tick.get_text()
 
 
 def test_recovery_bars_at_the_table_values_with_guide_labels_and_no_legend_over_them(figs, tmp_path):

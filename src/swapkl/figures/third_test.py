@@ -71,8 +71,11 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         raise SwapKLError("the agreement table has no rows to plot")
     sizes = [len(set(df.loc[df["level"] == lv, "test_a"]) | set(df.loc[df["level"] == lv, "test_b"]))
              for lv, _ in levels]
+    # upright labels (more than five tests) need room below the map; the layout leaves them a little short
+    longest = max(len(label_of_test(t)) for t in [*df["test_a"], *df["test_b"]])
+    below = 0.015 * longest if max(sizes) > 5 else 0.0
     with figure_style():
-        fig = new_figure(sum(2.4 + 0.62 * s for s in sizes) + 1.0, 3.2 + 0.55 * max(sizes))
+        fig = new_figure(sum(2.4 + 0.62 * s for s in sizes) + 1.0, 3.2 + 0.55 * max(sizes) + below)
         axes = fig.subplots(1, len(levels), squeeze=False)[0]
         for ax, (lv, label) in zip(axes, levels):
             tests, tau, lo, hi, few = _matrix(df[df["level"] == lv])
