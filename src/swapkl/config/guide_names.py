@@ -1,8 +1,8 @@
 """The pruning guides' names, read where the config is validated: without importing the guides.
 
 The guide registry (:mod:`swapkl.pruning.guides.guide_registry`) is the one place a guide is named: each module
-of the guides package calls ``register_guide("name", ...)``. Importing that package pulls in numpy and the
-figures' palette, which the config package may not import (it runs where Snakemake runs). So this module reads
+of the guides package calls ``register_guide("name", ...)``. Importing that package pulls in numpy, which
+the config package may not import (it runs where Snakemake runs). So this module reads
 the same calls from the package's source with :mod:`ast` (nothing is executed): every ``register_guide`` call
 whose first argument is a string literal. A call applied to ``None`` (``register_guide("base", ...)(None)``)
 registers a row derived from the others, which chooses no blocks of its own. ``tests/test_config_names.py`` checks

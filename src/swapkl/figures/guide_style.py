@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION
-from swapkl.pruning.guides.guide_registry import FAMILIES, registered
+from swapkl.pruning.guides.guide_registry import registered
 
-#: family -> colour (every family of the registry has one; tests/test_guides.py checks it)
+#: family -> colour (every family of the registry's FAMILIES has one; tests/test_guides.py checks it)
 FAMILY_COLOURS = {"interchange": BLUE, "replacement": VERMILLION, "removal": GREEN, "representation": ORANGE,
                   "gradient": PURPLE, "merge": SKY, "control": GREY}
 #: the reference rows, drawn in black rather than their family's grey
@@ -61,5 +61,3 @@ def plotted_looks() -> dict[str, GuideLook]:
     """guide -> its look, for every plotted guide, in the registry's order."""
     return {g.name: guide_look(g.name) for g in registered() if g.plotted}
 
-
-__all__ = ["FAMILIES", "FAMILY_COLOURS", "GuideLook", "family_colour", "guide_look", "plotted_looks"]

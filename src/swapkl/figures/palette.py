@@ -1,4 +1,4 @@
-"""The colours of swapkl figures (no plotting import, so the guide registry can name them)."""
+"""The colours of swapkl figures (no plotting import: modules that only name colours load without matplotlib)."""
 
 # Okabe-Ito colour-blind-safe palette
 BLUE = "#0072B2"
