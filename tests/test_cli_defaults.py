@@ -21,7 +21,7 @@ from swapkl.demo.architectures import DemoSize
 from swapkl.demo.corpus import build_corpus
 from swapkl.demo.tokenizer import train_demo_tokenizer
 from swapkl.demo.train import train_demo_model
-from swapkl.model.kl import KLOptions
+from swapkl.model.kl_options import KLOptions
 from swapkl.model.model_job import default
 from swapkl.probes.aggregate import AggregateJob, aggregate
 from swapkl.recovery.healed import run_healed_probe
@@ -178,7 +178,10 @@ def test_cli_defaults_are_the_job_descriptions(command):
     assert not differ, differ
 
 
-FUNCTIONS = [(ProbeJob, run_probe), (PruneJob, run_pruning), (SpansJob, run_spans), (RelevanceJob, run_relevance),
+#: the stage functions that take their job (``run_probe(job)``, or its fields): none repeats the job's signature
+TAKE_THE_JOB = [(ProbeJob, run_probe)]
+#: those that still repeat it, field by field
+FUNCTIONS = [(PruneJob, run_pruning), (SpansJob, run_spans), (RelevanceJob, run_relevance),
              (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
              (DisagreementJob, run_test_agreement), (DownstreamJob, run_downstream)]
 
@@ -193,6 +196,25 @@ def test_package_functions_take_the_job_and_its_defaults(job, function):
         if f.default is not dataclasses.MISSING:
             given = params[f.name].default
             assert (tuple(given) if isinstance(given, (list, tuple)) else given) == f.default, f.name
+
+
+@pytest.mark.parametrize("job, function", TAKE_THE_JOB, ids=[j.__name__ for j, _ in TAKE_THE_JOB])
+def test_functions_that_take_their_job_read_no_signature_of_their_own(job, function):
+    """``function(job)`` or ``function(*POSITIONAL, **fields)``: its job's fields are its only options, so an
+    option is added to the job alone; a call by fields is the job of those fields, with its defaults."""
+    assert [p.kind for p in inspect.signature(function).parameters.values()] == [
+        inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+    required = {f.name: f"{f.name}-value" for f in dataclasses.fields(job)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    required["data"] = DATA
+    positional = [required.pop(name) for name in job.POSITIONAL]
+    built = job.given(*positional, **required)
+    assert built == job(**dict(zip(job.POSITIONAL, positional)), **required)
+    assert job.given(built) is built
+    with pytest.raises(TypeError, match="no_such_option"):
+        job.given(*positional, **required, no_such_option=1)
+    with pytest.raises(TypeError, match="by position and by name"):
+        job.given(*positional, **required, model="other")
 
 
 def test_only_the_aggregation_commands_take_bootstrap_options():

@@ -89,8 +89,9 @@ def test_gpu_job_without_a_cuda_device_fails_in_one_line(tmp_path):
     instead of running on the CPU (CUDA_VISIBLE_DEVICES="" hides any GPU of the machine that runs the test)."""
     out = tmp_path / "replacement.parquet"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    proc, log = run_script(REPO / "workflow/scripts/probe.py", tmp_path, env=env, rule="probe_checkpoint",
-                           output={"replacement": str(out)}, resources={"gpu": 1}, config={"device": "auto"})
+    proc, log = run_script(REPO / "workflow/scripts/run_job.py", tmp_path, env=env, rule="probe_checkpoint",
+                           output={"replacement": str(out)}, resources={"gpu": 1}, config={"device": "auto"},
+                           params={"job": {"kind": "probe", "model": str(tmp_path)}, "files": {}})
     assert proc.returncode == 2, proc.stderr + log
     lines = log.splitlines()
     assert len(lines) == 1 and lines[0].startswith("swapkl: error: rule probe_checkpoint requests 1 GPU(s) but "

@@ -1,4 +1,4 @@
-"""The probe's KL options (swapkl.model.kl.KLOptions) against independent computations written from the paper's
+"""The probe's KL options (swapkl.model.kl_options.KLOptions) against independent computations written from the paper's
 description: last-token KL on unpadded prompts run one at a time, and the Qwen3-8B reduction (each
 position's KL clamped at 0, masked mean per prompt, then the mean over prompts).
 
@@ -20,7 +20,7 @@ from swapkl.tables import provenance
 from swapkl.probes.aggregate_inputs import read_probe_file
 from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.model.kl import KLOptions
+from swapkl.model.kl_options import KLOptions
 from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model

@@ -27,7 +27,7 @@ import torch
 
 import naive_reference as ref
 from swapkl.data.windows import DataSpec
-from swapkl.model.kl import KLOptions
+from swapkl.model.kl_options import KLOptions
 from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model

@@ -18,7 +18,6 @@ from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.probe import run_probe
-from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.probes.covariates import run_covariates
 from swapkl.tables import provenance
 from crash import crash_after
@@ -41,15 +40,15 @@ def setup(tmp_path_factory):
               metadata={"model": "tiny", "revision": "step1", "config_sha256": "c" * 64})
     single = root / "single"
     for p in PROTOCOLS:
-        ProbeJob(out=str(single / f"{p}.parquet"), protocols=(p,), **kw,
-                 repr_out=str(single / "repr.parquet") if p == "deletion" else None).run()
+        run_probe(out=str(single / f"{p}.parquet"), protocols=(p,), **kw,
+                 repr_out=str(single / "repr.parquet") if p == "deletion" else None)
     return kw, single
 
 
 def joint(kw, folder: Path, protocols=PROTOCOLS, progress: bool = False, repr_out: bool = True, **more) -> None:
-    ProbeJob(out={p: str(folder / f"{p}.parquet") for p in protocols}, protocols=protocols, **kw, **more,
+    run_probe(out={p: str(folder / f"{p}.parquet") for p in protocols}, protocols=protocols, **kw, **more,
              repr_out=str(folder / "repr.parquet") if repr_out else None,
-             progress_path={p: str(folder / f"{p}.progress.jsonl") for p in protocols} if progress else None).run()
+             progress_path={p: str(folder / f"{p}.progress.jsonl") for p in protocols} if progress else None)
 
 
 def assert_same_file(a: Path, b: Path) -> None:
@@ -113,8 +112,8 @@ def test_the_job_takes_over_a_killed_single_protocol_run(setup, tmp_path, monkey
     kw, single = setup
     progress = tmp_path / "interchange.progress.jsonl"
     with crash_after(monkeypatch, 5):
-        ProbeJob(out=str(tmp_path / "interchange.parquet"), protocols=("interchange",), progress_path=str(progress),
-                 **kw).run()
+        run_probe(out=str(tmp_path / "interchange.parquet"), protocols=("interchange",), progress_path=str(progress),
+                 **kw)
     records = len(progress.read_text().splitlines()) - 1
     caplog.set_level(logging.INFO)
     joint(kw, tmp_path, progress=True)

@@ -4,10 +4,8 @@
 # replacement and interchange on every pair within max_distance, summarised as the I/R ratio by pair distance
 # (swapkl.studies.pe_ablation).
 
-from swapkl.config.ablation_models import (PE_PROTOCOLS, pe_checkpoint, pe_metadata, pe_models, pe_pairs,
-                                           pe_probe_data, pe_probe_file, pe_run_dir, pe_summary_models,
-                                           pe_text_inputs, pe_text_mem_mb, pe_train_settings,
-                                           pe_training_text)
+from swapkl.config.ablation_models import (pe_models, pe_probe_file, pe_run_dir, pe_summary_models,
+                                           pe_text_inputs, pe_text_mem_mb, pe_train_settings, pe_training_text)
 from swapkl.config.layout import PE_TEXT_DIR, PE_TOKENIZER_DIR, TRAINING_TEXT_FILES
 
 #: a GPU for each training and probe job when the block trains on `cuda`
@@ -75,11 +73,8 @@ rule probe_pe_model:
     wildcard_constraints:
         pe_model=name_regex(pe_models(config)),
     params:
-        checkpoint=lambda wildcards: pe_checkpoint(config, wildcards.pe_model),
-        protocols=list(PE_PROTOCOLS),
-        pairs=pe_pairs(config),
-        data=pe_probe_data(config),
-        metadata=lambda wildcards: pe_metadata(config, wildcards.pe_model),
+        job=PARAMS.job("pe_probe"),
+        files=lambda wildcards, output: {"out": output[0]},
     log:
         "logs/pe_ablation/{pe_model}/probe_pe_model.log",
     benchmark:
@@ -90,7 +85,7 @@ rule probe_pe_model:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/probe_pe_model.py"
+        "../scripts/run_job.py"
 
 
 rule summarise_pe_ablation:

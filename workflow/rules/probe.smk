@@ -20,16 +20,8 @@ rule probe_checkpoint:
     wildcard_constraints:
         model=checkpoint_job(deletion=True, covariates=False).model,
     params:
-        out=lambda wildcards, output: {p: output[p] for p in checkpoint_protocols(wildcards.model)},
-        checkpoint=get_checkpoint_dir,
-        pairs=lambda wildcards: get_probe_pairs(wildcards.model),
-        data=get_probe_data,
-        **model_settings("dtype", "rope_scaling", "logits_dtype", "batch_size"),
-        kl=lambda wildcards: canonical(config["models"][wildcards.model]["kl"]),
-        rope=lambda wildcards: "on" if rope_is_on(config["models"][wildcards.model]) else "off",
-        progress=get_checkpoint_progress_paths,
-        metadata=get_metadata,
-        placement=get_placement,
+        job=PARAMS.job("probe"),
+        files=PARAMS.checkpoint_probe_files,
     log:
         "logs/{model}/{revision}/probe_checkpoint.log",
     benchmark:
@@ -42,7 +34,7 @@ rule probe_checkpoint:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/probe.py"
+        "../scripts/run_job.py"
 
 
 use rule probe_checkpoint as probe_checkpoint_without_deletion with:
@@ -85,8 +77,7 @@ use rule probe_checkpoint as probe with:
         model=name_regex(enabled_models()),
         protocol=name_regex(weight_protocol_names()),
     params:
-        out=lambda wildcards, output: {wildcards.protocol: output.probe},
-        progress=lambda wildcards: {wildcards.protocol: get_progress_path(wildcards.protocol)(wildcards)},
+        files=PARAMS.protocol_probe_files,
     log:
         "logs/{model}/{revision}/probe_{protocol}.log",
     benchmark:

@@ -13,7 +13,7 @@ from swapkl.commands.arguments import (
     placement,
 )
 from swapkl.commands.paths import output_arg
-from swapkl.model.kl import KLOptions
+from swapkl.model.kl_options import KLOptions
 from swapkl.probes.protocols import protocols_help
 from swapkl.model.model_job import default
 from swapkl.probes.probe_jobs import ProbeJob
@@ -45,20 +45,17 @@ def add_parser(sub) -> None:
 
 
 def job(args) -> ProbeJob:
-    """The probe job of the command line's options."""
-    return ProbeJob(model=args.model, out=args.out, revision=args.revision, protocols=tuple(args.protocols.split(",")),
-                    pairs=args.pairs, data=data_spec(args), dtype=args.dtype, device=args.device,
-                    batch_size=args.batch_size, repr_out=args.repr_out, progress_path=args.progress_file,
-                    layers=args.layers, metadata=label_metadata(args), allow_pickle=args.allow_pickle,
-                    trust_remote_code=args.trust_remote_code, chunk_tokens=args.chunk_tokens,
-                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
-                    logits_dtype=args.logits_dtype, rope=args.rope,
-                    kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average),
-                    placement=placement(args))
+    """The probe job of the command line's options (each option named like a field of the job gives it)."""
+    return ProbeJob(**ProbeJob.fields_from(
+        vars(args), protocols=tuple(args.protocols.split(",")), data=data_spec(args),
+        progress_path=args.progress_file, metadata=label_metadata(args), placement=placement(args),
+        kl_options=KLOptions(positions=args.kl_positions, clamp=args.kl_clamp, average=args.kl_average)))
 
 
 def run(args) -> None:
     """Measure KL(p_base || p_variant) for every variant of the chosen probe protocols (--protocols lists them)
     on one checkpoint and write one long-format Parquet file (means and per-sequence sums; `swapkl aggregate`
     adds the bootstrap confidence intervals)."""
-    job(args).run()
+    from swapkl.probes.probe import run_probe  # torch: imported when the command runs, not for --help
+
+    run_probe(job(args))

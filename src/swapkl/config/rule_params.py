@@ -4,7 +4,7 @@ with ``.model`` and ``.revision``), so the rule files only name them. Settings g
 
 from __future__ import annotations
 
-from swapkl.config import captions, job_settings
+from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
 from swapkl.config.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file
@@ -18,6 +18,30 @@ class RuleParams:
 
     def _model(self, wildcards) -> dict:
         return self.cfg["models"][wildcards.model]
+
+    def model_config(self, wildcards) -> dict:
+        """The (validated, defaults filled in) config of the job's model."""
+        return self._model(wildcards)
+
+    # ------------------------------------------------------------------------------------------- jobs
+
+    def job(self, kind: str):
+        """The ``job`` param of a rule running a ``kind`` job (:mod:`swapkl.config.rule_jobs`), per job."""
+        return lambda wildcards: rule_jobs.job_settings(kind, self, wildcards)
+
+    def checkpoint_probe_files(self, wildcards, output) -> dict:
+        """The file fields of a probe_checkpoint* job: each protocol's file, its resume file, deletion's
+        representation file and the covariates, where the rule writes them."""
+        protocols = list(self.plan.checkpoint_protocols(wildcards.model))
+        return {"out": {p: output[p] for p in protocols}, "protocols": protocols,
+                "repr_out": output.get("representation"), "covariates_out": output.get("covariates"),
+                "progress_path": self.checkpoint_progress_paths(wildcards)}
+
+    def protocol_probe_files(self, wildcards, output) -> dict:
+        """The file fields of a probe job of one weight-changing protocol."""
+        protocol = wildcards.protocol
+        return {"out": {protocol: output.probe}, "protocols": [protocol],
+                "progress_path": {protocol: self.progress_path(protocol)(wildcards)}}
 
     # ------------------------------------------------------------------------------------------- checkpoints
 

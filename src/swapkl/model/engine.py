@@ -23,7 +23,8 @@ import torch
 
 from swapkl.adapters import BlockContext, get_adapter
 from swapkl.errors import SwapKLError
-from swapkl.model.kl import BaseTargets, KLOptions, Unembedding, base_targets, kl_and_nll, last_positions
+from swapkl.model.kl import BaseTargets, Unembedding, base_targets, kl_and_nll, last_positions
+from swapkl.model.kl_options import KLOptions
 from swapkl.options import require_int
 from swapkl.model.variant import Variant
 from swapkl.model.heads import head_swapped_block
@@ -78,7 +79,7 @@ def _where_non_finite(residuals: list[torch.Tensor], valid: torch.Tensor) -> str
 
 
 class ProbeEngine:
-    """``kl``: which positions' KL count and whether it is clamped at 0 (:class:`swapkl.model.kl.KLOptions`; its
+    """``kl``: which positions' KL count and whether it is clamped at 0 (:class:`swapkl.model.kl_options.KLOptions`; its
     ``average`` is the caller's business: the engine returns per-sequence sums and counts). ``logits_dtype``:
     ``float32`` (clean) or ``bfloat16`` (the float32 logits rounded to bf16 before every softmax: KL, NLL and
     perplexity alike, as the paper's JAX forwards did; :mod:`swapkl.model.kl`)."""

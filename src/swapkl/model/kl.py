@@ -22,56 +22,18 @@ For a variant with final hidden state ``h`` and logits ``z = W h + b``:
 ``KL = negent - (pw . h + pb) + logsumexp(z)``, since ``sum_v p_v z_v = pw . h + pb``.
 So every variant costs one unembedding and one logsumexp per token, and nothing of
 vocabulary size is stored between variants.
+
+Which positions count and how they are averaged: :class:`swapkl.model.kl_options.KLOptions`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from swapkl.stats.bootstrap import ratio_mean
 from swapkl.errors import SwapKLError
-from swapkl.model.kl_average import per_prompt_means
-
-
-@dataclass(frozen=True)
-class KLOptions:
-    """Which KL a probe reports (defaults: the clean definition).
-
-    * ``positions``: ``all`` (every valid position, the expectation over prompts and positions) or ``last``
-      (only the last valid position of each window: the last-token KL of the paper's weight-changing probes,
-      whose prompts were unpadded). Only the KL is restricted; the NLL keeps every position.
-    * ``clamp``: clamp each position's KL at 0 before averaging (the paper's Qwen3-8B script did; the exact
-      KL is >= 0, so this only removes rounding below 0 and biases the mean up by as much).
-    * ``average``: ``tokens`` (sum over prompts and positions / positions) or ``prompts`` (each prompt's mean,
-      then the mean over prompts, as the paper's scripts reported).
-    """
-
-    positions: str = "all"
-    clamp: bool = False
-    average: str = "tokens"
-
-    def __post_init__(self):
-        if self.positions not in ("all", "last"):
-            raise SwapKLError(f"KL positions must be 'all' or 'last', got {self.positions!r}")
-        if self.average not in ("tokens", "prompts"):
-            raise SwapKLError(f"KL average must be 'tokens' or 'prompts', got {self.average!r}")
-        if not isinstance(self.clamp, bool):
-            raise SwapKLError(f"KL clamp must be true or false, got {self.clamp!r}")
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def mean(self, kl_sums, counts) -> float:
-        """The reported mean from per-sequence KL sums and counted positions (NaN when nothing counts)."""
-        if self.average == "tokens":
-            return ratio_mean(kl_sums, counts)
-        per_prompt, ones = per_prompt_means(kl_sums, counts)
-        return ratio_mean(per_prompt, ones)
-
 
 
 def last_positions(valid: torch.Tensor) -> torch.Tensor:

@@ -1,9 +1,11 @@
 """What every job description of a stage shares: the checkpoint, how it is loaded, how the engine batches it.
 
 A job description (``ProbeJob``, ``PruneJob``, ... in each stage's package) is a frozen dataclass whose fields
-are the keyword arguments of the stage's package function and whose defaults are the stage's defaults: the
-command line builds its options' defaults from it and the workflow scripts build it from the rule's params, so
-a result does not depend on which of the two ran it. ``job.run()`` calls the package function with the fields.
+are the stage's options and whose defaults are the stage's defaults. Its module imports no torch, so that the
+workflow's own process, which may run without it, builds one per job: :mod:`swapkl.config.rule_jobs` takes each
+field from the model's config key of the same name (:meth:`Job.fields_from`), the command line from its option of
+the same name, so a result does not depend on which of the two ran it, and a new option is the schema's key,
+the field, the command-line flag and the code that reads it. ``job.run()`` runs the stage.
 """
 
 from __future__ import annotations
@@ -20,6 +22,44 @@ class Job:
     def arguments(self) -> dict:
         """The fields, by name (values as they are: nested options stay objects)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def fields_from(cls, *sources, skip=(), **explicit) -> dict:
+        """Keyword arguments of this job: ``explicit`` (each must be a field), then, for every other field not
+        in ``skip``, the value of the first of ``sources`` (mappings: a model's config, a section of it, the
+        command line's options) that has a key of the field's name; a field none has keeps its default."""
+        names = cls.field_names()
+        unknown = sorted(set(explicit) - set(names))
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
+        found = dict(explicit)
+        for name in names:
+            if name in found or name in skip:
+                continue
+            for source in sources:
+                if name in source:
+                    found[name] = source[name]
+                    break
+        return found
+
+    @classmethod
+    def given(cls, *args, **options):
+        """The job of a stage function's arguments: one job of this class, or the fields, the first ones
+        (``POSITIONAL``) also by position, the way the function was called before it took a job."""
+        if len(args) == 1 and isinstance(args[0], cls) and not options:
+            return args[0]
+        positional = getattr(cls, "POSITIONAL", ())
+        if len(args) > len(positional):
+            raise TypeError(f"{cls.__name__}: at most {len(positional)} positional arguments "
+                            f"({', '.join(positional)}), got {len(args)}")
+        doubled = sorted(set(positional[:len(args)]) & set(options))
+        if doubled:
+            raise TypeError(f"{cls.__name__}: {', '.join(doubled)} given by position and by name")
+        return cls(**dict(zip(positional, args)), **options)
 
     def coerce(self, name: str, build, *, none: bool = False) -> None:
         """Replace field ``name``, when it is a dict (as a rule's params give it), by ``build(**value)``;

@@ -29,7 +29,8 @@ from swapkl.model.engine import ProbeEngine, SeqStats
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import replaceable, require_distinct
 from swapkl.model.heads import n_units, unit_slices
-from swapkl.model.kl import KLOptions
+from swapkl.model.kl_options import KLOptions
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.model.loading import load_model
 from swapkl.options import require_device, require_int
 from swapkl.probes.pairs import parse_pair_set
@@ -73,67 +74,40 @@ def _stats_dict(s: SeqStats) -> dict:
     return {k: getattr(s, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens")}
 
 
-def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None = None,
-              protocols=("replacement", "interchange", "deletion"),
-              pairs: str = "adjacent", data: DataSpec, dtype: str = "float32", device: str = "auto",
-              batch_size: int = 8, repr_out: str | None = None,
-              progress_path: str | Mapping[str, str] | None = None, metadata: dict | None = None,
-              allow_pickle: bool = False,
-              trust_remote_code: bool = False, chunk_tokens: int = 2048, layers=None,
-              compute_dtype: str | None = None, rope_scaling: str = "config", logits_dtype: str = "float32",
-              kl_options: KLOptions | None = None, rope: str = "on",
-              placement: dict | None = None, covariates_out: str | None = None) -> None:
-    """Measure every variant of ``protocols`` x ``pairs`` and write ``out`` (and ``repr_out``).
-
-    ``out``: one Parquet file of every protocol, or ``{protocol: file}``: one file per protocol, each what a run of
-    that protocol alone writes, from one sweep whose base pass serves them all; ``progress_path`` is then
-    ``{protocol: file}`` too, and ``repr_out`` goes with deletion's file (else with the first protocol's).
-    ``covariates_out``: also write the per-pair covariates (what :func:`swapkl.probes.covariates.run_covariates`
-    writes), on this load of the checkpoint where it is their own (RoPE on, no ``compute_dtype``, ``rope_scaling``,
-    ``logits_dtype`` or ``placement``), on a load of their own otherwise.
-    ``kl_options`` (:class:`swapkl.model.kl.KLOptions`; default the clean KL), ``compute_dtype``, ``rope_scaling``
-    and ``logits_dtype`` (see :func:`swapkl.model.loading.load_model`) are recorded in the provenance.
-    ``rope="off"`` is the RoPE counterfactual: base and variants alike run with every rotation angle zero
-    (cos = 1, sin = 0); refused on architectures without rotary embeddings, recorded in the provenance.
-    ``placement`` (``device_map``, ``max_memory``, ``offload_folder``: :func:`swapkl.model.loading.placement_options`)
-    spreads a model that does not fit on one device over the node's GPUs, CPU memory and disk.
-    ``layers`` (optional) restricts the variants to those that only touch the given blocks
-    (both blocks of a pair, the deleted block); every index must lie in ``[0, n_layers)``.
-    ``progress_path`` persists finished (batch, variant) results so that a killed run started
-    again with the same arguments resumes; it must not be one of the job's declared outputs.
-    """
-    protocols = parse_protocols(protocols)
+def run_probe(*args, **options) -> None:
+    """Measure every variant of a :class:`~swapkl.probes.probe_jobs.ProbeJob` (``run_probe(job)``, or its fields:
+    ``run_probe(model, out, data=..., ...)``) and write its files; the job's fields say what each option does."""
+    job = ProbeJob.given(*args, **options)
+    protocols = parse_protocols(job.protocols)
+    pairs, data, kl_options, batch_size = job.pairs, job.data, job.kl_options, job.batch_size
     parse_pair_set(pairs)
     # every option is checked before anything is loaded or computed
     require_int("batch_size", batch_size, 1)
-    require_int("chunk_tokens", chunk_tokens, 1)
-    require_device(device)
+    require_int("chunk_tokens", job.chunk_tokens, 1)
+    require_device(job.device)
     check_spec(data)
-    kl_options = kl_options or KLOptions()
-    layers = _parse_layers(layers)
-    if rope not in ("on", "off"):
-        raise SwapKLError(f"rope must be 'on' or 'off', not {rope!r}")
-    outputs = _outputs(protocols, out, progress_path, repr_out)
-    _check_paths(outputs, covariates_out, data)
-    metadata = dict(metadata or {})
+    layers = _parse_layers(job.layers)
+    outputs = _outputs(protocols, job.out, job.progress_path, job.repr_out)
+    _check_paths(outputs, job.covariates_out, data)
+    metadata = dict(job.metadata or {})
     with _quiet_hf_progress():
-        loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                            trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
-                            compute_dtype=compute_dtype, rope_scaling=rope_scaling, logits_dtype=logits_dtype,
-                            **(placement or {}))
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, kl=kl_options, logits_dtype=logits_dtype)
-    if rope == "off":
+        loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
+                            trust_remote_code=job.trust_remote_code, need_tokenizer=data.tokens is None,
+                            compute_dtype=job.compute_dtype, rope_scaling=job.rope_scaling,
+                            logits_dtype=job.logits_dtype, **(job.placement or {}))
+    engine = ProbeEngine(loaded.model, chunk_tokens=job.chunk_tokens, kl=kl_options, logits_dtype=job.logits_dtype)
+    if job.rope == "off":
         engine.adapter.disable_rope()
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     label = metadata.pop("model", None) or loaded.model_id
     measured = [_measured_variants(engine, o.protocols, pairs, layers, label) for o in outputs]
     rev = metadata.pop("revision", None) or loaded.revision or "main"
-    plogs = _progress_logs(outputs, measured, loaded, windows, kl=kl_options.as_dict(), dtype=dtype,
-                           compute_dtype=compute_dtype, rope_scaling=rope_scaling, batch_size=batch_size,
+    plogs = _progress_logs(outputs, measured, loaded, windows, kl=kl_options.as_dict(), dtype=job.dtype,
+                           compute_dtype=job.compute_dtype, rope_scaling=job.rope_scaling, batch_size=batch_size,
                            # only where set: the resume logs of the clean forward keep their fingerprints
-                           **({} if logits_dtype == "float32" else {"logits_dtype": logits_dtype}),
-                           chunk=chunk_tokens, rope=rope, batching=BATCHING)
+                           **({} if job.logits_dtype == "float32" else {"logits_dtype": job.logits_dtype}),
+                           chunk=job.chunk_tokens, rope=job.rope, batching=BATCHING)
     # windows sorted by length into batches cut after their longest window (no work on trailing padding)
     batches = window_batches(windows.input_ids, windows.attention_mask, batch_size, by_length=True)
     results, repr_parts = _measure(engine, loaded.device, batches, measured, plogs,
@@ -141,16 +115,17 @@ def run_probe(model: str, out: str | Mapping[str, str], *, revision: str | None 
 
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
     made_from = partial(provenance.build, loaded, windows, pairs=pairs, batch_size=batch_size,
-                        data_spec=data.as_dict(), model=label, revision_label=rev, layers=layers, rope=rope,
+                        data_spec=data.as_dict(), model=label, revision_label=rev, layers=layers, rope=job.rope,
                         kl_options=kl_options.as_dict(), **metadata)
     files = _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from, batches)
-    if covariates_out is not None:  # on this load where it is the covariates' own (see above)
-        own = (compute_dtype is None and rope_scaling == "config" and logits_dtype == "float32" and not placement
-               and rope == "on")
-        covariate_model = loaded if own else load_model(model, revision, dtype=dtype, device=device,
-                                                        allow_pickle=allow_pickle, trust_remote_code=trust_remote_code,
+    if job.covariates_out is not None:  # on this load where it is the covariates' own (see above)
+        own = (job.compute_dtype is None and job.rope_scaling == "config" and job.logits_dtype == "float32"
+               and not job.placement and job.rope == "on")
+        covariate_model = loaded if own else load_model(job.model, job.revision, dtype=job.dtype, device=job.device,
+                                                        allow_pickle=job.allow_pickle,
+                                                        trust_remote_code=job.trust_remote_code,
                                                         need_tokenizer=data.tokens is None)
-        files.append(_covariates_file(covariate_model, windows, covariates_out, pairs=pairs, data=data,
+        files.append(_covariates_file(covariate_model, windows, job.covariates_out, pairs=pairs, data=data,
                                       batch_size=batch_size, metadata=dict(metadata, model=label, revision=rev)))
     write_parquets(files)  # all or none: a failed --repr-out leaves no --out behind
     for o, variants, plog in zip(outputs, measured, plogs):

@@ -1,0 +1,80 @@
+"""The job of each rule that runs one stage, built from the config in this one place.
+
+A rule names its job (``params: job=PARAMS.job("probe")``) and gives its files apart
+(``files=PARAMS.probe_files``); workflow/scripts/run_job.py builds the job description of the two and runs it.
+Every field of a job for which the model's config has a key of the same name (in the stage's section first,
+then at the model's level) takes that key's value (:meth:`swapkl.model.model_job.Job.fields_from`), so a new option
+is the schema's key, the job's field, the command line's flag and the code that reads it; the builders below
+wire only the fields whose values are not a config key of their name. The settings are a plain dict of the
+wildcards alone, so Snakemake re-runs a job whose settings changed (it does not compare parameters computed
+from a job's files, which is why they travel apart)."""
+
+from __future__ import annotations
+
+from swapkl.config.ablation_models import PE_PROTOCOLS, pe_checkpoint, pe_metadata, pe_pairs, pe_probe_data
+from swapkl.config.job_settings import canonical
+from swapkl.hub.absence import propagate
+from swapkl.model.model_job import Job, ModelJob
+from swapkl.probes.probe_jobs import ProbeJob
+
+#: the job description of each kind of rule job, by the name the rules give it
+JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob}
+
+#: the fields of each kind that are files (the rule's ``files`` param gives them)
+FILE_FIELDS = {"probe": ("out", "protocols", "repr_out", "progress_path", "covariates_out")}
+
+
+def _engine(params, wildcards) -> dict:
+    """The fields every job on the probe engine takes from where the workflow keeps them."""
+    return {"model": params.checkpoint_dir(wildcards), "placement": params.placement(wildcards)}
+
+
+def _probe(params, wildcards) -> dict:
+    model = params.model_config(wildcards)
+    return ProbeJob.fields_from(model, skip=FILE_FIELDS["probe"], **_engine(params, wildcards),
+                             data=params.probe_data(wildcards), pairs=params.plan.probe_pairs(wildcards.model),
+                             kl_options=canonical(model["kl"]), metadata=params.metadata(wildcards))
+
+
+def _pe_probe(params, wildcards) -> dict:
+    """A trained model of the position-encoding ablation (its own config section, no model entry)."""
+    cfg = params.cfg
+    return ProbeJob.fields_from(model=pe_checkpoint(cfg, wildcards.pe_model), protocols=list(PE_PROTOCOLS),
+                             pairs=pe_pairs(cfg), data=pe_probe_data(cfg),
+                             metadata=pe_metadata(cfg, wildcards.pe_model))
+
+
+#: the settings of each kind of job, from the wildcards
+BUILDERS = {"probe": _probe, "pe_probe": _pe_probe}
+
+
+def _run_probe(job: ProbeJob) -> None:
+    from swapkl.probes.probe import run_probe  # torch: imported where the job runs, not where it is built
+
+    run_probe(job)
+
+
+#: what runs a job of each kind
+RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe}
+
+
+def job_settings(kind: str, params, wildcards) -> dict:
+    """The settings of the ``kind`` job of these wildcards (``params``: the run's
+    :class:`~swapkl.config.rule_params.RuleParams`): ``{"kind": kind, field: value, ...}``."""
+    return {"kind": kind, **BUILDERS[kind](params, wildcards)}
+
+
+def build_job(settings: dict, files: dict) -> Job:
+    """The job description of a rule's ``job`` and ``files`` params."""
+    fields = dict(settings)
+    kind = fields.pop("kind")
+    return JOBS[kind](**fields, **files)
+
+
+def run_rule_job(settings: dict, files: dict, outputs) -> None:
+    """Run the job of a rule's ``job`` and ``files`` params; a job on a seed-family member's absent revision
+    writes its absence markers at ``outputs`` instead (:func:`swapkl.hub.absence.propagate`)."""
+    job = build_job(settings, files)
+    if isinstance(job, ModelJob) and propagate(job.model, outputs):
+        return
+    RUNNERS[settings["kind"]](job)
