@@ -29,7 +29,7 @@ from swapkl.probes.probe import run_probe
 from swapkl.probes.disagreement import DisagreementJob, run_test_agreement
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.recovery.healed_jobs import HealedProbeJob
-from swapkl.pruning.perplexity import EvalSpec
+from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.pruning.prune import run_pruning
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection import SelectionOptions
@@ -179,9 +179,9 @@ def test_cli_defaults_are_the_job_descriptions(command):
 
 
 #: the stage functions that take their job (``run_probe(job)``, or its fields): none repeats the job's signature
-TAKE_THE_JOB = [(ProbeJob, run_probe)]
+TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning)]
 #: those that still repeat it, field by field
-FUNCTIONS = [(PruneJob, run_pruning), (SpansJob, run_spans), (RelevanceJob, run_relevance),
+FUNCTIONS = [(RelevanceJob, run_relevance),
              (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
              (DisagreementJob, run_test_agreement), (DownstreamJob, run_downstream)]
 
@@ -206,7 +206,7 @@ def test_functions_that_take_their_job_read_no_signature_of_their_own(job, funct
         inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
     required = {f.name: f"{f.name}-value" for f in dataclasses.fields(job)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-    required["data"] = DATA
+    required.update({name: DATA for name in ("data",) if name in required})
     positional = [required.pop(name) for name in job.POSITIONAL]
     built = job.given(*positional, **required)
     assert built == job(**dict(zip(job.POSITIONAL, positional)), **required)

@@ -22,7 +22,8 @@ import naive_reference as ref
 from swapkl.tables import provenance
 from swapkl.data.windows import DataSpec, default_bos, load_windows, tokenize_text
 from swapkl.errors import SwapKLError
-from swapkl.pruning.perplexity import EvalSpec, load_eval_windows
+from swapkl.pruning.perplexity import load_eval_windows
+from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model

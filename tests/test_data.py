@@ -216,7 +216,8 @@ def test_text_fields_join_a_rows_fields_and_give_the_documented_windows(hub):
 
 def test_perplexity_text_reads_the_same_text_source(hub):
     from swapkl.data.windows import dataset_paragraphs
-    from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words, load_eval_windows
+    from swapkl.pruning.perplexity import eval_paragraphs, first_words, load_eval_windows
+    from swapkl.pruning.eval_spec import EvalSpec
 
     tables, _ = hub
     tables["TIGER-Lab/MathInstruct"] = {"instruction": ["w1 w2", "w3"], "output": ["w4  w5", ""], "source": ["a", "b"]}

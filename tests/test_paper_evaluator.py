@@ -27,7 +27,8 @@ from swapkl.data.windows import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
-from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
+from swapkl.pruning.perplexity import load_eval_windows, window_nll
+from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.probes.probe import run_probe
 from test_compat_inputs import bos_tokenizer
 from tiny_models import tiny_model

@@ -21,7 +21,8 @@ import torch
 
 from swapkl.cli import build_parser
 from swapkl.model.engine import ProbeEngine
-from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, perplexity, window_nll
+from swapkl.pruning.perplexity import load_eval_windows, perplexity, window_nll
+from swapkl.pruning.eval_spec import EvalSpec
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model
 

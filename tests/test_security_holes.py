@@ -482,7 +482,7 @@ def test_current_tables_still_pass_every_check(ckpt, tmp_path):
     from swapkl.probes.aggregate import aggregate
     from swapkl.pruning.prune import _read_pruning_inputs, _require_tables_of
     from swapkl.model.loading import load_model
-    from swapkl.pruning.perplexity import EvalSpec
+    from swapkl.pruning.eval_spec import EvalSpec
 
     aggregate([ckpt / "probe.parquet"], [ckpt / "repr.parquet"], tmp_path / "agg.parquet",
               pair_sets={"m": ["adjacent"]}, n_boot=10)

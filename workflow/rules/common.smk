@@ -127,7 +127,6 @@ get_relevance_pruning_guides = PARAMS.relevance_pruning_guides
 
 covariate_checkpoints = PLAN.covariate_checkpoints
 span_checkpoints = PLAN.span_checkpoints
-get_span_settings = PARAMS.span_settings
 seed_members = PLAN.seed_members
 get_seed_families = PLAN.seed_families
 seed_band_families = PLAN.seed_band_families

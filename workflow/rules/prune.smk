@@ -10,16 +10,9 @@ rule prune_layers:
         pruning="results/pruning/{model}/{revision}/pruning.parquet",
         agreement="results/pruning/{model}/{revision}/agreement.parquet",
     params:
-        checkpoint=get_checkpoint_dir,
-        budgets=lambda wildcards: list(range(1, config["models"][wildcards.model]["prune"]["max_budget"] + 1)),
-        eval_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
-        calib_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["calibration"]),
-        selection=get_selection_options,
-        **model_settings("spacing", "n_random", "angular_metric", "allow_overlap", "seed", "compute_dtype",
-                         section="prune"),
-        **model_settings("dtype", "rope_scaling", "logits_dtype", "batch_size"),
-        metadata=get_prune_metadata,
-        placement=get_placement,
+        job=PARAMS.job("prune"),
+        files=lambda wildcards, input, output: {"probe_files": list(input.probes), "repr_file": input.representation,
+                                                "out": output.pruning, "agreement_out": output.agreement},
     log:
         "logs/{model}/{revision}/prune_layers.log",
     benchmark:
@@ -30,7 +23,7 @@ rule prune_layers:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/prune_layers.py"
+        "../scripts/run_job.py"
 
 
 rule aggregate_pruning:

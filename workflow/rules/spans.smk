@@ -10,12 +10,8 @@ rule probe_spans:
     output:
         span_file("{model}", "{revision}"),
     params:
-        checkpoint=get_checkpoint_dir,
-        data=get_probe_data,
-        **model_settings("dtype", "batch_size"),
-        spans=get_span_settings,
-        metadata=get_metadata,
-        placement=get_placement,
+        job=PARAMS.job("spans"),
+        files=lambda wildcards, output: {"out": output[0]},
     log:
         "logs/{model}/{revision}/probe_spans.log",
     benchmark:
@@ -26,7 +22,7 @@ rule probe_spans:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/probe_spans.py"
+        "../scripts/run_job.py"
 
 
 rule aggregate_spans:

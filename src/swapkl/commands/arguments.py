@@ -180,7 +180,7 @@ def _pad_token(text: str):
 
 def add_text_source_arguments(group, prefix: str, *, what: str, split: str,
                               config_help: str = "dataset configuration, e.g. wikitext-2-raw-v1") -> None:
-    """Where a text comes from (:class:`swapkl.pruning.perplexity.EvalSpec`'s and
+    """Where a text comes from (:class:`swapkl.pruning.eval_spec.EvalSpec`'s and
     :class:`swapkl.recovery.heal.TrainText`'s source fields): ``--{prefix}text-file`` (``what`` names it in
     path errors) or ``--{prefix}dataset`` with its configuration, ``split`` (the default) and text fields."""
     input_arg(group, f"--{prefix}text-file", what=what, metavar="FILE",

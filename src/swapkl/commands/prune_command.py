@@ -24,7 +24,7 @@ from swapkl.figures import pruning_figure as fig
 from swapkl.figures.confusion import plot_rank_confusion
 from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
-from swapkl.pruning.perplexity import TEXT_PREPS, EvalSpec
+from swapkl.pruning.eval_spec import TEXT_PREPS, EvalSpec
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection import SelectionOptions
 from swapkl.pruning.table import AggregatePruningJob
@@ -125,17 +125,11 @@ def eval_spec(args) -> EvalSpec:
 
 
 def job(args) -> PruneJob:
-    """The pruning job of the command line's options."""
-    return PruneJob(model=args.model, probe_files=tuple(args.probe), repr_file=args.repr, out=args.out,
-                    revision=args.revision, budgets=args.budgets, spacing=args.spacing, eval_data=eval_spec(args),
-                    calib_data=data_spec(args, "calib-"), n_random=args.n_random, seed=args.seed,
-                    angular_metric=args.angular_metric, dtype=args.dtype, device=args.device,
-                    batch_size=args.batch_size, chunk_tokens=args.chunk_tokens, agreement_out=args.agreement_out,
-                    allow_pickle=args.allow_pickle, trust_remote_code=args.trust_remote_code,
-                    compute_dtype=args.compute_dtype, rope_scaling=args.rope_scaling,
-                    logits_dtype=args.logits_dtype, metadata=label_metadata(args),
-                    placement=placement(args), selection=SelectionOptions(random_interior=not args.random_include_ends,
-                                                                guides=args.guides))
+    """The pruning job of the command line's options (each option named like a field of the job gives it)."""
+    return PruneJob(**PruneJob.fields_from(
+        vars(args), probe_files=tuple(args.probe), repr_file=args.repr, eval_data=eval_spec(args),
+        calib_data=data_spec(args, "calib-"), metadata=label_metadata(args), placement=placement(args),
+        selection=SelectionOptions(random_interior=not args.random_include_ends, guides=args.guides)))
 
 
 def aggregate_job(args) -> AggregatePruningJob:
@@ -149,7 +143,9 @@ def run_prune(args) -> None:
     files, the representation and calibration baselines, random draws), for every budget; measure
     sliding-window perplexity on held-out text and KL against the base model on the probe windows; write one
     Parquet file (`swapkl aggregate-pruning` adds the bootstrap confidence intervals)."""
-    job(args).run()
+    from swapkl.pruning.prune import run_pruning  # torch: imported when the command runs, not for --help
+
+    run_pruning(job(args))
 
 
 def run_aggregate(args) -> None:

@@ -40,14 +40,13 @@ def run(args) -> None:
     --min-width blocks) the span is skipped, reversed, shuffled (seeded), replaced by the middle block
     repeated, or run in parallel (every block reads the span's input, their updates are averaged; looped:
     the parallel step repeated). Writes one Parquet file with the per-window sums behind every mean."""
-    job(args).run()
+    from swapkl.studies.spans import run_spans  # torch: imported when the command runs, not for --help
+
+    run_spans(job(args))
 
 
 def job(args) -> SpansJob:
-    """The span job of the command line's options."""
-    return SpansJob(model=args.model, out=args.out, data=data_spec(args), revision=args.revision,
-                    variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()), loops=args.loops,
-                    seed=args.span_seed, min_start=args.min_start, min_width=args.min_width, dtype=args.dtype,
-                    device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-                    metadata=label_metadata(args), allow_pickle=args.allow_pickle,
-                    trust_remote_code=args.trust_remote_code, placement=placement(args))
+    """The span job of the command line's options (each option named like a field of the job gives it)."""
+    return SpansJob(**SpansJob.fields_from(
+        vars(args), data=data_spec(args), variants=tuple(v.strip() for v in args.variants.split(",") if v.strip()),
+        seed=args.span_seed, metadata=label_metadata(args), placement=placement(args)))

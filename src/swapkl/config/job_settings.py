@@ -91,12 +91,6 @@ def save_steps(model: dict) -> list[int]:
     return sorted({step_of(revision) for revision in model["revisions"]} | set(model["demo"]["save_steps"]))
 
 
-def span_settings(model: dict) -> dict:
-    """keyword arguments of swapkl.studies.spans.run_spans from the model's `spans` block."""
-    spans = model["spans"]
-    return {key: spans[key] for key in ("variants", "loops", "seed", "min_start", "min_width")}
-
-
 def gpu_job_mem_mb(model: dict, checkpoint_mb: int, attempt: int) -> int:
     """Host memory of a GPU job: a float32 copy of the weights plus headroom, more on each retry; a model placed
     with device_map streams its shards to the devices, so the weights' own size covers CPU offload."""

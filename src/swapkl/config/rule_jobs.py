@@ -12,28 +12,49 @@ from a job's files, which is why they travel apart)."""
 from __future__ import annotations
 
 from swapkl.config.ablation_models import PE_PROTOCOLS, pe_checkpoint, pe_metadata, pe_pairs, pe_probe_data
-from swapkl.config.job_settings import canonical
+from swapkl.config.job_settings import canonical, without_nulls
 from swapkl.hub.absence import propagate
 from swapkl.model.model_job import Job, ModelJob
 from swapkl.probes.probe_jobs import ProbeJob
+from swapkl.pruning.prune_jobs import PruneJob
+from swapkl.studies.span_jobs import SpansJob
 
 #: the job description of each kind of rule job, by the name the rules give it
-JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob}
+JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob, "spans": SpansJob, "prune": PruneJob}
 
 #: the fields of each kind that are files (the rule's ``files`` param gives them)
-FILE_FIELDS = {"probe": ("out", "protocols", "repr_out", "progress_path", "covariates_out")}
+FILE_FIELDS = {"probe": ("out", "protocols", "repr_out", "progress_path", "covariates_out"), "pe_probe": ("out",),
+               "spans": ("out",), "prune": ("probe_files", "repr_file", "out", "agreement_out")}
 
 
-def _engine(params, wildcards) -> dict:
-    """The fields every job on the probe engine takes from where the workflow keeps them."""
-    return {"model": params.checkpoint_dir(wildcards), "placement": params.placement(wildcards)}
+def _on_checkpoint(kind: str, params, wildcards, section: str | None = None, **explicit) -> dict:
+    """The settings of a ``kind`` job on the wildcards' checkpoint: ``explicit``, then the config keys named like
+    its fields, in the model's ``section`` first, then at the model's level (the checkpoint, its placement and
+    the probe windows as the workflow keeps them)."""
+    model = params.model_config(wildcards)
+    sources = ([model[section]] if section else []) + [model]
+    explicit = {"model": params.checkpoint_dir(wildcards), "placement": params.placement(wildcards),
+                "data": params.probe_data(wildcards), **explicit}
+    cls = JOBS[kind]
+    return cls.fields_from(*sources, skip=FILE_FIELDS.get(kind, ()),
+                           **{k: v for k, v in explicit.items() if k in cls.field_names()})
 
 
 def _probe(params, wildcards) -> dict:
-    model = params.model_config(wildcards)
-    return ProbeJob.fields_from(model, skip=FILE_FIELDS["probe"], **_engine(params, wildcards),
-                             data=params.probe_data(wildcards), pairs=params.plan.probe_pairs(wildcards.model),
-                             kl_options=canonical(model["kl"]), metadata=params.metadata(wildcards))
+    return _on_checkpoint("probe", params, wildcards, pairs=params.plan.probe_pairs(wildcards.model),
+                          kl_options=canonical(params.model_config(wildcards)["kl"]),
+                          metadata=params.metadata(wildcards))
+
+
+def _spans(params, wildcards) -> dict:
+    return _on_checkpoint("spans", params, wildcards, "spans", metadata=params.metadata(wildcards))
+
+
+def _prune(params, wildcards) -> dict:
+    prune = params.model_config(wildcards)["prune"]
+    return _on_checkpoint("prune", params, wildcards, "prune", budgets=list(range(1, prune["max_budget"] + 1)),
+                          eval_data=without_nulls(prune["eval"]), calib_data=without_nulls(prune["calibration"]),
+                          selection=params.selection_options(wildcards), metadata=params.prune_metadata(wildcards))
 
 
 def _pe_probe(params, wildcards) -> dict:
@@ -45,7 +66,7 @@ def _pe_probe(params, wildcards) -> dict:
 
 
 #: the settings of each kind of job, from the wildcards
-BUILDERS = {"probe": _probe, "pe_probe": _pe_probe}
+BUILDERS = {"probe": _probe, "pe_probe": _pe_probe, "spans": _spans, "prune": _prune}
 
 
 def _run_probe(job: ProbeJob) -> None:
@@ -54,8 +75,20 @@ def _run_probe(job: ProbeJob) -> None:
     run_probe(job)
 
 
+def _run_spans(job: SpansJob) -> None:
+    from swapkl.studies.spans import run_spans
+
+    run_spans(job)
+
+
+def _run_pruning(job: PruneJob) -> None:
+    from swapkl.pruning.prune import run_pruning
+
+    run_pruning(job)
+
+
 #: what runs a job of each kind
-RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe}
+RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe, "spans": _run_spans, "prune": _run_pruning}
 
 
 def job_settings(kind: str, params, wildcards) -> dict:

@@ -180,9 +180,6 @@ class RuleParams:
 
     # ------------------------------------------------------------------------------------------- other stages
 
-    def span_settings(self, wildcards) -> dict:
-        return job_settings.span_settings(self._model(wildcards))
-
     def seeds_inputs(self, wildcards) -> dict:
         members = {m for f in self.plan.seed_families().values() for m in f["members"]}
         pruned = members & set(self.plan.models_with_pruning())

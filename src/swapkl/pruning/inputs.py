@@ -9,7 +9,7 @@ import pandas as pd
 from swapkl.tables import provenance
 from swapkl.data.windows import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.pruning.perplexity import EvalSpec
+from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.tables.schemas import PROBE_SCHEMA, read_table
 from swapkl.pruning.feasible import max_budget
 from swapkl.data.text_sources import source_key

@@ -41,7 +41,6 @@ recorded opt-in to reproduce the paper, which used test text for both); the thre
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +60,9 @@ from swapkl.model.merge import merged_blocks
 from swapkl.options import require_device, require_int
 from swapkl.model.variant import Variant
 from swapkl.tables.parquet_io import check_writable, write_parquets
-from swapkl.pruning.perplexity import EvalSpec, load_eval_windows, window_nll
+from swapkl.pruning.perplexity import load_eval_windows, window_nll
+from swapkl.pruning.eval_spec import EvalSpec
+from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.hub.revision_names import step_of
 from swapkl.pruning.inputs import check_budgets, check_disjoint, probe_data_spec, read_probe_inputs
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, REPR_SCHEMA, read_table
@@ -270,29 +271,18 @@ def _pruning_rows(meta: dict, costs: _PrunedCosts, sel: dict, n_evals: dict, bud
     return rows
 
 
-def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: str, *, revision: str | None = None,
-                budgets: Sequence[int] = (1, 2, 3, 4, 5), spacing: int = 1, eval_data: dict | EvalSpec,
-                calib_data: DataSpec, probe_data: DataSpec | None = None, n_random: int = 10, seed: int = 0,
-                angular_metric: str = "angular", dtype: str = "float32", device: str = "auto",
-                batch_size: int = 8, chunk_tokens: int = 2048, metadata: dict | None = None,
-                agreement_out: str | None = None, allow_pickle: bool = False,
-                trust_remote_code: bool = False, selection: SelectionOptions | None = None,
-                allow_overlap: bool = False, compute_dtype: str | None = None,
-                rope_scaling: str = "config", logits_dtype: str = "float32",
-                placement: dict | None = None) -> pd.DataFrame:
-    """Prune one checkpoint by every guide and baseline at every budget; write ``out``.
-
-    ``compute_dtype`` (e.g. float32 on bfloat16 weights), ``rope_scaling`` and ``logits_dtype`` (bf16 rounding
-    of the logits of the perplexity and KL evaluations): see :func:`swapkl.model.loading.load_model`; recorded in
-    the provenance.
-    ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
-    paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
-    ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
-    in the probe files' provenance, and its token hash must match theirs. ``seed`` draws the random
-    baseline and is recorded for the bootstrap CIs that ``aggregate_pruning`` adds. Returns the rows written.
-    """
+def run_pruning(*args, **options) -> pd.DataFrame:
+    """Prune one checkpoint by every guide and baseline at every budget and write the table: a
+    :class:`~swapkl.pruning.prune_jobs.PruneJob` (``run_pruning(job)``, or its fields:
+    ``run_pruning(model, probe_files, repr_file, out, eval_data=..., calib_data=..., ...)``), whose fields say
+    what each option does. Returns the rows written."""
+    job = PruneJob.given(*args, **options)
+    model, revision, probe_files, repr_file, out = job.model, job.revision, job.probe_files, job.repr_file, job.out
+    eval_data, calib_data, probe_data, selection = job.eval_data, job.calib_data, job.probe_data, job.selection
+    budgets, spacing, n_random, seed, angular_metric = job.budgets, job.spacing, job.n_random, job.seed, job.angular_metric
+    batch_size, chunk_tokens, device, metadata = job.batch_size, job.chunk_tokens, job.device, job.metadata
     eval_spec = EvalSpec.from_dict(eval_data)
-    _check_pruning_arguments(probe_files, repr_file, out, agreement_out, eval_spec, calib_data, seed=seed,
+    _check_pruning_arguments(probe_files, repr_file, out, job.agreement_out, eval_spec, calib_data, seed=seed,
                              chunk_tokens=chunk_tokens, device=device, spacing=spacing, n_random=n_random,
                              batch_size=batch_size, angular_metric=angular_metric)
     if selection is not None and selection.guides is not None:
@@ -300,12 +290,12 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
     metadata = dict(metadata or {})
 
     probe, probe_provs, rep, rep_prov, probe_data = _read_pruning_inputs(probe_files, repr_file, probe_data,
-                                                                         eval_spec, calib_data, allow_overlap)
-    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code, need_tokenizer=True, compute_dtype=compute_dtype,
-                        rope_scaling=rope_scaling, logits_dtype=logits_dtype, **(placement or {}))
+                                                                         eval_spec, calib_data, job.allow_overlap)
+    loaded = load_model(model, revision, dtype=job.dtype, device=device, allow_pickle=job.allow_pickle,
+                        trust_remote_code=job.trust_remote_code, need_tokenizer=True, compute_dtype=job.compute_dtype,
+                        rope_scaling=job.rope_scaling, logits_dtype=job.logits_dtype, **(job.placement or {}))
     dev = loaded.device
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, logits_dtype=logits_dtype)
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens, logits_dtype=job.logits_dtype)
     n_layers = engine.n_layers
     _require_tables_of(loaded, model, revision, n_layers, probe, probe_files, probe_provs, rep, repr_file, rep_prov)
     budgets = check_budgets(budgets, n_layers, spacing)
@@ -338,7 +328,7 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         loaded, None, model=label, revision_label=rev, budgets=budgets, spacing=spacing, n_random=n_random, seed=seed,
         angular_metric=angular_metric, batch_size=batch_size, selection=selection.as_dict(),
         bos_token_id=probe_windows.bos_token_id, bos_prepended=probe_windows.bos_token_id is not None,
-        allow_overlap=bool(allow_overlap),
+        allow_overlap=bool(job.allow_overlap),
         eval_spec=eval_spec.as_dict(), eval_split=eval_spec.describe(), eval_tokens_sha256=ew.sha256,
         calibration_spec=calib_data.as_dict(), calibration_split=calib_data.describe(),
         calibration_tokens_sha256=calib.sha256, probe_spec=probe_data.as_dict(), probe_split=probe_data.describe(),
@@ -347,9 +337,9 @@ def run_pruning(model: str, probe_files: Sequence, repr_file: str | None, out: s
         input_sha256=provenance.input_sha256([*probe_files, repr_file]),
         sleb_order=ctx.measured("sleb").order[:max(budgets)] if ctx.measured("sleb") else None, **metadata)
     outputs = [(table, out, prov)]
-    if agreement_out is not None:
+    if job.agreement_out is not None:
         arows = agreement_rows(scores, dict(model=label, revision=rev, step=step_of(rev), n_layers=n_layers))
-        outputs.append((pa.Table.from_pylist(arows, schema=AGREEMENT_SCHEMA), agreement_out, prov))
+        outputs.append((pa.Table.from_pylist(arows, schema=AGREEMENT_SCHEMA), job.agreement_out, prov))
     write_parquets(outputs)  # both or neither
     log.info("wrote %s (%d rows, %d distinct pruned models)", out, len(rows), len(sets))
     return table.to_pandas()

@@ -8,15 +8,27 @@ from dataclasses import dataclass
 
 from swapkl.data.windows import DataSpec
 from swapkl.model.model_job import ForwardJob
-from swapkl.pruning.perplexity import EvalSpec
-from swapkl.pruning.prune import run_pruning
+from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.pruning.selection import SelectionOptions
 
 
 @dataclass(frozen=True, kw_only=True)
 class PruneJob(ForwardJob):
-    """:func:`swapkl.pruning.prune.run_pruning` of one checkpoint (``eval_data``, ``calib_data``, ``probe_data``,
-    ``selection``: objects or their dicts)."""
+    """What :func:`swapkl.pruning.prune.run_pruning` does to one checkpoint: prune it by every guide and baseline
+    at every budget and write ``out`` (``eval_data``, ``calib_data``, ``probe_data``, ``selection``: objects or
+    their dicts).
+
+    ``compute_dtype`` (e.g. float32 on bfloat16 weights), ``rope_scaling`` and ``logits_dtype`` (bf16 rounding
+    of the logits of the perplexity and KL evaluations): see :func:`swapkl.model.loading.load_model`; recorded in
+    the provenance.
+    ``allow_overlap=True`` lets the probe or calibration windows come from the evaluation text (the
+    paper used test text for both); off by default, recorded as ``allow_overlap`` in the provenance.
+    ``probe_data`` (the windows for the pruned model's KL) defaults to the ``data_spec`` recorded
+    in the probe files' provenance, and its token hash must match theirs. ``seed`` draws the random
+    baseline and is recorded for the bootstrap CIs that ``aggregate_pruning`` adds.
+    """
+
+    POSITIONAL = ("model", "probe_files", "repr_file", "out")
 
     probe_files: tuple[str, ...]
     repr_file: str | None
@@ -39,6 +51,3 @@ class PruneJob(ForwardJob):
         self.coerce("probe_data", DataSpec)
         self.coerce("selection", SelectionOptions, none=True)
         self.as_tuple("probe_files", "budgets")
-
-    def run(self):
-        return run_pruning(**self.arguments())

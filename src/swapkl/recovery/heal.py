@@ -35,7 +35,8 @@ import torch.nn.functional as F
 from swapkl.data.windows import tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.options import require_finite, require_int
-from swapkl.pruning.perplexity import EvalSpec, eval_paragraphs, first_words
+from swapkl.pruning.perplexity import eval_paragraphs, first_words
+from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.adapters import adapter_class, get_adapter
 from swapkl.progress import track
 

@@ -37,7 +37,8 @@ from swapkl.tables.staging import Staging
 from swapkl.data.windows import load_windows
 from swapkl.model.loading import load_model, tokenizer_files
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.pruning.perplexity import EvalSpec, load_eval_windows
+from swapkl.pruning.perplexity import load_eval_windows
+from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.relevance.tasks import load_task
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,8 @@ from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.model.variant import removal_variant
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.pruning.perplexity import EvalSpec, EvalWindows, load_eval_windows, perplexity, window_nll
+from swapkl.pruning.perplexity import EvalWindows, load_eval_windows, perplexity, window_nll
+from swapkl.pruning.eval_spec import EvalSpec
 
 SCORES = {"replacement": "d_repl_max", "interchange": "d_inter"}
 

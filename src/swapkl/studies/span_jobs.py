@@ -7,12 +7,17 @@ from dataclasses import dataclass
 
 from swapkl.data.windows import DataSpec
 from swapkl.model.model_job import EngineJob
-from swapkl.studies.spans import SPAN_VARIANTS, run_spans
+
+#: every span variant, in the order the tables list them (swapkl.studies.spans)
+SPAN_VARIANTS = ("skip", "reverse", "shuffle", "repeat", "parallel", "looped_parallel")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SpansJob(EngineJob):
-    """:func:`swapkl.studies.spans.run_spans` of one checkpoint (``data``: a DataSpec or its dict)."""
+    """What :func:`swapkl.studies.spans.run_spans` measures on one checkpoint (``data``: a DataSpec or its dict;
+    ``placement``: as :class:`swapkl.probes.probe_jobs.ProbeJob`'s)."""
+
+    POSITIONAL = ("model", "out")
 
     out: str
     data: DataSpec
@@ -25,6 +30,3 @@ class SpansJob(EngineJob):
     def __post_init__(self):
         self.coerce("data", DataSpec)
         self.as_tuple("variants", "loops")
-
-    def run(self) -> None:
-        run_spans(**self.arguments())

@@ -42,12 +42,12 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.options import require_device
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.model.batch_loop import BASE, sweep, window_batches
+from swapkl.model.batch_loop import sweep, window_batches
 from swapkl.hub.revision_names import step_of
+from swapkl.studies.span_jobs import SPAN_VARIANTS, SpansJob
 
 log = logging.getLogger(__name__)
 
-SPAN_VARIANTS = ("skip", "reverse", "shuffle", "repeat", "parallel", "looped_parallel")
 #: variants that are a block order (run by the engine as a Variant)
 ORDER_VARIANTS = ("skip", "reverse", "shuffle", "repeat")
 
@@ -208,26 +208,25 @@ def span_table(results: dict, variants: list[SpanVariant], meta: dict) -> pa.Tab
     return pa.Table.from_pylist(rows, schema=SPANS_FILE_SCHEMA)
 
 
-def run_spans(model: str, out: str, *, data, revision: str | None = None, variants=SPAN_VARIANTS, loops=(2,),
-              seed: int = 0, min_start: int = 1, min_width: int = 2, dtype: str = "float32", device: str = "auto",
-              batch_size: int = 8, chunk_tokens: int = 2048,
-              metadata: dict | None = None, allow_pickle: bool = False, trust_remote_code: bool = False,
-              placement: dict | None = None) -> None:
-    """Measure every span variant of one checkpoint on its windows and write ``out`` (``placement``: as
-    :func:`swapkl.probes.probe.run_probe`)."""
-    kinds = parse_variants(variants)
+def run_spans(*args, **options) -> None:
+    """Measure every span variant of a :class:`~swapkl.studies.span_jobs.SpansJob` (``run_spans(job)``, or its
+    fields: ``run_spans(model, out, data=..., ...)``) on its windows and write its ``out``."""
+    job = SpansJob.given(*args, **options)
+    data, loops, seed, min_start, min_width = job.data, job.loops, job.seed, job.min_start, job.min_width
+    batch_size, out = job.batch_size, job.out
+    kinds = parse_variants(job.variants)
     require_int("batch_size", batch_size, 1)
-    require_int("chunk_tokens", chunk_tokens, 1)
-    require_device(device)
+    require_int("chunk_tokens", job.chunk_tokens, 1)
+    require_device(job.device)
     check_spec(data)
     check_writable(out)
     span_variants(kinds, 2 * min_start + min_width, loops=loops, seed=seed, min_start=min_start,
                   min_width=min_width)  # every option checked before loading
-    metadata = dict(metadata or {})
-    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code, need_tokenizer=data.tokens is None,
-                        **(placement or {}))
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    metadata = dict(job.metadata or {})
+    loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
+                        trust_remote_code=job.trust_remote_code, need_tokenizer=data.tokens is None,
+                        **(job.placement or {}))
+    engine = ProbeEngine(loaded.model, chunk_tokens=job.chunk_tokens)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
     label = metadata.pop("model", None) or loaded.model_id
