@@ -21,7 +21,7 @@ from fake_hub import Repo, client_env, folder_files, serve
 from swapkl.hub import absence
 from swapkl.tables import provenance
 from swapkl.probes.aggregate import aggregate, read_aggregate
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import open_input
 from swapkl.hub.download import download_checkpoint

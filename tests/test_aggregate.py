@@ -438,7 +438,7 @@ def test_cli_aggregate(tmp_path, toy):
 def test_engine_output_aggregates_and_identical_weights_are_duplicates(tmp_path):
     """Real probe files from swapkl.probes.probe on a tiny model: the same weights probed under two
     revision names give the same weights_sha256, so the later one is flagged."""
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
     from tiny_models import random_tokens, tiny_model
 
@@ -466,7 +466,7 @@ def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
     import json
     import shutil
 
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
     from tiny_models import random_tokens, tiny_model
 

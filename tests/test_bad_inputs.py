@@ -28,7 +28,7 @@ from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
 from direct_config import refusal_of_file
 from swapkl import cli
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer

@@ -32,7 +32,8 @@ import pytest
 import torch
 
 import float32_bounds
-from swapkl.data.windows import DataSpec, select_windows
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import select_windows
 from swapkl.model.batch_loop import in_window_order, sweep, window_batches
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.protocols import build_variants

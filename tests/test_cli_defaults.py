@@ -16,7 +16,7 @@ from swapkl.cli import build_parser
 from swapkl.commands.arguments import SPLIT_DEFAULTS
 from swapkl.commands import (aggregate_command, downstream_command, healed_probe_command, probe_command,
                              prune_command, relevance_command, spans_command)
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.demo.architectures import DemoSize
 from swapkl.demo.corpus import build_corpus
 from swapkl.demo.tokenizer import train_demo_tokenizer
@@ -32,7 +32,7 @@ from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.pruning.prune import run_pruning
 from swapkl.pruning.prune_jobs import PruneJob
-from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.pruning.table import AggregatePruningJob, aggregate_pruning
 from swapkl.recovery.heal import TrainText, settings_from
 from swapkl.relevance.accrel import run_relevance

@@ -51,11 +51,11 @@ def test_row_writers_take_labels(command):
 
 def test_probe_label_reaches_the_run(monkeypatch):
     seen = {}
-    monkeypatch.setattr("swapkl.probes.probe_jobs.run_probe", lambda *a, **k: seen.update(k))
+    monkeypatch.setattr("swapkl.probes.probe.run_probe", lambda job: seen.update(job=job))
     args = build_parser().parse_args(["probe", "--model", "/some/path/ckpt", "--label", "tiny", "--revision-label",
                                       "step5", "--tokens", "t.npy", "--out", "o.parquet"])
     args.func(args)
-    assert seen["metadata"] == {"model": "tiny", "revision": "step5"}
+    assert seen["job"].metadata == {"model": "tiny", "revision": "step5"}
 
 
 def test_prune_description_lists_every_guide():

@@ -20,7 +20,8 @@ import torch
 
 import naive_reference as ref
 from swapkl.tables import provenance
-from swapkl.data.windows import DataSpec, default_bos, load_windows, tokenize_text
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import default_bos, load_windows, tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.pruning.perplexity import load_eval_windows
 from swapkl.pruning.eval_spec import EvalSpec

@@ -20,7 +20,7 @@ from swapkl.pruning.guides import get_guide
 from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.protocol import protocol_scores
 from swapkl.probes.probe import run_probe
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.relevance.accrel import task_relevance
 from swapkl.pruning.selection import bi_scores
 from swapkl.relevance.tasks import load_task, write_task

@@ -40,7 +40,7 @@ import pytest
 import torch
 
 from swapkl.probes.covariates import eager_attention, measure, run_covariates
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.tables.schemas import COVARIATE_COLUMNS

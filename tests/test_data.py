@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from swapkl.data.data_spec import DataSpec
 from swapkl.data.windows import (
-    DataSpec,
     check_windows,
     load_token_file,
     load_windows,

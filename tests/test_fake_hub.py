@@ -21,7 +21,7 @@ import pytest
 from fake_hub import Repo, client_env, folder_files, serve
 from swapkl.tables import provenance
 from swapkl.probes.aggregate import aggregate, read_aggregate
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.probes.probe import run_probe
 from tiny_models import random_tokens, tiny_model
 

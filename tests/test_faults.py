@@ -21,7 +21,7 @@ from swapkl import cli
 from swapkl.hub import download as hub
 from swapkl.tables import parquet_io
 from swapkl.probes import resume as progress
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.tables.parquet_io import write_parquet
 from swapkl.probes.probe import run_probe

@@ -13,7 +13,7 @@ from test_perplexity import TEXT, char_tokenizer
 from tiny_models import tiny_model
 
 import swapkl.recovery.heal as heal_module
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.recovery.heal import TrainText, settings_from
 from swapkl.recovery.healed import materialise, run_healed_probe, select

@@ -37,7 +37,8 @@ TABLE_SCRIPTS = {
 #: scripts that load or train a model (torch): no scipy or matplotlib at import; two summaries read the adapter
 #: registry (torch) for each checkpoint's position encoding
 MODEL_SCRIPTS = {
-    "probe", "probe_healed", "probe_pe_model", "probe_spans", "prune_layers", "prune_on_tasks", "score_relevance",
+    "run_job",  # the probe, span and prune rules (rule_jobs imports each stage's torch side when it runs)
+    "probe_healed", "prune_on_tasks", "score_relevance",
     "score_downstream", "search_removal_sets", "construct_snowball", "export_pruned_models", "heal_pruned_models",
     "measure_jacobian", "measure_predictor_validity", "prepare_pe_text", "train_demo_model",
     "train_pe_model", "summarise_scaling", "summarise_pe_ablation", "convert_gguf",

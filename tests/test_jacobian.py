@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from swapkl.probes.covariates import eager_attention
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.figures.scale import block_swap_distances

@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 import swapkl
 from swapkl import cli
 from swapkl.hub import download as hub
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.probes.probe import run_probe

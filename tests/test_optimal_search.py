@@ -140,7 +140,7 @@ def test_the_workflow_tables_match_brute_force_and_combine(tmp_path, tiny):
     """What rules search_removal_sets and combine_optimal_search write: each checkpoint's rows under the config's
     names, the exhaustive and greedy sets equal to enumeration and a hand greedy over the stock forward's NLL,
     and the combined table refusing two files of one checkpoint."""
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.errors import SwapKLError
     from swapkl.pruning.search_cost import run_optimal_search
     from swapkl.tables.combine import combine_optimal_search

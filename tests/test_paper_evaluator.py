@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from swapkl.tables import provenance
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model

@@ -18,7 +18,7 @@ import torch
 import naive_reference as ref
 from swapkl.tables import provenance
 from swapkl.probes.aggregate_inputs import read_probe_file
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.kl_options import KLOptions
 from swapkl.probes.probe import run_probe

@@ -18,7 +18,7 @@ import torch
 
 import float32_bounds as fb
 import naive_reference as ref
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.kl import Unembedding

@@ -110,7 +110,7 @@ def test_paper_variant_probe_files_aggregate(tmp_path):
     import numpy as np
 
     from swapkl.probes.aggregate import aggregate, read_aggregate
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
     from tiny_models import random_tokens
 

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from swapkl.errors import SwapKLError
-from swapkl.pruning.selection import BudgetError, SelectionOptions, fixed_set_keys, random_rng, random_select
+from swapkl.pruning.selection import BudgetError, fixed_set_keys, random_rng, random_select
+from swapkl.pruning.selection_options import SelectionOptions
 
 STUDY = Path(__file__).resolve().parents[1] / "config.yaml"
 

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import naive_reference as ref
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.model.kl_options import KLOptions
 from swapkl.probes.probe import run_probe
 from test_perplexity import char_tokenizer

@@ -24,7 +24,8 @@ import torch
 import naive_reference as ref
 from swapkl.tables import provenance
 from swapkl.cli import main
-from swapkl.data.windows import DataSpec, load_windows, select_windows
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import load_windows, select_windows
 from swapkl.data.text_rules import paper_qwen3_items
 from swapkl.errors import SwapKLError
 from tiny_models import tiny_model

@@ -160,7 +160,7 @@ def test_pruning_with_a_device_map(tmp_path):
     absent weights."""
     from test_perplexity import TEXT, save_tiny
 
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
     from swapkl.pruning.prune import run_pruning
 

@@ -158,7 +158,8 @@ def test_text_file_source(ckpt, tmp_path, capsys):
                          "--min-tokens", 5, "--seed", 3, "--protocols", "deletion", "--out", out)
     assert rc == 0, err
     df = pq.read_table(out).to_pandas()
-    from swapkl.data.windows import DataSpec, load_windows
+    from swapkl.data.data_spec import DataSpec
+    from swapkl.data.windows import load_windows
 
     w = load_windows(DataSpec(text_file=text, n_seqs=6, seq_len=16, min_tokens=5, seed=3), word_tokenizer())
     assert (df.n_tokens == w.n_tokens).all() and w.n_tokens < 6 * 16  # padded rows, padding not counted

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.probe import run_probe

@@ -15,7 +15,7 @@ from scipy import stats
 
 from swapkl.tables import provenance
 from swapkl.stats.agreement import compare, misranking, rank_confusion, rank_statistics
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.pruning.perplexity import first_words
 from swapkl.probes.probe import run_probe
@@ -110,7 +110,7 @@ def _independent_interchange_selection(probe: pd.DataFrame, n: int, *, spacing: 
 def test_paper_selection_settings(setup, tmp_path):
     """Spacing 0, adjacent scoring partners, a clustered region, fixed sets and an unspaced random
     baseline, each against a direct computation; fixed sets cost exactly what a guide's same set costs."""
-    from swapkl.pruning.selection import SelectionOptions
+    from swapkl.pruning.selection_options import SelectionOptions
 
     base = setup["table"]
     probe = pd.read_parquet(setup["probe"])
@@ -152,7 +152,7 @@ def test_a_guide_choice_runs_only_those_guides_with_the_same_rows(setup, tmp_pat
     """``SelectionOptions(guides=...)``: the rows of the chosen guides (and the unpruned row, and random_mean
     with the draws) equal the full run's, and no other guide's rows are written; sleb_matched alone still gets
     the beam's evaluation counts, without the beam's rows."""
-    from swapkl.pruning.selection import SelectionOptions
+    from swapkl.pruning.selection_options import SelectionOptions
 
     base = setup["table"]
     out = tmp_path / "chosen.parquet"
@@ -459,7 +459,7 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
 def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
     from swapkl.pruning.guides import GuideContext
     from swapkl.pruning.prune import select_all
-    from swapkl.pruning.selection import SelectionOptions
+    from swapkl.pruning.selection_options import SelectionOptions
 
     # 5 layers, spacing 1, ties by index: interchange picks 1 then 3 and blocks every other layer; budget 3 is
     # feasible ({0,2,4}). (With the default deletion tie-break layer 2 wins the tie of the pair 1<->2.)

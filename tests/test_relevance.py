@@ -321,7 +321,7 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     import pandas as pd
 
     from swapkl.probes.aggregate import aggregate, read_aggregate
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
     from swapkl.relevance.accrel import run_relevance
     from swapkl.relevance.relevance_stats import relevance_statistics, summarise_relevance
@@ -381,7 +381,7 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
 
     from swapkl.relevance import accrel, harness_tasks
     from swapkl.tables import provenance
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.relevance.accrel import run_relevance
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.probe import run_probe
 from swapkl.probes.residual_stream import representation_sums

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.probes.probe import run_probe
 from crash import crash_after
 from tiny_models import random_tokens, tiny_model

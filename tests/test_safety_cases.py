@@ -21,7 +21,7 @@ import pytest
 from swapkl import cli
 from swapkl.tables import locks
 from swapkl.tables import provenance
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.tables.parquet_io import write_parquet
 from swapkl.probes.probe import run_probe
 from swapkl.tables.schemas import PRUNING_SCHEMA

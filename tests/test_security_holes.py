@@ -241,7 +241,7 @@ def ckpt(tmp_path_factory):
     evaluation text, and the probe and representation files of the model on the probe windows."""
     import numpy as np
 
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
     from test_perplexity import TEXT, save_tiny
     from tiny_models import random_tokens
@@ -327,7 +327,7 @@ def test_a_resumed_probe_does_not_take_over_results_of_other_weights(ckpt, tmp_p
     import pandas as pd
 
     from crash import crash_after
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
     from test_resume import COMPUTED
 
@@ -370,7 +370,7 @@ def without(src: Path, dst: Path, *fields: str) -> Path:
 
 
 def prune_kw(root: Path) -> dict:
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
 
     return dict(budgets=[1], spacing=1, eval_data=dict(text_file=str(root / "eval.txt"), window=16, stride=8,
                                                        max_words=40),
@@ -423,7 +423,7 @@ def test_prune_of_another_model_refuses_tables_without_the_weights_hash(ckpt, tm
 def test_aggregate_refuses_protocols_without_the_windows_hash(ckpt, tmp_path):
     """Replacement on one set of windows, interchange on another, neither recording its windows: their gap
     would compare two different measurements."""
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.aggregate import aggregate
     from swapkl.probes.probe import run_probe
 

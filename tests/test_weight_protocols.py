@@ -137,7 +137,7 @@ def test_variant_ids_are_unique_and_keys_name_the_head():
 
 def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
     from swapkl.probes.aggregate import aggregate, read_aggregate
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
 
     tiny_model("llama", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
@@ -186,7 +186,7 @@ def test_weight_protocols_figure(tmp_path):
 
 
 def test_weight_protocols_resume_after_a_crash(tmp_path, monkeypatch):
-    from swapkl.data.windows import DataSpec
+    from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
 
     tiny_model("qwen3", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")

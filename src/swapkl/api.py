@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import DTYPES
 from swapkl.probes.aggregate import aggregate as aggregate_files

@@ -1,6 +1,6 @@
 """Rule measure_jacobian: ||J_k||_2 of every block of one checkpoint."""
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.studies.jacobian import run_jacobian
 from swapkl.joblog import job_log
 

@@ -1,6 +1,6 @@
 """Rule search_removal_sets: greedy, beam, best-first and exhaustive removal-set search on one checkpoint."""
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.joblog import job_log
 from swapkl.pruning.search_cost import run_optimal_search
 

@@ -12,7 +12,7 @@ import re
 
 from swapkl.commands import COMMANDS
 from swapkl.commands.paths import input_arg, output_arg
-from swapkl.data.windows import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
+from swapkl.data.data_spec import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import EngineJob, ForwardJob, default
 

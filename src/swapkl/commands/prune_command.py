@@ -26,7 +26,7 @@ from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
 from swapkl.pruning.eval_spec import TEXT_PREPS, EvalSpec
 from swapkl.pruning.prune_jobs import PruneJob
-from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.pruning.table import AggregatePruningJob
 from swapkl.tables.schemas import read_agreement, read_pruning
 

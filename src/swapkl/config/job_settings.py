@@ -58,7 +58,7 @@ def prune_settings(model: dict, probe: dict) -> dict:
 
 
 def selection_options(model: dict) -> dict:
-    """Keyword arguments of swapkl.pruning.selection.SelectionOptions for a model's pruning runs."""
+    """Keyword arguments of swapkl.pruning.selection_options.SelectionOptions for a model's pruning runs."""
     prune = model["prune"]
     keys = ("score_pairs", "tie_break", "clustered_region", "fixed_sets", "random_spacing", "random_interior")
     return {**{key: prune[key] for key in keys}, "guides": None if prune["guides"] == "all" else prune["guides"]}

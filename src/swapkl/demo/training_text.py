@@ -16,7 +16,8 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from swapkl.data.windows import dataset_paragraphs, default_bos, describe_dataset, text_file_paragraphs
+from swapkl.data.data_spec import describe_dataset
+from swapkl.data.windows import dataset_paragraphs, default_bos, text_file_paragraphs
 from swapkl.demo.corpus import CORPUS_FORMAT, MANIFEST, format_paragraphs, normalise_paragraphs
 from swapkl.demo.training_windows import PARAGRAPH_SEPARATOR
 from swapkl.errors import SwapKLError

@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from swapkl.errors import SwapKLError
-from swapkl.model.kl_average import per_prompt_means
-from swapkl.stats.bootstrap import ratio_mean
 
 
 @dataclass(frozen=True)
@@ -37,10 +35,3 @@ class KLOptions:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-    def mean(self, kl_sums, counts) -> float:
-        """The reported mean from per-sequence KL sums and counted positions (NaN when nothing counts)."""
-        if self.average == "tokens":
-            return ratio_mean(kl_sums, counts)
-        per_prompt, ones = per_prompt_means(kl_sums, counts)
-        return ratio_mean(per_prompt, ones)

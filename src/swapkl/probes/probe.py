@@ -24,11 +24,13 @@ import pyarrow as pa
 from swapkl.hub.revision_names import step_of
 from swapkl.tables import provenance
 from swapkl.stats.bootstrap import ratio_mean
-from swapkl.data.windows import DataSpec, check_spec, check_windows, load_windows
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import check_spec, check_windows, load_windows
 from swapkl.model.engine import ProbeEngine, SeqStats
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import replaceable, require_distinct
 from swapkl.model.heads import n_units, unit_slices
+from swapkl.model.kl_average import reported_kl_mean
 from swapkl.model.kl_options import KLOptions
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.model.loading import load_model
@@ -295,7 +297,7 @@ def _row(v: Variant, parts: list[dict], meta: dict, kl_options: KLOptions, batch
     kl, tok, nll, ntok = (in_window_order([p[k] for p in parts], batches)
                           for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens"))
     return dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j,
-                kl_mean=kl_options.mean(kl, tok), nll_mean=ratio_mean(nll, ntok),
+                kl_mean=reported_kl_mean(kl_options, kl, tok), nll_mean=ratio_mean(nll, ntok),
                 n_seqs=int(len(tok)), n_tokens=int(tok.sum()),
                 seq_kl_sum=kl.tolist(), seq_tokens=tok.astype(np.int64).tolist(),
                 seq_nll_sum=nll.tolist(), seq_nll_tokens=ntok.astype(np.int64).tolist(), head=v.head)

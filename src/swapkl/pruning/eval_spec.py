@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from swapkl.data.windows import check_text_fields, describe_dataset
+from swapkl.data.data_spec import check_text_fields, describe_dataset
 from swapkl.errors import SwapKLError
 
 #: ``text_prep`` values: swapkl's clean rule, the published study's matched evaluator, its GPT-2-Medium evaluator

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from swapkl.tables import provenance
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.tables.schemas import PROBE_SCHEMA, read_table

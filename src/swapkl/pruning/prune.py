@@ -14,7 +14,7 @@ guide x budget [x random draw]):
 * derived rows: ``base`` (budget 0, the unpruned model, whose perplexity is every row's
   ``base_ppl``) and ``random_mean`` (the draws' mean, with ``delta_ppl_pct_sd``, ``_min`` and
   ``_max`` over draws).;
-* the paper's settings (:class:`swapkl.pruning.selection.SelectionOptions`, ``selection``, recorded in the
+* the paper's settings (:class:`swapkl.pruning.selection_options.SelectionOptions`, ``selection``, recorded in the
   provenance; used by the guides of :mod:`swapkl.pruning.guides.protocol`): scoring partners limited to a pair
   set, the tie-break of equal scores (default: deletion KL, then index), ``interchange_clustered`` /
   ``replacement_max_clustered`` (the greedy within a layer region), ``fixed`` (named fixed layer sets,
@@ -50,7 +50,8 @@ import pyarrow as pa
 from swapkl.tables import provenance
 from swapkl.stats.agreement import agreement_rows
 from swapkl.stats.bootstrap import ratio_mean
-from swapkl.data.windows import DataSpec, Windows, check_spec, check_windows, load_windows
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import Windows, check_spec, check_windows, load_windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
@@ -66,7 +67,7 @@ from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.hub.revision_names import step_of
 from swapkl.pruning.inputs import check_budgets, check_disjoint, probe_data_spec, read_probe_inputs
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, REPR_SCHEMA, read_table
-from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.model.batch_loop import sweep, window_batches
 
 log = logging.getLogger(__name__)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.model.model_job import ForwardJob
 from swapkl.pruning.eval_spec import EvalSpec
-from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.selection_options import SelectionOptions
 
 
 @dataclass(frozen=True, kw_only=True)

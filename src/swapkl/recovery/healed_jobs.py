@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swapkl.data.windows import DataSpec
+from swapkl.data.data_spec import DataSpec
 from swapkl.model.model_job import Job
 from swapkl.recovery.heal import HealSettings, TrainText, settings_from
 from swapkl.recovery.healed import HEALED, run_healed_probe

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from swapkl.data.windows import DataSpec, Windows, default_bos, select_windows, tokenize_text
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import Windows, default_bos, select_windows, tokenize_text
 from swapkl.errors import SwapKLError
 from swapkl.model.batch_loop import sweep, window_batches
 from swapkl.probes.pairs import pairs_for
@@ -36,7 +37,7 @@ from swapkl.pruning.guides import GuideContext
 from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 from swapkl.pruning.guides.guide_registry import get_guide
 from swapkl.pruning.prune import kl_on_windows
-from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.relevance.task_generation import generative_scores
 from swapkl.relevance.task_tables import GENERATIVE_METRIC, METHODS
 from swapkl.model.choice_scores import BASE, choice_loglikelihoods, make_request

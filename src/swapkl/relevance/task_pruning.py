@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from swapkl.data.windows import DataSpec, check_windows, load_windows
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import check_windows, load_windows
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model

@@ -22,7 +22,8 @@ import torch
 
 from swapkl.tables import provenance
 from swapkl.probes.covariates import eager_attention
-from swapkl.data.windows import DataSpec, check_windows, load_windows
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import check_windows, load_windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from swapkl.data.windows import Windows
-from swapkl.pruning.selection import SelectionOptions
+from swapkl.pruning.selection_options import SelectionOptions
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Guides from the probe files: the published static greedy (:func:`swapkl.pruning.selection.greedy_select`,
 spacing Delta) over interchange, replacement (max / mean of both directions) and single-block
 deletion KL, the anti-guided bound (highest interchange scores first, same spacing), and the paper's
-settings of :class:`swapkl.pruning.selection.SelectionOptions` (``ctx.options``): scoring partners limited to a
+settings of :class:`swapkl.pruning.selection_options.SelectionOptions` (``ctx.options``): scoring partners limited to a
 pair set, ties broken by deletion KL, the greedy within a layer region (``*_clustered``) and named fixed
 layer sets (``fixed``, one row per set, ``fixed_set`` = its name)."""
 
