@@ -1,0 +1,107 @@
+"""swapkl.config.rule_jobs: a rule's job is built from the config keys named like its fields, and a new option
+costs four places (the schema's key, the job's field, the command line's flag, the code that reads it).
+
+The toy option ``toy_scale`` is added here in exactly those four places, each as the test's own copy (a copy of
+the schema with the key, a subclass of ProbeJob with the field, the probe command's parser with the flag, a
+runner that reads it), and reaches the job along both roads with no other file changed: the workflow's
+(config -> rule_jobs.job_settings -> the rule's params -> run_job.py's run_rule_job) and the command line's."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from direct_config import RULES, SCHEMA
+from swapkl.cli import build_parser
+from swapkl.commands import probe_command
+from swapkl.config import ConfigError, rule_jobs
+from swapkl.config.rule_params import RuleParams
+from swapkl.config.study_plan import StudyPlan
+from swapkl.config.validation import validate_config
+from swapkl.probes.probe_jobs import ProbeJob
+
+CONFIG = {"models": {"m": {"source": "org/model", "revisions": ["main"], "toy_scale": 2.5}}}
+WILDCARDS = SimpleNamespace(model="m", revision="main")
+FILES = {"out": {"replacement": "replacement.parquet"}, "protocols": ["replacement"]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToyProbeJob(ProbeJob):
+    """Place 2 of 4: the job's field (in the package, a line of ProbeJob)."""
+
+    toy_scale: float = 1.0
+
+
+def schema_with_toy(tmp_path):
+    """Place 1 of 4: the schema's key, on each model (in the package, a key of config.schema.yaml)."""
+    schema = yaml.safe_load(SCHEMA.read_text())
+    schema["$defs"]["model"]["properties"]["toy_scale"] = {"type": "number", "default": 1.0}
+    path = tmp_path / "config.schema.yaml"
+    path.write_text(yaml.safe_dump(schema, sort_keys=False))
+    return path
+
+
+def rule_params(cfg, schema) -> RuleParams:
+    cfg = copy.deepcopy(cfg)
+    families = validate_config(cfg, schema_path=str(schema), rules_dir=str(RULES), base_dir=str(SCHEMA.parents[2]))
+    return RuleParams(StudyPlan(cfg, families))
+
+
+def test_the_schema_is_where_a_new_key_is_allowed(tmp_path):
+    with pytest.raises(ConfigError, match="toy_scale"):
+        rule_params(CONFIG, SCHEMA)
+    assert rule_params(CONFIG, schema_with_toy(tmp_path)).model_config(WILDCARDS)["toy_scale"] == 2.5
+
+
+def test_a_new_option_reaches_the_rule_job_from_the_config_key_of_its_name(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setitem(rule_jobs.JOBS, "probe", ToyProbeJob)
+    monkeypatch.setitem(rule_jobs.RUNNERS, "probe", lambda job: seen.append(job.toy_scale))  # place 4: the use
+    params = rule_params(CONFIG, schema_with_toy(tmp_path))
+    settings = params.job("probe")(WILDCARDS)  # the rule's `job` param, as probe.smk names it
+    assert settings["kind"] == "probe" and settings["toy_scale"] == 2.5
+    assert yaml.safe_load(yaml.safe_dump(settings)) == settings, "a plain value, for Snakemake's params trigger"
+    rule_jobs.run_rule_job(settings, FILES, [])  # what run_job.py does
+    assert seen == [2.5]
+
+    unset = rule_params({"models": {"m": {**CONFIG["models"]["m"], "toy_scale": 1.0}}}, schema_with_toy(tmp_path))
+    assert rule_jobs.build_job(unset.job("probe")(WILDCARDS), FILES).toy_scale == 1.0
+
+
+def test_a_new_option_reaches_the_job_from_the_command_line_flag_of_its_name(monkeypatch):
+    original = probe_command.add_parser
+
+    def add_parser(sub):  # place 3 of 4: the flag (in the package, a line of probe_command.add_parser)
+        original(sub)
+        sub.choices["probe"].add_argument("--toy-scale", type=float, default=ToyProbeJob.toy_scale)
+
+    monkeypatch.setattr(probe_command, "add_parser", add_parser)
+    monkeypatch.setattr(probe_command, "ProbeJob", ToyProbeJob)
+    argv = ["probe", "--model", "ckpt", "--tokens", "t.npy", "--out", "o.parquet"]
+    parser = build_parser(["probe"])
+    job = probe_command.job(parser.parse_args([*argv, "--toy-scale", "2.5"]))
+    assert isinstance(job, ToyProbeJob) and job.toy_scale == 2.5
+    assert probe_command.job(parser.parse_args(argv)).toy_scale == 1.0
+
+
+def test_the_workflow_and_the_command_line_build_the_same_probe_job(tmp_path):
+    """The demo-like checkpoint's probe job from the config equals the job of the equivalent flags."""
+    cfg = {"models": {"m": {"source": "org/model", "revisions": ["main"], "rope": "off", "dtype": "bfloat16",
+                            "batch_size": 4,
+                            "data": {"text_file": "c.txt", "n_seqs": 8, "seq_len": 64, "min_tokens": 4}}}}
+    params = rule_params(cfg, SCHEMA)
+    from_config = rule_jobs.build_job(params.job("probe")(WILDCARDS), {**FILES, "out": "o.parquet"})
+    model = params.checkpoint_dir(WILDCARDS)
+    args = build_parser(["probe"]).parse_args(
+        ["probe", "--model", model, "--text-file", "c.txt", "--n-seqs", "8", "--seq-len", "64", "--min-tokens", "4",
+         "--out", "o.parquet", "--rope", "off",
+         "--dtype", "bfloat16", "--batch-size", "4", "--protocols", "replacement",
+         "--pairs", from_config.pairs, "--label", "m", "--revision-label", "main"])
+    from_flags = probe_command.job(args)
+    differ = {f for f in ProbeJob.field_names() if getattr(from_config, f) != getattr(from_flags, f)}
+    assert differ == {"metadata", "placement"}, differ  # the workflow's records and device map, none on the CLI
+    assert (from_config.rope, from_config.dtype, from_config.batch_size) == ("off", "bfloat16", 4)
