@@ -45,46 +45,38 @@ def refusal_of_file(path: Path, base_dir: Path = REPO) -> str | None:
 
 
 def helper_namespace(cfg: dict, families: dict) -> dict:
-    """The get_* helpers that common.smk takes from swapkl.config (under common.smk's names), over a validated
-    config, without Snakemake."""
+    """What common.smk builds over a validated config (its PLAN and PARAMS, under its names), without
+    Snakemake."""
     plan = StudyPlan(cfg, families)
-    params = RuleParams(plan)
-    return {"config": cfg, "checkpoints": plan.checkpoints, "prune_checkpoints": plan.prune_checkpoints,
-            "relevance_checkpoints": plan.relevance_checkpoints, "models_with": plan.models_with,
-            "enabled_models": plan.enabled_models, "get_pair_sets": plan.pair_sets,
-            "get_seed_families": plan.seed_families, "get_probe_pairs": plan.probe_pairs,
-            "get_checkpoint_dir": params.checkpoint_dir, "get_probe_data": params.probe_data,
-            "get_metadata": params.metadata, "get_prune_metadata": params.prune_metadata,
-            "get_prune_inputs": params.prune_inputs, "get_relevance_tasks": params.relevance_tasks,
-            "get_relevance_lm_eval_tasks": params.relevance_lm_eval_tasks, "get_relevance_lm": params.relevance_lm,
-            "get_relevance_lm_sets": params.relevance_lm_sets, "get_demo_settings": params.demo_settings,
-            "get_save_steps": params.save_steps}
+    return {"config": cfg, "PLAN": plan, "PARAMS": RuleParams(plan)}
 
 
 def helper_values(g: dict) -> dict:
-    """Per checkpoint, what the helpers ``g`` (common.smk's globals, or :func:`helper_namespace`) give the
-    probe, pruning, relevance and demo training jobs as parameters, as JSON data."""
+    """Per checkpoint, what the plan and rule params ``g`` (common.smk's globals, or :func:`helper_namespace`)
+    give the probe, pruning, relevance and demo training jobs as parameters, as JSON data."""
+    plan, params = g["PLAN"], g["PARAMS"]
     jobs = {}
-    for model, revision in g["checkpoints"]():
+    for model, revision in plan.checkpoints():
         wc = SimpleNamespace(model=model, revision=revision)
         jobs[f"{model}/{revision}"] = {
-            "checkpoint": g["get_checkpoint_dir"](wc), "pairs": g["get_probe_pairs"](model),
-            "data": g["get_probe_data"](wc), "metadata": g["get_metadata"](wc),
+            "checkpoint": params.checkpoint_dir(wc), "pairs": plan.probe_pairs(model),
+            "data": params.probe_data(wc), "metadata": params.metadata(wc), "probe_job": params.job("probe")(wc),
         }
-    for model, revision in g["prune_checkpoints"]():
+    for model, revision in plan.prune_checkpoints():
         wc = SimpleNamespace(model=model, revision=revision)
-        jobs[f"{model}/{revision}"]["prune_metadata"] = g["get_prune_metadata"](wc)
-        jobs[f"{model}/{revision}"]["prune_text"] = g["get_prune_inputs"](wc)["text"]
-    for model, revision in g["relevance_checkpoints"]():
+        jobs[f"{model}/{revision}"]["prune_metadata"] = params.prune_metadata(wc)
+        jobs[f"{model}/{revision}"]["prune_text"] = params.prune_inputs(wc)["text"]
+        jobs[f"{model}/{revision}"]["prune_job"] = params.job("prune")(wc)
+    for model, revision in plan.relevance_checkpoints():
         wc = SimpleNamespace(model=model, revision=revision)
         jobs[f"{model}/{revision}"]["relevance"] = {
-            "tasks": g["get_relevance_tasks"](wc), "lm_eval_tasks": g["get_relevance_lm_eval_tasks"](wc),
-            "lm": g["get_relevance_lm"](wc), "lm_sets": g["get_relevance_lm_sets"](wc),
+            "tasks": params.relevance_tasks(wc), "lm_eval_tasks": params.relevance_lm_eval_tasks(wc),
+            "lm": params.relevance_lm(wc), "lm_sets": params.relevance_lm_sets(wc),
         }
-    for model in g["models_with"]("demo"):
+    for model in plan.models_with("demo"):
         wc = SimpleNamespace(model=model)
-        jobs[model] = {"train": g["get_demo_settings"](wc), "save_steps": g["get_save_steps"](wc)}
-    jobs["pair_sets"] = g["get_pair_sets"]()
-    jobs["seed_families"] = g["get_seed_families"]()
-    jobs["sources"] = {m: g["config"]["models"][m].get("source") for m in sorted(g["enabled_models"]())}
+        jobs[model] = {"train": params.demo_settings(wc), "save_steps": params.save_steps(wc)}
+    jobs["pair_sets"] = plan.pair_sets()
+    jobs["seed_families"] = plan.seed_families()
+    jobs["sources"] = {m: g["config"]["models"][m].get("source") for m in sorted(plan.enabled_models())}
     return json.loads(json.dumps(jobs))

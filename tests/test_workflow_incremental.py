@@ -117,7 +117,7 @@ def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
     if (demo_run / "results" / "pruning.parquet").exists():
         expected["aggregate_pruning"] = 1
     assert {rule: counts[rule] for rule in expected} == expected, counts
-    gpu = r"^\s+(\*\*engine_job\([^)]*)?gpu=(1|job_gpus)\)?,?$"  # gpu=... alone or in the engine_job resources
+    gpu = r"^\s+(\*\*engine_job\([^)]*)?gpu=(1|PARAMS\.job_gpus)\)?,?$"  # gpu=... alone or in the engine_job resources
     gpu_rules = {rule for rule, block in rule_blocks() if re.search(gpu, block, re.M)}
     assert {"probe_checkpoint", "probe", "prune_layers"} <= gpu_rules  # the parser finds them
     assert not gpu_rules & set(counts), counts

@@ -4,12 +4,12 @@
 
 rule aggregate_results:
     input:
-        probes=get_all_probe_files(),
-        representation=get_all_repr_files(),
+        probes=PLAN.all_probe_files(),
+        representation=PLAN.all_repr_files(),
     output:
         table_report("results/swapkl.parquet", "swapkl_table.rst"),
     params:
-        pair_sets=get_pair_sets(),
+        pair_sets=PLAN.pair_sets(),
         **BOOTSTRAP,
     log:
         "logs/aggregate_results.log",

@@ -1,6 +1,6 @@
-# The get_* helpers of the rule files, thin wiring over swapkl.config, which validates the config, expands the
-# seed families, says which models and revisions each stage runs for (StudyPlan), where their files live
-# (layout) and what each job is given (RuleParams). No logic lives here.
+# The rule files' wiring over swapkl.config, which validates the config, expands the seed families, says which
+# models and revisions each stage runs for (PLAN, a StudyPlan), where their files live (layout) and what each
+# job is given (PARAMS, a RuleParams). The rules call PLAN and PARAMS by name; no logic lives here.
 
 import os
 import re
@@ -47,18 +47,6 @@ def name_regex(names):
     return "|".join(re.escape(name) for name in names) if names else "(?!)"
 
 
-# --------------------------------------------------------------------------------------------------- models
-
-enabled_models = PLAN.enabled_models
-models_with = PLAN.models_with
-trajectory_models = PLAN.trajectory_models
-get_revisions = PLAN.revisions
-checkpoints = PLAN.checkpoints
-last_revision = PLAN.last_revision
-get_checkpoint_dir = PARAMS.checkpoint_dir
-get_checkpoint_input = PARAMS.checkpoint_input
-
-
 # --------------------------------------------------------------------------------------------------- hub access
 
 
@@ -67,85 +55,14 @@ def check_hub_access(dag):
     can succeed, so stop before any job starts, one line per checkpoint to download."""
     scheduled = {(job.wildcards.model, job.wildcards.revision) for job in dag.needrun_jobs()
                  if job.rule.name == "download_checkpoint"}
-    why = hub_unreachable() if scheduled and hub_only(config["models"], enabled_models()) else None
+    why = hub_unreachable() if scheduled and hub_only(config["models"], PLAN.enabled_models()) else None
     if why is None:
         return
-    for model, revision in checkpoints():
+    for model, revision in PLAN.checkpoints():
         if (model, revision) in scheduled:
             logger.error(f"{model}/{revision}: cannot download {config['models'][model]['source']}@{revision}: "
                          f"the model hub is unreachable ({why})")
     raise WorkflowError(f"No access to the model hub; run the offline demo instead: {OFFLINE_DEMO}")
-
-
-# --------------------------------------------------------------------------------------------------- probes
-
-get_probe_pairs = PLAN.probe_pairs
-probe_protocols = PLAN.probe_protocols
-checkpoint_protocols = PLAN.checkpoint_protocols
-checkpoint_models = PLAN.checkpoint_models
-get_all_probe_files = PLAN.all_probe_files
-get_all_repr_files = PLAN.all_repr_files
-get_pair_sets = PLAN.pair_sets
-get_probe_data = PARAMS.probe_data
-get_probe_inputs = PARAMS.probe_inputs
-get_probe_settings = PARAMS.probe_settings
-get_placement = PARAMS.placement
-job_gpus = PARAMS.job_gpus
-get_metadata = PARAMS.metadata
-get_demo_settings = PARAMS.demo_settings
-get_save_steps = PARAMS.save_steps
-get_progress_path = PARAMS.progress_path
-get_checkpoint_progress_paths = PARAMS.checkpoint_progress_paths
-
-# --------------------------------------------------------------------------------------------------- pruning
-
-get_prune_revisions = PLAN.prune_revisions
-models_with_pruning = PLAN.models_with_pruning
-prune_checkpoints = PLAN.prune_checkpoints
-pruning_trajectory_models = PLAN.pruning_trajectory_models
-export_checkpoints = PLAN.export_checkpoints
-heal_checkpoints = PLAN.heal_checkpoints
-healed_checkpoints = PLAN.healed_checkpoints
-get_prune_settings = PARAMS.prune_settings
-get_selection_options = PARAMS.selection_options
-get_prune_metadata = PARAMS.prune_metadata
-get_prune_inputs = PARAMS.prune_inputs
-get_export_inputs = PARAMS.export_inputs
-
-# --------------------------------------------------------------------------------------------------- relevance
-
-get_relevance_revisions = PLAN.relevance_revisions
-relevance_checkpoints = PLAN.relevance_checkpoints
-get_relevance_tasks = PARAMS.relevance_tasks
-get_relevance_lm = PARAMS.relevance_lm
-get_relevance_lm_eval_tasks = PARAMS.relevance_lm_eval_tasks
-get_relevance_lm_sets = PARAMS.relevance_lm_sets
-get_relevance_inputs = PARAMS.relevance_inputs
-get_relevance_pruning_guides = PARAMS.relevance_pruning_guides
-
-# --------------------------------------------------------------------------------------------------- other stages
-
-covariate_checkpoints = PLAN.covariate_checkpoints
-span_checkpoints = PLAN.span_checkpoints
-seed_members = PLAN.seed_members
-get_seed_families = PLAN.seed_families
-seed_band_families = PLAN.seed_band_families
-get_seeds_inputs = PARAMS.seeds_inputs
-scaling_models = PLAN.scaling_models
-rope_counterfactual_models = PLAN.rope_counterfactual_models
-jacobian_models = PLAN.jacobian_models
-convergence_models = PLAN.convergence_models
-domain_slice_models = PLAN.domain_slice_models
-predictor_validity_models = PLAN.predictor_validity_models
-jacobian_file = PLAN.jacobian_file
-
-# --------------------------------------------------------------------------------------------------- captions
-
-describe_setup = PARAMS.describe_setup
-describe_pruning = PARAMS.describe_pruning
-describe_spans = PARAMS.describe_spans
-describe_family = PARAMS.describe_family
-describe_demo_training = PARAMS.describe_demo_training
 
 
 # --------------------------------------------------------------------------------------------------- targets
@@ -164,14 +81,14 @@ def get_final_outputs():
 BOOTSTRAP = {"n_boot": config["probe"]["n_boot"], "seed": config["probe"]["seed"]}
 
 
-def per_checkpoint(path_of, checkpoints):
+def per_checkpoint(path_of, pairs):
     """The file ``path_of(model, revision)`` of each checkpoint (the inputs of a job gathering them)."""
-    return [path_of(model, revision) for model, revision in checkpoints]
+    return [path_of(model, revision) for model, revision in pairs]
 
 
-def per_checkpoint_files(checkpoints, **paths_of):
+def per_checkpoint_files(pairs, **paths_of):
     """Named inputs of a job gathering several files per checkpoint: ``{name: per_checkpoint(path_of, ...)}``."""
-    return {name: per_checkpoint(path_of, checkpoints) for name, path_of in paths_of.items()}
+    return {name: per_checkpoint(path_of, pairs) for name, path_of in paths_of.items()}
 
 
 def model_settings(*keys, section=None):
@@ -185,9 +102,6 @@ def model_settings(*keys, section=None):
 
 # --------------------------------------------------------------------------------------------------- resources
 
-checkpoint_size_mb = PARAMS.checkpoint_size_mb
-gpu_job_mem_mb = PARAMS.gpu_job_mem_mb
-gpu_job_runtime = PARAMS.gpu_job_runtime
 
 #: the resources of a job gathering tables, and of one summarising them with a bootstrap
 TABLE_JOB = {"mem_mb": 2000, "runtime": 10}
@@ -196,7 +110,7 @@ SUMMARY_JOB = {"mem_mb": 4000, "runtime": 30}
 
 def engine_job(minutes_per_gb, **gpu):
     """The resources of a job that loads the checkpoint: memory for it, and a runtime by its size."""
-    return {**gpu, "mem_mb": gpu_job_mem_mb, "runtime": gpu_job_runtime(minutes_per_gb=minutes_per_gb)}
+    return {**gpu, "mem_mb": PARAMS.gpu_job_mem_mb, "runtime": PARAMS.gpu_job_runtime(minutes_per_gb=minutes_per_gb)}
 
 
 def trained_model_job(runtime=60, extra_mem_mb=0, **gpu):
@@ -205,7 +119,7 @@ def trained_model_job(runtime=60, extra_mem_mb=0, **gpu):
 
 
 wildcard_constraints:
-    model=name_regex(enabled_models()),
+    model=name_regex(PLAN.enabled_models()),
     revision=REVISION_REGEX,
 
 
@@ -281,14 +195,14 @@ def checkpoint_job(deletion, covariates):
     output = {**probe_files(protocols),
               **({"representation": repr_file("{model}", "{revision}")} if deletion else {}),
               **({"covariates": covariate_file("{model}", "{revision}")} if covariates else {})}
-    return SimpleNamespace(output=output, model=name_regex(checkpoint_models(deletion, covariates)),
+    return SimpleNamespace(output=output, model=name_regex(PLAN.checkpoint_models(deletion, covariates)),
                            runtime=probe_runtime(protocols, covariates))
 
 
 def probe_runtime(protocols, covariates=False):
     """Runtime of a probe job measuring ``protocols`` (and the covariates): their minutes per GB, summed."""
     minutes = sum(get_protocol(p).minutes_per_gb for p in protocols) + covariates * COVARIATES_MINUTES_PER_GB
-    return gpu_job_runtime(minutes_per_gb=minutes)
+    return PARAMS.gpu_job_runtime(minutes_per_gb=minutes)
 
 
 # healed_probes.smk
@@ -297,7 +211,7 @@ def probe_runtime(protocols, covariates=False):
 def get_healed_probe_inputs(wildcards):
     model = config["models"][wildcards.model]
     return {
-        "checkpoint": get_checkpoint_input(wildcards),
+        "checkpoint": PARAMS.checkpoint_input(wildcards),
         "probes": [probe_file(wildcards.model, wildcards.revision, p) for p in PROBE_PROTOCOLS],
         "text": text_files(model["data"], model["healed_probes"]["calibration"]),
     }
@@ -308,7 +222,7 @@ def family_members(wildcards):
     led = [f for f in SEED_FAMILIES.values() if list(f["members"])[0] == wildcards.model]
     if not led:
         return {}
-    enabled = set(enabled_models())
+    enabled = set(PLAN.enabled_models())
     return {m: [probe_file(m, wildcards.revision, p) for p in ("replacement", "interchange")]
             for m in list(led[0]["members"])[1:]
             if m in enabled and wildcards.revision in config["models"][m]["revisions"]}
@@ -322,7 +236,7 @@ def get_test_agreement_inputs(wildcards):
         "healed": healed_file(model, revision),
         "members": [f for files in family_members(wildcards).values() for f in files],
     }
-    if (model, revision) in relevance_checkpoints():
+    if (model, revision) in PLAN.relevance_checkpoints():
         inputs["relevance"] = relevance_file(model, revision)
     return inputs
 
@@ -331,8 +245,8 @@ def get_test_agreement_inputs(wildcards):
 
 
 def _scaling_checkpoints():
-    return {m: (last_revision(m), get_checkpoint_dir(SimpleNamespace(model=m, revision=last_revision(m))))
-            for m in scaling_models()}
+    return {m: (PLAN.last_revision(m), PARAMS.checkpoint_dir(SimpleNamespace(model=m, revision=PLAN.last_revision(m))))
+            for m in PLAN.scaling_models()}
 
 
 # predictor_validity.smk
@@ -340,7 +254,7 @@ def _scaling_checkpoints():
 
 def at_last_revision(wildcards):
     """The wildcards of the model's checkpoint at its last revision (this model-level job reads that one)."""
-    return SimpleNamespace(model=wildcards.model, revision=last_revision(wildcards.model))
+    return SimpleNamespace(model=wildcards.model, revision=PLAN.last_revision(wildcards.model))
 
 
 # scorecard.smk
@@ -348,15 +262,15 @@ def at_last_revision(wildcards):
 
 def scorecard_inputs():
     inputs = {"aggregate": "results/swapkl.parquet"}
-    if prune_checkpoints():
+    if PLAN.prune_checkpoints():
         inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
-    if relevance_checkpoints():
+    if PLAN.relevance_checkpoints():
         inputs["relevance_stats"] = "results/relevance_stats.parquet"
-    if rope_counterfactual_models():
-        inputs["rope_counterfactual"] = [f"results/rope_counterfactual/{m}.parquet" for m in rope_counterfactual_models()]
-    if heal_checkpoints():
+    if PLAN.rope_counterfactual_models():
+        inputs["rope_counterfactual"] = [f"results/rope_counterfactual/{m}.parquet" for m in PLAN.rope_counterfactual_models()]
+    if PLAN.heal_checkpoints():
         inputs["recovery"] = "results/recovery.parquet"
-    if domain_slice_models():
+    if PLAN.domain_slice_models():
         inputs["domain_slices"] = "results/domain_slices.parquet"
     if PLAN.downstream_checkpoints():
         inputs["downstream"] = "results/downstream.parquet"

@@ -4,13 +4,13 @@
 
 rule summarise_convergence:
     input:
-        lambda wildcards: [probe_file(m, last_revision(m), p) for m in convergence_models()
+        lambda wildcards: [probe_file(m, PLAN.last_revision(m), p) for m in PLAN.convergence_models()
                            for p in ("replacement", "interchange")],
     output:
         table_report("results/convergence.parquet", "convergence_table.rst"),
     params:
-        checkpoints=[[m, last_revision(m), [probe_file(m, last_revision(m), p) for p in ("replacement", "interchange")]]
-                     for m in convergence_models()],
+        checkpoints=[[m, PLAN.last_revision(m), [probe_file(m, PLAN.last_revision(m), p) for p in ("replacement", "interchange")]]
+                     for m in PLAN.convergence_models()],
         seed=config["probe"]["seed"],
     log:
         "logs/summarise_convergence.log",

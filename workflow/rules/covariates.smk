@@ -6,14 +6,14 @@
 
 rule aggregate_covariates:
     input:
-        covariates=per_checkpoint(covariate_file, covariate_checkpoints()),
+        covariates=per_checkpoint(covariate_file, PLAN.covariate_checkpoints()),
         table="results/swapkl.parquet",
     output:
         table=table_report("results/covariates.parquet", "covariates_table.rst"),
         correlations=table_report("results/covariate_correlations.parquet", "covariate_correlations_table.rst"),
     params:
         **BOOTSTRAP,
-        families=get_seed_families(),
+        families=PLAN.seed_families(),
     log:
         "logs/aggregate_covariates.log",
     conda:

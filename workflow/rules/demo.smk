@@ -29,11 +29,11 @@ rule train_demo_model:
     output:
         directory("resources/demo/models/{model}"),
     wildcard_constraints:
-        model=name_regex(models_with("demo")),
+        model=name_regex(PLAN.models_with("demo")),
     params:
         corpus_dir=lambda wildcards, input: os.path.dirname(input.corpus[0]),
-        settings=get_demo_settings,
-        save_steps=get_save_steps,
+        settings=PARAMS.demo_settings,
+        save_steps=PARAMS.save_steps,
     log:
         "logs/{model}/train_demo_model.log",
     benchmark:

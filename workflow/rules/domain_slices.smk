@@ -8,7 +8,7 @@ rule summarise_domain_slices:
     output:
         table_report("results/domain_slices.parquet", "domain_slices_table.rst"),
     params:
-        slices=[[m, config["models"][m]["domain_slice_of"], last_revision(m)] for m in domain_slice_models()],
+        slices=[[m, config["models"][m]["domain_slice_of"], PLAN.last_revision(m)] for m in PLAN.domain_slice_models()],
     log:
         "logs/summarise_domain_slices.log",
     conda:

@@ -10,12 +10,12 @@ rule download_checkpoint:
     output:
         directory("resources/checkpoints/{model}/{revision}"),
     wildcard_constraints:
-        model=name_regex(models_with("source")),
+        model=name_regex(PLAN.models_with("source")),
     params:
         model_id=lambda wildcards: config["models"][wildcards.model]["source"],
         retries=5,
         # a seed-family member's revision that the hub lacks is recorded as absent (swapkl.hub.absence)
-        member=lambda wildcards: wildcards.model if wildcards.model in seed_members() else None,
+        member=lambda wildcards: wildcards.model if wildcards.model in PLAN.seed_members() else None,
     log:
         "logs/{model}/{revision}/download_checkpoint.log",
     # one retry layer: swapkl.hub.download retries transient errors itself (params.retries, with backoff) and fails

@@ -26,19 +26,19 @@ rule score_downstream:
     output:
         downstream_file.template,
     params:
-        checkpoint=get_checkpoint_dir,
+        checkpoint=PARAMS.checkpoint_dir,
         lm_eval_tasks=lambda wildcards: config["models"][wildcards.model]["downstream"]["lm_eval_tasks"],
         limit=lambda wildcards: config["models"][wildcards.model]["downstream"]["limit"],
         pruning_guides=PARAMS.downstream_pruning_guides,
         **model_settings("dtype", "batch_size"),
-        placement=get_placement,
+        placement=PARAMS.placement,
     log:
         "logs/{model}/{revision}/score_downstream.log",
     benchmark:
         "benchmarks/{model}/{revision}/score_downstream.tsv"
     threads: 1
     resources:
-        **engine_job(20, gpu=job_gpus),
+        **engine_job(20, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:

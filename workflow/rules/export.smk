@@ -4,18 +4,18 @@
 
 rule export_pruned_models:
     input:
-        unpack(get_export_inputs),
+        unpack(PARAMS.export_inputs),
     output:
         directory("results/exports/{model}/{revision}"),
     params:
-        checkpoint=get_checkpoint_dir,
+        checkpoint=PARAMS.checkpoint_dir,
         guides=lambda wildcards: config["models"][wildcards.model]["prune"]["export_guides"],
         **model_settings("dtype"),
     log:
         "logs/{model}/{revision}/export_pruned_models.log",
     threads: 1
     resources:
-        **engine_job(5, gpu=job_gpus),
+        **engine_job(5, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:

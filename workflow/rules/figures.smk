@@ -9,21 +9,21 @@ from swapkl.figures.figure_registry import jobs as figure_jobs, output_key
 # The workflow values a figure's params name (Figure.params: param name -> one of these), for its caption and
 # (Figure.plot_params) its plot function.
 FIGURE_PARAMS = {
-    "model_setup": lambda wildcards: describe_setup(wildcards.model),
-    "family_setup": lambda wildcards: describe_family(wildcards.family),
-    "demo_training": lambda wildcards: describe_demo_training(),
-    "pruning": lambda wildcards: describe_pruning(wildcards.model),
-    "all_pruning": lambda wildcards: ", ".join(f"{m}: {describe_pruning(m)}" for m in models_with_pruning()),
-    "spans": lambda wildcards: describe_spans(wildcards.model),
+    "model_setup": lambda wildcards: PARAMS.describe_setup(wildcards.model),
+    "family_setup": lambda wildcards: PARAMS.describe_family(wildcards.family),
+    "demo_training": lambda wildcards: PARAMS.describe_demo_training(),
+    "pruning": lambda wildcards: PARAMS.describe_pruning(wildcards.model),
+    "all_pruning": lambda wildcards: ", ".join(f"{m}: {PARAMS.describe_pruning(m)}" for m in PLAN.models_with_pruning()),
+    "spans": lambda wildcards: PARAMS.describe_spans(wildcards.model),
     "n_boot": lambda wildcards: config["probe"]["n_boot"],
     "seed": lambda wildcards: config["probe"]["seed"],
-    "families": lambda wildcards: get_seed_families(),
+    "families": lambda wildcards: PLAN.seed_families(),
     "training_logs": lambda wildcards, input: {
-        model: f"{run}/training_log.csv" for model, run in zip(models_with("demo"), input.runs)
+        model: f"{run}/training_log.csv" for model, run in zip(PLAN.models_with("demo"), input.runs)
     },
 }
 # The models an input named in Figure.expand is expanded over.
-FIGURE_EXPANSIONS = {"demo": lambda: models_with("demo")}
+FIGURE_EXPANSIONS = {"demo": lambda: PLAN.models_with("demo")}
 
 
 def figure_inputs(figures):

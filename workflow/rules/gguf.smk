@@ -6,7 +6,7 @@ rule convert_gguf:
     output:
         directory("resources/checkpoints/{model}/{revision}"),
     wildcard_constraints:
-        model=name_regex(models_with("gguf")),
+        model=name_regex(PLAN.models_with("gguf")),
     params:
         gguf=lambda wildcards: config["models"][wildcards.model]["gguf"],
     log:

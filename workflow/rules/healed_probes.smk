@@ -8,15 +8,15 @@ rule probe_healed:
     output:
         healed_file("{model}", "{revision}"),
     params:
-        checkpoint=get_checkpoint_dir,
+        checkpoint=PARAMS.checkpoint_dir,
         healed=lambda wildcards: config["models"][wildcards.model]["healed_probes"],
-        data=get_probe_data,
+        data=PARAMS.probe_data,
         **model_settings("dtype", "batch_size"),
     log:
         "logs/{model}/{revision}/probe_healed.log",
     threads: 1
     resources:
-        **engine_job(60, gpu=job_gpus),
+        **engine_job(60, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -43,7 +43,7 @@ rule measure_test_agreement:
 
 rule aggregate_healed:
     input:
-        **per_checkpoint_files(healed_checkpoints(), healed=healed_file, agreement=test_agreement_file),
+        **per_checkpoint_files(PLAN.healed_checkpoints(), healed=healed_file, agreement=test_agreement_file),
     output:
         **results_tables(healed="healed", agreement="test_agreement"),
     log:

@@ -5,18 +5,18 @@
 
 rule measure_jacobian:
     input:
-        unpack(get_probe_inputs),
+        unpack(PARAMS.probe_inputs),
     output:
         "results/jacobian/{model}/{revision}.parquet",
     wildcard_constraints:
-        model=name_regex(jacobian_models()),
+        model=name_regex(PLAN.jacobian_models()),
     params:
-        checkpoint=get_checkpoint_dir,
-        data=get_probe_data,
+        checkpoint=PARAMS.checkpoint_dir,
+        data=PARAMS.probe_data,
         settings=lambda wildcards: {k: v for k, v in config["models"][wildcards.model]["jacobian"].items()
                                     if k != "enabled"},
         **model_settings("dtype"),
-        metadata=get_metadata,
+        metadata=PARAMS.metadata,
     log:
         "logs/{model}/{revision}/measure_jacobian.log",
     threads: 4
@@ -30,7 +30,7 @@ rule measure_jacobian:
 
 rule combine_jacobian:
     input:
-        lambda wildcards: [jacobian_file(m) for m in jacobian_models()],
+        lambda wildcards: [PLAN.jacobian_file(m) for m in PLAN.jacobian_models()],
     output:
         table_report("results/jacobian.parquet", "jacobian_table.rst"),
     log:

@@ -33,7 +33,7 @@ def executes_jobs():
 
 def hub_downloads():
     """(model, revision) of every enabled hub checkpoint not downloaded yet into resources/checkpoints/."""
-    return [(m, r) for m, r in checkpoints()
+    return [(m, r) for m, r in PLAN.checkpoints()
             if "source" in config["models"][m] and not os.path.isdir(f"resources/checkpoints/{m}/{r}")]
 
 
@@ -54,9 +54,9 @@ def offline_lines(needed, why):
 
 
 def stop_early_without_hub():
-    hub = set(models_with("source"))
-    from_hub = {m for m in enabled_models() if m in hub or config["models"][m].get("same_weights_as") in hub}
-    if not hub or from_hub != set(enabled_models()) or not executes_jobs():
+    hub = set(PLAN.models_with("source"))
+    from_hub = {m for m in PLAN.enabled_models() if m in hub or config["models"][m].get("same_weights_as") in hub}
+    if not hub or from_hub != set(PLAN.enabled_models()) or not executes_jobs():
         return
     needed = hub_downloads()
     why = hub_unreachable() if needed else None

@@ -8,14 +8,14 @@ from swapkl.config.targets import OPTIMAL_SEARCH_TABLE
 
 rule search_removal_sets:
     input:
-        checkpoint=get_checkpoint_input,
+        checkpoint=PARAMS.checkpoint_input,
         text=lambda wildcards: text_files(config["models"][wildcards.model]["optimal_search"]["calibration"]),
     output:
         optimal_search_file("{model}", "{revision}"),
     wildcard_constraints:
         model=name_regex(PLAN.optimal_search_models()),
     params:
-        checkpoint=get_checkpoint_dir,
+        checkpoint=PARAMS.checkpoint_dir,
         calibration=lambda wildcards: without_nulls(config["models"][wildcards.model]["optimal_search"]["calibration"]),
         settings=lambda wildcards: {k: v for k, v in config["models"][wildcards.model]["optimal_search"].items()
                                     if k in ("budgets", "beam_width", "max_evals")},
@@ -26,7 +26,7 @@ rule search_removal_sets:
         "benchmarks/{model}/{revision}/search_removal_sets.tsv"
     threads: 1
     resources:
-        **engine_job(20, gpu=job_gpus),
+        **engine_job(20, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:

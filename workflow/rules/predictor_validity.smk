@@ -5,14 +5,14 @@
 rule measure_predictor_validity:
     input:
         table="results/swapkl.parquet",
-        checkpoint=lambda wildcards: get_checkpoint_input(at_last_revision(wildcards)),
+        checkpoint=lambda wildcards: PARAMS.checkpoint_input(at_last_revision(wildcards)),
     output:
         table_report("results/predictor_validity/{model}.parquet", "predictor_validity_table.rst"),
     wildcard_constraints:
-        model=name_regex(predictor_validity_models()),
+        model=name_regex(PLAN.predictor_validity_models()),
     params:
-        checkpoint=lambda wildcards: get_checkpoint_dir(at_last_revision(wildcards)),
-        revision=lambda wildcards: last_revision(wildcards.model),
+        checkpoint=lambda wildcards: PARAMS.checkpoint_dir(at_last_revision(wildcards)),
+        revision=lambda wildcards: PLAN.last_revision(wildcards.model),
         eval_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
         **model_settings("dtype", "batch_size"),
     log:
@@ -20,8 +20,8 @@ rule measure_predictor_validity:
     threads: 4
     resources:
         gpu=1,
-        mem_mb=lambda wildcards, attempt: gpu_job_mem_mb(at_last_revision(wildcards), attempt),
-        runtime=lambda wildcards, attempt: gpu_job_runtime(minutes_per_gb=5)(at_last_revision(wildcards), attempt),
+        mem_mb=lambda wildcards, attempt: PARAMS.gpu_job_mem_mb(at_last_revision(wildcards), attempt),
+        runtime=lambda wildcards, attempt: PARAMS.gpu_job_runtime(minutes_per_gb=5)(at_last_revision(wildcards), attempt),
     conda:
         "../../envs/torch.yaml"
     script:

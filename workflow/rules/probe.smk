@@ -1,4 +1,4 @@
-# The probe protocols (swapkl.probes.protocols) on the model's widest pair set (get_probe_pairs); the aggregate
+# The probe protocols (swapkl.probes.protocols) on the model's widest pair set (StudyPlan.probe_pairs); the aggregate
 # reports each configured pair set by filtering and computes the confidence intervals (so that probe.n_boot and
 # probe.seed are no parameters here: changing them re-runs no GPU job).
 # Rule probe_checkpoint: one GPU job per checkpoint loads the model once and measures every protocol that changes
@@ -14,7 +14,7 @@ from swapkl.probes.protocols import weight_protocol_names
 
 rule probe_checkpoint:
     input:
-        unpack(get_probe_inputs),
+        unpack(PARAMS.probe_inputs),
     output:
         **checkpoint_job(deletion=True, covariates=False).output,
     wildcard_constraints:
@@ -28,8 +28,8 @@ rule probe_checkpoint:
         "benchmarks/{model}/{revision}/probe_checkpoint.tsv"
     threads: 4
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
+        gpu=PARAMS.job_gpus,
+        mem_mb=PARAMS.gpu_job_mem_mb,
         runtime=checkpoint_job(deletion=True, covariates=False).runtime,
     conda:
         "../../envs/torch.yaml"
@@ -43,8 +43,8 @@ use rule probe_checkpoint as probe_checkpoint_without_deletion with:
     wildcard_constraints:
         model=checkpoint_job(deletion=False, covariates=False).model,
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
+        gpu=PARAMS.job_gpus,
+        mem_mb=PARAMS.gpu_job_mem_mb,
         runtime=checkpoint_job(deletion=False, covariates=False).runtime,
 
 
@@ -54,8 +54,8 @@ use rule probe_checkpoint as probe_checkpoint_with_covariates with:
     wildcard_constraints:
         model=checkpoint_job(deletion=True, covariates=True).model,
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
+        gpu=PARAMS.job_gpus,
+        mem_mb=PARAMS.gpu_job_mem_mb,
         runtime=checkpoint_job(deletion=True, covariates=True).runtime,
 
 
@@ -65,8 +65,8 @@ use rule probe_checkpoint as probe_checkpoint_without_deletion_with_covariates w
     wildcard_constraints:
         model=checkpoint_job(deletion=False, covariates=True).model,
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
+        gpu=PARAMS.job_gpus,
+        mem_mb=PARAMS.gpu_job_mem_mb,
         runtime=checkpoint_job(deletion=False, covariates=True).runtime,
 
 
@@ -74,7 +74,7 @@ use rule probe_checkpoint as probe with:
     output:
         probe=probe_file("{model}", "{revision}", "{protocol}"),
     wildcard_constraints:
-        model=name_regex(enabled_models()),
+        model=name_regex(PLAN.enabled_models()),
         protocol=name_regex(weight_protocol_names()),
     params:
         files=PARAMS.protocol_probe_files,
@@ -83,6 +83,6 @@ use rule probe_checkpoint as probe with:
     benchmark:
         "benchmarks/{model}/{revision}/probe_{protocol}.tsv"
     resources:
-        gpu=job_gpus,
-        mem_mb=gpu_job_mem_mb,
+        gpu=PARAMS.job_gpus,
+        mem_mb=PARAMS.gpu_job_mem_mb,
         runtime=lambda wildcards, attempt: probe_runtime([wildcards.protocol])(wildcards, attempt),

@@ -5,7 +5,7 @@
 
 rule prune_layers:
     input:
-        unpack(get_prune_inputs),
+        unpack(PARAMS.prune_inputs),
     output:
         pruning="results/pruning/{model}/{revision}/pruning.parquet",
         agreement="results/pruning/{model}/{revision}/agreement.parquet",
@@ -19,7 +19,7 @@ rule prune_layers:
         "benchmarks/{model}/{revision}/prune_layers.tsv"
     threads: 4
     resources:
-        **engine_job(20, gpu=job_gpus),
+        **engine_job(20, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -28,7 +28,7 @@ rule prune_layers:
 
 rule aggregate_pruning:
     input:
-        **per_checkpoint_files(prune_checkpoints(), pruning=pruning_file, agreement=agreement_file),
+        **per_checkpoint_files(PLAN.prune_checkpoints(), pruning=pruning_file, agreement=agreement_file),
     output:
         **results_tables(pruning="pruning", agreement="pruning_agreement"),
     params:

@@ -21,25 +21,25 @@ rule build_demo_tasks:
 
 rule score_relevance:
     input:
-        unpack(get_relevance_inputs),
+        unpack(PARAMS.relevance_inputs),
     output:
         "results/relevance/{model}/{revision}.parquet",
     params:
-        checkpoint=get_checkpoint_dir,
-        tasks=get_relevance_tasks,
-        lm=get_relevance_lm,
-        lm_sets=get_relevance_lm_sets,
-        lm_eval_tasks=get_relevance_lm_eval_tasks,
-        pruning_guides=get_relevance_pruning_guides,
+        checkpoint=PARAMS.checkpoint_dir,
+        tasks=PARAMS.relevance_tasks,
+        lm=PARAMS.relevance_lm,
+        lm_sets=PARAMS.relevance_lm_sets,
+        lm_eval_tasks=PARAMS.relevance_lm_eval_tasks,
+        pruning_guides=PARAMS.relevance_pruning_guides,
         **model_settings("dtype", "batch_size"),
-        placement=get_placement,
+        placement=PARAMS.placement,
     log:
         "logs/{model}/{revision}/score_relevance.log",
     benchmark:
         "benchmarks/{model}/{revision}/score_relevance.tsv"
     threads: 1
     resources:
-        **engine_job(20, gpu=job_gpus),
+        **engine_job(20, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -48,7 +48,7 @@ rule score_relevance:
 
 rule aggregate_relevance:
     input:
-        per_checkpoint(relevance_file, relevance_checkpoints()),
+        per_checkpoint(relevance_file, PLAN.relevance_checkpoints()),
     output:
         table_report("results/relevance.parquet", "relevance_table.rst"),
     log:

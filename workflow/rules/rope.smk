@@ -9,10 +9,10 @@ rule summarise_rope_counterfactual:
     output:
         table_report("results/rope_counterfactual/{model}.parquet", "rope_counterfactual_table.rst"),
     wildcard_constraints:
-        model=name_regex(rope_counterfactual_models()),
+        model=name_regex(PLAN.rope_counterfactual_models()),
     params:
         reference=lambda wildcards: config["models"][wildcards.model]["same_weights_as"],
-        revision=lambda wildcards: last_revision(wildcards.model),
+        revision=lambda wildcards: PLAN.last_revision(wildcards.model),
         pairs=lambda wildcards: config["models"][wildcards.model].get("rope_pairs"),
     log:
         "logs/{model}/summarise_rope_counterfactual.log",

@@ -5,11 +5,11 @@
 
 rule summarise_seeds:
     input:
-        unpack(get_seeds_inputs),
+        unpack(PARAMS.seeds_inputs),
     output:
         table_report("results/seeds.parquet", "seeds_table.rst"),
     params:
-        families=get_seed_families(),
+        families=PLAN.seed_families(),
     log:
         "logs/summarise_seeds.log",
     conda:

@@ -6,7 +6,7 @@
 
 rule probe_spans:
     input:
-        unpack(get_probe_inputs),
+        unpack(PARAMS.probe_inputs),
     output:
         span_file("{model}", "{revision}"),
     params:
@@ -18,7 +18,7 @@ rule probe_spans:
         "benchmarks/{model}/{revision}/probe_spans.tsv"
     threads: 1
     resources:
-        **engine_job(4, gpu=job_gpus),
+        **engine_job(4, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -27,7 +27,7 @@ rule probe_spans:
 
 rule aggregate_spans:
     input:
-        spans=per_checkpoint(span_file, span_checkpoints()),
+        spans=per_checkpoint(span_file, PLAN.span_checkpoints()),
         table="results/swapkl.parquet",
     output:
         table_report("results/spans.parquet", "spans_table.rst"),

@@ -28,17 +28,17 @@ rule prune_on_tasks:
     output:
         "results/task_pruning/{model}/{revision}.parquet",
     params:
-        checkpoint=get_checkpoint_dir,
+        checkpoint=PARAMS.checkpoint_dir,
         job=lambda wildcards: task_pruning_params(PLAN, wildcards.model),
         **model_settings("dtype", "batch_size"),
-        placement=get_placement,
+        placement=PARAMS.placement,
     log:
         "logs/{model}/{revision}/prune_on_tasks.log",
     benchmark:
         "benchmarks/{model}/{revision}/prune_on_tasks.tsv"
     threads: 1
     resources:
-        **engine_job(20, gpu=job_gpus),
+        **engine_job(20, gpu=PARAMS.job_gpus),
     conda:
         "../../envs/torch.yaml"
     script:
