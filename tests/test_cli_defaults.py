@@ -179,10 +179,9 @@ def test_cli_defaults_are_the_job_descriptions(command):
 
 
 #: the stage functions that take their job (``run_probe(job)``, or its fields): none repeats the job's signature
-TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning)]
+TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning), (RelevanceJob, run_relevance)]
 #: those that still repeat it, field by field
-FUNCTIONS = [(RelevanceJob, run_relevance),
-             (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
+FUNCTIONS = [(HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
              (DisagreementJob, run_test_agreement), (DownstreamJob, run_downstream)]
 
 

@@ -30,5 +30,5 @@ def test_environment_provides_what_its_rules_import(env_file):
 
 
 def test_the_reading_is_eager():
-    """lm_eval is imported inside a function of swapkl.relevance.harness_tasks, reached from score_relevance."""
-    assert "lm_eval" in third_party_imports(REPO / "workflow" / "scripts" / "score_relevance.py")
+    """lm_eval is imported inside a function of swapkl.relevance.harness_tasks, reached from run_job.py (rule score_relevance)."""
+    assert "lm_eval" in third_party_imports(REPO / "workflow" / "scripts" / "run_job.py")

@@ -100,12 +100,14 @@ def test_template_payload_is_refused_by_the_command_line(workdir, capsys, comman
 
 @pytest.mark.parametrize("field", ["doc_to_text", "doc_to_choice", "doc_to_target"])
 def test_template_payload_is_refused_by_the_workflow_job(workdir, field):
-    """rule score_relevance runs RelevanceJob on the config's relevance.tasks (workflow/scripts/score_relevance.py)."""
-    from swapkl.relevance.relevance_jobs import RelevanceJob
+    """rule score_relevance runs the relevance job of the config's relevance.tasks (workflow/scripts/run_job.py:
+    its job and files params)."""
+    from swapkl.config.rule_jobs import run_rule_job
 
     task, values = evil_task(workdir / "tasks", "lipsum", field)
     with pytest.raises(SwapKLError) as e:
-        RelevanceJob(model=str(workdir / "model"), task_files=(task,), out=str(workdir / "out.parquet")).run()
+        run_rule_job({"kind": "relevance", "model": str(workdir / "model"), "task_files": [task]},
+                     {"out": str(workdir / "out.parquet"), "pruning": None}, [str(workdir / "out.parquet")])
     assert str(e.value) == REFUSED.format(**values)
     assert not (workdir / "PWNED").exists() and not (workdir / "out.parquet").exists()
 

@@ -8,9 +8,9 @@ traceback after hours of work or, worse, numbers from uninitialised memory.
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
-
-import numpy as np
 
 from swapkl.errors import SwapKLError
 
@@ -19,7 +19,7 @@ DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?|mps")
 
 def require_int(name: str, value, least: int) -> int:
     """``value`` as an int, which must be an integer (not a bool or float) and at least ``least``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise SwapKLError(f"{name} must be an integer, got {value!r}")
     if value < least:
         raise SwapKLError(f"{name} must be at least {least}, got {value}")
@@ -31,11 +31,18 @@ def require_finite(name: str, value, *, least: float | None = None, above: float
     or above ``above`` when given: an infinite learning rate or weight decay fails much later, with a message about
     something else."""
     bound = "" if least is None and above is None else (f" >= {least:g}" if least is not None else f" > {above:g}")
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's integers and floats are Real
         raise SwapKLError(f"{name} must be a number, got {value!r}")
-    if not np.isfinite(value) or (least is not None and value < least) or (above is not None and value <= above):
+    if not _finite(value) or (least is not None and value < least) or (above is not None and value <= above):
         raise SwapKLError(f"{name} must be a finite number{bound}, got {value!r}")
     return float(value)
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float
+        return False
 
 
 def require_device(device: str) -> str:

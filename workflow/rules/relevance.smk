@@ -25,14 +25,8 @@ rule score_relevance:
     output:
         "results/relevance/{model}/{revision}.parquet",
     params:
-        checkpoint=PARAMS.checkpoint_dir,
-        tasks=PARAMS.relevance_tasks,
-        lm=PARAMS.relevance_lm,
-        lm_sets=PARAMS.relevance_lm_sets,
-        lm_eval_tasks=PARAMS.relevance_lm_eval_tasks,
-        pruning_guides=PARAMS.relevance_pruning_guides,
-        **model_settings("dtype", "batch_size"),
-        placement=PARAMS.placement,
+        job=PARAMS.job("relevance"),
+        files=lambda wildcards, input, output: {"out": output[0], "pruning": input.get("pruning")},
     log:
         "logs/{model}/{revision}/score_relevance.log",
     benchmark:
@@ -43,7 +37,7 @@ rule score_relevance:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/score_relevance.py"
+        "../scripts/run_job.py"
 
 
 rule aggregate_relevance:

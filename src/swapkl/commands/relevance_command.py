@@ -59,18 +59,17 @@ def run(args) -> None:
     language-modelling text (next-token accuracy) for the base model and every single-block deletion on the
     probe engine, and write AccRel per block and task: 1 - max(acc_-l - r, 0) / max(acc - r, 0), NaN where the
     base model is not above chance r."""
-    job(args).run()
+    from swapkl.relevance.accrel import run_relevance  # torch: imported when the command runs, not for --help
+
+    run_relevance(job(args))
 
 
 def job(args) -> RelevanceJob:
-    """The relevance job of the command line's options."""
+    """The relevance job of the command line's options (each option named like a field of the job gives it)."""
     has_lm = any(getattr(args, f"lm_{k}") for k in ("tokens", "dataset", "text_file"))
-    return RelevanceJob(model=args.model, task_files=args.tasks, out=args.out, revision=args.revision,
-                        lm_data=data_spec(args, "lm-") if has_lm else None, lm_name=args.lm_name, label=args.label,
-                        revision_label=args.revision_label, dtype=args.dtype, device=args.device,
-                        batch_size=args.batch_size, chunk_tokens=args.chunk_tokens, allow_pickle=args.allow_pickle,
-                        trust_remote_code=args.trust_remote_code, harness_tasks=args.lm_eval_tasks,
-                        pruning=args.pruning, pruning_guides=args.pruning_guides, placement=placement(args))
+    return RelevanceJob(**RelevanceJob.fields_from(
+        vars(args), task_files=args.tasks, lm_data=data_spec(args, "lm-") if has_lm else None,
+        harness_tasks=args.lm_eval_tasks, placement=placement(args)))
 
 
 def run_aggregate(args) -> None:

@@ -17,14 +17,17 @@ from swapkl.hub.absence import propagate
 from swapkl.model.model_job import Job, ModelJob
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
+from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.studies.span_jobs import SpansJob
 
 #: the job description of each kind of rule job, by the name the rules give it
-JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob, "spans": SpansJob, "prune": PruneJob}
+JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob, "spans": SpansJob, "prune": PruneJob,
+                              "relevance": RelevanceJob}
 
 #: the fields of each kind that are files (the rule's ``files`` param gives them)
 FILE_FIELDS = {"probe": ("out", "protocols", "repr_out", "progress_path", "covariates_out"), "pe_probe": ("out",),
-               "spans": ("out",), "prune": ("probe_files", "repr_file", "out", "agreement_out")}
+               "spans": ("out",), "prune": ("probe_files", "repr_file", "out", "agreement_out"),
+               "relevance": ("out", "pruning")}
 
 
 def _on_checkpoint(kind: str, params, wildcards, section: str | None = None, **explicit) -> dict:
@@ -57,6 +60,14 @@ def _prune(params, wildcards) -> dict:
                           selection=params.selection_options(wildcards), metadata=params.prune_metadata(wildcards))
 
 
+def _relevance(params, wildcards) -> dict:
+    return _on_checkpoint("relevance", params, wildcards, "relevance", task_files=params.relevance_tasks(wildcards),
+                          lm_data=params.relevance_lm(wildcards), lm_sets=params.relevance_lm_sets(wildcards),
+                          harness_tasks=params.relevance_lm_eval_tasks(wildcards),
+                          pruning_guides=params.relevance_pruning_guides(wildcards), label=wildcards.model,
+                          revision_label=wildcards.revision)
+
+
 def _pe_probe(params, wildcards) -> dict:
     """A trained model of the position-encoding ablation (its own config section, no model entry)."""
     cfg = params.cfg
@@ -66,7 +77,7 @@ def _pe_probe(params, wildcards) -> dict:
 
 
 #: the settings of each kind of job, from the wildcards
-BUILDERS = {"probe": _probe, "pe_probe": _pe_probe, "spans": _spans, "prune": _prune}
+BUILDERS = {"probe": _probe, "pe_probe": _pe_probe, "spans": _spans, "prune": _prune, "relevance": _relevance}
 
 
 def _run_probe(job: ProbeJob) -> None:
@@ -87,8 +98,15 @@ def _run_pruning(job: PruneJob) -> None:
     run_pruning(job)
 
 
+def _run_relevance(job: RelevanceJob) -> None:
+    from swapkl.relevance.accrel import run_relevance
+
+    run_relevance(job)
+
+
 #: what runs a job of each kind
-RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe, "spans": _run_spans, "prune": _run_pruning}
+RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe, "spans": _run_spans, "prune": _run_pruning,
+           "relevance": _run_relevance}
 
 
 def job_settings(kind: str, params, wildcards) -> dict:

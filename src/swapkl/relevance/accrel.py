@@ -42,6 +42,7 @@ from swapkl.model.loading import load_model
 from swapkl.model.choice_scores import choice_loglikelihoods, choice_predictions, next_token_hits, \
     per_document, task_requests
 from swapkl.relevance.harness_tasks import harness_relevance, load_harness_tasks
+from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.relevance.scored_models import Scan, pruned_sets_from_table, scan_for
 from swapkl.relevance.tasks import load_task
 from swapkl.tables import provenance
@@ -83,18 +84,17 @@ def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None
     return scan.rows(model, revision, name, "next_token_acc", hits, 1.0 / engine.adapter.vocab_size)
 
 
-def run_relevance(model: str, task_files: list[str], out: str, *, revision: str | None = None, lm_data=None,
-                  lm_name: str = "lm", label: str | None = None, revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
-                  batch_size: int = 8, chunk_tokens: int = 2048, allow_pickle: bool = False,
-                  trust_remote_code: bool = False, harness_tasks: list[str] = (), lm_sets: dict | None = None,
-                  pruning: str | None = None, pruning_guides: list[str] | None = None,
-                  placement: dict | None = None) -> None:
-    """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file.
-
-    ``harness_tasks``: task names lm-eval loads (:mod:`swapkl.relevance.harness_tasks`, hub datasets); ``lm_sets``:
-    further language-modelling data by task name (``{name: DataSpec}``), like ``lm_data`` under ``lm_name``;
-    ``pruning``: this checkpoint's pruning table, whose guides' pruned models are scored too (only those of
-    ``pruning_guides`` when given)."""
+def run_relevance(*args, **options) -> None:
+    """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file: a
+    :class:`~swapkl.relevance.relevance_jobs.RelevanceJob` (``run_relevance(job)``, or its fields:
+    ``run_relevance(model, task_files, out, lm_data=..., ...)``), whose fields say what each option does."""
+    job = RelevanceJob.given(*args, **options)
+    model, task_files, out, revision, lm_data, lm_name = (job.model, list(job.task_files), job.out, job.revision,
+                                                         job.lm_data, job.lm_name)
+    harness_tasks, lm_sets, pruning, pruning_guides = job.harness_tasks, job.lm_sets, job.pruning, job.pruning_guides
+    dtype, device, batch_size, chunk_tokens = job.dtype, job.device, job.batch_size, job.chunk_tokens
+    allow_pickle, trust_remote_code, placement = job.allow_pickle, job.trust_remote_code, job.placement
+    label, revision_label = job.label, job.revision_label
     lm_sets = dict(lm_sets or {})
     if lm_data is not None:
         if lm_name in lm_sets:

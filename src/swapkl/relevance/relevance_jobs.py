@@ -1,5 +1,5 @@
 """Job description of accuracy relevance: ``swapkl relevance`` / rule score_relevance (see
-:mod:`swapkl.model.model_job`)."""
+:mod:`swapkl.model.model_job`); torch-free, so the workflow builds it (:mod:`swapkl.config.rule_jobs`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.model_job import ModelJob
-from swapkl.relevance.accrel import run_relevance
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,8 +27,17 @@ class TaskScoringJob(ModelJob):
 
 @dataclass(frozen=True, kw_only=True)
 class RelevanceJob(TaskScoringJob):
-    """:func:`swapkl.relevance.accrel.run_relevance` of one checkpoint (``lm_data`` and the values of
-    ``lm_sets``: DataSpecs or their dicts)."""
+    """What :func:`swapkl.relevance.accrel.run_relevance` scores on one checkpoint: the relevance of every block
+    on each task, into one Parquet file (``out``).
+
+    ``task_files``: multiple-choice task YAMLs (lm-eval's format, local JSONL); ``harness_tasks``: task names
+    lm-eval loads (:mod:`swapkl.relevance.harness_tasks`, hub datasets); ``lm_data``: language-modelling windows
+    scored under ``lm_name``, and ``lm_sets`` further ones by task name (``{name: DataSpec}``; DataSpecs or their
+    dicts). ``pruning``: this checkpoint's pruning table, whose guides' pruned models are scored too (only those of
+    ``pruning_guides`` when given). ``label`` and ``revision_label`` name the rows (default: the checkpoint's
+    own)."""
+
+    POSITIONAL = ("model", "task_files", "out")
 
     task_files: tuple[str, ...]
     lm_data: DataSpec | None = None
@@ -43,6 +51,3 @@ class RelevanceJob(TaskScoringJob):
             object.__setattr__(self, "lm_sets", {name: DataSpec(**spec) if isinstance(spec, dict) else spec
                                                  for name, spec in self.lm_sets.items()})
         self.as_tuple("task_files", "harness_tasks", "pruning_guides")
-
-    def run(self) -> None:
-        run_relevance(**self.arguments())
