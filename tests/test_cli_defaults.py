@@ -179,10 +179,11 @@ def test_cli_defaults_are_the_job_descriptions(command):
 
 
 #: the stage functions that take their job (``run_probe(job)``, or its fields): none repeats the job's signature
-TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning), (RelevanceJob, run_relevance)]
+TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning), (RelevanceJob, run_relevance),
+                (DownstreamJob, run_downstream)]
 #: those that still repeat it, field by field
 FUNCTIONS = [(HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
-             (DisagreementJob, run_test_agreement), (DownstreamJob, run_downstream)]
+             (DisagreementJob, run_test_agreement)]
 
 
 @pytest.mark.parametrize("job, function", FUNCTIONS, ids=[j.__name__ for j, _ in FUNCTIONS])

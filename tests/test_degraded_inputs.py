@@ -28,7 +28,7 @@ from swapkl.config.validation import invalid_config_message, validate_config
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.model.loading import load_model
-from swapkl.relevance.downstream_tasks import PAPER_TASKS
+from swapkl.relevance.downstream_jobs import PAPER_TASKS
 from swapkl.tables.staging import MARK, MARK_TEXT, Staging, remove_stale
 from test_bad_inputs import error_lines, snapshot
 from test_perplexity import char_tokenizer, save_tiny

@@ -183,6 +183,19 @@ def test_bad_inputs_are_refused_in_one_line(setup, tmp_path, kw, message):
     assert "\n" not in str(e.value) and not out.exists()
 
 
+def test_a_folder_of_healed_models_scores_them_as_the_list_does(setup, table, tmp_path):
+    """``healed_dir`` (the heal rule's folder, what the workflow gives): its healed sub-folders, the control
+    first, scored as the explicit ``healed`` list of the same folders is; a sub-folder without swapkl_heal.json
+    is no healed model."""
+    healed = setup[4]
+    (healed / "notes").mkdir(exist_ok=True)
+    out = tmp_path / "from_dir.parquet"
+    _run(setup, out, healed=[], healed_dir=str(healed))
+    from_dir = read_downstream(out)
+    assert (from_dir["phase"] == "healed").sum() > 0
+    pd.testing.assert_frame_equal(from_dir, table)
+
+
 def test_healed_models_must_descend_from_the_base(setup, tmp_path):
     d, src, _, _, healed = setup
     plain = tmp_path / "not-healed"

@@ -26,12 +26,9 @@ rule score_downstream:
     output:
         downstream_file.template,
     params:
-        checkpoint=PARAMS.checkpoint_dir,
-        lm_eval_tasks=lambda wildcards: config["models"][wildcards.model]["downstream"]["lm_eval_tasks"],
-        limit=lambda wildcards: config["models"][wildcards.model]["downstream"]["limit"],
-        pruning_guides=PARAMS.downstream_pruning_guides,
-        **model_settings("dtype", "batch_size"),
-        placement=PARAMS.placement,
+        job=PARAMS.job("downstream"),
+        files=lambda wildcards, input, output: {"out": output[0], "pruning": input.get("pruning"),
+                                                "healed_dir": input.get("healed")},
     log:
         "logs/{model}/{revision}/score_downstream.log",
     benchmark:
@@ -42,7 +39,7 @@ rule score_downstream:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/score_downstream.py"
+        "../scripts/run_job.py"
 
 
 rule aggregate_downstream:

@@ -33,6 +33,10 @@ def add_parser(sub) -> None:
                    help="with --pruning: only these guides' pruned models (default: every guide)")
     input_arg(m, "--healed", what="healed checkpoint folder", kind="dir", nargs="*", default=[], metavar="DIR",
               help="healed checkpoints written by swapkl heal or the heal rule (control and healed exports)")
+    input_arg(m, "--healed-dir", what="folder of healed checkpoints", kind="dir", metavar="DIR",
+              help="a folder of healed checkpoints (the heal rule's results/healed_models/MODEL/REVISION, or "
+                   "one holding several `swapkl heal --out` folders): each sub-folder with swapkl_heal.json, the "
+                   "control first, after --healed")
     output_arg(p, "--out", required=True, metavar="FILE.parquet", help="output Parquet file")
 
 
@@ -41,15 +45,12 @@ def run(args) -> None:
     is built) and each --healed checkpoint (loaded), and write one row per scored model and task (accuracy,
     acc_norm where lm-eval reports it, perplexity for LAMBADA, score, retention against the base) plus each scored
     model's average over its tasks."""
-    job(args).run()
+    from swapkl.relevance.downstream import run_downstream  # torch: imported when the command runs
+
+    run_downstream(job(args))
 
 
 def job(args) -> DownstreamJob:
-    """The downstream job of the command line's options."""
-    return DownstreamJob(model=args.model, out=args.out, revision=args.revision, task_files=args.tasks,
-                         last_word_files=args.last_word_files, lm_eval_tasks=args.lm_eval_tasks, limit=args.limit,
-                         pruning=args.pruning, pruning_guides=args.pruning_guides, healed=args.healed,
-                         label=args.label, revision_label=args.revision_label, dtype=args.dtype, device=args.device,
-                         batch_size=args.batch_size, chunk_tokens=args.chunk_tokens, allow_pickle=args.allow_pickle,
-                         trust_remote_code=args.trust_remote_code, placement=placement(args),
-                         include_path=args.lm_eval_include)
+    """The downstream job of the command line's options (each option named like a field of the job gives it)."""
+    return DownstreamJob(**DownstreamJob.fields_from(vars(args), task_files=args.tasks, placement=placement(args),
+                                                     include_path=args.lm_eval_include))

@@ -17,17 +17,18 @@ from swapkl.hub.absence import propagate
 from swapkl.model.model_job import Job, ModelJob
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
+from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.studies.span_jobs import SpansJob
 
 #: the job description of each kind of rule job, by the name the rules give it
 JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob, "spans": SpansJob, "prune": PruneJob,
-                              "relevance": RelevanceJob}
+                              "relevance": RelevanceJob, "downstream": DownstreamJob}
 
 #: the fields of each kind that are files (the rule's ``files`` param gives them)
 FILE_FIELDS = {"probe": ("out", "protocols", "repr_out", "progress_path", "covariates_out"), "pe_probe": ("out",),
                "spans": ("out",), "prune": ("probe_files", "repr_file", "out", "agreement_out"),
-               "relevance": ("out", "pruning")}
+               "relevance": ("out", "pruning"), "downstream": ("out", "pruning", "healed_dir")}
 
 
 def _on_checkpoint(kind: str, params, wildcards, section: str | None = None, **explicit) -> dict:
@@ -68,6 +69,15 @@ def _relevance(params, wildcards) -> dict:
                           revision_label=wildcards.revision)
 
 
+def _downstream(params, wildcards) -> dict:
+    """(the section's ``healed`` says whether the healed models are scored: their folder is a file, ``healed_dir``)"""
+    return _on_checkpoint("downstream", params, wildcards, "downstream", healed=(),
+                          task_files=params.downstream_tasks(wildcards),
+                          last_word_files=params.downstream_last_word(wildcards),
+                          pruning_guides=params.downstream_pruning_guides(wildcards), label=wildcards.model,
+                          revision_label=wildcards.revision)
+
+
 def _pe_probe(params, wildcards) -> dict:
     """A trained model of the position-encoding ablation (its own config section, no model entry)."""
     cfg = params.cfg
@@ -77,7 +87,8 @@ def _pe_probe(params, wildcards) -> dict:
 
 
 #: the settings of each kind of job, from the wildcards
-BUILDERS = {"probe": _probe, "pe_probe": _pe_probe, "spans": _spans, "prune": _prune, "relevance": _relevance}
+BUILDERS = {"probe": _probe, "pe_probe": _pe_probe, "spans": _spans, "prune": _prune, "relevance": _relevance,
+            "downstream": _downstream}
 
 
 def _run_probe(job: ProbeJob) -> None:
@@ -104,9 +115,15 @@ def _run_relevance(job: RelevanceJob) -> None:
     run_relevance(job)
 
 
+def _run_downstream(job: DownstreamJob) -> None:
+    from swapkl.relevance.downstream import run_downstream
+
+    run_downstream(job)
+
+
 #: what runs a job of each kind
 RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe, "spans": _run_spans, "prune": _run_pruning,
-           "relevance": _run_relevance}
+           "relevance": _run_relevance, "downstream": _run_downstream}
 
 
 def job_settings(kind: str, params, wildcards) -> dict:

@@ -33,7 +33,8 @@ from swapkl.export import HEAL_FILE, PROVENANCE_FILE as EXPORT_FILE
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.model.choice_scores import BASE
-from swapkl.relevance.downstream_tasks import PAPER_TASKS, load_benchmarks, score_benchmarks
+from swapkl.relevance.downstream_jobs import DownstreamJob
+from swapkl.relevance.downstream_tasks import load_benchmarks, score_benchmarks
 from swapkl.relevance.scored_models import pruned_sets_from_table, scan_for
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct, require_regular_file
@@ -114,15 +115,20 @@ def _check_inputs(out, task_files, last_word_files, pruning, healed, pruning_gui
             raise SwapKLError(f"healed model {h!r} is not a checkpoint folder")
 
 
-def run_downstream(model: str, out: str, *, revision: str | None = None, task_files=(), last_word_files=(),
-                   lm_eval_tasks=PAPER_TASKS, limit: int | None = None, pruning: str | None = None,
-                   pruning_guides=None, healed=(), label: str | None = None, revision_label: str | None = None,
-                   dtype: str = "float32", device: str = "auto", batch_size: int = 8, chunk_tokens: int = 2048,
-                   allow_pickle: bool = False, trust_remote_code: bool = False, placement: dict | None = None,
-                   include_path: str | None = None) -> list[dict]:
+def run_downstream(*args, **options) -> list[dict]:
     """Score the downstream tasks on the base model, the pruning table's pruned models and the healed
-    checkpoints (see the module docstring); write one Parquet file and return its rows."""
-    task_files, last_word_files, healed = list(task_files), list(last_word_files), list(healed)
+    checkpoints (see the module docstring); write one Parquet file and return its rows: a
+    :class:`~swapkl.relevance.downstream_jobs.DownstreamJob` (``run_downstream(job)``, or its fields:
+    ``run_downstream(model, out, task_files=..., ...)``), whose fields say what each option does."""
+    job = DownstreamJob.given(*args, **options)
+    model, out, revision, limit, pruning, pruning_guides = (job.model, job.out, job.revision, job.limit, job.pruning,
+                                                            job.pruning_guides)
+    lm_eval_tasks, include_path, label, revision_label = (job.lm_eval_tasks, job.include_path, job.label,
+                                                          job.revision_label)
+    dtype, device, batch_size, chunk_tokens = job.dtype, job.device, job.batch_size, job.chunk_tokens
+    allow_pickle, trust_remote_code, placement = job.allow_pickle, job.trust_remote_code, job.placement
+    task_files, last_word_files = list(job.task_files), list(job.last_word_files)
+    healed = list(job.healed) + (healed_folders(job.healed_dir) if job.healed_dir is not None else [])
     _check_inputs(out, task_files, last_word_files, pruning, healed, pruning_guides)
     benchmarks = load_benchmarks(task_files, last_word_files, lm_eval_tasks, limit=limit, include_path=include_path)
     loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,

@@ -32,8 +32,6 @@ from swapkl.relevance.lambada import continuation_scores, lambada_metrics, lamba
 from swapkl.relevance.tasks import first_docs, load_task
 
 KINDS = ("multiple_choice", "loglikelihood")
-#: the paper's six tasks by lm-eval name (its downstream table), the default task list
-PAPER_TASKS = ("hellaswag", "piqa", "winogrande", "arc_easy", "arc_challenge", "lambada_openai")
 #: lm-eval's per-document result keys swapkl reports (``perplexity`` is the document's log-likelihood there)
 RESULT_KEYS = ("acc", "acc_norm", "perplexity")
 
