@@ -34,7 +34,7 @@ from swapkl.pruning.prune import run_pruning
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.pruning.table import AggregatePruningJob, aggregate_pruning
-from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.relevance.accrel import run_relevance
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.relevance.downstream import run_downstream
@@ -180,9 +180,9 @@ def test_cli_defaults_are_the_job_descriptions(command):
 
 #: the stage functions that take their job (``run_probe(job)``, or its fields): none repeats the job's signature
 TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning), (RelevanceJob, run_relevance),
-                (DownstreamJob, run_downstream)]
+                (DownstreamJob, run_downstream), (HealedProbeJob, run_healed_probe)]
 #: those that still repeat it, field by field
-FUNCTIONS = [(HealedProbeJob, run_healed_probe), (AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
+FUNCTIONS = [(AggregateJob, aggregate), (AggregatePruningJob, aggregate_pruning),
              (DisagreementJob, run_test_agreement)]
 
 

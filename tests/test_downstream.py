@@ -27,7 +27,7 @@ from test_relevance import LL_TOL, _margins, _pruning_table, _tasks
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.model.loading import load_model
-from swapkl.recovery.heal import HealSettings, TrainText
+from swapkl.recovery.heal_settings import HealSettings, TrainText
 from swapkl.recovery.recovery_table import heal_loaded
 from swapkl.relevance.downstream import AVERAGE, run_downstream
 from swapkl.tables.combine import aggregate_downstream

@@ -18,7 +18,8 @@ from transformers import AutoModelForCausalLM
 from swapkl.cli import main
 from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
-from swapkl.recovery.heal import TrainText, chunk_loss, prepare_trainable, settings_from, train, train_chunks
+from swapkl.recovery.heal import chunk_loss, prepare_trainable, train, train_chunks
+from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.recovery_table import merge_tolerance, net_recovery, run_recovery, save_healed
 from swapkl.export import HEAL_FILE
 from swapkl.relevance.tasks import write_task

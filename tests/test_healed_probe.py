@@ -15,7 +15,7 @@ from tiny_models import tiny_model
 import swapkl.recovery.heal as heal_module
 from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
-from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.healed import materialise, run_healed_probe, select
 from swapkl.probes.probe import run_probe
 

@@ -158,7 +158,7 @@ def _predictor_validity_columns() -> list[str]:
 def _healed_columns() -> list[str]:
     from swapkl.probes.protocols.interchange import interchange
     from swapkl.probes.protocols.replacement import replacement
-    from swapkl.recovery.heal import HealSettings
+    from swapkl.recovery.heal_settings import HealSettings
     from swapkl.recovery.healed import _rows, add_gaps, run_healed_probe
     meta = dict.fromkeys(_keywords(run_healed_probe, "dict"))
     records = [dict(step=0, seq_kl_sum=[1.0, 2.0], seq_tokens=[3, 4])]

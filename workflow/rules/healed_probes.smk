@@ -8,10 +8,8 @@ rule probe_healed:
     output:
         healed_file("{model}", "{revision}"),
     params:
-        checkpoint=PARAMS.checkpoint_dir,
-        healed=lambda wildcards: config["models"][wildcards.model]["healed_probes"],
-        data=PARAMS.probe_data,
-        **model_settings("dtype", "batch_size"),
+        job=PARAMS.job("healed_probe"),
+        files=lambda wildcards, input, output: {"probe_files": list(input.probes), "out": output[0]},
     log:
         "logs/{model}/{revision}/probe_healed.log",
     threads: 1
@@ -20,7 +18,7 @@ rule probe_healed:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/probe_healed.py"
+        "../scripts/run_job.py"
 
 
 rule measure_test_agreement:

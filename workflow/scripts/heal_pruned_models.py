@@ -1,7 +1,7 @@
 """Rule heal_pruned_models: heal each exported pruned model and the unpruned control, score them all."""
 
 from swapkl.data.data_spec import DataSpec
-from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.joblog import job_log
 from swapkl.recovery.recovery_table import export_folders, run_recovery
 

@@ -10,7 +10,7 @@ from swapkl.commands.paths import output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.model.model_job import default
-from swapkl.recovery.heal import TrainText, settings_from
+from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.recovery_table import heal_loaded
 
 

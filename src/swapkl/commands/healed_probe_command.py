@@ -10,7 +10,7 @@ from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
 from swapkl.probes.disagreement import DisagreementJob
-from swapkl.recovery.healed import SELECTIONS
+from swapkl.recovery.healed_jobs import SELECTIONS
 from swapkl.recovery.healed_jobs import HealedProbeJob
 
 
@@ -54,20 +54,20 @@ def run_healed(args) -> None:
     """Build each selected variant as a standalone model, heal it toward the base model's own next-token
     distribution (KL distillation) on the training text, which must be another source than the probe
     windows, and write KL on the probe windows after 0, each --curve-steps and all steps."""
-    df = job(args).run()
+    from swapkl.recovery.healed import run_healed_probe  # torch: imported when the command runs
+
+    df = run_healed_probe(job(args))
     final = df[df["final"]]
     print(json.dumps({"out": args.out, "variants": int(len(final)),
                       "mean_fraction_recovered": float(final["fraction_recovered"].mean())}))
 
 
 def job(args) -> HealedProbeJob:
-    """The healed-probe job of the command line's options."""
-    return HealedProbeJob(model=args.model, probe_files=args.probe_files, out=args.out, data=data_spec(args),
-                          calibration=train_text(args), settings=heal_settings(args),
-                          protocols=tuple(args.protocols.split(",")), selection=args.pair_selection, k=args.k,
-                          select_seed=args.select_seed,
-                          curve_steps=tuple(int(x) for x in args.curve_steps.split(",") if x.strip()),
-                          revision=args.revision, dtype=args.dtype, device=args.device, batch_size=args.batch_size)
+    """The healed-probe job of the command line's options (each option named like a field of the job gives it)."""
+    return HealedProbeJob(**HealedProbeJob.fields_from(
+        vars(args), data=data_spec(args), calibration=train_text(args), settings=heal_settings(args),
+        protocols=tuple(args.protocols.split(",")), selection=args.pair_selection,
+        curve_steps=tuple(int(x) for x in args.curve_steps.split(",") if x.strip())))
 
 
 def run_agreement(args) -> None:

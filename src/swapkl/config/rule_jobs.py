@@ -17,18 +17,21 @@ from swapkl.hub.absence import propagate
 from swapkl.model.model_job import Job, ModelJob
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
+from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.studies.span_jobs import SpansJob
 
 #: the job description of each kind of rule job, by the name the rules give it
 JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob, "spans": SpansJob, "prune": PruneJob,
-                              "relevance": RelevanceJob, "downstream": DownstreamJob}
+                              "relevance": RelevanceJob, "downstream": DownstreamJob,
+                              "healed_probe": HealedProbeJob}
 
 #: the fields of each kind that are files (the rule's ``files`` param gives them)
 FILE_FIELDS = {"probe": ("out", "protocols", "repr_out", "progress_path", "covariates_out"), "pe_probe": ("out",),
                "spans": ("out",), "prune": ("probe_files", "repr_file", "out", "agreement_out"),
-               "relevance": ("out", "pruning"), "downstream": ("out", "pruning", "healed_dir")}
+               "relevance": ("out", "pruning"), "downstream": ("out", "pruning", "healed_dir"),
+               "healed_probe": ("probe_files", "out")}
 
 
 def _on_checkpoint(kind: str, params, wildcards, section: str | None = None, **explicit) -> dict:
@@ -78,6 +81,12 @@ def _downstream(params, wildcards) -> dict:
                           revision_label=wildcards.revision)
 
 
+def _healed_probe(params, wildcards) -> dict:
+    section = params.model_config(wildcards)["healed_probes"]
+    return _on_checkpoint("healed_probe", params, wildcards, "healed_probes", select_seed=section["seed"],
+                          label=wildcards.model, revision_label=wildcards.revision)
+
+
 def _pe_probe(params, wildcards) -> dict:
     """A trained model of the position-encoding ablation (its own config section, no model entry)."""
     cfg = params.cfg
@@ -88,7 +97,7 @@ def _pe_probe(params, wildcards) -> dict:
 
 #: the settings of each kind of job, from the wildcards
 BUILDERS = {"probe": _probe, "pe_probe": _pe_probe, "spans": _spans, "prune": _prune, "relevance": _relevance,
-            "downstream": _downstream}
+            "downstream": _downstream, "healed_probe": _healed_probe}
 
 
 def _run_probe(job: ProbeJob) -> None:
@@ -121,9 +130,16 @@ def _run_downstream(job: DownstreamJob) -> None:
     run_downstream(job)
 
 
+def _run_healed_probe(job: HealedProbeJob) -> None:
+    from swapkl.recovery.healed import run_healed_probe
+
+    run_healed_probe(job)
+
+
 #: what runs a job of each kind
 RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe, "spans": _run_spans, "prune": _run_pruning,
-           "relevance": _run_relevance, "downstream": _run_downstream}
+           "relevance": _run_relevance, "downstream": _run_downstream,
+           "healed_probe": _run_healed_probe}
 
 
 def job_settings(kind: str, params, wildcards) -> dict:

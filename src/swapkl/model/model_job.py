@@ -5,7 +5,7 @@ are the stage's options and whose defaults are the stage's defaults. Its module 
 workflow's own process, which may run without it, builds one per job: :mod:`swapkl.config.rule_jobs` takes each
 field from the model's config key of the same name (:meth:`Job.fields_from`), the command line from its option of
 the same name, so a result does not depend on which of the two ran it, and a new option is the schema's key,
-the field, the command-line flag and the code that reads it. ``job.run()`` runs the stage.
+the field, the command-line flag and the code that reads it; the stage function takes its job (``run_probe(job)``).
 """
 
 from __future__ import annotations

@@ -29,10 +29,11 @@ import logging
 
 import numpy as np
 import pandas as pd
-import torch
 
 from swapkl.errors import SwapKLError
-from swapkl.recovery.heal import HealSettings, TrainText, prepare_trainable, train, train_chunks
+from swapkl.recovery.heal import prepare_trainable, train, train_chunks
+from swapkl.recovery.heal_settings import HealSettings, TrainText
+from swapkl.recovery.healed_jobs import HEALED, SELECTIONS, HealedProbeJob
 from swapkl.recovery.heal_scores import kl_to_base
 from swapkl.model.variant import Variant
 from swapkl.probes.protocols.block_deletion import deletion
@@ -50,8 +51,6 @@ from swapkl.tables.schemas import PROBE_SCHEMA, read_frame
 
 log = logging.getLogger(__name__)
 
-HEALED = {"healed_replacement": "replacement", "healed_interchange": "interchange", "healed_deletion": "deletion"}
-SELECTIONS = ("extremes", "random", "all")
 
 
 def materialise(model, order: tuple[int, ...]):
@@ -190,13 +189,18 @@ def check_disjoint(calibration: TrainText, data) -> None:
                           f"{data.describe()}: healing must not see the probe windows; use another file or split")
 
 
-def run_healed_probe(model: str, probe_files: list[str], out: str, *, data, calibration: TrainText,
-                     settings: HealSettings, protocols=tuple(HEALED), selection: str = "extremes", k: int = 2,
-                     select_seed: int = 0, curve_steps=(), revision: str | None = None, label: str | None = None,
-                     revision_label: str | None = None, dtype: str = "float32", device: str = "auto",
-                     batch_size: int = 8) -> pd.DataFrame:
-    """Heal the selected variants of one checkpoint and write ``out`` (see the module docstring)."""
-
+def run_healed_probe(*args, **options) -> pd.DataFrame:
+    """Heal the selected variants of one checkpoint and write ``out`` (see the module docstring): a
+    :class:`~swapkl.recovery.healed_jobs.HealedProbeJob` (``run_healed_probe(job)``, or its fields:
+    ``run_healed_probe(model, probe_files, out, data=..., calibration=..., settings=..., ...)``), whose fields say
+    what each option does."""
+    job = HealedProbeJob.given(*args, **options)
+    model, probe_files, out, data, calibration, settings = (job.model, list(job.probe_files), job.out, job.data,
+                                                            job.calibration, job.settings)
+    protocols, selection, k, select_seed, curve_steps = job.protocols, job.selection, job.k, job.select_seed, \
+        job.curve_steps
+    revision, label, revision_label = job.revision, job.label, job.revision_label
+    dtype, device, batch_size = job.dtype, job.device, job.batch_size
     unknown = sorted(set(protocols) - set(HEALED))
     if unknown or not protocols:
         raise SwapKLError(f"unknown healed protocols {unknown}: choose from {', '.join(HEALED)}")

@@ -29,7 +29,8 @@ import torch
 from swapkl.errors import SwapKLError
 from swapkl.adapters import get_adapter
 from swapkl.export import HEAL_FILE, PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
-from swapkl.recovery.heal import HealSettings, TrainText, merged, prepare_trainable, train, train_chunks
+from swapkl.recovery.heal import merged, prepare_trainable, train, train_chunks
+from swapkl.recovery.heal_settings import HealSettings, TrainText
 from swapkl.recovery.heal_scores import kl_to_base, model_perplexity, task_accuracies
 from swapkl.relevance.tasks import acc_rel
 from swapkl.tables import provenance
