@@ -6,7 +6,7 @@ from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
-from swapkl.probes.aggregate import AggregateJob
+from swapkl.probes.aggregate import AggregateJob, aggregate
 
 
 def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
@@ -42,7 +42,7 @@ def run(args) -> None:
     (max and mean of both replacement directions), d_inter, gap, I/R ratio and swap-similarity classes,
     summarise each pair set with a bootstrap CI of the mean gap, flag revisions whose weights duplicate an
     earlier revision, and write one Parquet file."""
-    job(args).run()
+    aggregate(job(args))
 
 
 def job(args) -> AggregateJob:

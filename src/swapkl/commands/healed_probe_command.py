@@ -9,9 +9,8 @@ from swapkl.commands.heal_command import add_heal_arguments, heal_settings, trai
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
-from swapkl.probes.disagreement import DisagreementJob
-from swapkl.recovery.healed_jobs import SELECTIONS
-from swapkl.recovery.healed_jobs import HealedProbeJob
+from swapkl.probes.disagreement import DisagreementJob, run_test_agreement
+from swapkl.recovery.healed_jobs import SELECTIONS, HealedProbeJob
 
 
 def add_parser(sub) -> None:
@@ -74,7 +73,7 @@ def run_agreement(args) -> None:
     """Spearman and Kendall between the rankings of every two tests (pairs: replacement max and one
     direction, interchange, healed protocols, seed family members; blocks: deletion, healed deletion, BI,
     angular distance, accuracy relevance, pair tests as block scores), with bootstrap CIs over windows."""
-    df = agreement_job(args).run()
+    df = run_test_agreement(agreement_job(args))
     print(json.dumps({"out": args.out, "comparisons": int(len(df))}))
 
 

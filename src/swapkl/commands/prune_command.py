@@ -27,7 +27,7 @@ from swapkl.pruning.guides import registered
 from swapkl.pruning.eval_spec import TEXT_PREPS, EvalSpec
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection_options import SelectionOptions
-from swapkl.pruning.table import AggregatePruningJob
+from swapkl.pruning.table import AggregatePruningJob, aggregate_pruning
 from swapkl.tables.schemas import read_agreement, read_pruning
 
 
@@ -151,7 +151,7 @@ def run_prune(args) -> None:
 def run_aggregate(args) -> None:
     """Concatenate per-checkpoint pruning (and agreement) files into results/pruning.parquet (and an agreement
     table), with 95% bootstrap CIs over windows, resampled with the seed each `swapkl prune` run recorded."""
-    aggregate_job(args).run()
+    aggregate_pruning(aggregate_job(args))
 
 
 def run_plot(args) -> None:

@@ -151,14 +151,17 @@ def _validate_args(probe_files, pair_sets, n_boot, seed) -> None:
             raise SwapKLError(f"aggregate: {model}: a pair set is listed twice in {list(sets)}")
 
 
-def aggregate(probe_files, repr_files, out, *, pair_sets: dict[str, list[str]],
-              n_boot: int = 1000, seed: int = 0) -> None:
-    """Aggregate probe and representation Parquets into one Parquet file at ``out``.
+def aggregate(*args, **options) -> None:
+    """Aggregate probe and representation Parquets into one Parquet file at ``out``: an :class:`AggregateJob`
+    (``aggregate(job)``, or its fields: ``aggregate(probe_files, repr_files, out, pair_sets=..., ...)``).
 
     ``pair_sets`` maps each model name (the ``model`` column) to the pair sets summarised for it
     ("adjacent", "within:K", "all"). ``n_boot`` resamples with ``seed`` give the CI of the mean gap.
     See the module docstring for the output schema.
     """
+    job = AggregateJob.given(*args, **options)
+    probe_files, repr_files, out = list(job.probe_files), list(job.repr_files or ()), job.out
+    pair_sets, n_boot, seed = job.pair_sets, job.n_boot, job.seed
     # markers of seed-family members' revisions that the hub lacks: skipped, and listed in the provenance
     probe_files, absent = split_absent(probe_files)
     repr_files, absent_repr = split_absent(repr_files or [])
@@ -269,8 +272,12 @@ def probe_provenance(aggregate_path: str) -> dict[tuple[str, str], dict]:
 
 @dataclass(frozen=True, kw_only=True)
 class AggregateJob(Job):
-    """:func:`swapkl.probes.aggregate.aggregate`: probe and representation files -> one table with bootstrap
-    CIs (``pair_sets``: model label -> its pair sets)."""
+    """What :func:`swapkl.probes.aggregate.aggregate` writes: the probe files ``probe_files`` and the
+    representation files ``repr_files`` in one table at ``out``, each model's pairs summarised over its
+    ``pair_sets`` (model label -> its pair sets), the CI of the mean gap from ``n_boot`` bootstrap resamples
+    drawn with ``seed``."""
+
+    POSITIONAL = ("probe_files", "repr_files", "out")
 
     probe_files: tuple[str, ...]
     repr_files: tuple[str, ...]
@@ -281,6 +288,3 @@ class AggregateJob(Job):
 
     def __post_init__(self):
         self.as_tuple("probe_files", "repr_files")
-
-    def run(self) -> None:
-        aggregate(**self.arguments())

@@ -192,12 +192,13 @@ def build_scores(probe_files: list[str], repr_file: str | None, healed_file: str
     return scores, meta
 
 
-def run_test_agreement(probe_files: list[str], out: str, *, repr_file: str | None = None,
-                       healed_file: str | None = None, relevance_file: str | None = None,
-                       members: dict[str, list[str]] | None = None, n_boot: int = 1000, seed: int = 0,
-                       model: str | None = None, revision: str | None = None) -> pd.DataFrame:
-    """Write the disagreement table of one checkpoint to ``out``."""
-
+def run_test_agreement(*args, **options) -> pd.DataFrame:
+    """Write the disagreement table of one checkpoint to ``out``: a :class:`DisagreementJob`
+    (``run_test_agreement(job)``, or its fields: ``run_test_agreement(probe_files, out, ...)``)."""
+    job = DisagreementJob.given(*args, **options)
+    probe_files, out, repr_file, healed_file = list(job.probe_files), job.out, job.repr_file, job.healed_file
+    relevance_file, members, n_boot, seed = job.relevance_file, job.members, job.n_boot, job.seed
+    model, revision = job.model, job.revision
     require_int("n_boot (bootstrap resamples)", n_boot, 1)
     check_writable(out)
     scores, meta = build_scores(probe_files, repr_file, healed_file, relevance_file=relevance_file, members=members)
@@ -212,8 +213,12 @@ def run_test_agreement(probe_files: list[str], out: str, *, repr_file: str | Non
 
 @dataclass(frozen=True, kw_only=True)
 class DisagreementJob(Job):
-    """:func:`swapkl.probes.disagreement.run_test_agreement`: how much every test of one checkpoint disagrees
-    (``members``: seed family member -> its probe files)."""
+    """What :func:`swapkl.probes.disagreement.run_test_agreement` writes: how much every test of one checkpoint
+    disagrees, from its probe files ``probe_files`` (with ``repr_file``, ``healed_file``, ``relevance_file``
+    where given, and ``members``: seed family member -> its probe files), with bootstrap CIs of ``n_boot``
+    resamples drawn with ``seed``, into ``out``; ``model`` and ``revision`` label its rows."""
+
+    POSITIONAL = ("probe_files", "out")
 
     probe_files: tuple[str, ...]
     out: str
@@ -228,6 +233,3 @@ class DisagreementJob(Job):
 
     def __post_init__(self):
         self.as_tuple("probe_files")
-
-    def run(self):
-        return run_test_agreement(**self.arguments())
