@@ -105,3 +105,31 @@ def test_the_workflow_and_the_command_line_build_the_same_probe_job(tmp_path):
     differ = {f for f in ProbeJob.field_names() if getattr(from_config, f) != getattr(from_flags, f)}
     assert differ == {"metadata", "placement"}, differ  # the workflow's records and device map, none on the CLI
     assert (from_config.rope, from_config.dtype, from_config.batch_size) == ("off", "bfloat16", 4)
+
+
+def test_the_workflow_and_the_command_line_build_the_same_healed_probe_job(tmp_path):
+    """The healed-probe job from a model's ``healed_probes`` section (every key set off its default) equals the
+    job of the equivalent flags: no key of the section or the model's level reaches a field of another meaning
+    (the section's ``seed`` is the selection's seed; the heal's own seed is ``settings.seed``)."""
+    from swapkl.commands import healed_probe_command
+
+    section = {"enabled": True, "protocols": ["healed_interchange"], "selection": "random", "k": 3, "seed": 7,
+               "curve_steps": [2, 4], "settings": {"preset": "demo", "steps": 6, "seed": 5, "rank": 2},
+               "calibration": {"text_file": "train.txt", "max_words": 500}}
+    cfg = {"models": {"m": {"source": "org/model", "revisions": ["main"], "dtype": "bfloat16", "batch_size": 4,
+                            "data": {"text_file": "c.txt", "n_seqs": 8, "seq_len": 64, "min_tokens": 4},
+                            "healed_probes": section}}}
+    params = rule_params(cfg, SCHEMA)
+    files = {"probe_files": ["interchange.parquet"], "out": "o.parquet"}
+    from_config = rule_jobs.build_job(params.job("healed_probe")(WILDCARDS), files)
+    args = build_parser(["healed-probe"]).parse_args(
+        ["healed-probe", "--model", params.checkpoint_dir(WILDCARDS), "--probe-files", "interchange.parquet",
+         "--out", "o.parquet", "--text-file", "c.txt", "--n-seqs", "8", "--seq-len", "64", "--min-tokens", "4",
+         "--dtype", "bfloat16", "--batch-size", "4", "--protocols", "healed_interchange",
+         "--pair-selection", "random", "--k", "3", "--select-seed", "7", "--curve-steps", "2,4",
+         "--preset", "demo", "--steps", "6", "--heal-seed", "5", "--rank", "2",
+         "--train-text-file", "train.txt", "--train-max-words", "500", "--label", "m", "--revision-label", "main"])
+    from_flags = healed_probe_command.job(args)
+    differ = {f for f in from_config.field_names() if getattr(from_config, f) != getattr(from_flags, f)}
+    assert not differ, differ
+    assert (from_config.select_seed, from_config.settings.seed, from_config.k) == (7, 5, 3)

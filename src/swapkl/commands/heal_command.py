@@ -33,6 +33,8 @@ def add_heal_arguments(p) -> None:
     g.add_argument("--heal-seed", type=int, help="seed of the adapters' initialisation and the chunk draws")
     t = p.add_argument_group("training text (exactly one of --train-text-file, --train-dataset)")
     add_text_source_arguments(t, "train-", what="training text file", split=TrainText.split)
+    t.add_argument("--train-max-words", type=int, default=TrainText.max_words, metavar="N",
+                   help="train on the text's first N words only (default: the whole text)")
 
 
 def heal_settings(args, **fixed):
@@ -45,7 +47,7 @@ def heal_settings(args, **fixed):
 def train_text(args):
     return TrainText(text_file=args.train_text_file, dataset=args.train_dataset,
                      dataset_config=args.train_dataset_config, split=args.train_split,
-                     text_fields=args.train_text_fields)
+                     text_fields=args.train_text_fields, max_words=args.train_max_words)
 
 
 def add_parser(sub) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec
+from swapkl.commands.arguments import (add_data_arguments, add_label_arguments, add_model_arguments, command,
+                                      data_spec)
 from swapkl.commands.heal_command import add_heal_arguments, heal_settings, train_text
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
@@ -16,6 +17,7 @@ from swapkl.recovery.healed_jobs import SELECTIONS, HealedProbeJob
 def add_parser(sub) -> None:
     p = command(sub, "healed-probe", run_healed)
     add_model_arguments(p, engine=False)
+    add_label_arguments(p)
     p.add_argument("--batch-size", type=int, default=default(HealedProbeJob, "batch_size"),
                    help="probe windows per forward batch (default: %(default)s)")
     input_arg(p, "--probe-files", what="probe file", nargs="+", required=True, metavar="FILE",
