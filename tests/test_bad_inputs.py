@@ -980,6 +980,11 @@ CONFIG_TEXT_CASES = {
         "  Pythia:\n    local: {checkpoints}\n    revisions: [step0]\n",
         "Invalid config: models.Pythia: differs from models.pythia only in case; their folders would be the same "
         "on a case-insensitive file system"),
+    "YTE template (Snakemake's loader runs its expressions)": (
+        "__use_yte__: true\nmodels:\n  m:\n    local: {checkpoints}\n    revisions: [step0]\n",
+        "Invalid config: {path}: line 1: __use_yte__ makes the file a YTE template, whose expressions Snakemake "
+        "runs as Python while it reads the file; a config file holds data, never code: write the values out (a "
+        "file given with --configfile has already run by the time this is seen: read what it does)"),
 }
 
 

@@ -251,6 +251,25 @@ def test_python_tag_in_config_yaml_stops_snakemake_in_one_line(tmp_path):
     assert not (tmp_path / "PWNED").exists()
 
 
+@pytest.mark.slow
+def test_a_yte_template_config_yaml_is_refused_before_snakemake_runs_it(tmp_path):
+    """``snakemake -n`` on a workflow whose config.yaml is a YTE template: the workflow's line, and the template's
+    code never ran (config.yaml is checked before the ``configfile:`` directive reads it)."""
+    work = tmp_path / "wf"
+    work.mkdir()
+    for name in ("Snakefile", "workflow", "src", "profiles"):
+        (work / name).symlink_to(REPO / name)
+    (work / "config.yaml").write_text(YTE_CONFIG.format(trace=str(tmp_path / "PWNED")))
+    snakemake = Path(sys.executable).with_name("snakemake")
+    proc = subprocess.run([str(snakemake), "-n", "--nolock"], cwd=work, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert proc.returncode == 1
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("Invalid config:")]
+    assert len(lines) == 1 and lines[0].startswith("Invalid config: config.yaml: line 1: __use_yte__ makes the file "
+                                                   "a YTE template"), lines
+    assert not (tmp_path / "PWNED").exists()
+
+
 # --------------------------------------------------------------------------------- heal options
 
 
@@ -369,3 +388,29 @@ def test_catalogue_section_lists_every_case():
                  "heal seq_len 65 exceeds the model's 64 positions (max_position_embeddings)",
                  ".OUT.XXXXXXXX.partial", "its dataset cannot be loaded", "snakemake --lint"):
         assert text in section, text
+
+
+YTE_CONFIG = ("__use_yte__: true\nmodels:\n  ?__import__('pathlib').Path({trace!r}).write_text('x') and 'm':\n"
+              "    revisions: [main]\n")
+
+
+def test_a_yte_template_config_is_refused_naming_file_and_line(tmp_path):
+    """A config file with ``__use_yte__`` is a YTE template: Snakemake's loader runs its ``?`` expressions as
+    Python (shown here with the loader Snakemake calls). The workflow's check refuses such a file, naming it and
+    the line, and itself runs nothing; a file without the key passes."""
+    import yte
+
+    trace = tmp_path / "PWNED"
+    path = tmp_path / "template.yaml"
+    path.write_text(YTE_CONFIG.format(trace=str(trace)))
+    with pytest.raises(ConfigError) as e:
+        check_config_text([str(path)])
+    assert str(e.value).startswith(f"{path}: line 1: __use_yte__ makes the file a YTE template, whose expressions "
+                                   "Snakemake runs as Python")
+    assert not trace.exists()
+    with open(path, encoding="utf-8") as f:  # what Snakemake's loader does with the same file
+        yte.process_yaml(f, require_use_yte=True)
+    assert trace.exists()
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("models:\n  m:\n    revisions: [main]\n    label: '__use_yte__'\n")
+    check_config_text([str(plain)])

@@ -5,7 +5,11 @@
 - a tag that is no plain YAML type: a Python tag (``!!python/object/apply:os.system``, ``!!python/name:...``,
   ``!!python/tuple``) builds Python objects, and some run code; a config file holds data only. Snakemake's own
   loader takes some Python tags (``!!python/name``, ``!!python/tuple``) into the config and refuses others with a
-  message about indentation."""
+  message about indentation;
+- a YTE template (a top-level ``__use_yte__`` key): Snakemake's loader evaluates the template's ``?`` expressions
+  as Python while it reads the file, so such a file runs code. The check comes before Snakemake reads config.yaml,
+  but after it has read a ``--configfile`` (which Snakemake loads before any of the workflow runs): the refusal
+  then stops the run and says that the file's code has run."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ import yaml
 from swapkl.config import ConfigError
 
 PYTHON_TAG = "tag:yaml.org,2002:python/"
+#: the key that makes Snakemake's loader treat a config file as a YTE template and evaluate its expressions
+YTE_KEY = "__use_yte__"
 
 
 class _Refused(Exception):
@@ -50,14 +56,29 @@ _StrictLoader.add_constructor(None, _StrictLoader.construct_undefined)
 
 
 def check_config_text(paths: list[str]) -> None:
-    """Raise :class:`ConfigError` ``"{path}: line N: ..."`` at the first duplicate key or tag that is no plain
-    YAML type. A file YAML cannot parse for another reason passes here (Snakemake has already reported it)."""
+    """Raise :class:`ConfigError` ``"{path}: line N: ..."`` at the first duplicate key, tag that is no plain
+    YAML type or YTE template key. A file YAML cannot parse for another reason passes here (Snakemake has already
+    reported it)."""
     for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
-                yaml.load(f, Loader=_StrictLoader)
+                text = f.read()
+            yaml.load(text, Loader=_StrictLoader)
+            _refuse_template(yaml.compose(text, Loader=_StrictLoader))
         except _Refused as err:
             raise ConfigError(f"{path}: {err}") from None
         except yaml.YAMLError:
             pass
+
+
+def _refuse_template(root) -> None:
+    """Refuse a document whose top-level mapping has the YTE key (at any value)."""
+    if not isinstance(root, yaml.MappingNode):
+        return
+    for key, _ in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == YTE_KEY:
+            raise _Refused(f"line {key.start_mark.line + 1}: {YTE_KEY} makes the file a YTE template, whose "
+                           "expressions Snakemake runs as Python while it reads the file; a config file holds "
+                           "data, never code: write the values out (a file given with --configfile has already "
+                           "run by the time this is seen: read what it does)")
 
