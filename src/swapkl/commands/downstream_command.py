@@ -18,7 +18,9 @@ def add_parser(sub) -> None:
                                         "loglikelihood (default: the paper's six, %(default)s; give the option "
                                         "without a name for none)")
     input_arg(t, "--lm-eval-include", what="lm-eval task folder", kind="dir", metavar="DIR",
-              help="a folder of further lm-eval task YAMLs that --lm-eval-tasks may name")
+              help="a folder of further lm-eval task YAMLs that --lm-eval-tasks may name; lm-eval renders them "
+                   "unsandboxed and imports the Python their !function tags name, so they run code: give only a "
+                   "folder you trust")
     input_arg(t, "--tasks", what="task file", nargs="*", default=[], metavar="TASK.yaml",
               help="multiple-choice task files in lm-eval's format (local JSONL)")
     input_arg(t, "--last-word-files", what="last-word file", nargs="*", default=[], metavar="FILE.jsonl",
