@@ -413,3 +413,25 @@ def test_cli_train(mini_corpus, tokenizer_dir, tmp_path, capsys):
     args = _parser().parse_args(["demo-tokenizer", "--corpus", str(tmp_path), "--out", str(tmp_path / "t")])
     with pytest.raises(SwapKLError, match="train.txt"):
         args.func(args)
+
+
+def test_demo_tasks_are_the_same_in_every_process(corpus, tmp_path):
+    """``swapkl demo-tasks`` run by two processes with different string hashes (PYTHONHASHSEED) writes the same
+    bytes: the choices' order and the gold index follow the seed alone (a set of choices took its order from the
+    strings' hashes, so the demo's task files, and the snowball's BI on them, changed from run to run)."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"tasks{hash_seed}"
+        subprocess.run([sys.executable, "-m", "swapkl", "demo-tasks", "--corpus", str(corpus), "--out", str(out),
+                        "--n-docs", "60"], check=True, capture_output=True, timeout=300,
+                       env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        outs.append(out)
+    for name in ("demo_next_word.jsonl", "demo_continuation.jsonl"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    docs = [json.loads(line) for line in (outs[0] / "demo_next_word.jsonl").read_text().splitlines()]
+    assert len(docs) == 60 and all(len(set(d["choices"])) == 4 for d in docs)
+    assert len({d["gold"] for d in docs}) == 4  # the gold answer is not always in one place

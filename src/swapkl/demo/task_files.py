@@ -51,9 +51,11 @@ def build_demo_tasks(corpus_dir: Path, out_dir: Path, *, n_docs: int = 200, seed
         context = " ".join(para[:k])
         gold = para[k]
         if len(next_word) < n_docs and _WORD.match(gold):
-            options = {gold}
-            while len(options) < 4:
-                options.add(rng.choices(words, weights)[0])
+            options = [gold]  # a list, not a set: a set's order follows the strings' hashes, which change
+            while len(options) < 4:  # from process to process, and so would the choices' order and the gold index
+                word = rng.choices(words, weights)[0]
+                if word not in options:
+                    options.append(word)
             choices = sorted(options, key=lambda _: rng.random())
             next_word.append({"query": context, "choices": choices, "gold": choices.index(gold)})
         if len(continuation) < n_docs:
