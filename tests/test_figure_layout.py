@@ -750,3 +750,25 @@ def test_scaling_says_when_there_are_too_few_models_for_a_trend(figs, tmp_path, 
     offsets = fig.axes[0].collections[0].get_offsets()
     assert np.allclose(offsets[:, 0], table["n_params"]) and np.allclose(offsets[:, 1], table["gap_mean"])
     assert ("no trend with size" in fig._suptitle.get_text()) == (n_models < 3)
+
+
+@pytest.mark.parametrize("sizes, scale, labels", [
+    ((853_568, 862_080), "linear", None),  # the demo's two models, 1% apart: no log axis of 8.54x10^5 ticks
+    ((124e6, 1.4e9, 8e9), "log", ["200M", "500M", "1B", "2B", "5B"]),  # GPT-2 small to an 8B model
+])
+def test_scaling_writes_parameter_counts_as_read_aloud(figs, tmp_path, sizes, scale, labels):
+    from swapkl.figures.scale import parameter_count, plot_scaling
+
+    n = len(sizes)
+    table = pd.DataFrame(dict(model=[f"m{k}" for k in range(n)], n_params=list(sizes),
+                              gap_mean=np.linspace(0.01, 0.02, n), ratio_ir_mean=np.linspace(0.2, 0.3, n),
+                              position_encoding="rope"))
+    fig = _draw(tmp_path, "sc", lambda p, q: plot_scaling(table, p, q), figs)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == scale
+    lo, hi = ax.get_xlim()
+    shown = [t.get_text() for t, v in zip(ax.get_xticklabels(), ax.get_xticks()) if lo <= v <= hi]
+    assert shown and all(x and x[-1] in "KMB" and "10^" not in x and "times" not in x for x in shown), shown
+    if labels:
+        assert shown == labels
+    assert [parameter_count(x) for x in (853_568, 124e6, 1.5e6, 8e9, 950)] == ["854K", "124M", "1.5M", "8B", "950"]
