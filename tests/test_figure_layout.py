@@ -771,4 +771,7 @@ def test_scaling_writes_parameter_counts_as_read_aloud(figs, tmp_path, sizes, sc
     assert shown and all(x and x[-1] in "KMB" and "10^" not in x and "times" not in x for x in shown), shown
     if labels:
         assert shown == labels
-    assert [parameter_count(x) for x in (853_568, 124e6, 1.5e6, 8e9, 950)] == ["854K", "124M", "1.5M", "8B", "950"]
+    assert [parameter_count(x) for x in (853_568, 124e6, 1.5e6, 8e9, 950)] == ["853.6K", "124M", "1.5M", "8B", "950"]
+    ticks = [v for v in ax.get_xticks() if lo <= v <= hi]
+    units = {"K": 1e3, "M": 1e6, "B": 1e9}
+    assert [float(x[:-1]) * units[x[-1]] for x in shown] == pytest.approx(ticks, rel=1e-9)  # each label its tick

@@ -32,11 +32,11 @@ def _frame(table) -> pd.DataFrame:
 
 
 def parameter_count(n: float, _position=None) -> str:
-    """A parameter count as read aloud: 854K, 1.5M, 124M, 8B."""
+    """A parameter count as read aloud, to four significant digits: 853.6K, 1.5M, 124M, 8B."""
     for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if abs(n) >= scale:
-            return f"{n / scale:.3g}{unit}"
-    return f"{n:.3g}"
+            return f"{n / scale:.4g}{unit}"
+    return f"{n:.4g}"
 
 
 def size_axis(ax, sizes) -> None:
@@ -50,7 +50,7 @@ def size_axis(ax, sizes) -> None:
             ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_minor_formatter(NullFormatter())
     else:
-        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.xaxis.set_major_locator(MaxNLocator(5, steps=[1, 2, 5, 10]))
     ax.xaxis.set_major_formatter(FuncFormatter(parameter_count))
 
 
