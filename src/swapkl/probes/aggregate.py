@@ -164,7 +164,7 @@ def aggregate(*args, **options) -> None:
     pair_sets, n_boot, seed = job.pair_sets, job.n_boot, job.seed
     # markers of seed-family members' revisions that the hub lacks: skipped, and listed in the provenance
     probe_files, absent = split_absent(probe_files)
-    repr_files, absent_repr = split_absent(repr_files or [])
+    repr_files, absent_repr = split_absent(repr_files)
     absent += [r for r in absent_repr if r not in absent]
     _validate_args(probe_files, pair_sets, n_boot, seed)
     require_distinct({"`out`": str(out)}, [("`probe_files`", f) for f in probe_files] + [("`repr_files`", f) for f in repr_files])
