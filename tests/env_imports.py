@@ -44,14 +44,17 @@ def _imports(path: Path) -> set[str]:
 
 def _named_modules(text: str) -> set[str]:
     """The swapkl modules a string names for importlib: ``"swapkl.a.b:function"`` (a lazily imported function) or
-    ``"swapkl.a"`` (a package whose modules are discovered with pkgutil: all of them)."""
+    ``"swapkl.a"`` (a package whose modules and subpackages are discovered with pkgutil: all of them, as the figure
+    registry imports every figure family)."""
     m = re.fullmatch(r"(swapkl(?:\.\w+)+)(?::\w+)?", text)
     if not m:
         return set()
     package = SRC.joinpath(*m.group(1).split("."))
     if not (package / "__init__.py").is_file():
         return {m.group(1)}
-    return {m.group(1), *(f"{m.group(1)}.{f.stem}" for f in package.glob("*.py") if f.stem != "__init__")}
+    modules = [f.stem for f in package.glob("*.py") if f.stem != "__init__"]
+    modules += [f.parent.name for f in package.glob("*/__init__.py")]
+    return {m.group(1), *(f"{m.group(1)}.{name}" for name in modules)}
 
 
 def _module_file(name: str) -> Path | None:

@@ -21,10 +21,10 @@ SLACK = 1.0  # pixels two boxes may share (antialiased edges)
 
 @contextlib.contextmanager
 def captured_figures(monkeypatch):
-    """Every Figure passed to ``save_figure`` by any module of :mod:`swapkl.figures` (still saved)."""
+    """Every Figure passed to ``save_figure`` by any module of :mod:`swapkl.figures` or its families (still saved)."""
     figs: list[Figure] = []
-    for info in pkgutil.iter_modules(swapkl.figures.__path__):
-        mod = importlib.import_module(f"swapkl.figures.{info.name}")
+    for info in pkgutil.walk_packages(swapkl.figures.__path__, "swapkl.figures."):
+        mod = importlib.import_module(info.name)
         original = getattr(mod, "save_figure", None)
         if original is None:
             continue

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from swapkl.stats.agreement import compare, rank_statistics
-from swapkl.figures.pruning_figure import AGREEMENT_LABELS
+from swapkl.figures.pruning.cost import AGREEMENT_LABELS
 from swapkl.pruning.guides.guide_registry import registered
 
 N_LAYERS = 12

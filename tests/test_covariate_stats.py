@@ -23,7 +23,7 @@ from swapkl.stats.bootstrap import resample_indices
 from swapkl.studies.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
                                     spearman_ci)
 from swapkl.errors import SwapKLError
-from swapkl.figures.covariates_figure import plot_covariate_correlations
+from swapkl.figures.seeds.covariates import plot_covariate_correlations
 from swapkl.tables.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA, read_covariate_correlations
 from probe_fixtures import probe_files, provenance, random_values, write_checkpoint, write_table
 

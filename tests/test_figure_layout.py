@@ -13,15 +13,15 @@ import synthetic_tables as syn
 from figure_layout import captured_figures, layout_problems, legends_cover_data
 from probe_fixtures import probe_files, random_values, write_checkpoint
 from swapkl.probes.aggregate import aggregate, read_aggregate
-from swapkl.figures.deletion import plot_deletion_vs_bi
-from swapkl.figures.trajectory import plot_gap_trajectory
-from swapkl.figures.heatmaps import plot_heatmaps
-from swapkl.figures.ratio_figure import plot_ratio_by_distance
-from swapkl.figures.seeds_figure import plot_seed_band
+from swapkl.figures.protocol.deletion import plot_deletion_vs_bi
+from swapkl.figures.protocol.trajectory import plot_gap_trajectory
+from swapkl.figures.protocol.heatmaps import plot_heatmaps
+from swapkl.figures.protocol.ratio import plot_ratio_by_distance
+from swapkl.figures.seeds.band import plot_seed_band
 from swapkl.figures.palette import BLUE, GREY
-from swapkl.figures import pruning_figure as pfig
-from swapkl.figures.confusion import plot_rank_confusion
-from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_zscores
+from swapkl.figures.pruning import cost as pfig
+from swapkl.figures.pruning.confusion import plot_rank_confusion
+from swapkl.figures.relevance.ranks import plot_cosine_vs_relevance, plot_relevance_zscores
 from swapkl.figures.guide_style import guide_look
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 
@@ -260,14 +260,14 @@ def test_relevance_zscores_layout(figs, tmp_path):
 
 
 def test_covariates_layout(figs, tmp_path):
-    from swapkl.figures.covariates_figure import plot_covariate_correlations
+    from swapkl.figures.seeds.covariates import plot_covariate_correlations
 
     corr = syn.covariate_correlations()
     _clean(_draw(tmp_path, "cov", lambda p, q: plot_covariate_correlations(corr, p, q), figs))
 
 
 def test_weight_protocols_layout(figs, tmp_path):
-    from swapkl.figures.weights import plot_weight_protocols
+    from swapkl.figures.protocol.weights import plot_weight_protocols
 
     agg_w = syn.weight_protocol_aggregate()
     _clean(_draw(tmp_path, "w", lambda p, q: plot_weight_protocols(agg_w, p, q, model="toy", revision="step16000"),
@@ -275,7 +275,7 @@ def test_weight_protocols_layout(figs, tmp_path):
 
 
 def test_relevance_confusion_layout(figs, tmp_path):
-    from swapkl.figures.relevance_figure import plot_relevance_confusion
+    from swapkl.figures.relevance.ranks import plot_relevance_confusion
     from swapkl.relevance.relevance_stats import relevance_statistics
 
     rel, ragg = syn.relevance_tables()
@@ -285,7 +285,7 @@ def test_relevance_confusion_layout(figs, tmp_path):
 
 
 def test_training_curves_layout(figs, tmp_path):
-    from swapkl.figures.training import plot_training_curves
+    from swapkl.figures.demo.training import plot_training_curves
 
     logs = {}
     for name, scale in (("demo-a", 1.0), ("demo-b", 0.7), ("demo-c", 0.5)):
@@ -454,7 +454,7 @@ def test_ratio_by_distance_shows_the_pairs_behind_each_median(agg, figs, tmp_pat
 def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path):
     """The full-set point (n = n_seqs, rho = 1 by construction) is drawn apart (hollow), the others at the table's
     medians; the rank axis reaches down to 0, so medians of 0.993-1.000 are not stretched over the panel."""
-    from swapkl.figures.scale import plot_convergence
+    from swapkl.figures.scale.sweep import plot_convergence
 
     rows = []
     for protocol, base in (("replacement", 0.993), ("interchange", 0.996)):
@@ -482,7 +482,7 @@ def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path
 def test_jacobian_draws_a_far_block_at_the_edge_with_its_value(figs, tmp_path):
     """Block 0 at 2e7 beside blocks at 0.4-10: the axis ends within a decade of the others, block 0 sits at the
     edge with its value written and named in the note; every other block at its table value."""
-    from swapkl.figures.scale import plot_jacobian
+    from swapkl.figures.scale.sweep import plot_jacobian
 
     rng = np.random.default_rng(2)
     norms = np.r_[2.05e7, rng.uniform(0.4, 10.0, 11)]
@@ -543,7 +543,7 @@ def _healed_table() -> pd.DataFrame:
 def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
     """Readable titles (no internal protocol names), every curve at the table's values, and variants that end on
     the same KL share one end label instead of overprinting."""
-    from swapkl.figures.third_test import PROTOCOL_TITLES, plot_healed_curves
+    from swapkl.figures.healing.third_test import PROTOCOL_TITLES, plot_healed_curves
 
     table = _healed_table()
     fig = _draw(tmp_path, "heal", lambda p, q: plot_healed_curves(table, p, q), figs)
@@ -561,7 +561,7 @@ def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
 
 
 def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_path):
-    from swapkl.figures.third_test import plot_test_agreement, label_of_test
+    from swapkl.figures.healing.third_test import plot_test_agreement, label_of_test
 
     tests = ["replacement_max", "interchange", "healed_interchange", "interchange@toy-seed1"]
     rows = [dict(model="toy", revision="step400", level="pair", test_a=a, test_b=b, n_items=30, n_boot=100,
@@ -587,7 +587,7 @@ def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
     on an 8-test map like the demo's."""
     from matplotlib.colors import to_hex
 
-    from swapkl.figures.third_test import TOO_FEW_GREY, plot_test_agreement
+    from swapkl.figures.healing.third_test import TOO_FEW_GREY, plot_test_agreement
 
     tests = ["replacement_max", "replacement_fwd", "interchange", "healed_replacement", "healed_interchange",
              "replacement_max@pythia-demo-seed1", "replacement_fwd@pythia-demo-seed1", "interchange@pythia-demo-seed1"]
@@ -627,7 +627,7 @@ def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
 
 
 def test_recovery_bars_at_the_table_values_with_guide_labels_and_no_legend_over_them(figs, tmp_path):
-    from swapkl.figures.recovery_figure import plot_recovery
+    from swapkl.figures.healing.recovery import plot_recovery
 
     rows = []
     for guide, cost, healed in (("interchange", 0.57, 0.55), ("bi", 2.0, 1.2)):
@@ -665,7 +665,7 @@ def test_gromov_curves_show_wilson_intervals_on_a_full_axis(figs, tmp_path):
     """Accuracies on 100 items: each point with its 95% Wilson interval (recomputed here with scipy), the axis
     0-100%, and no generative task named when none ran."""
     from scipy.stats import binomtest
-    from swapkl.figures.task_pruning_figure import plot_gromov_curves
+    from swapkl.figures.task_pruning.curves import plot_gromov_curves
 
     table = _task_pruning_rows()
     fig = _draw(tmp_path, "gro", lambda p, q: plot_gromov_curves(table, p, q), figs)
@@ -684,7 +684,7 @@ def test_gromov_curves_show_wilson_intervals_on_a_full_axis(figs, tmp_path):
 
 
 def test_task_specific_cells_in_whole_points_with_their_interval(figs, tmp_path):
-    from swapkl.figures.task_pruning_figure import plot_task_specific
+    from swapkl.figures.task_pruning.curves import plot_task_specific
 
     table = _task_pruning_rows()
     fig = _draw(tmp_path, "tsp", lambda p, q: plot_task_specific(table, p, q), figs)
@@ -698,7 +698,7 @@ def test_downstream_scores_in_whole_points_coloured_against_sampling_noise(figs,
     """Cells show the score in whole points; the colour is the change from the base model, its scale the largest
     half-width of the base score's 95% Wilson interval (scipy's), so a 1-point change on 100 items is pale."""
     from scipy.stats import binomtest
-    from swapkl.figures.downstream_figure import plot_downstream
+    from swapkl.figures.downstream.accuracy import plot_downstream
 
     rows = []
     for phase, guide, budget, removed, scores in (("base", None, 0, [], (0.29, 0.84)),
@@ -722,7 +722,7 @@ def test_downstream_scores_in_whole_points_coloured_against_sampling_noise(figs,
 
 
 def test_optimal_search_says_when_every_method_found_the_same_sets(figs, tmp_path):
-    from swapkl.figures.optimal_search_figure import plot_optimal_search
+    from swapkl.figures.construction.optimal_search import plot_optimal_search
 
     rows = [dict(model="toy", revision="step400", n_layers=12, budget=n, method=m,
                  removed_layers=[3] if n == 1 else ([3, 6] if m != "greedy" else [3, 7]), cost=5.8 + 0.001 * n,
@@ -740,7 +740,7 @@ def test_optimal_search_says_when_every_method_found_the_same_sets(figs, tmp_pat
 
 @pytest.mark.parametrize("n_models", [2, 4])
 def test_scaling_says_when_there_are_too_few_models_for_a_trend(figs, tmp_path, n_models):
-    from swapkl.figures.scale import plot_scaling
+    from swapkl.figures.scale.sweep import plot_scaling
 
     table = pd.DataFrame(dict(model=[f"m{k}" for k in range(n_models)], n_params=[1e6 * 10 ** k for k in range(n_models)],
                               gap_mean=np.linspace(0.01, 0.02, n_models), ratio_ir_mean=np.linspace(0.2, 0.3, n_models),
@@ -757,7 +757,7 @@ def test_scaling_says_when_there_are_too_few_models_for_a_trend(figs, tmp_path, 
     ((124e6, 1.4e9, 8e9), "log", ["200M", "500M", "1B", "2B", "5B"]),  # GPT-2 small to an 8B model
 ])
 def test_scaling_writes_parameter_counts_as_read_aloud(figs, tmp_path, sizes, scale, labels):
-    from swapkl.figures.scale import parameter_count, plot_scaling
+    from swapkl.figures.scale.sweep import parameter_count, plot_scaling
 
     n = len(sizes)
     table = pd.DataFrame(dict(model=[f"m{k}" for k in range(n)], n_params=list(sizes),

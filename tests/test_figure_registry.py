@@ -1,15 +1,17 @@
-"""The figure registry (swapkl.figures.figure_registry): every plot function is registered, every entry is complete, the
-registered plot functions draw the data of their tables, and a figure added through the registry alone reaches the
+"""The figure registry (swapkl.figures.figure_registry): every plot function is registered by the family that holds it,
+every entry is complete, the registered plot functions draw the data of their tables, and a new figure family
+(tests/toy_figure: its entry, its plot function and its caption) dropped into a copy of the package reaches the
 command line, the workflow's dry-run DAG and the report's targets."""
 
 from __future__ import annotations
 
-import argparse
 import ast
 import csv
-import importlib
+import importlib.util
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,13 +22,11 @@ import pytest
 from matplotlib.figure import Figure as MplFigure
 
 from probe_fixtures import probe_files, random_values, write_checkpoint
-from swapkl import cli
 from swapkl.figures import figure_registry as registry
-from swapkl.figures.style import figure_style, new_figure, save_figure
 from swapkl.probes.aggregate import aggregate
-from swapkl.figures.figure_registry import AGGREGATE, SECTIONS, Figure, figures, jobs, register, unregister
-from swapkl.figures.ratio_figure import plot_ratio_by_distance
-from swapkl.figures.trajectory import plot_gap_trajectory
+from swapkl.figures.figure_registry import SECTIONS, Figure, figures, jobs, register
+from swapkl.figures.protocol.ratio import plot_ratio_by_distance
+from swapkl.figures.protocol.trajectory import plot_gap_trajectory
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES_PACKAGE = REPO / "src" / "swapkl" / "figures"
@@ -49,13 +49,42 @@ def drawn(monkeypatch) -> list[MplFigure]:
 def test_every_draw_function_of_the_figure_modules_is_registered():
     """A module's draw_* functions (the registry's signature) each back exactly one entry: none is left out."""
     defined = set()
-    for path in set(FIGURES_PACKAGE.glob("*.py")) - {FIGURES_PACKAGE / "figure_registry.py"}:
+    for path in set(FIGURES_PACKAGE.rglob("*.py")) - {FIGURES_PACKAGE / "figure_registry.py"}:
+        module = ".".join(("swapkl", *path.relative_to(FIGURES_PACKAGE.parent).with_suffix("").parts))
         tree = ast.parse(path.read_text())
         names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-        defined |= {f"swapkl.figures.{path.stem}:{n}" for n in names if n.startswith("draw_")}
+        defined |= {f"{module}:{n}" for n in names if n.startswith("draw_")}
     referenced = [fig.plot for fig in figures().values()]
     assert sorted(referenced) == sorted(defined)
+
+
+# Imports each module of swapkl.figures in turn in a fresh interpreter and reads the registry as it stands (not
+# figures(), which imports every family); prints {figure: [module, plot]} of what each import registered.
+WHO_REGISTERS = """
+import importlib, json, pkgutil
+import swapkl.figures as package
+from swapkl.figures.figure_registry import _REGISTRY as registered
+found = {}
+for module in pkgutil.iter_modules(package.__path__):
+    before = set(registered)
+    importlib.import_module("swapkl.figures." + module.name)
+    found.update({name: [module.name, registered[name].plot] for name in set(registered) - before})
+print(json.dumps(found))
+"""
+
+
+def test_each_figure_is_registered_by_the_family_that_draws_it():
+    """An entry sits beside its plot function: the family package whose import registers a figure holds the module
+    of its plot function, and the plain helper modules register nothing."""
+    proc = subprocess.run([sys.executable, "-c", WHO_REGISTERS], env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+                          capture_output=True, text=True, check=True)
+    found = json.loads(proc.stdout)
+    assert set(found) == set(figures())
+    families = {p.parent.name for p in FIGURES_PACKAGE.glob("*/__init__.py")}
+    for name, (family, plot) in found.items():
+        assert family in families, (name, family)  # registered by a family, not by a helper module
+        assert plot.startswith(f"swapkl.figures.{family}."), (name, family, plot)
 
 
 def test_every_entry_is_complete():
@@ -65,10 +94,10 @@ def test_every_entry_is_complete():
         assert fig.section in SECTIONS and fig.help, fig.name
         for name, pattern in fig.inputs.items():  # an expanded input's {model} is filled in by the expansion
             assert set(re.findall(r"{(\w+)}", pattern)) <= ({"model"} if name in fig.expand else set(fig.wildcards))
-    # one output folder per figure, one rule name per job, and every entries module is discovered
+    # one output folder per figure, one rule name per job, and every figure family is discovered
     assert len({f.folder for f in figures().values()}) == len(figures())
-    modules = {p.stem for p in (FIGURES_PACKAGE / "entries").glob("*.py")} - {"__init__"}
-    assert {f"swapkl.figures.entries.{m}" for m in modules} <= set(sys.modules)
+    families = {p.parent.name for p in FIGURES_PACKAGE.glob("*/__init__.py")}
+    assert {f"swapkl.figures.{family}" for family in families} <= set(sys.modules)
 
 
 def test_a_rule_draws_figures_of_one_scope():
@@ -139,62 +168,60 @@ def agg_path(tmp_path_factory):
     return d / "swapkl.parquet"
 
 
-def draw_toy(inputs, out_png, out_pdf, *, wildcards, params):
-    """The toy figure: how many rows of each kind with an I/R ratio one checkpoint has, as a bar chart."""
-    table = pd.read_parquet(inputs["aggregate"])
-    rows = table[(table["model"] == wildcards["model"]) & (table["revision"] == wildcards["revision"])]
-    counts = rows.groupby("kind")["ratio_ir"].count()
-    with figure_style():
-        fig = new_figure(3, 2)
-        fig.subplots().bar(list(counts.index), counts.to_numpy())
-        save_figure(fig, out_png, out_pdf)
+TOY = Path(__file__).with_name("toy_figure")  # a figure family: its entry, its plot function, its caption
 
 
-TOY = dict(name="toy_figure", plot=draw_toy, inputs={"aggregate": AGGREGATE}, scope="checkpoint", section="gap",
-           help="a toy figure, added through the registry alone", caption="heatmaps.rst")
+def _tree_with_toy(tmp_path: Path) -> Path:
+    """A copy of the workflow and the package with tests/toy_figure dropped in as a figure family (and its caption
+    in the report's folder): the three files a new figure is."""
+    tree = tmp_path / "tree"
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("src", "workflow", "envs", "profiles", "config"):
+        shutil.copytree(REPO / name, tree / name, ignore=skip)
+    for name in ("Snakefile", "config.yaml"):
+        shutil.copy(REPO / name, tree / name)
+    shutil.copytree(TOY, tree / "src" / "swapkl" / "figures" / "toy_figure", ignore=shutil.ignore_patterns("*.rst"))
+    shutil.copy(TOY / "toy_figure.rst", tree / "workflow" / "report" / "toy_figure.rst")
+    return tree
 
 
-@pytest.fixture
-def toy_figure():
-    register(Figure(**TOY))
-    yield figures()["toy_figure"]
-    unregister("toy_figure")
+def _toy_draw():
+    """The toy's plot function, loaded from its file alone (importing the toy package would register the toy here)."""
+    spec = importlib.util.spec_from_file_location("toy_figure_bars", TOY / "bars.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.draw_toy
 
 
-def subcommands(parser: argparse.ArgumentParser) -> dict:
-    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-
-
-def test_a_toy_figure_reaches_the_command_line(toy_figure, agg_path, tmp_path, monkeypatch):
-    kinds = subcommands(subcommands(cli.build_parser())["figures"])
-    assert "toy-figure" in kinds and set(kinds) == {f.kind for f in figures().values()}
+def test_the_toy_figure_draws_its_table(agg_path, tmp_path, monkeypatch):
     seen = drawn(monkeypatch)
-    png, pdf = tmp_path / "toy.png", tmp_path / "toy.pdf"
-    assert cli.main(["figures", "toy-figure", "--aggregate", str(agg_path), "--model", "toy", "--revision",
-                     "step100", "--out-png", str(png), "--out-pdf", str(pdf)]) == 0
-    assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
+    _toy_draw()({"aggregate": str(agg_path)}, tmp_path / "t.png", tmp_path / "t.pdf",
+                wildcards={"model": "toy", "revision": "step100"}, params={})
     table = pd.read_parquet(agg_path)
     counts = table[(table["revision"] == "step100")].groupby("kind")["ratio_ir"].count()
-    bars = seen[0].axes[0].patches
-    assert [b.get_height() for b in bars] == list(counts.to_numpy())
+    assert [b.get_height() for b in seen[0].axes[0].patches] == list(counts.to_numpy())
 
 
-DRIVER = """
-import sys
-from swapkl.figures.figure_registry import Figure, register
-register(Figure(**{toy}))
-from snakemake.cli import main
-main(sys.argv[1:])
-"""
+def test_a_toy_figure_family_reaches_the_command_line_the_dry_run_and_the_report_targets(agg_path, tmp_path):
+    """Dropped into the package as the only change, the toy family gets a `swapkl figures` kind that draws what its
+    plot function draws, a plot rule with one job per checkpoint that has heatmaps (same scope and selection), and
+    its files among the final outputs."""
+    tree = _tree_with_toy(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    swapkl = [sys.executable, "-m", "swapkl", "figures"]
+    kinds = subprocess.run([*swapkl, "--help"], env=env, cwd=tree, capture_output=True, text=True, check=True).stdout
+    assert "toy-figure" in kinds and "toy-figure" not in subprocess.run(
+        [*swapkl, "--help"], capture_output=True, text=True, check=True).stdout
+    png, pdf = tmp_path / "cli.png", tmp_path / "cli.pdf"
+    subprocess.run([*swapkl, "toy-figure", "--aggregate", str(agg_path), "--model", "toy", "--revision", "step100",
+                    "--out-png", str(png), "--out-pdf", str(pdf)], env=env, cwd=tree, check=True)
+    _toy_draw()({"aggregate": str(agg_path)}, tmp_path / "direct.png", tmp_path / "direct.pdf",
+                wildcards={"model": "toy", "revision": "step100"}, params={})
+    assert png.read_bytes() == (tmp_path / "direct.png").read_bytes()
+    assert pdf.read_bytes() == (tmp_path / "direct.pdf").read_bytes()
 
-
-def test_a_toy_figure_reaches_the_dry_run_and_the_report_targets():
-    """Registered (in the Snakemake process) as the only change, the toy figure gets a plot rule with one job per
-    checkpoint that has heatmaps (same scope and selection), and its files are among the final outputs."""
-    toy = {**TOY, "plot": "toy_module:draw"}
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.run([sys.executable, "-c", DRIVER.format(toy=repr(toy)), "--dry-run", "--cores", "1",
-                           "--workflow-profile", "profiles/demo", "--forceall"], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--nolock", "--dry-run", "--cores", "1",
+                           "--workflow-profile", "profiles/demo", "--forceall"], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
@@ -231,21 +258,13 @@ def test_a_registered_gap_figure_is_its_plot_function_with_its_gap(name, plot, g
     assert (tmp_path / "r.png").read_bytes() != (tmp_path / "o.png").read_bytes()
 
 
-def test_docs_list_every_plot_rule_with_its_figures_entry_modules_and_functions():
+def test_docs_list_every_plot_rule_with_its_figures_and_functions():
     """docs/extending.md's table of plot rules (made in a loop, so no `rule plot_x` line to grep) names every rule
-    of the registry with its figures, the entries module that declares each, and their plot functions."""
-    import re
-    from pathlib import Path
-
-    from swapkl.figures.figure_registry import jobs
-
-    repo = Path(__file__).resolve().parents[1]
-    doc = (repo / "docs" / "extending.md").read_text()
+    of the registry with its figures and their plot functions (whose path names the family that declares each)."""
+    doc = (REPO / "docs" / "extending.md").read_text()
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(plot_[a-z_]+)` \|.*$", doc, re.M)}
-    entries = {p.stem: p.read_text() for p in sorted((repo / "src/swapkl/figures/entries").glob("*.py"))}
     assert set(rows) == set(jobs()), sorted(set(rows) ^ set(jobs()))
     for rule, figs in jobs().items():
         for fig in figs:
-            module = next(m for m, text in entries.items() if f'"{fig.name}"' in text)
-            assert f"`{fig.name}` ({module})" in rows[rule], (rule, fig.name, module)
+            assert f"`{fig.name}`" in rows[rule], (rule, fig.name)
             assert f"`{fig.plot.removeprefix('swapkl.figures.')}`" in rows[rule], (rule, fig.plot)

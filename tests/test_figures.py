@@ -12,14 +12,14 @@ from probe_fixtures import probe_files, random_values, write_checkpoint
 from swapkl.probes.aggregate import aggregate, read_aggregate
 from swapkl.commands import figures_command
 from swapkl.errors import SwapKLError
-from swapkl.figures.deletion import plot_deletion_vs_bi
-from swapkl.figures.trajectory import plot_gap_trajectory
-from swapkl.figures.heatmaps import plot_heatmaps
-from swapkl.figures.ratio_figure import plot_ratio_by_distance
-from swapkl.figures.training import plot_training_curves
-from swapkl.figures.deletion import deletion_and_bi
+from swapkl.figures.protocol.deletion import plot_deletion_vs_bi
+from swapkl.figures.protocol.trajectory import plot_gap_trajectory
+from swapkl.figures.protocol.heatmaps import plot_heatmaps
+from swapkl.figures.protocol.ratio import plot_ratio_by_distance
+from swapkl.figures.demo.training import plot_training_curves
+from swapkl.figures.protocol.deletion import deletion_and_bi
 from swapkl.stats.rank_correlation import spearman_kendall
-from swapkl.figures.heatmaps import kl_matrices
+from swapkl.figures.protocol.heatmaps import kl_matrices
 from swapkl.figures.stepaxis import set_step_axis
 
 L = 6

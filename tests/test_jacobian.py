@@ -14,7 +14,7 @@ from swapkl.probes.covariates import eager_attention
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.figures.scale import block_swap_distances
+from swapkl.figures.scale.sweep import block_swap_distances
 from swapkl.studies.jacobian import block_norms, norm_exact, norm_finite_difference, residual_update, run_jacobian
 from tiny_models import random_tokens, tiny_model
 

@@ -111,7 +111,7 @@ def test_interior_budget_errors_name_the_interior():
 
 
 def test_the_cost_figure_draws_the_mean_of_several_sets_of_one_size():
-    from swapkl.figures.pruning_figure import _fixed_mean
+    from swapkl.figures.pruning.cost import _fixed_mean
 
     rows = pd.DataFrame(dict(budget=[1, 1, 1, 2], feasible=True, delta_ppl_pct=[5.0, 8.0, 2.0, 30.0],
                              kl_mean=[0.1, 0.3, 0.2, 0.5]))

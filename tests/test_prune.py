@@ -142,7 +142,7 @@ def test_paper_selection_settings(setup, tmp_path):
     every = [b for r in df.loc[df["guide"] == "random", "removed_layers"] for b in r]
     assert min(every) >= 1 and max(every) <= N_LAYERS - 2
     assert provenance.read(str(out))["selection"] == options.as_dict()
-    from swapkl.figures.pruning_figure import plot_delta_ppl
+    from swapkl.figures.pruning.cost import plot_delta_ppl
 
     plot_delta_ppl(df, "tiny", "step100", tmp_path / "cost.png", tmp_path / "cost.pdf")  # draws the fixed set too
     assert (tmp_path / "cost.png").read_bytes()[:4] == b"\x89PNG"
@@ -368,8 +368,8 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
     assert r["ir_diff"] == pytest.approx(num - den)
     assert r["ir_ratio"] == pytest.approx(num / den) if r["ratio_defined"] else np.isnan(r["ir_ratio"])
 
-    from swapkl.figures import pruning_figure as fig
-    from swapkl.figures.confusion import plot_rank_confusion
+    from swapkl.figures.pruning import cost as fig
+    from swapkl.figures.pruning.confusion import plot_rank_confusion
 
     agr = pd.read_parquet(agr_out)
     calls = {

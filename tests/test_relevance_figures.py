@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import chi2, rankdata, zscore
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.relevance_figure import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
+from swapkl.figures.relevance.ranks import plot_cosine_vs_relevance, plot_relevance_confusion, plot_relevance_zscores
 from swapkl.relevance.tasks import acc_rel
 from swapkl.relevance.relevance_stats import relevance_statistics, zscores
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS as COLUMNS

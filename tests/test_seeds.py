@@ -21,7 +21,7 @@ from scipy import stats
 from swapkl.tables import provenance
 from swapkl.errors import SwapKLError
 from swapkl.tables.parquet_io import write_parquet
-from swapkl.figures.seeds_figure import plot_seed_band
+from swapkl.figures.seeds.band import plot_seed_band
 from swapkl.stats.seed_families import SeedFamilyError, expand_seed_families
 from swapkl.studies.seeds import kendall_w, mean_pairwise_spearman, read_seeds, seed_statistics, write_seed_statistics
 

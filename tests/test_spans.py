@@ -204,7 +204,7 @@ def test_command_aggregate_and_figure(tmp_path):
     import pandas as pd
 
     from swapkl.cli import main
-    from swapkl.figures.spans_figure import plot_spans
+    from swapkl.figures.spans.span_kl import plot_spans
     from swapkl.studies.spans_stats import aggregate_spans
 
     model_dir = tmp_path / "model"

@@ -282,7 +282,7 @@ def test_the_scorecard_reads_the_issue_25_numbers_from_the_summary_table():
 
 
 def test_figures_draw_the_tables(tmp_path, monkeypatch):
-    import swapkl.figures.task_pruning_figure as figure
+    import swapkl.figures.task_pruning.curves as figure
 
     drawn = []
     monkeypatch.setattr(figure, "save_figure", lambda fig, png, pdf: drawn.append(fig))

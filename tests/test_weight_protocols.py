@@ -162,8 +162,8 @@ def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
 
 
 def test_weight_protocols_figure(tmp_path):
-    from swapkl.figures.weights import plot_weight_protocols
-    from swapkl.figures.weights import averaging_vs_replacement, head_by_distance
+    from swapkl.figures.protocol.weights import plot_weight_protocols
+    from swapkl.figures.protocol.weights import averaging_vs_replacement, head_by_distance
 
     agg = pd.DataFrame([
         dict(kind="directed", model="m", revision="r", protocol=p, layer_i=i, layer_j=j, head=h, kl_mean=v)

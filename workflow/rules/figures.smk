@@ -1,6 +1,7 @@
 # Figures (PNG for the report, PDF for print): one plot_* rule per rule the figure registry names
-# (swapkl.figures.figure_registry, entries in swapkl.figures.entries), each drawing its figures with
-# workflow/scripts/plot_figure.py. Captions: workflow/report/<figure>.rst, rendered with the rule's params.
+# (swapkl.figures.figure_registry; each figure family swapkl.figures.<family> registers its entries), each drawing
+# its figures with workflow/scripts/plot_figure.py. Captions: workflow/report/<figure>.rst, rendered with the
+# rule's params.
 
 from swapkl.figures.figure_registry import FORMATS as FIGURE_EXTENSIONS, job_inputs as figure_job_inputs
 from swapkl.figures.figure_registry import jobs as figure_jobs, output_key

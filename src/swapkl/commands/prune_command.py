@@ -20,8 +20,8 @@ from swapkl.commands.arguments import (
 from swapkl.commands.figures_command import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
-from swapkl.figures import pruning_figure as fig
-from swapkl.figures.confusion import plot_rank_confusion
+from swapkl.figures.pruning import cost as fig
+from swapkl.figures.pruning.confusion import plot_rank_confusion
 from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
 from swapkl.pruning.eval_spec import TEXT_PREPS, EvalSpec

@@ -8,7 +8,7 @@ from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, 
 from swapkl.commands.figures_command import add_output_arguments
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
-from swapkl.figures import relevance_figure as fig
+from swapkl.figures.relevance import ranks as fig
 from swapkl.model.model_job import default
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.relevance.relevance_stats import summarise_relevance

@@ -1,15 +1,20 @@
 """Figures of swapkl results (matplotlib, Agg; each function writes a PNG and a PDF).
 
-Every figure of the report is an entry of the figure registry (:mod:`.figure_registry`), declared in a module of
-:mod:`.entries`; its plot function, of the registry's one signature (``draw_*``), lives in the module of its figure
-family, for example:
+Every figure of the report is an entry of the figure registry (:mod:`.figure_registry`). The figures come in
+families, one subpackage each, whose ``__init__`` registers the family's entries and whose modules draw them (plot
+functions of the registry's one signature, ``draw_*``):
 
-* :mod:`.trajectory` -- protocol gap vs training step;
-* :mod:`.ratio_figure` -- I/R ratio by pair distance;
-* :mod:`.heatmaps` -- replacement and interchange KL matrices;
-* :mod:`.pruning_figure` and :mod:`.confusion` -- pruning cost and the guides' agreement;
-* :mod:`.scale` -- the scale sweep and the mechanism checks.
+* :mod:`.demo` -- the demo models' training curves;
+* :mod:`.protocol` -- protocol gap vs training step, I/R ratio by pair distance, the KL heatmaps, deletion against
+  block influence, the weight protocols;
+* :mod:`.pruning` -- pruning cost and the guides' agreement; :mod:`.task_pruning` -- pruning on tasks;
+* :mod:`.construction` -- the optimal removal search and the snowball construction;
+* :mod:`.relevance` -- accuracy-based relevance; :mod:`.downstream` -- downstream benchmarks;
+* :mod:`.seeds` -- the gap across training seeds and its covariates; :mod:`.spans` -- middle-span experiments;
+* :mod:`.scale` and :mod:`.pe_ablation` -- the scale sweep, the mechanism checks, the position-encoding ablation;
+* :mod:`.healing` -- recovery after pruning and the third test.
 
-Shared look and deterministic saving live in :mod:`.style`. This package's ``__init__`` imports nothing, so that
-importing :mod:`swapkl.figures.figure_registry` does not import matplotlib.
+The plain modules here are the drawing code's helpers: shared look and deterministic saving in :mod:`.style`,
+colours in :mod:`.palette`, label placement, step axes, guide looks, aggregate selection. This ``__init__`` and
+the families' import nothing but the registry, so that reading the registry does not import matplotlib.
 """

@@ -1,4 +1,4 @@
-"""The registry of report figures: one entry per figure, registered by the module that draws it.
+"""The registry of report figures: one entry per figure, registered by the family package that draws it.
 
 An entry says everything the workflow, the report and the CLI need to know about a figure: its name, its plot
 function, the tables it reads, its scope (one figure per checkpoint, per model, per seed family, or one in all), its
@@ -6,12 +6,14 @@ caption, its report section and its output files. ``workflow/rules/figures.smk``
 :attr:`Figure.rule` from these entries, ``workflow/rules/report.smk`` lists their files among the report's targets,
 and ``swapkl figures`` offers one kind per entry.
 
-Every plot function has the one signature :class:`PlotFunction`. The entries are declared in the modules of
-:mod:`swapkl.figures.entries`, which register them when imported; :func:`figures` imports every module of that
-package, so no list of modules has to be kept in step. An entry names its plot function as
-``"swapkl.figures.<module>:<function>"``, imported only when the figure is drawn: Snakemake reads the registry to
-make its rules, and it must not import matplotlib, pandas or torch to do so (they are the figure modules' imports).
-Adding a figure: a plot function, its entry, and a caption file in ``workflow/report/`` (docs/extending.md).
+Every plot function has the one signature :class:`PlotFunction`. The figures come in families, one subpackage of
+:mod:`swapkl.figures` each (``swapkl.figures.pruning``, ``swapkl.figures.scale``, ...): the family's ``__init__``
+registers its entries, and its other modules draw them, so an entry sits beside the code that draws it.
+:func:`figures` imports every subpackage, so no list of families has to be kept in step. An entry names its plot
+function as ``"swapkl.figures.<family>.<module>:<function>"``, imported only when the figure is drawn: Snakemake
+reads the registry to make its rules, and it must not import matplotlib, pandas or torch to do so (they are the
+drawing modules' imports; a family's ``__init__`` imports only this module). Adding a figure: its entry and plot
+function in a family (docs/extending.md), and a caption file in ``workflow/report/``.
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ def numbered_sections(present) -> dict[str, str]:
 FIGURES_DIR = "results/figures"
 FORMATS = ("png", "pdf")
 
-#: the package whose modules declare the figures
-ENTRIES = "swapkl.figures.entries"
+#: the package whose subpackages are the figure families (each registers its figures when imported)
+FIGURES_PACKAGE = "swapkl.figures"
 
 AGGREGATE = "results/swapkl.parquet"
 PRUNING = "results/pruning.parquet"
@@ -178,21 +180,18 @@ def register(figure: Figure) -> Figure:
     return figure
 
 
-def unregister(name: str) -> None:
-    """Remove a figure (tests that register a toy figure clean up with this)."""
-    _REGISTRY.pop(name, None)
-
-
 def discover() -> None:
-    """Import every module of :mod:`swapkl.figures.entries`, so that each registers its figures."""
-    package = importlib.import_module(ENTRIES)
+    """Import every figure family (each subpackage of :mod:`swapkl.figures`), so that each registers its figures.
+    The package's plain modules (style, palette, labels, ...) are helpers of the drawing code and are not imported."""
+    package = importlib.import_module(FIGURES_PACKAGE)
     for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
+        if module.ispkg:
+            importlib.import_module(f"{FIGURES_PACKAGE}.{module.name}")
 
 
 def figures() -> dict[str, Figure]:
-    """Every registered figure by name, in report order (by section, then in registration order); every module of
-    :mod:`swapkl.figures.entries` is imported first."""
+    """Every registered figure by name, in report order (by section, then in registration order); every figure
+    family is imported first."""
     discover()
     order = list(SECTIONS)
     return dict(sorted(_REGISTRY.items(), key=lambda item: order.index(item[1].section)))

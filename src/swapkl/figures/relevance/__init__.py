@@ -6,7 +6,7 @@ RELEVANCE = "results/relevance.parquet"
 
 
 def _relevance(name: str, inputs: dict, help_: str, figure: str) -> None:
-    register(Figure(name, f"swapkl.figures.relevance_figure:draw_{name}", inputs, "checkpoint", "relevance", help_,
+    register(Figure(name, f"swapkl.figures.relevance.ranks:draw_{name}", inputs, "checkpoint", "relevance", help_,
                     targets="relevance", subcategory="{model}", labels={"figure": figure}))
 
 

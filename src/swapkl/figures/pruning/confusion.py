@@ -11,7 +11,7 @@ import pandas as pd
 from swapkl.stats.agreement import rank_confusion
 from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
-from swapkl.figures.pruning_figure import AGREEMENT_LABELS, plot_agreement
+from swapkl.figures.pruning.cost import AGREEMENT_LABELS, plot_agreement
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE, VERMILLION

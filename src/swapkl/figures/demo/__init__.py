@@ -2,7 +2,7 @@
 
 from swapkl.figures.figure_registry import Figure, register
 
-register(Figure("training_curves", "swapkl.figures.training:draw_training_curves",
+register(Figure("training_curves", "swapkl.figures.demo.training:draw_training_curves",
                 {"runs": "resources/demo/models/{model}"}, "global", "demo",
                 "held-out and training loss vs step of the demo models", log="logs/demo/plot_training_curves.log",
                 targets="demo", expand={"runs": "demo"},

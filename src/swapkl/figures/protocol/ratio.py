@@ -16,7 +16,7 @@ from swapkl.figures.figure_registry import on_table
 from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.style import SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import GREY
-from swapkl.figures.trajectory import GAP_LABELS
+from swapkl.figures.protocol.trajectory import GAP_LABELS
 from swapkl.probes.pair_statistics import GAP_DEFINITIONS
 
 MAX_LEGEND = 10  # checkpoints listed in the legend; beyond that every k-th one

@@ -1,0 +1,15 @@
+"""The toy figure's drawing: how many rows of each kind have an I/R ratio at one checkpoint, as a bar chart."""
+
+import pandas as pd
+
+from swapkl.figures.style import figure_style, new_figure, save_figure
+
+
+def draw_toy(inputs, out_png, out_pdf, *, wildcards, params):
+    table = pd.read_parquet(inputs["aggregate"])
+    rows = table[(table["model"] == wildcards["model"]) & (table["revision"] == wildcards["revision"])]
+    counts = rows.groupby("kind")["ratio_ir"].count()
+    with figure_style():
+        fig = new_figure(3, 2)
+        fig.subplots().bar(list(counts.index), counts.to_numpy())
+        save_figure(fig, out_png, out_pdf)
