@@ -328,6 +328,35 @@ def test_pruning_cost_keeps_the_guides_readable_beside_the_anti_guided_bound(fig
     assert not any(ax.texts for ax in fig.axes)
 
 
+def test_pruning_cost_bars_the_random_draws_in_both_rows(figs, tmp_path):
+    """The random row's bar spans its draws in the KL row too, not only in the perplexity row (whose summary row
+    carries the draws' min and max): read from the draws' own rows (as make real writes them: three draws per
+    budget beside their mean), a KL bar from the lowest to the highest draw's KL."""
+    df = syn.pruning_table()
+    df = df[(df["revision"] == "step16000") & (df["guide"] != "anti_interchange")].copy()
+    budgets = sorted(set(df["budget"]) - {0})
+    draws = []
+    for n in budgets:
+        mean = df[(df["guide"] == "random_mean") & (df["budget"] == n)].iloc[0]
+        for k, (dk, dp) in enumerate(((-0.02, -2.0), (0.0, 1.0), (0.05, 4.0))):
+            draws.append({**mean.to_dict(), "guide": "random", "random_draw": float(k),
+                          "kl_mean": mean["kl_mean"] + dk, "delta_ppl_pct": mean["delta_ppl_pct"] + dp})
+        summary = (df["guide"] == "random_mean") & (df["budget"] == n)
+        df.loc[summary, ["kl_mean", "delta_ppl_pct", "delta_ppl_pct_min", "delta_ppl_pct_max"]] = [
+            mean["kl_mean"] + 0.01, mean["delta_ppl_pct"] + 1.0, mean["delta_ppl_pct"] - 2.0, mean["delta_ppl_pct"] + 4.0]
+    df = pd.concat([df, pd.DataFrame(draws)], ignore_index=True)
+    fig = _draw(tmp_path, "kl_draws", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    label = pfig.cost_label(next(g.label for g in registered() if g.name == "random_mean"))
+    for c, n in enumerate(budgets):
+        mine = [d for d in draws if d["budget"] == n]
+        for row, column in ((0, "delta_ppl_pct"), (1, "kl_mean")):
+            ax = fig.axes[row * len(budgets) + c]
+            bar = next(cont for cont in ax.containers if cont.get_label() == label)
+            segment = bar.lines[2][0].get_segments()[0]
+            values = [d[column] for d in mine]
+            assert (segment[0][0], segment[1][0]) == pytest.approx((min(values), max(values))), (n, column)
+
+
 def test_pruning_cost_draws_random_draws_by_their_range_and_off_the_guides_axis(figs, tmp_path):
     """As on SmolLM2-135M at n = 4 (make real): guides cost 60-200%, three random draws 150%, 220% and 2600%
     (mean 990, s.d. 1400, so mean − s.d. is below every draw). The random row's bar spans its lowest to highest

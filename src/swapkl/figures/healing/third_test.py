@@ -81,8 +81,7 @@ def plot_test_agreement(table: pd.DataFrame | str, out_png, out_pdf) -> None:
             tests, tau, lo, hi, few = _matrix(df[df["level"] == lv])
             # too few items to test: a grey cell with its n, no colour for a tau that says nothing
             shown = np.where(few > 0, np.nan, tau)
-            cmap = colormaps["RdBu_r"].copy()
-            cmap.set_bad(TOO_FEW_GREY)
+            cmap = colormaps["RdBu_r"].with_extremes(bad=TOO_FEW_GREY)
             im = ax.imshow(shown, vmin=-1, vmax=1, cmap=cmap)
             with_ci = len(tests) <= 7  # larger maps show tau only (the CIs are in the table)
             for x in range(len(tests)):

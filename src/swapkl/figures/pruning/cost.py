@@ -74,9 +74,13 @@ COST_ROWS = (("delta_ppl_pct", ("delta_ppl_pct_ci_low", "delta_ppl_pct_ci_high")
              ("kl_mean", ("kl_ci_low", "kl_ci_high"), None, "KL(base ‖ pruned)\n(nats/token)"))
 
 
-def _draw_range(row, column: str, sd_col: str | None, v: float) -> tuple[float, float]:
-    """The random draws' bar: lowest to highest draw where the table has them (a perplexity increase is
-    bounded below, and a few draws with one far out give a mean − s.d. under any draw), else mean ± s.d."""
+def _draw_range(row, column: str, sd_col: str | None, v: float, draws: pd.Series) -> tuple[float, float]:
+    """The random draws' bar: lowest to highest draw (a perplexity increase is bounded below, and a few draws with
+    one far out give a mean − s.d. under any draw), from the draws' own rows (``draws``: their values of
+    ``column``, which gives the KL row its bar too), else from the summary row's ``_min``/``_max``, else
+    mean ± s.d."""
+    if len(draws):
+        return float(draws.min()), float(draws.max())
     low, high = row.get(f"{column}_min"), row.get(f"{column}_max")
     if low is not None and high is not None and pd.notna(low) and pd.notna(high):
         return float(low), float(high)
@@ -136,6 +140,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
     g = _checkpoint(df, model, revision)
     budgets = sorted(set(g["budget"]) - {0})
     series = cost_series(g)
+    draws = g[(g["guide"] == "random") & g["feasible"].astype(bool)]
     base = g[g["guide"] == "base"].iloc[0]
     # one line per rule, a header line above each family's first rule
     ticks, labels, headers, ys, y = [], [], [], [], 0
@@ -162,7 +167,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                     row = row.iloc[0]
                     v = float(row[column])
                     if guide == "random_mean":
-                        lo, hi = _draw_range(row, column, sd_col, v)
+                        lo, hi = _draw_range(row, column, sd_col, v, draws[draws["budget"] == n][column])
                     else:
                         lo, hi = float(row[lo_col]), float(row[hi_col])
                     points.append((yk, v, lo, hi, cost_label(label), colour, marker, guide == "random_mean"))
