@@ -328,6 +328,13 @@ def test_pruning_cost_keeps_the_guides_readable_beside_the_anti_guided_bound(fig
     assert not any(ax.texts for ax in fig.axes)
 
 
+def test_every_guide_label_shows_whole_in_the_pruning_cost_figure():
+    """No registered guide's label is cut in the cost figure's label column (a cut one read "LaCo merge as the
+    paper ordered it (by replacement KL,…" in make real's figures, losing which direction it means)."""
+    for guide in registered():
+        assert "…" not in pfig.cost_label(guide.label), (guide.name, guide.label)
+
+
 def test_pruning_cost_bars_the_random_draws_in_both_rows(figs, tmp_path):
     """The random row's bar spans its draws in the KL row too, not only in the perplexity row (whose summary row
     carries the draws' min and max): read from the draws' own rows (as make real writes them: three draws per

@@ -124,10 +124,15 @@ def cost_series(g: pd.DataFrame) -> list[tuple[str, tuple[str, str, str, str], p
     return sorted(series, key=lambda s: order.index(GUIDE_FAMILY.get(s[0], "control")))
 
 
+#: the widest rule label the pruning-cost figure's label column shows whole (a longer one is cut with "…"; every
+#: registered guide's label fits: tests/test_figure_layout.py)
+LABEL_WIDTH = 58
+
+
 def cost_label(label: str) -> str:
     """A rule's line label in the pruning-cost figure (random's bar there spans its draws; long labels cut)."""
-    return textwrap.shorten(label.replace(" ± s.d. of draws; band: min–max", "; bar: min–max of draws"), 58,
-                            placeholder="…")
+    return textwrap.shorten(label.replace(" ± s.d. of draws; band: min–max", "; bar: min–max of draws"),
+                            LABEL_WIDTH, placeholder="…")
 
 
 def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:

@@ -112,7 +112,7 @@ def beam(ctx: GuideContext) -> Selection | None:
     return ctx.cached("beam", lambda: sel)
 
 
-@register_guide("accuracy_iterative", rank=90, label="Accuracy-guided iterative (calibration next-token accuracy)",
+@register_guide("accuracy_iterative", rank=90, label="Accuracy-guided iterative (calibration next-token acc.)",
                 family="removal")
 def accuracy_iterative(ctx: GuideContext) -> Selection | None:
     """Remove one block at a time keeping the highest next-token accuracy on the calibration windows,

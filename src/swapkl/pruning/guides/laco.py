@@ -59,7 +59,7 @@ def laco(ctx: GuideContext) -> Selection | None:
     return _merge_selection(ctx, "laco", "interchange")
 
 
-@register_guide("laco_paper", rank=112, label="LaCo merge as the paper ordered it (by replacement KL, max)",
+@register_guide("laco_paper", rank=112, label="LaCo merge in the paper's order (by replacement KL, max)",
                 family="merge")
 def laco_paper(ctx: GuideContext) -> Selection | None:
     return _merge_selection(ctx, "laco_paper", "replacement_max")
