@@ -61,10 +61,16 @@ def _overlap(a, b) -> bool:
 
 
 def layout_problems(fig: Figure) -> list[str]:
-    """Pairs of drawn texts whose boxes overlap, and texts that reach outside the canvas."""
+    """Pairs of drawn texts whose boxes overlap, texts that reach outside the canvas, and texts that reach into a
+    legend they are not part of (a title running into the line samples of a legend beside it)."""
     texts = drawn_texts(fig)
     canvas = fig.bbox
     problems = []
+    renderer = fig.canvas.get_renderer()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.get_axes() if ax.get_legend() is not None)]
+    for leg in legends:
+        box, own = leg.get_window_extent(renderer), {id(x) for x in (*leg.get_texts(), leg.get_title())}
+        problems += [f"into a legend: {t.get_text()!r}" for t, b in texts if id(t) not in own and _overlap(b, box)]
     for t, box in texts:
         if box.x0 < canvas.x0 - SLACK or box.x1 > canvas.x1 + SLACK or box.y0 < canvas.y0 - SLACK \
                 or box.y1 > canvas.y1 + SLACK:

@@ -139,6 +139,38 @@ def test_pruning_difference_draws_the_difference_of_costs(figs, tmp_path):
     line = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 4][0]
     assert np.allclose(line.get_ydata(), want, rtol=1e-9, atol=1e-9)
     assert "ratio" not in fig.axes[0].get_ylabel().lower()
+    # two models with names as long as make real's: the legend beside the panel leaves the title whole
+    two = pd.concat([syn.pruning_table(model="gemma3-270m"), syn.pruning_table(model="smollm2-135m")])
+    _clean(_draw(tmp_path, "ir2", lambda p, q: pfig.plot_ir_panel(two, p, q, n_boot=20), figs))
+    long = syn.pruning_table(model="pythia-160m-deduped-seed3")
+    _clean(_draw(tmp_path, "irt2", lambda p, q: pfig.plot_ir_trajectory(long, "pythia-160m-deduped-seed3", p, q,
+                                                                         n_boot=20), figs))
+
+
+def test_pruning_difference_draws_hollow_where_both_guides_removed_the_same_blocks(figs, tmp_path):
+    """A difference of 0 because both guides removed the same blocks (SmolLM2-135M at n = 1, 2 in make real) is
+    not a measured tie: those points are hollow, and the legend says what hollow means."""
+    from swapkl.pruning.cost_ratio import ir_ratios
+
+    df = syn.pruning_table()
+    inter = (df["guide"] == "interchange") & (df["budget"] >= 3)
+    df.loc[inter, "removed_layers"] = df.loc[inter, "budget"].map(lambda n: list(range(1, n + 1)))
+    ir = ir_ratios(df, n_boot=20)
+    assert ir.set_index(["revision", "budget"])["same_blocks"].to_dict() == {
+        (rev, n): n < 3 for rev in ("step0", "step1000", "step16000") for n in (1, 2, 3, 4)}
+    fig = _draw(tmp_path, "hollow", lambda p, q: pfig.plot_ir_panel(df, p, q, n_boot=20), figs)
+    _clean(fig)
+    hollow = [ln for ln in fig.axes[0].get_lines() if ln.get_markerfacecolor() == "white"]
+    assert [list(ln.get_xdata()) for ln in hollow] == [[1.0, 2.0]]
+    assert pfig.SAME_BLOCKS in [t.get_text() for t in fig.legends[0].get_texts()]
+    fig = _draw(tmp_path, "hollow_t", lambda p, q: pfig.plot_ir_trajectory(df, "toy", p, q, n_boot=20), figs)
+    hollow = [ln for ln in fig.axes[0].get_lines() if ln.get_markerfacecolor() == "white"]
+    assert sorted(len(ln.get_xdata()) for ln in hollow) == [0, 0, 3, 3]  # n = 1, 2 at every step; none at 3, 4
+    # no point hollow: no legend line for it
+    df.loc[df["guide"] == "interchange", "removed_layers"] = df.loc[df["guide"] == "interchange", "budget"].map(
+        lambda n: list(range(1, n + 1)))
+    fig = _draw(tmp_path, "solid", lambda p, q: pfig.plot_ir_panel(df, p, q, n_boot=20), figs)
+    assert pfig.SAME_BLOCKS not in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
 def test_pruning_ratio_column_only_where_both_costs_are_clearly_positive():

@@ -19,8 +19,10 @@ def ir_ratios(df: pd.DataFrame, *, numerator: str = "interchange", denominator: 
     A ratio of two signed costs near zero is not a statistic, so ``ir_ratio`` and its CI are NaN unless both
     costs are clearly positive (the lower end of each one's bootstrap CI above zero; ``ratio_defined``).
 
+    ``same_blocks``: both guides removed the same blocks (their difference is then 0 with a CI of no width).
+
     Columns: model, revision, step, budget, delta_num, delta_den, ir_diff, ir_diff_ci_low, ir_diff_ci_high,
-    ratio_defined, ir_ratio, ir_ci_low, ir_ci_high.
+    same_blocks, ratio_defined, ir_ratio, ir_ci_low, ir_ci_high.
     """
     rows = []
     for (model, rev), g in df.groupby(["model", "revision"], sort=False):
@@ -39,13 +41,14 @@ def ir_ratios(df: pd.DataFrame, *, numerator: str = "interchange", denominator: 
             bd = paired.increase(np.asarray(den["window_nll_sum"].iloc[0]))
             diff_lo, diff_hi = percentile_ci(100.0 * (bn - bd))  # bn, bd: relative increases, not percent
             defined = bool(percentile_ci(bn)[0] > 0 and percentile_ci(bd)[0] > 0)
+            same = sorted(num["removed_layers"].iloc[0]) == sorted(den["removed_layers"].iloc[0])
             ratio = lo = hi = float("nan")
             if defined:
                 lo, hi = percentile_ci(bn / bd)
                 ratio = dn / dd
             rows.append(dict(model=model, revision=rev, step=g["step"].iloc[0], budget=int(n), delta_num=dn,
                              delta_den=dd, ir_diff=dn - dd, ir_diff_ci_low=diff_lo, ir_diff_ci_high=diff_hi,
-                             ratio_defined=defined, ir_ratio=ratio, ir_ci_low=lo, ir_ci_high=hi))
+                             same_blocks=same, ratio_defined=defined, ir_ratio=ratio, ir_ci_low=lo, ir_ci_high=hi))
     cols = ["model", "revision", "step", "budget", "delta_num", "delta_den", "ir_diff", "ir_diff_ci_low",
-            "ir_diff_ci_high", "ratio_defined", "ir_ratio", "ir_ci_low", "ir_ci_high"]
+            "ir_diff_ci_high", "same_blocks", "ratio_defined", "ir_ratio", "ir_ci_low", "ir_ci_high"]
     return pd.DataFrame(rows, columns=cols)

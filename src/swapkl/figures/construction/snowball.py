@@ -40,7 +40,7 @@ def plot_snowball(table, out_png, out_pdf) -> None:
         right.set_ylabel("accuracy without the block (%)")
         right.set_ylim(0, 112)
         right.set_title("accuracy when the block is removed")
-        right.legend(loc="upper right", bbox_to_anchor=(1.0, -0.14), ncol=2, frameon=False, fontsize=7)
+        right.legend(loc="upper right", bbox_to_anchor=(1.0, -0.2), ncol=2, frameon=False, fontsize=7)
         for ax in (left, right):
             ax.set_xlabel("block")
             ax.set_xticks(blocks)

@@ -12,12 +12,13 @@ import textwrap
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.figure_registry import on_table
 from swapkl.figures.style import add_note, far_cut, figure_style, fit_title, new_figure, save_figure
-from swapkl.figures.palette import BLUE
+from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures.guide_style import family_colour, plotted_looks
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
 from swapkl.figures.palette import cycled
@@ -237,6 +238,26 @@ def _diff_note(n_boot: int) -> str:
             "near zero or negative.")
 
 
+SAME_BLOCKS = "hollow: both removed the same blocks"
+
+
+def _hollow_same(ax, x, y, same, colour) -> bool:
+    """Draws the points where both guides removed the same blocks hollow (their difference is 0 by construction,
+    not a measured tie); whether there was one."""
+    same = np.asarray(same, dtype=bool)
+    ax.plot(np.asarray(x)[same], np.asarray(y)[same], ls="none", marker="o", mfc="white", mec=colour, zorder=3)
+    return bool(same.any())
+
+
+def _legend(fig, ax, any_same: bool, **kwargs) -> None:
+    """The figure's legend beside its panel, with the hollow marker's meaning when a point is hollow."""
+    handles, labels = ax.get_legend_handles_labels()
+    if any_same:
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="white", mec=GREY))
+        labels.append(SAME_BLOCKS)
+    fig.legend(handles, labels, loc="outside right center", frameon=False, **kwargs)
+
+
 def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, str] | None = None,
                   n_boot: int = 1000, seed: int = 0) -> None:
     """Interchange- minus replacement-guided perplexity increase (percentage points) vs budget, with its paired
@@ -256,18 +277,21 @@ def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, st
         fig = new_figure(6.4, 4.6)
         ax = fig.subplots()
         models = list(dict.fromkeys(ir["model"]))
+        any_same = False
         for k, model in enumerate(models):
             r = ir[ir["model"] == model].sort_values("budget")
             x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(models) - 1) / 2) * 0.08
             y = r["ir_diff"].to_numpy()
             ax.errorbar(x, y, yerr=_err(y, r["ir_diff_ci_low"], r["ir_diff_ci_high"]), marker="o", capsize=2,
                         color=cycled(k), label=f"{model} @ {r['revision'].iloc[0]}")
+            any_same |= _hollow_same(ax, x, y, r["same_blocks"], cycled(k))
         ax.axhline(0.0, color="black", lw=0.8, ls="--", label="same cost")
         ax.set_xticks(sorted(set(ir["budget"])))
         ax.set_xlabel("Blocks removed (n)")
         ax.set_ylabel(DIFF_LABEL)
-        ax.set_title("Does the interchange protocol find cheaper removals?")
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", frameon=False)
+        # the figure's title spans the legend's column too, so the legend beside the panel sits at its middle
+        fit_title(fig, "Does the interchange protocol find cheaper removals?")
+        _legend(fig, ax, any_same)
         add_note(fig, _diff_note(n_boot))
         save_figure(fig, out_png, out_pdf)
 
@@ -290,17 +314,19 @@ def plot_ir_trajectory(df: pd.DataFrame, model: str, out_png, out_pdf, *, budget
     with figure_style():
         fig = new_figure(6.6, 4.6)
         ax = fig.subplots()
+        any_same = False
         for k, n in enumerate(sorted(set(ir["budget"]))):
             r = ir[ir["budget"] == n].sort_values("step")
-            y = r["ir_diff"].to_numpy()
-            ax.errorbar(r["step"].to_numpy(dtype=np.float64), y, yerr=_err(y, r["ir_diff_ci_low"], r["ir_diff_ci_high"]),
-                        marker="o", capsize=2, color=cycled(k), label=f"n = {n}")
+            x, y = r["step"].to_numpy(dtype=np.float64), r["ir_diff"].to_numpy()
+            ax.errorbar(x, y, yerr=_err(y, r["ir_diff_ci_low"], r["ir_diff_ci_high"]), marker="o", capsize=2,
+                        color=cycled(k), label=f"n = {n}")
+            any_same |= _hollow_same(ax, x, y, r["same_blocks"], cycled(k))
         desc = set_step_axis(ax, ir["step"].to_numpy(dtype=np.float64))
         ax.axhline(0.0, color="black", lw=0.8, ls="--", label="same cost")
         ax.set_xlabel("Training step")
         ax.set_ylabel(DIFF_LABEL)
-        ax.set_title(f"{model}: protocol dependence of pruning over training")
-        fig.legend(*ax.get_legend_handles_labels(), title="blocks removed", loc="outside right upper", frameon=False)
+        fit_title(fig, f"{model}: protocol dependence of pruning over training")
+        _legend(fig, ax, any_same, title="blocks removed")
         add_note(fig, _diff_note(n_boot) + f" One line per number of removed blocks n; {desc}.")
         save_figure(fig, out_png, out_pdf)
 
