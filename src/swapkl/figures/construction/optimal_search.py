@@ -17,6 +17,10 @@ METHODS = {"greedy": ("greedy (SLEB-iterative)", VERMILLION, "o"), "beam": ("bea
 OFFSET = 0.04  # x shift between methods, in blocks
 
 
+#: the left panel's second title line where every method removed the same blocks (then: at which budgets)
+SAME_SETS = "all methods found the same blocks at"
+
+
 def same_sets(sub: pd.DataFrame) -> list[int]:
     """The budgets of one model at which every method removed the same blocks."""
     return [int(b) for b, g in sub.groupby("budget", sort=True)
@@ -26,7 +30,7 @@ def same_sets(sub: pd.DataFrame) -> list[int]:
 def plot_optimal_search(table, out_png, out_pdf) -> None:
     """One row of panels per model: calibration NLL of each method's set per budget (left; the unpruned
     model's NLL dashed) and the number of sets each method scored (right). Where every method found the same
-    set, the panel says so (its lines then lie on one another)."""
+    set, the panel's title says so (its lines then lie on one another)."""
     df = table if isinstance(table, pd.DataFrame) else read_frame(table, OPTIMAL_SEARCH_SCHEMA, "optimal search")
     models = sorted(df["model"].unique())
     with figure_style():
@@ -45,14 +49,13 @@ def plot_optimal_search(table, out_png, out_pdf) -> None:
             left.set_ylabel("calibration NLL (nats/token)")
             right.set_ylabel("removal sets scored")
             right.set_ylim(bottom=0)
-            left.set_title(f"{model}, {sub['revision'].iloc[0]} ({int(sub['n_layers'].iloc[0])} blocks): NLL of the set found")
+            title = f"{model}, {sub['revision'].iloc[0]} ({int(sub['n_layers'].iloc[0])} blocks): NLL of the set found"
             same = same_sets(sub)
             budgets = sorted(int(b) for b in sub["budget"].unique())
-            if same:
+            if same:  # said under the title: a box inside the panel can cover a line (the unpruned model's)
                 which = "every budget" if same == budgets else "n = " + ", ".join(map(str, same))
-                left.text(0.97, 0.04, f"all methods found the same\nblocks at {which}", transform=left.transAxes,
-                          ha="right", va="bottom", fontsize=7.5, bbox=dict(boxstyle="round,pad=0.3", fc="white",
-                                                                        ec=GREY, lw=0.6))
+                title += f"\n{SAME_SETS} {which}"
+            left.set_title(title)
             right.set_title("evaluations spent")
             for ax in (left, right):
                 ax.set_xlabel("blocks removed")
