@@ -241,12 +241,11 @@ def _diff_note(n_boot: int) -> str:
 SAME_BLOCKS = "hollow: both removed the same blocks"
 
 
-def _hollow_same(ax, x, y, same, colour) -> bool:
+def _hollow_same(ax, x, y, same, colour) -> None:
     """Draws the points where both guides removed the same blocks hollow (their difference is 0 by construction,
-    not a measured tie); whether there was one."""
+    not a measured tie)."""
     same = np.asarray(same, dtype=bool)
     ax.plot(np.asarray(x)[same], np.asarray(y)[same], ls="none", marker="o", mfc="white", mec=colour, zorder=3)
-    return bool(same.any())
 
 
 def _legend(fig, ax, any_same: bool, **kwargs) -> None:
@@ -277,21 +276,20 @@ def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, st
         fig = new_figure(6.4, 4.6)
         ax = fig.subplots()
         models = list(dict.fromkeys(ir["model"]))
-        any_same = False
         for k, model in enumerate(models):
             r = ir[ir["model"] == model].sort_values("budget")
             x = r["budget"].to_numpy(dtype=np.float64) + (k - (len(models) - 1) / 2) * 0.08
             y = r["ir_diff"].to_numpy()
             ax.errorbar(x, y, yerr=_err(y, r["ir_diff_ci_low"], r["ir_diff_ci_high"]), marker="o", capsize=2,
                         color=cycled(k), label=f"{model} @ {r['revision'].iloc[0]}")
-            any_same |= _hollow_same(ax, x, y, r["same_blocks"], cycled(k))
+            _hollow_same(ax, x, y, r["same_blocks"], cycled(k))
         ax.axhline(0.0, color="black", lw=0.8, ls="--", label="same cost")
         ax.set_xticks(sorted(set(ir["budget"])))
         ax.set_xlabel("Blocks removed (n)")
         ax.set_ylabel(DIFF_LABEL)
         # the figure's title spans the legend's column too, so the legend beside the panel sits at its middle
         fit_title(fig, "Does the interchange protocol find cheaper removals?")
-        _legend(fig, ax, any_same)
+        _legend(fig, ax, bool(ir["same_blocks"].any()))
         add_note(fig, _diff_note(n_boot))
         save_figure(fig, out_png, out_pdf)
 
@@ -314,19 +312,18 @@ def plot_ir_trajectory(df: pd.DataFrame, model: str, out_png, out_pdf, *, budget
     with figure_style():
         fig = new_figure(6.6, 4.6)
         ax = fig.subplots()
-        any_same = False
         for k, n in enumerate(sorted(set(ir["budget"]))):
             r = ir[ir["budget"] == n].sort_values("step")
             x, y = r["step"].to_numpy(dtype=np.float64), r["ir_diff"].to_numpy()
             ax.errorbar(x, y, yerr=_err(y, r["ir_diff_ci_low"], r["ir_diff_ci_high"]), marker="o", capsize=2,
                         color=cycled(k), label=f"n = {n}")
-            any_same |= _hollow_same(ax, x, y, r["same_blocks"], cycled(k))
+            _hollow_same(ax, x, y, r["same_blocks"], cycled(k))
         desc = set_step_axis(ax, ir["step"].to_numpy(dtype=np.float64))
         ax.axhline(0.0, color="black", lw=0.8, ls="--", label="same cost")
         ax.set_xlabel("Training step")
         ax.set_ylabel(DIFF_LABEL)
         fit_title(fig, f"{model}: protocol dependence of pruning over training")
-        _legend(fig, ax, any_same, title="blocks removed")
+        _legend(fig, ax, bool(ir["same_blocks"].any()), title="blocks removed")
         add_note(fig, _diff_note(n_boot) + f" One line per number of removed blocks n; {desc}.")
         save_figure(fig, out_png, out_pdf)
 
