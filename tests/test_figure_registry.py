@@ -22,6 +22,7 @@ import pytest
 from matplotlib.figure import Figure as MplFigure
 
 from probe_fixtures import probe_files, random_values, write_checkpoint
+from repo_copy import repo_copy
 from swapkl.figures import figure_registry as registry
 from swapkl.probes.aggregate import aggregate
 from swapkl.figures.figure_registry import SECTIONS, Figure, figures, jobs, register
@@ -174,12 +175,7 @@ TOY = Path(__file__).with_name("toy_figure")  # a figure family: its entry, its 
 def _tree_with_toy(tmp_path: Path) -> Path:
     """A copy of the workflow and the package with tests/toy_figure dropped in as a figure family (and its caption
     in the report's folder): the three files a new figure is."""
-    tree = tmp_path / "tree"
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("src", "workflow", "envs", "profiles", "config"):
-        shutil.copytree(REPO / name, tree / name, ignore=skip)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy(REPO / name, tree / name)
+    tree = repo_copy(tmp_path, "profiles", "config")  # the demo profile and its config
     shutil.copytree(TOY, tree / "src" / "swapkl" / "figures" / "toy_figure", ignore=shutil.ignore_patterns("*.rst"))
     shutil.copy(TOY / "toy_figure.rst", tree / "workflow" / "report" / "toy_figure.rst")
     return tree

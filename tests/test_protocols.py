@@ -17,6 +17,7 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
+from repo_copy import repo_copy
 from swapkl.config.checks import ConfigError, check_config
 from swapkl.probes import protocols
 from swapkl.probes.pairs import pairs_for
@@ -147,12 +148,7 @@ def test_weight_protocols_are_checked_against_the_registry():
 
 def _tree_with_toy(tmp_path: Path) -> Path:
     """A copy of the workflow and the package with tests/toy_protocol.py dropped into the protocol folder."""
-    tree = tmp_path / "tree"
-    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("src", "workflow", "envs"):
-        shutil.copytree(REPO / name, tree / name, ignore=skip)
-    for name in ("Snakefile", "config.yaml"):
-        shutil.copy(REPO / name, tree / name)
+    tree = repo_copy(tmp_path)
     shutil.copy(TOY, tree / "src" / "swapkl" / "probes" / "protocols" / "toy_average.py")
     return tree
 
