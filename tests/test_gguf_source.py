@@ -43,7 +43,7 @@ def test_single_file_package_is_found_through_its_metadata_and_checked_against_r
     src = locate("pypi:tiny-single", search_path=[str(root)])
     assert src.package == "tiny-single" and src.version == "1.0" and src.name == "model.gguf"
     assert src.record_sha256 == {src.parts[0]: hashlib.sha256(tiny.read_bytes()).hexdigest()}
-    assert cache_key(src) == "tiny-single-1.0"
+    assert cache_key(src) == "tiny-single-1.0-" + hashlib.sha256(tiny.read_bytes()).hexdigest()[:16]
     (root / "tiny_single" / "model.gguf").write_bytes(tiny.read_bytes()[:-1] + b"\0")  # damaged after install
     with pytest.raises(SwapKLError, match=r"checksum mismatch: .*model\.gguf has sha256 .* the RECORD of package "
                                           r"'tiny-single' lists") as err:

@@ -30,8 +30,11 @@ def _byte_tokens() -> list[str]:
     return [chars[b] for b in range(256)]
 
 
-def write_tiny_gguf(path, *, arch: str = "llama", seed: int = 0) -> Path:
-    """A tiny GGUF at ``path`` (``arch`` is written as general.architecture; anything but llama is unknown)."""
+def write_tiny_gguf(path, *, arch: str = "llama", seed: int = 0, skip: tuple[str, ...] = (),
+                    extra: tuple[str, ...] = (), non_finite: str | None = None) -> Path:
+    """A tiny GGUF at ``path`` (``arch`` is written as general.architecture; anything but llama is unknown).
+    ``skip``: tensors left out of the file; ``extra``: tensors of that name (32 floats) added to it;
+    ``non_finite``: the tensor whose first value is NaN (one stored in F32)."""
     import gguf
     from gguf import GGMLQuantizationType, GGUFWriter
 
@@ -61,6 +64,10 @@ def write_tiny_gguf(path, *, arch: str = "llama", seed: int = 0) -> Path:
 
     def tensor(name, *shape, quantized=False, scale=0.1):
         a = (rng.standard_normal(shape) * scale).astype(np.float32)
+        if name in skip:
+            return
+        if name == non_finite:
+            a.flat[0] = np.nan
         if quantized:
             q = gguf.quants.quantize(a, GGMLQuantizationType.Q8_0)
             w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=GGMLQuantizationType.Q8_0)
@@ -80,6 +87,8 @@ def write_tiny_gguf(path, *, arch: str = "llama", seed: int = 0) -> Path:
         tensor(f"blk.{i}.ffn_gate.weight", FFN, HIDDEN)
         tensor(f"blk.{i}.ffn_up.weight", FFN, HIDDEN)
         tensor(f"blk.{i}.ffn_down.weight", HIDDEN, FFN)
+    for name in extra:
+        tensor(name, HIDDEN)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -223,7 +223,8 @@ def inspect(path: str) -> dict:
     except (ValueError, TypeError):
         file_type = str(file_type)
     return {"architecture": arch, "name": _field(reader, "general.name"), "file_type": file_type,
-            "tensor_types": dict(sorted(types.items())), "n_tensors": len(reader.tensors), "size_bytes": size}
+            "tensor_types": dict(sorted(types.items())), "n_tensors": len(reader.tensors),
+            "n_elements": sum(int(t.n_elements) for t in reader.tensors), "size_bytes": size}
 
 
 def _field(reader, key: str):
@@ -245,16 +246,27 @@ def cache_root() -> str:
 
 
 def cache_key(source: GGUFSource) -> str:
-    """The cache folder name of a source: ``DIST-VERSION`` for a package (a version's files are fixed, and RECORD
-    checks them), else the file's stem and the first 16 hex digits of its sha256."""
-    if source.package is not None:
-        return f"{_safe(source.package)}-{_safe(source.version or 'unknown')}"
-    path = source.parts[0]
+    """The cache folder name of a source, keyed on its content: ``DIST-VERSION-HASH`` for a package, else the
+    file's stem and HASH, the first 16 hex digits of a sha256 of the bytes. A package's content hash comes from
+    what its installation recorded (the published sha256 of chunks, else the sha256 of each part in RECORD), so it
+    is known without reading the file; a reinstalled package of the same version with other bytes gets another
+    folder. A part without a RECORD hash, and a plain file, are read and hashed."""
+    if source.chunked:  # the whole file's published sha256, which the assembled chunks must have
+        digest = source.sha256
+    else:
+        digest = source.record_sha256.get(source.parts[0]) or content_sha256(source.parts[0])
+    stem = f"{_safe(source.package)}-{_safe(source.version or 'unknown')}" if source.package is not None \
+        else _safe(os.path.splitext(source.name)[0])
+    return f"{stem}-{digest[:16]}"
+
+
+def content_sha256(path: str) -> str:
+    """sha256 (hex) of the bytes of the file ``path``."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
-    return f"{_safe(os.path.splitext(source.name)[0])}-{h.hexdigest()[:16]}"
+    return h.hexdigest()
 
 
 def _safe(text: str) -> str:

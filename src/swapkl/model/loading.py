@@ -235,6 +235,8 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
     lm = lm.eval()
     tok_files = tokenizer_files(path, config.model_type)
     tok = _load_tokenizer(path, tok_files, trust_remote_code) if need_tokenizer and tok_files else None
+    digest = weights_sha256(path)
+    check_converted_weights(path, source.get("gguf"), digest)
     commit = source.get("commit")
     if commit is None and not local:
         commit = os.path.basename(os.path.normpath(path))  # hub cache layout: snapshots/<commit>
@@ -245,7 +247,7 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         model_id=source.get("model_id", model),
         revision=source.get("revision", revision),
         commit=commit,
-        weights_sha256=weights_sha256(path),
+        weights_sha256=digest,
         # with --trust-remote-code the checkpoint's own Python files define the model too
         config_sha256=files_sha256(path, ["config.json"] + (
             sorted(n for n in os.listdir(path) if n.endswith(".py")) if trust_remote_code else [])),
@@ -260,6 +262,17 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
         gguf=source.get("gguf"),
     )
+
+
+def check_converted_weights(path: str, gguf: dict | None, digest: str) -> None:
+    """A checkpoint converted from a GGUF must still hold the weights its conversion wrote (the sha256 recorded in
+    its swapkl_source.json); a folder edited afterwards would carry the GGUF's provenance and logits check for
+    other numbers."""
+    want = (gguf or {}).get("weights_sha256")
+    if want is not None and digest != want:
+        raise SwapKLError(f"checkpoint {path!r} was converted from GGUF {gguf.get('file')!r} (weights sha256 "
+                          f"{want[:16]}...), but its weight files now hash to {digest[:16]}...: they changed after "
+                          "the conversion; remove the folder to convert the GGUF again")
 
 
 def _hub_snapshot(model: str, revision: str | None, allow_pickle: bool) -> str:
