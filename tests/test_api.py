@@ -3,9 +3,11 @@ forward on a reordered ``nn.ModuleList`` (tests/naive_reference.py), and its one
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -151,3 +153,89 @@ def test_no_workflow_script_or_swapkl_module_reads_the_api_off_the_package():
     own = {REPO / "src" / "swapkl" / "api.py", REPO / "src" / "swapkl" / "__init__.py"}
     readers = [str(f.relative_to(REPO)) for f in files if f not in own and pattern.search(f.read_text())]
     assert readers == []
+
+
+def test_an_edited_or_filtered_frame_is_refused(example):
+    """The aggregate and the guides read the probe file; a frame whose rows differ (filtered with pandas, so its
+    attrs survive, or edited) is refused instead of answered from rows it no longer holds (issue 49, item 2)."""
+    kl = example["kl"]
+    assert swapkl.select_blocks(kl.copy(), budget=1) == swapkl.select_blocks(kl, budget=1)  # a copy is the table
+    blocks = swapkl.select_blocks(kl, budget=1)
+    without = kl[(kl["layer_i"] != blocks[0]) & (kl["layer_j"] != blocks[0])]
+    edited = kl.copy()
+    edited.loc[edited.index[1], "kl_mean"] = 0.0
+    for frame, rows in ((without, len(without)), (edited, len(kl))):
+        assert frame.attrs["swapkl"] == kl.attrs["swapkl"]
+        message = rf"^the DataFrame differs from the probe file its attrs name \({rows} rows given, {len(kl)} in "
+        for call in (lambda f: swapkl.aggregate(f), lambda f: swapkl.select_blocks(f, budget=1),
+                     lambda f: swapkl.prune(example["model"], f, budget=1)):
+            with pytest.raises(SwapKLError, match=message):
+                call(frame)
+
+
+def test_prune_refuses_a_model_the_table_was_not_measured_on(example):
+    """Another block count, and the probed model changed in place afterwards (issue 49, item 2)."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    model, kl = example["model"], example["kl"]
+    six = GPTNeoXForCausalLM(GPTNeoXConfig(num_hidden_layers=6, hidden_size=32, num_attention_heads=4,
+                                           intermediate_size=64, vocab_size=128))
+    with pytest.raises(SwapKLError, match=r"^the model has 6 blocks, but the table was measured on a model of 4"):
+        swapkl.prune(six, kl)
+    changed = copy.deepcopy(model)
+    with torch.no_grad():
+        changed.gpt_neox.layers[2].mlp.dense_h_to_4h.weight[0, 0] += 1e-3
+    with pytest.raises(SwapKLError, match=r"^the model's tensor 'gpt_neox\.layers\.2\.mlp\.dense_h_to_4h\.weight' "
+                                          r"differs from the one the table was measured on"):
+        swapkl.prune(changed, kl)
+    other = GPTNeoXForCausalLM(GPTNeoXConfig(num_hidden_layers=4, hidden_size=32, num_attention_heads=4,
+                                             intermediate_size=64, vocab_size=128, tie_word_embeddings=True))
+    with pytest.raises(SwapKLError, match=r"^the model lacks tensor 'lm_head\.weight' of the model the table was "
+                                          r"measured on \(1 tensor name\(s\) differ\)"):
+        swapkl.prune(other, kl)
+
+
+def test_prune_leaves_the_models_modes_as_they_were(example):
+    model, kl = example["model"], example["kl"]
+    model.train()
+    model.gpt_neox.layers[1].eval()
+    try:
+        swapkl.prune(model, kl, budget=1)
+        assert model.training and model.gpt_neox.layers[0].training and not model.gpt_neox.layers[1].training
+    finally:
+        model.eval()
+
+
+def test_a_refused_probe_leaves_nothing_and_names_the_windows_argument(example, tmp_path, monkeypatch):
+    model, windows = example["model"], example["windows"]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with pytest.raises(SwapKLError, match=rf"^token id {int(windows.max()) + 1000} in the windows argument is outside "
+                                          r"the model vocabulary \[0, 128\)$"):
+        swapkl.probe(model, windows + 1000)
+    assert list((tmp_path / "tmp").iterdir()) == []
+    with pytest.raises(SwapKLError, match=r"^the windows argument has windows of 1 token; next-token KL needs at "
+                                          r"least 2$"):
+        swapkl.probe(model, windows[:, :1], folder=str(tmp_path / "given"))
+    assert not (tmp_path / "given").exists()  # the call made it
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(SwapKLError, match="outside the model vocabulary"):
+        swapkl.probe(model, windows + 1000, folder=str(tmp_path / "mine"))
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
+    again = swapkl.probe(model, windows, protocols="interchange", folder=str(tmp_path / "mine"))  # the retry works
+    assert set(again["protocol"]) == {"base", "interchange"}
+
+
+def test_other_api_inputs_are_one_line_errors(example, tmp_path):
+    model, windows = example["model"], example["windows"]
+    with pytest.raises(SwapKLError, match=r"^windows must be token ids \[n_windows, n_tokens\] of one length; their "
+                                          r"lengths are 3, 4$"):
+        swapkl.probe(model, [[1, 2, 3], [1, 2, 3, 4]], folder=str(tmp_path / "a"))
+    from peft import LoraConfig, get_peft_model
+
+    wrapped = get_peft_model(copy.deepcopy(model), LoraConfig(r=2, target_modules=["query_key_value"]))
+    with pytest.raises(SwapKLError, match=r"^model is a peft-wrapped PeftModel: probe the merged model "
+                                          r"\(model\.merge_and_unload\(\)\) or its base model$"):
+        swapkl.probe(wrapped, windows, folder=str(tmp_path / "b"))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

