@@ -8,8 +8,9 @@ for anything outside the subset. The subset, with lm-eval's meaning:
   the split given by ``test_split`` (or ``validation_split``);
 * ``doc_to_text``, ``doc_to_choice``, ``doc_to_target``: a field of the document or a Jinja template
   (rendered as lm-eval does, strict about undefined names, but in Jinja's sandbox: a template that reaches
-  for Python internals is refused, see :func:`template_environment`; a rendered choice list is a Python
-  literal, a rendered all-digit target an index);
+  for Python internals is refused, see :func:`template_environment`; and in a child process bounded in time,
+  output and memory, :mod:`swapkl.relevance.template_sandbox`; a rendered choice list is a Python literal, a
+  rendered all-digit target an index);
 * ``target_delimiter`` (default one space) between the context and each choice.
 
 Every other key that changes the prompt (few-shot examples, descriptions, ``process_docs``, ...)
@@ -28,10 +29,10 @@ import ast
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, replace
 
 from swapkl.errors import SwapKLError
+from swapkl.relevance.template_sandbox import TemplateRenderer, template_environment  # noqa: F401 (re-exported)
 from swapkl.tables.file_checks import open_input
 
 #: keys of a task YAML that swapkl understands (all others are refused)
@@ -75,42 +76,12 @@ def acc_rel(accuracy: float, base_accuracy: float, random_baseline: float) -> fl
     return 1.0 - max(accuracy - random_baseline, 0.0) / denom
 
 
-def template_environment():
-    """The Jinja environment that renders task templates: lm-eval's settings (strict about undefined names, the
-    trailing newline kept, its ``regex_replace`` filter), inside Jinja's immutable sandbox. A template reads the
-    document's fields and calls the methods of plain values (``.strip()``, ``.split()``, ``|join``...), but cannot
-    reach Python's internals (``__globals__``, ``__class__``...) nor change a list or a dict: a task file is data
-    and never runs code."""
-    import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    env = ImmutableSandboxedEnvironment(loader=jinja2.BaseLoader, undefined=jinja2.StrictUndefined,
-                                        keep_trailing_newline=True)
-    env.filters["regex_replace"] = lambda text, pattern, repl, count=0: re.sub(pattern, repl, text, count=count)
-    return env
-
-
 @dataclass
 class _Reader:
-    """Renders the templates of one task file (each compiled once), naming the file and the field on failure."""
+    """Reads the fields of one task file's documents: a field by name, or a template rendered by ``renderer``
+    (bounded in time, output and memory, :mod:`swapkl.relevance.template_sandbox`)."""
 
-    yaml_path: str
-    env: object
-    compiled: dict
-
-    def render(self, template: str, doc: dict, what: str, where: str) -> str:
-        from jinja2 import TemplateError
-        from jinja2.exceptions import SecurityError
-
-        try:
-            if template not in self.compiled:
-                self.compiled[template] = self.env.from_string(template)
-            return self.compiled[template].render(**doc)
-        except SecurityError as e:
-            raise SwapKLError(f"task file {self.yaml_path!r}: {what} {template!r} is refused ({where}): "
-                              f"{str(e).rstrip('.')}; a task template may only read the document's fields") from None
-        except TemplateError as e:
-            raise SwapKLError(f"task file {self.yaml_path!r}: {what} template {template!r} fails ({where}): {e}") from e
+    renderer: TemplateRenderer
 
     def field(self, doc: dict, spec, what: str, task: str, where: str):
         if isinstance(spec, str) and spec in doc:
@@ -119,7 +90,7 @@ class _Reader:
             return spec
         if not isinstance(spec, str):
             raise SwapKLError(f"task {task!r}: {what} must be a field name or a template, got {spec!r}")
-        return self.render(spec, doc, what, where)
+        return self.renderer.render(spec, doc, what, where)
 
 
 def _document(reader: _Reader, doc: dict, cfg: dict, task: str, where: str) -> Document:
@@ -178,9 +149,10 @@ def load_task(yaml_path: str) -> Task:
     if not split or not isinstance(data, str):
         raise SwapKLError(f"task {name!r}: dataset_kwargs.data_files must name one JSONL file for split {split!r}")
     docs = []
-    reader = _Reader(yaml_path, template_environment(), {})
     try:
-        with open_input(data, f"data file of task {name!r}", "r", encoding="utf-8") as f:
+        with TemplateRenderer(yaml_path) as renderer, \
+                open_input(data, f"data file of task {name!r}", "r", encoding="utf-8") as f:
+            reader = _Reader(renderer)
             for n, line in enumerate(f, 1):
                 if line.strip():
                     try:
