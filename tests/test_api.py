@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import naive_reference as ref
+from bad_inputs_doc import assert_listed
 import swapkl
 from swapkl.errors import SwapKLError
 
@@ -169,8 +170,10 @@ def test_an_edited_or_filtered_frame_is_refused(example):
         message = rf"^the DataFrame differs from the probe file its attrs name \({rows} rows given, {len(kl)} in "
         for call in (lambda f: swapkl.aggregate(f), lambda f: swapkl.select_blocks(f, budget=1),
                      lambda f: swapkl.prune(example["model"], f, budget=1)):
-            with pytest.raises(SwapKLError, match=message):
+            with pytest.raises(SwapKLError, match=message) as err:
                 call(frame)
+            if rows != len(kl):  # placeholders of different values
+                assert_listed(str(err.value), given=str(rows), rows=str(len(kl)), probe=kl.attrs["swapkl"]["probe"])
 
 
 def test_prune_refuses_a_model_the_table_was_not_measured_on(example):
@@ -180,19 +183,22 @@ def test_prune_refuses_a_model_the_table_was_not_measured_on(example):
     model, kl = example["model"], example["kl"]
     six = GPTNeoXForCausalLM(GPTNeoXConfig(num_hidden_layers=6, hidden_size=32, num_attention_heads=4,
                                            intermediate_size=64, vocab_size=128))
-    with pytest.raises(SwapKLError, match=r"^the model has 6 blocks, but the table was measured on a model of 4"):
+    with pytest.raises(SwapKLError, match=r"^the model has 6 blocks, but the table was measured on a model of 4") as err:
         swapkl.prune(six, kl)
+    assert_listed(str(err.value))
     changed = copy.deepcopy(model)
     with torch.no_grad():
         changed.gpt_neox.layers[2].mlp.dense_h_to_4h.weight[0, 0] += 1e-3
     with pytest.raises(SwapKLError, match=r"^the model's tensor 'gpt_neox\.layers\.2\.mlp\.dense_h_to_4h\.weight' "
-                                          r"differs from the one the table was measured on"):
+                                          r"differs from the one the table was measured on") as err:
         swapkl.prune(changed, kl)
+    assert_listed(str(err.value))
     other = GPTNeoXForCausalLM(GPTNeoXConfig(num_hidden_layers=4, hidden_size=32, num_attention_heads=4,
                                              intermediate_size=64, vocab_size=128, tie_word_embeddings=True))
     with pytest.raises(SwapKLError, match=r"^the model lacks tensor 'lm_head\.weight' of the model the table was "
-                                          r"measured on \(1 tensor name\(s\) differ\)"):
+                                          r"measured on \(1 tensor name\(s\) differ\)") as err:
         swapkl.prune(other, kl)
+    assert_listed(str(err.value))
 
 
 def test_prune_leaves_the_models_modes_as_they_were(example):
@@ -211,12 +217,14 @@ def test_a_refused_probe_leaves_nothing_and_names_the_windows_argument(example, 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     with pytest.raises(SwapKLError, match=rf"^token id {int(windows.max()) + 1000} in the windows argument is outside "
-                                          r"the model vocabulary \[0, 128\)$"):
+                                          r"the model vocabulary \[0, 128\)$") as err:
         swapkl.probe(model, windows + 1000)
+    assert_listed(str(err.value), id=str(int(windows.max()) + 1000))
     assert list((tmp_path / "tmp").iterdir()) == []
     with pytest.raises(SwapKLError, match=r"^the windows argument has windows of 1 token; next-token KL needs at "
-                                          r"least 2$"):
+                                          r"least 2$") as err:
         swapkl.probe(model, windows[:, :1], folder=str(tmp_path / "given"))
+    assert_listed(str(err.value))
     assert not (tmp_path / "given").exists()  # the call made it
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
@@ -230,12 +238,14 @@ def test_a_refused_probe_leaves_nothing_and_names_the_windows_argument(example, 
 def test_other_api_inputs_are_one_line_errors(example, tmp_path):
     model, windows = example["model"], example["windows"]
     with pytest.raises(SwapKLError, match=r"^windows must be token ids \[n_windows, n_tokens\] of one length; their "
-                                          r"lengths are 3, 4$"):
+                                          r"lengths are 3, 4$") as err:
         swapkl.probe(model, [[1, 2, 3], [1, 2, 3, 4]], folder=str(tmp_path / "a"))
+    assert_listed(str(err.value))
     from peft import LoraConfig, get_peft_model
 
     wrapped = get_peft_model(copy.deepcopy(model), LoraConfig(r=2, target_modules=["query_key_value"]))
     with pytest.raises(SwapKLError, match=r"^model is a peft-wrapped PeftModel: probe the merged model "
-                                          r"\(model\.merge_and_unload\(\)\) or its base model$"):
+                                          r"\(model\.merge_and_unload\(\)\) or its base model$") as err:
         swapkl.probe(wrapped, windows, folder=str(tmp_path / "b"))
+    assert_listed(str(err.value))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

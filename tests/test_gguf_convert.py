@@ -8,12 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from bad_inputs_doc import assert_listed
 from swapkl import cli
 from swapkl.errors import SwapKLError
 from swapkl.hub.download import SOURCE_FILE
@@ -147,9 +149,10 @@ def test_a_gguf_that_does_not_fill_the_model_is_refused(tmp_path, kw, message):
     # 26,880 = the embedding (259 x 32) + the final norm (32) + 2 blocks x (2 norms 64 + q 1,024 + k 512 + v 512
     # + o 1,024 + gate/up/down 6,144); the extra tensor adds 32
     bad = write_tiny_gguf(tmp_path / "bad.gguf", **kw)
-    with pytest.raises(SwapKLError, match=message):
+    with pytest.raises(SwapKLError, match=message) as err:
         convert_gguf(str(bad), str(tmp_path / "ckpt"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.gguf"]
+    assert_listed(str(err.value), gguf=str(bad))
 
 
 def test_the_cache_is_keyed_on_content_not_on_the_package_version(converted, tmp_path, monkeypatch):
@@ -181,5 +184,7 @@ def test_a_converted_folder_edited_afterwards_is_refused(converted, tmp_path):
     with pytest.raises(SwapKLError, match=r"^checkpoint '.*ckpt' was converted from GGUF 'tiny\.gguf' \(weights "
                                           r"sha256 [0-9a-f]{16}\.\.\.\), but its weight files now hash to "
                                           r"[0-9a-f]{16}\.\.\.: they changed after the conversion; remove the "
-                                          r"folder to convert the GGUF again$"):
+                                          r"folder to convert the GGUF again$") as err:
         load_model(str(copy), device="cpu", need_tokenizer=False)
+    want, got = re.findall(r"[0-9a-f]{16}", str(err.value))
+    assert_listed(str(err.value), model=str(copy), want=want, got=got)

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from bad_inputs_doc import assert_listed
 from swapkl import cli
 from swapkl.errors import SwapKLError
 from swapkl.relevance import template_sandbox
@@ -48,6 +49,9 @@ def test_a_template_without_bound_is_stopped_and_named(tmp_path, monkeypatch, te
     with pytest.raises(SwapKLError, match=rf"^task file {path!r}: doc_to_text template .*{message}") as err:
         load_task(path)
     assert time.monotonic() - start < 30 and "\n" not in str(err.value)
+    # the doc names the bound (10 s by default) and the template, quoted as a plain one is
+    shown = str(err.value).replace("within 1 s", "within {seconds} s").replace(repr(text), "'{template}'")
+    assert_listed(shown, task=path, data=str(tmp_path / "tasks" / "t.jsonl"))
 
 
 def test_the_command_line_refuses_it_in_one_line(tmp_path, monkeypatch, capsys):

@@ -7,6 +7,7 @@ table that the README lists as an output is rebuilt. Dry runs against the finish
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections import Counter
@@ -137,3 +138,33 @@ def rule_blocks() -> list[tuple[str, str]]:
             if name:
                 found.append((name.group(1) or name.group(2), block))
     return found
+
+
+def _replace_keeping_times(path, data: bytes) -> None:
+    """``path`` given other content with its old access and modification times, as `cp -p` and `rsync -a` do."""
+    st = path.stat()
+    path.write_bytes(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_content_replaced_with_its_old_time_runs_its_jobs_again(demo_run, tmp_path):
+    """A probe text or a checkpoint file replaced by other content whose old modification time was restored:
+    Snakemake's times alone say "Nothing to be done"; the inputs' content stamps (swapkl.config.input_stamps) run
+    the jobs that read them again. On a copy, which itself changes nothing (issue 49, item 4)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(demo_run, tree, symlinks=True)
+    assert dry_run(tree) == []  # a copy has new inodes and change times, but the same content
+    text = tree / "resources" / "demo" / "corpus" / "valid.txt"
+    _replace_keeping_times(text, text.read_bytes().replace(b" the ", b" a ", 1))
+    proc = run_demo(tree, SMOKE_CONFIG, extra=("--dry-run",))
+    assert "resources/demo/corpus/valid.txt: its content changed since the last run" in proc.stderr
+    probes = {out.split("/")[2] for rule, out in scheduled_jobs(proc.stdout + proc.stderr) if rule == "probe_checkpoint"}
+    readers = {m for m, c in yaml.safe_load(SMOKE_CONFIG.read_text())["models"].items()
+               if c.get("data", {}).get("text_file") == "resources/demo/corpus/valid.txt"}
+    assert readers and probes == readers
+    run_demo(tree, SMOKE_CONFIG, extra=("--touch",))  # the jobs as if run: the tree is finished again
+    assert dry_run(tree) == []
+    weights = sorted((tree / "resources" / "demo" / "models" / "llama-demo").rglob("model.safetensors"))[0]
+    _replace_keeping_times(weights, weights.read_bytes()[:-1] + b"\0")
+    jobs = dry_run(tree)
+    assert {out.split("/")[2] for rule, out in jobs if rule == "probe_checkpoint"} == {"llama-demo"}

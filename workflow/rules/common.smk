@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from swapkl.config import ConfigError
 from swapkl.config.consistency import rope_is_on
+from swapkl.config.input_stamps import refresh as refresh_input_stamps
 from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_only, hub_unreachable
 from swapkl.config.job_settings import canonical, text_files, without_nulls
 from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
@@ -40,6 +41,10 @@ except ConfigError as err:
     raise WorkflowError(invalid_config_message(err)) from None
 PLAN = StudyPlan(config, SEED_FAMILIES)
 PARAMS = RuleParams(PLAN)
+# the content stamps of the checkpoints and text files, before the DAG compares times (swapkl.config.input_stamps)
+for changed_input in refresh_input_stamps(PLAN.content_inputs()):
+    logger.warning(f"{changed_input}: its content changed since the last run (whatever its modification time "
+                   "says): the jobs that read it run again")
 
 
 def name_regex(names):

@@ -5,8 +5,8 @@
 rule summarise_scaling:
     input:
         table="results/swapkl.parquet",
-        checkpoints=lambda wildcards: [PARAMS.checkpoint_input(SimpleNamespace(model=m, revision=PLAN.last_revision(m)))
-                                       for m in PLAN.scaling_models()],
+        checkpoints=lambda wildcards: [path for m in PLAN.scaling_models() for path in
+                                       PARAMS.checkpoint_input(SimpleNamespace(model=m, revision=PLAN.last_revision(m)))],
     output:
         table_report("results/scaling.parquet", "scaling_table.rst"),
     params:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 
+from swapkl.config.input_stamps import with_stamps
 from swapkl.hub.revision_names import step_of
 
 
@@ -23,8 +24,23 @@ def without_nulls(spec: dict) -> dict:
 
 
 def text_files(*specs: dict) -> list[str]:
-    """Local text files a job reads (so the DAG runs whatever rule produces them first)."""
-    return [spec["text_file"] for spec in specs if "text_file" in spec]
+    """Local text files a job reads (so the DAG runs whatever rule produces them first), with their content
+    stamps (swapkl.config.input_stamps)."""
+    return with_stamps([spec["text_file"] for spec in specs if "text_file" in spec])
+
+
+def config_text_files(cfg) -> list[str]:
+    """Every ``text_file`` named anywhere in a (section of the) config, in order, each once."""
+    found = []
+    if isinstance(cfg, dict):
+        if isinstance(cfg.get("text_file"), str):
+            found.append(cfg["text_file"])
+        for value in cfg.values():
+            found += config_text_files(value)
+    elif isinstance(cfg, list):
+        for value in cfg:
+            found += config_text_files(value)
+    return list(dict.fromkeys(found))
 
 
 def settings_hash(settings: dict) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.config.checks import DEMO_TASKS
+from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
 from swapkl.config.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
@@ -48,8 +49,9 @@ class RuleParams:
     def checkpoint_dir(self, wildcards) -> str:
         return self.plan.checkpoint_dir(wildcards.model, wildcards.revision)
 
-    def checkpoint_input(self, wildcards) -> str:
-        return self.plan.checkpoint_input(wildcards.model, wildcards.revision)
+    def checkpoint_input(self, wildcards) -> list[str]:
+        """The checkpoint (StudyPlan.checkpoint_input) and its content stamp (swapkl.config.input_stamps)."""
+        return with_stamps(self.plan.checkpoint_input(wildcards.model, wildcards.revision))
 
     # ------------------------------------------------------------------------------------------- probes
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from swapkl.config import layout
 from swapkl.config.ablation_models import pe_models
 from swapkl.config.consistency import rope_is_on
-from swapkl.config.job_settings import canonical
+from swapkl.config.job_settings import canonical, config_text_files
 from swapkl.probes.pair_sets import widest_pair_set
 from swapkl.hub.revision_names import last_revision
 from swapkl.probes.protocols import protocol_names, weight_protocol_names
@@ -69,6 +69,11 @@ class StudyPlan:
         directory of the whole training run (which holds every step{N} checkpoint)."""
         owner = self.weights_owner(model)
         return layout.demo_run_dir(owner) if "demo" in self.models[owner] else self.checkpoint_dir(model, revision)
+
+    def content_inputs(self) -> list[str]:
+        """The checkpoints and text files the study reads, each once: what swapkl.config.input_stamps stamps."""
+        checkpoints = [self.checkpoint_input(model, revision) for model, revision in self.checkpoints()]
+        return list(dict.fromkeys(checkpoints + config_text_files(self.cfg)))
 
     # ------------------------------------------------------------------------------------------- probes
 

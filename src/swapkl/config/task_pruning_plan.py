@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from swapkl.config import ConfigError
 from swapkl.config.checks import DEMO_TASKS
+from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import without_nulls
 from swapkl.config.layout import DEMO_DIR
 
@@ -75,4 +76,4 @@ def job_inputs(plan, model: str, revision: str) -> dict:
     block = plan.models[model]["task_pruning"]
     split = [f"{SPLIT_TASKS_DIR}/{t}{ext}" for t in DEMO_TASKS for ext in (".yaml", "_train.jsonl", "_test.jsonl")] \
         if block["demo_tasks"] else []
-    return {"checkpoint": plan.checkpoint_input(model, revision), "tasks": split}
+    return {"checkpoint": with_stamps(plan.checkpoint_input(model, revision)), "tasks": split}

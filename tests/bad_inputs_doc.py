@@ -1,0 +1,17 @@
+"""docs/bad_inputs.md's section of issue 49: the tests of that section check that it shows their messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "bad_inputs.md"
+HEADING = "## GGUF loads, the Python API, task templates and changed inputs (issue 49)"
+
+
+def assert_listed(message: str, **placeholders: str) -> None:
+    """``message`` with each value of ``placeholders`` written ``{name}`` is shown, in backticks, in the section."""
+    section = DOC.read_text().split(HEADING, 1)[1].split("\n## ", 1)[0]
+    template = message
+    for name, value in sorted(placeholders.items(), key=lambda kv: -len(kv[1])):  # longest first: paths in paths
+        template = template.replace(value, "{" + name + "}")
+    assert f"`{template}`" in section, template
