@@ -41,6 +41,7 @@ rule all:
     default_target: True
 
 
+include: "workflow/rules/stamps.smk"
 include: "workflow/rules/download.smk"
 include: "workflow/rules/gguf.smk"
 include: "workflow/rules/paper.smk"

@@ -52,10 +52,16 @@ def test_the_same_content_copied_or_touched_keeps_the_stamps_time(tmp_path, monk
     assert refresh(["ckpt"]) == ["ckpt"] and stamp.stat().st_mtime_ns > before
 
 
-def test_inputs_not_made_yet_get_no_stamp(tmp_path, monkeypatch):
+def test_inputs_not_made_yet_get_their_stamp_from_the_workflow(tmp_path, monkeypatch):
+    """refresh leaves them alone; rule stamp_input writes the stamp once the input exists, dated now."""
     monkeypatch.chdir(tmp_path)
-    assert refresh(["later.txt"]) == [] and with_stamps("later.txt") == ["later.txt"]
+    assert refresh(["later.txt"]) == [] and with_stamps("later.txt") == ["later.txt", stamp_path("later.txt")]
     assert not (tmp_path / input_stamps.STAMP_DIR).exists()
+    (tmp_path / "later.txt").write_text("made\n")
+    os.utime(tmp_path / "later.txt", ns=(10**18, 10**18))
+    input_stamps.write_stamp("later.txt", stamp_path("later.txt"))
+    assert (tmp_path / stamp_path("later.txt")).stat().st_mtime_ns > 10**18
+    assert refresh(["later.txt"]) == []  # the stamp is current
 
 
 def test_the_study_plan_stamps_every_checkpoint_and_text_file():

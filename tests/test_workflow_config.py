@@ -130,6 +130,29 @@ def figure_counts(instances: Counter, partial: bool = False) -> Counter:
     return +Counter({rule: instances[t] for rule, t in FIGURE_RULES.items() if t in instances})
 
 
+def stamp_jobs(cfg: dict) -> int:
+    """Content stamps (swapkl.config.input_stamps) a dry run of a fresh folder makes: one per checkpoint folder the
+    enabled models read (a demo model's whole training run; a model with same_weights_as reads its owner's) and one
+    per text file of their enabled sections and of the position-encoding ablation's probe text."""
+    every, _ = expand_seeds(cfg)
+    models = {name: m for name, m in every.items()
+              if m.get("enabled", True) and every[m.get("same_weights_as", name)].get("enabled", True)}
+    folders = {(m.get("same_weights_as", name), None if "demo" in models[m.get("same_weights_as", name)] else rev)
+               for name, m in models.items() for rev in m["revisions"]}
+
+    def texts(section) -> set:
+        if isinstance(section, dict):
+            if section.get("enabled", True) is False:
+                return set()
+            return ({section["text_file"]} if isinstance(section.get("text_file"), str) else set()) | {
+                t for value in section.values() for t in texts(value)}
+        return {t for value in section for t in texts(value)} if isinstance(section, list) else set()
+
+    pe = cfg.get("pe_ablation", {})
+    pe_text = texts(pe.get("data", {})) if pe.get("enabled", False) else set()
+    return len(folders) + len({t for m in models.values() for t in texts(m)} | pe_text)
+
+
 def expected_counts(cfg: dict) -> Counter:
     """Jobs of a full run, computed from the config file independently of the workflow code."""
     every, families = expand_seeds(cfg)
@@ -152,6 +175,7 @@ def expected_counts(cfg: dict) -> Counter:
     counts["convert_gguf"] = sum(1 for name, _ in checkpoints if "gguf" in models[name])
     counts["aggregate_results"] = 1
     counts["summarise_scorecard"] = 1
+    counts["stamp_input"] = stamp_jobs(cfg)
     # the instances of each figure selection (Figure.targets), counted here from the config; the plot jobs are
     # then one per instance of every registered figure rule (figure_counts)
     instances = Counter(dict.fromkeys(COUNTED_SELECTIONS, 0))
@@ -320,6 +344,7 @@ def plan_counts(cfg: dict) -> Counter:
     counts = Counter(rule_of[m] for m, _ in checkpoints)
     counts["probe"] = sum(len(plan.models[m]["weight_protocols"]) for m, _ in checkpoints)
     counts["download_checkpoint"] = sum("source" in plan.models[m] for m, _ in checkpoints)
+    counts["stamp_input"] = stamp_jobs(cfg)
     # per-entry figure selections from the plan's lists; the global figures (one job or none) from the workflow's
     # own selection (swapkl.config.targets)
     instances = Counter(
@@ -504,7 +529,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     added = after - before
     one_checkpoint = figure_counts(Counter(checkpoint=1, deletion=1), partial=True)  # its per-checkpoint figures
     assert set(one_checkpoint) >= {"plot_heatmaps", "plot_deletion_vs_bi"}
-    assert added == Counter({"download_checkpoint": 1, "probe_checkpoint_with_covariates": 1}) + one_checkpoint
+    assert added == Counter({"download_checkpoint": 1, "stamp_input": 1, "probe_checkpoint_with_covariates": 1}) \
+        + one_checkpoint
     assert added == plan_counts(cfg) - plan_counts(study)
     assert not before - after
     # a seed family's entry: the revision comes to each of its members, figures only to the entry
@@ -512,7 +538,8 @@ def test_adding_one_revision_adds_exactly_that_checkpoints_jobs(tmp_path):
     cfg["models"]["pythia-410m"]["revisions"].append("step2000")
     added = dry_run(write_config(tmp_path, cfg)) - before
     runs = 1 + len(study["models"]["pythia-410m"]["seeds"]["values"])
-    assert added == Counter({"download_checkpoint": runs, "probe_checkpoint_with_covariates": runs}) + one_checkpoint
+    assert added == Counter({"download_checkpoint": runs, "stamp_input": runs,
+                             "probe_checkpoint_with_covariates": runs}) + one_checkpoint
     assert added == plan_counts(cfg) - plan_counts(study)
 
 
@@ -589,7 +616,8 @@ def test_a_seed_family_expands_to_ordinary_checkpoints(tmp_path):
     figures = figure_counts(Counter(trajectory=1, model=1, checkpoint=3, deletion=3, family=1), partial=True)
     assert figures["plot_seed_band"] == 1 and figures["plot_heatmaps"] == 3  # the entry's own figures only
     assert counts == Counter({
-        "download_checkpoint": 3 + 3 * 2, "probe_checkpoint": 3, "probe_checkpoint_without_deletion": 6,
+        "download_checkpoint": 3 + 3 * 2, "stamp_input": 3 + 3 * 2, "probe_checkpoint": 3,
+        "probe_checkpoint_without_deletion": 6,
         "aggregate_results": 1, "summarise_seeds": 1, "render_table": 2, "summarise_scorecard": 1, "all": 1}) + figures
     result = snakemake("--dry-run", "--forceall", "--replace-workflow-config", "--configfile",
                        str(tmp_path / "config.yaml"))

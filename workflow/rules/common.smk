@@ -8,6 +8,7 @@ import sys
 from types import SimpleNamespace
 
 from snakemake.exceptions import WorkflowError
+from snakemake_interface_executor_plugins.settings import ExecMode
 from snakemake.logging import logger
 
 # The workflow's own package (pure modules only: Snakemake may run where torch is not installed).
@@ -15,7 +16,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from swapkl.config import ConfigError
 from swapkl.config.consistency import rope_is_on
-from swapkl.config.input_stamps import refresh as refresh_input_stamps
+from swapkl.config.input_stamps import STAMP_DIR, refresh as refresh_input_stamps, stamp_path
 from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_only, hub_unreachable
 from swapkl.config.job_settings import canonical, text_files, without_nulls
 from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
@@ -41,10 +42,13 @@ except ConfigError as err:
     raise WorkflowError(invalid_config_message(err)) from None
 PLAN = StudyPlan(config, SEED_FAMILIES)
 PARAMS = RuleParams(PLAN)
-# the content stamps of the checkpoints and text files, before the DAG compares times (swapkl.config.input_stamps)
-for changed_input in refresh_input_stamps(PLAN.content_inputs()):
-    logger.warning(f"{changed_input}: its content changed since the last run (whatever its modification time "
-                   "says): the jobs that read it run again")
+# the content stamps of the checkpoints and text files, before the DAG compares times (swapkl.config.input_stamps);
+# by the invocation the user started, not again by each job's own process on a cluster node
+STAMPED_INPUTS = {os.path.basename(stamp_path(path))[:-len(".json")]: path for path in PLAN.content_inputs()}
+if workflow.exec_mode == ExecMode.DEFAULT:
+    for changed_input in refresh_input_stamps(STAMPED_INPUTS.values()):
+        logger.warning(f"{changed_input}: its content changed since the last run (whatever its modification time "
+                       "says): the jobs that read it run again")
 
 
 def name_regex(names):
@@ -68,6 +72,13 @@ def check_hub_access(dag):
             logger.error(f"{model}/{revision}: cannot download {config['models'][model]['source']}@{revision}: "
                          f"the model hub is unreachable ({why})")
     raise WorkflowError(f"No access to the model hub; run the offline demo instead: {OFFLINE_DEMO}")
+
+
+def stamped_input(wildcards):
+    """stamps.smk: the checkpoint or text file whose stamp is ``{key}``."""
+    if wildcards.key not in STAMPED_INPUTS:
+        raise WorkflowError(f"{STAMP_DIR}/{wildcards.key}.json is the stamp of no input of this study")
+    return STAMPED_INPUTS[wildcards.key]
 
 
 # --------------------------------------------------------------------------------------------------- targets

@@ -7,7 +7,8 @@ replace a file's content and keep its old time, so a replaced ``model.safetensor
 done". Each checkpoint folder and text file the study reads therefore gets a stamp,
 ``results/.input-stamps/<hash of the path>.json``, which every job reading the input depends on beside the input
 itself (:func:`with_stamps`). :func:`refresh`, run when the workflow starts, keeps each stamp's modification time
-at the time the input's content last changed:
+at the time the input's content last changed (rule ``stamp_input`` writes the first stamp of an input that the
+workflow itself makes, such as a download or the demo's training run, dated when it is made):
 
 * the stamp records the input's file signature (for each file: size, modification and change time, inode) and
   the sha256 of its content;
@@ -16,7 +17,12 @@ at the time the input's content last changed:
   hashed: the same content (a copied or touched tree) keeps the stamp's time, so nothing runs again; other
   content rewrites the stamp now, so every job that read the input runs again, and the log says which input
   changed;
-* a new stamp takes the input's newest modification time, so that results already made from it stay current.
+* a new stamp of an existing input takes the input's newest modification time, so that results already made from
+  it stay current.
+
+A version of swapkl before the stamps recorded jobs without them among their inputs: Snakemake's ``input`` rerun
+trigger then runs every job again once. Where the inputs are known to be unchanged, one run with
+``--rerun-triggers mtime params software-env code`` takes the results over instead.
 
 Standard library only: the Snakefile imports it where torch is not installed.
 """
@@ -38,9 +44,18 @@ def stamp_path(path: str) -> str:
 
 
 def with_stamps(paths) -> list[str]:
-    """``paths`` followed by the stamps that exist of them (a job's inputs: the stamp carries the content's time)."""
+    """``paths`` followed by their stamps (a job's inputs: the stamp carries the content's time; rule
+    ``stamp_input`` makes a stamp that :func:`refresh` could not, its input being made by the workflow)."""
     paths = [paths] if isinstance(paths, str) else list(paths)
-    return paths + [s for s in map(stamp_path, paths) if os.path.isfile(s)]
+    return paths + [stamp_path(p) for p in paths]
+
+
+def write_stamp(path: str, stamp: str) -> None:
+    """A new stamp of input ``path`` at ``stamp``, dated now (rule ``stamp_input``: the input was just made)."""
+    if stamp != stamp_path(path):
+        raise ValueError(f"{stamp!r} is not the stamp of {path!r}")
+    _write(stamp, {"version": VERSION, "path": path, "sha256": content_sha256(path), "signature": signature(path)},
+           None)
 
 
 def _files(path: str) -> list[str]:
@@ -115,8 +130,8 @@ def refresh(paths) -> list[str]:
             continue
         digest = content_sha256(path)
         record = {"version": VERSION, "path": path, "sha256": digest, "signature": sig}
-        if old is None:
-            _write(stamp, record, max((s[2] for s in sig), default=None))
+        if old is None:  # dated as the input, so that what was made from it stays current
+            _write(stamp, record, max([s[2] for s in sig] + [os.stat(path).st_mtime_ns]))
         elif old.get("sha256") == digest:
             _write(stamp, record, os.stat(stamp).st_mtime_ns)  # the same content: the stamp keeps its time
         else:

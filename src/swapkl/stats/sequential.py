@@ -1,0 +1,253 @@
+"""Sequential probing to a stated confidence: which decisions the windows seen so far settle, and which variants
+still need windows.
+
+A sequential probe draws windows from a pool in batches (in the pool's order, so every variant sees a prefix of
+it) and, after each batch, asks the questions the run is for. A variant keeps getting windows only while a
+question it takes part in is still open. This module holds the statistics; the model runs are
+:mod:`swapkl.probes.sequential_probe`.
+
+The evidence is, for each variant v, its per-window KL sums ``x[v, w]`` over the first ``n[v]`` windows of the
+pool, and the scored tokens ``t[w]`` of each window (the same for every variant). A variant's KL on its windows is
+the token-weighted ratio ``sum(x[v, :n]) / sum(t[:n])``, as the uniform probe computes it.
+
+**Intervals.** A difference of two KLs on their common windows (the shorter prefix, ``n``) is estimated with the
+window as the unit: each window's influence on a ratio estimate ``d`` is ``(x[w] - d t[w]) / mean(t)`` (the
+linearisation of the ratio), and the interval is Student's t on the mean of the paired influences, ``n - 1``
+degrees of freedom. With few windows a percentile bootstrap is too narrow; the t-interval is not.
+
+**Repeated looks.** A run evaluates its decisions at most ``len(design.looks)`` times, planned in advance
+(:attr:`Design.looks`). Each interval is taken at level ``1 - alpha / n_looks`` (Bonferroni over the planned
+looks), so the chance that any look's interval misses is at most ``alpha``: a decision declared at any look holds
+at the stated confidence however often the run looked. (A design with one look is the uniform probe's interval.)
+``tests/test_sequential_stats.py`` checks the coverage by simulation.
+
+**Decisions** (:class:`Decisions`):
+
+* ``sign``: the sign of each pair's gap ``max(r_ij, r_ji) - d_inter``. Positive when either direction's
+  difference ``r - d_inter`` has an interval above 0, negative when both have intervals below 0, each interval at
+  ``alpha / 2`` (the two directions share the error budget); otherwise open.
+* ``halfwidth``: the mean gap of a pair set has an interval whose half-width is at most ``rel`` times the
+  estimate's magnitude (each pair's gap in its larger direction at the current estimates; the window influences
+  of the pairs averaged, so the interval is over windows).
+* ``set``: a guide's removal set at a budget is stable: the share of window resamples (bootstrap over the common
+  windows of the variants the guide reads) on which the guide picks the same blocks is at least ``stability``.
+  This is a stability statement, not a confidence level: it says how often other windows of the same text would
+  give the same answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from swapkl.errors import SwapKLError
+
+#: the states of a decision
+HOLDS, OPEN = "holds", "undecided"
+
+
+@dataclass(frozen=True)
+class Design:
+    """When a sequential probe looks: first after ``first`` windows, then every ``batch`` windows, up to ``cap``
+    (the pool's size bounds it too); ``confidence`` is the stated level of every interval decision."""
+
+    first: int = 16
+    batch: int = 16
+    cap: int = 128
+    confidence: float = 0.95
+
+    def __post_init__(self):
+        for name in ("first", "batch", "cap"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise SwapKLError(f"sequential {name} must be a whole number of windows, at least 1, got {value!r}")
+        if self.first < 2:
+            raise SwapKLError(f"sequential first must be at least 2 windows (an interval needs two), got {self.first}")
+        if self.cap < self.first:
+            raise SwapKLError(f"sequential cap {self.cap} is below its first look at {self.first} windows")
+        if not 0.5 <= self.confidence < 1:
+            raise SwapKLError(f"sequential confidence must be in [0.5, 1), got {self.confidence!r}")
+
+    @property
+    def looks(self) -> list[int]:
+        """The window counts at which decisions are evaluated, the last one the cap."""
+        out = list(range(self.first, self.cap, self.batch))
+        return out + [self.cap]
+
+    @property
+    def alpha_per_look(self) -> float:
+        return (1.0 - self.confidence) / len(self.looks)
+
+    def bounded_by(self, pool: int) -> "Design":
+        """The same design with its cap lowered to a pool of ``pool`` windows (the looks beyond it dropped)."""
+        if pool < self.first:
+            raise SwapKLError(f"the window pool holds {pool} windows, fewer than the first look's {self.first}")
+        return self if pool >= self.cap else Design(self.first, self.batch, pool, self.confidence)
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What a sequential run is for: ``signs`` (every pair's gap sign), ``halfwidth`` ({pair set: relative
+    half-width} of its mean gap), ``sets`` (guides whose removal set at each of ``budgets`` must reach
+    ``stability``), with ``spacing`` between removed blocks and ``n_boot`` resamples for the stability."""
+
+    signs: bool = True
+    halfwidth: dict = field(default_factory=dict)
+    sets: tuple[str, ...] = ()
+    budgets: tuple[int, ...] = (1, 2, 3)
+    spacing: int = 1
+    stability: float = 0.95
+    n_boot: int = 200
+    seed: int = 0
+
+
+@dataclass
+class Decision:
+    """One decision at a look: what it is about, its state, its estimate and interval (or stability), the
+    windows it rests on and the variants it needs while open."""
+
+    kind: str  # sign | halfwidth | set
+    subject: str  # "3-4", "adjacent", "interchange@2"
+    state: str
+    estimate: float
+    low: float
+    high: float
+    windows: int
+    variants: tuple[str, ...]
+    answer: str = ""  # "+", "-", the removed blocks "3,7"
+
+
+# ------------------------------------------------------------------------------------------ the evidence
+
+
+class Evidence:
+    """Per-window KL sums of each variant over a prefix of the pool, and the pool's scored tokens per window."""
+
+    def __init__(self, tokens: Sequence[float]):
+        self.tokens = np.asarray(tokens, dtype=np.float64)
+        self.sums: dict[str, list[float]] = {}
+
+    def add(self, key: str, window: int, kl_sum: float) -> None:
+        """The KL sum of variant ``key`` on pool window ``window`` (windows arrive in the pool's order)."""
+        seen = self.sums.setdefault(key, [])
+        if window != len(seen):
+            raise SwapKLError(f"variant {key}: window {window} arrived after {len(seen)} windows; a sequential probe "
+                              "gives each variant a prefix of the pool")
+        seen.append(float(kl_sum))
+
+    def n(self, key: str) -> int:
+        return len(self.sums.get(key, ()))
+
+    def common(self, keys) -> int:
+        return min(self.n(k) for k in keys)
+
+    def matrix(self, keys, n: int) -> np.ndarray:
+        """``[len(keys), n]`` KL sums of ``keys`` on the first ``n`` windows."""
+        return np.array([self.sums[k][:n] for k in keys], dtype=np.float64).reshape(len(keys), n)
+
+    def kl(self, key: str, n: int | None = None) -> float:
+        n = self.n(key) if n is None else n
+        return ratio(np.asarray(self.sums[key][:n]), self.tokens[:n])
+
+
+def ratio(sums: np.ndarray, tokens: np.ndarray) -> float:
+    total = float(np.sum(tokens))
+    return float(np.sum(sums) / total) if total > 0 else math.nan
+
+
+def influences(sums: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Each window's influence on the ratio estimate ``sum(sums) / sum(tokens)`` (rows: estimates)."""
+    sums = np.atleast_2d(sums)
+    d = sums.sum(axis=1, keepdims=True) / tokens.sum()
+    return (sums - d * tokens) / tokens.mean()
+
+
+def t_interval(estimate: float, infl: np.ndarray, alpha: float) -> tuple[float, float]:
+    """Student's t interval at level ``1 - alpha`` around ``estimate`` from per-window influences ``infl``."""
+    from scipy.stats import t as student_t
+
+    n = len(infl)
+    if n < 2:
+        return -math.inf, math.inf
+    half = float(student_t.ppf(1 - alpha / 2, n - 1) * np.std(infl, ddof=1) / math.sqrt(n))
+    return estimate - half, estimate + half
+
+
+def difference(evidence: Evidence, a: str, b: str, alpha: float) -> tuple[float, float, float, int]:
+    """(KL(a) - KL(b), interval low, high, windows) on the common windows of ``a`` and ``b``."""
+    n = evidence.common((a, b))
+    x = evidence.matrix((a, b), n)
+    t = evidence.tokens[:n]
+    est = ratio(x[0], t) - ratio(x[1], t)
+    lo, hi = t_interval(est, (influences(x, t)[0] - influences(x, t)[1]), alpha)
+    return est, lo, hi, n
+
+
+# ------------------------------------------------------------------------------------------ the decisions
+
+
+def pair_keys(i: int, j: int) -> tuple[str, str, str]:
+    """The variant keys of pair i < j: replacement i<-j, replacement j<-i, interchange i<->j."""
+    return f"replacement:{i}:{j}", f"replacement:{j}:{i}", f"interchange:{i}:{j}"
+
+
+def sign_decision(evidence: Evidence, i: int, j: int, alpha: float) -> Decision:
+    """The sign of pair (i, j)'s gap ``max(r_ij, r_ji) - d_inter`` (module docstring)."""
+    r_ij, r_ji, inter = pair_keys(i, j)
+    fwd = difference(evidence, r_ij, inter, alpha / 2)
+    rev = difference(evidence, r_ji, inter, alpha / 2)
+    n = evidence.common((r_ij, r_ji, inter))
+    gap = max(evidence.kl(r_ij, n), evidence.kl(r_ji, n)) - evidence.kl(inter, n)
+    low, high = max(fwd[1], rev[1]), max(fwd[2], rev[2])  # bounds of max(a, b) - c from those of a - c, b - c
+    answer = "+" if low > 0 else "-" if high < 0 else ""
+    return Decision("sign", f"{i}-{j}", HOLDS if answer else OPEN, gap, low, high, n, (r_ij, r_ji, inter), answer)
+
+
+def halfwidth_decision(evidence: Evidence, name: str, pairs: Sequence[tuple[int, int]], rel: float,
+                       alpha: float) -> Decision:
+    """The mean gap of the pairs of set ``name`` to a relative half-width ``rel`` (module docstring)."""
+    keys = tuple(k for i, j in pairs for k in pair_keys(i, j))
+    n = evidence.common(keys)
+    t = evidence.tokens[:n]
+    x = evidence.matrix(keys, n)
+    infl = influences(x, t)
+    d = x.sum(axis=1) / t.sum()
+    gaps, rows = [], []
+    for p in range(len(pairs)):
+        a, b, c = 3 * p, 3 * p + 1, 3 * p + 2
+        larger = a if d[a] >= d[b] else b
+        gaps.append(d[larger] - d[c])
+        rows.append(infl[larger] - infl[c])
+    est = float(np.mean(gaps))
+    lo, hi = t_interval(est, np.mean(rows, axis=0), alpha)
+    holds = (hi - lo) / 2 <= rel * abs(est)
+    return Decision("halfwidth", name, HOLDS if holds else OPEN, est, lo, hi, n, keys, f"+-{rel:.0%}")
+
+
+def set_decision(evidence: Evidence, guide: str, budget: int, keys: Sequence[str],
+                 select: Callable[[dict[str, float]], tuple[int, ...] | None], decisions: Decisions,
+                 seed: int) -> Decision:
+    """Whether ``select`` ({variant key: KL} -> removed blocks) picks the same blocks on at least
+    ``decisions.stability`` of the window resamples of the common windows of ``keys``."""
+    keys = tuple(keys)
+    n = evidence.common(keys)
+    t = evidence.tokens[:n]
+    x = evidence.matrix(keys, n)
+    chosen = select(dict(zip(keys, x.sum(axis=1) / t.sum())))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(decisions.n_boot, n))
+    counts = np.zeros((decisions.n_boot, n))
+    np.add.at(counts, (np.arange(decisions.n_boot)[:, None], idx), 1.0)
+    kl = (counts @ x.T) / (counts @ t)[:, None]
+    same = sum(select(dict(zip(keys, row))) == chosen for row in kl) / decisions.n_boot
+    state = HOLDS if chosen is not None and same >= decisions.stability else OPEN
+    answer = "" if chosen is None else ",".join(map(str, chosen))
+    return Decision("set", f"{guide}@{budget}", state, float(same), math.nan, math.nan, n, keys, answer)
+
+
+def still_needed(decided: list[Decision]) -> set[str]:
+    """The variants that take part in an open decision: the ones that get the next windows."""
+    return {k for d in decided if d.state == OPEN for k in d.variants}
