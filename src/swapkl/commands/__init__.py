@@ -19,6 +19,8 @@ class Command(NamedTuple):
 #: every subcommand, in the order ``swapkl --help`` lists them (a module's commands together)
 COMMANDS: dict[str, Command] = {
     "probe": Command("probe_command", "measure swap/deletion KL for one checkpoint"),
+    "probe-sequential": Command("sequential_command", "probe on a pool of windows in batches until the decisions asked "
+                                                      "for hold at a stated confidence, or a cap"),
     "prune": Command("prune_command", "prune one checkpoint by every guide and baseline; perplexity and KL cost"),
     "aggregate-pruning": Command("prune_command", "concatenate per-checkpoint pruning files"),
     "plot-pruning": Command("prune_command", "pruning figures (PNG + PDF)"),

@@ -3,8 +3,8 @@
 Jinja's sandbox (:func:`template_environment`) keeps a template from reaching Python's internals, but not from
 working without end: nested loops over large ranges, a ``regex_replace`` whose pattern backtracks
 catastrophically, or ``'x' * 10**10`` run for hours or take all the memory, and no code of the sandbox sees them.
-So a task file's templates are rendered by a child Python process (this module run as a script: the standard
-library and jinja2 only), one document at a time, under three bounds:
+So a task file's templates are rendered by a child Python process (this module's :func:`serve`: the standard
+library, jinja2 and swapkl.errors only), one document at a time, under three bounds:
 
 * time: the parent waits :data:`SECONDS` for each rendering and then kills the child;
 * output: the child renders as a stream and stops past :data:`MAX_CHARS` characters;
@@ -19,9 +19,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import selectors
 import subprocess
 import sys
+import time
+
+from swapkl.errors import SwapKLError
 
 #: seconds one document's rendering may take (lm-eval's templates take microseconds)
 SECONDS = 10.0
@@ -84,8 +88,6 @@ def _reply(env, compiled: dict, request: dict, max_chars: int) -> dict:
 
 def serve(max_chars: int, max_bytes: int) -> None:
     """The child: one JSON request a line on stdin (``template``, ``doc``), one JSON reply a line on stdout."""
-    import resource
-
     resource.setrlimit(resource.RLIMIT_AS, (max_bytes, max_bytes))
     env, compiled = template_environment(), {}
     for line in sys.stdin:
@@ -126,8 +128,6 @@ class TemplateRenderer:
             self._child = None
 
     def render(self, template: str, doc: dict, what: str, where: str) -> str:
-        from swapkl.errors import SwapKLError
-
         reply = self._ask({"template": template, "doc": doc}, what, where)
         head = f"task file {self.yaml_path!r}: {what}"
         if "ok" in reply:
@@ -145,15 +145,12 @@ class TemplateRenderer:
         raise SwapKLError(f"{head} template {template!r} fails ({where}): {reply['message']}")
 
     def _start(self) -> None:
-        code = f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); " \
-               f"import template_sandbox; template_sandbox.serve({self.max_chars}, {self.max_bytes})"
+        code = f"from swapkl.relevance.template_sandbox import serve; serve({self.max_chars}, {self.max_bytes})"
         self._child = subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._buffer = b""
 
     def _ask(self, request: dict, what: str, where: str) -> dict:
-        from swapkl.errors import SwapKLError
-
         try:
             line = (json.dumps(request) + "\n").encode()
         except (TypeError, ValueError) as e:
@@ -176,8 +173,6 @@ class TemplateRenderer:
 
     def _read_line(self) -> bytes:
         """One reply line from the child, waiting at most :attr:`seconds` (TimeoutError) ; EOFError if it died."""
-        import time
-
         deadline = time.monotonic() + self.seconds
         fd = self._child.stdout.fileno()
         with selectors.DefaultSelector() as sel:

@@ -4,7 +4,7 @@ still need windows.
 A sequential probe draws windows from a pool in batches (in the pool's order, so every variant sees a prefix of
 it) and, after each batch, asks the questions the run is for. A variant keeps getting windows only while a
 question it takes part in is still open. This module holds the statistics; the model runs are
-:mod:`swapkl.probes.sequential_probe`.
+:mod:`swapkl.studies.sequential_probe`.
 
 The evidence is, for each variant v, its per-window KL sums ``x[v, w]`` over the first ``n[v]`` windows of the
 pool, and the scored tokens ``t[w]`` of each window (the same for every variant). A variant's KL on its windows is
@@ -103,6 +103,17 @@ class Decisions:
     n_boot: int = 200
     seed: int = 0
 
+    def __post_init__(self):
+        whole = lambda v, least: isinstance(v, int) and not isinstance(v, bool) and v >= least  # noqa: E731
+        if not (whole(self.n_boot, 1) and whole(self.spacing, 0) and all(whole(b, 1) for b in self.budgets)):
+            raise SwapKLError(f"sequential decisions: n_boot >= 1, spacing >= 0 and budgets >= 1 must be whole numbers, "
+                              f"got {self.n_boot!r}, {self.spacing!r}, {list(self.budgets)!r}")
+        if not 0 < self.stability <= 1:
+            raise SwapKLError(f"sequential stability must be in (0, 1], got {self.stability!r}")
+        bad = [f"{k}={v!r}" for k, v in self.halfwidth.items() if not 0 < v < 1]
+        if bad:
+            raise SwapKLError(f"a relative half-width must be in (0, 1), got {bad[0]}")
+
 
 @dataclass
 class Decision:
@@ -126,14 +137,25 @@ class Decision:
 class Evidence:
     """Per-window KL sums of each variant over a prefix of the pool, and the pool's scored tokens per window."""
 
-    def __init__(self, tokens: Sequence[float]):
-        self.tokens = np.asarray(tokens, dtype=np.float64)
+    def __init__(self, tokens: Sequence[float] = ()):
+        self._tokens = [float(t) for t in tokens]
         self.sums: dict[str, list[float]] = {}
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """Scored tokens of each window of the pool seen so far."""
+        return np.asarray(self._tokens, dtype=np.float64)
+
+    def add_tokens(self, window: int, tokens: float) -> None:
+        """The scored tokens of pool window ``window`` (the next one)."""
+        if window != len(self._tokens):
+            raise SwapKLError(f"window {window} arrived after {len(self._tokens)} windows: the pool is read in order")
+        self._tokens.append(float(tokens))
 
     def add(self, key: str, window: int, kl_sum: float) -> None:
         """The KL sum of variant ``key`` on pool window ``window`` (windows arrive in the pool's order)."""
         seen = self.sums.setdefault(key, [])
-        if window != len(seen):
+        if window != len(seen) or window >= len(self._tokens):
             raise SwapKLError(f"variant {key}: window {window} arrived after {len(seen)} windows; a sequential probe "
                               "gives each variant a prefix of the pool")
         seen.append(float(kl_sum))

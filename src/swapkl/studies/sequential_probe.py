@@ -1,0 +1,247 @@
+"""Sequential probing: windows drawn from a pool in batches, each variant measured only while a decision it takes
+part in is still open (:mod:`swapkl.stats.sequential` holds the statistics and says when a decision holds).
+
+:func:`measure_sequential` runs in memory on a :class:`~swapkl.model.engine.ProbeEngine` and a pool of windows: it
+walks the pool in its order, a look's windows at a time (:attr:`Design.looks`), through the one batch loop
+(:func:`swapkl.model.batch_loop.sweep`, which skips the variants that have left), and after each look evaluates
+the decisions. A variant's numbers are those of the uniform probe on the windows it saw: the same engine, the
+same per-window reductions. :func:`run_sequential_probe` loads the model and the windows, and writes the probe
+table (one row per variant, its own ``n_seqs``: the prefix of the pool it saw) and the decisions table.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import check_spec, check_windows, load_windows
+from swapkl.errors import SwapKLError
+from swapkl.hub.revision_names import step_of
+from swapkl.model.batch_loop import BASE, sweep, window_batches
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.loading import load_model
+from swapkl.options import require_device, require_int
+from swapkl.model.variant import Variant
+from swapkl.probes.pairs import pairs_for, parse_pair_set
+from swapkl.probes.protocols import build_variants
+from swapkl.pruning.guides import GuideContext, get_guide
+from swapkl.stats.sequential import (HOLDS, Decision, Decisions, Design, Evidence, halfwidth_decision, pair_keys,
+                                     set_decision, sign_decision, still_needed)
+from swapkl.tables import provenance
+from swapkl.tables.file_checks import require_distinct
+from swapkl.tables.parquet_io import check_writable, write_parquets
+from swapkl.tables.schemas import PROBE_SCHEMA
+
+log = logging.getLogger(__name__)
+
+#: the protocols each guide of a set decision reads (deletion breaks ties of the pair guides)
+GUIDE_PROTOCOLS = {"interchange": ("interchange", "deletion"), "replacement_max": ("replacement", "deletion"),
+                   "replacement_mean": ("replacement", "deletion"), "deletion": ("deletion",)}
+
+DECISIONS_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("kind", pa.string()), ("subject", pa.string()),
+    ("state", pa.string()), ("answer", pa.string()), ("estimate", pa.float64()), ("low", pa.float64()),
+    ("high", pa.float64()), ("windows", pa.int64()), ("look", pa.int64()), ("confidence", pa.float64()),
+])
+
+
+@dataclass
+class SequentialResult:
+    """What a sequential probe measured: per variant its per-window sums over the windows it saw, and the
+    decisions at the last look (``looks``: per look, its window count and how many decisions were open)."""
+
+    evidence: Evidence
+    nll: dict[str, list[float]]
+    nll_tokens: list[float]
+    variants: list[Variant]
+    decided: list[Decision]
+    design: Design
+    looks: list[dict] = field(default_factory=list)
+
+    @property
+    def undecided(self) -> list[Decision]:
+        return [d for d in self.decided if d.state != HOLDS]
+
+    @property
+    def variant_windows(self) -> int:
+        """Variant-window evaluations spent (the base model's not counted)."""
+        return sum(self.evidence.n(v.key) for v in self.variants)
+
+
+def decision_variants(decisions: Decisions, pairs: str, n_layers: int) -> list[Variant]:
+    """The variants the decisions read: replacement and interchange on ``pairs``, deletion where a set decision's
+    guide reads it."""
+    unknown = sorted(set(decisions.sets) - set(GUIDE_PROTOCOLS))
+    if unknown:
+        raise SwapKLError(f"sequential set decisions take the guides {', '.join(GUIDE_PROTOCOLS)}, not {unknown[0]!r}")
+    protocols = {p for g in decisions.sets for p in GUIDE_PROTOCOLS[g]}
+    if decisions.signs or decisions.halfwidth:
+        protocols |= {"replacement", "interchange"}
+    if not protocols:
+        raise SwapKLError("a sequential probe needs a decision: gap signs, a half-width or a guide's removal sets")
+    ordered = [p for p in ("replacement", "interchange", "deletion") if p in protocols]
+    return build_variants(ordered, pairs, n_layers, 1)
+
+
+def _selector(guide: str, budget: int, n_layers: int, spacing: int):
+    """{variant key: KL} -> the blocks ``guide`` removes at ``budget`` (None: no feasible set)."""
+    chosen = get_guide(guide)
+
+    def select(kl: dict[str, float]) -> tuple[int, ...] | None:
+        rows = []
+        for key, value in kl.items():
+            protocol, i, j = key.split(":")[:3]
+            rows.append({"protocol": protocol, "layer_i": int(i), "layer_j": int(j) if j else None,
+                         "kl_mean": float(value), "head": None})
+        selection = chosen.select(GuideContext(pd.DataFrame(rows), None, n_layers, [budget], spacing))
+        pruned = None if selection is None else selection.removed.get((budget, None))
+        return None if pruned is None else tuple(int(b) for b in pruned.removed)
+
+    return select
+
+
+def evaluate(evidence: Evidence, variants: list[Variant], decisions: Decisions, pairs: str, n_layers: int,
+             alpha: float, seed: int) -> list[Decision]:
+    """Every decision the run is for, on the windows seen so far, each interval at level ``1 - alpha``."""
+    out = []
+    probed = pairs_for(pairs, n_layers)
+    if decisions.signs:
+        out += [sign_decision(evidence, i, j, alpha) for i, j in probed]
+    for name, rel in decisions.halfwidth.items():
+        members = pairs_for(name, n_layers)
+        missing = sorted(set(members) - set(probed))
+        if missing:
+            raise SwapKLError(f"half-width on pair set {name!r}: pair {missing[0]} is not among the probed pairs "
+                              f"({pairs}); probe a wider pair set")
+        out.append(halfwidth_decision(evidence, name, members, rel, alpha))
+    for guide in decisions.sets:
+        keys = [v.key for v in variants if v.protocol in GUIDE_PROTOCOLS[guide]]
+        for budget in decisions.budgets:
+            out.append(set_decision(evidence, guide, budget, keys, _selector(guide, budget, n_layers,
+                                                                               decisions.spacing),
+                                    decisions, seed + budget))
+    return out
+
+
+def measure_sequential(engine, input_ids: np.ndarray, attention_mask: np.ndarray, *, pairs: str,
+                       design: Design, decisions: Decisions, batch_size: int = 8, device="cpu",
+                       desc: str | None = None) -> SequentialResult:
+    """Probe the pool of windows ``input_ids`` / ``attention_mask`` (in its order) sequentially (module
+    docstring). Token-weighted KL over every scored position (the probe's default KL)."""
+    parse_pair_set(pairs)
+    n_pool = int(input_ids.shape[0])
+    design = design.bounded_by(n_pool)
+    variants = decision_variants(decisions, pairs, engine.n_layers)
+    evidence, nll, nll_tokens = Evidence(), {v.key: [] for v in [BASE] + variants}, []
+    by_key = {v.key: v for v in variants}
+    active = set(by_key)
+    decided: list[Decision] = []
+    looks = []
+    start = 0
+    for look, stop in enumerate(design.looks):
+        batches = window_batches(input_ids[start:stop], attention_mask[start:stop], batch_size)
+        running = [v for v in variants if v.key in active]
+        per_window: dict[str, dict[int, tuple]] = {}
+        for m in sweep(engine, batches, running, device=device, desc=desc and f"{desc} look {look + 1}"):
+            stats = engine.seq_stats(m.state, m.kl, m.nll)
+            rows = range(start + m.batch.rows.start, start + m.batch.rows.stop)
+            values = zip(rows, *(getattr(stats, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum",
+                                                                            "nll_tokens")))
+            per_window.setdefault(m.variant.key, {}).update({w: rest for w, *rest in values})
+        for w in range(start, stop):  # in window order, the base's tokens first
+            _, tokens, base_nll, ntok = per_window[BASE.key][w]
+            evidence.add_tokens(w, tokens)
+            nll_tokens.append(ntok)
+            nll[BASE.key].append(base_nll)
+            for key in active:
+                kl_sum, _, nll_sum, _ = per_window[key][w]
+                evidence.add(key, w, kl_sum)
+                nll[key].append(nll_sum)
+        decided = evaluate(evidence, variants, decisions, pairs, engine.n_layers, design.alpha_per_look,
+                           decisions.seed)
+        active = still_needed(decided)
+        looks.append({"look": look + 1, "windows": stop, "open": sum(d.state != HOLDS for d in decided),
+                      "variants": len(running)})
+        log.info("look %d at %d windows: %d of %d decisions open, %d variants go on", look + 1, stop,
+                 looks[-1]["open"], len(decided), len(active))
+        if not active:
+            break
+        start = stop
+    return SequentialResult(evidence, nll, nll_tokens, variants, decided, design, looks)
+
+
+def probe_rows(result: SequentialResult, meta: dict) -> list[dict]:
+    """The probe table's rows (PROBE_SCHEMA): the base model on every window used, each variant on its own."""
+    ev = result.evidence
+    n_all = len(ev.tokens)  # the windows the base model ran on: every window of the last look
+    tokens = np.asarray(ev.tokens, dtype=np.float64)
+    ntok = np.asarray(result.nll_tokens, dtype=np.float64)
+    rows = [dict(meta, protocol="base", layer_i=None, layer_j=None, kl_mean=0.0,
+                 nll_mean=_nan_ratio(np.asarray(result.nll[BASE.key]), ntok), n_seqs=n_all, n_tokens=int(tokens.sum()),
+                 seq_kl_sum=[0.0] * n_all, seq_tokens=tokens.astype(np.int64).tolist(),
+                 seq_nll_sum=list(result.nll[BASE.key]),
+                 seq_nll_tokens=ntok.astype(np.int64).tolist(), head=None)]
+    for v in result.variants:
+        n = ev.n(v.key)
+        rows.append(dict(meta, protocol=v.protocol, layer_i=v.layer_i, layer_j=v.layer_j, kl_mean=ev.kl(v.key),
+                         nll_mean=_nan_ratio(np.asarray(result.nll[v.key]), ntok[:n]), n_seqs=n,
+                         n_tokens=int(tokens[:n].sum()), seq_kl_sum=list(ev.sums[v.key]),
+                         seq_tokens=tokens[:n].astype(np.int64).tolist(), seq_nll_sum=list(result.nll[v.key]),
+                         seq_nll_tokens=ntok[:n].astype(np.int64).tolist(), head=None))
+    return rows
+
+
+def _nan_ratio(num: np.ndarray, den: np.ndarray) -> float:
+    total = float(den.sum())
+    return float(num.sum() / total) if total > 0 else math.nan
+
+
+def decision_rows(result: SequentialResult, meta: dict) -> list[dict]:
+    """The decisions table's rows (:data:`DECISIONS_SCHEMA`), one per decision at the last look."""
+    look = len(result.looks)
+    return [{"model": meta.get("model"), "revision": meta.get("revision"), "kind": d.kind, "subject": d.subject,
+             "state": d.state, "answer": d.answer, "estimate": d.estimate, "low": d.low, "high": d.high,
+             "windows": d.windows, "look": look, "confidence": result.design.confidence} for d in result.decided]
+
+
+def run_sequential_probe(model: str, out: str, decisions_out: str, *, data: DataSpec, pairs: str = "adjacent",
+                         design: Design = Design(), decisions: Decisions = Decisions(), revision: str | None = None,
+                         dtype: str = "float32", device: str = "auto", batch_size: int = 8,
+                         chunk_tokens: int = 2048, metadata: dict | None = None) -> SequentialResult:
+    """Load ``model``, draw the pool of windows ``data`` describes (its ``n_seqs`` windows: the pool), probe it
+    sequentially and write the probe table ``out`` and the decisions table ``decisions_out`` (both or none)."""
+    check_spec(data)
+    require_int("batch_size", batch_size, 1)
+    require_int("chunk_tokens", chunk_tokens, 1)
+    require_device(device)
+    require_distinct([("`out`", out), ("`decisions_out`", decisions_out)],
+                     {"`data.tokens`": data.tokens, "`data.text_file`": data.text_file})
+    for path in (out, decisions_out):
+        check_writable(path)
+    loaded = load_model(model, revision, dtype=dtype, device=device, need_tokenizer=data.tokens is None)
+    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+    windows = load_windows(data, loaded.tokenizer)
+    check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+    label = (metadata or {}).get("model") or loaded.model_id
+    rev = (metadata or {}).get("revision") or loaded.revision or "main"
+    result = measure_sequential(engine, windows.input_ids, windows.attention_mask, pairs=pairs, design=design,
+                                decisions=decisions, batch_size=batch_size, device=loaded.device,
+                                desc=f"sequential probe {label}@{rev}")
+    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
+    prov = provenance.build(loaded, windows, pairs=pairs, batch_size=batch_size, data_spec=data.as_dict(),
+                            model=label, revision_label=rev, sequential={
+                                "first": design.first, "batch": design.batch, "cap": design.cap,
+                                "confidence": design.confidence, "windows_used": len(result.evidence.tokens),
+                                "variant_windows": result.variant_windows})
+    write_parquets([(pa.Table.from_pylist(probe_rows(result, meta), schema=PROBE_SCHEMA), out, prov),
+                    (pa.Table.from_pylist(decision_rows(result, meta), schema=DECISIONS_SCHEMA), decisions_out,
+                     prov)])
+    for d in result.undecided:
+        log.warning("%s %s: undecided at the cap (%d windows)", d.kind, d.subject, d.windows)
+    return result
