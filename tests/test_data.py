@@ -294,3 +294,18 @@ def test_held_out_checks_treat_the_same_rows_as_the_same_text():
     a = dict(dataset="TIGER-Lab/MathInstruct", split="train")
     assert source_key(**a, text_fields=["instruction"]) == source_key(**a, text_fields=["output"]) == source_key(**a)
     assert source_key(**a) != source_key(**(a | {"split": "test"}))
+
+
+def test_windows_far_below_the_requested_size_are_said():
+    """The scored size, not the requested one: windows holding under half their positions give a warning that
+    counts what they hold (issue 48, item 3)."""
+    from swapkl.data.windows import Windows
+
+    ids = np.zeros((4, 10), dtype=np.int64)
+    mask = np.zeros((4, 10), dtype=np.int64)
+    mask[:, :4] = 1  # 16 of 40 positions
+    assert Windows(ids, mask, "text_file:t.txt").shortfall() == (
+        "text_file:t.txt: the 4 windows of 10 tokens hold 16 tokens, 40% of the 40 requested (short paragraphs are "
+        "padded, and padding is not scored); every number rests on the tokens held")
+    mask[:, :5] = 1  # half
+    assert Windows(ids, mask, "text_file:t.txt").shortfall() is None

@@ -67,6 +67,17 @@ class Windows:
     def n_tokens(self) -> int:
         return int(self.attention_mask.sum())
 
+    def shortfall(self, least: float = 0.5) -> str | None:
+        """A warning when the windows hold less than ``least`` of the positions they could (short paragraphs
+        are right-padded, and padding is not scored), else None: the scored size is what an answer rests on,
+        not the requested one."""
+        n, width = self.input_ids.shape
+        if n * width == 0 or self.n_tokens >= least * n * width:
+            return None
+        return (f"{self.source}: the {n} windows of {width} tokens hold {self.n_tokens:,} tokens, "
+                f"{100 * self.n_tokens / (n * width):.0f}% of the {n * width:,} requested (short paragraphs are "
+                "padded, and padding is not scored); every number rests on the tokens held")
+
 
 def check_spec(spec: DataSpec) -> None:
     given = [x for x in (spec.tokens, spec.dataset, spec.text_file) if x]

@@ -102,6 +102,8 @@ def run_probe(*args, **options) -> None:
         engine.adapter.disable_rope()
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+    if windows.shortfall():
+        log.warning(windows.shortfall())
     label = metadata.pop("model", None) or loaded.model_id
     measured = [_measured_variants(engine, o.protocols, pairs, layers, label) for o in outputs]
     rev = metadata.pop("revision", None) or loaded.revision or "main"

@@ -228,6 +228,8 @@ def run_sequential_probe(model: str, out: str, decisions_out: str, *, data: Data
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+    if windows.shortfall():
+        log.warning(windows.shortfall())
     label = (metadata or {}).get("model") or loaded.model_id
     rev = (metadata or {}).get("revision") or loaded.revision or "main"
     result = measure_sequential(engine, windows.input_ids, windows.attention_mask, pairs=pairs, design=design,
