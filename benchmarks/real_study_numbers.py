@@ -13,6 +13,9 @@ Per model of results/swapkl.parquet:
 * the pruning cost (perplexity increase, %) of every guide at every budget (results/pruning.parquet), the
   removal sets of the interchange guide;
 * the third test (results/healed_probes): pairs healed, the largest fraction of the interchange KL recovered.
+
+With ``--findings FILE.csv`` it writes the findings table instead (swapkl.studies.findings: each comparison the
+README states, its estimate, test and verdict); docs/real_findings.csv is that file for the README's run.
 """
 
 from __future__ import annotations
@@ -82,10 +85,28 @@ def healed(root: Path, model: str) -> None:
               f"{100 * h['fraction_recovered'].median():.0f}%")
 
 
+def write_findings(root: Path, out: Path) -> None:
+    """The findings table (swapkl.studies.findings) of the run as CSV, and printed."""
+    from swapkl.studies.findings import findings
+
+    table = findings(pd.read_parquet(root / "results/swapkl.parquet"), read_pruning(root / "results/pruning.parquet"),
+                     pd.read_parquet(root / "results/pruning_agreement.parquet"),
+                     pd.read_parquet(root / "results/relevance_stats.parquet"))
+    table.to_csv(out, index=False, float_format="%.6g")
+    for _, r in table.iterrows():
+        print(f"{r['model']:<14} {r['verdict']:<11} {r['statement']}")
+    print(f"wrote {out}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path("."), help="the directory `make real` ran in")
+    parser.add_argument("--findings", type=Path, metavar="FILE.csv",
+                        help="write the findings table (every comparison with its test and verdict) here instead")
     args = parser.parse_args(argv)
+    if args.findings:
+        write_findings(args.root, args.findings)
+        return
     models = sorted(set(pd.read_parquet(args.root / "results/swapkl.parquet", columns=["model"])["model"]))
     for model in models:
         print(model)

@@ -1,0 +1,144 @@
+"""The findings table: each comparison swapkl states about a finished study, with its estimate, its test and a
+verdict, ``holds`` (at 95%) or ``undecided``.
+
+Every interval takes the window as its unit and is Student's t on the windows' linearised influences
+(:mod:`swapkl.stats.sequential`): with few windows a percentile bootstrap is too narrow. The claims, per model:
+
+* ``gap_adjacent`` / ``gap_adjacent_fwd``: the mean adjacent gap ``d_repl - d_inter`` (max of both replacement
+  directions / the one direction the paper's Pythia trajectory measured) is positive; its relative half-width is
+  reported beside it;
+* ``cheaper:A:B:n``: guide A's pruned model has a lower held-out NLL (so perplexity) than guide B's at budget n,
+  paired over the evaluation windows, conditional on the sets the guides chose (where both chose the same blocks
+  the difference is 0 by construction: verdict ``same blocks``);
+* ``bi_severe_below_chance:REF`` / ``bi_exact_below_chance:REF``: BI's severe / exact-rank misranking against REF
+  (deletion KL, or next-token relevance) is below what random ranks give: the one-sided permutation p-value of
+  :func:`swapkl.stats.agreement.rank_chance` below 0.05 (a permutation test, not an interval: the blocks, not
+  the windows, are the unit, and there are few of them).
+
+:func:`findings` builds the table from the tables of a finished run in memory; ``benchmarks/real_study_numbers.py
+--findings`` writes it for ``make real``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from swapkl.stats.sequential import influences, t_interval
+
+LEVEL = 0.95
+HOLDS, UNDECIDED, SAME = "holds", "undecided", "same blocks"
+GUIDES_COMPARED = ("replacement_max", "deletion", "bi", "sleb_iterative")
+
+
+def _row(model: str, claim: str, statement: str, estimate: float, low: float, high: float, test: str,
+         verdict: str, p_value: float = math.nan, n: int = 0) -> dict:
+    return {"model": model, "claim": claim, "statement": statement, "estimate": estimate, "low": low, "high": high,
+            "p_value": p_value, "test": test, "n": n, "verdict": verdict}
+
+
+def mean_gap_interval(directed: pd.DataFrame, distance: int = 1, one_direction: bool = False,
+                      level: float = LEVEL) -> tuple[float, float, float, int]:
+    """(mean gap over the pairs at ``distance``, interval low, high, windows) from the directed rows of one
+    checkpoint (per-window KL sums); the larger replacement direction (or i<-j for ``one_direction``) per pair."""
+    rows = {(r.protocol, int(r.layer_i), None if pd.isna(r.layer_j) else int(r.layer_j)):
+            np.asarray(r.seq_kl_sum, dtype=np.float64) for r in directed.itertuples()}
+    tokens = np.asarray(directed.iloc[0]["seq_tokens"], dtype=np.float64)
+    pairs = sorted((i, j) for p, i, j in rows if p == "interchange" and j is not None and j - i == distance)
+    gaps, infl = [], []
+    for i, j in pairs:
+        fwd, rev, inter = rows[("replacement", i, j)], rows[("replacement", j, i)], rows[("interchange", i, j)]
+        d = {k: v.sum() / tokens.sum() for k, v in (("f", fwd), ("r", rev), ("i", inter))}
+        repl = fwd if one_direction or d["f"] >= d["r"] else rev
+        gaps.append(max(d["f"], d["r"]) - d["i"] if not one_direction else d["f"] - d["i"])
+        u = influences(np.stack([repl, inter]), tokens)
+        infl.append(u[0] - u[1])
+    est = float(np.mean(gaps))
+    lo, hi = t_interval(est, np.mean(infl, axis=0), 1 - level)
+    return est, lo, hi, len(tokens)
+
+
+def nll_difference(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[float, float, float, int]:
+    """(held-out NLL of pruned model a minus b, interval low, high, windows), paired over the evaluation
+    windows (pruning rows' ``window_nll_sum`` / ``window_tokens``)."""
+    x = np.stack([np.asarray(a["window_nll_sum"], dtype=np.float64), np.asarray(b["window_nll_sum"], dtype=np.float64)])
+    tokens = np.asarray(a["window_tokens"], dtype=np.float64)
+    est = float(x[0].sum() / tokens.sum() - x[1].sum() / tokens.sum())
+    u = influences(x, tokens)
+    lo, hi = t_interval(est, u[0] - u[1], 1 - level)
+    return est, lo, hi, len(tokens)
+
+
+def _verdict(low: float, high: float) -> str:
+    return HOLDS if low > 0 or high < 0 else UNDECIDED
+
+
+def gap_findings(model: str, directed: pd.DataFrame) -> list[dict]:
+    out = []
+    for claim, fwd, what in (("gap_adjacent", False, "max of both replacement directions"),
+                             ("gap_adjacent_fwd", True, "one direction, slot i runs block i+1")):
+        est, lo, hi, n = mean_gap_interval(directed, one_direction=fwd)
+        half = (hi - lo) / 2
+        out.append(_row(model, claim, f"the mean adjacent gap ({what}) is positive: {est:+.3f} "
+                                      f"({lo:+.3f} to {hi:+.3f}, +-{100 * half / abs(est):.0f}%)",
+                        est, lo, hi, "t-interval over windows", HOLDS if lo > 0 else UNDECIDED, n=n))
+    return out
+
+
+def pruning_findings(model: str, pruning: pd.DataFrame, guide: str = "interchange") -> list[dict]:
+    """``guide`` against each of :data:`GUIDES_COMPARED` at every budget both reached."""
+    out = []
+    rows = pruning[(pruning["model"] == model) & pruning["feasible"].astype(bool)]
+    ours = {int(r["budget"]): r for _, r in rows[rows["guide"] == guide].iterrows()}
+    for other in GUIDES_COMPARED:
+        theirs = {int(r["budget"]): r for _, r in rows[rows["guide"] == other].iterrows()}
+        for n in sorted(set(ours) & set(theirs)):
+            a, b = ours[n], theirs[n]
+            claim = f"cheaper:{guide}:{other}:{n}"
+            if sorted(a["removed_layers"]) == sorted(b["removed_layers"]):
+                out.append(_row(model, claim, f"{guide} and {other} remove the same blocks at n = {n}", 0.0, 0.0,
+                                0.0, "same removal set", SAME))
+                continue
+            est, lo, hi, windows = nll_difference(a, b)
+            word = "cheaper" if est < 0 else "costlier"
+            out.append(_row(model, claim, f"{guide} is {word} than {other} at n = {n}: held-out NLL {est:+.4f} "
+                                          f"({lo:+.4f} to {hi:+.4f})",
+                            est, lo, hi, "paired t-interval over evaluation windows", _verdict(lo, hi), n=windows))
+    return out
+
+
+def rank_findings(model: str, stats: pd.DataFrame, reference: str) -> list[dict]:
+    """BI's misranking against ``reference`` below chance, from rows with the permutation p-values."""
+    out = []
+    for _, r in stats.iterrows():
+        for kind, rate, chance, p in (("severe", "severe_misranking", "severe_chance", "severe_p"),
+                                      ("exact", "exact_rank_misranking", "exact_rank_chance", "exact_rank_p")):
+            claim = f"bi_{kind}_below_chance:{reference}"
+            out.append(_row(model, claim, f"BI's {kind} misranking against {reference} ({100 * r[rate]:.0f}%) is "
+                                          f"below chance ({100 * r[chance]:.0f}%): permutation p = {r[p]:.3f}",
+                            float(r[rate]), math.nan, math.nan, "one-sided permutation test over blocks",
+                            HOLDS if r[p] < 1 - LEVEL else UNDECIDED, p_value=float(r[p])))
+    return out
+
+
+def findings(aggregate: pd.DataFrame, pruning: pd.DataFrame | None = None, agreement: pd.DataFrame | None = None,
+             relevance_stats: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The findings table of a finished run (each model's last revision) from its tables in memory."""
+    rows = []
+    for model in sorted(set(aggregate["model"])):
+        mine = aggregate[aggregate["model"] == model]
+        last = mine.sort_values("step", na_position="first")["revision"].iloc[-1]
+        directed = mine[(mine["kind"] == "directed") & (mine["revision"] == last)]
+        rows += gap_findings(model, directed)
+        if pruning is not None:
+            rows += pruning_findings(model, pruning[pruning["revision"] == last])
+        if agreement is not None:
+            a = agreement[(agreement["model"] == model) & (agreement["guide"] == "bi")
+                          & (agreement["reference"] == "deletion")]
+            rows += rank_findings(model, a.head(1), "deletion")
+        if relevance_stats is not None:
+            r = relevance_stats[(relevance_stats["model"] == model) & (relevance_stats["reference"] == "bi")]
+            rows += rank_findings(model, r.head(1), "relevance")
+    return pd.DataFrame(rows)
