@@ -58,3 +58,16 @@ def test_floats_are_rounded_for_display_and_integers_are_not(tmp_path):
     text = (tmp_path / "r.html").read_text()
     assert "<td>196.3</td>" in text and "<td>123456789</td>" in text and "<td>0.1235, 2</td>" in text
     assert "196.25" not in text.split("<h3>Provenance")[0]
+
+
+def test_a_table_of_kinds_shows_summaries_and_pairs_first(tmp_path):
+    """results/swapkl.parquet holds thousands of directed rows before its pairs and summaries; the page shows the
+    answer first (a stable order by kind, each kind's rows as in the file)."""
+    path = tmp_path / "a.parquet"
+    kinds = ["directed"] * 6 + ["pair", "summary", "pair", "repr"]
+    write_parquet(pa.table({"kind": kinds, "row": list(range(10))}), str(path), {"kind": "t"})
+    out = tmp_path / "a.html"
+    write_table_html(path, out, max_rows=4)
+    shown = pd.read_html(io.StringIO(out.read_text()))[0]
+    assert shown["row"].tolist() == [7, 6, 8, 9]
+    assert "Rows by kind: summary, pair, repr, directed." in out.read_text()

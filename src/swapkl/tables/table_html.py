@@ -8,6 +8,7 @@ import html
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
@@ -52,6 +53,10 @@ def _cell(v) -> str:
     return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _number(v)
 
 
+#: the order in which a table with a ``kind`` column shows its rows (results/swapkl.parquet: docs/outputs.md)
+KIND_ORDER = ("summary", "pair", "repr", "directed")
+
+
 def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 500, table: str | None = None) -> str:
     """The HTML page of the Parquet table at ``path`` (``table``: its name under results/, which picks the
     column meanings of that table where a name means something else there)."""
@@ -59,13 +64,18 @@ def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 50
     prov = provenance.read(path)
     schema = pq.read_schema(path)
     df = pd.read_parquet(path, dtype_backend="numpy_nullable")
+    order = ""
+    if "kind" in df.columns:  # the answer first: a table of summaries and pairs over thousands of directed rows
+        rank = df["kind"].map({k: n for n, k in enumerate(KIND_ORDER)}).fillna(len(KIND_ORDER))
+        df = df.iloc[np.argsort(rank.to_numpy(dtype=np.float64), kind="stable")]
+        order = f" Rows by kind: {', '.join(k for k in KIND_ORDER if k in set(df['kind']))}."
     shown = df.head(max_rows)
     body = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
     left = "style='text-align:left'"
     cols = "".join(f"<tr><td {left}>{html.escape(f.name)}</td><td {left}>{html.escape(str(f.type))}</td>"
                    f"<td {left}>{html.escape(describe(f.name, table))}</td></tr>" for f in schema)
-    more = (f"<p>First {max_rows} of {len(df)} rows; every row is in <code>{html.escape(path)}</code>.</p>"
-            if len(df) > max_rows else f"<p>{len(df)} rows.</p>")
+    more = (f"<p>First {max_rows} of {len(df)} rows; every row is in <code>{html.escape(path)}</code>.{order}</p>"
+            if len(df) > max_rows else f"<p>{len(df)} rows.{order}</p>")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title or path)}</title>"
             f"<style>{STYLE}</style></head><body><h2>{html.escape(title or path)}</h2>{more}"
             f"<p>Read it with <code>{html.escape(READ_HINT)}</code> so that integer columns with nulls stay "
