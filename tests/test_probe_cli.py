@@ -371,3 +371,20 @@ def test_console_script_subprocess(ckpt, tokens, tmp_path):
     assert bad.stderr.strip().splitlines() == ["swapkl: error: unknown pair set 'within:0': expected 'adjacent', "
                                                "'within:K' (K>=1) or 'all'"]
     assert not bad_out.exists()
+
+
+def test_a_training_runs_folder_is_named_as_revisions(tmp_path, capsys):
+    """A folder of step* checkpoints (the demo's training runs) is one model's revisions: the error names them
+    and --revision, not a missing config.json (issue 50)."""
+    from bad_inputs_doc import HEADING_50, assert_listed
+
+    run = tmp_path / "run"
+    for step in (0, 10, 20, 30, 400):
+        (run / f"step{step}").mkdir(parents=True)
+        (run / f"step{step}" / "config.json").write_text("{}")
+    code = main(["probe", "--model", str(run), "--tokens", str(tmp_path / "t.npy"), "--out", str(tmp_path / "p.parquet")])
+    err = capsys.readouterr().err.strip().splitlines()
+    message = err[-1].removeprefix("swapkl: error: ")
+    assert code == 2 and message == (f"model path {str(run)!r} holds revisions (step0, step10, step20, step30 and 1 "
+                                     "more), not one checkpoint: name one with --revision")
+    assert_listed(message, HEADING_50, model=str(run))

@@ -94,6 +94,12 @@ def resolve_checkpoint_dir(model: str, revision: str | None) -> tuple[str, str |
         raise SwapKLError(f"revision {revision!r} not found under local model {model!r}")
     refuse_absent(path, "model path")
     if not os.path.isfile(os.path.join(path, "config.json")):
+        revisions = sorted((n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n, "config.json"))),
+                           key=lambda n: (len(n), n))
+        if revisions:  # a training run's folder: its checkpoints are its subfolders
+            shown = ", ".join(revisions[:4]) + (f" and {len(revisions) - 4} more" if len(revisions) > 4 else "")
+            raise SwapKLError(f"model path {model!r} holds revisions ({shown}), not one checkpoint: name one with "
+                              "--revision")
         raise SwapKLError(f"model path {model!r} has no config.json (not a Hugging Face checkpoint)")
     return path, revision
 
