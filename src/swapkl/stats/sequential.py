@@ -29,10 +29,11 @@ at the stated confidence however often the run looked. (A design with one look i
 * ``halfwidth``: the mean gap of a pair set has an interval whose half-width is at most ``rel`` times the
   estimate's magnitude (each pair's gap in its larger direction at the current estimates; the window influences
   of the pairs averaged, so the interval is over windows).
-* ``set``: a guide's removal set at a budget is stable: the share of window resamples (bootstrap over the common
-  windows of the variants the guide reads) on which the guide picks the same blocks is at least ``stability``.
-  This is a stability statement, not a confidence level: it says how often other windows of the same text would
-  give the same answer.
+* ``set``: a guide's removal set at a budget is stable: the share of window resamples (each variant's own windows,
+  resampled alike where they are the same, :func:`own_resamples`) on which the guide picks the same blocks is at
+  least ``stability``. This is a stability statement, not a confidence level: it says how often other windows of
+  the same text would give the same answer. While it is open, only the variants that can still change the
+  answer get windows (:func:`set_decision`).
 """
 
 from __future__ import annotations
@@ -249,25 +250,56 @@ def halfwidth_decision(evidence: Evidence, name: str, pairs: Sequence[tuple[int,
     return Decision("halfwidth", name, HOLDS if holds else OPEN, est, lo, hi, n, keys, f"+-{rel:.0%}")
 
 
+def own_resamples(evidence: Evidence, keys: Sequence[str], n_boot: int, seed: int) -> np.ndarray:
+    """``[n_boot, len(keys)]`` KLs of each variant on bootstrap resamples of its own windows. One set of uniform
+    draws serves every variant (draw k picks window ``floor(u * n_v)`` of a variant's ``n_v``), so variants that
+    saw the same windows are resampled alike, as the uniform probe's bootstrap pairs them."""
+    n_max = max(evidence.n(k) for k in keys)
+    u = np.random.default_rng(seed).random((n_boot, n_max))
+    tokens = evidence.tokens
+    out = np.empty((n_boot, len(keys)))
+    rows = np.arange(n_boot)[:, None]
+    for c, key in enumerate(keys):
+        n = evidence.n(key)
+        idx = np.floor(u[:, :n] * n).astype(np.int64)
+        counts = np.zeros((n_boot, n))
+        np.add.at(counts, (rows, idx), 1.0)
+        out[:, c] = counts @ np.asarray(evidence.sums[key]) / (counts @ tokens[:n])
+    return out
+
+
+def ratio_interval(evidence: Evidence, key: str, alpha: float) -> tuple[float, float]:
+    """The t-interval of one variant's KL on its own windows."""
+    n = evidence.n(key)
+    x, t = np.asarray(evidence.sums[key])[None, :], evidence.tokens[:n]
+    return t_interval(ratio(x[0], t), influences(x, t)[0], alpha)
+
+
 def set_decision(evidence: Evidence, guide: str, budget: int, keys: Sequence[str],
                  select: Callable[[dict[str, float]], tuple[int, ...] | None], decisions: Decisions,
-                 seed: int) -> Decision:
+                 seed: int, alpha: float = 0.05) -> Decision:
     """Whether ``select`` ({variant key: KL} -> removed blocks) picks the same blocks on at least
-    ``decisions.stability`` of the window resamples of the common windows of ``keys``."""
+    ``decisions.stability`` of the bootstrap resamples of the windows (each variant's own, :func:`own_resamples`).
+
+    While it does not, the variants it needs are those that can still change the answer: the ones whose KL, moved
+    to either end of its interval at level ``1 - alpha`` with the others at their estimates, changes the blocks
+    chosen. The rest stop getting windows, so the windows go where the decision is still open."""
     keys = tuple(keys)
-    n = evidence.common(keys)
-    t = evidence.tokens[:n]
-    x = evidence.matrix(keys, n)
-    chosen = select(dict(zip(keys, x.sum(axis=1) / t.sum())))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(decisions.n_boot, n))
-    counts = np.zeros((decisions.n_boot, n))
-    np.add.at(counts, (np.arange(decisions.n_boot)[:, None], idx), 1.0)
-    kl = (counts @ x.T) / (counts @ t)[:, None]
-    same = sum(select(dict(zip(keys, row))) == chosen for row in kl) / decisions.n_boot
-    state = HOLDS if chosen is not None and same >= decisions.stability else OPEN
+    point = {k: evidence.kl(k) for k in keys}
+    chosen = select(point)
+    boot = own_resamples(evidence, keys, decisions.n_boot, seed)
+    same = sum(select(dict(zip(keys, row))) == chosen for row in boot) / decisions.n_boot
+    holds = chosen is not None and same >= decisions.stability
+    needed = []
+    if not holds:
+        for k in keys:
+            lo, hi = ratio_interval(evidence, k, alpha)
+            if any(select({**point, k: v}) != chosen for v in (lo, hi)):
+                needed.append(k)
+        needed = needed or list(keys)  # no single variant moves it: all of them, jointly
     answer = "" if chosen is None else ",".join(map(str, chosen))
-    return Decision("set", f"{guide}@{budget}", state, float(same), math.nan, math.nan, n, keys, answer)
+    return Decision("set", f"{guide}@{budget}", HOLDS if holds else OPEN, float(same), math.nan, math.nan,
+                    min(evidence.n(k) for k in keys), tuple(needed), answer)
 
 
 def still_needed(decided: list[Decision]) -> set[str]:

@@ -125,7 +125,7 @@ def evaluate(evidence: Evidence, variants: list[Variant], decisions: Decisions, 
         for budget in decisions.budgets:
             out.append(set_decision(evidence, guide, budget, keys, _selector(guide, budget, n_layers,
                                                                                decisions.spacing),
-                                    decisions, seed + budget))
+                                    decisions, seed + budget, alpha))
     return out
 
 
@@ -133,36 +133,49 @@ def measure_sequential(engine, input_ids: np.ndarray, attention_mask: np.ndarray
                        design: Design, decisions: Decisions, batch_size: int = 8, device="cpu",
                        desc: str | None = None) -> SequentialResult:
     """Probe the pool of windows ``input_ids`` / ``attention_mask`` (in its order) sequentially (module
-    docstring). Token-weighted KL over every scored position (the probe's default KL)."""
+    docstring). Token-weighted KL over every scored position (the probe's default KL). A variant that stopped and
+    is needed again later catches up on the windows it missed, so every variant always holds a prefix of the pool."""
     parse_pair_set(pairs)
     n_pool = int(input_ids.shape[0])
     design = design.bounded_by(n_pool)
     variants = decision_variants(decisions, pairs, engine.n_layers)
     evidence, nll, nll_tokens = Evidence(), {v.key: [] for v in [BASE] + variants}, []
-    by_key = {v.key: v for v in variants}
-    active = set(by_key)
+    bounds = [0] + design.looks
+    active = {v.key for v in variants}
     decided: list[Decision] = []
     looks = []
-    start = 0
     for look, stop in enumerate(design.looks):
-        batches = window_batches(input_ids[start:stop], attention_mask[start:stop], batch_size)
         running = [v for v in variants if v.key in active]
+        seen = {v.key: evidence.n(v.key) for v in running} | {BASE.key: len(nll_tokens)}
+        start = min(seen[v.key] for v in running)
+        offsets, batches = [], []  # batches within each look's windows, so that every variant's count is a bound
+        for lo, hi in zip(bounds, bounds[1:]):
+            if hi > start and lo < stop:
+                for batch in window_batches(input_ids[lo:hi], attention_mask[lo:hi], batch_size):
+                    offsets.append(lo)
+                    batches.append(batch)
         per_window: dict[str, dict[int, tuple]] = {}
-        for m in sweep(engine, batches, running, device=device, desc=desc and f"{desc} look {look + 1}"):
+
+        def done(index: int, v, offsets=offsets, batches=batches, seen=seen) -> bool:
+            return offsets[index] + batches[index].rows.stop <= seen[v.key]
+
+        for m in sweep(engine, batches, running, device=device, done=done,
+                       desc=desc and f"{desc} look {look + 1}"):
             stats = engine.seq_stats(m.state, m.kl, m.nll)
-            rows = range(start + m.batch.rows.start, start + m.batch.rows.stop)
+            rows = range(offsets[m.index] + m.batch.rows.start, offsets[m.index] + m.batch.rows.stop)
             values = zip(rows, *(getattr(stats, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum",
                                                                             "nll_tokens")))
             per_window.setdefault(m.variant.key, {}).update({w: rest for w, *rest in values})
-        for w in range(start, stop):  # in window order, the base's tokens first
+        for w in range(seen[BASE.key], stop):  # in window order, the base's tokens first
             _, tokens, base_nll, ntok = per_window[BASE.key][w]
             evidence.add_tokens(w, tokens)
             nll_tokens.append(ntok)
             nll[BASE.key].append(base_nll)
-            for key in active:
-                kl_sum, _, nll_sum, _ = per_window[key][w]
-                evidence.add(key, w, kl_sum)
-                nll[key].append(nll_sum)
+        for v in running:
+            for w in range(seen[v.key], stop):
+                kl_sum, _, nll_sum, _ = per_window[v.key][w]
+                evidence.add(v.key, w, kl_sum)
+                nll[v.key].append(nll_sum)
         decided = evaluate(evidence, variants, decisions, pairs, engine.n_layers, design.alpha_per_look,
                            decisions.seed)
         active = still_needed(decided)
@@ -172,7 +185,6 @@ def measure_sequential(engine, input_ids: np.ndarray, attention_mask: np.ndarray
                  looks[-1]["open"], len(decided), len(active))
         if not active:
             break
-        start = stop
     return SequentialResult(evidence, nll, nll_tokens, variants, decided, design, looks)
 
 
