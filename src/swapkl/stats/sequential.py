@@ -298,8 +298,9 @@ def set_decision(evidence: Evidence, guide: str, budget: int, keys: Sequence[str
                 needed.append(k)
         needed = needed or list(keys)  # no single variant moves it: all of them, jointly
     answer = "" if chosen is None else ",".join(map(str, chosen))
+    # windows: the most any variant it reads saw (those that cannot move it stopped earlier)
     return Decision("set", f"{guide}@{budget}", HOLDS if holds else OPEN, float(same), math.nan, math.nan,
-                    min(evidence.n(k) for k in keys), tuple(needed), answer)
+                    max(evidence.n(k) for k in keys), tuple(needed), answer)
 
 
 def still_needed(decided: list[Decision]) -> set[str]:
