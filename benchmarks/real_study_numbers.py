@@ -89,7 +89,9 @@ def write_findings(root: Path, out: Path) -> None:
     """The findings table (swapkl.studies.findings) of the run as CSV, and printed."""
     from swapkl.studies.findings import findings
 
-    table = findings(pd.read_parquet(root / "results/swapkl.parquet"), read_pruning(root / "results/pruning.parquet"),
+    probes = pd.concat([pd.read_parquet(path) for path in sorted((root / "results/probes").glob("*/*/*.parquet"))
+                        if path.name != "representation.parquet"], ignore_index=True)
+    table = findings(probes, read_pruning(root / "results/pruning.parquet"),
                      pd.read_parquet(root / "results/pruning_agreement.parquet"),
                      pd.read_parquet(root / "results/relevance_stats.parquet"))
     table.to_csv(out, index=False, float_format="%.6g")

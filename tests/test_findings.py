@@ -24,6 +24,9 @@ def _directed(rng, n_layers=4, n_windows=10, gap=0.3):
             rows.append({"model": "m", "revision": "r", "step": None, "kind": "directed", "protocol": protocol,
                          "layer_i": a if protocol == "replacement" else i, "layer_j": b if protocol == "replacement"
                          else i + 1, "seq_kl_sum": kl * T, "seq_tokens": np.full(n_windows, T)})
+    rows.append({"model": "m", "revision": "r", "step": None, "kind": "directed", "protocol": "base",
+                 "layer_i": None, "layer_j": None, "seq_kl_sum": np.zeros(n_windows),
+                 "seq_tokens": np.full(n_windows, T)})  # as the aggregate holds it: the base row too
     return pd.DataFrame(rows)
 
 
@@ -73,6 +76,10 @@ def test_rank_claims_follow_the_permutation_p_value():
 def test_the_table_of_a_run():
     directed = _directed(np.random.default_rng(2), gap=0.4)
     table = findings(directed)
-    assert list(table["claim"]) == ["gap_adjacent", "gap_adjacent_fwd"] and (table["verdict"] == HOLDS).all()
+    assert list(table["claim"]) == ["gap_adjacent", "gap_adjacent_fwd", "fwd_gap_differs:pythia-410m",
+                                    "fwd_gap_differs:pythia-1.4b"]
+    assert (table["verdict"][:2] == HOLDS).all()
+    est, lo, hi, _ = mean_gap_interval(directed, one_direction=True)
+    assert list(table["verdict"][2:]) == [UNDECIDED if lo <= v <= hi else HOLDS for v in (0.263, 0.403)]
     none = findings(_directed(np.random.default_rng(3), gap=0.0))
     assert none.set_index("claim").loc["gap_adjacent_fwd", "verdict"] == UNDECIDED

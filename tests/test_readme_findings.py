@@ -30,10 +30,14 @@ def test_every_tagged_claim_has_the_verdict_of_the_findings_table():
     assert not wrong, f"README claims that the findings table does not support: {wrong}"
 
 
-def test_the_findings_section_has_no_untagged_comparison():
-    """Every bullet of the section's findings lists carries a tag."""
-    block = _section().split("**What holds at 95%", 1)[1].split("\n\n", 2)[-1]
-    bullets = [b for b in re.split(r"\n(?=- )", _section().split("**What holds at 95%", 1)[1]) if b.startswith("- ")]
-    assert bullets and block is not None
-    untagged = [b.splitlines()[0] for b in bullets if not TAG.search(b)]
-    assert not untagged, untagged
+def test_the_findings_lists_have_no_untagged_comparison():
+    """Every bullet of the "What holds" and "Undecided" lists carries at least one tag, and a list claims only its
+    own verdict (a "holds" list has no undecided tag, and the other way round)."""
+    section = _section()
+    holds = section.split("**What holds at 95%.**", 1)[1].split("**Undecided at 95%.**", 1)[0]
+    undecided = section.split("**Undecided at 95%.**", 1)[1].split("\n\n", 1)[0]
+    for block, verdict in ((holds, "holds"), (undecided, "undecided")):
+        bullets = [b for b in re.split(r"\n(?=- )", block) if b.startswith("- ")]
+        assert bullets, verdict
+        assert not [b.splitlines()[0] for b in bullets if not TAG.search(b)]
+        assert {v for _, _, v in TAG.findall(block)} == {verdict}

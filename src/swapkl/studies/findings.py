@@ -7,6 +7,8 @@ Every interval takes the window as its unit and is Student's t on the windows' l
 * ``gap_adjacent`` / ``gap_adjacent_fwd``: the mean adjacent gap ``d_repl - d_inter`` (max of both replacement
   directions / the one direction the paper's Pythia trajectory measured) is positive; its relative half-width is
   reported beside it;
+* ``fwd_gap_differs:PYTHIA``: the one-direction mean adjacent gap differs from the paper's converged Pythia value
+  (the value lies outside its interval);
 * ``cheaper:A:B:n``: guide A's pruned model has a lower held-out NLL (so perplexity) than guide B's at budget n,
   paired over the evaluation windows, conditional on the sets the guides chose (where both chose the same blocks
   the difference is 0 by construction: verdict ``same blocks``);
@@ -16,7 +18,7 @@ Every interval takes the window as its unit and is Student's t on the windows' l
   the windows, are the unit, and there are few of them).
 
 :func:`findings` builds the table from the tables of a finished run in memory; ``benchmarks/real_study_numbers.py
---findings`` writes it for ``make real``.
+--findings`` writes it for ``make real`` (the probe files under results/probes hold the per-window sums).
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def _row(model: str, claim: str, statement: str, estimate: float, low: float, hi
 
 def mean_gap_interval(directed: pd.DataFrame, distance: int = 1, one_direction: bool = False,
                       level: float = LEVEL) -> tuple[float, float, float, int]:
-    """(mean gap over the pairs at ``distance``, interval low, high, windows) from the directed rows of one
+    """(mean gap over the pairs at ``distance``, interval low, high, windows) from the probe rows of one
     checkpoint (per-window KL sums); the larger replacement direction (or i<-j for ``one_direction``) per pair."""
-    rows = {(r.protocol, int(r.layer_i), None if pd.isna(r.layer_j) else int(r.layer_j)):
-            np.asarray(r.seq_kl_sum, dtype=np.float64) for r in directed.itertuples()}
+    rows = {(r.protocol, int(r.layer_i), int(r.layer_j)): np.asarray(r.seq_kl_sum, dtype=np.float64)
+            for r in directed.itertuples() if r.protocol in ("replacement", "interchange") and pd.notna(r.layer_j)}
     tokens = np.asarray(directed.iloc[0]["seq_tokens"], dtype=np.float64)
     pairs = sorted((i, j) for p, i, j in rows if p == "interchange" and j is not None and j - i == distance)
     gaps, infl = [], []
@@ -75,6 +77,11 @@ def _verdict(low: float, high: float) -> str:
     return HOLDS if low > 0 or high < 0 else UNDECIDED
 
 
+#: the paper's converged one-direction adjacent gaps (Garcia 2026, Pythia trajectory, ../shared/BRIEF.md), which
+#: count padded positions: a comparison with them is near like-for-like, not exact
+PAPER_FWD_GAPS = {"pythia-410m": 0.263, "pythia-1.4b": 0.403}
+
+
 def gap_findings(model: str, directed: pd.DataFrame) -> list[dict]:
     out = []
     for claim, fwd, what in (("gap_adjacent", False, "max of both replacement directions"),
@@ -84,6 +91,13 @@ def gap_findings(model: str, directed: pd.DataFrame) -> list[dict]:
         out.append(_row(model, claim, f"the mean adjacent gap ({what}) is positive: {est:+.3f} "
                                       f"({lo:+.3f} to {hi:+.3f}, +-{100 * half / abs(est):.0f}%)",
                         est, lo, hi, "t-interval over windows", HOLDS if lo > 0 else UNDECIDED, n=n))
+    est, lo, hi, n = mean_gap_interval(directed, one_direction=True)
+    for name, value in PAPER_FWD_GAPS.items():
+        inside = lo <= value <= hi
+        out.append(_row(model, f"fwd_gap_differs:{name}", f"the one-direction adjacent gap {est:+.3f} ({lo:+.3f} to "
+                                                          f"{hi:+.3f}) differs from {name}'s {value:.3f}",
+                        est - value, lo - value, hi - value, "t-interval over windows against the paper's value",
+                        UNDECIDED if inside else HOLDS, n=n))
     return out
 
 
@@ -123,14 +137,15 @@ def rank_findings(model: str, stats: pd.DataFrame, reference: str) -> list[dict]
     return out
 
 
-def findings(aggregate: pd.DataFrame, pruning: pd.DataFrame | None = None, agreement: pd.DataFrame | None = None,
+def findings(probes: pd.DataFrame, pruning: pd.DataFrame | None = None, agreement: pd.DataFrame | None = None,
              relevance_stats: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The findings table of a finished run (each model's last revision) from its tables in memory."""
+    """The findings table of a finished run (each model's last revision) from its tables in memory: ``probes``,
+    the rows of its probe files (with their per-window sums)."""
     rows = []
-    for model in sorted(set(aggregate["model"])):
-        mine = aggregate[aggregate["model"] == model]
+    for model in sorted(set(probes["model"])):
+        mine = probes[probes["model"] == model]
         last = mine.sort_values("step", na_position="first")["revision"].iloc[-1]
-        directed = mine[(mine["kind"] == "directed") & (mine["revision"] == last)]
+        directed = mine[mine["revision"] == last]
         rows += gap_findings(model, directed)
         if pruning is not None:
             rows += pruning_findings(model, pruning[pruning["revision"] == last])
