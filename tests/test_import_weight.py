@@ -33,6 +33,7 @@ TABLE_SCRIPTS = {
     "summarise_seeds": ("scipy",),  # the F test across seeds
     "plot_figure": (), "render_table": (), "build_demo_last_word": (), "build_demo_tasks": (),
     "split_demo_tasks": (), "prepare_demo_text": (), "fetch_paper_inputs": (), "download_checkpoint": (),
+    "stamp_input": (),  # hashes files: the standard library only
 }
 #: scripts that load or train a model (torch): no scipy or matplotlib at import; two summaries read the adapter
 #: registry (torch) for each checkpoint's position encoding
