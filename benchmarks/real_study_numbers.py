@@ -85,13 +85,27 @@ def healed(root: Path, model: str) -> None:
               f"{100 * h['fraction_recovered'].median():.0f}%")
 
 
+def probe_rows(root: Path) -> pd.DataFrame:
+    """Every probe file's rows (their per-window sums), representation files left out."""
+    return pd.concat([pd.read_parquet(path) for path in sorted((root / "results/probes").glob("*/*/*.parquet"))
+                      if path.name != "representation.parquet"], ignore_index=True)
+
+
+def write_removal(root: Path, out: Path) -> None:
+    """What to remove (swapkl.studies.findings.removal_summary) as CSV, and printed."""
+    from swapkl.studies.findings import removal_summary
+
+    table = removal_summary(probe_rows(root), read_pruning(root / "results/pruning.parquet"))
+    table.to_csv(out, index=False, float_format="%.6g")
+    print(table.to_string(index=False))
+    print(f"wrote {out}")
+
+
 def write_findings(root: Path, out: Path) -> None:
     """The findings table (swapkl.studies.findings) of the run as CSV, and printed."""
     from swapkl.studies.findings import findings
 
-    probes = pd.concat([pd.read_parquet(path) for path in sorted((root / "results/probes").glob("*/*/*.parquet"))
-                        if path.name != "representation.parquet"], ignore_index=True)
-    table = findings(probes, read_pruning(root / "results/pruning.parquet"),
+    table = findings(probe_rows(root), read_pruning(root / "results/pruning.parquet"),
                      pd.read_parquet(root / "results/pruning_agreement.parquet"),
                      pd.read_parquet(root / "results/relevance_stats.parquet"))
     table.to_csv(out, index=False, float_format="%.6g")
@@ -105,9 +119,14 @@ def main(argv=None) -> None:
     parser.add_argument("--root", type=Path, default=Path("."), help="the directory `make real` ran in")
     parser.add_argument("--findings", type=Path, metavar="FILE.csv",
                         help="write the findings table (every comparison with its test and verdict) here instead")
+    parser.add_argument("--removal", type=Path, metavar="FILE.csv",
+                        help="write what to remove (interchange's sets, their cost and stability) here instead")
     args = parser.parse_args(argv)
-    if args.findings:
-        write_findings(args.root, args.findings)
+    if args.findings or args.removal:
+        if args.findings:
+            write_findings(args.root, args.findings)
+        if args.removal:
+            write_removal(args.root, args.removal)
         return
     models = sorted(set(pd.read_parquet(args.root / "results/swapkl.parquet", columns=["model"])["model"]))
     for model in models:

@@ -83,3 +83,31 @@ def test_the_table_of_a_run():
     assert list(table["verdict"][2:]) == [UNDECIDED if lo <= v <= hi else HOLDS for v in (0.263, 0.403)]
     none = findings(_directed(np.random.default_rng(3), gap=0.0))
     assert none.set_index("claim").loc["gap_adjacent_fwd", "verdict"] == UNDECIDED
+
+
+def test_what_to_remove_gives_the_cost_interval_and_the_stability():
+    """Interchange on a 4-block model whose pair 1-2 is far the closest: budget 1 removes block 1 (the pair's lower
+    block's tie broken by deletion KL, here lower for block 1), stable on every resample; its perplexity interval
+    is scipy's paired t-interval of the per-window NLL, exponentiated."""
+    from swapkl.studies.findings import removal_summary
+
+    rng = np.random.default_rng(4)
+    n = 8
+    rows = []
+    for i, j, mean in ((0, 1, 1.0), (1, 2, 0.1), (2, 3, 1.2)):
+        rows.append({"model": "m", "revision": "r", "step": 1, "n_layers": 4, "protocol": "interchange",
+                     "layer_i": i, "layer_j": j, "seq_kl_sum": mean * rng.lognormal(0, 0.2, n) * T,
+                     "seq_tokens": np.full(n, T)})
+    for i, mean in enumerate((2.0, 0.5, 0.9, 3.0)):
+        rows.append({"model": "m", "revision": "r", "step": 1, "n_layers": 4, "protocol": "deletion", "layer_i": i,
+                     "layer_j": None, "seq_kl_sum": mean * rng.lognormal(0, 0.2, n) * T, "seq_tokens": np.full(n, T)})
+    base = rng.lognormal(1, 0.2, 10)
+    pruned = base + rng.normal(0.3, 0.1, 10)
+    pruning = pd.DataFrame([dict(_pruned("base", 0, [], base), spacing=1),
+                            dict(_pruned("interchange", 1, [1], pruned), spacing=1)])
+    got = removal_summary(pd.DataFrame(rows), pruning, n_boot=200).iloc[0]
+    ci = stats.ttest_rel(pruned, base).confidence_interval(0.95)
+    assert got["removed"] == "1" and got["stability"] == 1.0 and got["eval_windows"] == 10
+    assert got["ppl_increase_pct"] == pytest.approx(100 * np.expm1(np.mean(pruned - base)))
+    assert (got["ppl_increase_low"], got["ppl_increase_high"]) == pytest.approx(
+        (100 * np.expm1(ci.low), 100 * np.expm1(ci.high)))

@@ -41,3 +41,20 @@ def test_the_findings_lists_have_no_untagged_comparison():
         assert bullets, verdict
         assert not [b.splitlines()[0] for b in bullets if not TAG.search(b)]
         assert {v for _, _, v in TAG.findall(block)} == {verdict}
+
+
+def _pct(x: float) -> str:
+    """A percentage as the README writes it: one decimal below 100, whole numbers with separators above."""
+    return f"{x:+.1f}%" if abs(x) < 100 else f"{x:+,.0f}%"
+
+
+def test_the_what_to_remove_table_is_the_runs():
+    """Each row of the README's "What to remove" table is the row of docs/real_removal.csv, as printed."""
+    table = pd.read_csv(REPO / "docs" / "real_removal.csv")
+    names = {"smollm2-135m": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M"}
+    want = {f"| {names[r.model]} | {r.budget} | {r.removed.replace(',', ', ')} | {_pct(r.ppl_increase_pct)} "
+            f"({_pct(r.ppl_increase_low)} to {_pct(r.ppl_increase_high)}) | {100 * r.stability:.0f}% |"
+            for r in table.itertuples()}
+    block = _section().split("**What to remove, and how sure that is**", 1)[1].split("\n\n", 2)[1]
+    rows = {line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| model")}
+    assert rows == want, sorted(rows ^ want)

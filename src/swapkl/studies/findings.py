@@ -28,7 +28,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from swapkl.stats.sequential import influences, t_interval
+from swapkl.stats.sequential import Decisions, Evidence, influences, set_decision, t_interval
+from swapkl.studies.sequential_probe import GUIDE_PROTOCOLS, guide_selector
 
 LEVEL = 0.95
 HOLDS, UNDECIDED, SAME = "holds", "undecided", "same blocks"
@@ -157,3 +158,42 @@ def findings(probes: pd.DataFrame, pruning: pd.DataFrame | None = None, agreemen
             r = relevance_stats[(relevance_stats["model"] == model) & (relevance_stats["reference"] == "bi")]
             rows += rank_findings(model, r.head(1), "relevance")
     return pd.DataFrame(rows)
+
+
+def removal_summary(probes: pd.DataFrame, pruning: pd.DataFrame, guide: str = "interchange",
+                    n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """What to remove, per model (last revision) and budget: the blocks ``guide`` removed, the perplexity increase
+    over the unpruned model with its 95% t-interval over the evaluation windows (NLL paired with the base row,
+    then exponentiated), and how often the guide picks the same blocks when the probe windows are resampled
+    (``stability``; NaN where the guide's default rule does not give the table's set, e.g. under paper
+    settings)."""
+    out = []
+    for model in sorted(set(probes["model"])):
+        mine = probes[probes["model"] == model]
+        last = mine.sort_values("step", na_position="first")["revision"].iloc[-1]
+        rows = mine[(mine["revision"] == last) & mine["protocol"].isin(GUIDE_PROTOCOLS[guide])]
+        evidence = Evidence(np.asarray(rows.iloc[0]["seq_tokens"], dtype=np.float64))
+        keys = []
+        for r in rows.itertuples():
+            key = f"{r.protocol}:{int(r.layer_i)}:{'' if pd.isna(r.layer_j) else int(r.layer_j)}"
+            keys.append(key)
+            for w, value in enumerate(r.seq_kl_sum):
+                evidence.add(key, w, value)
+        n_layers = int(rows.iloc[0]["n_layers"])
+        table = pruning[(pruning["model"] == model) & (pruning["revision"] == last) & pruning["feasible"].astype(bool)]
+        base = table[table["guide"] == "base"].iloc[0]
+        for _, r in table[table["guide"] == guide].sort_values("budget").iterrows():
+            budget = int(r["budget"])
+            est, lo, hi, n = nll_difference(r, base)
+            select = guide_selector(guide, budget, n_layers, int(r["spacing"]))
+            removed = tuple(sorted(int(b) for b in r["removed_layers"]))
+            chosen = select({k: evidence.kl(k) for k in keys})
+            stability = math.nan
+            if chosen is not None and tuple(sorted(chosen)) == removed:
+                stability = set_decision(evidence, guide, budget, keys, select,
+                                         Decisions(n_boot=n_boot), seed + budget).estimate
+            out.append({"model": model, "guide": guide, "budget": budget, "removed": ",".join(map(str, removed)),
+                        "ppl_increase_pct": 100 * math.expm1(est), "ppl_increase_low": 100 * math.expm1(lo),
+                        "ppl_increase_high": 100 * math.expm1(hi), "eval_windows": n, "stability": stability,
+                        "probe_windows": len(evidence.tokens)})
+    return pd.DataFrame(out)

@@ -89,7 +89,7 @@ def decision_variants(decisions: Decisions, pairs: str, n_layers: int) -> list[V
     return build_variants(ordered, pairs, n_layers, 1)
 
 
-def _selector(guide: str, budget: int, n_layers: int, spacing: int):
+def guide_selector(guide: str, budget: int, n_layers: int, spacing: int):
     """{variant key: KL} -> the blocks ``guide`` removes at ``budget`` (None: no feasible set)."""
     chosen = get_guide(guide)
 
@@ -123,7 +123,7 @@ def evaluate(evidence: Evidence, variants: list[Variant], decisions: Decisions, 
     for guide in decisions.sets:
         keys = [v.key for v in variants if v.protocol in GUIDE_PROTOCOLS[guide]]
         for budget in decisions.budgets:
-            out.append(set_decision(evidence, guide, budget, keys, _selector(guide, budget, n_layers,
+            out.append(set_decision(evidence, guide, budget, keys, guide_selector(guide, budget, n_layers,
                                                                                decisions.spacing),
                                     decisions, seed + budget, alpha))
     return out
