@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
@@ -160,3 +161,20 @@ def test_cli_figures(agg_path, tmp_path):
     assert png.stat().st_size > 0 and pdf.stat().st_size > 0
     with pytest.raises(SwapKLError, match="NAME=CSV"):
         figures_command.parse_logs(["demo.csv"])
+
+
+def test_heatmap_cells_whose_interval_contains_a_threshold_are_marked():
+    """A cell is marked where its KL interval contains 0.05 or 0.10 (low < t <= high), in both matrices of the
+    interchange (symmetric) and only at (i, j) for replacement."""
+    from swapkl.figures.protocol.heatmaps import undecided_cells
+
+    d = pd.DataFrame([
+        {"protocol": "replacement", "layer_i": 0, "layer_j": 1, "kl_ci_low": 0.04, "kl_ci_high": 0.06},  # 0.05
+        {"protocol": "replacement", "layer_i": 1, "layer_j": 0, "kl_ci_low": 0.06, "kl_ci_high": 0.09},  # none
+        {"protocol": "replacement", "layer_i": 1, "layer_j": 2, "kl_ci_low": 0.09, "kl_ci_high": 0.10},  # 0.10
+        {"protocol": "interchange", "layer_i": 0, "layer_j": 2, "kl_ci_low": 0.2, "kl_ci_high": 0.3},  # none
+        {"protocol": "interchange", "layer_i": 0, "layer_j": 1, "kl_ci_low": 0.01, "kl_ci_high": 0.2},  # both
+    ])
+    R, I = undecided_cells(d, 3)
+    assert sorted(zip(*np.nonzero(R))) == [(0, 1), (1, 2)]
+    assert sorted(zip(*np.nonzero(I))) == [(0, 1), (1, 0)]

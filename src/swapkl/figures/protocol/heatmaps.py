@@ -37,6 +37,25 @@ def kl_matrices(directed: pd.DataFrame, n_layers: int) -> tuple[np.ndarray, np.n
     return R, I
 
 
+def undecided_cells(directed: pd.DataFrame, n_layers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, I)`` boolean matrices (as :func:`kl_matrices`): the cells whose KL confidence interval (``kl_ci_low``
+    to ``kl_ci_high``) contains a swap-similarity threshold, so that their class is undecided."""
+    R = np.zeros((n_layers, n_layers), dtype=bool)
+    I = np.zeros((n_layers, n_layers), dtype=bool)
+    for proto, mat in (("replacement", R), ("interchange", I)):
+        d = directed[directed["protocol"] == proto]
+        lo = d["kl_ci_low"].to_numpy(dtype=np.float64)
+        hi = d["kl_ci_high"].to_numpy(dtype=np.float64)
+        crosses = np.zeros(len(d), dtype=bool)
+        for t in (STRONG_BELOW, CONDITIONAL_BELOW):
+            crosses |= (lo < t) & (t <= hi)
+        i, j = d["layer_i"].to_numpy(dtype=np.int64), d["layer_j"].to_numpy(dtype=np.int64)
+        mat[i, j] = crosses
+        if proto == "interchange":
+            mat[j, i] = crosses
+    return R, I
+
+
 def two_digits(v: float, *, up: bool) -> float:
     """``v`` rounded up or down to two significant digits (colour-scale ends that read well)."""
     e = 10.0 ** (np.floor(np.log10(v)) - 1)
@@ -80,6 +99,7 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
     d = rows(agg, "directed", model, revision)
     n_layers = int(d["n_layers"].iloc[0])
     R, I = kl_matrices(d, n_layers)
+    open_r, open_i = undecided_cells(d, n_layers)
     finite = np.concatenate([R[np.isfinite(R)], I[np.isfinite(I)]])
     if finite.size == 0:
         raise SwapKLError(f"aggregate has no replacement or interchange rows for {model} {revision}")
@@ -94,13 +114,15 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
                    "slot i overwritten"),
                   (I, "interchange d_inter(i\u2194j): blocks i and j swap slots", "block j",
                    "block i")]
-        for ax, (M, title, xlabel, ylabel) in zip(axes, panels):
+        for ax, (M, title, xlabel, ylabel), undecided in zip(axes, panels, (open_r, open_i)):
             shown = np.where(np.isfinite(M), np.where(M > 0, M, vmin / 10), np.nan)  # <= 0: the under colour
             diag = np.zeros((n_layers, n_layers, 4))
             diag[np.arange(n_layers), np.arange(n_layers)] = matplotlib.colors.to_rgba(DIAGONAL_COLOUR)
             im = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, norm=norm, origin="upper",
                            interpolation="nearest")
             ax.imshow(diag, origin="upper", interpolation="nearest")
+            yy, xx = np.nonzero(undecided)
+            ax.scatter(xx, yy, s=min(40.0, max(8.0, 300.0 / n_layers)), c="white", edgecolors="black", linewidths=0.5)
             ax.set_title(title)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
@@ -121,7 +143,9 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
         fit_title(fig, title)
         n_seqs, n_tokens = d["n_seqs"].iloc[0], d["n_tokens"].iloc[0]
         zero = "; pink: KL of 0 (identical outputs)" if (finite <= 0).any() else ""
-        add_note(fig, f"{n_layers} blocks; {int(n_seqs)} sequences, {int(n_tokens)} tokens; grey: pair "
+        marked = (f"; white dot: the cell's 95% bootstrap CI contains a threshold, its class undecided "
+                  f"({int(open_r.sum() + open_i.sum() // 2)} variants)" if open_r.any() or open_i.any() else "")
+        add_note(fig, f"{n_layers} blocks; {int(n_seqs)} sequences, {int(n_tokens)} tokens{marked}; grey: pair "
                       f"not probed; white diagonal: unmodified model; dashed lines on the colour bar: "
                       f"swap-similarity thresholds {STRONG_BELOW:g} (strong) and {CONDITIONAL_BELOW:g} "
                       f"(conditional); colour scale shared by every checkpoint of {model}{zero}")
