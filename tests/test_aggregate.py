@@ -486,3 +486,23 @@ def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
     assert agg["duplicate_of"].isna().all()
     kl = agg[(agg["kind"] == "directed") & (agg["protocol"] == "deletion")].groupby("revision")["kl_mean"].sum()
     assert kl["step100"] != kl["step200"]  # the edit does change the numbers
+
+
+def test_the_command_line_takes_files_as_arguments_and_the_recorded_pair_set(tmp_path, capsys):
+    """`swapkl aggregate p.parquet --out a.parquet`: the probe file as an argument, and the pair set it was
+    measured on (its provenance) as the default of --pair-sets (issue 50)."""
+    from swapkl import cli
+    from swapkl.data.data_spec import DataSpec
+    from swapkl.probes.probe import run_probe
+    from tiny_models import random_tokens, tiny_model
+
+    tiny_model("gpt_neox", n_layers=4).save_pretrained(tmp_path / "model")
+    np.save(tmp_path / "tok.npy", random_tokens(97, 6, 12).numpy())
+    probe = tmp_path / "p.parquet"
+    run_probe(str(tmp_path / "model"), str(probe), pairs="within:2", protocols=("replacement", "interchange"),
+              data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu", metadata={"model": "tiny"})
+    assert cli.main(["aggregate", str(probe), "--bootstrap", "20", "--out", str(tmp_path / "a.parquet")]) == 0
+    agg = read_aggregate(tmp_path / "a.parquet")
+    assert agg[agg["kind"] == "summary"]["pair_set"].tolist() == ["within:2"]
+    assert cli.main(["aggregate", "--out", str(tmp_path / "b.parquet")]) == 2
+    assert "give the probe files to aggregate" in capsys.readouterr().err

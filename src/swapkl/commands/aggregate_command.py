@@ -23,14 +23,36 @@ def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def recorded_pair_sets(probe_files: list[str]) -> dict[str, list[str]]:
+    """{model: the pair sets its probe files were measured on}, from each file's provenance (``pairs``) and its
+    rows' ``model`` label: what ``--pair-sets`` defaults to."""
+    import pyarrow.parquet as pq
+
+    from swapkl.tables import provenance
+
+    out: dict[str, list[str]] = {}
+    for path in probe_files:
+        pairs = provenance.read(path).get("pairs")
+        models = set(pq.read_table(path, columns=["model"]).column("model").to_pylist())
+        if not pairs or len(models) != 1:
+            raise SwapKLError(f"probe file {path!r} records no pair set for one model: give --pair-sets")
+        sets = out.setdefault(models.pop(), [])
+        if pairs not in sets:
+            sets.append(pairs)
+    return out
+
+
 def add_parser(sub) -> None:
     p = command(sub, "aggregate", run, show_defaults=True)
-    input_arg(p, "--probe", what="probe file", nargs="+", required=True, metavar="FILE", help="probe Parquet files")
+    input_arg(p, "files", what="probe file", nargs="*", default=[], metavar="FILE",
+              help="probe Parquet files (the same as --probe)")
+    input_arg(p, "--probe", what="probe file", nargs="+", default=[], metavar="FILE", help="probe Parquet files")
     input_arg(p, "--repr", what="representation file", nargs="*", default=[], metavar="FILE",
                    help="representation (BI / angular distance) Parquet files")
-    p.add_argument("--pair-sets", action="append", required=True, metavar="MODEL=SET[,SET...]",
+    p.add_argument("--pair-sets", action="append", metavar="MODEL=SET[,SET...]",
                    help="pair sets to summarise per model (adjacent, within:K, all); repeat for each model, "
-                        "e.g. --pair-sets pythia-410m=adjacent,within:3")
+                        "e.g. --pair-sets pythia-410m=adjacent,within:3 (default: the pair set each model's probe "
+                        "files record)")
     p.add_argument("--bootstrap", type=int, default=default(AggregateJob, "n_boot"),
                    help="bootstrap resamples for the CI of the mean gap")
     p.add_argument("--bootstrap-seed", type=int, default=default(AggregateJob, "seed"), help="seed of the bootstrap")
@@ -47,5 +69,9 @@ def run(args) -> None:
 
 def job(args) -> AggregateJob:
     """The aggregate job of the command line's options."""
-    return AggregateJob(probe_files=args.probe, repr_files=args.repr, out=args.out,
-                        pair_sets=parse_pair_sets(args.pair_sets), n_boot=args.bootstrap, seed=args.bootstrap_seed)
+    probes = list(args.files) + list(args.probe)
+    if not probes:
+        raise SwapKLError("give the probe files to aggregate (as arguments or after --probe)")
+    pair_sets = parse_pair_sets(args.pair_sets) if args.pair_sets else recorded_pair_sets(probes)
+    return AggregateJob(probe_files=probes, repr_files=args.repr, out=args.out, pair_sets=pair_sets,
+                        n_boot=args.bootstrap, seed=args.bootstrap_seed)
