@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
+
 from swapkl.commands.arguments import command
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
 from swapkl.probes.aggregate import AggregateJob, aggregate
+from swapkl.tables import provenance
 
 
 def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
@@ -26,10 +29,6 @@ def parse_pair_sets(items: list[str]) -> dict[str, list[str]]:
 def recorded_pair_sets(probe_files: list[str]) -> dict[str, list[str]]:
     """{model: the pair sets its probe files were measured on}, from each file's provenance (``pairs``) and its
     rows' ``model`` label: what ``--pair-sets`` defaults to."""
-    import pyarrow.parquet as pq
-
-    from swapkl.tables import provenance
-
     out: dict[str, list[str]] = {}
     for path in probe_files:
         pairs = provenance.read(path).get("pairs")
