@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import platform
 import time
 
 import torch
@@ -31,13 +30,7 @@ from swapkl.model.loading import load_model
 from swapkl.stats.sequential import HOLDS, Decisions, Design
 from swapkl.studies.sequential_probe import measure_sequential
 
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
+from bench_relevance import cpu_name  # noqa: E402 (benchmarks/ is the script's folder)
 
 
 def main() -> None:

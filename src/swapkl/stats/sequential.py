@@ -199,14 +199,41 @@ def t_interval(estimate: float, infl: np.ndarray, alpha: float) -> tuple[float, 
     return estimate - half, estimate + half
 
 
+def paired_difference(a: np.ndarray, b: np.ndarray, tokens: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """(ratio of ``a`` minus ratio of ``b``, interval low, high): two per-window sums over the same windows with
+    ``tokens`` per window, the interval on the paired influences."""
+    x = np.stack([a, b])
+    est = ratio(x[0], tokens) - ratio(x[1], tokens)
+    u = influences(x, tokens)
+    lo, hi = t_interval(est, u[0] - u[1], alpha)
+    return est, lo, hi
+
+
+def mean_gap(triples: np.ndarray, tokens: np.ndarray, alpha: float, *,
+             one_direction: bool = False) -> tuple[float, float, float]:
+    """(mean gap over pairs, interval low, high) from ``[n_pairs, 3, n_windows]`` per-window KL sums of each pair's
+    replacement i<-j, replacement j<-i and interchange: each pair's gap in its larger replacement direction (or
+    i<-j for ``one_direction``) at the estimates, the pairs' window influences averaged."""
+    n_pairs = triples.shape[0]
+    x = triples.reshape(n_pairs * 3, -1)
+    d = x.sum(axis=1) / tokens.sum()
+    infl = influences(x, tokens)
+    gaps, rows = [], []
+    for p in range(n_pairs):
+        a, b, c = 3 * p, 3 * p + 1, 3 * p + 2
+        repl = a if one_direction or d[a] >= d[b] else b
+        gaps.append(d[repl] - d[c])
+        rows.append(infl[repl] - infl[c])
+    est = float(np.mean(gaps))
+    lo, hi = t_interval(est, np.mean(rows, axis=0), alpha)
+    return est, lo, hi
+
+
 def difference(evidence: Evidence, a: str, b: str, alpha: float) -> tuple[float, float, float, int]:
     """(KL(a) - KL(b), interval low, high, windows) on the common windows of ``a`` and ``b``."""
     n = evidence.common((a, b))
     x = evidence.matrix((a, b), n)
-    t = evidence.tokens[:n]
-    est = ratio(x[0], t) - ratio(x[1], t)
-    lo, hi = t_interval(est, (influences(x, t)[0] - influences(x, t)[1]), alpha)
-    return est, lo, hi, n
+    return (*paired_difference(x[0], x[1], evidence.tokens[:n], alpha), n)
 
 
 # ------------------------------------------------------------------------------------------ the decisions
@@ -234,18 +261,7 @@ def halfwidth_decision(evidence: Evidence, name: str, pairs: Sequence[tuple[int,
     """The mean gap of the pairs of set ``name`` to a relative half-width ``rel`` (module docstring)."""
     keys = tuple(k for i, j in pairs for k in pair_keys(i, j))
     n = evidence.common(keys)
-    t = evidence.tokens[:n]
-    x = evidence.matrix(keys, n)
-    infl = influences(x, t)
-    d = x.sum(axis=1) / t.sum()
-    gaps, rows = [], []
-    for p in range(len(pairs)):
-        a, b, c = 3 * p, 3 * p + 1, 3 * p + 2
-        larger = a if d[a] >= d[b] else b
-        gaps.append(d[larger] - d[c])
-        rows.append(infl[larger] - infl[c])
-    est = float(np.mean(gaps))
-    lo, hi = t_interval(est, np.mean(rows, axis=0), alpha)
+    est, lo, hi = mean_gap(evidence.matrix(keys, n).reshape(len(pairs), 3, n), evidence.tokens[:n], alpha)
     holds = (hi - lo) / 2 <= rel * abs(est)
     return Decision("halfwidth", name, HOLDS if holds else OPEN, est, lo, hi, n, keys, f"+-{rel:.0%}")
 

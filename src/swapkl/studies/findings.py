@@ -28,7 +28,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from swapkl.stats.sequential import Decisions, Evidence, influences, set_decision, t_interval
+from swapkl.stats.sequential import Decisions, Evidence, mean_gap, paired_difference, set_decision
 from swapkl.studies.sequential_probe import GUIDE_PROTOCOLS, guide_selector
 
 LEVEL = 0.95
@@ -45,32 +45,23 @@ def _row(model: str, claim: str, statement: str, estimate: float, low: float, hi
 def mean_gap_interval(directed: pd.DataFrame, distance: int = 1, one_direction: bool = False,
                       level: float = LEVEL) -> tuple[float, float, float, int]:
     """(mean gap over the pairs at ``distance``, interval low, high, windows) from the probe rows of one
-    checkpoint (per-window KL sums); the larger replacement direction (or i<-j for ``one_direction``) per pair."""
+    checkpoint (per-window KL sums); the larger replacement direction (or i<-j for ``one_direction``) per pair
+    (:func:`swapkl.stats.sequential.mean_gap`)."""
     rows = {(r.protocol, int(r.layer_i), int(r.layer_j)): np.asarray(r.seq_kl_sum, dtype=np.float64)
             for r in directed.itertuples() if r.protocol in ("replacement", "interchange") and pd.notna(r.layer_j)}
     tokens = np.asarray(directed.iloc[0]["seq_tokens"], dtype=np.float64)
-    pairs = sorted((i, j) for p, i, j in rows if p == "interchange" and j is not None and j - i == distance)
-    gaps, infl = [], []
-    for i, j in pairs:
-        fwd, rev, inter = rows[("replacement", i, j)], rows[("replacement", j, i)], rows[("interchange", i, j)]
-        d = {k: v.sum() / tokens.sum() for k, v in (("f", fwd), ("r", rev), ("i", inter))}
-        repl = fwd if one_direction or d["f"] >= d["r"] else rev
-        gaps.append(max(d["f"], d["r"]) - d["i"] if not one_direction else d["f"] - d["i"])
-        u = influences(np.stack([repl, inter]), tokens)
-        infl.append(u[0] - u[1])
-    est = float(np.mean(gaps))
-    lo, hi = t_interval(est, np.mean(infl, axis=0), 1 - level)
-    return est, lo, hi, len(tokens)
+    pairs = sorted((i, j) for p, i, j in rows if p == "interchange" and j - i == distance)
+    triples = np.array([[rows[("replacement", i, j)], rows[("replacement", j, i)], rows[("interchange", i, j)]]
+                        for i, j in pairs])
+    return (*mean_gap(triples, tokens, 1 - level, one_direction=one_direction), len(tokens))
 
 
 def nll_difference(a: pd.Series, b: pd.Series, level: float = LEVEL) -> tuple[float, float, float, int]:
     """(held-out NLL of pruned model a minus b, interval low, high, windows), paired over the evaluation
     windows (pruning rows' ``window_nll_sum`` / ``window_tokens``)."""
-    x = np.stack([np.asarray(a["window_nll_sum"], dtype=np.float64), np.asarray(b["window_nll_sum"], dtype=np.float64)])
     tokens = np.asarray(a["window_tokens"], dtype=np.float64)
-    est = float(x[0].sum() / tokens.sum() - x[1].sum() / tokens.sum())
-    u = influences(x, tokens)
-    lo, hi = t_interval(est, u[0] - u[1], 1 - level)
+    est, lo, hi = paired_difference(np.asarray(a["window_nll_sum"], dtype=np.float64),
+                                    np.asarray(b["window_nll_sum"], dtype=np.float64), tokens, 1 - level)
     return est, lo, hi, len(tokens)
 
 
