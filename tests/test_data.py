@@ -309,3 +309,56 @@ def test_windows_far_below_the_requested_size_are_said():
         "padded, and padding is not scored); every number rests on the tokens held")
     mask[:, :5] = 1  # half
     assert Windows(ids, mask, "text_file:t.txt").shortfall() is None
+
+
+def bos_word_tokenizer():
+    """word_tokenizer() that adds a BOS token ('[BOS]' = 42) by default, as Llama-3's does."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"[UNK]": 0, "[PAD]": 1, **{w: k + 2 for k, w in enumerate(WORDS)}, "[BOS]": 42}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="[BOS] $A", special_tokens=[("[BOS]", 42)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", bos_token="[BOS]")
+
+
+@pytest.mark.parametrize("selection", ["random", "first"])
+@pytest.mark.parametrize("bos", [False, True])
+def test_filled_windows_are_consecutive_full_cuts_of_the_text(tmp_path, selection, bos):
+    """packing: filled: every window is full (n_seqs x seq_len tokens scored), and its tokens are a consecutive
+    piece of the whole text's words, in order; the pieces are those of the documented draw (issue 48, item 3)."""
+    pars = corpus(40, seed=7, min_len=1, max_len=9)  # short paragraphs: one per window would leave most unscored
+    path = write_text(tmp_path / "c.txt", pars)
+    tok = bos_word_tokenizer() if bos else word_tokenizer()
+    spec = DataSpec(text_file=path, n_seqs=5, seq_len=12, seed=3, selection=selection, packing="filled")
+    w = load_windows(spec, tok)
+
+    stream = [WORDS.index(x) + 2 for p in pars for x in p]  # the words in file order
+    body = 11 if bos else 12
+    pool = [stream[k * body:(k + 1) * body] for k in range(len(stream) // body)]
+    keep = (range(5) if selection == "first"
+            else np.sort(np.random.default_rng(3).permutation(len(pool))[:5]))
+    expected = [([42] if bos else []) + pool[k] for k in keep]
+    assert w.input_ids.tolist() == expected
+    assert w.attention_mask.tolist() == [[1] * 12] * 5 and w.n_tokens == 60 and w.shortfall() is None
+    assert w.bos_token_id == (42 if bos else None)
+    paragraph = load_windows(DataSpec(text_file=path, n_seqs=5, seq_len=12, min_tokens=2, seed=3), tok)
+    assert paragraph.n_tokens < 60 and paragraph.shortfall() is not None  # what filling is for
+    assert "packing" not in DataSpec(text_file=path).as_dict()  # records of paragraph windows as before
+    assert spec.as_dict()["packing"] == "filled"
+
+
+def test_filled_windows_refuse_what_they_cannot_honour(tmp_path):
+    path = write_text(tmp_path / "c.txt", corpus(3, seed=1, min_len=5, max_len=6))  # 15 words
+    tok = word_tokenizer()
+    with pytest.raises(SwapKLError, match=r"holds 15 tokens, 3 filled windows of 5 tokens; 4 are needed"):
+        load_windows(DataSpec(text_file=path, n_seqs=4, seq_len=5, packing="filled"), tok)
+    assert load_windows(DataSpec(text_file=path, n_seqs=3, seq_len=5, packing="filled"), tok).n_tokens == 15
+    for bad, message in (({"selection": "paper-qwen3"}, "paper-qwen3"), ({"padding": "counted"}, "nothing to pad"),
+                         ({"packing": "stuffed"}, "packing must be one of paragraph, filled")):
+        with pytest.raises(SwapKLError, match=message):
+            load_windows(DataSpec(text_file=path, n_seqs=1, seq_len=5, **({"packing": "filled"} | bad)), tok)
+    np.save(tmp_path / "t.npy", np.zeros((2, 4), dtype=np.int64))
+    with pytest.raises(SwapKLError, match="token file is used as is"):
+        load_windows(DataSpec(tokens=str(tmp_path / "t.npy"), packing="filled"))

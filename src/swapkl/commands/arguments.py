@@ -12,7 +12,7 @@ import re
 
 from swapkl.commands import COMMANDS
 from swapkl.commands.paths import input_arg, output_arg
-from swapkl.data.data_spec import SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
+from swapkl.data.data_spec import PACKINGS, SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import EngineJob, ForwardJob, default
 
@@ -135,7 +135,8 @@ def placement(args) -> dict | None:
 #: a split default that differs from DataSpec's, per option prefix: calibration windows come from the training
 #: split, as in the workflow (workflow/schemas/config.schema.yaml, prune.calibration)
 SPLIT_DEFAULTS = {"calib-": "train"}
-TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding", "pad_token", "selection")
+TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding", "pad_token", "selection",
+             "packing")
 DATASET_ONLY = ("dataset_config", "split", "text_fields")
 
 
@@ -163,6 +164,9 @@ def add_data_arguments(p: argparse.ArgumentParser, prefix: str = "", what: str =
     g.add_argument(f"--{prefix}selection", choices=list(SELECTIONS),
                    help="random: a seeded draw of n-seqs items (default); first: the first n-seqs eligible items "
                         "in order; paper-qwen3: the paper's Qwen3-8B row rule (see docs/paper_modes.md)")
+    g.add_argument(f"--{prefix}packing", choices=list(PACKINGS),
+                   help="paragraph: one item per window, cut and right-padded (default); filled: the text as one "
+                        "token stream cut into full windows, every requested token scored")
     g.add_argument(f"--{prefix}padding", choices=["masked", "counted"],
                    help="masked (default) or the paper's compatibility mode: right-padded, no attention mask, "
                         "padding counted as positions")
@@ -214,7 +218,8 @@ def data_spec(args, prefix: str = "") -> DataSpec:
                     seq_len=pick("seq_len", d.seq_len), min_tokens=pick("min_tokens", d.min_tokens),
                     seed=pick("data_seed", d.seed), text_format=pick("text_format", d.text_format),
                     padding=pick("padding", d.padding), text_fields=a("text_fields"),
-                    pad_token=pick("pad_token", d.pad_token), selection=pick("selection", d.selection))
+                    pad_token=pick("pad_token", d.pad_token), selection=pick("selection", d.selection),
+                    packing=pick("packing", d.packing))
 
 
 #: the package functions' parameters (in backticks in their error messages) whose option has another name than

@@ -13,6 +13,9 @@ from swapkl.errors import SwapKLError
 TEXT_FORMATS = ("paragraphs", "lines", "jsonl")
 #: ``selection`` values (step 4)
 SELECTIONS = ("random", "first", "paper-qwen3")
+#: ``packing`` values: one item per window, cut and right-padded (step 3), or the items' text as one token stream
+#: cut into full windows (swapkl.data.windows, "Filled windows")
+PACKINGS = ("paragraph", "filled")
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class DataSpec:
     text_fields: tuple[str, ...] | None = None  # a dataset row's text: these fields (None: the `text` column)
     pad_token: str | int = "tokenizer"  # `tokenizer`, `eos` or a token id (resolve_pad_id)
     selection: str = "random"  # `random`, `first` or `paper-qwen3` (module docstring, step 4)
+    packing: str = "paragraph"  # `paragraph` (one item per window) or `filled` (full windows from the text stream)
 
     def __post_init__(self):
         if isinstance(self.text_fields, list):  # from JSON or YAML
@@ -50,6 +54,8 @@ class DataSpec:
             return {"tokens": self.tokens}
         d = asdict(self)
         del d["tokens"]
+        if self.packing == "paragraph":
+            del d["packing"]  # records of paragraph windows stay as they were
         if self.text_fields is None:
             del d["text_fields"]
         else:

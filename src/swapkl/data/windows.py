@@ -25,6 +25,15 @@ padded with the id that ``pad_token`` names (``tokenizer``: the tokenizer's pad 
 when it has none; ``eos``: the EOS token, as the paper's code ended up using; or an explicit id) and
 the attention mask is 1 everywhere, so padded positions are attended to and counted in every mean. The setting is part of
 the DataSpec, hence of every provenance record that holds it.
+
+Filled windows (``packing: filled``): steps 3 and 5 leave most of a window empty when paragraphs are short (the
+padding is not scored, so the tokens an answer rests on fall below those requested). With ``packing: filled`` the
+items of step 1 are joined in order by a blank line and tokenised as one text (no special tokens); the token
+stream is cut into consecutive windows of ``seq_len`` tokens (``seq_len - 1`` after the BOS token, when the
+tokenizer adds one, which starts every window), the incomplete last piece dropped; step 4 then draws ``n_seqs`` of
+these windows (``random``: the sorted first ``n_seqs`` of a ``default_rng(seed)`` permutation; ``first``: the first
+``n_seqs``). Every position is scored, so the windows hold exactly ``n_seqs x seq_len`` tokens. ``min_tokens``,
+``padding`` and ``pad_token`` do not apply, and ``selection: paper-qwen3`` (a rule about prompts) is refused.
 """
 
 from __future__ import annotations
@@ -40,8 +49,8 @@ from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import open_input, require_npy
 from swapkl.options import require_int
 from swapkl.data.text_rules import paper_qwen3_items
-from swapkl.data.data_spec import (SELECTIONS, TEXT_FORMATS, DataSpec, check_pad_token, check_text_fields,
-                                   describe_dataset)
+from swapkl.data.data_spec import (PACKINGS, SELECTIONS, TEXT_FORMATS, DataSpec, check_pad_token,
+                                   check_text_fields, describe_dataset)
 
 
 #: what joins the fields of a dataset row named by ``text_fields``, and the items of a list-valued field
@@ -94,6 +103,16 @@ def check_spec(spec: DataSpec) -> None:
     if spec.selection not in SELECTIONS:
         raise SwapKLError(f"selection must be one of {', '.join(SELECTIONS)}, got {spec.selection!r}")
     check_pad_token(spec.pad_token)
+    if spec.packing not in PACKINGS:
+        raise SwapKLError(f"packing must be one of {', '.join(PACKINGS)}, got {spec.packing!r}")
+    if spec.packing == "filled":
+        if spec.tokens:
+            raise SwapKLError("packing: filled cuts windows from text; a token file is used as is")
+        if spec.selection == "paper-qwen3":
+            raise SwapKLError("packing: filled joins the text into full windows, so selection paper-qwen3 (a rule "
+                              "about single prompts) does not apply; use random or first")
+        if spec.padding != "masked" or spec.pad_token != "tokenizer":
+            raise SwapKLError("packing: filled leaves nothing to pad; leave padding and pad_token at their defaults")
     if spec.padding not in ("masked", "counted"):
         raise SwapKLError(f"padding must be 'masked' or 'counted', got {spec.padding!r}")
     if spec.tokens and spec.padding != "masked":
@@ -273,6 +292,27 @@ def select_windows(paragraphs: list[str], tokenize, spec: DataSpec, pad_id: int 
     return Windows(ids, mask, spec.describe(), bos_token_id, int(pad_id))
 
 
+def fill_windows(stream, spec: DataSpec, bos_token_id: int | None = None) -> Windows:
+    """Full windows cut from the token ``stream`` (the module docstring's "Filled windows"), each started by
+    ``bos_token_id`` when it is set."""
+    body = spec.seq_len - (bos_token_id is not None)
+    if body < 1:
+        raise SwapKLError(f"seq_len {spec.seq_len} leaves no room for text after the BOS token")
+    stream = np.asarray(stream, dtype=np.int64)
+    n_pool = len(stream) // body
+    if n_pool < spec.n_seqs:
+        raise SwapKLError(f"{spec.describe()} holds {len(stream):,} tokens, {n_pool} filled windows of "
+                          f"{spec.seq_len} tokens; {spec.n_seqs} are needed")
+    if spec.selection == "first":
+        chosen = np.arange(spec.n_seqs)
+    else:
+        chosen = np.sort(np.random.default_rng(spec.seed).permutation(n_pool)[: spec.n_seqs])
+    pieces = stream[: n_pool * body].reshape(n_pool, body)[chosen]
+    if bos_token_id is not None:
+        pieces = np.concatenate([np.full((spec.n_seqs, 1), bos_token_id, dtype=np.int64), pieces], axis=1)
+    return Windows(np.ascontiguousarray(pieces), np.ones_like(pieces), spec.describe(), bos_token_id, None)
+
+
 def load_token_file(path: str) -> Windows:
     require_npy(path, "token file")
     try:
@@ -306,6 +346,9 @@ def load_windows(spec: DataSpec, tokenizer=None) -> Windows:
                   else dataset_paragraphs(spec))
     if not paragraphs:
         raise SwapKLError(f"{spec.describe()} is empty")
+    if spec.packing == "filled":
+        stream = tokenizer("\n\n".join(paragraphs), add_special_tokens=False, verbose=False)["input_ids"]
+        return fill_windows(stream, spec, default_bos(tokenizer))
     pad = resolve_pad_id(tokenizer, spec.pad_token, spec.padding)
     return select_windows(paragraphs, lambda t: tokenize_text(tokenizer, t), spec, pad, default_bos(tokenizer))
 
