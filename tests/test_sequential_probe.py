@@ -116,3 +116,63 @@ def test_bad_designs_and_decisions_are_one_line_errors(model):
         measure_sequential(ProbeEngine(model), ids, np.ones_like(ids), pairs="adjacent",
                            design=Design(first=4, batch=4, cap=8),
                            decisions=Decisions(signs=False, halfwidth={"within:2": 0.1}))
+
+
+def _run(ckpt, tokens, folder, progress=None, design=Design(first=4, batch=4, cap=16)):
+    folder.mkdir(exist_ok=True)
+    return run_sequential_probe(str(ckpt), str(folder / "seq.parquet"), str(folder / "dec.parquet"),
+                                data=DataSpec(tokens=str(tokens), seed=2), design=design,
+                                decisions=Decisions(signs=True, sets=("interchange",), budgets=(1,), n_boot=100),
+                                device="cpu", progress_path=progress)
+
+
+def test_a_killed_sequential_run_resumes_and_gives_the_uninterrupted_tables(model, tmp_path, monkeypatch):
+    """Kill and resume as the uniform probe does: a run stopped part-way keeps what it finished in its progress
+    file; started again it computes only the rest, and both tables equal an uninterrupted run's; the progress
+    file is removed once the tables are written."""
+    from crash import crash_after
+
+    ckpt = tmp_path / "ckpt"
+    model.save_pretrained(ckpt)
+    tokens = tmp_path / "windows.npy"
+    np.save(tokens, random_tokens(97, 16, 12, seed=8).numpy())
+    whole = _run(ckpt, tokens, tmp_path / "whole")
+    progress = tmp_path / "resumed" / "seq.progress"
+    with crash_after(monkeypatch, 25):
+        _run(ckpt, tokens, tmp_path / "resumed", progress=str(progress))
+    assert progress.exists() and not (tmp_path / "resumed" / "seq.parquet").exists()
+    calls = []
+    real = ProbeEngine.token_stats
+    monkeypatch.setattr(ProbeEngine, "token_stats", lambda self, s, v: calls.append(v.key) or real(self, s, v))
+    resumed = _run(ckpt, tokens, tmp_path / "resumed", progress=str(progress))
+    assert len(calls) == whole.variant_windows // 4 - 25  # batches of 4 windows: only what the kill left undone
+    for name in ("seq.parquet", "dec.parquet"):
+        a = pq.read_table(tmp_path / "whole" / name).to_pandas()
+        b = pq.read_table(tmp_path / "resumed" / name).to_pandas()
+        assert a.to_json() == b.to_json()
+    assert resumed.variant_windows == whole.variant_windows and not progress.exists()
+
+
+def test_the_pool_is_walked_in_a_seeded_random_order(model, tmp_path):
+    """Each look's windows are a random sample of the pool (neighbouring windows of a text are alike): the probe
+    table's per-window columns follow numpy's default_rng(seed) permutation of the pool, which the provenance
+    records."""
+    from swapkl.studies.sequential_probe import walk_order
+
+    ckpt = tmp_path / "ckpt"
+    model.save_pretrained(ckpt)
+    pool = random_tokens(97, 16, 12, seed=9)
+    tokens = tmp_path / "windows.npy"
+    np.save(tokens, pool.numpy())
+    _run(ckpt, tokens, tmp_path / "run", design=Design(first=16, batch=16, cap=16))
+    order = np.random.default_rng(2).permutation(16)
+    assert walk_order(16, 2).tolist() == order.tolist() and order.tolist() != list(range(16))
+    rows = pq.read_table(tmp_path / "run" / "seq.parquet").to_pandas()
+    row = rows[rows["protocol"] == "deletion"].iloc[0]
+    want = ref.per_sequence(model, pool[order], torch.ones_like(pool), _orders(f"deletion:{int(row.layer_i)}:", 5))
+    np.testing.assert_allclose(np.asarray(row.seq_kl_sum) / np.asarray(row.seq_tokens), want.kl_mean.numpy(),
+                               rtol=RTOL)
+    from swapkl.tables import provenance
+
+    meta = provenance.read(str(tmp_path / "run" / "seq.parquet"))
+    assert meta["sequential"]["walk"] == "numpy.random.default_rng(2).permutation(16)"

@@ -48,6 +48,8 @@ def add_parser(sub) -> None:
     q.add_argument("--stability", type=float, default=s.stability,
                    help="share of window resamples that must pick the same set (default: %(default)s)")
     q.add_argument("--bootstrap", type=int, default=s.n_boot, help="resamples of the stability (default: %(default)s)")
+    output_arg(p, "--progress-file", what="progress file",
+               help="persist finished results here so that a killed run started again resumes")
     output_arg(p, "--decisions-out", required=True, metavar="FILE.parquet", help="the decisions table")
     output_arg(p, "--out", required=True, metavar="FILE.parquet",
                help="the probe table: one row per variant, n_seqs its own windows")
@@ -66,7 +68,7 @@ def run(args) -> None:
     result = run_sequential_probe(args.model, args.out, args.decisions_out, data=data_spec(args), pairs=args.pairs,
                                   design=design, decisions=decisions, revision=args.revision, dtype=args.dtype,
                                   device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-                                  metadata=label_metadata(args))
+                                  metadata=label_metadata(args), progress_path=args.progress_file)
     held = len(result.decided) - len(result.undecided)
     print(f"{held} of {len(result.decided)} decisions hold at {design.confidence:.0%}; "
           f"{len(result.undecided)} undecided at the cap; {result.variant_windows} variant-windows over "

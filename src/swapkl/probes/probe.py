@@ -9,8 +9,6 @@ intervals: those are computed by ``swapkl aggregate`` (:mod:`swapkl.stats.interv
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import sys
 from collections.abc import Mapping
@@ -39,7 +37,7 @@ from swapkl.probes.pairs import parse_pair_set
 from swapkl.model.variant import Variant
 from swapkl.probes.protocols import build_variants, head_protocol_names, parse_protocols
 from swapkl.tables.parquet_io import check_writable, write_parquets
-from swapkl.probes.resume import ProgressLog, is_progress_file
+from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
 from swapkl.probes.residual_stream import representation_sums
 from swapkl.probes.covariates import covariate_table
 from swapkl.tables.schemas import PROBE_SCHEMA, REPR_SCHEMA
@@ -50,10 +48,6 @@ log = logging.getLogger(__name__)
 
 #: how run_probe batches the windows (part of the resume key: a progress file's batch numbers mean these batches)
 BATCHING = "by-length"
-
-
-def _fingerprint(**parts) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 @contextmanager
@@ -148,7 +142,7 @@ def _progress_logs(outputs, measured, loaded, windows, **settings) -> list[Progr
     """The resume log of each probe file of ``outputs``, keyed by everything that determines its numbers."""
     settings.update(weights=loaded.weights_sha256, config=loaded.config_sha256, tokenizer=loaded.tokenizer_sha256,
                     tokens=windows.sha256, device=loaded.device, versions=provenance.software_versions())
-    return [ProgressLog(o.progress_path, _fingerprint(**settings, variants=[v.key for v in [BASE] + m],
+    return [ProgressLog(o.progress_path, fingerprint(**settings, variants=[v.key for v in [BASE] + m],
                                                       repr=o.repr_out is not None))
             for o, m in zip(outputs, measured)]
 

@@ -19,6 +19,7 @@ Floats are written with ``repr`` precision, so resumed values are bit-identical.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -33,6 +34,11 @@ MAGIC = "swapkl_progress"
 FORMAT = 1
 
 log = logging.getLogger(__name__)
+
+
+def fingerprint(**parts) -> str:
+    """The sha256 of ``parts`` (everything that determines a run's numbers) as a progress file's header holds it."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _crc(payload: dict) -> int:

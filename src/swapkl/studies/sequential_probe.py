@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -30,15 +30,19 @@ from swapkl.options import require_device, require_int
 from swapkl.model.variant import Variant
 from swapkl.probes.pairs import pairs_for, parse_pair_set
 from swapkl.probes.protocols import build_variants
+from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
 from swapkl.pruning.guides import GuideContext, get_guide
 from swapkl.stats.sequential import (HOLDS, Decision, Decisions, Design, Evidence, halfwidth_decision, pair_keys,
                                      set_decision, sign_decision, still_needed)
 from swapkl.tables import provenance
-from swapkl.tables.file_checks import require_distinct
+from swapkl.tables.file_checks import replaceable, require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquets
 from swapkl.tables.schemas import PROBE_SCHEMA
 
 log = logging.getLogger(__name__)
+
+#: the per-window sums a (batch, variant) result holds, in the order of its record
+STAT_KEYS = ("kl_sum", "tokens", "nll_sum", "nll_tokens")
 
 #: the protocols each guide of a set decision reads (deletion breaks ties of the pair guides)
 GUIDE_PROTOCOLS = {"interchange": ("interchange", "deletion"), "replacement_max": ("replacement", "deletion"),
@@ -131,10 +135,14 @@ def evaluate(evidence: Evidence, variants: list[Variant], decisions: Decisions, 
 
 def measure_sequential(engine, input_ids: np.ndarray, attention_mask: np.ndarray, *, pairs: str,
                        design: Design, decisions: Decisions, batch_size: int = 8, device="cpu",
-                       desc: str | None = None) -> SequentialResult:
+                       desc: str | None = None, progress: ProgressLog | None = None) -> SequentialResult:
     """Probe the pool of windows ``input_ids`` / ``attention_mask`` (in its order) sequentially (module
     docstring). Token-weighted KL over every scored position (the probe's default KL). A variant that stopped and
-    is needed again later catches up on the windows it missed, so every variant always holds a prefix of the pool."""
+    is needed again later catches up on the windows it missed, so every variant always holds a prefix of the pool.
+
+    ``progress`` keeps each (batch, variant) result, keyed by the batch's first window, as it is computed, and
+    gives back those it holds: a killed run started again with the same settings recomputes nothing it finished
+    (the batches, and so the decisions at each look, are the same)."""
     parse_pair_set(pairs)
     n_pool = int(input_ids.shape[0])
     design = design.bounded_by(n_pool)
@@ -156,16 +164,31 @@ def measure_sequential(engine, input_ids: np.ndarray, attention_mask: np.ndarray
                     batches.append(batch)
         per_window: dict[str, dict[int, tuple]] = {}
 
-        def done(index: int, v, offsets=offsets, batches=batches, seen=seen) -> bool:
+        def seen_before(index: int, v, offsets=offsets, batches=batches, seen=seen) -> bool:
             return offsets[index] + batches[index].rows.stop <= seen[v.key]
 
-        for m in sweep(engine, batches, running, device=device, done=done,
+        def kept(index: int, v, offsets=offsets, batches=batches) -> dict | None:
+            first = offsets[index] + batches[index].rows.start
+            return None if progress is None else progress.get(first, v.key)
+
+        def keep(index: int, v, record: dict, offsets=offsets, batches=batches) -> None:
+            rows = range(offsets[index] + batches[index].rows.start, offsets[index] + batches[index].rows.stop)
+            per_window.setdefault(v.key, {}).update(
+                {w: rest for w, *rest in zip(rows, *(record[k] for k in STAT_KEYS))})
+
+        for m in sweep(engine, batches, running, device=device,
+                       done=lambda i, v: seen_before(i, v) or kept(i, v) is not None,
                        desc=desc and f"{desc} look {look + 1}"):
             stats = engine.seq_stats(m.state, m.kl, m.nll)
-            rows = range(offsets[m.index] + m.batch.rows.start, offsets[m.index] + m.batch.rows.stop)
-            values = zip(rows, *(getattr(stats, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum",
-                                                                            "nll_tokens")))
-            per_window.setdefault(m.variant.key, {}).update({w: rest for w, *rest in values})
+            record = {k: getattr(stats, k).cpu().tolist() for k in STAT_KEYS}
+            if progress is not None:
+                progress.add(offsets[m.index] + m.batch.rows.start, m.variant.key, record)
+            keep(m.index, m.variant, record)
+        for index in range(len(batches)):  # what an earlier run of these settings finished (and this one kept)
+            for v in [BASE] + running:
+                record = None if seen_before(index, v) else kept(index, v)
+                if record is not None:
+                    keep(index, v, record)
         for w in range(seen[BASE.key], stop):  # in window order, the base's tokens first
             _, tokens, base_nll, ntok = per_window[BASE.key][w]
             evidence.add_tokens(w, tokens)
@@ -222,40 +245,65 @@ def decision_rows(result: SequentialResult, meta: dict) -> list[dict]:
              "windows": d.windows, "look": look, "confidence": result.design.confidence} for d in result.decided]
 
 
+def walk_order(n: int, seed: int) -> np.ndarray:
+    """The order in which a sequential probe walks a pool of ``n`` windows: ``numpy.random.default_rng(seed)``'s
+    permutation. Pools are drawn in corpus order, and neighbouring windows of one text are alike; each look's
+    windows must be a random sample of the pool for its interval to hold."""
+    return np.random.default_rng(seed).permutation(n)
+
+
 def run_sequential_probe(model: str, out: str, decisions_out: str, *, data: DataSpec, pairs: str = "adjacent",
                          design: Design = Design(), decisions: Decisions = Decisions(), revision: str | None = None,
                          dtype: str = "float32", device: str = "auto", batch_size: int = 8,
-                         chunk_tokens: int = 2048, metadata: dict | None = None) -> SequentialResult:
-    """Load ``model``, draw the pool of windows ``data`` describes (its ``n_seqs`` windows: the pool), probe it
-    sequentially and write the probe table ``out`` and the decisions table ``decisions_out`` (both or none)."""
+                         chunk_tokens: int = 2048, metadata: dict | None = None,
+                         progress_path: str | None = None) -> SequentialResult:
+    """Load ``model``, draw the pool of windows ``data`` describes (its ``n_seqs`` windows: the pool), walk it in
+    :func:`walk_order` (``data.seed``), probe it sequentially and write the probe table ``out`` (per-window
+    columns in walk order) and the decisions table ``decisions_out`` (both or none). ``progress_path`` persists
+    finished results (:mod:`swapkl.probes.resume`), so that a killed run started again resumes; it is removed
+    once both tables are written."""
     check_spec(data)
     require_int("batch_size", batch_size, 1)
     require_int("chunk_tokens", chunk_tokens, 1)
     require_device(device)
-    require_distinct([("`out`", out), ("`decisions_out`", decisions_out)],
+    require_distinct([("`out`", out), ("`decisions_out`", decisions_out), ("`progress_path`", progress_path)],
                      {"`data.tokens`": data.tokens, "`data.text_file`": data.text_file})
     for path in (out, decisions_out):
         check_writable(path)
+    if progress_path:
+        replaceable(progress_path, "progress file", is_progress_file)
     loaded = load_model(model, revision, dtype=dtype, device=device, need_tokenizer=data.tokens is None)
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
-    windows = load_windows(data, loaded.tokenizer)
-    check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-    if windows.shortfall():
-        log.warning(windows.shortfall())
+    pool = load_windows(data, loaded.tokenizer)
+    check_windows(pool, engine.adapter.vocab_size, engine.adapter.max_positions)
+    if pool.shortfall():
+        log.warning(pool.shortfall())
+    order = walk_order(len(pool.input_ids), data.seed)
+    windows = replace(pool, input_ids=pool.input_ids[order], attention_mask=pool.attention_mask[order])
     label = (metadata or {}).get("model") or loaded.model_id
     rev = (metadata or {}).get("revision") or loaded.revision or "main"
-    result = measure_sequential(engine, windows.input_ids, windows.attention_mask, pairs=pairs, design=design,
-                                decisions=decisions, batch_size=batch_size, device=loaded.device,
-                                desc=f"sequential probe {label}@{rev}")
+    plog = ProgressLog(progress_path, fingerprint(
+        kind="sequential", weights=loaded.weights_sha256, config=loaded.config_sha256,
+        tokenizer=loaded.tokenizer_sha256, tokens=windows.sha256, device=loaded.device,
+        versions=provenance.software_versions(), dtype=dtype, batch_size=batch_size, chunk=chunk_tokens,
+        pairs=pairs, design=asdict(design), decisions=asdict(decisions)))
+    try:
+        result = measure_sequential(engine, windows.input_ids, windows.attention_mask, pairs=pairs, design=design,
+                                    decisions=decisions, batch_size=batch_size, device=loaded.device,
+                                    desc=f"sequential probe {label}@{rev}", progress=plog)
+    finally:
+        plog.close()
     meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
     prov = provenance.build(loaded, windows, pairs=pairs, batch_size=batch_size, data_spec=data.as_dict(),
                             model=label, revision_label=rev, sequential={
                                 "first": design.first, "batch": design.batch, "cap": design.cap,
                                 "confidence": design.confidence, "windows_used": len(result.evidence.tokens),
-                                "variant_windows": result.variant_windows})
+                                "variant_windows": result.variant_windows, "pool": len(order),
+                                "walk": f"numpy.random.default_rng({data.seed}).permutation({len(order)})"})
     write_parquets([(pa.Table.from_pylist(probe_rows(result, meta), schema=PROBE_SCHEMA), out, prov),
                     (pa.Table.from_pylist(decision_rows(result, meta), schema=DECISIONS_SCHEMA), decisions_out,
                      prov)])
+    plog.close(remove=True)
     for d in result.undecided:
         log.warning("%s %s: undecided at the cap (%d windows)", d.kind, d.subject, d.windows)
     return result
