@@ -50,6 +50,7 @@ SCHEMA_TABLES = {
     "PE_ABLATION_SCHEMA": "pe_ablation",
     "TASK_PRUNING_SCHEMA": "seed003_pruning",
     "DOWNSTREAM_SCHEMA": "downstream",
+    "DECISIONS_SCHEMA": "decisions",
 }
 #: the pair sets whose ``in_*`` columns the aggregate's paragraph names (the configs' pair sets)
 PAIR_SETS = ("adjacent", "within:3", "all")

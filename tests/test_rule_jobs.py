@@ -133,3 +133,35 @@ def test_the_workflow_and_the_command_line_build_the_same_healed_probe_job(tmp_p
     differ = {f for f in from_config.field_names() if getattr(from_config, f) != getattr(from_flags, f)}
     assert not differ, differ
     assert (from_config.select_seed, from_config.settings.seed, from_config.k) == (7, 5, 3)
+
+
+def test_the_workflow_and_the_command_line_build_the_same_sequential_job(tmp_path):
+    """The sequential job from a model's ``sequential`` section (every key set off its default) equals the job of
+    the equivalent flags; without a ``data`` of its own the pool is the model's probe windows."""
+    from swapkl.commands import sequential_command
+    from swapkl.studies.sequential_jobs import SequentialJob
+
+    pool = {"text_file": "pool.txt", "n_seqs": 64, "seq_len": 32, "packing": "filled", "seed": 3}
+    section = {"enabled": True, "data": pool, "pairs": "within:2", "first": 8, "batch": 4, "cap": 32,
+               "confidence": 0.9, "signs": False, "halfwidth": {"adjacent": 0.2}, "sets": ["interchange"],
+               "budgets": [1, 2], "spacing": 0, "stability": 0.8, "n_boot": 30, "seed": 5}
+    cfg = {"models": {"m": {"source": "org/model", "revisions": ["main"], "dtype": "bfloat16", "batch_size": 4,
+                            "data": {"text_file": "c.txt", "n_seqs": 8, "seq_len": 64, "min_tokens": 4},
+                            "sequential": section}}}
+    params = rule_params(cfg, SCHEMA)
+    files = {"out": "o.parquet", "decisions_out": "d.parquet", "progress_path": "p.jsonl"}
+    from_config = rule_jobs.build_job(params.job("sequential")(WILDCARDS), files)
+    args = build_parser(["probe-sequential"]).parse_args(
+        ["probe-sequential", "--model", params.checkpoint_dir(WILDCARDS), "--out", "o.parquet",
+         "--decisions-out", "d.parquet", "--progress-file", "p.jsonl", "--text-file", "pool.txt", "--n-seqs", "64",
+         "--seq-len", "32", "--packing", "filled", "--seed", "3", "--pairs", "within:2", "--first", "8",
+         "--batch", "4", "--cap", "32", "--confidence", "0.9", "--no-signs", "--halfwidth", "adjacent=0.2",
+         "--sets", "interchange", "--budgets", "1,2", "--spacing", "0", "--stability", "0.8", "--bootstrap", "30",
+         "--stability-seed", "5", "--dtype", "bfloat16", "--batch-size", "4", "--label", "m",
+         "--revision-label", "main"])
+    from_flags = sequential_command.job(args)
+    differ = {f for f in SequentialJob.field_names() if getattr(from_config, f) != getattr(from_flags, f)}
+    assert differ == {"metadata", "placement"}, differ  # the workflow's records and device map, none on the CLI
+    assert from_config.decisions.seed == 5 and from_config.design.cap == 32 and from_config.data.packing == "filled"
+    own = rule_params({"models": {"m": {**cfg["models"]["m"], "sequential": {"enabled": True}}}}, SCHEMA)
+    assert rule_jobs.build_job(own.job("sequential")(WILDCARDS), files).data.text_file == "c.txt"

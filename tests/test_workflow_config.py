@@ -153,6 +153,17 @@ def stamp_jobs(cfg: dict) -> int:
     return len(folders) + len({t for m in models.values() for t in texts(m)} | pe_text)
 
 
+def _stage_runs(models: dict, checkpoints, section: str) -> list:
+    """The checkpoints a stage section (`enabled`, `revisions`: a list or all) runs on."""
+    found = []
+    for name, rev in checkpoints:
+        block = models[name].get(section, {})
+        revisions = block.get("revisions", "all")
+        if block.get("enabled", False) and (revisions == "all" or rev in revisions):
+            found.append((name, rev))
+    return found
+
+
 def expected_counts(cfg: dict) -> Counter:
     """Jobs of a full run, computed from the config file independently of the workflow code."""
     every, families = expand_seeds(cfg)
@@ -258,15 +269,13 @@ def expected_counts(cfg: dict) -> Counter:
     fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
     if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
         counts["fetch_paper_inputs"] = 1
-    spanned = []
-    for name, rev in checkpoints:
-        spans = models[name].get("spans", {})
-        revisions = spans.get("revisions", "all")
-        if spans.get("enabled", False) and (revisions == "all" or rev in revisions):
-            spanned.append((name, rev))
+    spanned = _stage_runs(models, checkpoints, "spans")
     if spanned:
         counts.update(probe_spans=len(spanned), aggregate_spans=1)
         instances["spans"] = sum(1 for name, _ in spanned if name in drawn)
+    sequential = _stage_runs(models, checkpoints, "sequential")
+    if sequential:  # one job per checkpoint, the decisions gathered (and rendered: below)
+        counts.update(probe_sequential=len(sequential), aggregate_decisions=1)
     if demo:
         counts.update(prepare_demo_text=1, train_demo_model=len(demo))
     # a text file of the demo corpus named anywhere in a model entry (make real's windows, perplexity, healing
@@ -323,7 +332,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked)
-                              + 2 * bool(calibrated) + snowball + bool(searched))
+                              + 2 * bool(calibrated) + snowball + bool(searched) + bool(sequential))
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts
@@ -365,6 +374,7 @@ def plan_counts(cfg: dict) -> Counter:
     counts["prune_layers"] = len(plan.prune_checkpoints())
     counts["score_relevance"] = len(plan.relevance_checkpoints())
     counts["probe_spans"] = len(plan.span_checkpoints())
+    counts["probe_sequential"] = len(plan.sequential_checkpoints())
     for rule in ("probe_healed", "measure_test_agreement"):
         counts[rule] = len(plan.healed_checkpoints())
     counts["score_downstream"] = len(plan.downstream_checkpoints())

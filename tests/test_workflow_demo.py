@@ -186,3 +186,33 @@ def test_rerun_is_a_noop(demo_run):
     proc = run_demo(demo_run, extra=("--dry-run",))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_the_sequential_probe_equals_the_uniform_probe_on_the_windows_it_saw(demo_run):
+    """The workflow's sequential probe (pool: the probe windows, walked in default_rng(seed) order): each
+    variant's per-window KL equals the uniform probe's on those windows (another batching of the same
+    windows: equal up to float32 rounding), its n_seqs is its own, and results/decisions.parquet holds the
+    checkpoint's decisions."""
+    from swapkl.studies.sequential_probe import walk_order
+
+    w = demo_run
+    seq = pd.read_parquet(w / "results/sequential/pythia-demo/step60/probe.parquet")
+    order = walk_order(8, 0)
+    for protocol in ("replacement", "interchange", "deletion"):
+        uniform = pd.read_parquet(w / f"results/probes/pythia-demo/step60/{protocol}.parquet")
+        rows = seq[seq["protocol"] == protocol]
+        assert len(rows) > 0
+        for _, row in rows.iterrows():
+            match = uniform[(uniform["layer_i"] == row["layer_i"])
+                            & ((uniform["layer_j"] == row["layer_j"])
+                               | (uniform["layer_j"].isna() & pd.isna(row["layer_j"])))].iloc[0]
+            n = int(row["n_seqs"])
+            assert n in (4, 6, 8) and len(row["seq_kl_sum"]) == n
+            want = np.asarray(match["seq_kl_sum"])[order[:n]]
+            np.testing.assert_allclose(row["seq_kl_sum"], want, rtol=1e-5, atol=1e-9)
+            assert list(row["seq_tokens"]) == list(np.asarray(match["seq_tokens"])[order[:n]])
+    decisions = pd.read_parquet(w / "results/decisions.parquet")
+    assert (decisions["model"] == "pythia-demo").all() and (decisions["revision"] == "step60").all()
+    assert set(decisions["kind"]) == {"sign", "set"} and set(decisions["state"]) <= {"holds", "undecided"}
+    assert len(decisions[decisions["kind"] == "sign"]) == 5  # the adjacent pairs of 6 blocks
+    assert set(decisions.loc[decisions["kind"] == "set", "subject"]) == {"interchange@1", "interchange@2"}

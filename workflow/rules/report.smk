@@ -10,7 +10,7 @@ RESULT_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
     "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
     r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "spans", "pe_ablation", "downstream", "seed003_pruning",
-    "seed003_tables", "snowball", "optimal_search",
+    "seed003_tables", "snowball", "optimal_search", "decisions",
 )
 
 

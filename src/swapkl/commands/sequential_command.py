@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from swapkl.commands.arguments import add_data_arguments, add_model_arguments, command, data_spec, label_metadata
+from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
+                                      data_spec, label_metadata, placement)
 from swapkl.commands.paths import output_arg
 from swapkl.commands.prune_command import _budgets
 from swapkl.stats.sequential import Decisions, Design
+from swapkl.studies.sequential_jobs import SequentialJob
 
 
 def _halfwidth(text: str) -> tuple[str, float]:
@@ -25,6 +27,7 @@ def _halfwidth(text: str) -> tuple[str, float]:
 def add_parser(sub) -> None:
     p = command(sub, "probe-sequential", run)
     add_model_arguments(p, label=True)
+    add_placement_arguments(p)
     p.add_argument("--pairs", default="adjacent", help="adjacent | within:K | all (default: %(default)s)")
     add_data_arguments(p, what="the pool of probe windows (--n-seqs: its size)")
     d, s = Design(), Decisions()
@@ -48,11 +51,25 @@ def add_parser(sub) -> None:
     q.add_argument("--stability", type=float, default=s.stability,
                    help="share of window resamples that must pick the same set (default: %(default)s)")
     q.add_argument("--bootstrap", type=int, default=s.n_boot, help="resamples of the stability (default: %(default)s)")
+    q.add_argument("--stability-seed", type=int, default=s.seed,
+                   help="seed of the stability resamples (default: %(default)s)")
     output_arg(p, "--progress-file", what="progress file",
                help="persist finished results here so that a killed run started again resumes")
     output_arg(p, "--decisions-out", required=True, metavar="FILE.parquet", help="the decisions table")
     output_arg(p, "--out", required=True, metavar="FILE.parquet",
                help="the probe table: one row per variant, n_seqs its own windows")
+
+
+def job(args) -> SequentialJob:
+    """The sequential probe's job of the command line's options."""
+    design = Design(first=args.first, batch=args.batch, cap=args.cap, confidence=args.confidence)
+    decisions = Decisions(signs=args.signs, halfwidth=dict(args.halfwidth),
+                          sets=tuple(g for g in args.sets.split(",") if g), budgets=tuple(args.budgets),
+                          spacing=args.spacing, stability=args.stability, n_boot=args.bootstrap,
+                          seed=args.stability_seed)
+    return SequentialJob(**SequentialJob.fields_from(
+        vars(args), data=data_spec(args), design=design, decisions=decisions, progress_path=args.progress_file,
+        metadata=label_metadata(args), placement=placement(args)))
 
 
 def run(args) -> None:
@@ -61,14 +78,8 @@ def run(args) -> None:
     table and the decisions table (state `holds` or `undecided`, estimate, interval, windows)."""
     from swapkl.studies.sequential_probe import run_sequential_probe  # torch: when the command runs
 
-    design = Design(first=args.first, batch=args.batch, cap=args.cap, confidence=args.confidence)
-    decisions = Decisions(signs=args.signs, halfwidth=dict(args.halfwidth),
-                          sets=tuple(g for g in args.sets.split(",") if g), budgets=tuple(args.budgets),
-                          spacing=args.spacing, stability=args.stability, n_boot=args.bootstrap)
-    result = run_sequential_probe(args.model, args.out, args.decisions_out, data=data_spec(args), pairs=args.pairs,
-                                  design=design, decisions=decisions, revision=args.revision, dtype=args.dtype,
-                                  device=args.device, batch_size=args.batch_size, chunk_tokens=args.chunk_tokens,
-                                  metadata=label_metadata(args), progress_path=args.progress_file)
+    result = run_sequential_probe(job(args))
+    design = result.design
     held = len(result.decided) - len(result.undecided)
     print(f"{held} of {len(result.decided)} decisions hold at {design.confidence:.0%}; "
           f"{len(result.undecided)} undecided at the cap; {result.variant_windows} variant-windows over "

@@ -86,6 +86,26 @@ def _check_pruning_texts(name: str, model: dict) -> None:
                                                "perplexity must be measured on held-out text: use another split or file")
 
 
+def _check_sequential(name: str, model: dict) -> None:
+    """A sequential probe runs transformers' forward in the load dtype with the default KL: a model whose probes
+    deviate from it would get decisions about another measurement than its probes'."""
+    section = model["sequential"]
+    if not section["enabled"]:
+        return
+    _check_listed(name, model, "sequential", section["revisions"])
+    deviating = [key for key, plain in (("rope_scaling", "config"), ("logits_dtype", "float32"), ("rope", "on"))
+                 if model.get(key, plain) != plain]
+    if deviating:
+        _fail(f"models.{name}.{deviating[0]}", "applies to the probes only; the sequential probe would run "
+              "the config's forward: switch sequential off for this model")
+    if (model["kl"]["positions"], model["kl"]["clamp"], model["kl"]["average"]) != ("all", False, "tokens"):
+        _fail(f"models.{name}.kl", "applies to the probes only; the sequential probe decides on the token-weighted "
+              "KL over every position: switch sequential off for this model")
+    if section["cap"] < section["first"]:
+        _fail(f"models.{name}.sequential.cap", f"{section['cap']} is below the first look's {section['first']} "
+              "windows")
+
+
 def _check_listed(name: str, model: dict, key: str, revisions) -> None:
     """A stage's revision list (or `all`) names only revisions of the model."""
     if revisions != "all":
@@ -186,6 +206,7 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     _check_downstream(name, model)
     if model["spans"]["enabled"]:
         _check_listed(name, model, "spans", model["spans"]["revisions"])
+    _check_sequential(name, model)
     if model["max_memory"] is not None and model["device_map"] is None:
         _fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")
     _check_pruning(name, model)

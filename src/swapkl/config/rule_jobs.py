@@ -20,18 +20,19 @@ from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
+from swapkl.studies.sequential_jobs import SEQUENTIAL_DECISIONS, SEQUENTIAL_DESIGN, SequentialJob
 from swapkl.studies.span_jobs import SpansJob
 
 #: the job description of each kind of rule job, by the name the rules give it
 JOBS: dict[str, type[Job]] = {"probe": ProbeJob, "pe_probe": ProbeJob, "spans": SpansJob, "prune": PruneJob,
                               "relevance": RelevanceJob, "downstream": DownstreamJob,
-                              "healed_probe": HealedProbeJob}
+                              "healed_probe": HealedProbeJob, "sequential": SequentialJob}
 
 #: the fields of each kind that are files (the rule's ``files`` param gives them)
 FILE_FIELDS = {"probe": ("out", "protocols", "repr_out", "progress_path", "covariates_out"), "pe_probe": ("out",),
                "spans": ("out",), "prune": ("probe_files", "repr_file", "out", "agreement_out"),
                "relevance": ("out", "pruning"), "downstream": ("out", "pruning", "healed_dir"),
-               "healed_probe": ("probe_files", "out")}
+               "healed_probe": ("probe_files", "out"), "sequential": ("out", "decisions_out", "progress_path")}
 
 
 def _on_checkpoint(kind: str, params, wildcards, section: str | None = None, **explicit) -> dict:
@@ -87,6 +88,17 @@ def _healed_probe(params, wildcards) -> dict:
                           label=wildcards.model, revision_label=wildcards.revision)
 
 
+def _sequential(params, wildcards) -> dict:
+    """The section's design and decision keys become the job's ``design`` and ``decisions``; its ``data`` (the
+    pool of windows) defaults to the model's probe windows."""
+    section = params.model_config(wildcards)["sequential"]
+    pool = without_nulls(section["data"]) if section.get("data") else params.probe_data(wildcards)
+    return _on_checkpoint("sequential", params, wildcards, "sequential", data=pool,
+                          design={k: section[k] for k in SEQUENTIAL_DESIGN},
+                          decisions={k: section[k] for k in SEQUENTIAL_DECISIONS},
+                          metadata=params.metadata(wildcards))
+
+
 def _pe_probe(params, wildcards) -> dict:
     """A trained model of the position-encoding ablation (its own config section, no model entry)."""
     cfg = params.cfg
@@ -97,7 +109,7 @@ def _pe_probe(params, wildcards) -> dict:
 
 #: the settings of each kind of job, from the wildcards
 BUILDERS = {"probe": _probe, "pe_probe": _pe_probe, "spans": _spans, "prune": _prune, "relevance": _relevance,
-            "downstream": _downstream, "healed_probe": _healed_probe}
+            "downstream": _downstream, "healed_probe": _healed_probe, "sequential": _sequential}
 
 
 def _run_probe(job: ProbeJob) -> None:
@@ -136,10 +148,16 @@ def _run_healed_probe(job: HealedProbeJob) -> None:
     run_healed_probe(job)
 
 
+def _run_sequential(job: SequentialJob) -> None:
+    from swapkl.studies.sequential_probe import run_sequential_probe
+
+    run_sequential_probe(job)
+
+
 #: what runs a job of each kind
 RUNNERS = {"probe": _run_probe, "pe_probe": _run_probe, "spans": _run_spans, "prune": _run_pruning,
            "relevance": _run_relevance, "downstream": _run_downstream,
-           "healed_probe": _run_healed_probe}
+           "healed_probe": _run_healed_probe, "sequential": _run_sequential}
 
 
 def job_settings(kind: str, params, wildcards) -> dict:

@@ -8,7 +8,8 @@ from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.config.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file
+from swapkl.config.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file,
+                                  sequential_progress_file)
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 
 
@@ -43,6 +44,18 @@ class RuleParams:
         protocol = wildcards.protocol
         return {"out": {protocol: output.probe}, "protocols": [protocol],
                 "progress_path": {protocol: self.progress_path(protocol)(wildcards)}}
+
+    def sequential_inputs(self, wildcards) -> dict:
+        """The checkpoint and the text of a sequential probe's pool (its own `data`, else the probe windows')."""
+        model = self._model(wildcards)
+        return {"checkpoint": self.checkpoint_input(wildcards),
+                "text": text_files(model["sequential"]["data"] or model["data"])}
+
+    @staticmethod
+    def sequential_files(wildcards, output) -> dict:
+        """The file fields of a probe_sequential job: its two tables and its resume file (a log, not an output)."""
+        return {"out": output.probe, "decisions_out": output.decisions,
+                "progress_path": sequential_progress_file(wildcards.model, wildcards.revision)}
 
     # ------------------------------------------------------------------------------------------- checkpoints
 

@@ -125,6 +125,9 @@ class StudyPlan:
     def span_revisions(self, model: str) -> list[str]:
         return self._stage_revisions(model, self.models[model]["spans"])
 
+    def sequential_revisions(self, model: str) -> list[str]:
+        return self._stage_revisions(model, self.models[model]["sequential"])
+
     def _stage_checkpoints(self, revisions_of) -> list[tuple[str, str]]:
         return [(model, revision) for model in self.enabled_models() for revision in revisions_of(model)]
 
@@ -142,6 +145,11 @@ class StudyPlan:
         """Every (model, revision) of the models with `spans.enabled` (revisions: `spans.revisions`), in the
         order of the model's revisions."""
         return [(m, r) for m, r in self.checkpoints() if r in self.span_revisions(m)]
+
+    def sequential_checkpoints(self) -> list[tuple[str, str]]:
+        """Every (model, revision) of the models with `sequential.enabled` (revisions: `sequential.revisions`),
+        in the order of the model's revisions."""
+        return [(m, r) for m, r in self.checkpoints() if r in self.sequential_revisions(m)]
 
     def covariate_checkpoints(self) -> list[tuple[str, str]]:
         """Every (model, revision) of the models with `covariates: true`."""

@@ -4,8 +4,9 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 from __future__ import annotations
 
 from swapkl.config.ablation_models import PE_TABLE, pe_probe_file
-from swapkl.config.layout import (agreement_file, covariate_file, downstream_file, export_dir, healed_file,
-                                  pruning_file, recovery_file, span_file, test_agreement_file)
+from swapkl.config.layout import (agreement_file, covariate_file, decisions_file, downstream_file, export_dir,
+                                  healed_file, pruning_file, recovery_file, sequential_file, span_file,
+                                  test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
 from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
@@ -38,6 +39,10 @@ def _measurement_outputs(plan: StudyPlan) -> list[str]:
     if covariates:
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
                     *[covariate_file(m, r) for m, r in covariates]]
+    sequential = plan.sequential_checkpoints()
+    if sequential:
+        outputs += ["results/decisions.parquet",
+                    *[f(m, r) for m, r in sequential for f in (sequential_file, decisions_file)]]
     spans = plan.span_checkpoints()
     if spans:
         outputs += ["results/spans.parquet", *[span_file(m, r) for m, r in spans]]

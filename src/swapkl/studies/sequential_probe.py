@@ -32,12 +32,13 @@ from swapkl.probes.pairs import pairs_for, parse_pair_set
 from swapkl.probes.protocols import build_variants
 from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
 from swapkl.pruning.guides import GuideContext, get_guide
+from swapkl.studies.sequential_jobs import SequentialJob
 from swapkl.stats.sequential import (HOLDS, Decision, Decisions, Design, Evidence, halfwidth_decision, pair_keys,
                                      set_decision, sign_decision, still_needed)
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import replaceable, require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquets
-from swapkl.tables.schemas import PROBE_SCHEMA
+from swapkl.tables.schemas import DECISIONS_SCHEMA, PROBE_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +49,6 @@ STAT_KEYS = ("kl_sum", "tokens", "nll_sum", "nll_tokens")
 GUIDE_PROTOCOLS = {"interchange": ("interchange", "deletion"), "replacement_max": ("replacement", "deletion"),
                    "replacement_mean": ("replacement", "deletion"), "deletion": ("deletion",)}
 
-DECISIONS_SCHEMA = pa.schema([
-    ("model", pa.string()), ("revision", pa.string()), ("kind", pa.string()), ("subject", pa.string()),
-    ("state", pa.string()), ("answer", pa.string()), ("estimate", pa.float64()), ("low", pa.float64()),
-    ("high", pa.float64()), ("windows", pa.int64()), ("look", pa.int64()), ("confidence", pa.float64()),
-])
 
 
 @dataclass
@@ -252,27 +248,30 @@ def walk_order(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n)
 
 
-def run_sequential_probe(model: str, out: str, decisions_out: str, *, data: DataSpec, pairs: str = "adjacent",
-                         design: Design = Design(), decisions: Decisions = Decisions(), revision: str | None = None,
-                         dtype: str = "float32", device: str = "auto", batch_size: int = 8,
-                         chunk_tokens: int = 2048, metadata: dict | None = None,
-                         progress_path: str | None = None) -> SequentialResult:
-    """Load ``model``, draw the pool of windows ``data`` describes (its ``n_seqs`` windows: the pool), walk it in
-    :func:`walk_order` (``data.seed``), probe it sequentially and write the probe table ``out`` (per-window
-    columns in walk order) and the decisions table ``decisions_out`` (both or none). ``progress_path`` persists
-    finished results (:mod:`swapkl.probes.resume`), so that a killed run started again resumes; it is removed
-    once both tables are written."""
+def run_sequential_probe(*args, **options) -> SequentialResult:
+    """Run a :class:`~swapkl.studies.sequential_jobs.SequentialJob` (``run_sequential_probe(job)``, or its fields:
+    ``run_sequential_probe(model, out, decisions_out, data=..., ...)``): load the model, draw the pool of windows
+    ``data`` describes (its ``n_seqs`` windows: the pool), walk it in :func:`walk_order` (``data.seed``), probe it
+    sequentially and write the probe table ``out`` (per-window columns in walk order) and the decisions table
+    ``decisions_out`` (both or none). ``progress_path`` persists finished results (:mod:`swapkl.probes.resume`),
+    so that a killed run started again resumes; it is removed once both tables are written."""
+    job = SequentialJob.given(*args, **options)
+    data, design, decisions, pairs = job.data, job.design, job.decisions, job.pairs
+    out, decisions_out, progress_path = job.out, job.decisions_out, job.progress_path
+    batch_size, chunk_tokens, dtype, metadata = job.batch_size, job.chunk_tokens, job.dtype, job.metadata
     check_spec(data)
     require_int("batch_size", batch_size, 1)
     require_int("chunk_tokens", chunk_tokens, 1)
-    require_device(device)
+    require_device(job.device)
     require_distinct([("`out`", out), ("`decisions_out`", decisions_out), ("`progress_path`", progress_path)],
                      {"`data.tokens`": data.tokens, "`data.text_file`": data.text_file})
     for path in (out, decisions_out):
         check_writable(path)
     if progress_path:
         replaceable(progress_path, "progress file", is_progress_file)
-    loaded = load_model(model, revision, dtype=dtype, device=device, need_tokenizer=data.tokens is None)
+    loaded = load_model(job.model, job.revision, dtype=dtype, device=job.device, allow_pickle=job.allow_pickle,
+                        trust_remote_code=job.trust_remote_code, need_tokenizer=data.tokens is None,
+                        **(job.placement or {}))
     engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
     pool = load_windows(data, loaded.tokenizer)
     check_windows(pool, engine.adapter.vocab_size, engine.adapter.max_positions)

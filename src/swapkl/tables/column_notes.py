@@ -256,6 +256,15 @@ COLUMNS = {
     "tolerance": "what counts as reproduced: |swapkl - published| <= max(abs A, rel R x |published|), as text",
     "chance": "misranking rates: the rate's chance level",
     "p_value": "misranking rates: the rate's permutation p-value",
+    "answer": "a decision's answer (a sign, or the removed blocks)",
+    "estimate": "the estimate a decision rests on",
+    "low": "lower end of the estimate's interval at the stated confidence",
+    "high": "upper end of the estimate's interval at the stated confidence",
+    "look": "the look of a sequential run at which it stopped",
+    "confidence": "stated confidence of the intervals",
+    "state": "whether a decision holds, or is undecided",
+    "subject": "what a decision is about",
+    "windows": "windows a result rests on",
 }
 
 #: per table (its name under results/, without .parquet; a regex for per-model tables): column -> meaning, where
@@ -269,6 +278,17 @@ PER_TABLE = {
         "d_inter_mean": "member rows: mean over pairs of d_inter (nats)",
     },
     "relevance_stats": {"reference": "the representation score compared with (cosine of BI)"},
+    "decisions": {"kind": "what is decided: sign (a pair's gap), halfwidth (a pair set's mean gap) or set (a "
+                          "guide's removal set at a budget)",
+                  "subject": "what the decision is about: a pair i-j, a pair set, or guide@budget",
+                  "state": "holds (at the stated confidence, or stability for a set) or undecided at the cap",
+                  "answer": "the sign (+ or -) of the gap, or the removed blocks",
+                  "estimate": "the gap, the mean gap, or the share of window resamples that pick the set",
+                  "low": "lower end of the interval at the stated confidence (nats)",
+                  "high": "upper end of the interval at the stated confidence (nats)",
+                  "windows": "windows the decision rests on",
+                  "look": "the look (of the planned ones) at which the run stopped",
+                  "confidence": "stated confidence of every interval, over all looks together"},
     "jacobian": {"method": "how the spectral norm was computed (exact, or power iteration)",
                  "eps": "finite-difference step of the estimate (null: exact Jacobian-vector products)"},
     "seed003_pruning|seed003_tables": {"method": "pruning method (original = the unpruned model)"},

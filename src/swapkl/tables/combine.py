@@ -17,7 +17,7 @@ from swapkl.errors import SwapKLError
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.tables.schemas import DOWNSTREAM_KEY, DOWNSTREAM_SCHEMA, OPTIMAL_SEARCH_SCHEMA, RELEVANCE_APPENDED, \
+from swapkl.tables.schemas import DECISIONS_KEY, DECISIONS_SCHEMA, DOWNSTREAM_KEY, DOWNSTREAM_SCHEMA, OPTIMAL_SEARCH_SCHEMA, RELEVANCE_APPENDED, \
     RELEVANCE_KEY, RELEVANCE_SCHEMA, read_concatenated, read_table
 
 
@@ -48,6 +48,14 @@ def aggregate_downstream(inputs: list[str], out: str) -> None:
     """Concatenate per-checkpoint downstream files into one table (provenance: each input's, in order)."""
     require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
     table, prov = read_concatenated(inputs, DOWNSTREAM_SCHEMA, "downstream", DOWNSTREAM_KEY)
+    write_parquet(table, out, prov)
+
+
+def aggregate_decisions(inputs: list[str], out: str) -> None:
+    """Concatenate per-checkpoint decisions tables of sequential probes into one (provenance: each input's)."""
+    require_distinct({"`out`": out}, [("`inputs`", p) for p in inputs])
+    check_writable(out)
+    table, prov = read_concatenated(inputs, DECISIONS_SCHEMA, "decisions", DECISIONS_KEY)
     write_parquet(table, out, prov)
 
 

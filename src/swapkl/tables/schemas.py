@@ -359,6 +359,14 @@ DOWNSTREAM_SCHEMA = pa.schema([
     ("score", pa.float64()), ("perplexity", pa.float64()), ("retention", pa.float64()), ("n", pa.int64()),
 ])
 #: what identifies a downstream row
+#: a sequential probe's decisions table (swapkl.studies.sequential_probe), one row per decision at the last look
+DECISIONS_SCHEMA = pa.schema([
+    ("model", pa.string()), ("revision", pa.string()), ("kind", pa.string()), ("subject", pa.string()),
+    ("state", pa.string()), ("answer", pa.string()), ("estimate", pa.float64()), ("low", pa.float64()),
+    ("high", pa.float64()), ("windows", pa.int64()), ("look", pa.int64()), ("confidence", pa.float64()),
+])
+DECISIONS_KEY = ["model", "revision", "kind", "subject"]
+
 DOWNSTREAM_KEY = ["model", "revision", "phase", "guide", "budget", "random_draw", "fixed_set", "checkpoint", "task"]
 
 
