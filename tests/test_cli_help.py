@@ -74,6 +74,32 @@ def test_figures_accepts_the_old_output_flags():
     assert (a.out_png, a.out_pdf) == (b.out_png, b.out_pdf) == ("x.png", "x.pdf")
 
 
+def test_figures_take_one_out_for_both_files(tmp_path, capsys):
+    """`--out X` writes X.png and X.pdf (issue 50: "--out could match --out-png, --out-pdf"); giving it with
+    --out-png / --out-pdf, or neither, is a one-line error naming the options."""
+    import pyarrow as pa
+
+    import synthetic_tables as syn
+    from swapkl import cli
+    from swapkl.tables.parquet_io import write_parquet
+    from swapkl.tables.schemas import SEEDS_SCHEMA
+    from swapkl.studies.seeds import to_table
+
+    seeds = tmp_path / "seeds.parquet"
+    write_parquet(to_table(syn.seeds_table().reindex(columns=SEEDS_SCHEMA.names)), str(seeds), {"kind": "test"})
+    base = ["figures", "seed-band", "--seeds", str(seeds), "--family", "fam"]
+    for given, stem in (("band", "band"), ("other.png", "other"), ("third.PDF", "third")):
+        assert cli.main([*base, "--out", str(tmp_path / given)]) == 0
+        assert (tmp_path / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (tmp_path / f"{stem}.pdf").read_bytes()[:4] == b"%PDF"
+    capsys.readouterr()
+    assert cli.main([*base, "--out", str(tmp_path / "a"), "--out-png", str(tmp_path / "b.png")]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert cli.main(base) == 2
+    assert "give --out FILE" in capsys.readouterr().err
+    assert not (tmp_path / "a.png").exists() and not (tmp_path / "b.png").exists()
+
+
 def test_seed_band_and_covariate_figures_from_the_command_line(tmp_path):
     import pyarrow as pa
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from swapkl.commands import COMMANDS
-from swapkl.commands.paths import input_arg, output_arg
+from swapkl.commands.paths import CHECK, input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.figures.figure_registry import Figure, figures
 
@@ -38,14 +38,43 @@ def parse_families(items: list[str]) -> dict:
     return out
 
 
+class _FigureStem(argparse.Action):
+    """``--out X``: the figure at ``X.png`` and ``X.pdf`` (a ``.png`` or ``.pdf`` ending of X is dropped)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        stem = value[:-4] if value.lower().endswith((".png", ".pdf")) else value
+        namespace.figure_out = value
+        namespace.out_png, namespace.out_pdf = f"{stem}.png", f"{stem}.pdf"
+
+
+class _FigureFile(argparse._StoreAction):
+    """``--out-png`` / ``--out-pdf``: one format's file, remembered as given (not derived from ``--out``)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        namespace.figure_files_given = True
+        setattr(namespace, self.dest, value)
+
+
+def _check_figure_outputs(args) -> None:
+    """``--out`` alone, or both ``--out-png`` and ``--out-pdf``."""
+    given = getattr(args, "figure_out", None)
+    if given is not None and getattr(args, "figure_files_given", False):
+        raise SwapKLError("give --out FILE (the PNG and the PDF beside it) or --out-png and --out-pdf, not both")
+    if args.out_png is None or args.out_pdf is None:
+        raise SwapKLError("give --out FILE (writes FILE.png and FILE.pdf), or both --out-png and --out-pdf")
+
+
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
-    """``--out-png`` and ``--out-pdf``, the output flags of every drawing command (``--png``/``--pdf``: deprecated
-    aliases)."""
-    g = p.add_argument_group("output")
-    output_arg(g, "--out-png", "--png", what="figure", dest="out_png", required=True, metavar="FILE.png",
-                   help="output PNG (--png: deprecated alias)")
-    output_arg(g, "--out-pdf", "--pdf", what="figure", dest="out_pdf", required=True, metavar="FILE.pdf",
-                   help="output PDF (--pdf: deprecated alias)")
+    """``--out`` (the PNG and the PDF beside it), or ``--out-png`` and ``--out-pdf``: the output flags of every
+    drawing command (``--png``/``--pdf``: deprecated aliases)."""
+    g = p.add_argument_group("output (--out, or --out-png and --out-pdf)")
+    g.add_argument("--out", action=_FigureStem, metavar="FILE",
+                   help="the figure as FILE.png and FILE.pdf (a .png or .pdf ending is dropped)")
+    png = output_arg(g, "--out-png", "--png", what="figure", dest="out_png", action=_FigureFile, metavar="FILE.png",
+                     help="output PNG (--png: deprecated alias)")
+    output_arg(g, "--out-pdf", "--pdf", what="figure", dest="out_pdf", action=_FigureFile, metavar="FILE.pdf",
+               help="output PDF (--pdf: deprecated alias)")
+    setattr(png, CHECK, _check_figure_outputs)
 
 
 #: the options of the values a plot function reads (Figure.plot_params): flag and argparse keywords, and how the

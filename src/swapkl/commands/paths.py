@@ -32,6 +32,7 @@ from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import describe, require_distinct, require_npy, require_regular_file
 
 ROLE = "swapkl_path"  # attribute of an argparse action that names a file or folder
+CHECK = "swapkl_check"  # attribute of an argparse action: a check of the parsed options that only it knows
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,9 @@ def _check_output(path: str, role: PathRole) -> None:
 def check_paths(parser: argparse.ArgumentParser, args) -> list[tuple[str, str]]:
     """Check every declared input and output of the command that parsed ``args``; return the outputs
     as (option, path) pairs, ``--out`` first."""
+    for action in leaf_parser(parser, args)._actions:
+        if hasattr(action, CHECK):
+            getattr(action, CHECK)(args)
     ins, outs = [], []
     for action in path_actions(leaf_parser(parser, args)):
         role = getattr(action, ROLE)
