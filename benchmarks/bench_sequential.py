@@ -74,7 +74,7 @@ def run(model: str, args) -> None:
     print(f"{model} ({engine.n_layers} blocks), {args.dtype}, {torch.get_num_threads()} threads, {cpu_name()}")
     print(f"pool: {args.pool} {args.packing} windows of <= {args.seq_len} tokens from {args.text_file}; "
           f"{int(tokens.sum()):,} scored tokens in the {len(tokens)} windows used "
-          f"({100 * tokens.sum() / (len(tokens) * (args.seq_len - 1)):.0f}% of the positions)")
+          f"({100 * tokens.sum() / (len(tokens) * args.seq_len):.0f}% of the positions)")
     print(f"design: first look {design.first}, then every {design.batch}, cap {design.cap}; confidence "
           f"{design.confidence:.0%} over {len(design.looks)} planned looks (each interval at "
           f"{1 - design.alpha_per_look:.4f})")

@@ -15,7 +15,10 @@ Per model of results/swapkl.parquet:
 * the third test (results/healed_probes): pairs healed, the largest fraction of the interchange KL recovered.
 
 With ``--findings FILE.csv`` it writes the findings table instead (swapkl.studies.findings: each comparison the
-README states, its estimate, test and verdict); docs/real_findings.csv is that file for the README's run.
+README states, its estimate, test and verdict); docs/real_findings.csv is that file for the README's run. With
+``--decisions FILE.csv``, the sequential probes' removal-set decisions (results/decisions.parquet): each guide's
+blocks at each budget, held or undecided, the share of window resamples that pick them and the windows it took;
+docs/real_decisions.csv is that file.
 """
 
 from __future__ import annotations
@@ -114,6 +117,21 @@ def write_findings(root: Path, out: Path) -> None:
     print(f"wrote {out}")
 
 
+def write_decisions(root: Path, out: Path) -> None:
+    """The sequential probes' set decisions (results/decisions.parquet) as CSV, and printed."""
+    table = pd.read_parquet(root / "results/decisions.parquet")
+    sets = table[table["kind"] == "set"].copy()
+    sets[["guide", "budget"]] = sets["subject"].str.split("@", expand=True)
+    sets["budget"] = sets["budget"].astype(int)
+    sets = sets[["model", "guide", "budget", "answer", "state", "estimate", "windows", "confidence"]]
+    sets = sets.rename(columns={"answer": "removed", "estimate": "stability"}).sort_values(["model", "guide", "budget"])
+    sets.to_csv(out, index=False, float_format="%.6g")
+    print(sets.to_string(index=False))
+    signs = table[table["kind"] == "sign"]
+    print(f"gap signs: {int((signs['state'] == 'holds').sum())} of {len(signs)} decided")
+    print(f"wrote {out}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path("."), help="the directory `make real` ran in")
@@ -121,8 +139,12 @@ def main(argv=None) -> None:
                         help="write the findings table (every comparison with its test and verdict) here instead")
     parser.add_argument("--removal", type=Path, metavar="FILE.csv",
                         help="write what to remove (interchange's sets, their cost and stability) here instead")
+    parser.add_argument("--decisions", type=Path, metavar="FILE.csv",
+                        help="write the sequential probes' removal-set decisions here instead")
     args = parser.parse_args(argv)
-    if args.findings or args.removal:
+    if args.decisions:
+        write_decisions(args.root, args.decisions)
+    if args.findings or args.removal or args.decisions:
         if args.findings:
             write_findings(args.root, args.findings)
         if args.removal:
