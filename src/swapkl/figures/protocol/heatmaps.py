@@ -145,10 +145,12 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
         zero = "; pink: KL of 0 (identical outputs)" if (finite <= 0).any() else ""
         marked = (f"; white dot: the cell's 95% bootstrap CI contains a threshold, its class undecided "
                   f"({int(open_r.sum() + open_i.sum() // 2)} variants)" if open_r.any() or open_i.any() else "")
-        add_note(fig, f"{n_layers} blocks; {int(n_seqs)} sequences, {int(n_tokens)} tokens{marked}; grey: pair "
-                      f"not probed; white diagonal: unmodified model; dashed lines on the colour bar: "
+        revisions = agg.loc[agg["model"] == model, "revision"].nunique()
+        shared = (f"; colour scale shared by the {revisions} checkpoints of {model}" if revisions > 1 else "")
+        add_note(fig, f"{n_layers} blocks; {int(n_seqs)} windows, {int(n_tokens):,} tokens scored{marked}; grey: "
+                      f"pair not probed; white diagonal: unmodified model; dashed lines on the colour bar: "
                       f"swap-similarity thresholds {STRONG_BELOW:g} (strong) and {CONDITIONAL_BELOW:g} "
-                      f"(conditional); colour scale shared by every checkpoint of {model}{zero}")
+                      f"(conditional){shared}{zero}")
         save_figure(fig, out_png, out_pdf)
 
 

@@ -42,7 +42,7 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
             _no_ranks_panel(ax_c, r, excluded)
         _rates_panel(ax_b, vs, m, r["severe_chance"], name)
         ax_b.set_title(f"Every guide against the {name(reference)} ranking")
-        fit_title(fig, f"{model} @ {revision}: rank confusion (second seed paper's statistics)")
+        fit_title(fig, f"{model} @ {revision}: rank confusion (statistics of the ICLR 2026 layer-relevance paper)")
         if m >= 2:
             add_note(fig, f"{name(guide)} against {name(reference)}: exact rank differs for "
                           f"{r['exact_rank_misranking']:.1%} of the layers (chance {r['exact_rank_chance']:.1%}, "
