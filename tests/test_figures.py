@@ -178,3 +178,13 @@ def test_heatmap_cells_whose_interval_contains_a_threshold_are_marked():
     R, I = undecided_cells(d, 3)
     assert sorted(zip(*np.nonzero(R))) == [(0, 1), (1, 2)]
     assert sorted(zip(*np.nonzero(I))) == [(0, 1), (1, 0)]
+
+
+def test_off_scale_costs_are_written_as_the_axis_reads_them():
+    """The pruning-cost figure writes an off-scale perplexity change as a percentage with separators (issue 50:
+    Gemma-3's random draws read "7.08e+06 ->")."""
+    from swapkl.figures.pruning.cost import _value_text
+
+    assert _value_text(7_080_000.4, "delta_ppl_pct") == "+7,080,000%"
+    assert _value_text(42.25, "delta_ppl_pct") == "+42.2%"
+    assert _value_text(0.012345, "kl_mean") == "0.0123"

@@ -93,6 +93,14 @@ def _draw_range(row, column: str, sd_col: str | None, v: float, draws: pd.Series
 RANDOM_REACH = 3.0
 
 
+def _value_text(v: float, column: str) -> str:
+    """An off-scale value as the axis would read it: a perplexity change in percent with separators (not
+    ``7.08e+06``), other costs to three significant digits."""
+    if column == "delta_ppl_pct":
+        return f"{v:+,.0f}%" if abs(v) >= 100 else f"{v:+.1f}%"
+    return f"{v:.3g}"
+
+
 def _panel_top(points) -> float | None:
     """Where a cost panel's axis ends, or None to let it fit everything. The axis fits the guided rules: a rule
     far above the other rules (:func:`far_cut`: the anti-guided bound, LaCo's rule on a trained model) goes to
@@ -181,7 +189,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                 for yk, v, lo, hi, label, colour, marker, _ in points:
                     if top is not None and v > top:
                         ax.plot([top], [yk], marker=">", color=colour, ls="none", clip_on=False)
-                        ax.annotate(f"{v:.3g} →", (top, yk), xytext=(-6, 0), textcoords="offset points",
+                        ax.annotate(f"{_value_text(v, column)} →", (top, yk), xytext=(-6, 0), textcoords="offset points",
                                     ha="right", va="center", fontsize=6.5, color=colour)
                         continue
                     ax.errorbar([v], [yk], xerr=_err([v], [lo], [hi]), color=colour, marker=marker, capsize=2,
