@@ -54,7 +54,8 @@ $(VENV)/.swapkl-installed: pyproject.toml $(TORCH_STAMP)
 DEMO_FIRST = \
 	"results/figures/gap_trajectory/pythia-demo.png: the protocol gap d_repl - d_inter along training" \
 	"results/tables/swapkl.html: d_repl, d_inter, gap and I/R ratio of every pair" \
-	"results/figures/pruning_cost/llama-demo/step400.png: what removing the blocks each guide picks costs"
+	"results/figures/pruning_cost/llama-demo/step400.png: what removing the blocks each guide picks costs" \
+	"results/tables/decisions.html: which removal sets and gap signs of llama-demo hold at 95%"
 
 demo: setup
 	$(BIN)/snakemake --workflow-profile profiles/demo --cores $(CORES)
@@ -66,7 +67,8 @@ demo: setup
 REAL_FIRST = \
 	"results/figures/heatmaps/smollm2-135m/q4_1.png: replacement and interchange KL of every probed pair" \
 	"results/figures/pruning_cost/gemma3-270m/q4_k_m.png: what removing the blocks each guide picks costs" \
-	"results/figures/deletion_vs_bi/smollm2-135m/q4_1.png: cosine importance (BI) against deletion KL"
+	"results/figures/deletion_vs_bi/smollm2-135m/q4_1.png: cosine importance (BI) against deletion KL" \
+	"results/tables/decisions.html: which removal sets and gap signs hold at 95%, from up to 128 windows"
 
 real: setup
 	$(BIN)/snakemake --cores $(CORES) --replace-workflow-config --configfile config/real.yaml

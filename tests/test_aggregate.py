@@ -194,6 +194,21 @@ def test_bootstrap_ci_matches_naive_loop(tmp_path, toy):
         assert summ.loc[name, "gap_fwd_mean_ci_high"] == pytest.approx(hi, rel=1e-9)
 
 
+def test_each_pair_row_has_its_gaps_bootstrap_ci(tmp_path, toy):
+    """Pair rows carry the 95% CI of their own gap (issue 50: the API's pair rows had none), recomputed here loop
+    by loop from the probe files' per-sequence sums with the aggregate's resamples."""
+    paths, *_ = toy
+    files = probe_files(paths)
+    agg, _ = run(tmp_path, files, n_boot=200, seed=3)
+    pairs = agg[agg["kind"] == "pair"].set_index(["layer_i", "layer_j"])
+    seed = checkpoint_seed(3, "toy", "step1000")
+    for i, j in ((0, 1), (2, 3), (1, 5)):
+        lo, hi = naive_bootstrap_mean_gap(files, [(i, j)], 200, seed)
+        assert pairs.loc[(i, j), "ci_low"] == pytest.approx(lo, rel=1e-9)
+        assert pairs.loc[(i, j), "ci_high"] == pytest.approx(hi, rel=1e-9)
+    assert pairs["ci_low"].notna().all() and (pairs["ci_low"] <= pairs["ci_high"]).all()
+
+
 def test_bootstrap_ci_deterministic_and_seeded(tmp_path, toy):
     paths, *_ = toy
     a, _ = run(tmp_path / "a", probe_files(paths), n_boot=100, seed=0)

@@ -112,6 +112,9 @@ def test_probe_of_a_checkpoint_folder_equals_the_loaded_model(example, tmp_path)
                          folder=str(tmp_path / "out"))
     cols = ["protocol", "layer_i", "layer_j", "kl_mean", "n_tokens"]
     pd.testing.assert_frame_equal(again[cols], kl[cols])
+    unnamed = swapkl.probe(str(tmp_path / "ckpt"), windows, pairs="adjacent", protocols="interchange",
+                           folder=str(tmp_path / "unnamed"))
+    assert set(unnamed["model"]) == {"ckpt"}  # the folder's name, not its absolute path (issue 50)
 
 
 def test_bad_inputs_are_one_line_errors(example, tmp_path):
@@ -249,3 +252,27 @@ def test_other_api_inputs_are_one_line_errors(example, tmp_path):
         swapkl.probe(wrapped, windows, folder=str(tmp_path / "b"))
     assert_listed(str(err.value))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_temporary_folder_is_gone_when_the_process_ends(tmp_path):
+    """probe without ``folder`` works in a temporary folder that aggregate and prune read during the session, and
+    which is removed, its files with it, when the Python process ends (issue 50: one swapkl-XXXX folder was left
+    behind per call); a folder the caller names is kept."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, swapkl, os\n"
+        "from transformers import GPTNeoXConfig, GPTNeoXForCausalLM\n"
+        "m = GPTNeoXForCausalLM(GPTNeoXConfig(num_hidden_layers=3, hidden_size=16, num_attention_heads=2,\n"
+        "                                     intermediate_size=32, vocab_size=64))\n"
+        "w = np.random.default_rng(0).integers(0, 64, size=(4, 16))\n"
+        "kl = swapkl.probe(m, w, pairs='adjacent')\n"
+        "swapkl.aggregate(kl)\n"
+        f"kept = swapkl.probe(m, w, pairs='adjacent', protocols='interchange', folder={str(tmp_path / 'kept')!r})\n"
+        "print(os.path.dirname(kl.attrs['swapkl']['probe']))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    folder = out.stdout.strip().splitlines()[-1]
+    assert os.path.basename(folder).startswith("swapkl-") and not os.path.exists(folder)
+    assert (tmp_path / "kept" / "probe.parquet").exists()

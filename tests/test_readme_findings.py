@@ -1,9 +1,11 @@
-"""The README's real-model claims against the findings table of the run they describe (docs/real_findings.csv,
-written by `benchmarks/real_study_numbers.py --findings` from that run; swapkl.studies.findings).
+"""The real-model claims (docs/real_models.md, and the README's short section) against the tables of the run they
+describe: the findings table (docs/real_findings.csv, `benchmarks/real_study_numbers.py --findings`;
+swapkl.studies.findings), what to remove (docs/real_removal.csv) and the sequential probes' decisions
+(docs/real_decisions.csv, `--decisions`).
 
-Each claim in the README's real-model section carries a tag ``<!-- finding: MODEL CLAIM VERDICT -->`` after the
-sentence that states it. A claim stated as holding must hold at 95% in the table, one stated as undecided must be
-undecided there: the test fails when the README states a comparison that the table does not support."""
+Each claim carries a tag ``<!-- finding: MODEL CLAIM VERDICT -->`` after the sentence that states it. A claim
+stated as holding must hold at 95% in the table, one stated as undecided must be undecided there: the test fails
+when a page states a comparison that the table does not support."""
 
 from __future__ import annotations
 
@@ -16,7 +18,14 @@ REPO = Path(__file__).resolve().parents[1]
 TAG = re.compile(r"<!-- finding: (\S+) (\S+) (holds|undecided|same-blocks) -->")
 
 
+NAMES = {"smollm2-135m": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M"}
+
+
 def _section() -> str:
+    return (REPO / "docs" / "real_models.md").read_text()
+
+
+def _readme_section() -> str:
     text = (REPO / "README.md").read_text()
     return text.split("\n## Real trained models, offline\n", 1)[1].split("\n## ", 1)[0]
 
@@ -51,10 +60,21 @@ def _pct(x: float) -> str:
 def test_the_what_to_remove_table_is_the_runs():
     """Each row of the README's "What to remove" table is the row of docs/real_removal.csv, as printed."""
     table = pd.read_csv(REPO / "docs" / "real_removal.csv")
-    names = {"smollm2-135m": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M"}
-    want = {f"| {names[r.model]} | {r.budget} | {r.removed.replace(',', ', ')} | {_pct(r.ppl_increase_pct)} "
+    want = {f"| {NAMES[r.model]} | {r.budget} | {r.removed.replace(',', ', ')} | {_pct(r.ppl_increase_pct)} "
             f"({_pct(r.ppl_increase_low)} to {_pct(r.ppl_increase_high)}) | {100 * r.stability:.0f}% |"
             for r in table.itertuples()}
     block = _section().split("**What to remove, and how sure that is**", 1)[1].split("\n\n", 2)[1]
+    rows = {line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| model")}
+    assert rows == want, sorted(rows ^ want)
+
+
+def test_the_how_sure_table_is_the_sequential_probes_decisions():
+    """Each row of the README's "How sure" table is a set decision of docs/real_decisions.csv (the sequential
+    probes of that run), as printed: the blocks, how often window resamples pick them, the windows it took, and
+    whether that holds at 95% or is undecided."""
+    table = pd.read_csv(REPO / "docs" / "real_decisions.csv", dtype={"removed": str})
+    want = {f"| {NAMES[r.model]} | {r.guide} | {r.budget} | {r.removed.replace(',', ', ')} | "
+            f"{100 * r.stability:.0f}% | {r.windows} | {r.state} |" for r in table.itertuples()}
+    block = _readme_section().split("**How sure.**", 1)[1]
     rows = {line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| model")}
     assert rows == want, sorted(rows ^ want)

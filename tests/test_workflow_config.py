@@ -965,14 +965,15 @@ def test_the_real_model_study_plans_what_the_issue_asks_on_both_models():
         assert m["healed_probes"]["k"] >= MIN_ITEMS, name
 
 
-def test_the_readme_before_you_run_box_states_the_dry_runs_counts():
-    """The README's box for the real study: its entries, jobs and downloads, and those of config/one_model.yaml,
-    are what the dry runs schedule (a config change that moves them fails here until the README says so)."""
-    readme = re.sub(r"\s+", " ", (REPO / "README.md").read_text().replace("\n> ", "\n"))
+def test_the_before_you_run_box_states_the_dry_runs_counts():
+    """The box for the real study (docs/study.md): its entries, jobs and downloads, and those of
+    config/one_model.yaml, are what the dry runs schedule (a config change that moves them fails here until the
+    page says so)."""
+    readme = re.sub(r"\s+", " ", (REPO / "docs" / "study.md").read_text().replace("\n> ", "\n"))
     box = re.search(r"`config.yaml` holds (\d+) model entries, (\d+) of them enabled .*? plans (\d+) jobs \((\d+) with "
                     r"the target rule `all`\), (\d+) of them `download_checkpoint`", readme)
     one = re.search(r"`config/one_model.yaml` is [^(]*\((\d+) jobs, (\d+) downloads", readme)
-    assert box and one, "the README's before-you-run box has changed shape"
+    assert box and one, "the before-you-run box of docs/study.md has changed shape"
     entries, enabled, jobs, with_all, downloads = map(int, box.groups())
     study = load(STUDY)
     assert entries == len(study["models"]), "entries"

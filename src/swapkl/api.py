@@ -12,8 +12,8 @@ Each function wraps what the command line runs, so the numbers and the checks ar
   ``swapkl prune`` does for every guide; :func:`prune` returns the model without those blocks
   (:func:`swapkl.relevance.pruned_model.materialise`, checked against the engine's variant).
 
-Every file goes to ``folder`` (default: a new temporary folder), which the returned DataFrame names in
-``df.attrs["swapkl"]``; :func:`aggregate` and :func:`select_blocks` read the files from there, and refuse a frame
+Every file goes to ``folder`` (default: a new temporary folder, whose files are removed, and it with them, when the
+Python process ends; give ``folder`` to keep them), which the returned DataFrame names in ``df.attrs["swapkl"]``; :func:`aggregate` and :func:`select_blocks` read the files from there, and refuse a frame
 whose rows are not the file's (edited or filtered). The attrs also hold a sha256 of each probed tensor (in the
 probe's dtype), against which :func:`prune` checks the model it is given, as ``swapkl prune`` checks the
 checkpoint's weights_sha256.
@@ -21,6 +21,7 @@ checkpoint's weights_sha256.
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
 from collections.abc import Sequence
@@ -60,13 +61,17 @@ def probe(model, windows, *, pairs: str = "adjacent", protocols: str | Sequence[
     ``model``: a loaded transformers causal LM of a supported architecture (an ``nn.Module``), or what
     ``swapkl probe --model`` takes (a checkpoint folder, a hub id with ``revision``). ``dtype``: the weights'
     dtype (default: the module's own; float32 for a path). ``name``: the ``model`` column (default the
-    checkpoint's name). ``folder``: where the files go (default a new temporary folder); existing files of
+    checkpoint's name). ``folder``: where the files go (default a new temporary folder, removed when the Python
+    process ends); existing files of
     another program are never overwritten, and a refused call removes the files it wrote (and a folder it made),
     so that the corrected call can use the same folder. The DataFrame's ``attrs`` also record a sha256 of each
     probed tensor, which :func:`prune` checks."""
     protocols = (protocols,) if isinstance(protocols, str) else tuple(protocols)
     made = folder is None or not os.path.lexists(folder)
-    folder = tempfile.mkdtemp(prefix="swapkl-") if folder is None else str(folder)
+    if folder is None:  # a temporary folder: its files go when the Python process ends
+        folder = tempfile.mkdtemp(prefix="swapkl-")
+        atexit.register(_remove_own_files, folder, True)
+    folder = str(folder)
     os.makedirs(folder, exist_ok=True)
     taken = [n for n in FILES if os.path.lexists(os.path.join(folder, n))]
     if taken:  # never overwrite a file of another run or program
@@ -97,6 +102,8 @@ def _probe(model, array: np.ndarray, tokens: str, *, pairs, protocols, name, rev
     files = {"probe": os.path.join(folder, "probe.parquet"), "repr": os.path.join(folder, "repr.parquet")}
     if saved and name is None:  # not the temporary folder's path
         name = getattr(model, "name_or_path", "") or model.config.model_type
+    elif name is None and os.path.isdir(str(model)):  # the folder's name, not its absolute path
+        name = os.path.basename(os.path.normpath(str(model)))
     try:
         run_probe(checkpoint, files["probe"], revision=revision, protocols=protocols, pairs=pairs,
                   data=DataSpec(tokens=tokens), dtype=dtype, device=device, batch_size=batch_size,
@@ -227,8 +234,10 @@ def _checkpoint(model, folder: str) -> tuple[str, bool]:
 
 
 def _remove_own_files(folder: str, made: bool) -> None:
-    """After a refused :func:`probe`: remove what it wrote into ``folder`` (its FILES, none of which existed
-    before), and the folder itself when the call made it."""
+    """After a refused :func:`probe`, or at exit for a temporary folder: remove what it wrote into ``folder`` (its
+    FILES, none of which existed before), and the folder itself when the call made it and nothing else is in it."""
+    if not os.path.isdir(folder):
+        return
     for name in FILES:
         path = os.path.join(folder, name)
         if os.path.isdir(path) and not os.path.islink(path):

@@ -12,7 +12,7 @@ import pandas as pd
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate_inputs import ProbeInput, ReprInput
 from swapkl.probes.pair_statistics import (bootstrap_gaps, checkpoint_seed, in_pair_set, missing_pairs,
-                                           pair_set_column, pair_table, summarise_set)
+                                           pair_gap_intervals, pair_set_column, pair_table, summarise_set)
 from swapkl.stats.bootstrap import resample_indices
 from swapkl.stats.intervals import ratio_intervals
 from swapkl.tables.provenance import check_comparable
@@ -129,7 +129,6 @@ def checkpoint_rows(ck: CheckpointInputs, sets: list[str], all_sets: list[str], 
         row_index = pairs.attrs["row_index"]
         for s in all_sets:
             pairs[pair_set_column(s)] = in_pair_set(s, pairs["layer_i"], pairs["layer_j"], ck.n_layers)
-        out["pair"] = pairs.assign(kind="pair", **common)
         files = ", ".join(p.path for p in ck.probes)
         for s in sets:
             miss = missing_pairs(pairs, s, ck.n_layers)
@@ -138,9 +137,11 @@ def checkpoint_rows(ck: CheckpointInputs, sets: list[str], all_sets: list[str], 
                                   f"{miss[0][0]},{miss[0][1]} ({len(miss)} missing), which was not "
                                   "probed by both replacement directions and interchange")
         boot = None
-        if sets and len(pairs):
+        if len(pairs) and n_boot > 0:  # every pair's gap with its CI, and the pair sets' mean gaps
             boot = bootstrap_gaps(seq_kl, seq_tok, row_index, n_boot,
                                   checkpoint_seed(seed, ck.model, ck.revision))
+        low, high = pair_gap_intervals(None if boot is None else boot["max"], len(pairs))
+        out["pair"] = pairs.assign(ci_low=low, ci_high=high, kind="pair", **common)
         base = directed[directed["protocol"] == "base"]
         n_tokens = int((base if len(base) else directed)["n_tokens"].iloc[0])
         summ = []

@@ -146,6 +146,15 @@ def bootstrap_gaps(seq_kl: np.ndarray, seq_tokens: np.ndarray, row_index: np.nda
     return {"max": np.maximum(r_ij, r_ji) - inter, "fwd": r_ij - inter}
 
 
+def pair_gap_intervals(boot_gaps: np.ndarray | None, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile CI (:data:`CI_LEVEL`) of each pair's gap from :func:`bootstrap_gaps`' resamples (``[n_boot,
+    n_pairs]``); NaN without resamples."""
+    if boot_gaps is None:
+        return np.full(n_pairs, np.nan), np.full(n_pairs, np.nan)
+    low, high = zip(*(percentile_ci(boot_gaps[:, k], CI_LEVEL) for k in range(n_pairs))) if n_pairs else ((), ())
+    return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+
+
 def _mean_ci(boot_gaps: np.ndarray | None, member: np.ndarray) -> tuple[float, float]:
     if boot_gaps is None or not member.any():
         return float("nan"), float("nan")

@@ -36,8 +36,8 @@ through a rank confusion matrix instead, with the first and last layers excluded
   score (high = needed), so that agreement shows as a negative correlation;
 * ``pearson_all_blocks`` (and ``pearson_all_blocks_paper_sign``): the same r over every layer both vectors
   score, the boundary layers included. The first and last blocks are outliers of both scores (removing
-  them costs far more than any other), so they can dominate r: on the demo r is -0.17 over the interior
-  and +0.99 over all blocks. The second paper excluded them from its per-layer comparison
+  them costs far more than any other), so they can dominate r, up to giving it the other sign than over the
+  interior blocks. The second paper excluded them from its per-layer comparison
   (docs/relevance.md), so its R (-0.46, -0.23, -0.15) is compared with ``pearson_paper_sign``.
 """
 

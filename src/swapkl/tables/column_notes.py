@@ -66,8 +66,8 @@ COLUMNS = {
     "metric": "which measurement or score the row holds",
     "width": "representation rows: blocks spanned (1 for BI)",
     "value": "the metric's value",
-    "ci_low": "lower end of the 95% bootstrap CI of the row's value",
-    "ci_high": "upper end of the 95% bootstrap CI of the row's value",
+    "ci_low": "lower end of the 95% bootstrap CI of the row's value (pair rows: of gap)",
+    "ci_high": "upper end of the 95% bootstrap CI of the row's value (pair rows: of gap)",
     "seq_value_sum": "per window: the metric summed over its tokens",
     "seq_count": "per window: tokens behind the metric",
     # pruning
