@@ -29,7 +29,8 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.data.windows import load_windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
-from swapkl.stats.sequential import HOLDS, Decisions, Design
+from swapkl.stats.sequential import HOLDS
+from swapkl.stats.sequential_design import Decisions, Design
 from swapkl.studies.sequential_probe import measure_sequential, walk_order
 
 from bench_relevance import cpu_name  # noqa: E402 (benchmarks/ is the script's folder)

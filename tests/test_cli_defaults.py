@@ -38,6 +38,8 @@ from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.relevance.accrel import run_relevance
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.relevance.downstream import run_downstream
+from swapkl.studies.sequential_jobs import SequentialJob
+from swapkl.studies.sequential_probe import run_sequential_probe
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.studies.span_jobs import SpansJob
 from swapkl.studies.spans import run_spans
@@ -182,7 +184,8 @@ def test_cli_defaults_are_the_job_descriptions(command):
 #: signature, so an option is added to the job alone
 TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning), (RelevanceJob, run_relevance),
                 (DownstreamJob, run_downstream), (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate),
-                (AggregatePruningJob, aggregate_pruning), (DisagreementJob, run_test_agreement)]
+                (AggregatePruningJob, aggregate_pruning), (DisagreementJob, run_test_agreement),
+                (SequentialJob, run_sequential_probe)]
 
 
 @pytest.mark.parametrize("job, function", TAKE_THE_JOB, ids=[j.__name__ for j, _ in TAKE_THE_JOB])

@@ -350,7 +350,7 @@ def test_pruning_cost_keeps_the_guides_readable_beside_the_anti_guided_bound(fig
         ax = fig.axes[c]
         points = _cost_points(ax)
         assert anti not in points
-        assert [t.get_text() for t in ax.texts] == ["250 →"]
+        assert [t.get_text() for t in ax.texts] == ["+250% →"]
         guides = df[(df["budget"] == n) & ~df["guide"].isin(["anti_interchange", "base"])]["delta_ppl_pct"]
         lo, hi = ax.get_xlim()
         assert hi < 250 and (guides.max() - guides.min()) / (hi - lo) > 0.3, n
@@ -417,7 +417,7 @@ def test_pruning_cost_draws_random_draws_by_their_range_and_off_the_guides_axis(
     for c, n in enumerate(sorted(set(df["budget"]) - {0})):
         ax = fig.axes[c]
         assert label not in _cost_points(ax)
-        assert [t.get_text() for t in ax.texts] == ["990 →"]
+        assert [t.get_text() for t in ax.texts] == ["+990% →"]
         lo, hi = ax.get_xlim()
         g = guides[guides["budget"] == n]
         assert g["delta_ppl_pct_ci_high"].max() < hi < 2 * g["delta_ppl_pct_ci_high"].max()
@@ -437,7 +437,7 @@ def test_pruning_cost_draws_random_draws_by_their_range_and_off_the_guides_axis(
     df.loc[rand, ["delta_ppl_pct", "delta_ppl_pct_min", "delta_ppl_pct_max"]] = [67463.0, 972.0, 199183.0]
     fig = _draw(tmp_path, "laco_far", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
     ax = fig.axes[0]
-    assert sorted(t.get_text() for t in ax.texts) == ["1.45e+05 →", "6.75e+04 →"]
+    assert sorted(t.get_text() for t in ax.texts) == ["+145,065% →", "+67,463% →"]
     assert ax.get_xlim()[1] < 2 * guides[guides["budget"] == 1]["delta_ppl_pct_ci_high"].max()
 
 

@@ -88,12 +88,12 @@ def test_empty_torch_keeps_the_installed_torch(checkout):
 
 
 @pytest.mark.slow
-def test_demo_ends_with_the_report_and_three_files_the_demo_writes(tmp_path):
+def test_demo_ends_with_the_report_and_four_files_the_demo_writes(tmp_path):
     out = subprocess.run(["make", "--no-print-directory", "-n", "demo"], cwd=REPO, capture_output=True, text=True,
                          timeout=60, env=make_env()).stdout
     assert "results/report.html" in out.splitlines()[-2]
     first = re.findall(r'"(results/\S+?): ', out.splitlines()[-1])
-    assert len(first) == 3, out
+    assert len(first) == 4, out
     dry = subprocess.run([sys.executable, "-m", "snakemake", "--nolock", "--dry-run", "--forceall", "--workflow-profile",
                           "profiles/demo", "--directory", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                          timeout=600)

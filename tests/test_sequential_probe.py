@@ -14,7 +14,8 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.studies.sequential_probe import measure_sequential, run_sequential_probe
-from swapkl.stats.sequential import HOLDS, OPEN, Decisions, Design
+from swapkl.stats.sequential import HOLDS, OPEN
+from swapkl.stats.sequential_design import Decisions, Design
 from tiny_models import random_tokens, tiny_model
 
 # the per-window KL of the engine and of the reference differ by float32 rounding of the same modules; the

@@ -11,8 +11,9 @@ import pytest
 from scipy import stats
 
 from swapkl.errors import SwapKLError
-from swapkl.stats.sequential import (HOLDS, OPEN, Decisions, Design, Evidence, difference, halfwidth_decision,
-                                     pair_keys, set_decision, sign_decision, still_needed)
+from swapkl.stats.sequential import (HOLDS, OPEN, Evidence, difference, halfwidth_decision, pair_keys, set_decision,
+                                     sign_decision, still_needed)
+from swapkl.stats.sequential_design import Decisions, Design
 
 
 def _evidence(per_window: dict[str, np.ndarray], tokens: np.ndarray) -> Evidence:

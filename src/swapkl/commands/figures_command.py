@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from swapkl.commands import COMMANDS
-from swapkl.commands.paths import CHECK, input_arg, output_arg
+from swapkl.commands.paths import CHECK, SETS_PATHS, input_arg, output_arg
 from swapkl.errors import SwapKLError
 from swapkl.figures.figure_registry import Figure, figures
 
@@ -68,8 +68,9 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """``--out`` (the PNG and the PDF beside it), or ``--out-png`` and ``--out-pdf``: the output flags of every
     drawing command (``--png``/``--pdf``: deprecated aliases)."""
     g = p.add_argument_group("output (--out, or --out-png and --out-pdf)")
-    g.add_argument("--out", action=_FigureStem, metavar="FILE",
-                   help="the figure as FILE.png and FILE.pdf (a .png or .pdf ending is dropped)")
+    stem = g.add_argument("--out", action=_FigureStem, metavar="FILE",
+                          help="the figure as FILE.png and FILE.pdf (a .png or .pdf ending is dropped)")
+    setattr(stem, SETS_PATHS, ("out_png", "out_pdf"))  # checked as those two outputs
     png = output_arg(g, "--out-png", "--png", what="figure", dest="out_png", action=_FigureFile, metavar="FILE.png",
                      help="output PNG (--png: deprecated alias)")
     output_arg(g, "--out-pdf", "--pdf", what="figure", dest="out_pdf", action=_FigureFile, metavar="FILE.pdf",

@@ -33,6 +33,7 @@ from swapkl.tables.file_checks import describe, require_distinct, require_npy, r
 
 ROLE = "swapkl_path"  # attribute of an argparse action that names a file or folder
 CHECK = "swapkl_check"  # attribute of an argparse action: a check of the parsed options that only it knows
+SETS_PATHS = "swapkl_sets_paths"  # attribute of an action that names no path itself but sets these declared ones
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, 
                                       data_spec, label_metadata, placement)
 from swapkl.commands.paths import output_arg
 from swapkl.commands.prune_command import _budgets
-from swapkl.stats.sequential import Decisions, Design
+from swapkl.stats.sequential_design import Decisions, Design
 from swapkl.studies.sequential_jobs import SequentialJob
 
 

@@ -28,7 +28,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from swapkl.stats.sequential import Decisions, Evidence, mean_gap, paired_difference, set_decision
+from swapkl.stats.sequential import Evidence, mean_gap, paired_difference, set_decision
+from swapkl.stats.sequential_design import Decisions
 from swapkl.studies.sequential_probe import GUIDE_PROTOCOLS, guide_selector
 
 LEVEL = 0.95

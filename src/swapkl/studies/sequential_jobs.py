@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.model_job import EngineJob
-from swapkl.stats.sequential import Decisions, Design
+from swapkl.stats.sequential_design import Decisions, Design
 
 
 #: the config keys of a model's `sequential` section that make the job's design and its decisions

@@ -33,8 +33,9 @@ from swapkl.probes.protocols import build_variants
 from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
 from swapkl.pruning.guides import GuideContext, get_guide
 from swapkl.studies.sequential_jobs import SequentialJob
-from swapkl.stats.sequential import (HOLDS, Decision, Decisions, Design, Evidence, halfwidth_decision, pair_keys,
-                                     set_decision, sign_decision, still_needed)
+from swapkl.stats.sequential import (HOLDS, Decision, Evidence, halfwidth_decision, pair_keys, set_decision,
+                                     sign_decision, still_needed)
+from swapkl.stats.sequential_design import Decisions, Design
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import replaceable, require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquets
