@@ -188,3 +188,16 @@ def test_off_scale_costs_are_written_as_the_axis_reads_them():
     assert _value_text(7_080_000.4, "delta_ppl_pct") == "+7,080,000%"
     assert _value_text(42.25, "delta_ppl_pct") == "+42.2%"
     assert _value_text(0.012345, "kl_mean") == "0.0123"
+
+
+def test_the_one_direction_gap_figure_states_how_far_it_is_from_the_max_direction_one():
+    """The two gap figures can look identical; the one-direction figure says by how much they differ (issue 50)."""
+    import pandas as pd
+
+    from swapkl.figures.protocol.trajectory import direction_difference
+
+    traj = pd.DataFrame({"gap_mean": [0.02, 0.04], "gap_fwd_mean": [0.02, 0.039]})
+    assert direction_difference(traj, "gap_fwd") == ("the mean gap differs from the max-direction figure's by at "
+                                                     "most 0.001 nats (2.5% of its largest value)")
+    same = pd.DataFrame({"gap_mean": [0.02], "gap_fwd_mean": [0.02]})
+    assert direction_difference(same, "gap_fwd").startswith("the mean gap equals")

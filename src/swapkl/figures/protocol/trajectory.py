@@ -25,7 +25,7 @@ GAP_LABELS = {"max": "d_repl = max of the two replacement directions",
 
 #: the figure titles' account of d_repl: the two gap figures of a model must not read alike
 GAP_TITLES = {"max": "replacement KL (larger of both directions) − interchange KL",
-              "fwd": "replacement KL in one direction only (r(i←j), i < j) − interchange KL"}
+              "fwd": "replacement KL in one direction only (r(i←j),\u00a0i\u00a0<\u00a0j) − interchange KL"}
 
 
 def pair_set_title(name: str, n_pairs) -> str:
@@ -99,11 +99,27 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
         first = traj.iloc[0]
         fit_title(fig, f"{model}: protocol gap over training, {GAP_TITLES[gap]}")
         note = (f"{GAP_LABELS[gap]}; KL(p_base ‖ p_variant) in nats; "
-                f"{int(first['n_seqs'])} sequences, {int(first['n_tokens'])} tokens; CI: percentile "
-                f"bootstrap over sequences, {int(first['n_boot'])} resamples; {desc}")
+                f"{int(first['n_seqs'])} windows, {int(first['n_tokens']):,} tokens scored; CI: percentile "
+                f"bootstrap over windows, {int(first['n_boot'])} resamples; {desc}")
+        if gap != "max":
+            note += "; " + direction_difference(traj, g)
         add_note(fig, with_duplicate_note(note, agg, model))
         save_figure(fig, out_png, out_pdf)
 
+
+
+def direction_difference(traj: pd.DataFrame, g: str) -> str:
+    """How far this figure's mean gap is from the max-direction figure's, stated so that two figures that look
+    alike are not taken for a bug (issue 50)."""
+    diff = (traj["gap_mean"].to_numpy(dtype=float) - traj[f"{g}_mean"].to_numpy(dtype=float))
+    diff = diff[np.isfinite(diff)]
+    if not len(diff):
+        return "the max-direction figure's mean gap is not available"
+    largest = float(np.abs(diff).max())
+    if largest == 0.0:
+        return "the mean gap equals the max-direction figure's at every step and pair set"
+    return (f"the mean gap differs from the max-direction figure's by at most {largest:.3g} nats "
+            f"({100 * largest / max(float(np.abs(traj['gap_mean']).max()), 1e-300):.2g}% of its largest value)")
 
 
 # the gap of both replacement directions (the larger one), and of one direction (r(i<-j) for i < j), along training
