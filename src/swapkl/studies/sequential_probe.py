@@ -173,19 +173,23 @@ def measure_sequential(engine, input_ids: np.ndarray, attention_mask: np.ndarray
             per_window.setdefault(v.key, {}).update(
                 {w: rest for w, *rest in zip(rows, *(record[k] for k in STAT_KEYS))})
 
-        for m in sweep(engine, batches, running, device=device,
-                       done=lambda i, v: seen_before(i, v) or kept(i, v) is not None,
+        for index in range(len(batches)):  # what an earlier run of these settings finished, taken over once
+            for v in [BASE] + running:
+                record = None if seen_before(index, v) else kept(index, v)
+                if record is not None:
+                    keep(index, v, record)
+
+        def have(index: int, v, offsets=offsets, batches=batches, per_window=per_window) -> bool:
+            first = offsets[index] + batches[index].rows.start
+            return seen_before(index, v) or first in per_window.get(v.key, {})
+
+        for m in sweep(engine, batches, running, device=device, done=have,
                        desc=desc and f"{desc} look {look + 1}"):
             stats = engine.seq_stats(m.state, m.kl, m.nll)
             record = {k: getattr(stats, k).cpu().tolist() for k in STAT_KEYS}
             if progress is not None:
                 progress.add(offsets[m.index] + m.batch.rows.start, m.variant.key, record)
             keep(m.index, m.variant, record)
-        for index in range(len(batches)):  # what an earlier run of these settings finished (and this one kept)
-            for v in [BASE] + running:
-                record = None if seen_before(index, v) else kept(index, v)
-                if record is not None:
-                    keep(index, v, record)
         for w in range(seen[BASE.key], stop):  # in window order, the base's tokens first
             _, tokens, base_nll, ntok = per_window[BASE.key][w]
             evidence.add_tokens(w, tokens)
