@@ -18,7 +18,7 @@ With ``--findings FILE.csv`` it writes the findings table instead (swapkl.studie
 README states, its estimate, test and verdict); docs/real_findings.csv is that file for the README's run. With
 ``--decisions FILE.csv``, the sequential probes' removal-set decisions (results/decisions.parquet): each guide's
 blocks at each budget, held or undecided, the share of window resamples that pick them and the windows it took;
-docs/real_decisions.csv is that file.
+docs/real_decisions.csv is that file, and docs/real_decisions_signs.csv (written beside it) the gap signs.
 """
 
 from __future__ import annotations
@@ -129,7 +129,10 @@ def write_decisions(root: Path, out: Path) -> None:
     print(sets.to_string(index=False))
     signs = table[table["kind"] == "sign"]
     print(f"gap signs: {int((signs['state'] == 'holds').sum())} of {len(signs)} decided")
-    print(f"wrote {out}")
+    signs_out = out.with_name(out.stem + "_signs.csv")
+    signs[["model", "subject", "state", "answer", "estimate", "low", "high", "windows", "confidence"]].sort_values(
+        ["model", "subject"]).to_csv(signs_out, index=False, float_format="%.6g")
+    print(f"wrote {out} and {signs_out}")
 
 
 def main(argv=None) -> None:

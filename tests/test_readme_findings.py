@@ -78,3 +78,21 @@ def test_the_how_sure_table_is_the_sequential_probes_decisions():
     block = _readme_section().split("**How sure.**", 1)[1]
     rows = {line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| model")}
     assert rows == want, sorted(rows ^ want)
+
+
+def test_the_gap_sign_counts_are_the_sequential_probes():
+    """The README's and docs/real_models.md's account of the sequential gap signs (how many held, how many are
+    positive, the negative pairs with their intervals, the windows the slowest took) is docs/real_decisions_signs.csv."""
+    signs = pd.read_csv(REPO / "docs" / "real_decisions_signs.csv")
+    held = signs[signs["state"] == "holds"]
+    positive = int((held["answer"] == "+").sum())
+    assert f"(all {len(signs)}; {positive} positive:" in _readme_section().replace("\n", " ")
+    assert len(held) == len(signs)
+    page = " ".join(_section().split())
+    negative = held[held["answer"] == "-"]
+    for r in negative.itertuples():
+        assert f"{r.subject} ({r.estimate:.2f}, {r.low:.2f} to {r.high:.2f})" in page, r.subject  # all below 0
+    slowest = held.groupby("model")["windows"].max()
+    assert (f"the slowest took {slowest['smollm2-135m']} windows on SmolLM2 and {slowest['gemma3-270m']} on "
+            "Gemma-3") in page
+    assert f"All {len(signs)} adjacent pairs' signs hold" in page and f"{positive} of them positive" in page
