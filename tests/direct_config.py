@@ -62,12 +62,12 @@ def helper_values(g: dict) -> dict:
             "checkpoint": params.checkpoint_dir(wc), "pairs": plan.probe_pairs(model),
             "data": params.probe_data(wc), "metadata": params.metadata(wc), "probe_job": params.job("probe")(wc),
         }
-    for model, revision in plan.prune_checkpoints():
+    for model, revision in plan.stage_checkpoints("prune"):
         wc = SimpleNamespace(model=model, revision=revision)
         jobs[f"{model}/{revision}"]["prune_metadata"] = params.prune_metadata(wc)
         jobs[f"{model}/{revision}"]["prune_text"] = params.prune_inputs(wc)["text"]
         jobs[f"{model}/{revision}"]["prune_job"] = params.job("prune")(wc)
-    for model, revision in plan.relevance_checkpoints():
+    for model, revision in plan.stage_checkpoints("relevance"):
         wc = SimpleNamespace(model=model, revision=revision)
         jobs[f"{model}/{revision}"]["relevance"] = {
             "tasks": params.relevance_tasks(wc), "lm_eval_tasks": params.relevance_lm_eval_tasks(wc),

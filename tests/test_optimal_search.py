@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -172,3 +173,26 @@ def test_the_workflow_tables_match_brute_force_and_combine(tmp_path, tiny):
     with pytest.raises(SwapKLError, match="overlap"):
         combine_optimal_search([files[0], files[0]], str(tmp_path / "twice.parquet"))
     assert not (tmp_path / "twice.parquet").exists()
+
+
+def _hours(text: str) -> float:
+    """A duration of docs/optimal_search.md's cost table ("4.6 h", "8.5 days", "1.3e17 years") in hours."""
+    value, unit = text.split()
+    return float(value) * {"h": 1.0, "days": 24.0, "years": 24.0 * 365.25}[unit]
+
+
+def test_the_docs_cost_table_is_what_cost_table_computes():
+    """Every row of the cost table in docs/optimal_search.md against cost_table(), within the docs' rounding (two
+    or three significant figures; the years use 365.25 days)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "optimal_search.md").read_text()
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in doc.splitlines()
+            if line.startswith("| LLaMA3-")]
+    assert len(rows) == 11
+    methods = {"greedy": "greedy", "beam (width 3)": "beam3", "exhaustive": "exhaustive"}
+    computed = {(r["model"], r["method"], r["gpus"]): r for r in cost_table()}
+    for model, removed, method, evals, gpus, low, high in rows:
+        row = computed[(model, methods[method], int(gpus))]
+        assert removed == f"{row['removed']} of {row['n_layers']}"
+        assert float(evals) == pytest.approx(row["n_evals"], rel=0.01), (model, method)
+        assert _hours(low) == pytest.approx(row["hours_low"], rel=0.05), (model, method, gpus)
+        assert _hours(high) == pytest.approx(row["hours_high"], rel=0.05), (model, method, gpus)

@@ -9,6 +9,7 @@ runner that reads it), and reaches the job along both roads with no other file c
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -20,6 +21,7 @@ from swapkl.cli import build_parser
 from swapkl.commands import probe_command
 from swapkl.config import ConfigError, rule_jobs
 from swapkl.config.rule_params import RuleParams
+from swapkl.config.stages import STAGES
 from swapkl.config.study_plan import StudyPlan
 from swapkl.config.validation import validate_config
 from swapkl.probes.probe_jobs import ProbeJob
@@ -59,8 +61,9 @@ def test_the_schema_is_where_a_new_key_is_allowed(tmp_path):
 
 def test_a_new_option_reaches_the_rule_job_from_the_config_key_of_its_name(tmp_path, monkeypatch):
     seen = []
-    monkeypatch.setitem(rule_jobs.JOBS, "probe", ToyProbeJob)
-    monkeypatch.setitem(rule_jobs.RUNNERS, "probe", lambda job: seen.append(job.toy_scale))  # place 4: the use
+    toy = dataclasses.replace(STAGES["probe"], job=ToyProbeJob,
+                              runner=lambda job: seen.append(job.toy_scale))  # place 4: the use
+    monkeypatch.setitem(STAGES, "probe", toy)
     params = rule_params(CONFIG, schema_with_toy(tmp_path))
     settings = params.job("probe")(WILDCARDS)  # the rule's `job` param, as probe.smk names it
     assert settings["kind"] == "probe" and settings["toy_scale"] == 2.5

@@ -361,23 +361,24 @@ def plan_counts(cfg: dict) -> Counter:
         deletion=sum(plan.models[m]["deletion"] for m, _ in drawn(checkpoints)),
         weights=sum(bool(plan.models[m]["weight_protocols"]) for m, _ in drawn(checkpoints)),
         trajectory=len([m for m in plan.trajectory_models() if m not in members]),
-        model=len(plan.own_entries()), prune=len(drawn(plan.prune_checkpoints())),
-        relevance=len(plan.relevance_checkpoints()), family=len(plan.seed_band_families()),
-        spans=len(drawn(plan.span_checkpoints())), healed=len(plan.healed_checkpoints()),
-        downstream=len(plan.downstream_checkpoints()), rope_counterfactual=len(plan.rope_counterfactual_models()),
+        model=len(plan.own_entries()), prune=len(drawn(plan.stage_checkpoints("prune"))),
+        relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
+        spans=len(drawn(plan.stage_checkpoints("spans"))), healed=len(plan.stage_checkpoints("healed_probe")),
+        downstream=len(plan.stage_checkpoints("downstream")),
+        rope_counterfactual=len(plan.rope_counterfactual_models()),
         predictor_validity=len(plan.predictor_validity_models()),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
     for fig in registered_figures().values():
         if fig.scope == "global":
             instances[fig.targets] = len(figure_instances(plan, fig.targets))
     counts.update(figure_counts(instances))
-    counts["prune_layers"] = len(plan.prune_checkpoints())
-    counts["score_relevance"] = len(plan.relevance_checkpoints())
-    counts["probe_spans"] = len(plan.span_checkpoints())
-    counts["probe_sequential"] = len(plan.sequential_checkpoints())
+    counts["prune_layers"] = len(plan.stage_checkpoints("prune"))
+    counts["score_relevance"] = len(plan.stage_checkpoints("relevance"))
+    counts["probe_spans"] = len(plan.stage_checkpoints("spans"))
+    counts["probe_sequential"] = len(plan.stage_checkpoints("sequential"))
     for rule in ("probe_healed", "measure_test_agreement"):
-        counts[rule] = len(plan.healed_checkpoints())
-    counts["score_downstream"] = len(plan.downstream_checkpoints())
+        counts[rule] = len(plan.stage_checkpoints("healed_probe"))
+    counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))
     counts["measure_jacobian"] = len(plan.jacobian_models())
     counts["summarise_rope_counterfactual"] = len(plan.rope_counterfactual_models())
     counts["measure_predictor_validity"] = len(plan.predictor_validity_models())

@@ -253,7 +253,7 @@ def get_test_agreement_inputs(wildcards):
         "healed": healed_file(model, revision),
         "members": [f for files in family_members(wildcards).values() for f in files],
     }
-    if (model, revision) in PLAN.relevance_checkpoints():
+    if (model, revision) in PLAN.stage_checkpoints("relevance"):
         inputs["relevance"] = relevance_file(model, revision)
     return inputs
 
@@ -279,9 +279,9 @@ def at_last_revision(wildcards):
 
 def scorecard_inputs():
     inputs = {"aggregate": "results/swapkl.parquet"}
-    if PLAN.prune_checkpoints():
+    if PLAN.stage_checkpoints("prune"):
         inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
-    if PLAN.relevance_checkpoints():
+    if PLAN.stage_checkpoints("relevance"):
         inputs["relevance_stats"] = "results/relevance_stats.parquet"
     if PLAN.rope_counterfactual_models():
         inputs["rope_counterfactual"] = [f"results/rope_counterfactual/{m}.parquet" for m in PLAN.rope_counterfactual_models()]
@@ -289,7 +289,7 @@ def scorecard_inputs():
         inputs["recovery"] = "results/recovery.parquet"
     if PLAN.domain_slice_models():
         inputs["domain_slices"] = "results/domain_slices.parquet"
-    if PLAN.downstream_checkpoints():
+    if PLAN.stage_checkpoints("downstream"):
         inputs["downstream"] = "results/downstream.parquet"
     if task_pruning_jobs(PLAN):
         inputs["seed003_tables"] = TASK_PRUNING_SUMMARY

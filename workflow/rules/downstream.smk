@@ -44,7 +44,7 @@ rule score_downstream:
 
 rule aggregate_downstream:
     input:
-        per_checkpoint(downstream_file, PLAN.downstream_checkpoints()),
+        per_checkpoint(downstream_file, PLAN.stage_checkpoints("downstream")),
     output:
         table_report("results/downstream.parquet", "downstream_table.rst"),
     log:

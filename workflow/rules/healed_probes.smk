@@ -41,7 +41,8 @@ rule measure_test_agreement:
 
 rule aggregate_healed:
     input:
-        **per_checkpoint_files(PLAN.healed_checkpoints(), healed=healed_file, agreement=test_agreement_file),
+        **per_checkpoint_files(PLAN.stage_checkpoints("healed_probe"), healed=healed_file,
+                               agreement=test_agreement_file),
     output:
         **results_tables(healed="healed", agreement="test_agreement"),
     log:

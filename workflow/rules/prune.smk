@@ -28,7 +28,7 @@ rule prune_layers:
 
 rule aggregate_pruning:
     input:
-        **per_checkpoint_files(PLAN.prune_checkpoints(), pruning=pruning_file, agreement=agreement_file),
+        **per_checkpoint_files(PLAN.stage_checkpoints("prune"), pruning=pruning_file, agreement=agreement_file),
     output:
         **results_tables(pruning="pruning", agreement="pruning_agreement"),
     params:

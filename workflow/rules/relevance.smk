@@ -42,7 +42,7 @@ rule score_relevance:
 
 rule aggregate_relevance:
     input:
-        per_checkpoint(relevance_file, PLAN.relevance_checkpoints()),
+        per_checkpoint(relevance_file, PLAN.stage_checkpoints("relevance")),
     output:
         table_report("results/relevance.parquet", "relevance_table.rst"),
     log:

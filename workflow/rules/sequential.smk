@@ -28,7 +28,7 @@ rule probe_sequential:
 
 rule aggregate_decisions:
     input:
-        per_checkpoint(decisions_file, PLAN.sequential_checkpoints()),
+        per_checkpoint(decisions_file, PLAN.stage_checkpoints("sequential")),
     output:
         table_report("results/decisions.parquet", "decisions_table.rst"),
     log:

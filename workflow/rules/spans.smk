@@ -27,7 +27,7 @@ rule probe_spans:
 
 rule aggregate_spans:
     input:
-        spans=per_checkpoint(span_file, PLAN.span_checkpoints()),
+        spans=per_checkpoint(span_file, PLAN.stage_checkpoints("spans")),
         table="results/swapkl.parquet",
     output:
         table_report("results/spans.parquet", "spans_table.rst"),

@@ -14,9 +14,10 @@ import torch
 from torch import nn
 
 from swapkl.errors import SwapKLError
+from swapkl.registry import Registry
 
 #: ``config.model_type`` -> adapter class; every :class:`Adapter` subclass enters itself when its module is imported
-ADAPTERS: dict[str, type["Adapter"]] = {}
+ADAPTERS: Registry[type["Adapter"]] = Registry("architecture")
 
 #: a checkpoint's tokenizer files (hashed into ``tokenizer_sha256`` when loaded, copied by ``swapkl export``):
 #: the default of :attr:`Adapter.tokenizer_files`
@@ -91,7 +92,8 @@ class Adapter:
             if t in ADAPTERS and ADAPTERS[t] is not cls:
                 raise TypeError(f"adapter {cls.__module__}.{cls.__qualname__} claims model_type {t!r}, already "
                                 f"handled by {ADAPTERS[t].__module__}.{ADAPTERS[t].__qualname__}")
-        ADAPTERS.update(dict.fromkeys(cls.model_types, cls))
+        for t in cls.model_types:
+            ADAPTERS.add(t, cls)
 
     # -- architecture knowledge used without a loaded model ----------------
     @classmethod

@@ -15,11 +15,6 @@ DEMO_TOKENIZER_DIR = f"{DEMO_DIR}/tokenizer"
 PE_TEXT_DIR = "resources/pe_ablation/text"
 PE_TOKENIZER_DIR = "resources/pe_ablation/tokenizer"
 TRAINING_TEXT_FILES = ("train.txt", "valid.txt", "corpus.json")
-FIGURE_FORMATS = ("png", "pdf")
-
-
-def figure_files(stem: str) -> list[str]:
-    return [f"results/figures/{stem}.{ext}" for ext in FIGURE_FORMATS]
 
 
 def probe_file(model: str, revision: str, protocol: str) -> str:

@@ -156,7 +156,8 @@ class RuleParams:
         specs = ([relevance["lm"]] if "lm" in relevance else []) + list(relevance["lm_sets"].values())
         inputs = {"checkpoint": self.checkpoint_input(wildcards), "tasks": self.relevance_tasks(wildcards),
                   "text": text_files(*specs)}
-        if wildcards.revision in self.plan.prune_revisions(wildcards.model) and relevance["pruning_guides"] != []:
+        pruned = self.plan.stage_revisions("prune", wildcards.model)
+        if wildcards.revision in pruned and relevance["pruning_guides"] != []:
             inputs["pruning"] = pruning_file(wildcards.model, wildcards.revision)
         return inputs
 
@@ -182,7 +183,7 @@ class RuleParams:
         model, revision, downstream = wildcards.model, wildcards.revision, self._model(wildcards)["downstream"]
         inputs = {"checkpoint": self.checkpoint_input(wildcards), "tasks": self.downstream_tasks(wildcards),
                   "last_word": self.downstream_last_word(wildcards)}
-        if revision in self.plan.prune_revisions(model) and downstream["pruning_guides"] != []:
+        if revision in self.plan.stage_revisions("prune", model) and downstream["pruning_guides"] != []:
             inputs["pruning"] = pruning_file(model, revision)
         if downstream["healed"] and (model, revision) in self.plan.heal_checkpoints():
             inputs["healed"] = f"results/healed_models/{model}/{revision}"

@@ -11,6 +11,7 @@ from swapkl.config import layout
 from swapkl.config.ablation_models import pe_models
 from swapkl.config.consistency import rope_is_on
 from swapkl.config.job_settings import canonical, config_text_files
+from swapkl.config.stages import STAGES
 from swapkl.probes.pair_sets import widest_pair_set
 from swapkl.hub.revision_names import last_revision
 from swapkl.probes.protocols import protocol_names, weight_protocol_names
@@ -107,76 +108,37 @@ class StudyPlan:
 
     # ------------------------------------------------------------------------------------------- stages
 
-    def _stage_revisions(self, model: str, block: dict) -> list[str]:
-        """The revisions a stage block (`enabled`, `revisions`: a list or `all`) runs for."""
+    def stage_revisions(self, kind: str, model: str) -> list[str]:
+        """The revisions of ``model`` that the stage ``kind`` (:data:`swapkl.config.stages.STAGES`) runs on: by its
+        section's ``enabled`` and ``revisions`` (a list or ``all``), in the order of the model's revisions."""
+        block = self.models[model][STAGES[kind].section]
         if not block["enabled"]:
             return []
-        return self.revisions(model) if block["revisions"] == "all" else block["revisions"]
+        return [r for r in self.revisions(model) if block["revisions"] == "all" or r in block["revisions"]]
 
-    def prune_revisions(self, model: str) -> list[str]:
-        return self._stage_revisions(model, self.models[model]["prune"])
-
-    def relevance_revisions(self, model: str) -> list[str]:
-        return self._stage_revisions(model, self.models[model]["relevance"])
-
-    def healed_revisions(self, model: str) -> list[str]:
-        return self._stage_revisions(model, self.models[model]["healed_probes"])
-
-    def span_revisions(self, model: str) -> list[str]:
-        return self._stage_revisions(model, self.models[model]["spans"])
-
-    def sequential_revisions(self, model: str) -> list[str]:
-        return self._stage_revisions(model, self.models[model]["sequential"])
-
-    def _stage_checkpoints(self, revisions_of) -> list[tuple[str, str]]:
-        return [(model, revision) for model in self.enabled_models() for revision in revisions_of(model)]
-
-    def prune_checkpoints(self) -> list[tuple[str, str]]:
-        return self._stage_checkpoints(self.prune_revisions)
-
-    def relevance_checkpoints(self) -> list[tuple[str, str]]:
-        return self._stage_checkpoints(self.relevance_revisions)
-
-    def healed_checkpoints(self) -> list[tuple[str, str]]:
-        """Checkpoints whose variants are healed (healed_probes.enabled), with their disagreement map."""
-        return self._stage_checkpoints(self.healed_revisions)
-
-    def span_checkpoints(self) -> list[tuple[str, str]]:
-        """Every (model, revision) of the models with `spans.enabled` (revisions: `spans.revisions`), in the
-        order of the model's revisions."""
-        return [(m, r) for m, r in self.checkpoints() if r in self.span_revisions(m)]
-
-    def sequential_checkpoints(self) -> list[tuple[str, str]]:
-        """Every (model, revision) of the models with `sequential.enabled` (revisions: `sequential.revisions`),
-        in the order of the model's revisions."""
-        return [(m, r) for m, r in self.checkpoints() if r in self.sequential_revisions(m)]
+    def stage_checkpoints(self, kind: str) -> list[tuple[str, str]]:
+        """Every enabled (model, revision) that the stage ``kind`` runs on, model by model."""
+        return [(model, revision) for model in self.enabled_models() for revision in self.stage_revisions(kind, model)]
 
     def covariate_checkpoints(self) -> list[tuple[str, str]]:
         """Every (model, revision) of the models with `covariates: true`."""
         return [(model, revision) for model, revision in self.checkpoints() if self.models[model]["covariates"]]
 
     def models_with_pruning(self) -> list[str]:
-        return [model for model in self.enabled_models() if self.prune_revisions(model)]
+        return [model for model in self.enabled_models() if self.stage_revisions("prune", model)]
 
     def pruning_trajectory_models(self) -> list[str]:
         """Trajectory models pruned at two or more revisions (I/R pruning ratio along training)."""
-        pruned = self.prune_checkpoints()
+        pruned = self.stage_checkpoints("prune")
         return [model for model in self.trajectory_models() if len([r for m, r in pruned if m == model]) >= 2]
 
     def export_checkpoints(self) -> list[tuple[str, str]]:
         """Pruned checkpoints whose guides' choices are exported (prune.export_guides)."""
-        return [(m, r) for m, r in self.prune_checkpoints() if self.models[m]["prune"]["export_guides"]]
+        return [(m, r) for m, r in self.stage_checkpoints("prune") if self.models[m]["prune"]["export_guides"]]
 
     def heal_checkpoints(self) -> list[tuple[str, str]]:
         """Exported pruned checkpoints that are healed, with their unpruned control (heal.enabled)."""
         return [(m, r) for m, r in self.export_checkpoints() if self.models[m]["heal"]["enabled"]]
-
-    def downstream_revisions(self, model: str) -> list[str]:
-        return self._stage_revisions(model, self.models[model]["downstream"])
-
-    def downstream_checkpoints(self) -> list[tuple[str, str]]:
-        """Checkpoints scored on the downstream benchmarks (downstream.enabled), with their pruned and healed models."""
-        return self._stage_checkpoints(self.downstream_revisions)
 
     # ------------------------------------------------------------------------------------------- seeds
 

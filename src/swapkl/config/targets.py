@@ -22,35 +22,36 @@ def _healing_outputs(plan: StudyPlan) -> list[str]:
     outputs = [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
     if plan.heal_checkpoints():
         outputs += ["results/recovery.parquet", *[recovery_file(m, r) for m, r in plan.heal_checkpoints()]]
-    if plan.downstream_checkpoints():
-        outputs += ["results/downstream.parquet", *[downstream_file(m, r) for m, r in plan.downstream_checkpoints()]]
-    if plan.healed_checkpoints():
+    if plan.stage_checkpoints("downstream"):
+        outputs += ["results/downstream.parquet",
+                    *[downstream_file(m, r) for m, r in plan.stage_checkpoints("downstream")]]
+    if plan.stage_checkpoints("healed_probe"):
         outputs += ["results/healed.parquet", "results/test_agreement.parquet"]
-        for model, revision in plan.healed_checkpoints():
+        for model, revision in plan.stage_checkpoints("healed_probe"):
             outputs += [healed_file(model, revision), test_agreement_file(model, revision)]
     return outputs
 
 
 def _measurement_outputs(plan: StudyPlan) -> list[str]:
     outputs = ["results/seeds.parquet"] if plan.seed_families() else []
-    if plan.relevance_checkpoints():
+    if plan.stage_checkpoints("relevance"):
         outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
     covariates = plan.covariate_checkpoints()
     if covariates:
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
                     *[covariate_file(m, r) for m, r in covariates]]
-    sequential = plan.sequential_checkpoints()
+    sequential = plan.stage_checkpoints("sequential")
     if sequential:
         outputs += ["results/decisions.parquet",
                     *[f(m, r) for m, r in sequential for f in (sequential_file, decisions_file)]]
-    spans = plan.span_checkpoints()
+    spans = plan.stage_checkpoints("spans")
     if spans:
         outputs += ["results/spans.parquet", *[span_file(m, r) for m, r in spans]]
     return outputs
 
 
 def _pruning_outputs(plan: StudyPlan) -> list[str]:
-    pruned = plan.prune_checkpoints()
+    pruned = plan.stage_checkpoints("prune")
     if not pruned:
         return []
     outputs = ["results/pruning.parquet", "results/pruning_agreement.parquet"]
@@ -112,15 +113,15 @@ FIGURE_SELECTIONS = {
     "deletion": lambda plan: _checkpoints_with(plan, "deletion"),
     "weights": lambda plan: _checkpoints_with(plan, "weight_protocols"),
     "demo": lambda plan: _once(plan.models_with("demo")),
-    "prune": lambda plan: _each(_own(plan, plan.prune_checkpoints()), "model", "revision"),
-    "pruned": lambda plan: _once(plan.prune_checkpoints()),
+    "prune": lambda plan: _each(_own(plan, plan.stage_checkpoints("prune")), "model", "revision"),
+    "pruned": lambda plan: _once(plan.stage_checkpoints("prune")),
     "pruning_trajectory": lambda plan: _each(_own(plan, plan.pruning_trajectory_models()), "model"),
-    "relevance": lambda plan: _each(plan.relevance_checkpoints(), "model", "revision"),
+    "relevance": lambda plan: _each(plan.stage_checkpoints("relevance"), "model", "revision"),
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
-    "spans": lambda plan: _each(_own(plan, plan.span_checkpoints()), "model", "revision"),
+    "spans": lambda plan: _each(_own(plan, plan.stage_checkpoints("spans")), "model", "revision"),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
-    "downstream": lambda plan: _each(plan.downstream_checkpoints(), "model", "revision"),
-    "healed": lambda plan: _each(plan.healed_checkpoints(), "model", "revision"),
+    "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
+    "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
     "scaling": lambda plan: _once(plan.scaling_models()),
     "rope_counterfactual": lambda plan: _each(plan.rope_counterfactual_models(), "model"),
     "jacobian": lambda plan: _once(plan.jacobian_models()),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from swapkl.errors import SwapKLError
+from swapkl.registry import Registry
 
 #: the wildcards of each scope, in the order they appear in an output path
 SCOPES = {"checkpoint": ("model", "revision"), "model": ("model",), "family": ("family",), "global": ()}
@@ -169,15 +170,12 @@ class Figure:
         return {**{w: f"{{{w}}}" for w in self.wildcards}, **self.labels}
 
 
-_REGISTRY: dict[str, Figure] = {}
+_REGISTRY: Registry[Figure] = Registry("figure", order=lambda fig: list(SECTIONS).index(fig.section), same_again=True)
 
 
 def register(figure: Figure) -> Figure:
     """Add ``figure`` to the registry (a name may be registered once); returns it."""
-    if figure.name in _REGISTRY and _REGISTRY[figure.name] != figure:
-        raise SwapKLError(f"figure {figure.name!r} is registered twice")
-    _REGISTRY[figure.name] = figure
-    return figure
+    return _REGISTRY.add(figure.name, figure)
 
 
 def discover() -> None:
@@ -193,15 +191,12 @@ def figures() -> dict[str, Figure]:
     """Every registered figure by name, in report order (by section, then in registration order); every figure
     family is imported first."""
     discover()
-    order = list(SECTIONS)
-    return dict(sorted(_REGISTRY.items(), key=lambda item: order.index(item[1].section)))
+    return {fig.name: fig for fig in _REGISTRY.entries()}
 
 
 def figure(name: str) -> Figure:
-    found = figures()
-    if name not in found:
-        raise SwapKLError(f"no figure named {name!r}; registered: {', '.join(sorted(found))}")
-    return found[name]
+    discover()
+    return _REGISTRY[name]
 
 
 def jobs() -> dict[str, list[Figure]]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from swapkl.errors import SwapKLError
+from swapkl.registry import Registry
 from swapkl.probes.pairs import pairs_for
 from swapkl.model.variant import Variant
 
@@ -77,33 +78,25 @@ class Protocol:
         return "head" in self.columns
 
 
-_PROTOCOLS: dict[str, Protocol] = {}
+_PROTOCOLS: Registry[Protocol] = Registry("protocol", order=lambda p: p.order, unique_order=True)
 
 
 def register(protocol: Protocol) -> Protocol:
     """Add ``protocol`` to the registry; a second protocol with its name or order is refused."""
-    if protocol.name in _PROTOCOLS:
-        raise ValueError(f"protocol {protocol.name!r} is registered twice")
-    clash = [p.name for p in _PROTOCOLS.values() if p.order == protocol.order]
-    if clash:
-        raise ValueError(f"protocol {protocol.name!r} has the order {protocol.order} of {clash[0]!r}")
-    _PROTOCOLS[protocol.name] = protocol
-    return protocol
+    return _PROTOCOLS.add(protocol.name, protocol)
 
 
 def registered() -> list[Protocol]:
     """Every protocol, in order."""
-    return sorted(_PROTOCOLS.values(), key=lambda p: p.order)
+    return _PROTOCOLS.entries()
 
 
 def protocol_names() -> tuple[str, ...]:
     """Every protocol's name, in order."""
-    return tuple(p.name for p in registered())
+    return _PROTOCOLS.names()
 
 
 def get_protocol(name: str) -> Protocol:
-    if name not in _PROTOCOLS:
-        raise SwapKLError(f"unknown protocol {name!r}: choose from " + ", ".join(protocol_names()))
     return _PROTOCOLS[name]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from swapkl.errors import SwapKLError
+from swapkl.registry import Registry
 
 #: a row key: (budget, random draw or None)
 RowKey = tuple[int, "int | None"]
@@ -76,7 +76,7 @@ class Guide:
     family: str = "control"
 
 
-_REGISTRY: dict[str, Guide] = {}
+_REGISTRY: Registry[Guide] = Registry("guide", order=lambda g: g.rank, unique_order=True)
 
 
 def register_guide(name: str, *, rank: int, label: str, family: str, plotted: bool = True):
@@ -88,11 +88,7 @@ def register_guide(name: str, *, rank: int, label: str, family: str, plotted: bo
         raise ValueError(f"guide {name!r}: unknown family {family!r} (families: {', '.join(FAMILIES)})")
 
     def deco(fn):
-        if name in _REGISTRY:
-            raise ValueError(f"guide {name!r} is registered twice")
-        if any(g.rank == rank for g in _REGISTRY.values()):
-            raise ValueError(f"guide {name!r}: rank {rank} is taken")
-        _REGISTRY[name] = Guide(name, rank, label, fn, plotted, family)
+        _REGISTRY.add(name, Guide(name, rank, label, fn, plotted, family))
         return fn
 
     return deco
@@ -100,14 +96,12 @@ def register_guide(name: str, *, rank: int, label: str, family: str, plotted: bo
 
 def registered() -> list[Guide]:
     """Every guide, in table order."""
-    return sorted(_REGISTRY.values(), key=lambda g: g.rank)
+    return _REGISTRY.entries()
 
 
 def guide_names() -> list[str]:
-    return [g.name for g in registered()]
+    return list(_REGISTRY.names())
 
 
 def get_guide(name: str) -> Guide:
-    if name not in _REGISTRY:
-        raise SwapKLError(f"unknown guide {name!r}: choose from {', '.join(guide_names())}")
     return _REGISTRY[name]
