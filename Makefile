@@ -52,9 +52,9 @@ $(VENV)/.swapkl-installed: pyproject.toml $(TORCH_STAMP)
 
 # what `make demo` points to at its end: the report, then three files to look at first
 DEMO_FIRST = \
+	"results/answer/llama-demo.html: which blocks of llama-demo can be removed, at what cost, how sure" \
 	"results/figures/gap_trajectory/pythia-demo.png: the protocol gap d_repl - d_inter along training" \
 	"results/tables/swapkl.html: d_repl, d_inter, gap and I/R ratio of every pair" \
-	"results/figures/pruning_cost/llama-demo/step400.png: what removing the blocks each guide picks costs" \
 	"results/tables/decisions.html: which removal sets and gap signs of llama-demo hold at 95%"
 
 demo: setup
@@ -65,8 +65,8 @@ demo: setup
 
 # the DAG on real trained models shipped on PyPI (config/real.yaml, docs/gguf.md; its time is in the README)
 REAL_FIRST = \
-	"results/figures/heatmaps/smollm2-135m/q4_1.png: replacement and interchange KL of every probed pair" \
-	"results/figures/pruning_cost/gemma3-270m/q4_k_m.png: what removing the blocks each guide picks costs" \
+	"results/answer/smollm2-135m.html: which blocks of SmolLM2 can be removed, at what cost, how sure" \
+	"results/answer/gemma3-270m.html: the same for Gemma-3" \
 	"results/figures/deletion_vs_bi/smollm2-135m/q4_1.png: cosine importance (BI) against deletion KL" \
 	"results/tables/decisions.html: which removal sets and gap signs hold at 95%, from up to 128 windows"
 

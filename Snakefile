@@ -49,6 +49,7 @@ include: "workflow/rules/demo.smk"
 include: "workflow/rules/probe.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/prune.smk"
+include: "workflow/rules/answer.smk"
 include: "workflow/rules/relevance.smk"
 include: "workflow/rules/covariates.smk"
 include: "workflow/rules/export.smk"
@@ -65,8 +66,13 @@ include: "workflow/rules/domain_slices.smk"
 include: "workflow/rules/predictor_validity.smk"
 include: "workflow/rules/scorecard.smk"
 include: "workflow/rules/spans.smk"
-include: "workflow/rules/sequential.smk"
 include: "workflow/rules/pe_ablation.smk"
 include: "workflow/rules/task_pruning.smk"
 include: "workflow/rules/snowball.smk"
 include: "workflow/rules/optimal_search.smk"
+
+
+# the studies kept in folders of swapkl.studies, each with its own rule file (swapkl.study.STUDIES)
+for study in STUDIES.entries():
+
+    include: study.rule_file

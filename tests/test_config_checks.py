@@ -17,17 +17,17 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from direct_config import composed_schema_file
 from swapkl.config.checks import ConfigError, check_config
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
 PUBLISHED = [REPO / "config.yaml", REPO / "config" / "demo.yaml", REPO / "config" / "demo_smoke.yaml",
              REPO / "config" / "one_model.yaml"]
 
 
 def validated(cfg: dict) -> dict:
     cfg = copy.deepcopy(cfg)
-    validate(cfg, SCHEMA)
+    validate(cfg, composed_schema_file())
     return cfg
 
 
@@ -88,7 +88,7 @@ def test_fixed_sets_are_checked_against_the_blocks_and_each_other():
 def test_duplicate_and_negative_blocks_are_refused_by_the_schema_naming_the_set(blocks, where):
     cfg = {"models": {"m": demo(prune={"enabled": True, "fixed_sets": {"paper": [[0, 2], blocks]}})}}
     with pytest.raises(WorkflowError) as err:
-        validate(cfg, SCHEMA)
+        validate(cfg, composed_schema_file())
     cause = err.value.__context__
     assert isinstance(cause, jsonschema.ValidationError)
     assert list(cause.absolute_path) == ["models", "m", "prune", "fixed_sets", *where]

@@ -14,6 +14,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from direct_config import composed_schema_file
 from swapkl.config import ConfigError
 from swapkl.probes.pair_sets import pair_reach, parse_pair_set, widest_pair_set
 from swapkl.hub.revision_names import last_revision, step_of
@@ -41,7 +42,7 @@ def test_the_schema_defaults_are_those_snakemake_fills_in(cfg):
     cfg = yaml.safe_load(cfg.read_text()) if isinstance(cfg, Path) else cfg
     ours, snakemakes = copy.deepcopy(cfg), copy.deepcopy(cfg)
     validate_schema(ours, load_schema(SCHEMA))
-    validate(snakemakes, str(SCHEMA))
+    validate(snakemakes, composed_schema_file())
     assert ours == snakemakes
     assert ours != cfg  # defaults were filled in
 
@@ -53,7 +54,7 @@ def test_a_schema_error_names_the_same_field_as_snakemakes(change):
     with pytest.raises(ConfigError) as ours:
         validate_schema(copy.deepcopy(cfg), load_schema(SCHEMA))
     with pytest.raises(WorkflowError) as theirs:
-        validate(copy.deepcopy(cfg), str(SCHEMA))
+        validate(copy.deepcopy(cfg), composed_schema_file())
     cause = theirs.value.__context__
     assert isinstance(cause, jsonschema.ValidationError)
     assert str(ours.value) == ".".join(map(str, cause.absolute_path)) + ": " + cause.message

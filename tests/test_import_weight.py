@@ -28,7 +28,7 @@ TABLE_SCRIPTS = {
     "aggregate_recovery": (), "aggregate_relevance": (), "aggregate_results": (), "aggregate_spans": (),
     "aggregate_task_pruning": (), "aggregate_decisions": (), "combine_jacobian": (), "combine_optimal_search": (),
     "measure_test_agreement": (), "summarise_convergence": (), "summarise_domain_slices": (),
-    "summarise_rope_counterfactual": (), "summarise_scorecard": (),
+    "summarise_rope_counterfactual": (), "summarise_scorecard": (), "summarise_answer": (),
     "summarise_relevance": ("scipy",),  # the heterogeneity test's chi-squared tail
     "summarise_seeds": ("scipy",),  # the F test across seeds
     "plot_figure": (), "render_table": (), "build_demo_last_word": (), "build_demo_tasks": (),

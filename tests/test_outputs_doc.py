@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from swapkl.config.targets import result_tables as report_tables
 from swapkl.tables import schemas
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,10 +81,9 @@ def table_paragraphs(text: str) -> dict[str, str]:
 
 
 def result_tables() -> tuple[str, ...]:
-    """The name patterns of RESULT_TABLES in workflow/rules/report.smk."""
-    m = re.search(r"^RESULT_TABLES = (\(.*?^\))", REPORT_RULES.read_text(), re.M | re.S)
-    assert m, f"{REPORT_RULES}: no RESULT_TABLES tuple"
-    return ast.literal_eval(m.group(1))
+    """The name patterns of RESULT_TABLES in workflow/rules/report.smk (swapkl.config.targets.result_tables)."""
+    assert "RESULT_TABLES = result_tables()" in REPORT_RULES.read_text()
+    return report_tables()
 
 
 def _keywords(function, callee: str) -> list[str]:

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
+from direct_config import composed_schema_file
 from repo_copy import repo_copy
 from swapkl.config.checks import ConfigError, check_config
 from swapkl.probes import protocols
@@ -132,7 +133,7 @@ def test_a_protocol_is_registered_once():
 def _config(weight_protocols):
     cfg = {"models": {"m": {"demo": {"arch": "gpt_neox", "steps": 20, "num_layers": 4}, "revisions": ["step20"],
                             "weight_protocols": weight_protocols}}}
-    validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    validate(cfg, composed_schema_file())
     return cfg
 
 

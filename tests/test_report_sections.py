@@ -12,15 +12,12 @@ from pathlib import Path
 
 from docutils.core import publish_string
 
+import swapkl.studies  # noqa: F401  (the study folders register themselves)
+from swapkl.config.targets import result_tables
 from swapkl.figures.figure_registry import SECTIONS, figures
+from swapkl.study import STUDIES
 
 RULES = Path(__file__).resolve().parents[1] / "workflow" / "rules"
-
-
-def _literal(name: str):
-    text = (RULES / "report.smk").read_text()
-    m = re.search(rf"^{name} = (\(.*?^\))", text, re.M | re.S)
-    return ast.literal_eval(m.group(1))
 
 
 def _reported_paths(text: str):
@@ -59,9 +56,10 @@ def test_every_category_is_a_numbered_section():
 def test_every_results_table_in_the_report_has_an_html_view():
     """Every Parquet table a rule puts in the report (per-model ones with their ``{model}`` wildcard) matches
     exactly one pattern of RESULT_TABLES, and every pattern matches a reported table."""
-    patterns = _literal("RESULT_TABLES")
+    assert "RESULT_TABLES = result_tables()" in (RULES / "report.smk").read_text()
+    patterns = result_tables()
     reported = set()
-    for smk in RULES.glob("*.smk"):
+    for smk in [*RULES.glob("*.smk"), *(study.rule_file for study in STUDIES.entries())]:
         for path in _reported_paths(smk.read_text()):
             m = re.fullmatch(r"results/([\w/{}]+)\.parquet", path)
             if m:
@@ -74,7 +72,8 @@ def test_every_results_table_in_the_report_has_an_html_view():
 def test_every_caption_is_valid_restructuredtext():
     """Snakemake renders each caption (workflow/report/*.rst, Jinja first) with docutils: a stray ``|x|`` is a
     substitution reference and prints an error into the report. Jinja expressions stand in as a word here."""
-    captions = sorted((RULES.parent / "report").glob("*.rst"))
+    captions = sorted((RULES.parent / "report").glob("*.rst")) + [
+        Path(study.caption(table)) for study in STUDIES.entries() for table in study.tables]
     assert captions
     for caption in captions:
         text = re.sub(r"\{%.*?%\}", "", re.sub(r"\{\{.*?\}\}", "X", caption.read_text(), flags=re.S), flags=re.S)
@@ -95,7 +94,8 @@ def test_sections_are_numbered_over_those_present_and_sort_as_text_in_reading_or
         assert list(numbered) == [k for k in keys if k in present]
         assert sorted(titles) == titles
         assert [int(t.split(".")[0]) for t in titles] == list(range(1, len(titles) + 1))
-    assert numbered_sections(keys)["demo"].startswith("01. ") and numbered_sections(keys[:3])["demo"].startswith("1. ")
+    assert numbered_sections(keys)["answer"].startswith("01. ") and numbered_sections(keys[:3])["demo"].startswith("2. ")
+    assert keys[0] == "answer", "the answer page opens the report"
     assert keys.index("scorecard") > keys.index("third_test"), "what the run measured comes before the scorecard"
 
 
@@ -112,7 +112,8 @@ def test_the_demo_report_numbers_only_the_sections_it_fills():
     plan = StudyPlan(cfg, families)
     numbered = report_sections(plan)
     drawn = {fig.section for fig in figures().values() if figure_instances(plan, fig.targets)}
-    assert set(numbered) == drawn | {"scorecard", "tables"} and "weights" not in numbered
+    assert set(numbered) == drawn | {"answer", "scorecard", "tables"} and "weights" not in numbered
+    assert numbered["answer"].startswith("01. ") and plan.answer_models() == ["llama-demo"]
     assert [int(t.split(".")[0]) for t in numbered.values()] == list(range(1, len(numbered) + 1))
 
 

@@ -142,7 +142,7 @@ def test_the_workflow_and_the_command_line_build_the_same_sequential_job(tmp_pat
     """The sequential job from a model's ``sequential`` section (every key set off its default) equals the job of
     the equivalent flags; without a ``data`` of its own the pool is the model's probe windows."""
     from swapkl.commands import sequential_command
-    from swapkl.studies.sequential_jobs import SequentialJob
+    from swapkl.studies.sequential.jobs import SequentialJob
 
     pool = {"text_file": "pool.txt", "n_seqs": 64, "seq_len": 32, "packing": "filled", "seed": 3}
     section = {"enabled": True, "data": pool, "pairs": "within:2", "first": 8, "batch": 4, "cap": 32,

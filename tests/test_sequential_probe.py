@@ -1,4 +1,4 @@
-"""swapkl.studies.sequential_probe on a tiny model: every variant's KL on the windows it saw equals the stock
+"""swapkl.studies.sequential.probe on a tiny model: every variant's KL on the windows it saw equals the stock
 transformers forward with a reordered ``nn.ModuleList`` on those windows (tests/naive_reference.py), decided
 variants stop early, the tables say each variant's window count, and what is open at the cap is said."""
 
@@ -13,7 +13,7 @@ import naive_reference as ref
 from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
-from swapkl.studies.sequential_probe import measure_sequential, run_sequential_probe
+from swapkl.studies.sequential.probe import measure_sequential, run_sequential_probe
 from swapkl.stats.sequential import HOLDS, OPEN
 from swapkl.stats.sequential_design import Decisions, Design
 from tiny_models import random_tokens, tiny_model
@@ -158,7 +158,7 @@ def test_the_pool_is_walked_in_a_seeded_random_order(model, tmp_path):
     """Each look's windows are a random sample of the pool (neighbouring windows of a text are alike): the probe
     table's per-window columns follow numpy's default_rng(seed) permutation of the pool, which the provenance
     records."""
-    from swapkl.studies.sequential_probe import walk_order
+    from swapkl.studies.sequential.probe import walk_order
 
     ckpt = tmp_path / "ckpt"
     model.save_pretrained(ckpt)

@@ -21,6 +21,8 @@ import yaml
 from direct_config import helper_namespace, helper_values, refusal, refusal_of_file, validated
 from swapkl.hub.revision_names import REVISION_PATTERN
 from swapkl.config.study_plan import StudyPlan
+import swapkl.studies  # noqa: F401  (the study folders register themselves)
+from swapkl.study import STUDIES
 from swapkl.config.targets import figure_instances
 from swapkl.figures.figure_registry import figures as registered_figures
 
@@ -199,6 +201,8 @@ def expected_counts(cfg: dict) -> Counter:
     if pruned:
         drawn_pruned = [(name, rev) for name, rev in pruned if name in drawn]
         counts.update(prune_layers=len(pruned), aggregate_pruning=1)
+        # the report's opening page: one per pruned model with figures of its own
+        counts["summarise_answer"] = len({name for name, _ in pruned if name in drawn})
         instances.update(prune=len(drawn_pruned), pruned=1)
         instances["pruning_trajectory"] = sum(
             1 for name, m in drawn.items()
@@ -273,9 +277,14 @@ def expected_counts(cfg: dict) -> Counter:
     if spanned:
         counts.update(probe_spans=len(spanned), aggregate_spans=1)
         instances["spans"] = sum(1 for name, _ in spanned if name in drawn)
-    sequential = _stage_runs(models, checkpoints, "sequential")
-    if sequential:  # one job per checkpoint, the decisions gathered (and rendered: below)
-        counts.update(probe_sequential=len(sequential), aggregate_decisions=1)
+    # the studies kept in folders (swapkl.study.STUDIES): each rule's jobs as the study declares them, one per
+    # checkpoint its section runs on or one in all, and one HTML view per results table
+    folder_tables = 0
+    for study in STUDIES.entries():
+        runs = _stage_runs(models, checkpoints, study.name)
+        if runs:
+            counts.update({rule: len(runs) if per == "checkpoint" else 1 for rule, per in study.rules.items()})
+            folder_tables += len(study.tables)
     if demo:
         counts.update(prepare_demo_text=1, train_demo_model=len(demo))
     # a text file of the demo corpus named anywhere in a model entry (make real's windows, perplexity, healing
@@ -332,7 +341,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked)
-                              + 2 * bool(calibrated) + snowball + bool(searched) + bool(sequential))
+                              + 2 * bool(calibrated) + snowball + bool(searched) + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts
@@ -373,9 +382,12 @@ def plan_counts(cfg: dict) -> Counter:
             instances[fig.targets] = len(figure_instances(plan, fig.targets))
     counts.update(figure_counts(instances))
     counts["prune_layers"] = len(plan.stage_checkpoints("prune"))
+    counts["summarise_answer"] = len(plan.answer_models())
     counts["score_relevance"] = len(plan.stage_checkpoints("relevance"))
     counts["probe_spans"] = len(plan.stage_checkpoints("spans"))
-    counts["probe_sequential"] = len(plan.stage_checkpoints("sequential"))
+    for study in STUDIES.entries():  # the studies kept in folders: their per-checkpoint rules
+        counts.update({rule: len(plan.stage_checkpoints(study.name)) for rule, per in study.rules.items()
+                       if per == "checkpoint"})
     for rule in ("probe_healed", "measure_test_agreement"):
         counts[rule] = len(plan.stage_checkpoints("healed_probe"))
     counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))

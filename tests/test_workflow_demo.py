@@ -193,7 +193,7 @@ def test_the_sequential_probe_equals_the_uniform_probe_on_the_windows_it_saw(dem
     variant's per-window KL equals the uniform probe's on those windows (another batching of the same
     windows: equal up to float32 rounding), its n_seqs is its own, and results/decisions.parquet holds the
     checkpoint's decisions."""
-    from swapkl.studies.sequential_probe import walk_order
+    from swapkl.studies.sequential.probe import walk_order
 
     w = demo_run
     seq = pd.read_parquet(w / "results/sequential/pythia-demo/step60/probe.parquet")

@@ -22,17 +22,18 @@ from swapkl.config.job_settings import canonical, text_files, without_nulls
 from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
                                   agreement_file, covariate_file,
                                   healed_file, probe_file, pruning_file, recovery_file,
-                                  relevance_file, repr_file, span_file, test_agreement_file, decisions_file,
-                                  sequential_file)
+                                  relevance_file, repr_file, span_file, test_agreement_file)
 from swapkl.config.checks import DEMO_TASKS
 from swapkl.hub.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with
-from swapkl.config.targets import figure_instances as _figure_instances, final_outputs, report_sections
+from swapkl.config.targets import figure_instances as _figure_instances, final_outputs, report_sections, result_tables
 from swapkl.config.task_pruning_plan import SUMMARY as TASK_PRUNING_SUMMARY, task_pruning_jobs
 from swapkl.figures.figure_registry import SECTIONS as REPORT_SECTIONS
 from swapkl.probes.protocols import get_protocol
 from swapkl.config.validation import invalid_config_message, validate_config
+import swapkl.studies  # every study folder registers itself (swapkl.study.STUDIES)
+from swapkl.study import STUDIES
 
 try:  # every check of swapkl.config, each naming the key path of the value that cannot work
     # {family: {"varies": both|data|init, "members": {model: seed}}}; the members are plain models from here on
@@ -50,6 +51,16 @@ if workflow.exec_mode == ExecMode.DEFAULT:
     for changed_input in refresh_input_stamps(STAMPED_INPUTS.values()):
         logger.warning(f"{changed_input}: its content changed since the last run (whatever its modification time "
                        "says): the jobs that read it run again")
+
+
+def workflow_script(name):
+    """The path of workflow/scripts/``name``, for a rule file outside workflow/rules (a study folder's)."""
+    return os.path.join(workflow.basedir, "workflow", "scripts", name)
+
+
+def workflow_env(name):
+    """The path of the conda environment envs/``name``, for a rule file outside workflow/rules."""
+    return os.path.join(workflow.basedir, "envs", name)
 
 
 def name_regex(names):

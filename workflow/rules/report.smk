@@ -5,13 +5,9 @@
 # Their functions (section, table_report, table_caption, results_tables, ...) are in common.smk.
 
 
-#: the results tables drawn as HTML into the report (results/tables/{name}.html), as patterns of their names
-RESULT_TABLES = (
-    "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
-    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "spans", "pe_ablation", "downstream", "seed003_pruning",
-    "seed003_tables", "snowball", "optimal_search", "decisions",
-)
+#: the results tables drawn as HTML into the report (results/tables/{name}.html), as patterns of their names: the
+#: built-in stages' and those of the studies kept in folders (swapkl.config.targets.result_tables)
+RESULT_TABLES = result_tables()
 
 
 rule render_table:

@@ -1,5 +1,5 @@
 """``swapkl probe-sequential``: probe one checkpoint on a pool of windows in batches, each variant only while a
-decision it takes part in is still open (swapkl.studies.sequential_probe)."""
+decision it takes part in is still open (swapkl.studies.sequential.probe)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, 
 from swapkl.commands.paths import output_arg
 from swapkl.commands.prune_command import _budgets
 from swapkl.stats.sequential_design import Decisions, Design
-from swapkl.studies.sequential_jobs import SequentialJob
+from swapkl.studies.sequential.jobs import SequentialJob
 
 
 def _halfwidth(text: str) -> tuple[str, float]:
@@ -76,7 +76,7 @@ def run(args) -> None:
     """Probe one checkpoint sequentially: windows from the pool in batches, every decision re-evaluated after each
     batch, each variant measured only while a decision it takes part in is open, up to the cap; writes the probe
     table and the decisions table (state `holds` or `undecided`, estimate, interval, windows)."""
-    from swapkl.studies.sequential_probe import run_sequential_probe  # torch: when the command runs
+    from swapkl.studies.sequential.probe import run_sequential_probe  # torch: when the command runs
 
     result = run_sequential_probe(job(args))
     design = result.design

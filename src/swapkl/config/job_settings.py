@@ -9,18 +9,7 @@ import os
 
 from swapkl.config.input_stamps import with_stamps
 from swapkl.hub.revision_names import step_of
-
-
-def canonical(settings):
-    """A settings dict with its keys sorted (recursively). Rule parameters go through this, because
-    Snakemake compares parameters as text: reordering keys in the config file must not re-run jobs."""
-    if isinstance(settings, dict):
-        return {key: canonical(settings[key]) for key in sorted(settings)}
-    return settings
-
-
-def without_nulls(spec: dict) -> dict:
-    return canonical({key: value for key, value in spec.items() if value is not None})
+from swapkl.study import canonical, without_nulls  # noqa: F401  (the workflow's settings helpers, here too)
 
 
 def text_files(*specs: dict) -> list[str]:

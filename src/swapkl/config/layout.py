@@ -49,10 +49,6 @@ repr_file = _per_checkpoint("results/probes/{model}/{revision}/representation.pa
                   "optimal_search"))
 
 
-#: a sequential probe's two tables and its resume file (rule probe_sequential)
-sequential_file = _per_checkpoint("results/sequential/{model}/{revision}/probe.parquet")
-decisions_file = _per_checkpoint("results/sequential/{model}/{revision}/decisions.parquet")
-sequential_progress_file = _per_checkpoint("logs/{model}/{revision}/probe_sequential.progress.jsonl")
 
 
 def checkpoint_dir(model_name: str, model: dict, revision: str) -> str:

@@ -8,9 +8,9 @@ from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.config.checks import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.config.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file,
-                                  sequential_progress_file)
+from swapkl.config.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
+from swapkl.figures.figure_registry import figure
 
 
 class RuleParams:
@@ -45,18 +45,6 @@ class RuleParams:
         return {"out": {protocol: output.probe}, "protocols": [protocol],
                 "progress_path": {protocol: self.progress_path(protocol)(wildcards)}}
 
-    def sequential_inputs(self, wildcards) -> dict:
-        """The checkpoint and the text of a sequential probe's pool (its own `data`, else the probe windows')."""
-        model = self._model(wildcards)
-        return {"checkpoint": self.checkpoint_input(wildcards),
-                "text": text_files(model["sequential"]["data"] or model["data"])}
-
-    @staticmethod
-    def sequential_files(wildcards, output) -> dict:
-        """The file fields of a probe_sequential job: its two tables and its resume file (a log, not an output)."""
-        return {"out": output.probe, "decisions_out": output.decisions,
-                "progress_path": sequential_progress_file(wildcards.model, wildcards.revision)}
-
     # ------------------------------------------------------------------------------------------- checkpoints
 
     def checkpoint_dir(self, wildcards) -> str:
@@ -71,6 +59,31 @@ class RuleParams:
     def probe_data(self, wildcards) -> dict:
         """keyword arguments of swapkl.data.windows.DataSpec for the probe windows."""
         return without_nulls(self._model(wildcards)["data"])
+
+    def answer_inputs(self, wildcards) -> dict:
+        """The inputs of a model's answer page (swapkl.tables.answer_page): the pruning table, the decisions table
+        where its sequential probe ran on the page's revision, and the PNGs of its figures
+        (:meth:`answer_figures`)."""
+        model = wildcards.model
+        inputs = {"pruning": "results/pruning.parquet",
+                  "figures": [png for png, _ in self.answer_figures(model)]}
+        if (model, self.plan.answer_revision(model)) in self.plan.stage_checkpoints("sequential"):
+            inputs["decisions"] = "results/decisions.parquet"
+        return inputs
+
+    def answer_figures(self, model: str) -> list[tuple[str, str]]:
+        """(PNG, caption) of each figure on a model's answer page: the pruning cost and the heatmaps of the page's
+        revision, and the gap along training (a trajectory model) or the I/R ratio by pair distance."""
+        revision = self.plan.answer_revision(model)
+        names = ("pruning_cost", "heatmaps",
+                 "gap_trajectory" if model in self.plan.trajectory_models() else "ratio_by_distance")
+        return [(figure(name).outputs(model=model, revision=revision)[0], figure(name).help) for name in names]
+
+    @staticmethod
+    def text_inputs(*specs: dict) -> list[str]:
+        """The local text files of text specs (windows, evaluation text) with their content stamps: a rule's
+        inputs."""
+        return text_files(*specs)
 
     def probe_inputs(self, wildcards) -> dict:
         return {"checkpoint": self.checkpoint_input(wildcards), "text": text_files(self._model(wildcards)["data"])}

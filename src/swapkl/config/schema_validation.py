@@ -9,7 +9,9 @@ import jsonschema
 import yaml
 from jsonschema import Draft202012Validator, validators
 
+import swapkl.studies  # noqa: F401  (every study folder registers itself)
 from swapkl.config import ConfigError
+from swapkl.study import STUDIES
 
 
 def _set_defaults(validate_properties):
@@ -38,9 +40,21 @@ def schema_error_message(err: jsonschema.ValidationError) -> str:
     return f"{where}: {err.message}"
 
 
-def load_schema(path: str | Path) -> dict:
+def _read_yaml(path: str | Path) -> dict:
     with open(path, encoding="utf-8") as f:
         return yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml's parser when there
+
+
+def load_schema(path: str | Path) -> dict:
+    """The config schema at ``path`` with the section of every study kept in a folder (:data:`swapkl.study.STUDIES`):
+    its ``schema.yaml`` becomes ``$defs/<study>``, and each model gets the section (default: ``{}``)."""
+    schema = _read_yaml(path)
+    for study in STUDIES.entries():
+        if study.name in schema["$defs"] or study.name in schema["$defs"]["model"]["properties"]:
+            raise ConfigError(f"{study.schema_file}: the config schema {path} already has a section {study.name!r}")
+        schema["$defs"][study.name] = _read_yaml(study.schema_file)
+        schema["$defs"]["model"]["properties"][study.name] = {"$ref": f"#/$defs/{study.name}", "default": {}}
+    return schema
 
 
 def validate_schema(cfg: dict, schema: dict) -> None:

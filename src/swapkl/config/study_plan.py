@@ -132,6 +132,16 @@ class StudyPlan:
         pruned = self.stage_checkpoints("prune")
         return [model for model in self.trajectory_models() if len([r for m, r in pruned if m == model]) >= 2]
 
+    def answer_models(self) -> list[str]:
+        """Models whose report opens on an answer page (rule summarise_answer): the pruned ones, seed family
+        members aside."""
+        members = self.seed_members()
+        return [model for model in self.models_with_pruning() if model not in members]
+
+    def answer_revision(self, model: str) -> str:
+        """The revision a model's answer page is about: its last pruned revision."""
+        return last_revision(self.stage_revisions("prune", model))
+
     def export_checkpoints(self) -> list[tuple[str, str]]:
         """Pruned checkpoints whose guides' choices are exported (prune.export_guides)."""
         return [(m, r) for m, r in self.stage_checkpoints("prune") if self.models[m]["prune"]["export_guides"]]

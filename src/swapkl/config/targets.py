@@ -4,10 +4,10 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 from __future__ import annotations
 
 from swapkl.config.ablation_models import PE_TABLE, pe_probe_file
-from swapkl.config.layout import (agreement_file, covariate_file, decisions_file, downstream_file, export_dir,
-                                  healed_file, pruning_file, recovery_file, sequential_file, span_file,
-                                  test_agreement_file)
+from swapkl.config.layout import (agreement_file, covariate_file, downstream_file, export_dir, healed_file,
+                                  pruning_file, recovery_file, span_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
+from swapkl.study import STUDIES
 from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
 from swapkl.figures.figure_registry import figures as registered_figures
@@ -16,6 +16,27 @@ from swapkl.figures.figure_registry import figures as registered_figures
 #: workflow/rules/optimal_search.smk)
 SNOWBALL_TABLE = "results/snowball.parquet"
 OPTIMAL_SEARCH_TABLE = "results/optimal_search.parquet"
+
+
+def answer_file(model: str) -> str:
+    """A model's answer page (rule summarise_answer): the report's first section."""
+    return f"results/answer/{model}.html"
+
+
+#: the results tables of the stages wired in workflow/rules that the report shows as HTML (results/tables/{name}.html),
+#: as patterns of their names
+BUILT_IN_TABLES = (
+    "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
+    "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
+    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "spans", "pe_ablation", "downstream",
+    "seed003_pruning", "seed003_tables", "snowball", "optimal_search",
+)
+
+
+def result_tables() -> tuple[str, ...]:
+    """The name patterns of every results table the report shows as HTML: the built-in stages', then those of
+    the studies kept in folders (their declared ``tables``)."""
+    return BUILT_IN_TABLES + tuple(table for study in STUDIES.entries() for table in study.tables)
 
 
 def _healing_outputs(plan: StudyPlan) -> list[str]:
@@ -40,10 +61,8 @@ def _measurement_outputs(plan: StudyPlan) -> list[str]:
     if covariates:
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
                     *[covariate_file(m, r) for m, r in covariates]]
-    sequential = plan.stage_checkpoints("sequential")
-    if sequential:
-        outputs += ["results/decisions.parquet",
-                    *[f(m, r) for m, r in sequential for f in (sequential_file, decisions_file)]]
+    for study in STUDIES.entries():  # the studies kept in folders (swapkl.studies)
+        outputs += study.final_outputs(plan.stage_checkpoints(study.name))
     spans = plan.stage_checkpoints("spans")
     if spans:
         outputs += ["results/spans.parquet", *[span_file(m, r) for m, r in spans]]
@@ -54,7 +73,8 @@ def _pruning_outputs(plan: StudyPlan) -> list[str]:
     pruned = plan.stage_checkpoints("prune")
     if not pruned:
         return []
-    outputs = ["results/pruning.parquet", "results/pruning_agreement.parquet"]
+    outputs = ["results/pruning.parquet", "results/pruning_agreement.parquet",
+               *[answer_file(model) for model in plan.answer_models()]]
     return outputs + [f(model, revision) for model, revision in pruned for f in (pruning_file, agreement_file)]
 
 
@@ -151,7 +171,8 @@ def report_sections(plan: StudyPlan) -> dict[str, str]:
     """The report category of every section this plan's report fills (key -> ``"NN. title"``): the sections of the
     figures it draws, the scorecard and the tables, numbered in reading order (figure_registry.numbered_sections)."""
     present = {fig.section for fig in registered_figures().values() if figure_instances(plan, fig.targets)}
-    return numbered_sections(present | set(ALWAYS_PRESENT))
+    answer = {"answer"} if plan.answer_models() else set()
+    return numbered_sections(present | answer | set(ALWAYS_PRESENT))
 
 
 def final_outputs(plan: StudyPlan) -> list[str]:

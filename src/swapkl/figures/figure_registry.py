@@ -29,10 +29,12 @@ from swapkl.registry import Registry
 
 #: the wildcards of each scope, in the order they appear in an output path
 SCOPES = {"checkpoint": ("model", "revision"), "model": ("model",), "family": ("family",), "global": ()}
-#: the report's sections, in reading order: key -> title. What the run measured comes first, the scorecard of
+#: the report's sections, in reading order: key -> title. The answer page of each pruned model opens it (rule
+#: summarise_answer, no figure of its own); what the run measured comes next, the scorecard of
 #: published numbers after it, the tables last. ``section("key")`` in the workflow numbers them (only the sections
 #: a run fills: :func:`numbered_sections`).
 SECTIONS = {
+    "answer": "The answer: which blocks can be removed, at what cost, how sure",
     "demo": "Demo training",
     "gap": "Protocol gap along training",
     "ratio": "I/R ratio by pair distance",

@@ -4,7 +4,7 @@ still need windows.
 A sequential probe draws windows from a pool in batches (in the pool's order, so every variant sees a prefix of
 it) and, after each batch, asks the questions the run is for. A variant keeps getting windows only while a
 question it takes part in is still open. This module holds the statistics; the model runs are
-:mod:`swapkl.studies.sequential_probe`.
+:mod:`swapkl.studies.sequential.probe`.
 
 The evidence is, for each variant v, its per-window KL sums ``x[v, w]`` over the first ``n[v]`` windows of the
 pool, and the scored tokens ``t[w]`` of each window (the same for every variant). A variant's KL on its windows is

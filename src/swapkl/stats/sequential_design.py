@@ -1,5 +1,5 @@
 """What a sequential probe is for and when it looks (:class:`Design`, :class:`Decisions`), without numpy: the
-workflow's own process builds them into a job (swapkl.studies.sequential_jobs); swapkl.stats.sequential
+workflow's own process builds them into a job (swapkl.studies.sequential.jobs); swapkl.stats.sequential
 evaluates the decisions."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import pandas as pd
 
 from swapkl.stats.sequential import Evidence, mean_gap, paired_difference, set_decision
 from swapkl.stats.sequential_design import Decisions
-from swapkl.studies.sequential_probe import GUIDE_PROTOCOLS, guide_selector
+from swapkl.studies.sequential.probe import GUIDE_PROTOCOLS, guide_selector
 
 LEVEL = 0.95
 HOLDS, UNDECIDED, SAME = "holds", "undecided", "same blocks"

@@ -60,7 +60,7 @@ from swapkl.tables.schemas import SEED_GAPS as GAPS
 from swapkl.tables.schemas import SEED_MEMBER_STATS as MEMBER_STATS
 from swapkl.tables.schemas import SEED_RANKED as RANKED
 from swapkl.tables.schemas import SEEDS_SCHEMA as SCHEMA
-from swapkl.tables.schemas import read_pruning, read_table
+from swapkl.tables.schemas import read_pruning, read_seeds, read_table
 from swapkl.stats.seed_families import family_of
 
 KINDS = ("member", "family", "pruning", "decomposition")
@@ -281,6 +281,3 @@ def write_seed_statistics(aggregate_path, out, *, families: dict, pruning_path=N
     return df
 
 
-def read_seeds(path) -> pd.DataFrame:
-    """The seeds table as a DataFrame (every column of :data:`SCHEMA`)."""
-    return read_table(path, SCHEMA, "seeds")[0].to_pandas()

@@ -314,6 +314,11 @@ def read_frame(path, schema: pa.Schema | Sequence[str], what: str) -> pd.DataFra
     return read_table(path, schema, what)[0].to_pandas()
 
 
+def read_seeds(path) -> pd.DataFrame:
+    """The seeds table (swapkl.studies.seeds) as a DataFrame (every column of :data:`SEEDS_SCHEMA`)."""
+    return read_table(path, SEEDS_SCHEMA, "seeds")[0].to_pandas()
+
+
 def read_pruning(path) -> pd.DataFrame:
     """A pruning table with its confidence intervals: a per-checkpoint file (``swapkl prune``'s output, which
     has none yet) is refused with the command that adds them."""
@@ -359,7 +364,7 @@ DOWNSTREAM_SCHEMA = pa.schema([
     ("score", pa.float64()), ("perplexity", pa.float64()), ("retention", pa.float64()), ("n", pa.int64()),
 ])
 #: what identifies a downstream row
-#: a sequential probe's decisions table (swapkl.studies.sequential_probe), one row per decision at the last look
+#: a sequential probe's decisions table (swapkl.studies.sequential.probe), one row per decision at the last look
 DECISIONS_SCHEMA = pa.schema([
     ("model", pa.string()), ("revision", pa.string()), ("kind", pa.string()), ("subject", pa.string()),
     ("state", pa.string()), ("answer", pa.string()), ("estimate", pa.float64()), ("low", pa.float64()),

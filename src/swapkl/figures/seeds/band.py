@@ -13,7 +13,7 @@ from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, VERMILLION, cycled
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.protocol.trajectory import GAP_LABELS, pair_set_title
-from swapkl.studies.seeds import read_seeds
+from swapkl.tables.schemas import read_seeds
 from swapkl.figures.figure_registry import on_table
 
 #: the fewest seeds over which a step gets the mean +- sd band and the min/max lines (with fewer, the seeds are

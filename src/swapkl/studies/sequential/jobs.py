@@ -1,5 +1,5 @@
 """Job description of the sequential probe: ``swapkl probe-sequential`` / rule probe_sequential (see
-:mod:`swapkl.model.model_job`); :func:`swapkl.studies.sequential_probe.run_sequential_probe` runs it."""
+:mod:`swapkl.model.model_job`); :func:`swapkl.studies.sequential.probe.run_sequential_probe` runs it."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ from swapkl.probes.pairs import pairs_for, parse_pair_set
 from swapkl.probes.protocols import build_variants
 from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
 from swapkl.pruning.guides import GuideContext, get_guide
-from swapkl.studies.sequential_jobs import SequentialJob
+from swapkl.studies.sequential.jobs import SequentialJob
 from swapkl.stats.sequential import (HOLDS, Decision, Evidence, halfwidth_decision, pair_keys, set_decision,
                                      sign_decision, still_needed)
 from swapkl.stats.sequential_design import Decisions, Design
@@ -254,7 +254,7 @@ def walk_order(n: int, seed: int) -> np.ndarray:
 
 
 def run_sequential_probe(*args, **options) -> SequentialResult:
-    """Run a :class:`~swapkl.studies.sequential_jobs.SequentialJob` (``run_sequential_probe(job)``, or its fields:
+    """Run a :class:`~swapkl.studies.sequential.jobs.SequentialJob` (``run_sequential_probe(job)``, or its fields:
     ``run_sequential_probe(model, out, decisions_out, data=..., ...)``): load the model, draw the pool of windows
     ``data`` describes (its ``n_seqs`` windows: the pool), walk it in :func:`walk_order` (``data.seed``), probe it
     sequentially and write the probe table ``out`` (per-window columns in walk order) and the decisions table

@@ -1,0 +1,178 @@
+"""Stages and studies, each declared once: what the workflow, the planner, the report and the docs read.
+
+A :class:`Stage` is one kind of job that runs once per checkpoint: its job description (the frozen dataclass of
+its options and their defaults), what runs it (a function named as ``"module:function"``, imported only where
+the job runs, so that building the job never imports torch), the model's config section that holds its options
+and chooses its revisions (``enabled``, ``revisions``), which of the job's fields are files (the rule gives those
+apart) and the settings that are not a config key of their field's name.
+
+A :class:`Study` is a study kept in one folder of :mod:`swapkl.studies`: its stage, the rule file, the schema of
+its config section and the captions of its results tables lie beside its declaration, and it says which rules
+it adds and how many jobs each makes, so that the planner's counts follow from it. Importing
+:mod:`swapkl.studies` imports every such folder, and each registers itself here.
+
+This module imports only the registry type: the workflow reads it where Snakemake runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swapkl.registry import Registry
+
+
+def canonical(settings):
+    """A settings dict with its keys sorted (recursively). Rule parameters go through this, because
+    Snakemake compares parameters as text: reordering keys in the config file must not re-run jobs."""
+    if isinstance(settings, dict):
+        return {key: canonical(settings[key]) for key in sorted(settings)}
+    return settings
+
+
+def without_nulls(spec: dict) -> dict:
+    """A config spec without its null keys (the job's defaults then apply), keys sorted."""
+    return canonical({key: value for key, value in spec.items() if value is not None})
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: ``job`` its description, ``runner`` the function that runs one (``"module:function"``, or the
+    function itself), ``section`` the model's config section of its options and revisions (None: the model's
+    own keys, every revision), ``files`` the job's fields that are files, ``settings(params, wildcards)`` the
+    values of the fields that no config key of their name gives, ``on_checkpoint``: its job runs on one of the
+    study's checkpoints (the checkpoint, placement and probe windows come from the model's config)."""
+
+    kind: str
+    job: type
+    runner: str | Callable
+    section: str | None = None
+    files: tuple[str, ...] = ()
+    settings: Callable | None = None
+    on_checkpoint: bool = True
+
+    def job_settings(self, params, wildcards) -> dict:
+        """The settings of this stage's job on the wildcards (``params``: the run's
+        :class:`~swapkl.config.rule_params.RuleParams`): the explicit ones, then the config keys named like the
+        job's fields, in the model's section first, then at the model's level."""
+        explicit = self.settings(params, wildcards) if self.settings else {}
+        if not self.on_checkpoint:
+            return self.job.fields_from(**explicit)
+        model = params.model_config(wildcards)
+        sources = ([model[self.section]] if self.section else []) + [model]
+        explicit = {"model": params.checkpoint_dir(wildcards), "placement": params.placement(wildcards),
+                    "data": params.probe_data(wildcards), **explicit}
+        return self.job.fields_from(*sources, skip=self.files,
+                                    **{k: v for k, v in explicit.items() if k in self.job.field_names()})
+
+    def run(self, job) -> None:
+        """Run ``job`` with the stage's runner (imported now: torch, where the job runs)."""
+        runner = self.runner
+        if isinstance(runner, str):
+            module, name = runner.split(":")
+            runner = getattr(importlib.import_module(module), name)
+        runner(job)
+
+
+#: every stage that runs one job per checkpoint, by the name its rule gives its job
+STAGES: Registry[Stage] = Registry("stage")
+
+
+def register_stage(stage: Stage) -> Stage:
+    return STAGES.add(stage.kind, stage)
+
+
+#: how many jobs a study's rule makes: one per checkpoint its stage runs on, or one for the whole run (when the
+#: stage runs anywhere)
+JOB_COUNTS = ("checkpoint", "once")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study in one folder (``folder``): ``name`` is its config section (``models.<model>.<name>``) and the
+    name of its stage; ``summary`` its one line in docs/studies.md.
+
+    ``outputs``: {name: path pattern with ``{model}`` and ``{revision}``}, the files its per-checkpoint rule
+    writes; ``tables``: {results table name (``results/<name>.parquet``): its caption file in the folder}, the
+    tables gathered over the checkpoints and shown in the report; ``rules``: {rule: "checkpoint" or "once"}
+    (:data:`JOB_COUNTS`), the jobs each of its rules makes; ``inputs(params, wildcards)``: the per-checkpoint
+    rule's inputs; ``files(wildcards, output)``: the job's file fields of that rule's outputs. The folder holds
+    ``rules.smk`` (its rules), ``schema.yaml`` (its config section's JSON schema) and the captions."""
+
+    name: str
+    folder: Path
+    stage: Stage
+    summary: str
+    outputs: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)
+    rules: dict[str, str] = field(default_factory=dict)
+    inputs: Callable | None = None
+    files: Callable | None = None
+
+    def __post_init__(self):
+        bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}
+        if bad:
+            raise ValueError(f"study {self.name!r}: job counts {bad} are not one of {JOB_COUNTS}")
+        if self.stage.section != self.name or self.stage.kind != self.name:
+            raise ValueError(f"study {self.name!r}: its stage is {self.stage.kind!r} on the section "
+                             f"{self.stage.section!r}; both must be the study's name")
+
+    @property
+    def rule_file(self) -> Path:
+        return self.folder / "rules.smk"
+
+    @property
+    def schema_file(self) -> Path:
+        return self.folder / "schema.yaml"
+
+    def caption(self, table: str) -> str:
+        """The caption file of results table ``table``, as a path the report reads."""
+        return str(self.folder / self.tables[table])
+
+    def rule_inputs(self, params):
+        """The per-checkpoint rule's ``input`` function (``unpack`` it): :attr:`inputs` with the run's params."""
+        return lambda wildcards: self.inputs(params, wildcards)
+
+    def per_checkpoint(self, output: str, checkpoints) -> list[str]:
+        """Output ``output`` of each of ``checkpoints`` ((model, revision) pairs): what a gathering rule reads."""
+        return [self.outputs[output].format(model=model, revision=revision) for model, revision in checkpoints]
+
+    def final_outputs(self, checkpoints) -> list[str]:
+        """The files a full run makes on ``checkpoints`` (those its stage runs on): the gathered tables, then each
+        checkpoint's outputs; none when it runs nowhere."""
+        if not checkpoints:
+            return []
+        return [f"results/{table}.parquet" for table in self.tables] + [
+            pattern.format(model=model, revision=revision)
+            for model, revision in checkpoints for pattern in self.outputs.values()]
+
+
+#: every study kept in a folder of swapkl.studies, by name
+STUDIES: Registry[Study] = Registry("study")
+
+
+def register_study(study: Study) -> Study:
+    """Register ``study`` and its stage."""
+    register_stage(study.stage)
+    return STUDIES.add(study.name, study)
+
+
+def studies_markdown(studies=None) -> str:
+    """docs/studies.md's table of the studies kept in folders (``studies``: default, every registered one): what
+    each runs, its rules with their jobs, its files per checkpoint, its results tables and its folder's files.
+    tests/test_study_folders.py checks that the docs hold exactly this text."""
+    studies = STUDIES.entries() if studies is None else studies
+    lines = ["| study (config section) | what it does | rules (jobs) | per checkpoint | results tables | folder |",
+             "|---|---|---|---|---|---|"]
+    for study in studies:
+        rules = ", ".join(f"`{rule}` ({'one per checkpoint' if per == 'checkpoint' else 'one'})"
+                          for rule, per in study.rules.items())
+        outputs = ", ".join(f"`{pattern}`" for pattern in study.outputs.values())
+        tables = ", ".join(f"`results/{table}.parquet`" for table in study.tables)
+        kept = (".py", ".smk", ".yaml", ".rst")
+        files = sorted(p.name for p in study.folder.iterdir() if p.is_file() and p.suffix in kept)
+        lines.append(f"| `{study.name}` | {study.summary} | {rules} | {outputs} | {tables} | "
+                     f"{len(files)} files: {', '.join(f'`{f}`' for f in files)} |")
+    return "\n".join(lines) + "\n"

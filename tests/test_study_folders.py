@@ -1,0 +1,148 @@
+"""A study is one folder of swapkl.studies (swapkl.study.Study): the declarations reach the workflow, the planner,
+the report and the docs.
+
+tests/toy_study is a complete study in six files (declaration, job, runner, rules, schema, caption). Dropped into a
+copy of the package as the only change, it gets a config section (with its defaults, refusing unknown keys), its
+rules in the dry-run DAG with the jobs its declaration says, its table among the report's HTML views, its row in
+docs/studies.md's table, and its section's key reaches its runner through the rule's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+import swapkl.studies  # noqa: F401  (the study folders register themselves)
+from repo_copy import repo_copy
+from swapkl.study import STUDIES, Study, studies_markdown
+from test_workflow_config import job_counts
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = Path(__file__).with_name("toy_study")
+
+
+def test_every_study_folder_is_declared_with_its_files():
+    """Each subpackage of swapkl.studies registers one study whose rule file, schema and captions exist, and the
+    rule file defines the rules the declaration counts."""
+    folders = sorted(p.name for p in (REPO / "src" / "swapkl" / "studies").iterdir()
+                     if (p / "__init__.py").exists())
+    assert sorted(s.folder.name for s in STUDIES.entries()) == folders
+    for study in STUDIES.entries():
+        assert isinstance(study, Study) and study.rule_file.exists() and study.schema_file.exists()
+        assert all(Path(study.caption(t)).exists() for t in study.tables), study.name
+        text = study.rule_file.read_text()
+        assert sorted(study.rules) == sorted(line[5:-1] for line in text.splitlines() if line.startswith("rule "))
+
+
+def test_docs_list_every_study_as_declared():
+    doc = (REPO / "docs" / "studies.md").read_text()
+    assert studies_markdown() in doc, "docs/studies.md: paste swapkl.study.studies_markdown()'s table:\n" + \
+        studies_markdown()
+
+
+def _tree_with_toy(tmp_path: Path) -> Path:
+    tree = repo_copy(tmp_path, "profiles", "config")
+    shutil.copytree(TOY, tree / "src" / "swapkl" / "studies" / "toy_study",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return tree
+
+
+def _config(tree: Path, toy: dict | None) -> Path:
+    cfg = yaml.safe_load((REPO / "config" / "demo_smoke.yaml").read_text())
+    if toy is not None:
+        cfg["models"]["pythia-demo"]["toy_study"] = toy
+    path = tree / ("toy.yaml" if toy is not None else "plain.yaml")
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def _dry_run(tree: Path, configfile: Path, env: dict) -> str:
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--nolock", "--dry-run", "--forceall", "--cores", "1",
+                           "--replace-workflow-config", "--configfile", str(configfile)], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+#: run in the tree: the toy's section as validated, its rule job's settings, the job run on a stand-in checkpoint,
+#: a bad key's refusal and docs/studies.md's table
+PROBE_TREE = """
+import copy, json, sys, pandas as pd
+from types import SimpleNamespace
+from pathlib import Path
+import yaml
+from swapkl.config import ConfigError
+from swapkl.config.rule_jobs import build_job, job_settings, run_rule_job
+from swapkl.config.rule_params import RuleParams
+from swapkl.config.study_plan import StudyPlan
+from swapkl.config.validation import validate_config
+from swapkl.study import studies_markdown
+
+def validated(cfg):
+    cfg = copy.deepcopy(cfg)
+    families = validate_config(cfg, schema_path="workflow/schemas/config.schema.yaml", rules_dir="workflow/rules",
+                               base_dir=".")
+    return cfg, families
+
+cfg = yaml.safe_load(open(sys.argv[1]))
+done, families = validated(cfg)
+params = RuleParams(StudyPlan(done, families))
+wildcards = SimpleNamespace(model="pythia-demo", revision="step60")
+settings = job_settings("toy_study", params, wildcards)
+ckpt = Path(sys.argv[2])
+ckpt.mkdir()
+(ckpt / "config.json").write_text(json.dumps({"num_hidden_layers": 6}))
+settings["model"] = str(ckpt)
+out = ckpt.parent / "toy.parquet"
+run_rule_job(settings, {"out": str(out)}, [str(out)])
+bad = copy.deepcopy(cfg)
+bad["models"]["pythia-demo"]["toy_study"]["bogus"] = 1
+try:
+    validated(bad)
+    refusal = None
+except ConfigError as err:
+    refusal = str(err)
+print(json.dumps({"section": done["models"]["pythia-demo"]["toy_study"], "scale": settings["scale"],
+                  "checkpoints": params.plan.stage_checkpoints("toy_study"),
+                  "score": float(pd.read_parquet(out)["score"].iloc[0]), "refusal": refusal,
+                  "docs": studies_markdown()}))
+"""
+
+
+def test_a_toy_study_folder_reaches_the_schema_the_dag_the_report_and_the_docs(tmp_path):
+    tree = _tree_with_toy(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    toy = _config(tree, {"enabled": True, "revisions": ["step4", "step60"], "scale": 2.5})
+
+    proc = subprocess.run([sys.executable, "-c", PROBE_TREE, str(toy), str(tmp_path / "ckpt")], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout)
+    # the schema: the section with its defaults, an unknown key refused by its path
+    assert seen["section"] == {"enabled": True, "revisions": ["step4", "step60"], "scale": 2.5}
+    assert seen["refusal"].startswith("models.pythia-demo.toy_study: Additional properties are not allowed ('bogus'")
+    # the stage: its revisions from the section, the section's key in the job, which the runner reads
+    assert seen["checkpoints"] == [["pythia-demo", "step4"], ["pythia-demo", "step60"]]
+    assert seen["scale"] == 2.5 and seen["score"] == 2.5 * 6
+    # the docs: a row of docs/studies.md's table
+    assert "| `toy_study` | a toy: one number per checkpoint" in seen["docs"]
+    assert "6 files: `__init__.py`, `jobs.py`, `rules.smk`, `run.py`, `schema.yaml`, `toy_table.rst`" in seen["docs"]
+
+    # the DAG: the jobs the declaration says, and the table's HTML view in the report; nothing else changes
+    with_toy = _dry_run(tree, toy, env)
+    plain = job_counts(_dry_run(tree, _config(tree, None), env))
+    counts = job_counts(with_toy)
+    assert counts - plain == {"score_toy": 2, "aggregate_toy": 1, "render_table": 1}
+    assert plain - counts == {}
+    assert "results/tables/toy_scores.html" in with_toy
+    assert "results/toy_study/pythia-demo/step60.parquet" in with_toy
+
+
+def test_without_the_toy_the_package_has_no_toy_study():
+    assert "toy_study" not in STUDIES
