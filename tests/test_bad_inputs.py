@@ -319,7 +319,7 @@ CLI_CASES = {
     "unknown pair set": (
         "CLI", case_bad_pair_set, "unknown pair set 'within:0': expected 'adjacent', 'within:K' (K>=1) or 'all'"),
     "unknown protocol": (
-        "CLI", case_bad_protocol, "unknown protocol 'swap': choose from replacement, interchange, deletion, averaging, head_interchange, averaging_paper, head_interchange_paper"),
+        "CLI", case_bad_protocol, "unknown protocol 'swap': choose from replacement, interchange, deletion, averaging, head_interchange, averaging_paper, head_interchange_paper, attention_replacement, mlp_replacement, attention_interchange, mlp_interchange, attention_deletion, mlp_deletion"),
     "batch size 0": ("CLI", case_zero_batch, "batch_size must be at least 1, got 0"),
     "negative bootstrap count": (
         "CLI", case_negative_bootstrap, "n_boot (bootstrap resamples) must be at least 1, got -1"),

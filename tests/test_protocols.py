@@ -40,8 +40,8 @@ def _slots(n_layers, changed):
 
 def _reference(name, n_layers, n_units, pairs):
     """{(layer_i, layer_j, head): slots} of a protocol, written from its definition (README, docs/paper_modes.md)
-    without the package's builders. A slot is ("block", b), ("average", host, partner) or
-    ("head", host, donor, unit)."""
+    without the package's builders. A slot is ("block", b), ("average", host, partner), ("head", host, donor,
+    unit), ("sublayer", host, donor, part) or ("skip", host, part)."""
     out = {}
     for i, j in pairs:
         if name in ("replacement", "averaging"):
@@ -52,6 +52,12 @@ def _reference(name, n_layers, n_units, pairs):
             out[(i, j, None)] = _slots(n_layers, {i: ("block", j), j: ("block", i)})
         elif name == "averaging_paper":
             out[(i, j, None)] = _slots(n_layers, {i: ("average", i, j), j: ("average", j, i)})
+        part = name.split("_")[0]
+        if name in ("attention_replacement", "mlp_replacement"):  # directed; the host keeps the rest of its block
+            for a, b in ((i, j), (j, i)):
+                out[(a, b, None)] = _slots(n_layers, {a: ("sublayer", a, b, part)})
+        elif name in ("attention_interchange", "mlp_interchange"):
+            out[(i, j, None)] = _slots(n_layers, {i: ("sublayer", i, j, part), j: ("sublayer", j, i, part)})
         for u in range(n_units):
             if name == "head_interchange":
                 out[(i, j, u)] = _slots(n_layers, {i: ("head", i, j, u), j: ("head", j, i, u)})
@@ -59,6 +65,8 @@ def _reference(name, n_layers, n_units, pairs):
                 out[(i, j, u)] = _slots(n_layers, {i: ("head", i, j, u)})
     if name == "deletion":
         out = {(i, None, None): _slots(n_layers, {i: None}) for i in range(n_layers)}
+    if name in ("attention_deletion", "mlp_deletion"):  # every block, whatever the pairs; the slot stays
+        out = {(i, None, None): _slots(n_layers, {i: ("skip", i, name.split("_")[0])}) for i in range(n_layers)}
     return out
 
 
@@ -71,6 +79,8 @@ def _executed(v):
             out.append(("block", b))
         elif recipes[b][0] == "average":
             out.append(("average", recipes[b][1], recipes[b][2]))
+        elif recipes[b][0] in ("sublayer", "skip"):
+            out.append(recipes[b])
         else:
             out.append(("head", *recipes[b][1:]))
     return tuple(out)

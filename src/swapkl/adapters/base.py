@@ -73,6 +73,14 @@ class Adapter:
     tokenizer_files: tuple[str, ...] = TOKENIZER_FILES
     #: the attention output projection (the default head slices: ``<attention>.<out_projection>.weight``)
     out_projection = "o_proj"
+    #: the parameter-name prefixes of a block's two sublayers, each with the norms around it
+    #: (:mod:`swapkl.model.sublayers`): what a sublayer replacement or interchange takes from the donor block.
+    #: Every parameter of a block belongs to exactly one of the two.
+    sublayer_prefixes: dict[str, tuple[str, ...]] = {"attention": ("input_layernorm.", "self_attn."),
+                                                     "mlp": ("post_attention_layernorm.", "mlp.")}
+    #: the parameters (name prefixes) whose zeros remove a sublayer's contribution to the residual stream: its
+    #: output projection (weight and bias); a norm after it maps zeros to zeros (RMSNorm)
+    sublayer_outputs: dict[str, tuple[str, ...]] = {"attention": ("self_attn.o_proj.",), "mlp": ("mlp.down_proj.",)}
     #: the modules that the LoRA targets q, k, v and o name (module-name suffixes, as PEFT matches them); an
     #: architecture without aliases ({}) takes module names only
     lora_projections: dict[str, tuple[str, ...]] = {"q": ("q_proj",), "k": ("k_proj",), "v": ("v_proj",),
@@ -96,6 +104,12 @@ class Adapter:
             ADAPTERS.add(t, cls)
 
     # -- architecture knowledge used without a loaded model ----------------
+    @classmethod
+    def sublayer_refusal(cls, config) -> str | None:
+        """Why the sublayers of this checkpoint's blocks cannot be moved or skipped one at a time (None: they
+        can). The default architecture adds each sublayer's output to the residual stream it read."""
+        return None
+
     @classmethod
     def head_slices(cls, config, unit: int, group: int, d: int) -> list[tuple[str, int, slice]]:
         """``(parameter name in the block, dimension, index range)`` of head unit ``unit``: one key/value head and

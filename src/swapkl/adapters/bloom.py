@@ -24,6 +24,16 @@ class BloomAdapter(Adapter):
                     blocks="h")
     position_encoding = "alibi"
     lora_projections = {}  # LoRA targets name its modules
+    sublayer_prefixes = {"attention": ("input_layernorm.", "self_attention."),
+                         "mlp": ("post_attention_layernorm.", "mlp.")}
+    sublayer_outputs = {"attention": ("self_attention.dense.",), "mlp": ("mlp.dense_4h_to_h.",)}
+
+    @classmethod
+    def sublayer_refusal(cls, config):
+        if getattr(config, "apply_residual_connection_post_layernorm", False):
+            return ("apply_residual_connection_post_layernorm is set: the residual each sublayer adds to is its "
+                    "norm's output, so skipping a sublayer does not pass the stream through")
+        return None
 
     @classmethod
     def head_slices(cls, config, unit, group, d):

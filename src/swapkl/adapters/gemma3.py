@@ -36,6 +36,9 @@ from swapkl.errors import SwapKLError
 
 class Gemma3Adapter(Adapter):
     model_types = ("gemma3_text",)
+    # a norm before and after each sublayer, both inside its residual branch
+    sublayer_prefixes = {"attention": ("input_layernorm.", "self_attn.", "post_attention_layernorm."),
+                         "mlp": ("pre_feedforward_layernorm.", "mlp.", "post_feedforward_layernorm.")}
 
     def __init__(self, model: nn.Module):
         super().__init__(model)

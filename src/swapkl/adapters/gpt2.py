@@ -29,6 +29,8 @@ class GPT2Adapter(Adapter):
     position_encoding = "learned"
     lora_projections = {"q": ("c_attn",), "k": ("c_attn",), "v": ("c_attn",), "o": ("attn.c_proj",)}
     lora_fan_in_fan_out = True  # Conv1D weights are [in, out]
+    sublayer_prefixes = {"attention": ("ln_1.", "attn."), "mlp": ("ln_2.", "mlp.")}
+    sublayer_outputs = {"attention": ("attn.c_proj.",), "mlp": ("mlp.c_proj.",)}
 
     def prepare(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, BlockContext]:
         tokens = self.embed(input_ids)

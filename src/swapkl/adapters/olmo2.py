@@ -7,6 +7,9 @@ from swapkl.adapters.base import Adapter
 
 class Olmo2Adapter(Adapter):
     model_types = ("olmo2",)
+    # each sublayer's norm comes after it, inside its residual branch
+    sublayer_prefixes = {"attention": ("self_attn.", "post_attention_layernorm."),
+                         "mlp": ("mlp.", "post_feedforward_layernorm.")}
 
     @classmethod
     def head_slices(cls, config, unit, group, d):

@@ -27,6 +27,17 @@ class OPTAdapter(Adapter):
     position_encoding = "learned"
     out_projection = "out_proj"  # no GQA: the default head slices with group 1
     lora_projections = {}  # LoRA targets name its modules
+    sublayer_prefixes = {"attention": ("self_attn_layer_norm.", "self_attn."),
+                         "mlp": ("final_layer_norm.", "fc1.", "fc2.")}
+    sublayer_outputs = {"attention": ("self_attn.out_proj.",), "mlp": ("fc2.",)}
+
+    @classmethod
+    def sublayer_refusal(cls, config):
+        if not getattr(config, "do_layer_norm_before", True):
+            return ("its blocks are post-LN (do_layer_norm_before is false, as in OPT-350M): each sublayer's norm "
+                    "acts on the residual stream after the sublayer is added, so a sublayer cannot be skipped or "
+                    "moved with its norm alone")
+        return None
 
     def __init__(self, model: nn.Module):
         super().__init__(model)

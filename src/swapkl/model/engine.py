@@ -29,6 +29,7 @@ from swapkl.options import require_int
 from swapkl.model.variant import Variant
 from swapkl.model.heads import head_swapped_block
 from swapkl.model.merge import averaged_block
+from swapkl.model.sublayers import sublayer_skipped_block, sublayer_swapped_block
 
 
 #: ids of blocks added with add_block start below every id a variant's recipe uses (swapkl.probes.protocols)
@@ -165,8 +166,12 @@ class ProbeEngine:
             for bid, recipe in variant.blocks:
                 if recipe[0] == "average":
                     module = averaged_block(blocks[recipe[1]], blocks[recipe[2]])
-                else:
+                elif recipe[0] == "head":
                     module = head_swapped_block(blocks[recipe[1]], blocks[recipe[2]], self.adapter.config, recipe[3])
+                elif recipe[0] == "sublayer":
+                    module = sublayer_swapped_block(blocks[recipe[1]], blocks[recipe[2]], self.adapter, recipe[3])
+                else:
+                    module = sublayer_skipped_block(blocks[recipe[1]], self.adapter, recipe[2])
                 self.adapter.extra_blocks[bid] = module
             yield
         finally:

@@ -23,7 +23,8 @@ class Variant:
     layer_j: int | None
     order: tuple[int, ...]
     head: int | None = None
-    #: ``(block id, recipe)``: recipe ``("average", a, b)`` or ``("head", block, donor, unit)``
+    #: ``(block id, recipe)``: recipe ``("average", a, b)``, ``("head", block, donor, unit)``, ``("sublayer", block,
+    #: donor, part)`` (block with donor's attention or MLP) or ``("skip", block, part)`` (block without it)
     blocks: tuple[tuple[int, tuple], ...] = ()
 
     @property

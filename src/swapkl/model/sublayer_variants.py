@@ -1,0 +1,49 @@
+"""The variants that move or skip one sublayer of a block (built by :mod:`swapkl.model.sublayers` when they run):
+their recipes and block ids. Torch-free, like :mod:`swapkl.model.variant`: the protocol registry, which the
+workflow and the figures read, imports it."""
+
+from __future__ import annotations
+
+from swapkl.model.variant import Variant
+
+#: the two sublayers of a block
+PARTS = ("attention", "mlp")
+
+#: the negative block ids of the sublayer recipes start here, above every id another recipe uses (averaging: up to
+#: L^2, head units: L^2 + 2 L^2 U) and below the blocks added by the engine (2^40)
+_FIRST_ID = 2**30
+
+
+def recipe_id(recipe: tuple, n_layers: int) -> int:
+    """The block id of a sublayer recipe, the same wherever the recipe recurs (a replacement's changed block is one
+    of an interchange's) and unique to it: ``("sublayer", block, donor, part)`` or ``("skip", block, part)``."""
+    kind = 2 * (recipe[0] == "skip") + PARTS.index(recipe[-1])
+    block = recipe[1]
+    other = recipe[2] if recipe[0] == "sublayer" else block
+    return -(_FIRST_ID + (kind * n_layers + block) * n_layers + other)
+
+
+def _with(protocol: str, i: int, j: int | None, n_layers: int, slots: dict[int, tuple]) -> Variant:
+    """The variant whose slots in ``slots`` run the block built by their recipe; every other slot its own."""
+    order = list(range(n_layers))
+    blocks = []
+    for slot, recipe in slots.items():
+        order[slot] = recipe_id(recipe, n_layers)
+        blocks.append((order[slot], recipe))
+    return Variant(protocol, i, j, tuple(order), blocks=tuple(blocks))
+
+
+def sublayer_replacement(protocol: str, part: str, i: int, j: int, n_layers: int) -> Variant:
+    """Slot i runs block i with block j's sublayer ``part``."""
+    return _with(protocol, i, j, n_layers, {i: ("sublayer", i, j, part)})
+
+
+def sublayer_interchange(protocol: str, part: str, i: int, j: int, n_layers: int) -> Variant:
+    """Blocks i and j (stored i < j) exchange their sublayers ``part``."""
+    i, j = min(i, j), max(i, j)
+    return _with(protocol, i, j, n_layers, {i: ("sublayer", i, j, part), j: ("sublayer", j, i, part)})
+
+
+def sublayer_deletion(protocol: str, part: str, i: int, n_layers: int) -> Variant:
+    """Block i runs without its sublayer ``part``."""
+    return _with(protocol, i, None, n_layers, {i: ("skip", i, part)})
