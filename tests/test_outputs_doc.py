@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from swapkl.config.targets import result_tables as report_tables
+from swapkl.study import STUDIES
 from swapkl.tables import schemas
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,9 +82,11 @@ def table_paragraphs(text: str) -> dict[str, str]:
 
 
 def result_tables() -> tuple[str, ...]:
-    """The name patterns of RESULT_TABLES in workflow/rules/report.smk (swapkl.config.targets.result_tables)."""
+    """The name patterns of RESULT_TABLES in workflow/rules/report.smk (swapkl.config.targets.result_tables), but
+    the tables of studies that declare their columns: docs/studies.md documents those (tests/test_study_folders.py)."""
     assert "RESULT_TABLES = result_tables()" in REPORT_RULES.read_text()
-    return report_tables()
+    declared = {table for study in STUDIES.values() for table in study.columns}
+    return tuple(t for t in report_tables() if t not in declared)
 
 
 def _keywords(function, callee: str) -> list[str]:

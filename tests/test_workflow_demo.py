@@ -216,3 +216,20 @@ def test_the_sequential_probe_equals_the_uniform_probe_on_the_windows_it_saw(dem
     assert set(decisions["kind"]) == {"sign", "set"} and set(decisions["state"]) <= {"holds", "undecided"}
     assert len(decisions[decisions["kind"] == "sign"]) == 5  # the adjacent pairs of 6 blocks
     assert set(decisions.loc[decisions["kind"] == "set", "subject"]) == {"interchange@1", "interchange@2"}
+
+
+def test_the_sublayer_decomposition_has_the_aggregates_block_gaps(demo_run):
+    """results/sublayer_gaps.parquet (the smoke demo's step60, on the probe windows): its block gaps are the
+    aggregate's pair gaps of the same windows, every adjacent pair has a block, an attention and an MLP gap and
+    an interaction, and every block its deletions."""
+    w = demo_run
+    gaps = pd.read_parquet(w / "results/sublayer_gaps.parquet")
+    agg = pd.read_parquet(w / "results/swapkl.parquet")
+    pairs = agg[(agg["kind"] == "pair") & (agg["model"] == "pythia-demo") & (agg["revision"] == "step60")
+                & (agg["layer_j"] == agg["layer_i"] + 1)].set_index(["layer_i", "layer_j"])
+    block = gaps[(gaps["kind"] == "gap") & (gaps["part"] == "block")]
+    assert len(block) == 5 and set(gaps["part"]) == {"block", "attention", "mlp"}
+    for row in block.itertuples():  # another batching of the same windows: equal up to float32 rounding
+        assert row.value == pytest.approx(pairs.loc[(row.layer_i, row.layer_j), "gap"], rel=1e-4, abs=1e-7)
+    assert len(gaps[gaps["kind"] == "interaction"]) == 5
+    assert len(gaps[gaps["kind"] == "deletion"]) == 6 * 3

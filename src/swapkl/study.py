@@ -98,7 +98,9 @@ class Study:
     writes; ``tables``: {results table name (``results/<name>.parquet``): its caption file in the folder}, the
     tables gathered over the checkpoints and shown in the report; ``rules``: {rule: "checkpoint" or "once"}
     (:data:`JOB_COUNTS`), the jobs each of its rules makes; ``inputs(params, wildcards)``: the per-checkpoint
-    rule's inputs; ``files(wildcards, output)``: the job's file fields of that rule's outputs. The folder holds
+    rule's inputs; ``files(wildcards, output)``: the job's file fields of that rule's outputs; ``columns``:
+    {table: {column: what it holds}}, the column notes of its tables (docs/studies.md and the report's view of
+    each table take them from here; a study without them documents its tables in docs/outputs.md). The folder holds
     ``rules.smk`` (its rules), ``schema.yaml`` (its config section's JSON schema) and the captions."""
 
     name: str
@@ -110,6 +112,7 @@ class Study:
     rules: dict[str, str] = field(default_factory=dict)
     inputs: Callable | None = None
     files: Callable | None = None
+    columns: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self):
         bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}
@@ -175,4 +178,16 @@ def studies_markdown(studies=None) -> str:
         files = sorted(p.name for p in study.folder.iterdir() if p.is_file() and p.suffix in kept)
         lines.append(f"| `{study.name}` | {study.summary} | {rules} | {outputs} | {tables} | "
                      f"{len(files)} files: {', '.join(f'`{f}`' for f in files)} |")
+    for study in studies:
+        for table, notes in study.columns.items():
+            lines += ["", f"### `results/{table}.parquet` ({study.name})", "", "| column | what it holds |",
+                      "|---|---|", *[f"| `{column}` | {note} |" for column, note in notes.items()]]
     return "\n".join(lines) + "\n"
+
+
+def column_note(table: str, column: str) -> str | None:
+    """What ``column`` of a study's results table ``table`` holds, as its declaration says (None: not declared)."""
+    for study in STUDIES.values():
+        if column in study.columns.get(table, {}):
+            return study.columns[table][column]
+    return None

@@ -1,5 +1,6 @@
 """Rule render_table: one results table as an HTML page for the report."""
 
+import swapkl.studies  # noqa: F401  (the studies kept in folders declare their tables' columns)
 from swapkl.joblog import job_log
 from swapkl.tables.table_html import write_table_html
 

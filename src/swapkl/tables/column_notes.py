@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from swapkl.study import column_note
+
 #: column -> meaning, for every table that has the column
 COLUMNS = {
     # identity and provenance of a row
@@ -325,7 +327,11 @@ SUFFIXES = (
 
 
 def describe(column: str, table: str | None = None) -> str:
-    """The meaning of ``column`` in results table ``table`` ("" when none is known)."""
+    """The meaning of ``column`` in results table ``table`` ("" when none is known); a study kept in a folder
+    declares its tables' columns (:func:`swapkl.study.column_note`)."""
+    declared = column_note(table, column) if table is not None else None
+    if declared is not None:
+        return declared
     for pattern, notes in PER_TABLE.items():
         if table is not None and re.fullmatch(pattern, table) and column in notes:
             return notes[column]

@@ -1,0 +1,25 @@
+"""Job description of the sublayer gap decomposition: rule probe_sublayers (see :mod:`swapkl.model.model_job`);
+:func:`swapkl.studies.sublayers.decompose.run_sublayers` runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from swapkl.data.data_spec import DataSpec
+from swapkl.model.model_job import EngineJob
+
+
+@dataclass(frozen=True, kw_only=True)
+class SublayerJob(EngineJob):
+    """One checkpoint: block, attention and MLP replacement and interchange of every pair of ``pairs``, and
+    attention and MLP deletion of every block, on the windows ``data``; ``out`` the decomposition table;
+    ``n_boot`` resamples of the windows (seed ``seed``) for the intervals."""
+
+    out: str
+    data: DataSpec
+    pairs: str = "adjacent"
+    n_boot: int = 1000
+    seed: int = 0
+
+    def __post_init__(self):
+        self.coerce("data", DataSpec)

@@ -1,0 +1,85 @@
+"""The sublayer decomposition measured on a checkpoint: the engine in memory (a model and windows in, per-window
+KL sums out, :func:`window_sums`), then :func:`swapkl.studies.sublayers.decompose.decomposition`, written with its
+provenance by :func:`run_sublayers`."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyarrow as pa
+
+from swapkl.data.windows import check_spec, check_windows, load_windows
+from swapkl.hub.revision_names import step_of
+from swapkl.model.batch_loop import in_window_order, sweep, window_batches
+from swapkl.model.engine import ProbeEngine
+from swapkl.model.loading import load_model
+from swapkl.model.sublayers import sublayer_parameters
+from swapkl.options import require_device, require_int
+from swapkl.probes.pair_sets import parse_pair_set
+from swapkl.studies.sublayers.decompose import SCHEMA, decomposition, sublayer_variants
+from swapkl.tables import provenance
+from swapkl.tables.parquet_io import check_writable, write_parquet
+
+log = logging.getLogger(__name__)
+
+
+def window_sums(engine, input_ids: np.ndarray, attention_mask: np.ndarray, variants, *, batch_size: int = 8,
+                device="cpu", desc: str | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """({variant key: per-window KL sum}, per-window scored tokens), in the windows' order."""
+    batches = window_batches(input_ids, attention_mask, batch_size)
+    per_batch: dict[str, list] = {v.key: [None] * len(batches) for v in variants}
+    tokens: list = [None] * len(batches)
+    for m in sweep(engine, batches, variants, device=device, desc=desc):
+        stats = engine.seq_stats(m.state, m.kl, m.nll)
+        if m.k is None:
+            tokens[m.index] = stats.tokens.cpu().numpy()
+        else:
+            per_batch[m.variant.key][m.index] = stats.kl_sum.cpu().numpy()
+    return ({key: in_window_order(values, batches) for key, values in per_batch.items()},
+            in_window_order(tokens, batches))
+
+
+def part_parameters(engine) -> dict[str, int]:
+    """The parameters of each part of block 0 (every block of a model has the same)."""
+    block = engine.adapter.blocks[0]
+    sizes = dict(block.named_parameters())
+    out = {part: sum(sizes[n].numel() for n in sublayer_parameters(block, engine.adapter, part))
+           for part in ("attention", "mlp")}
+    return out | {"block": sum(p.numel() for p in block.parameters())}
+
+
+def run_sublayers(job) -> list[dict]:
+    """Load the checkpoint and the windows of a :class:`~swapkl.studies.sublayers.jobs.SublayerJob`, measure
+    every variant of :func:`sublayer_variants`, and write :func:`decomposition`'s table to ``job.out`` with its
+    provenance; returns the rows."""
+    check_spec(job.data)
+    parse_pair_set(job.pairs)
+    require_int("batch_size", job.batch_size, 1)
+    require_int("n_boot", job.n_boot, 1)
+    require_int("seed", job.seed, 0)
+    require_device(job.device)
+    check_writable(job.out)
+    loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
+                        trust_remote_code=job.trust_remote_code, need_tokenizer=job.data.tokens is None,
+                        **(job.placement or {}))
+    engine = ProbeEngine(loaded.model, chunk_tokens=job.chunk_tokens)
+    windows = load_windows(job.data, loaded.tokenizer)
+    check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+    if windows.shortfall():
+        log.warning(windows.shortfall())
+    params = part_parameters(engine)
+    label = (job.metadata or {}).get("model") or loaded.model_id
+    rev = (job.metadata or {}).get("revision") or loaded.revision or "main"
+    variants = sublayer_variants(job.pairs, engine.n_layers)
+    sums, tokens = window_sums(engine, windows.input_ids, windows.attention_mask, variants,
+                               batch_size=job.batch_size, device=loaded.device,
+                               desc=f"sublayer probes {label}@{rev}")
+    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
+    rows = [meta | r for r in decomposition(sums, tokens, job.pairs, engine.n_layers, params=params,
+                                             n_boot=job.n_boot, seed=job.seed)]
+    prov = provenance.build(loaded, windows, pairs=job.pairs, batch_size=job.batch_size,
+                            data_spec=job.data.as_dict(), model=label, revision_label=rev,
+                            sublayers={"n_boot": job.n_boot, "seed": job.seed, "variants": len(variants)})
+    write_parquet(pa.Table.from_pylist(rows, schema=SCHEMA), job.out, prov)
+    return rows
