@@ -130,3 +130,16 @@ def per_sequence(model, input_ids, attention_mask, order, base_logits=None) -> S
     nll = nll_per_position(vl, input_ids)
     nll_sum = torch.where(pair_valid, nll, torch.zeros_like(nll)).sum(1)
     return SeqResult(kl_mean, kl_tokens, nll_sum, pair_valid.sum(1).double())
+
+
+class Zeroed(torch.nn.Module):
+    """A sublayer whose update is zero: it runs the original module and returns zeros in place of its output
+    (the first item of a tuple output), the way a deleted attention or MLP sublayer adds nothing to the stream."""
+
+    def __init__(self, inner: torch.nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args, **kwargs):
+        out = self.inner(*args, **kwargs)
+        return (torch.zeros_like(out[0]), *out[1:]) if isinstance(out, tuple) else torch.zeros_like(out)

@@ -28,15 +28,16 @@ pytestmark = pytest.mark.slow
 
 
 def rule_envs_and_scripts() -> list[tuple[str, str, str]]:
-    """(rule, env file name, script file name) of every rule in workflow/rules that names both
+    """(rule, env file name, script file name) of every rule in workflow/rules and the study folders that names both
     (rules made by `use rule ... with:` share their parent's environment and script; the plot rules, made in a loop
     over the figure registry by figures.smk, are one unnamed `rule:` block)."""
     found = []
-    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+    studies = sorted((REPO / "src" / "swapkl" / "studies").glob("*/rules.smk"))  # a study folder's rule file
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")) + studies:
         for block in re.split(r"\n(?=[ ]*rule(?: \w+)?:)", smk.read_text()):
             rule = re.match(r"[ ]*rule(?: (\w+))?:", block)
-            env = re.search(r"^[ ]+conda:\n\s+\"\.\./\.\./envs/([\w.-]+)\"", block, re.M)
-            script = re.search(r"^[ ]+script:\n\s+\"\.\./scripts/([\w.-]+)\"", block, re.M)
+            env = re.search(r"^[ ]+conda:\n\s+(?:\"\.\./\.\./envs/|workflow_env\(\")([\w.-]+)\"", block, re.M)
+            script = re.search(r"^[ ]+script:\n\s+(?:\"\.\./scripts/|workflow_script\(\")([\w.-]+)\"", block, re.M)
             if rule and (env or script):
                 name = rule.group(1) or f"{smk.stem} (made in a loop)"
                 assert env and script, f"rule {name} names a script or an environment but not both"

@@ -239,7 +239,8 @@ def _unit_views(config, block, unit):
 @torch.no_grad()
 def _reference_modules(model, variant):
     """The blocks a variant runs, built from its definition by code independent of swapkl: the model's own block,
-    a copy with every parameter the mean of two blocks', or a copy holding one head unit of a donor block."""
+    a copy with every parameter the mean of two blocks', a copy holding one head unit of a donor block, a copy
+    holding a donor's attention or MLP sublayer with its norms, or a copy whose attention or MLP returns zeros."""
     blocks = ref.block_list(model)
     recipes = dict(variant.blocks)
     out = []
@@ -249,7 +250,15 @@ def _reference_modules(model, variant):
             continue
         kind, host, donor, *unit = recipes[b]
         m = copy.deepcopy(blocks[host])
-        if kind == "average":
+        if kind == "skip":  # ("skip", host, part): the part's module returns zeros
+            name = "self_attn" if donor == "attention" else "mlp"
+            setattr(m, name, ref.Zeroed(getattr(m, name)))
+        elif kind == "sublayer":  # ("sublayer", host, donor, part): the donor's part, with both its norms
+            names = (("input_layernorm", "self_attn", "post_attention_layernorm") if unit[0] == "attention"
+                     else ("pre_feedforward_layernorm", "mlp", "post_feedforward_layernorm"))
+            for name in names:
+                getattr(m, name).load_state_dict(getattr(blocks[donor], name).state_dict())
+        elif kind == "average":
             theirs = blocks[donor].state_dict()
             m.load_state_dict({k: (v + theirs[k]) / 2 for k, v in m.state_dict().items()})
         else:
@@ -271,7 +280,7 @@ def _real_variants(config, protocols):
     out = []
     for name in protocols:
         vs = get_protocol(name).variants(REAL_PAIRS, config.num_hidden_layers, n_units(config))
-        out += [v for v in vs if name != "deletion" or v.layer_i in REAL_DELETIONS]
+        out += [v for v in vs if not name.endswith("deletion") or v.layer_i in REAL_DELETIONS]
     return out
 
 

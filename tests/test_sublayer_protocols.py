@@ -12,7 +12,6 @@ import copy
 
 import pytest
 import torch
-from torch import nn
 
 import naive_reference as ref
 from swapkl.errors import SwapKLError
@@ -42,18 +41,6 @@ MODULES = {
 BLOOM_OUTPUTS = {"attention": ("self_attention", "dense"), "mlp": ("mlp", "dense_4h_to_h")}
 
 
-class Zeroed(nn.Module):
-    """A sublayer whose update is zero: it runs the original and returns zeros in place of its output."""
-
-    def __init__(self, inner: nn.Module):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, *args, **kwargs):
-        out = self.inner(*args, **kwargs)
-        return (torch.zeros_like(out[0]), *out[1:]) if isinstance(out, tuple) else torch.zeros_like(out)
-
-
 def _part(protocol: str) -> str:
     return protocol.split("_")[0]
 
@@ -69,7 +56,7 @@ def rebuilt(model, arch: str, protocol: str, i: int, j: int | None):
             parent, child = BLOOM_OUTPUTS[part]
             getattr(getattr(layers[i], parent), child).register_forward_hook(lambda m, a, out: torch.zeros_like(out))
         else:
-            setattr(layers[i], names[0], Zeroed(getattr(layers[i], names[0])))
+            setattr(layers[i], names[0], ref.Zeroed(getattr(layers[i], names[0])))
         return changed
     moves = [(i, j)] if protocol.endswith("_replacement") else [(i, j), (j, i)]
     for host, donor in moves:
