@@ -43,12 +43,12 @@ def _healing_outputs(plan: StudyPlan) -> list[str]:
     outputs = [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
     if plan.heal_checkpoints():
         outputs += ["results/recovery.parquet", *[recovery_file(m, r) for m, r in plan.heal_checkpoints()]]
-    if plan.stage_checkpoints("downstream"):
-        outputs += ["results/downstream.parquet",
-                    *[downstream_file(m, r) for m, r in plan.stage_checkpoints("downstream")]]
-    if plan.stage_checkpoints("healed_probe"):
+    benchmarked, healed = plan.stage_checkpoints("downstream"), plan.stage_checkpoints("healed_probe")
+    if benchmarked:
+        outputs += ["results/downstream.parquet", *[downstream_file(m, r) for m, r in benchmarked]]
+    if healed:
         outputs += ["results/healed.parquet", "results/test_agreement.parquet"]
-        for model, revision in plan.stage_checkpoints("healed_probe"):
+        for model, revision in healed:
             outputs += [healed_file(model, revision), test_agreement_file(model, revision)]
     return outputs
 

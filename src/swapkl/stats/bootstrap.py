@@ -22,16 +22,20 @@ def ratio_mean(sums: np.ndarray, counts: np.ndarray) -> float:
     return float(np.sum(sums) / total) if total > 0 else float("nan")
 
 
-def ratio_ci(sums: np.ndarray, counts: np.ndarray, idx: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Percentile CI of ``sum(sums)/sum(counts)`` under the resamplings ``idx``."""
+def ratio_resamples(sums: np.ndarray, counts: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``sum(sums)/sum(counts)`` under each resampling of ``idx`` (NaN where a resample has no count): paired
+    across quantities resampled with the same ``idx``."""
     sums = np.asarray(sums, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.float64)
-    if idx.shape[0] == 0 or counts.sum() == 0:
-        return float("nan"), float("nan")
-    den = counts[idx].sum(axis=1)
-    num = sums[idx].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return percentile_ci(num / den, level)
+        return sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+
+
+def ratio_ci(sums: np.ndarray, counts: np.ndarray, idx: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of ``sum(sums)/sum(counts)`` under the resamplings ``idx``."""
+    if idx.shape[0] == 0 or np.sum(counts) == 0:
+        return float("nan"), float("nan")
+    return percentile_ci(ratio_resamples(sums, counts, idx), level)
 
 
 def percentile_ci(stats: np.ndarray, level: float = 0.95) -> tuple[float, float]:

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from swapkl.probes.pairs import pairs_for
 from swapkl.probes.protocols import build_variants
-from swapkl.stats.bootstrap import percentile_ci, resample_indices
+from swapkl.stats.bootstrap import percentile_ci, ratio_mean, ratio_resamples, resample_indices
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.tables.schemas import read_concatenated
 
@@ -47,8 +47,7 @@ def sublayer_variants(pairs: str, n_layers: int) -> list:
 
 def _boot(sums: np.ndarray, tokens: np.ndarray, idx: np.ndarray) -> tuple[float, np.ndarray]:
     """The token-weighted mean and its value under each resampling."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(sums.sum() / tokens.sum()), sums[idx].sum(axis=1) / tokens[idx].sum(axis=1)
+    return ratio_mean(sums, tokens), ratio_resamples(sums, tokens, idx)
 
 
 def decomposition(sums: dict[str, np.ndarray], tokens: np.ndarray, pairs: str, n_layers: int, *,
