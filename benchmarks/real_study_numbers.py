@@ -18,7 +18,10 @@ With ``--findings FILE.csv`` it writes the findings table instead (swapkl.studie
 README states, its estimate, test and verdict); docs/real_findings.csv is that file for the README's run. With
 ``--decisions FILE.csv``, the sequential probes' removal-set decisions (results/decisions.parquet): each guide's
 blocks at each budget, held or undecided, the share of window resamples that pick them and the windows it took;
-docs/real_decisions.csv is that file, and docs/real_decisions_signs.csv (written beside it) the gap signs.
+docs/real_decisions.csv is that file, and docs/real_decisions_signs.csv (written beside it) the gap signs. With
+``--sublayers FILE.csv``, the sublayers study's statements (swapkl.studies.sublayers.summary: which sublayer carries
+more of the gap, the interaction, sublayer against block pruning; results/sublayer_gaps.parquet and
+results/sublayer_pruning.parquet); docs/real_sublayers.csv is that file.
 """
 
 from __future__ import annotations
@@ -135,6 +138,17 @@ def write_decisions(root: Path, out: Path) -> None:
     print(f"wrote {out} and {signs_out}")
 
 
+def write_sublayers(root: Path, out: Path) -> None:
+    """The sublayers study's statements (swapkl.studies.sublayers.summary) as CSV, and printed."""
+    from swapkl.studies.sublayers.summary import statements
+
+    table = statements(pd.read_parquet(root / "results/sublayer_gaps.parquet"),
+                       pd.read_parquet(root / "results/sublayer_pruning.parquet"))
+    table.to_csv(out, index=False, float_format="%.6g")
+    print(table.to_string(index=False))
+    print(f"wrote {out}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path("."), help="the directory `make real` ran in")
@@ -144,7 +158,13 @@ def main(argv=None) -> None:
                         help="write what to remove (interchange's sets, their cost and stability) here instead")
     parser.add_argument("--decisions", type=Path, metavar="FILE.csv",
                         help="write the sequential probes' removal-set decisions here instead")
+    parser.add_argument("--sublayers", type=Path, metavar="FILE.csv",
+                        help="write the sublayers study's statements (with intervals and verdicts) here instead")
     args = parser.parse_args(argv)
+    if args.sublayers:
+        write_sublayers(args.root, args.sublayers)
+        if not (args.findings or args.removal or args.decisions):
+            return
     if args.decisions:
         write_decisions(args.root, args.decisions)
     if args.findings or args.removal or args.decisions:

@@ -14,6 +14,7 @@ differences a wrong block or mask causes (order 1, checked by ``test_a_wrong_ord
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 
@@ -312,3 +313,40 @@ def test_hub_source_is_id_at_commit():
 
     assert resolved_source(SimpleNamespace(model_id="EleutherAI/pythia-160m", commit="abc123", path="/cache/x")) \
         == "EleutherAI/pythia-160m@abc123"
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt_neox", "gemma3_text", "gpt2"])
+def test_skipped_sublayers_export_runs_the_model_rebuilt_by_hand(tmp_path, arch):
+    """--remove 1 --skip 3.attention,4.mlp (a row of the sublayer pruning table): the reloaded export equals the
+    stock forward of a copy whose block 3 attention and block 4 MLP modules return zeros, block 1 dropped."""
+    from test_sublayer_protocols import MODULES
+
+    model, _, out, code = _export(tmp_path, arch, "--remove", "1", "--skip", "3.attention,4.mlp")
+    assert code == 0
+    exported = AutoModelForCausalLM.from_pretrained(out).eval()
+    ids = random_tokens(VOCAB, 2, 20, seed=7)
+    rebuilt = copy.deepcopy(model)
+    for block, part in ((3, "attention"), (4, "mlp")):
+        layer = ref.block_list(rebuilt)[block]
+        name = MODULES[arch][part][0]
+        setattr(layer, name, ref.Zeroed(getattr(layer, name)))
+    mask = torch.ones_like(ids)
+    with torch.inference_mode():
+        got = exported(input_ids=ids).logits
+    assert _close(got, ref.logits(rebuilt, ids, mask, [0, 2, 3, 4]))
+    assert not _close(got, ref.logits(model, ids, mask, [0, 2, 3, 4]))  # the skips are not a plain removal
+    prov = json.loads((out / PROVENANCE_FILE).read_text())
+    assert prov["skipped_sublayers"] == ["3.attention", "4.mlp"] and prov["skipped_parameters"] > 0
+    assert all(name.startswith(("2.", "3.")) for name in prov["zeroed_tensors"])  # slots 2 and 3 of the export
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--remove", "1", "--skip", "1.attention"], "not among the exported blocks"),
+    (["--remove", "1", "--skip", "2.attention,2.mlp"], "remove the block instead"),
+    (["--remove", "1", "--skip", "2.ffn"], "block.attention|mlp"),
+])
+def test_a_bad_skip_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, flags, message):
+    _, _, out, code = _export(tmp_path, "llama", *flags)
+    errors = [line for line in capsys.readouterr().err.split("\n") if line.startswith("swapkl:")]
+    assert code == 2 and len(errors) == 1 and message in errors[0]
+    assert not out.exists()

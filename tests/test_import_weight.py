@@ -26,7 +26,8 @@ ANALYSIS_PACKAGES = ("scipy", "matplotlib")
 TABLE_SCRIPTS = {
     "aggregate_covariates": (), "aggregate_downstream": (), "aggregate_healed": (), "aggregate_pruning": (),
     "aggregate_recovery": (), "aggregate_relevance": (), "aggregate_results": (), "aggregate_spans": (),
-    "aggregate_task_pruning": (), "aggregate_decisions": (), "aggregate_sublayers": (), "combine_jacobian": (), "combine_optimal_search": (),
+    "aggregate_task_pruning": (), "aggregate_decisions": (), "aggregate_sublayers": (), "aggregate_sublayer_pruning": (),
+    "combine_jacobian": (), "combine_optimal_search": (),
     "measure_test_agreement": (), "summarise_convergence": (), "summarise_domain_slices": (),
     "summarise_rope_counterfactual": (), "summarise_scorecard": (), "summarise_answer": (),
     "summarise_relevance": ("scipy",),  # the heterogeneity test's chi-squared tail

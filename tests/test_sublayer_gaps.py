@@ -55,7 +55,16 @@ def test_each_gap_and_the_interaction_are_the_hand_computed_means():
         assert inter["value"] == pytest.approx(gap["block"] - gap["attention"] - gap["mlp"], rel=1e-9)
     per = rows[(rows["kind"] == "deletion_per_mparam") & (rows["part"] == "mlp") & (rows["layer_i"] == 2)].iloc[0]
     assert per["value"] == pytest.approx(mean("mlp_deletion:2:") / 800 * 1e6) and per["params"] == 800
-    assert len(rows) == 3 * 4 + 4 * 3 * 2
+    means = {part: np.mean([rows[(rows["kind"] == "gap") & (rows["part"] == part) & (rows["layer_i"] == i)]
+                            ["value"].iloc[0] for i in range(3)]) for part in ("block", "attention", "mlp")}
+    summary = rows[rows["layer_i"].isna()].set_index(["kind", "part"])["value"]
+    for part, value in means.items():
+        assert summary[("mean_gap", part)] == pytest.approx(value, rel=1e-12)
+    assert summary[("share", "mlp")] == pytest.approx(means["mlp"] / means["block"], rel=1e-12)
+    assert summary[("mlp_minus_attention", "mlp")] == pytest.approx(means["mlp"] - means["attention"], rel=1e-12)
+    assert summary[("mean_interaction", "block")] == pytest.approx(
+        means["block"] - means["attention"] - means["mlp"], rel=1e-9)
+    assert len(rows) == 3 * 4 + 4 * 3 * 2 + 7
     assert set(rows["n_windows"]) == {30} and set(rows["n_tokens"]) == {int(tokens.sum())}
 
 

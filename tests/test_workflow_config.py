@@ -285,6 +285,8 @@ def expected_counts(cfg: dict) -> Counter:
         if runs:
             counts.update({rule: len(runs) if per == "checkpoint" else 1 for rule, per in study.rules.items()})
             folder_tables += len(study.tables)
+    # the sublayers study's figure: one per model it runs on, seed family members aside
+    instances["sublayers"] = len({name for name, _ in _stage_runs(models, checkpoints, "sublayers") if name in drawn})
     if demo:
         counts.update(prepare_demo_text=1, train_demo_model=len(demo))
     # a text file of the demo corpus named anywhere in a model entry (make real's windows, perplexity, healing
@@ -373,6 +375,7 @@ def plan_counts(cfg: dict) -> Counter:
         model=len(plan.own_entries()), prune=len(drawn(plan.stage_checkpoints("prune"))),
         relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
         spans=len(drawn(plan.stage_checkpoints("spans"))), healed=len(plan.stage_checkpoints("healed_probe")),
+        sublayers=len({m for m, _ in drawn(plan.stage_checkpoints("sublayers"))}),
         downstream=len(plan.stage_checkpoints("downstream")),
         rope_counterfactual=len(plan.rope_counterfactual_models()),
         predictor_validity=len(plan.predictor_validity_models()),

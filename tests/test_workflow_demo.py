@@ -233,3 +233,25 @@ def test_the_sublayer_decomposition_has_the_aggregates_block_gaps(demo_run):
         assert row.value == pytest.approx(pairs.loc[(row.layer_i, row.layer_j), "gap"], rel=1e-4, abs=1e-7)
     assert len(gaps[gaps["kind"] == "interaction"]) == 5
     assert len(gaps[gaps["kind"] == "deletion"]) == 6 * 3
+
+
+def test_sublayer_pruning_agrees_with_the_pruning_stage(demo_run):
+    """results/sublayer_pruning.parquet (the smoke demo's step60, budgets 1 and 2, on the pruning's evaluation
+    text): its unpruned perplexity is the pruning stage's, and its deletion-guided block sets (the same deletion
+    KLs of the same probe windows, the same greedy) are the pruning stage's sets at the same cost; its figure is
+    drawn."""
+    w = demo_run
+    sub = pd.read_parquet(w / "results/sublayer_pruning.parquet")
+    pruned = pd.read_parquet(w / "results/pruning.parquet")
+    pruned = pruned[(pruned["model"] == "pythia-demo") & (pruned["revision"] == "step60")]
+    base = pruned[pruned["guide"] == "base"]["ppl"].iloc[0]
+    assert sub["base_ppl"].to_numpy() == pytest.approx(base, rel=1e-4)  # another batching of the same windows
+    cost = sub[sub["kind"] == "cost"]
+    assert set(cost["budget"]) == {1, 2} and len(cost) == 2 * 5 and len(sub[sub["kind"] == "difference"]) == 2 * 6
+    assert (cost["removed_params"].dropna() <= cost.loc[cost["removed_params"].notna(), "param_budget"]).all()
+    for n in (1, 2):
+        mine = cost[(cost["guide"] == "deletion") & (cost["budget"] == n)].iloc[0]
+        theirs = pruned[(pruned["guide"] == "deletion") & (pruned["budget"] == n)].iloc[0]
+        assert [int(b) for b in mine["removed"]] == list(theirs["removed_layers"])
+        assert mine["ppl"] == pytest.approx(theirs["ppl"], rel=1e-4)
+    assert (w / "results/figures/sublayer_decomposition/pythia-demo.png").is_file()

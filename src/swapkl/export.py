@@ -12,7 +12,13 @@ The exported checkpoint runs blocks ``order`` (indices into the source model's b
   ``layer_types[0:len(order)]`` of the source, which is what the engine measured;
 * the tokenizer files and generation config of the source, copied unchanged;
 * ``swapkl_export.json``: source checkpoint (id, revision, commit, weights sha256), order, removed
-  blocks, guide, software versions and the verification result.
+  blocks, skipped sublayers, guide, software versions and the verification result.
+
+A skipped sublayer (``skip``: ``(block, "attention" | "mlp")`` of a kept block) keeps its tensors, with its output
+projection's weight and bias written as zeros: the stock architecture has no per-block switch to leave a sublayer
+out, so this is the form every loader reads, and the block adds nothing through that sublayer (the engine's
+``skip`` recipe, :mod:`swapkl.model.sublayers`). The file does not shrink; ``swapkl_export.json`` lists the
+zeroed tensors and how many parameters the skipped sublayers hold, for a deployment that drops them.
 
 Before the directory appears under its final name the export is reloaded with
 ``AutoModelForCausalLM.from_pretrained`` and its logits are compared with the engine's variant
@@ -40,6 +46,8 @@ from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, share_tree,
 from swapkl.model.loading import load_model, tokenizer_files
 from swapkl.tables.parquet_io import os_reason
 from swapkl.model.engine import ProbeEngine
+from swapkl.model.sublayer_variants import PARTS, recipe_id
+from swapkl.model.sublayers import sublayer_parameters
 from swapkl.model.variant import Variant
 from swapkl.model.merge import averaged_block
 from swapkl.tables import provenance
@@ -95,8 +103,49 @@ def _layers_prefix(model, blocks) -> str:
     raise SwapKLError(f"cannot find the block list of {type(model).__name__}")
 
 
-def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.Tensor]:
-    """Tensors of the exported model: block ``order[k]`` renamed to slot ``k``.
+def parse_sublayers(text: str, what: str = "--skip") -> list[tuple[int, str]]:
+    """``"3.attention,5.mlp"`` -> [(3, "attention"), (5, "mlp")]; a one-line error naming ``what`` otherwise."""
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        block, _, part = item.partition(".")
+        if not block.isdigit() or part not in PARTS:
+            raise SwapKLError(f"{what} takes sublayers like 3.attention,5.mlp (block.{'|'.join(PARTS)}), got {item!r}")
+        out.append((int(block), part))
+    if not out:
+        raise SwapKLError(f"{what} names no sublayer")
+    return out
+
+
+def check_skip(skip: list[tuple[int, str]] | None, order: tuple[int, ...]) -> list[tuple[int, str]]:
+    """The skipped sublayers (sorted): each of a block the export keeps once, one sublayer per block (both is the
+    block removed)."""
+    skip = sorted(set(skip or ()))
+    blocks = [b for b, _ in skip]
+    for block, part in skip:
+        if block not in order:
+            raise SwapKLError(f"`skip` {block}.{part}: block {block} is not among the exported blocks {list(order)}")
+        if order.count(block) > 1:
+            raise SwapKLError(f"`skip` {block}.{part}: block {block} runs at several slots")
+    twice = sorted({b for b in blocks if blocks.count(b) > 1})
+    if twice:
+        raise SwapKLError(f"`skip` names both sublayers of block(s) {twice}: remove the block instead")
+    return skip
+
+
+def export_variant(order: tuple[int, ...], skip: list[tuple[int, str]], n_layers: int) -> Variant:
+    """The engine's variant of the export: blocks ``order``, the skipped sublayers built by the ``skip`` recipe."""
+    parts = dict(skip)
+    ids = [recipe_id(("skip", b, parts[b]), n_layers) if b in parts else b for b in order]
+    recipes = tuple((recipe_id(("skip", b, p), n_layers), ("skip", b, p)) for b, p in skip)
+    return Variant("export", None, None, tuple(ids), blocks=recipes)
+
+
+def export_state_dict(model, blocks, order: tuple[int, ...],
+                      skip: list[tuple[int, str]] | None = None) -> dict[str, torch.Tensor]:
+    """Tensors of the exported model: block ``order[k]`` renamed to slot ``k``; the output projection of each
+    sublayer of ``skip`` zeroed.
 
     A tied output embedding is left out (the config's ``tie_word_embeddings`` ties it again on load);
     a block used at several slots is copied so every slot owns its tensors.
@@ -121,8 +170,12 @@ def export_state_dict(model, blocks, order: tuple[int, ...]) -> dict[str, torch.
             block, rest = key[len(prefix):].split(".", 1)
             per_block.setdefault(int(block), {})[rest] = t
     seen: set[int] = set()
+    zeroed = {b: adapter.sublayer_outputs[part] for b, part in (skip or ())}
     for slot, block in enumerate(order):
         tensors = per_block[block]
+        if block in zeroed:
+            tensors = {rest: torch.zeros_like(t) if rest.startswith(zeroed[block]) else t
+                       for rest, t in tensors.items()}
         tensors = adapter.export_block_tensors(model.config, tensors, block, slot)
         for rest, t in tensors.items():
             out[f"{prefix}{slot}.{rest}"] = t.clone() if block in seen else t.contiguous()
@@ -198,31 +251,38 @@ def logits_tolerance(dtype: torch.dtype, scale: float, n_layers: int = 1, width:
     return max(floor, walk) * max(1.0, scale)
 
 
+def _as_variant(variant: "Variant | tuple[int, ...]") -> Variant:
+    return variant if isinstance(variant, Variant) else Variant("export", None, None, tuple(variant))
+
+
 @torch.inference_mode()
-def engine_logits(model, order: tuple[int, ...], input_ids: torch.Tensor) -> torch.Tensor:
-    """Logits [B, T, V] of the variant ``order`` as the probe engine computes it (resume from its slot)."""
+def engine_logits(model, variant: "Variant | tuple[int, ...]", input_ids: torch.Tensor) -> torch.Tensor:
+    """Logits [B, T, V] of ``variant`` (or the block order) as the probe engine computes it (resume from its
+    slot)."""
     engine = ProbeEngine(model)
     mask = torch.ones_like(input_ids)
     state = engine.base_pass(input_ids, mask)
-    h = engine.final_hidden(state, Variant("export", None, None, tuple(order)))
+    h = engine.final_hidden(state, _as_variant(variant))
     return engine.unemb.logits(engine.adapter.final_norm(h))
 
 
 @torch.inference_mode()
-def difference_to_engine(candidate, model, order: tuple[int, ...]) -> tuple[torch.Tensor, float, float]:
+def difference_to_engine(candidate, model, variant: "Variant | tuple[int, ...]") -> tuple[torch.Tensor, float, float]:
     """(the check tokens, max |logit difference| of the stock model ``candidate`` against the engine's variant
-    ``order`` of ``model`` on them, the tolerance :func:`logits_tolerance` allows)."""
+    (or block order) of ``model`` on them, the tolerance :func:`logits_tolerance` allows)."""
     adapter = get_adapter(model)
     ids = check_tokens(adapter.vocab_size, adapter.max_positions).to(next(candidate.parameters()).device)
-    ref = engine_logits(model, order, ids).float()
+    ref = engine_logits(model, variant, ids).float()
     got = candidate(input_ids=ids, use_cache=False).logits.float()
     return ids, float((got - ref).abs().max()), logits_tolerance(model.dtype, float(ref.abs().max()),
                                                                  *reduction_size(candidate))
 
 
 @torch.inference_mode()
-def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int = 8) -> dict:
-    """Reload ``folder`` and check it against the engine's variant of ``model``; return the measurements."""
+def verify_export(folder: str, model, variant: "Variant | tuple[int, ...]", *, n_generate: int = 8) -> dict:
+    """Reload ``folder`` and check it against the engine's ``variant`` (or block order) of ``model``; return the
+    measurements."""
+    order = _as_variant(variant).order
     from transformers import AutoModelForCausalLM
 
     try:
@@ -239,7 +299,7 @@ def verify_export(folder: str, model, order: tuple[int, ...], *, n_generate: int
         raise SwapKLError(f"the exported checkpoint reloads with {exported.config.num_hidden_layers} blocks, "
                           f"not {len(order)}")
     adapter = get_adapter(model)
-    ids, diff, tol = difference_to_engine(exported, model, order)
+    ids, diff, tol = difference_to_engine(exported, model, variant)
     if not diff <= tol:
         raise SwapKLError(f"the exported checkpoint's logits differ from the engine's variant by {diff:.3g} "
                           f"(tolerance {tol:.3g})")
@@ -335,11 +395,13 @@ def resolved_source(loaded) -> str:
 
 
 def export_checkpoint(model: str, out: str, *, revision: str | None = None, remove: list[int] | None = None,
-                      order: list[int] | None = None, merge: list[int] | None = None, guide: str | None = None,
+                      order: list[int] | None = None, merge: list[int] | None = None,
+                      skip: list[tuple[int, str]] | None = None, guide: str | None = None,
                       dtype: str = "float32", device: str = "auto", allow_pickle: bool = False,
                       trust_remote_code: bool = False) -> dict:
     """Write the pruned / reordered checkpoint to ``out`` (which must not exist); return its provenance.
-    ``merge``: slots whose block becomes the weight average of itself and the next (removed) block."""
+    ``merge``: slots whose block becomes the weight average of itself and the next (removed) block; ``skip``:
+    ``(block, part)`` sublayers of kept blocks that add nothing (their output projections written as zeros)."""
     check_merge_indices(merge, remove, order)
     if os.path.lexists(out):
         raise SwapKLError(f"`out` {out!r} already exists; swapkl export writes only a new directory")
@@ -351,23 +413,30 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     adapter = get_adapter(loaded.model)
     blocks_order = export_order(adapter.n_layers, remove=remove, order=order)
     merged = check_merge(merge, blocks_order)
+    skip = check_skip(skip, blocks_order)
+    if skip and merged and {b for b, _ in skip} & set(merged):
+        raise SwapKLError("`skip` names a sublayer of a merged block; skip sublayers of unmerged blocks only")
+    for block, part in skip:  # refused, naming why, where the architecture's sublayers cannot be separated
+        sublayer_parameters(adapter.blocks[block], adapter, part)
     _merge_blocks(adapter.blocks, merged)
     staging = None
     try:
         staging = Staging(out)
         tmp = staging.path
-        _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order), tmp)
+        _write_weights(export_state_dict(loaded.model, adapter.blocks, blocks_order, skip), tmp)
         export_config(loaded.model.config, blocks_order).save_pretrained(tmp)
         tok = tokenizer_files(loaded.path, loaded.model.config.model_type)
         copied = copy_side_files(loaded.path, tmp, tok)
-        check = verify_export(tmp, loaded.model, blocks_order)
+        check = verify_export(tmp, loaded.model, export_variant(blocks_order, skip, adapter.n_layers))
         if tok:
             verify_tokenizer(loaded.path, tmp, loaded.trust_remote_code)
         removed = sorted(set(range(adapter.n_layers)) - set(blocks_order))
         prov = provenance.build(loaded, model_id=resolved_source(loaded), source_path=os.path.abspath(loaded.path),
                                 tokenizer_sha256=files_sha256(loaded.path, tok) if tok else None,
                                 order=list(blocks_order), removed_layers=removed,
-                                merged_layers=merged, guide=guide, n_layers_source=adapter.n_layers, n_layers=len(blocks_order),
+                                merged_layers=merged, skipped_sublayers=[f"{b}.{p}" for b, p in skip],
+                                skipped_parameters=_skipped_parameters(adapter, skip),
+                                zeroed_tensors=_zeroed_tensors(adapter, blocks_order, skip), guide=guide, n_layers_source=adapter.n_layers, n_layers=len(blocks_order),
                                 export_weights_sha256=weights_sha256(tmp), copied_files=copied, verification=check)
         with open(os.path.join(tmp, PROVENANCE_FILE), "w") as f:
             json.dump(prov, f, indent=2, sort_keys=True)
@@ -384,6 +453,23 @@ def export_checkpoint(model: str, out: str, *, revision: str | None = None, remo
     log.info("exported %d of %d blocks to %s (max |logit diff| %.3g)", len(blocks_order), adapter.n_layers, out,
              check["max_abs_logit_diff"])
     return prov
+
+
+def _skipped_parameters(adapter, skip) -> int:
+    """The parameters the skipped sublayers hold (written, but without effect)."""
+    total = 0
+    for block, part in skip:
+        own = dict(adapter.blocks[block].named_parameters())
+        total += sum(own[name].numel() for name in sublayer_parameters(adapter.blocks[block], adapter, part))
+    return total
+
+
+def _zeroed_tensors(adapter, order: tuple[int, ...], skip) -> list[str]:
+    """The exported block tensors (``<slot>.<name>``, before any renaming by the adapter) written as zeros."""
+    parts = dict(skip)
+    return [f"{slot}.{name}" for slot, block in enumerate(order) if block in parts
+            for name, _ in adapter.blocks[block].named_parameters()
+            if name.startswith(adapter.sublayer_outputs[parts[block]])]
 
 
 def _choice_folder(r) -> str:

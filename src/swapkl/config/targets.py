@@ -139,6 +139,8 @@ FIGURE_SELECTIONS = {
     "relevance": lambda plan: _each(plan.stage_checkpoints("relevance"), "model", "revision"),
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
     "spans": lambda plan: _each(_own(plan, plan.stage_checkpoints("spans")), "model", "revision"),
+    "sublayers": lambda plan: _each(_own(plan, list(dict.fromkeys(m for m, _ in plan.stage_checkpoints("sublayers")))),
+                                    "model"),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
     "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
     "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),

@@ -40,6 +40,7 @@ SECTIONS = {
     "ratio": "I/R ratio by pair distance",
     "heatmaps": "Replacement and interchange heatmaps",
     "deletion": "Deletion KL and block influence",
+    "sublayers": "Inside the block: attention and MLP sublayers",
     "weights": "Weight averaging and head-level swaps",
     "pruning": "Pruning cost",
     "agreement": "Agreement between pruning guides",

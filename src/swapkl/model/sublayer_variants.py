@@ -47,3 +47,27 @@ def sublayer_interchange(protocol: str, part: str, i: int, j: int, n_layers: int
 def sublayer_deletion(protocol: str, part: str, i: int, n_layers: int) -> Variant:
     """Block i runs without its sublayer ``part``."""
     return _with(protocol, i, None, n_layers, {i: ("skip", i, part)})
+
+
+def sublayers_removed(blocks: tuple[int, ...], skipped: tuple[tuple[int, str], ...], n_layers: int,
+                      protocol: str = "pruned") -> Variant:
+    """The model without the blocks ``blocks`` and, in the blocks it keeps, without the sublayers ``skipped``
+    (``(block, part)``, at most one part per block: a block without both is a block removed)."""
+    parts: dict[int, str] = {}
+    for block, part in skipped:
+        if part not in PARTS or not 0 <= block < n_layers:
+            raise ValueError(f"no sublayer {part!r} of block {block} in a {n_layers}-block model")
+        if block in parts or block in blocks:
+            raise ValueError(f"block {block}: skip both of its sublayers by removing the block")
+        parts[block] = part
+    order, recipes = [], []
+    for block in range(n_layers):
+        if block in blocks:
+            continue
+        if block in parts:
+            recipe = ("skip", block, parts[block])
+            order.append(recipe_id(recipe, n_layers))
+            recipes.append((order[-1], recipe))
+        else:
+            order.append(block)
+    return Variant(protocol, None, None, tuple(order), blocks=tuple(recipes))

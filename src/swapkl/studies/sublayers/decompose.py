@@ -4,9 +4,11 @@ For a pair (i, j) and a part (the whole block, its attention sublayer or its MLP
 ``d_repl - d_inter``: ``d_repl`` the larger of the two replacement KLs (slot i running j's part, and j running
 i's), ``d_inter`` the KL of exchanging the part between the two blocks, each a token-weighted mean over the
 windows. The interaction is ``gap_block - gap_attention - gap_mlp``: zero where the two sublayers' gaps add up
-to the block's. Every quantity carries a 95% percentile bootstrap interval from one resampling of the windows,
-shared by all of them (so the intervals are paired). The deletion of each block's attention and MLP is measured
-too, with its cost per parameter removed.
+to the block's. Over all the study's pairs, the mean gap of each part, the mean interaction, each sublayer's share
+of the block's mean gap (mean sublayer gap / mean block gap) and the MLP's mean gap minus the attention's say which
+sublayer carries more of the gap. Every quantity carries a 95% percentile bootstrap interval from one resampling of
+the windows, shared by all of them (so the intervals are paired). The deletion of each block's attention and MLP
+is measured too, with its cost per parameter removed.
 
 :func:`decomposition` computes the table from per-window sums (numpy only, so the gathering rule runs without
 torch); :mod:`swapkl.studies.sublayers.run` measures them on a model and writes the table.
@@ -64,6 +66,7 @@ def decomposition(sums: dict[str, np.ndarray], tokens: np.ndarray, pairs: str, n
         rows.append(dict(kind=kind, part=part, layer_i=i, layer_j=j, d_repl=d_repl, d_inter=d_inter, value=value,
                          ci_low=low, ci_high=high, params=n_params, n_windows=n_windows, n_tokens=n_tokens))
 
+    per_pair: dict[str, list] = {part: [] for part in PARTS}
     for i, j in pairs_for(pairs, n_layers):
         gaps = {}
         for part, (repl, inter) in PARTS.items():
@@ -73,6 +76,19 @@ def decomposition(sums: dict[str, np.ndarray], tokens: np.ndarray, pairs: str, n
             row("gap", part, i, j, gaps[part][0], gaps[part][1], max(r_ij, r_ji), d_inter)
         row("interaction", "block", i, j, gaps["block"][0] - gaps["attention"][0] - gaps["mlp"][0],
             gaps["block"][1] - gaps["attention"][1] - gaps["mlp"][1])
+        for part in PARTS:
+            per_pair[part].append(gaps[part])
+    mean = {part: (float(np.mean([g for g, _ in v])), np.mean([b for _, b in v], axis=0))
+            for part, v in per_pair.items()}
+    for part in PARTS:
+        row("mean_gap", part, None, None, *mean[part])
+    row("mean_interaction", "block", None, None, mean["block"][0] - mean["attention"][0] - mean["mlp"][0],
+        mean["block"][1] - mean["attention"][1] - mean["mlp"][1])
+    for part in ("attention", "mlp"):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            row("share", part, None, None, mean[part][0] / mean["block"][0], mean[part][1] / mean["block"][1])
+    row("mlp_minus_attention", "mlp", None, None, mean["mlp"][0] - mean["attention"][0],
+        mean["mlp"][1] - mean["attention"][1])
     for i in range(n_layers):
         for part, protocol in DELETIONS.items():
             kl, boots = _boot(sums[f"{protocol}:{i}:"], tokens, idx)
