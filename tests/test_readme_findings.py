@@ -75,7 +75,7 @@ def test_the_how_sure_table_is_the_sequential_probes_decisions():
     table = pd.read_csv(REPO / "docs" / "real_decisions.csv", dtype={"removed": str})
     want = {f"| {NAMES[r.model]} | {r.guide} | {r.budget} | {r.removed.replace(',', ', ')} | "
             f"{100 * r.stability:.0f}% | {r.windows} | {r.state} |" for r in table.itertuples()}
-    block = _readme_section().split("**How sure.**", 1)[1]
+    block = _readme_section().split("**How sure.**", 1)[1].split("**Inside the block.**", 1)[0]
     rows = {line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| model")}
     assert rows == want, sorted(rows ^ want)
 
@@ -96,3 +96,50 @@ def test_the_gap_sign_counts_are_the_sequential_probes():
     assert (f"the slowest took {slowest['smollm2-135m']} windows on SmolLM2 and {slowest['gemma3-270m']} on "
             "Gemma-3") in page
     assert f"All {len(signs)} adjacent pairs' signs hold" in page and f"{positive} of them positive" in page
+
+
+def _share(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _num(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+def _points(x: float) -> str:
+    return f"{x:+,.1f}"
+
+
+def test_the_inside_the_block_tables_are_the_runs():
+    """The README's "Inside the block" tables are docs/real_sublayers.csv (`benchmarks/real_study_numbers.py
+    --sublayers`, swapkl.studies.sublayers.summary) as printed, and each verdict is the one its interval gives:
+    a direction only where the 95% interval excludes 0, "undecided" otherwise."""
+    from swapkl.studies.sublayers.summary import sign_verdict
+
+    table = pd.read_csv(REPO / "docs" / "real_sublayers.csv")
+    rows = {(r.model, r.claim): r for r in table.itertuples()}
+    for r in table.itertuples():
+        if r.claim == "mlp_minus_attention":
+            assert r.verdict == sign_verdict(r.low, r.high, "mlp", "attention")
+        elif r.claim == "mean_interaction":
+            assert r.verdict == sign_verdict(r.low, r.high, "nonzero", "nonzero")
+        elif "@" in r.claim:
+            assert r.verdict == sign_verdict(r.low, r.high, "blocks cheaper", "sublayer cheaper")
+    models = list(dict.fromkeys(table["model"]))
+
+    def cell(model, claim, fmt):
+        r = rows[(model, claim)]
+        return f"{fmt(r.estimate)} ({fmt(r.low)} to {fmt(r.high)})"
+
+    want = {f"| {NAMES[m]} | {cell(m, 'share:attention', _share)} | {cell(m, 'share:mlp', _share)} | "
+            f"{cell(m, 'mlp_minus_attention', _num)} | {rows[(m, 'mlp_minus_attention')].verdict} | "
+            f"{cell(m, 'mean_interaction', _num)} |" for m in models}
+    block = _readme_section().split("**Inside the block.**", 1)[1]
+    first, second = block.split("\n\n")[1], block.split("\n\n")[3]
+    got = {line for line in first.splitlines() if line.startswith("| ") and not line.startswith("| model")}
+    assert got == want, sorted(got ^ want)
+    pruning = table[table["claim"].str.startswith("sublayer_deletion-interchange@")]
+    want = {f"| {NAMES[r.model]} | {r.claim.rsplit('@', 1)[1]} | {_points(r.estimate)} ({_points(r.low)} to "
+            f"{_points(r.high)}) | {r.verdict} |" for r in pruning.itertuples()}
+    got = {line for line in second.splitlines() if line.startswith("| ") and not line.startswith("| model")}
+    assert got == want, sorted(got ^ want)

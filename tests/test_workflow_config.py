@@ -101,6 +101,7 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
             settings["relevance"] = {"enabled": False}
             settings["heal"] = settings["healed_probes"] = {"enabled": False}  # healing stays with the entry
             settings["spans"] = {"enabled": False}  # the span experiments stay with the entry's own run
+            settings["sublayers"] = {"enabled": False}  # and so does the sublayers study
             settings["seed_member"] = True
             if "demo" not in m:
                 settings.pop("same_weights_as", None)

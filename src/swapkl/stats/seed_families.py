@@ -88,7 +88,8 @@ def _member(name: str, model: dict, seed: int) -> dict:
     for key in ("heal", "healed_probes", "downstream"):  # healing and benchmarks, like relevance, stay with the entry
         if key in member:
             member[key] = {**member[key], "enabled": False}
-    member["spans"] = {**member.get("spans", {}), "enabled": False}
+    for key in ("spans", "sublayers"):  # experiments on the entry's own run, not the across-seed statistics
+        member[key] = {**member.get(key, {}), "enabled": False}
     return member
 
 

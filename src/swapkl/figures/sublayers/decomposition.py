@@ -11,6 +11,7 @@ from matplotlib.ticker import MaxNLocator
 from swapkl.errors import SwapKLError
 from swapkl.figures.guide_style import guide_look
 from swapkl.figures.palette import BLUE, GREY, PURPLE, SKY, VERMILLION
+from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.tables.schemas import read_frame
 
@@ -77,6 +78,21 @@ def _deletion_panel(ax, gaps: pd.DataFrame) -> None:
     ax.legend(frameon=False, fontsize=7)
 
 
+def _trajectory_panel(ax, gaps: pd.DataFrame) -> None:
+    """The mean gap over the pairs of each part at every probed step."""
+    rows = gaps[(gaps["kind"] == "mean_gap") & gaps["step"].notna()]
+    for k, (part, (label, colour, marker)) in enumerate(PARTS.items()):
+        r = rows[rows["part"] == part].sort_values("step")
+        _errorbars(ax, r["step"].to_numpy(dtype=float), r, colour, marker, label)
+        ax.plot(r["step"], r["value"], "-", color=colour, lw=1)
+    ax.axhline(0, color=GREY, lw=0.6)
+    set_step_axis(ax, rows["step"])
+    ax.set_xlabel("training step")
+    ax.set_ylabel("mean gap over the pairs (nats/token)")
+    ax.set_title("Along training: the mean gap of each part")
+    ax.legend(frameon=False, fontsize=7)
+
+
 def _look(guide: str) -> tuple[str, str, str, str]:
     if guide in SUBLAYER_GUIDES:
         return SUBLAYER_GUIDES[guide]
@@ -112,24 +128,29 @@ def plot_sublayer_decomposition(gaps: pd.DataFrame, pruning: pd.DataFrame | None
     """Left: the gap of each adjacent pair for the whole block, its attention and its MLP, with the sum of the
     two sublayers' gaps (where they add up, it meets the block's points). Middle: each part's deletion KL per
     million parameters. Right (where the run prunes): perplexity increase of the block guides and the sublayer
-    guides at each budget. The last revision of the model; 95% bootstrap intervals."""
-    gaps = gaps[gaps["model"] == model]
-    if gaps.empty:
+    guides at each budget. The last revision of the model; where the model was probed at several training steps, a
+    first panel draws each part's mean gap along training. 95% bootstrap intervals."""
+    every = gaps[gaps["model"] == model]
+    if every.empty:
         raise SwapKLError(f"the sublayer gaps table has no rows of model {model!r}")
-    revision = gaps.sort_values("step", na_position="first")["revision"].iloc[-1]
-    gaps = gaps[gaps["revision"] == revision]
+    revision = every.sort_values("step", na_position="first")["revision"].iloc[-1]
+    gaps = every[every["revision"] == revision]
+    along = bool(every["step"].notna().all() and every["revision"].nunique() > 1)
     if pruning is not None:
         pruning = pruning[(pruning["model"] == model) & (pruning["revision"] == revision)]
         pruning = None if pruning.empty else pruning
-    panels = 3 if pruning is not None else 2
+    panels = 2 + (pruning is not None) + along
     with figure_style():
         fig = new_figure(4.6 * panels, 4.4)
-        axes = fig.subplots(1, panels)
+        axes = list(fig.subplots(1, panels))
+        if along:
+            _trajectory_panel(axes.pop(0), every)
         notes = [_gaps_panel(axes[0], gaps)]
         _deletion_panel(axes[1], gaps)
         if pruning is not None:
             notes.append(_pruning_panel(axes[2], pruning))
-        fit_title(fig, f"{model} @ {revision}: the protocol gap inside the block")
+        fit_title(fig, f"{model}: the protocol gap inside the block" + (f" (panels 2-{panels}: {revision})" if along
+                                                                          else f" at {revision}"))
         first = gaps.iloc[0]
         notes.append(f"KL over {int(first['n_tokens'])} scored tokens of {int(first['n_windows'])} windows"
                      + (f"; perplexity on {int(pruning['n_tokens'].iloc[0])} tokens of "
