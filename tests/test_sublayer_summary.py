@@ -33,3 +33,14 @@ def test_statements_read_the_study_s_rows():
     assert table.loc["sublayer_deletion-interchange@1", "verdict"] == "sublayer cheaper"
     assert table.loc["sublayer_deletion-deletion@1", "verdict"] == "undecided"
     assert np.isfinite(table["low"]).all()
+
+
+def test_no_share_of_a_mean_gap_that_may_be_zero():
+    rows = [dict(kind=k, part=p, value=v, ci_low=lo, ci_high=hi)
+            for k, p, v, lo, hi in (("mean_gap", "block", 0.01, -0.02, 0.04), ("share", "attention", 3.0, -9, 9),
+                                    ("share", "mlp", -2.0, -9, 9), ("mlp_minus_attention", "mlp", 0.1, 0.05, 0.2),
+                                    ("mean_interaction", "block", 0.0, -0.1, 0.1))]
+    gaps = pd.DataFrame([dict(model="m", revision="main", step=None, layer_i=None) | r for r in rows])
+    table = statements(gaps).set_index("claim")
+    assert set(table.loc[["share:attention", "share:mlp"], "verdict"]) == {"undefined"}
+    assert table.loc["mean_interaction", "verdict"] == "undecided"

@@ -25,7 +25,8 @@ def _last_revision(frame: pd.DataFrame) -> str:
 
 
 def statements(gaps: pd.DataFrame, pruning: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per model (its last revision): the attention's and the MLP's share of the mean gap, the MLP's mean gap minus
+    """Per model (its last revision): the attention's and the MLP's share of the mean gap (verdict ``estimate``, or
+    ``undefined`` where the block's mean gap is not away from 0 at 95%), the MLP's mean gap minus
     the attention's (verdict ``mlp``, ``attention`` or ``undecided``: which carries more), the mean interaction
     (``nonzero`` / ``undecided``), and each sublayer guide's perplexity increase minus each block guide's at each
     budget (``sublayer cheaper``, ``blocks cheaper`` or ``undecided``)."""
@@ -40,8 +41,10 @@ def statements(gaps: pd.DataFrame, pruning: pd.DataFrame | None = None) -> pd.Da
             out.append(dict(model=model, revision=revision, claim=claim, estimate=float(r["value"]),
                             low=float(r["ci_low"]), high=float(r["ci_high"]), verdict=verdict))
 
-        for part in ("attention", "mlp"):
-            add(f"share:{part}", ("share", part), "estimate")
+        block = rows.loc[("mean_gap", "block")]
+        defined = "estimate" if block["ci_low"] > 0 or block["ci_high"] < 0 else "undefined"
+        for part in ("attention", "mlp"):  # a share of a mean gap that may be 0 means nothing
+            add(f"share:{part}", ("share", part), defined)
         diff = rows.loc[("mlp_minus_attention", "mlp")]
         add("mlp_minus_attention", ("mlp_minus_attention", "mlp"),
             sign_verdict(diff["ci_low"], diff["ci_high"], "mlp", "attention"))

@@ -56,8 +56,11 @@ def _gaps_panel(ax, gaps: pd.DataFrame) -> str:
 
     pct = lambda x: f"{100 * x:.0f}%"  # noqa: E731
     num = lambda x: f"{x:+.3f}"  # noqa: E731
-    return (f"over the {len(pairs)} pairs: attention carries {stated('share', 'attention', pct)} and the MLP "
-            f"{stated('share', 'mlp', pct)} of the block's mean gap; MLP − attention "
+    block = summary.loc[("mean_gap", "block")]
+    shares = (f"attention carries {stated('share', 'attention', pct)} and the MLP {stated('share', 'mlp', pct)} of "
+              "the block's mean gap" if block["ci_low"] > 0 or block["ci_high"] < 0 else
+              f"the block's mean gap {stated('mean_gap', 'block', num)} is not away from 0 at 95%, so no shares")
+    return (f"over the {len(pairs)} pairs: {shares}; MLP − attention "
             f"{stated('mlp_minus_attention', 'mlp', num)}, interaction {stated('mean_interaction', 'block', num)} "
             "nats/token")
 
