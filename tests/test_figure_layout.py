@@ -537,13 +537,18 @@ def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path
     ax = fig.axes[0]
     lo, hi = ax.get_ylim()
     assert lo <= 0.0 and 1.0 <= hi
+    xs = []
     for protocol in ("replacement", "interchange"):
         sub = table[(table["protocol"] == protocol)]
         cont = next(c for c in ax.containers if c.get_label() == f"toy@step400 {protocol}")
         x, y = cont.lines[0].get_data()
-        assert list(x) == [4, 8, 16] and np.allclose(y, sub[sub["n"] < 32]["spearman_median"])
+        # side by side around each n (a few percent on the log axis), so coinciding series both show
+        assert np.allclose(x, [4, 8, 16], rtol=0.05) and np.allclose(y, sub[sub["n"] < 32]["spearman_median"])
+        xs.append(np.asarray(x))
+    assert (xs[0] != xs[1]).all()
     hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "white"]
-    assert len(hollow) == 2 and all(list(ln.get_xdata()) == [32] and list(ln.get_ydata()) == [1.0] for ln in hollow)
+    assert len(hollow) == 2 and all(np.allclose(ln.get_xdata(), [32], rtol=0.05) and list(ln.get_ydata()) == [1.0]
+                                    for ln in hollow)
     assert "1 by construction" in fig._supxlabel.get_text()
 
 

@@ -6,9 +6,10 @@ Added to each row of a per-checkpoint file (:data:`swapkl.tables.schemas.SPANS_S
   (:func:`swapkl.stats.bootstrap.ratio_ci`; one set of window resamples per checkpoint, shared by its variants);
 * ``delta_ppl_pct`` -- ``100 (exp(nll_variant - nll_base) - 1)``, the variant's perplexity change on the
   probe windows relative to the base row of the same file;
-* ``d_inter_adjacent``, ``d_repl_adjacent`` -- the mean over adjacent pairs (i, i+1) of the checkpoint's
+* ``d_inter_adjacent``, ``d_repl_adjacent`` -- the median over adjacent pairs (i, i+1) of the checkpoint's
   ``d_inter`` and ``d_repl_max`` from the aggregate's pair rows (their one definition is
-  :mod:`swapkl.probes.pair_statistics`): the scale of one interchange and one replacement on the same windows.
+  :mod:`swapkl.probes.pair_statistics`): the scale of one interchange and one replacement on the same windows,
+  which one outlying pair (often the first) does not set, as it would set a mean.
 
 A span file must come from the weights and windows of the probes behind the aggregate's numbers.
 """
@@ -36,8 +37,8 @@ log = logging.getLogger(__name__)
 def _references(aggregate_path: str) -> pd.DataFrame:
     agg = read_aggregate(aggregate_path)
     adj = agg[(agg["kind"] == "pair") & (agg["distance"] == 1)]
-    return adj.groupby(["model", "revision"]).agg(d_inter_adjacent=("d_inter", "mean"),
-                                                  d_repl_adjacent=("d_repl_max", "mean"))
+    return adj.groupby(["model", "revision"]).agg(d_inter_adjacent=("d_inter", "median"),
+                                                  d_repl_adjacent=("d_repl_max", "median"))
 
 
 def _checkpoint_rows(df: pd.DataFrame, path: str, n_boot: int, seed: int) -> pd.DataFrame:

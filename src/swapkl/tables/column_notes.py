@@ -216,8 +216,8 @@ COLUMNS = {
     "loops": "looped_parallel: times the parallel step is applied",
     "order": "the block order of a reordering (null for the parallel variants)",
     "middle": "repeat: the middle block every slot of the span runs",
-    "d_inter_adjacent": "the checkpoint's mean adjacent interchange KL (nats)",
-    "d_repl_adjacent": "the checkpoint's mean adjacent replacement KL (max of both directions, nats)",
+    "d_inter_adjacent": "the checkpoint's median adjacent interchange KL (nats)",
+    "d_repl_adjacent": "the checkpoint's median adjacent replacement KL (max of both directions, nats)",
     # downstream and task-calibrated pruning
     "acc_norm": "length-normalised accuracy (multiple choice)",
     "perplexity": "perplexity on the task text (LAMBADA)",

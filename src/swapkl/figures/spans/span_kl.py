@@ -1,5 +1,5 @@
 """The span experiments of one checkpoint: KL against span width per variant, beside one interchange and one
-replacement (the checkpoint's mean adjacent d_inter and d_repl)."""
+replacement (the checkpoint's median adjacent d_inter and d_repl)."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def plot_spans(spans: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str
             ls = ":" if grp["variant"].iloc[0] == "looped_parallel" else "-"
             ax.errorbar(grp["width"], y, yerr=np.nan_to_num(err), color=colour, marker=marker, ls=ls, capsize=2,
                         label=label)
-        for name, colour, what in (("d_inter_adjacent", INTERCHANGE_COLOUR, "one adjacent interchange (mean d_inter)"),
-                                   ("d_repl_adjacent", REPLACEMENT_COLOUR, "one adjacent replacement (mean d_repl)")):
+        for name, colour, what in (("d_inter_adjacent", INTERCHANGE_COLOUR, "one adjacent interchange (median d_inter)"),
+                                   ("d_repl_adjacent", REPLACEMENT_COLOUR, "one adjacent replacement (median d_repl)")):
             if np.isfinite(first[name]) and first[name] > 0:
                 ax.axhline(first[name], color=colour, ls="--", lw=1.0, label=what)
         if (df.loc[df["variant"] != "base", "kl_mean"] > 0).all():
