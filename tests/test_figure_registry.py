@@ -31,7 +31,6 @@ from swapkl.figures.protocol.trajectory import plot_gap_trajectory
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES_PACKAGE = REPO / "src" / "swapkl" / "figures"
-STUDIES_PACKAGE = REPO / "src" / "swapkl" / "studies"
 
 
 def drawn(monkeypatch) -> list[MplFigure]:
@@ -51,8 +50,7 @@ def drawn(monkeypatch) -> list[MplFigure]:
 def test_every_draw_function_of_the_figure_modules_is_registered():
     """A module's draw_* functions (the registry's signature) each back exactly one entry: none is left out."""
     defined = set()
-    modules = set(FIGURES_PACKAGE.rglob("*.py")) | set(STUDIES_PACKAGE.glob("*/*.py"))
-    for path in modules - {FIGURES_PACKAGE / "figure_registry.py"}:
+    for path in set(FIGURES_PACKAGE.rglob("*.py")) - {FIGURES_PACKAGE / "figure_registry.py"}:
         module = ".".join(("swapkl", *path.relative_to(FIGURES_PACKAGE.parent).with_suffix("").parts))
         tree = ast.parse(path.read_text())
         names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -62,9 +60,8 @@ def test_every_draw_function_of_the_figure_modules_is_registered():
     assert sorted(referenced) == sorted(defined)
 
 
-# Imports each module of swapkl.figures in turn in a fresh interpreter, then the study folders (swapkl.studies,
-# which imports each), and reads the registry as it stands (not figures(), which imports every family); prints
-# {figure: [package.module, plot]} of what each import registered.
+# Imports each module of swapkl.figures in turn in a fresh interpreter and reads the registry as it stands (not
+# figures(), which imports every family); prints {figure: [module, plot]} of what each import registered.
 WHO_REGISTERS = """
 import importlib, json, pkgutil
 import swapkl.figures as package
@@ -73,13 +70,7 @@ found = {}
 for module in pkgutil.iter_modules(package.__path__):
     before = set(registered)
     importlib.import_module("swapkl.figures." + module.name)
-    found.update({name: ["figures." + module.name, registered[name].plot] for name in set(registered) - before})
-before = set(registered)
-import swapkl.studies as studies
-for module in pkgutil.iter_modules(studies.__path__):
-    for name in set(registered) - before:
-        if registered[name].plot.startswith(f"swapkl.studies.{module.name}."):
-            found[name] = ["studies." + module.name, registered[name].plot]
+    found.update({name: [module.name, registered[name].plot] for name in set(registered) - before})
 print(json.dumps(found))
 """
 
@@ -91,17 +82,16 @@ def test_each_figure_is_registered_by_the_family_that_draws_it():
                           capture_output=True, text=True, check=True)
     found = json.loads(proc.stdout)
     assert set(found) == set(figures())
-    families = {f"figures.{p.parent.name}" for p in FIGURES_PACKAGE.glob("*/__init__.py")}
-    families |= {f"studies.{p.parent.name}" for p in STUDIES_PACKAGE.glob("*/__init__.py")}
+    families = {p.parent.name for p in FIGURES_PACKAGE.glob("*/__init__.py")}
     for name, (family, plot) in found.items():
-        assert family in families, (name, family)  # registered by a family or a study folder, not by a helper
-        assert plot.startswith(f"swapkl.{family}."), (name, family, plot)
+        assert family in families, (name, family)  # registered by a family, not by a helper module
+        assert plot.startswith(f"swapkl.figures.{family}."), (name, family, plot)
 
 
 def test_every_entry_is_complete():
     for fig in figures().values():
         assert callable(fig.function()), fig.name
-        assert (REPO / "workflow" / "report" / fig.caption).is_file(), fig.name  # an absolute path stays itself
+        assert (REPO / "workflow" / "report" / fig.caption).is_file(), fig.name
         assert fig.section in SECTIONS and fig.help, fig.name
         for name, pattern in fig.inputs.items():  # an expanded input's {model} is filled in by the expansion
             assert set(re.findall(r"{(\w+)}", pattern)) <= ({"model"} if name in fig.expand else set(fig.wildcards))

@@ -37,9 +37,7 @@ def figure_output(fig, ext):
     path = f"{fig.stem()}.{ext}"
     if ext != "png":
         return path
-    # a study folder's figure names its caption in the folder (an absolute path)
-    caption = fig.caption if os.path.isabs(fig.caption) else f"../report/{fig.caption}"
-    return report(path, caption=caption, category=section(fig.section),
+    return report(path, caption=f"../report/{fig.caption}", category=section(fig.section),
                   subcategory=fig.subcategory, labels=fig.report_labels() or None)
 
 

@@ -9,9 +9,7 @@ and ``swapkl figures`` offers one kind per entry.
 Every plot function has the one signature :class:`PlotFunction`. The figures come in families, one subpackage of
 :mod:`swapkl.figures` each (``swapkl.figures.pruning``, ``swapkl.figures.scale``, ...): the family's ``__init__``
 registers its entries, and its other modules draw them, so an entry sits beside the code that draws it.
-:func:`figures` imports every subpackage, so no list of families has to be kept in step. A study kept in its
-own folder (:mod:`swapkl.studies`) registers its figures in the folder's ``__init__`` the same way, with its plot
-module and caption beside them (a caption given as an absolute path is read from there). An entry names its plot
+:func:`figures` imports every subpackage, so no list of families has to be kept in step. An entry names its plot
 function as ``"swapkl.figures.<family>.<module>:<function>"``, imported only when the figure is drawn: Snakemake
 reads the registry to make its rules, and it must not import matplotlib, pandas or torch to do so (they are the
 drawing modules' imports; a family's ``__init__`` imports only this module). Adding a figure: its entry and plot
@@ -77,9 +75,8 @@ def numbered_sections(present) -> dict[str, str]:
 FIGURES_DIR = "results/figures"
 FORMATS = ("png", "pdf")
 
-#: the packages whose subpackages register figures when imported: the figure families, and the study folders
-#: (:mod:`swapkl.studies`), each of which may register the figures of its own tables
-FIGURE_PACKAGES = ("swapkl.figures", "swapkl.studies")
+#: the package whose subpackages are the figure families (each registers its figures when imported)
+FIGURES_PACKAGE = "swapkl.figures"
 
 AGGREGATE = "results/swapkl.parquet"
 PRUNING = "results/pruning.parquet"
@@ -185,15 +182,12 @@ def register(figure: Figure) -> Figure:
 
 
 def discover() -> None:
-    """Import every figure family (each subpackage of :mod:`swapkl.figures`) and every study folder (each
-    subpackage of :mod:`swapkl.studies`), so that each registers its figures. The figures package's plain modules
-    (style, palette, labels, ...) are helpers of the drawing code and are not imported. The study folders sit above
-    this module in the layer order: they are found by name, as plug-ins, and import this module, not the reverse."""
-    for name in FIGURE_PACKAGES:
-        package = importlib.import_module(name)
-        for module in pkgutil.iter_modules(package.__path__):
-            if module.ispkg:
-                importlib.import_module(f"{name}.{module.name}")
+    """Import every figure family (each subpackage of :mod:`swapkl.figures`), so that each registers its figures.
+    The package's plain modules (style, palette, labels, ...) are helpers of the drawing code and are not imported."""
+    package = importlib.import_module(FIGURES_PACKAGE)
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.ispkg:
+            importlib.import_module(f"{FIGURES_PACKAGE}.{module.name}")
 
 
 def figures() -> dict[str, Figure]:

@@ -5,8 +5,9 @@ below the block against pruning whole blocks at the same parameter budget.
 
 Here: its declaration (below), its job (``jobs.py``), its computations (``decompose.py`` and ``pruning.py``, numpy
 only) and its measurement (``run.py``), its rules (``rules.smk``), its config section's schema (``schema.yaml``),
-its tables' captions, its figure (``figure.py``, registered below, with its caption) and the statements a run
-supports (``summary.py``). The sublayer variants are
+its tables' captions and the statements a run supports (``summary.py``). Its figure is the family
+:mod:`swapkl.figures.sublayers`: a study folder imports its runner by name (``run.py``: torch), so a figure
+registered here would put torch into the figure jobs' environment. The sublayer variants are
 the protocols of :mod:`swapkl.probes.protocols` (docs/engine.md says how each architecture is composed).
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swapkl.figures.figure_registry import Figure, register
 from swapkl.studies.sublayers.jobs import SublayerJob
 from swapkl.study import Stage, Study, register_study, without_nulls
 
@@ -99,8 +99,3 @@ STUDY = register_study(Study(
     inputs=_inputs, files=_files, columns={"sublayer_gaps": COLUMNS, "sublayer_pruning": PRUNING_COLUMNS},
 ))
 
-register(Figure("sublayer_decomposition", "swapkl.studies.sublayers.figure:draw_sublayer_decomposition",
-                {"gaps": "results/sublayer_gaps.parquet", "sublayer_pruning": "results/sublayer_pruning.parquet"},
-                "model", "sublayers", "each pair's gap split over attention and MLP, sublayer deletion cost per "
-                "parameter, and sublayer against block pruning of one model", targets="sublayers",
-                caption=str(STUDY.folder / "sublayer_decomposition.rst"), params={"setup": "model_setup"}))
