@@ -156,3 +156,13 @@ def test_a_block_loses_both_sublayers_only_by_its_removal():
         sublayers_removed((), ((0, "mlp"), (0, "attention")), 3)
     with pytest.raises(SwapKLError, match="budgets"):
         pruning.check_budgets([0, 2], 4)
+
+
+def test_the_probe_windows_may_not_come_from_the_evaluation_text(run, tmp_path):
+    d = run["dir"]
+    job = SublayerJob(model=str(d / "model"), out=str(tmp_path / "g.parquet"), pruning_out=str(tmp_path / "p.parquet"),
+                      device="cpu", data=DataSpec(text_file=str(d / "eval.txt"), n_seqs=2, seq_len=8), budgets=(1,),
+                      eval_data=dict(text_file=str(d / "eval.txt"), window=WINDOW, stride=STRIDE))
+    with pytest.raises(SwapKLError, match="come from the evaluation text"):
+        run_sublayers(job)
+    assert not any(tmp_path.iterdir())

@@ -20,6 +20,7 @@ from swapkl.model.sublayers import sublayer_parameters
 from swapkl.errors import SwapKLError
 from swapkl.options import require_device, require_int
 from swapkl.probes.pair_sets import parse_pair_set
+from swapkl.pruning.inputs import check_disjoint
 from swapkl.pruning.perplexity import load_eval_windows, window_nll
 from swapkl.studies.sublayers import pruning
 from swapkl.studies.sublayers.decompose import SCHEMA, decomposition, sublayer_variants
@@ -78,6 +79,7 @@ def _check(job) -> None:
         raise SwapKLError("sublayer pruning budgets need the evaluation text (eval_data) and pruning_out")
     if job.budgets:
         job.eval_data.check()
+        check_disjoint(job.eval_data, job.data, "probe")  # the guides' scores are not fitted to the cost's text
     require_distinct(outs)
     for out in outs.values():
         check_writable(out)
