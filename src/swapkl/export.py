@@ -46,7 +46,7 @@ from swapkl.model.checkpoint_dir import files_sha256, is_local_spec, share_tree,
 from swapkl.model.loading import load_model, tokenizer_files
 from swapkl.tables.parquet_io import os_reason
 from swapkl.model.engine import ProbeEngine
-from swapkl.model.sublayer_variants import PARTS, recipe_id
+from swapkl.model.sublayer_variants import PARTS, with_skips
 from swapkl.model.sublayers import sublayer_parameters
 from swapkl.model.variant import Variant
 from swapkl.model.merge import averaged_block
@@ -136,10 +136,7 @@ def check_skip(skip: list[tuple[int, str]] | None, order: tuple[int, ...]) -> li
 
 def export_variant(order: tuple[int, ...], skip: list[tuple[int, str]], n_layers: int) -> Variant:
     """The engine's variant of the export: blocks ``order``, the skipped sublayers built by the ``skip`` recipe."""
-    parts = dict(skip)
-    ids = [recipe_id(("skip", b, parts[b]), n_layers) if b in parts else b for b in order]
-    recipes = tuple((recipe_id(("skip", b, p), n_layers), ("skip", b, p)) for b, p in skip)
-    return Variant("export", None, None, tuple(ids), blocks=recipes)
+    return with_skips(order, skip, n_layers, protocol="export")
 
 
 def export_state_dict(model, blocks, order: tuple[int, ...],

@@ -49,25 +49,26 @@ def sublayer_deletion(protocol: str, part: str, i: int, n_layers: int) -> Varian
     return _with(protocol, i, None, n_layers, {i: ("skip", i, part)})
 
 
-def sublayers_removed(blocks: tuple[int, ...], skipped: tuple[tuple[int, str], ...], n_layers: int,
-                      protocol: str = "pruned") -> Variant:
-    """The model without the blocks ``blocks`` and, in the blocks it keeps, without the sublayers ``skipped``
-    (``(block, part)``, at most one part per block: a block without both is a block removed)."""
+def with_skips(order: tuple[int, ...], skipped, n_layers: int, protocol: str = "pruned") -> Variant:
+    """The variant that runs blocks ``order`` (indices into the model's ``n_layers`` blocks), each block of
+    ``skipped`` (``(block, part)``, at most one part per block) without that sublayer."""
     parts: dict[int, str] = {}
     for block, part in skipped:
         if part not in PARTS or not 0 <= block < n_layers:
             raise ValueError(f"no sublayer {part!r} of block {block} in a {n_layers}-block model")
-        if block in parts or block in blocks:
+        if block in parts:
             raise ValueError(f"block {block}: skip both of its sublayers by removing the block")
         parts[block] = part
-    order, recipes = [], []
-    for block in range(n_layers):
-        if block in blocks:
-            continue
-        if block in parts:
-            recipe = ("skip", block, parts[block])
-            order.append(recipe_id(recipe, n_layers))
-            recipes.append((order[-1], recipe))
-        else:
-            order.append(block)
-    return Variant(protocol, None, None, tuple(order), blocks=tuple(recipes))
+    ids = tuple(recipe_id(("skip", b, parts[b]), n_layers) if b in parts else b for b in order)
+    recipes = tuple((recipe_id(("skip", b, p), n_layers), ("skip", b, p)) for b, p in sorted(parts.items()))
+    return Variant(protocol, None, None, ids, blocks=recipes)
+
+
+def sublayers_removed(blocks: tuple[int, ...], skipped: tuple[tuple[int, str], ...], n_layers: int,
+                      protocol: str = "pruned") -> Variant:
+    """The model without the blocks ``blocks`` and, in the blocks it keeps, without the sublayers ``skipped``
+    (``(block, part)``, at most one part per block: a block without both is a block removed)."""
+    gone = set(blocks)
+    if any(b in gone for b, _ in skipped):
+        raise ValueError(f"a skipped sublayer's block is removed: {sorted(b for b, _ in skipped if b in gone)}")
+    return with_skips(tuple(b for b in range(n_layers) if b not in gone), skipped, n_layers, protocol)
