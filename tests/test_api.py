@@ -61,8 +61,10 @@ def test_probe_rows_match_the_stock_forward(example):
     orders = {"replacement": lambda i, j: ref.replacement_order(i, j, n),
               "interchange": lambda i, j: ref.interchange_order(i, j, n),
               "deletion": lambda i, _: ref.deletion_order(i, n)}
+    full = swapkl.probe(model, windows, pairs="all", per_window=True)  # the README's rows, with the per-window sums
+    pd.testing.assert_frame_equal(full[list(kl.columns)], kl, check_exact=True)
     checked = 0
-    for row in kl[kl["protocol"] != "base"].itertuples():
+    for row in full[full["protocol"] != "base"].itertuples():
         j = None if pd.isna(row.layer_j) else int(row.layer_j)
         per_window, grand = _reference(model, windows, orders[row.protocol](int(row.layer_i), j))
         got = np.asarray(row.seq_kl_sum) / np.asarray(row.seq_tokens)
@@ -124,10 +126,10 @@ def test_bad_inputs_are_one_line_errors(example, tmp_path):
     with pytest.raises(SwapKLError, match="outside the model vocabulary"):
         swapkl.probe(model, windows + 1000, folder=str(tmp_path / "b"))
     (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "windows.npy").write_text("not swapkl's")
-    with pytest.raises(SwapKLError, match="already holds 'windows.npy'"):
+    (tmp_path / "mine" / "probe.parquet").write_text("not swapkl's")
+    with pytest.raises(SwapKLError, match="already holds 'probe.parquet'"):
         swapkl.probe(model, windows, folder=str(tmp_path / "mine"))
-    assert (tmp_path / "mine" / "windows.npy").read_text() == "not swapkl's"
+    assert (tmp_path / "mine" / "probe.parquet").read_text() == "not swapkl's"
     with pytest.raises(SwapKLError, match="model must be a checkpoint folder"):
         swapkl.probe(object(), windows)
     with pytest.raises(SwapKLError, match="give the DataFrame that swapkl.probe returned"):
@@ -160,7 +162,7 @@ def test_no_workflow_script_or_swapkl_module_reads_the_api_off_the_package():
 
 
 def test_an_edited_or_filtered_frame_is_refused(example):
-    """The aggregate and the guides read the probe file; a frame whose rows differ (filtered with pandas, so its
+    """The aggregate and the guides read the probe's whole table; a frame whose rows differ (filtered with pandas, so its
     attrs survive, or edited) is refused instead of answered from rows it no longer holds (issue 49, item 2)."""
     kl = example["kl"]
     assert swapkl.select_blocks(kl.copy(), budget=1) == swapkl.select_blocks(kl, budget=1)  # a copy is the table
@@ -170,13 +172,13 @@ def test_an_edited_or_filtered_frame_is_refused(example):
     edited.loc[edited.index[1], "kl_mean"] = 0.0
     for frame, rows in ((without, len(without)), (edited, len(kl))):
         assert frame.attrs["swapkl"] == kl.attrs["swapkl"]
-        message = rf"^the DataFrame differs from the probe file its attrs name \({rows} rows given, {len(kl)} in "
+        message = rf"^the DataFrame differs from the probe table its attrs hold \({rows} rows given, {len(kl)} probed\)"
         for call in (lambda f: swapkl.aggregate(f), lambda f: swapkl.select_blocks(f, budget=1),
                      lambda f: swapkl.prune(example["model"], f, budget=1)):
             with pytest.raises(SwapKLError, match=message) as err:
                 call(frame)
             if rows != len(kl):  # placeholders of different values
-                assert_listed(str(err.value), given=str(rows), rows=str(len(kl)), probe=kl.attrs["swapkl"]["probe"])
+                assert_listed(str(err.value), given=str(rows), rows=str(len(kl)))
 
 
 def test_prune_refuses_a_model_the_table_was_not_measured_on(example):
@@ -254,25 +256,132 @@ def test_other_api_inputs_are_one_line_errors(example, tmp_path):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-def test_a_temporary_folder_is_gone_when_the_process_ends(tmp_path):
-    """probe without ``folder`` works in a temporary folder that aggregate and prune read during the session, and
-    which is removed, its files with it, when the Python process ends (issue 50: one swapkl-XXXX folder was left
-    behind per call); a folder the caller names is kept."""
-    import os
-    import subprocess
-    import sys
+def test_probe_writes_nothing_without_a_folder(tmp_path, monkeypatch):
+    """A loaded model is probed where it is: no copy of its weights on disk, no temporary folder, no file
+    (issue 50: the API saved the model, and left a swapkl-XXXX folder per call); a given folder gets the files."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
-    script = (
-        "import numpy as np, swapkl, os\n"
-        "from transformers import GPTNeoXConfig, GPTNeoXForCausalLM\n"
-        "m = GPTNeoXForCausalLM(GPTNeoXConfig(num_hidden_layers=3, hidden_size=16, num_attention_heads=2,\n"
-        "                                     intermediate_size=32, vocab_size=64))\n"
-        "w = np.random.default_rng(0).integers(0, 64, size=(4, 16))\n"
-        "kl = swapkl.probe(m, w, pairs='adjacent')\n"
-        "swapkl.aggregate(kl)\n"
-        f"kept = swapkl.probe(m, w, pairs='adjacent', protocols='interchange', folder={str(tmp_path / 'kept')!r})\n"
-        "print(os.path.dirname(kl.attrs['swapkl']['probe']))\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
-    folder = out.stdout.strip().splitlines()[-1]
-    assert os.path.basename(folder).startswith("swapkl-") and not os.path.exists(folder)
-    assert (tmp_path / "kept" / "probe.parquet").exists()
+    model = GPTNeoXForCausalLM(GPTNeoXConfig(num_hidden_layers=3, hidden_size=16, num_attention_heads=2,
+                                             intermediate_size=32, vocab_size=64))
+    windows = np.random.default_rng(0).integers(0, 64, size=(4, 16))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the API saved the model")
+
+    monkeypatch.setattr(model, "save_pretrained", refuse)
+    kl = swapkl.probe(model, windows, pairs="adjacent")
+    swapkl.aggregate(kl)
+    swapkl.prune(model, kl, budget=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"] and list((tmp_path / "tmp").iterdir()) == []
+    kept = swapkl.probe(model, windows, pairs="adjacent", folder=str(tmp_path / "kept"))
+    swapkl.aggregate(kept)
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["aggregate.parquet", "probe.parquet",
+                                                                     "repr.parquet"]
+    with pytest.raises(SwapKLError, match=r"already holds 'aggregate\.parquet'"):
+        swapkl.aggregate(kept)  # never overwritten
+
+
+def test_the_api_gives_the_command_lines_tables(example, tmp_path):
+    """swapkl probe and swapkl aggregate on the same checkpoint and windows, run in this process (same kernels,
+    same threads): the API's in-memory rows are the files' rows, per-window sums included, exactly."""
+    from swapkl.cli import main
+    from swapkl.probes.aggregate import read_aggregate
+
+    model, windows, kl = example["model"], example["windows"], example["kl"]
+    model.save_pretrained(tmp_path / "ckpt")
+    np.save(tmp_path / "windows.npy", windows)
+    label = kl["model"].iloc[0]
+    assert main(["probe", "--model", str(tmp_path / "ckpt"), "--tokens", str(tmp_path / "windows.npy"),
+                 "--pairs", "all", "--out", str(tmp_path / "probe.parquet"), "--repr-out",
+                 str(tmp_path / "repr.parquet"), "--label", label]) == 0
+    assert main(["aggregate", str(tmp_path / "probe.parquet"), "--repr", str(tmp_path / "repr.parquet"),
+                 "--out", str(tmp_path / "aggregate.parquet")]) == 0
+    full = swapkl.probe(model, windows, pairs="all", name=label, per_window=True)
+    assert {"seq_kl_sum", "seq_tokens"} <= set(full.columns) and "seq_kl_sum" not in kl.columns
+    pd.testing.assert_frame_equal(full, pd.read_parquet(tmp_path / "probe.parquet"), check_exact=True)
+    pd.testing.assert_frame_equal(kl, full.drop(columns=[c for c in full.columns if c.startswith("seq_")]),
+                                  check_exact=True)
+    pd.testing.assert_frame_equal(swapkl.aggregate(kl), read_aggregate(tmp_path / "aggregate.parquet"),
+                                  check_exact=True)
+
+
+def test_the_pair_view_names_its_intervals(example):
+    """kind="pair": the pair rows alone, with the columns they fill; the gap's interval is the aggregate's pair
+    interval, d_inter's the interchange variant's (issue 50: pair rows showed kl_ci_low as NaN)."""
+    kl = example["kl"]
+    agg = swapkl.aggregate(kl)
+    pairs = swapkl.aggregate(kl, kind="pair")
+    assert set(pairs["kind"]) == {"pair"} and not pairs.isna().all().any()
+    assert "kl_ci_low" not in pairs.columns and "metric" not in pairs.columns
+    whole = agg[agg["kind"] == "pair"].reset_index(drop=True)
+    np.testing.assert_array_equal(pairs["gap_ci_low"], whole["ci_low"])
+    np.testing.assert_array_equal(pairs["gap_ci_high"], whole["ci_high"])
+    inter = agg[(agg["kind"] == "directed") & (agg["protocol"] == "interchange")].set_index(["layer_i", "layer_j"])
+    for row in pairs.itertuples():
+        assert (row.d_inter_ci_low, row.d_inter_ci_high) == tuple(inter.loc[(row.layer_i, row.layer_j),
+                                                                          ["kl_ci_low", "kl_ci_high"]])
+        assert row.d_inter_ci_low < row.d_inter < row.d_inter_ci_high
+    with pytest.raises(SwapKLError, match=r"^kind must be one of directed, pair, summary, repr"):
+        swapkl.aggregate(kl, kind="pairs")
+
+
+def test_probe_leaves_the_model_as_it_was(example):
+    """The engines put the model in eval mode and reorder its blocks; afterwards its modes and tensors are
+    as before."""
+    from swapkl.model.weights_fingerprint import module_digests
+
+    model, windows = example["model"], example["windows"]
+    before = module_digests(model, torch.float32)
+    blocks = list(model.gpt_neox.layers)
+    model.train()
+    model.gpt_neox.layers[1].eval()
+    try:
+        swapkl.probe(model, windows, pairs="adjacent", protocols="interchange")
+        assert model.training and model.gpt_neox.layers[0].training and not model.gpt_neox.layers[1].training
+        assert all(a is b for a, b in zip(model.gpt_neox.layers, blocks, strict=True))
+        assert module_digests(model, torch.float32) == before
+    finally:
+        model.eval()
+
+
+def test_a_loaded_model_is_neither_cast_nor_moved(example):
+    model, windows = example["model"], example["windows"]
+    with pytest.raises(SwapKLError, match=r"^dtype 'bfloat16', but the model's weights are float32: cast the model "
+                                          r"yourself \(model\.to\(torch\.bfloat16\)\), or leave dtype out$") as err:
+        swapkl.probe(model, windows, dtype="bfloat16")
+    assert_listed(str(err.value))
+    with pytest.raises(SwapKLError, match=r"^device 'meta', but the model is on cpu: move it yourself") as err:
+        swapkl.probe(model, windows, device="meta")
+    assert_listed(str(err.value))
+
+
+def test_plot_draws_a_registered_figure_of_the_aggregate(example, tmp_path):
+    """swapkl.plot draws what `swapkl figures heatmaps` draws from the aggregate file: the same PNG bytes."""
+    from PIL import Image
+    from swapkl.cli import main
+
+    agg = swapkl.aggregate(example["kl"])
+    image = swapkl.plot("heatmaps", agg, out=str(tmp_path / "api"))
+    assert isinstance(image, Image.Image) and image.size[0] > 500
+    assert (tmp_path / "api.pdf").exists()
+    folder = tmp_path / "cli"
+    folder.mkdir()
+    kept = swapkl.probe(example["model"], example["windows"], pairs="all", name=example["kl"]["model"].iloc[0],
+                        folder=str(folder))
+    swapkl.aggregate(kept)
+    model = example["kl"]["model"].iloc[0]
+    assert main(["figures", "heatmaps", "--aggregate", str(folder / "aggregate.parquet"), "--model", model,
+                 "--revision", "main", "--out", str(tmp_path / "cli_fig")]) == 0
+    assert (tmp_path / "api.png").read_bytes() == (tmp_path / "cli_fig.png").read_bytes()
+    with pytest.raises(SwapKLError, match=r"'.*api\.png' exists: give plot a new out"):
+        swapkl.plot("heatmaps", agg, out=str(tmp_path / "api.png"))
+    with pytest.raises(SwapKLError, match=r"^figure pruning-cost draws from .* besides the aggregate: draw it with "
+                                          r"`swapkl figures pruning-cost`") as err:
+        swapkl.plot("pruning_cost", agg)
+    with pytest.raises(SwapKLError, match=r"^give plot the DataFrame that swapkl.aggregate returned"):
+        swapkl.plot("heatmaps", swapkl.aggregate(example["kl"], kind="pair"))
+    with pytest.raises(SwapKLError, match=r"^the aggregate has no model 'nope'"):
+        swapkl.plot("heatmaps", agg, model="nope")

@@ -23,7 +23,11 @@ from crash import crash_after
 from tiny_models import random_tokens, tiny_model
 
 RESUMED = re.compile(r"resuming from (\S+): (\d+) finished \(batch, variant\) records")
-COMPUTED = re.compile(r"computed (\d+) of (\d+) \(batch, variant\) results; (\d+) taken over")
+# the log's line after a probe: model runs (one variant or the base model on one batch, the progress bar's unit)
+# computed and taken over, and the progress-file records taken over (a base record per file and a representation
+# record per batch besides the variants' records)
+COMPUTED = re.compile(r"computed (\d+) of (\d+) model runs \(one variant or the base model on one batch\); (\d+) "
+                      r"taken over from the progress file \((\d+) records\)")
 
 
 def complete_records(path: Path) -> int:
@@ -83,8 +87,9 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path):
     assert reference.wait(timeout=300) == 0, reference.stderr.read()
     m = RESUMED.search(resumed.stderr)
     assert m and m.group(1) == str(progress) and int(m.group(2)) == done
-    computed, total, taken = map(int, COMPUTED.search(resumed.stderr).groups())
-    assert (total, taken, computed) == (4 * 94, done, 4 * 94 - done)
+    runs, total, taken, records = map(int, COMPUTED.search(resumed.stderr).groups())
+    assert (total, records) == (4 * 93, done)  # 93 model runs per batch: 94 records less its representation record
+    assert runs + taken == total and done - 2 * 4 <= taken <= done  # a base run counts once its repr record is in
     assert not progress.exists()  # removed once the results are written
     assert_same_parquet(tmp_path / "resumed" / "probe.parquet", tmp_path / "reference" / "probe.parquet")
     assert_same_parquet(tmp_path / "resumed" / "repr.parquet", tmp_path / "reference" / "repr.parquet")
@@ -127,7 +132,13 @@ def crashed_progress(setup, tmp_path, monkeypatch, after: int) -> Path:
 
 
 def computed(caplog) -> tuple[int, int, int]:
-    return tuple(map(int, COMPUTED.search(caplog.text).groups()))
+    """(records computed, records in all, records taken over) of the resumed run; its model runs are checked
+    against them: one per record, less each batch's representation record."""
+    runs, total, taken, records = map(int, COMPUTED.search(caplog.text).groups())
+    n_batches = N_SEQS // BATCH
+    assert runs + taken == total == TOTAL - n_batches
+    assert records - 2 * n_batches <= taken <= records
+    return TOTAL - records, TOTAL, records
 
 
 def check_result(setup, folder: Path) -> None:

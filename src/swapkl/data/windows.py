@@ -320,19 +320,23 @@ def load_token_file(path: str) -> Windows:
             arr = np.load(f, allow_pickle=False)
     except Exception as e:
         raise SwapKLError(f"token file {path!r} is not a readable .npy array: {e}") from e
+    return token_windows(arr, f"token file {path!r}", f"tokens:{path}")
+
+
+def token_windows(arr: np.ndarray, what: str, source: str) -> Windows:
+    """Windows of the token ids ``arr`` ``[n_seqs, seq_len]``, every position scored; ``what`` names the array in
+    an error (``token file 'x.npy'``), ``source`` is what the records call it."""
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.integer):
-        raise SwapKLError(f"token file {path!r} must hold an integer array [n_seqs, seq_len], got {arr.dtype} {arr.shape}")
+        raise SwapKLError(f"{what} must hold an integer array [n_seqs, seq_len], got {arr.dtype} {arr.shape}")
     if arr.size == 0:
-        raise SwapKLError(f"token file {path!r} is empty")
+        raise SwapKLError(f"{what} is empty")
     if arr.shape[1] < 2:
-        raise SwapKLError(f"token file {path!r} has windows of {arr.shape[1]} token; "
-                          "next-token KL needs at least 2")
+        raise SwapKLError(f"{what} has windows of {arr.shape[1]} token; next-token KL needs at least 2")
     if arr.dtype.kind == "u" and int(arr.max()) > np.iinfo(np.int64).max:
         # the cast to int64 below would wrap such an id to a negative number
-        raise SwapKLError(f"token id {int(arr.max())} in tokens:{path} does not fit in int64 "
-                          "(no vocabulary is that large)")
+        raise SwapKLError(f"token id {int(arr.max())} in {source} does not fit in int64 (no vocabulary is that large)")
     arr = arr.astype(np.int64)
-    return Windows(arr, np.ones_like(arr), f"tokens:{path}")
+    return Windows(arr, np.ones_like(arr), source)
 
 
 def load_windows(spec: DataSpec, tokenizer=None) -> Windows:

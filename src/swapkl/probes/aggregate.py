@@ -74,7 +74,7 @@ from swapkl.model.model_job import Job
 from swapkl.hub.absence import split_absent
 from swapkl.hub.duplicate_revisions import Checkpoint, find_duplicates, revision_order
 from swapkl.probes.aggregate_checkpoint import checkpoint_rows, group_checkpoints
-from swapkl.probes.aggregate_inputs import read_probe_file, read_repr_file
+from swapkl.probes.aggregate_inputs import ProbeInput, ReprInput, read_probe_file, read_repr_file
 from swapkl.probes.pair_statistics import CONDITIONAL_BELOW, STRONG_BELOW, pair_set_column
 from swapkl.probes.pairs import parse_pair_set
 from swapkl.probes.protocols import protocol_names
@@ -132,8 +132,8 @@ def _to_table(df: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def _validate_args(probe_files, pair_sets, n_boot, seed) -> None:
-    if not probe_files:
+def _validate_args(inputs, pair_sets, n_boot, seed) -> None:
+    if not inputs:
         raise SwapKLError("aggregate: no probe files given")
     if not isinstance(n_boot, (int, np.integer)) or isinstance(n_boot, bool) or n_boot < 1:
         raise SwapKLError(f"aggregate: n_boot must be an integer >= 1, got {n_boot!r}")
@@ -166,7 +166,7 @@ def aggregate(*args, **options) -> None:
     probe_files, absent = split_absent(probe_files)
     repr_files, absent_repr = split_absent(repr_files)
     absent += [r for r in absent_repr if r not in absent]
-    _validate_args(probe_files, pair_sets, n_boot, seed)
+    _validate_args(probe_files, pair_sets, n_boot, seed)  # before any file is read
     require_distinct({"`out`": str(out)}, [("`probe_files`", f) for f in probe_files] + [("`repr_files`", f) for f in repr_files])
     check_writable(str(out))
     seen: list[str] = []
@@ -177,6 +177,27 @@ def aggregate(*args, **options) -> None:
         seen.append(f)
     probes = [read_probe_file(f) for f in probe_files]
     reprs = [read_repr_file(f) for f in repr_files]
+    df, all_sets, dups = aggregate_rows(probes, reprs, pair_sets, n_boot=n_boot, seed=seed)
+    provenance = {
+        "kind": "aggregate",
+        "swapkl_version": __version__,
+        "input_sha256": input_sha256([x.path for x in (*probes, *reprs)]),
+        **settings(pair_sets, n_boot, seed, dups),
+        "inputs": [{"file": x.path, "role": role, "model": x.model, "revision": x.revision,
+                    "provenance": x.provenance}
+                   for role, items in (("probe", probes), ("repr", reprs)) for x in items],
+        "checkpoints": checkpoints([x.provenance for x in probes + reprs]),
+        "absent": absent,
+    }
+    write_parquet(aggregate_table(df, all_sets), str(out), provenance)
+    log.info("aggregate: %d checkpoints, %d rows -> %s", len({(x.model, x.revision) for x in probes}), len(df), out)
+
+
+def aggregate_rows(probes: list[ProbeInput], reprs: list[ReprInput], pair_sets: dict, *, n_boot: int = 1000,
+                   seed: int = 0) -> tuple[pd.DataFrame, list[str], dict]:
+    """The aggregate's rows (sorted, the schema's columns) of validated probe and representation tables (from
+    files or in memory), every pair set named for any model, and the duplicate revision of each checkpoint."""
+    _validate_args(probes, pair_sets, n_boot, seed)
     groups = group_checkpoints(probes, reprs)
     per_model: dict[str, dict] = {}
     for item in probes:  # a training trajectory compares revisions: same windows, same dtype
@@ -193,7 +214,6 @@ def aggregate(*args, **options) -> None:
                 all_sets.append(s)
     dups = find_duplicates([Checkpoint(ck.model, ck.revision, ck.step, ck.sha, ck.config_sha)
                             for ck in groups.values()])
-
     parts: list[pd.DataFrame] = []
     ordered = sorted(groups.values(), key=lambda c: (c.model, revision_order(c.step, c.revision)))
     for ck in ordered:
@@ -201,11 +221,18 @@ def aggregate(*args, **options) -> None:
                                 dups[(ck.model, ck.revision)], n_boot, seed)
         parts.extend(rows.values())
     df = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    df = df.reindex(columns=[f.name for f in output_schema(all_sets)])
+    return _sorted(df, all_sets), all_sets, dups
 
-    provenance = {
-        "kind": "aggregate",
-        "swapkl_version": __version__,
-        "input_sha256": input_sha256([x.path for x in (*probes, *reprs)]),
+
+def aggregate_table(rows: pd.DataFrame, all_sets: list[str]) -> pa.Table:
+    """:func:`aggregate_rows`' rows as the Arrow table the aggregate file holds."""
+    return _to_table(rows, output_schema(all_sets))
+
+
+def settings(pair_sets: dict, n_boot: int, seed: int, dups: dict) -> dict:
+    """The aggregate's settings as its provenance records them."""
+    return {
         "pair_sets": {m: list(pair_sets[m]) for m in sorted(pair_sets)},
         "n_boot": int(n_boot),
         "seed": int(seed),
@@ -213,21 +240,16 @@ def aggregate(*args, **options) -> None:
         "class_thresholds": {"strong_below": STRONG_BELOW, "conditional_below": CONDITIONAL_BELOW},
         "duplicates": [{"model": m, "revision": r, "duplicate_of": d}
                        for (m, r), d in sorted(dups.items()) if d is not None],
-        "inputs": [{"file": x.path, "role": role, "model": x.model, "revision": x.revision,
-                    "provenance": x.provenance}
-                   for role, items in (("probe", probes), ("repr", reprs)) for x in items],
-        "checkpoints": checkpoints([x.provenance for x in probes + reprs]),
-        "absent": absent,
     }
-    schema = output_schema(all_sets)
-    df = df.reindex(columns=[f.name for f in schema])
-    write_parquet(_to_table(_sorted(df, all_sets), schema), str(out), provenance)
-    log.info("aggregate: %d checkpoints, %d rows -> %s", len(groups), len(df), out)
 
 
 def read_aggregate(path: str | Path) -> pd.DataFrame:
     """The aggregate as a DataFrame (nullable Int64/boolean/string dtypes)."""
-    table = read_table(path, ["kind"], "aggregate")[0]
+    return aggregate_frame(read_table(path, ["kind"], "aggregate")[0])
+
+
+def aggregate_frame(table: pa.Table) -> pd.DataFrame:
+    """The aggregate's Arrow table as a DataFrame (nullable Int64/boolean/string dtypes)."""
     mapping = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.string(): pd.StringDtype()}
     return table.to_pandas(types_mapper=mapping.get)
 

@@ -153,6 +153,12 @@ def read_probe_file(path: str | Path) -> ProbeInput:
     """Read and validate one probe Parquet (schema: :data:`swapkl.tables.schemas.PROBE_SCHEMA`)."""
     path = str(path)
     table, prov = read_table(path, PROBE_SCHEMA, "probe", nonempty=True)
+    return probe_input(table, prov, path)
+
+
+def probe_input(table: pa.Table, prov: dict, path: str) -> ProbeInput:
+    """Validate one probe table of :data:`~swapkl.tables.schemas.PROBE_SCHEMA` and its provenance (read from a
+    file, or in memory); ``path`` names it in every error."""
     scalar = [c for c in PROBE_SCHEMA.names if c not in SEQ_COLUMNS]
     df = _int_frame(table, scalar)
     model, revision, step, n_layers = _checkpoint_identity(path, df)
@@ -210,6 +216,12 @@ def read_repr_file(path: str | Path) -> ReprInput:
     """Read and validate one representation Parquet (schema: :data:`swapkl.tables.schemas.REPR_SCHEMA`)."""
     path = str(path)
     table, prov = read_table(path, REPR_SCHEMA, "representation", nonempty=True)
+    return repr_input(table, prov, path)
+
+
+def repr_input(table: pa.Table, prov: dict, path: str) -> ReprInput:
+    """Validate one representation table of :data:`~swapkl.tables.schemas.REPR_SCHEMA` and its provenance;
+    ``path`` names it in every error."""
     df = _int_frame(table, [c for c in REPR_SCHEMA.names if not c.startswith("seq_")])
     model, revision, step, n_layers = _checkpoint_identity(path, df)
     _check_labels(path, df, "metric", REPR_METRICS, required=("layer_i", "width", "value"))

@@ -51,7 +51,7 @@ BATCHING = "by-length"
 
 
 @contextmanager
-def _quiet_hf_progress():
+def quiet_hf_progress():
     """Silence transformers' own progress bars (e.g. "Loading weights") when stderr is not a TTY,
     so logs and error output stay clean; restored afterwards."""
     from transformers.utils import logging as hf_logging  # heavy dependency: imported when a model is loaded
@@ -75,47 +75,26 @@ def run_probe(*args, **options) -> None:
     ``run_probe(model, out, data=..., ...)``) and write its files; the job's fields say what each option does."""
     job = ProbeJob.given(*args, **options)
     protocols = parse_protocols(job.protocols)
-    pairs, data, kl_options, batch_size = job.pairs, job.data, job.kl_options, job.batch_size
+    pairs, data, batch_size = job.pairs, job.data, job.batch_size
     parse_pair_set(pairs)
     # every option is checked before anything is loaded or computed
     require_int("batch_size", batch_size, 1)
     require_int("chunk_tokens", job.chunk_tokens, 1)
     require_device(job.device)
     check_spec(data)
-    layers = _parse_layers(job.layers)
-    outputs = _outputs(protocols, job.out, job.progress_path, job.repr_out)
+    _parse_layers(job.layers)
+    outputs = probe_outputs(protocols, job.out, job.progress_path, job.repr_out)
     _check_paths(outputs, job.covariates_out, data)
     metadata = dict(job.metadata or {})
-    with _quiet_hf_progress():
+    with quiet_hf_progress():
         loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
                             trust_remote_code=job.trust_remote_code, need_tokenizer=data.tokens is None,
                             compute_dtype=job.compute_dtype, rope_scaling=job.rope_scaling,
                             logits_dtype=job.logits_dtype, **(job.placement or {}))
-    engine = ProbeEngine(loaded.model, chunk_tokens=job.chunk_tokens, kl=kl_options, logits_dtype=job.logits_dtype)
-    if job.rope == "off":
-        engine.adapter.disable_rope()
     windows = load_windows(data, loaded.tokenizer)
-    check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-    if windows.shortfall():
-        log.warning(windows.shortfall())
     label = metadata.pop("model", None) or loaded.model_id
-    measured = [_measured_variants(engine, o.protocols, pairs, layers, label) for o in outputs]
     rev = metadata.pop("revision", None) or loaded.revision or "main"
-    plogs = _progress_logs(outputs, measured, loaded, windows, kl=kl_options.as_dict(), dtype=job.dtype,
-                           compute_dtype=job.compute_dtype, rope_scaling=job.rope_scaling, batch_size=batch_size,
-                           # only where set: the resume logs of the clean forward keep their fingerprints
-                           **({} if job.logits_dtype == "float32" else {"logits_dtype": job.logits_dtype}),
-                           chunk=job.chunk_tokens, rope=job.rope, batching=BATCHING)
-    # windows sorted by length into batches cut after their longest window (no work on trailing padding)
-    batches = window_batches(windows.input_ids, windows.attention_mask, batch_size, by_length=True)
-    results, repr_parts = _measure(engine, loaded.device, batches, measured, plogs,
-                                   [o.repr_out is not None for o in outputs], f"probe {label}@{rev}")
-
-    meta = dict(model=label, revision=rev, step=step_of(rev), n_layers=engine.n_layers)
-    made_from = partial(provenance.build, loaded, windows, pairs=pairs, batch_size=batch_size,
-                        data_spec=data.as_dict(), model=label, revision_label=rev, layers=layers, rope=job.rope,
-                        kl_options=kl_options.as_dict(), **metadata)
-    files = _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from, batches)
+    files, logs = probe_loaded(job, loaded, windows, outputs, label=label, revision=rev, metadata=metadata)
     if job.covariates_out is not None:  # on this load where it is the covariates' own (see above)
         own = (job.compute_dtype is None and job.rope_scaling == "config" and job.logits_dtype == "float32"
                and not job.placement and job.rope == "on")
@@ -126,10 +105,41 @@ def run_probe(*args, **options) -> None:
         files.append(_covariates_file(covariate_model, windows, job.covariates_out, pairs=pairs, data=data,
                                       batch_size=batch_size, metadata=dict(metadata, model=label, revision=rev)))
     write_parquets(files)  # all or none: a failed --repr-out leaves no --out behind
-    for o, variants, plog in zip(outputs, measured, plogs):
+    for o, n_variants, plog in logs:  # written: the resume files have served
         plog.close(remove=True)
-        log.info("wrote %s (%d variants, %d sequences, %d tokens)", o.out, len(variants) + 1,
+        log.info("wrote %s (%d variants, %d sequences, %d tokens)", o.out, n_variants + 1,
                  windows.input_ids.shape[0], windows.n_tokens)
+
+
+def probe_loaded(job: ProbeJob, loaded, windows, outputs: list[_Output], *, label: str, revision: str,
+                 metadata: dict) -> tuple[list[tuple], list[tuple]]:
+    """The (table, path, provenance) of each file of ``outputs`` (and of its representation file): every variant of
+    ``job`` measured on ``loaded`` (a :class:`~swapkl.model.loading.LoadedModel`, from a checkpoint or a module in
+    memory) and ``windows``, in memory; :func:`run_probe` writes them, the Python API keeps them. Also (output,
+    number of variants, resume log) of each output, whose log goes once its file is written."""
+    kl_options, pairs, layers = job.kl_options, job.pairs, _parse_layers(job.layers)
+    engine = ProbeEngine(loaded.model, chunk_tokens=job.chunk_tokens, kl=kl_options, logits_dtype=job.logits_dtype)
+    if job.rope == "off":
+        engine.adapter.disable_rope()
+    check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
+    if windows.shortfall():
+        log.warning(windows.shortfall())
+    measured = [_measured_variants(engine, o.protocols, pairs, layers, label) for o in outputs]
+    plogs = _progress_logs(outputs, measured, loaded, windows, kl=kl_options.as_dict(), dtype=job.dtype,
+                           compute_dtype=job.compute_dtype, rope_scaling=job.rope_scaling, batch_size=job.batch_size,
+                           # only where set: the resume logs of the clean forward keep their fingerprints
+                           **({} if job.logits_dtype == "float32" else {"logits_dtype": job.logits_dtype}),
+                           chunk=job.chunk_tokens, rope=job.rope, batching=BATCHING)
+    # windows sorted by length into batches cut after their longest window (no work on trailing padding)
+    batches = window_batches(windows.input_ids, windows.attention_mask, job.batch_size, by_length=True)
+    results, repr_parts = _measure(engine, loaded.device, batches, measured, plogs,
+                                   [o.repr_out is not None for o in outputs], f"probe {label}@{revision}")
+    meta = dict(model=label, revision=revision, step=step_of(revision), n_layers=engine.n_layers)
+    made_from = partial(provenance.build, loaded, windows, pairs=pairs, batch_size=job.batch_size,
+                        data_spec=job.data.as_dict(), model=label, revision_label=revision, layers=layers,
+                        rope=job.rope, kl_options=kl_options.as_dict(), **metadata)
+    files = _probe_tables(outputs, measured, results, repr_parts, meta, kl_options, made_from, batches)
+    return files, [(o, len(variants), plog) for o, variants, plog in zip(outputs, measured, plogs)]
 
 
 def _covariates_file(loaded, windows, out: str, **options) -> tuple:
@@ -172,7 +182,7 @@ class _Output:
     repr_out: str | None
 
 
-def _outputs(protocols: list[str], out, progress_path, repr_out: str | None) -> list[_Output]:
+def probe_outputs(protocols: list[str], out, progress_path, repr_out: str | None) -> list[_Output]:
     """The files of ``run_probe``'s ``out`` (one path, or ``{protocol: path}``), with their resume files."""
     if not isinstance(out, Mapping):
         if isinstance(progress_path, Mapping):
@@ -232,10 +242,11 @@ def _measure(engine: ProbeEngine, device, batches, measured: list[list[Variant]]
             return all(plog.get(b, BASE.key) is not None and not need_repr(b, plog, want) for plog, want in bases)
         return owner[v.key].get(b, v.key) is not None
 
-    computed = 0
+    runs = 0  # model runs computed (one variant, or the base model, on one batch): the progress bar's unit
     try:
         for m in sweep(engine, batches, [v for variants in measured for v in variants], device=device, done=done,
                        desc=desc):
+            runs += 1
             if m.variant is BASE and any(need_repr(m.index, plog, want) for plog, want in bases):
                 sums = representation_sums(m.state.residuals, m.state.valid)
                 record = {"repr": {f"{k}:{l}:{n}": [s.cpu().tolist(), c.cpu().tolist()]
@@ -243,22 +254,20 @@ def _measure(engine: ProbeEngine, device, batches, measured: list[list[Variant]]
                 for plog, want in bases:
                     if need_repr(m.index, plog, want):
                         plog.add(m.index, "repr", record)
-                        computed += 1
             stats = None  # computed once, for every file that lacks it (the base result: each file)
             for plog in plogs if m.variant is BASE else [owner[m.variant.key]]:
                 if plog.get(m.index, m.variant.key) is None:
                     stats = stats or _stats_dict(engine.seq_stats(m.state, m.kl, m.nll))
                     plog.add(m.index, m.variant.key, stats)
-                    computed += 1
         results = [{v.key: [plog.get(b, v.key) for b in range(len(batches))] for v in [BASE] + variants}
                    for variants, plog in zip(measured, plogs)]
         repr_parts = [plog.get(b, "repr")["repr"] for plog, want in bases if want for b in range(len(batches))]
     finally:
         for plog in plogs:
             plog.close()
-    total = sum(len(batches) * (len(variants) + 1 + want) for variants, want in zip(measured, want_repr))
-    log.info("computed %d of %d (batch, variant) results; %d taken over from the progress file",
-             computed, total, sum(plog.n_resumed for plog in plogs))
+    total = len(batches) * (sum(len(variants) for variants in measured) + 1)
+    log.info("computed %d of %d model runs (one variant or the base model on one batch); %d taken over from the "
+             "progress file (%d records)", runs, total, total - runs, sum(plog.n_resumed for plog in plogs))
     return results, repr_parts
 
 
