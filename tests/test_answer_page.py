@@ -89,6 +89,23 @@ def test_the_page_says_what_the_costs_rest_on_and_marks_a_set_the_larger_sample_
     assert page.count("<img") == 1 and "<figcaption>the pruning cost</figcaption>" in page
 
 
+def _section(tables, model, revision):
+    """A study's answer-page section (tests/test_answer_page.py): says what it was given."""
+    return f"<h2>section of {model}@{revision} from {tables['t']}</h2>"
+
+
+def test_a_studys_section_is_called_with_the_pages_model_and_revision(tmp_path):
+    """Study.answer: the page calls each section function with its tables, model and revision, and puts what it
+    returns after the answer table and before the figures."""
+    png = tmp_path / "f.png"
+    png.write_bytes(b"\x89PNG fake")
+    page = answer_html(pruning_table(), None, "m", [(str(png), "cap")],
+                       sections=[("test_answer_page:_section", {"t": "x.parquet"})])
+    revision = answer_table(pruning_table(), None, "m")[0]
+    assert f"<h2>section of m@{revision} from x.parquet</h2>" in page
+    assert page.index("</table>") < page.index("<h2>section") < page.index("<img")
+
+
 def test_a_model_without_pruning_rows_is_refused_by_name():
     with pytest.raises(SwapKLError, match="no row of model 'absent'"):
         answer_table(pruning_table(), None, "absent")

@@ -101,7 +101,9 @@ class Study:
     rule's inputs; ``files(wildcards, output)``: the job's file fields of that rule's outputs; ``columns``:
     {table: {column: what it holds}}, the column notes of its tables (docs/studies.md and the report's view of
     each table take them from here; a study without them documents its tables in docs/outputs.md). The folder holds
-    ``rules.smk`` (its rules), ``schema.yaml`` (its config section's JSON schema) and the captions."""
+    ``rules.smk`` (its rules), ``schema.yaml`` (its config section's JSON schema) and the captions. ``answer``
+    (optional, ``"module:function"``): the study's section on a model's answer page, ``function(tables, model,
+    revision) -> HTML`` with ``tables`` the paths of its results tables by name (empty: nothing to say there)."""
 
     name: str
     folder: Path
@@ -113,6 +115,7 @@ class Study:
     inputs: Callable | None = None
     files: Callable | None = None
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
+    answer: str = ""
 
     def __post_init__(self):
         bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}

@@ -1,6 +1,7 @@
 # The report's opening page per pruned model (swapkl.tables.answer_page): which blocks each guide removes at each
 # budget, at what perplexity cost with its interval, which guide is cheapest and whether that is decided, how
-# stable the sets are on the sequential probe's windows, and the model's main figures at full width.
+# stable the sets are on the sequential probe's windows, the sections of the studies that say something there (the
+# sublayers study: sublayer against block pruning), and the model's main figures at full width.
 
 
 rule summarise_answer:
@@ -15,6 +16,7 @@ rule summarise_answer:
         ),
     params:
         captions=lambda wildcards: [caption for _, caption in PARAMS.answer_figures(wildcards.model)],
+        sections=lambda wildcards: PARAMS.answer_sections(wildcards.model),
     wildcard_constraints:
         model=name_regex(PLAN.answer_models()),
     log:

@@ -11,6 +11,7 @@ from swapkl.config.job_settings import settings_hash, text_files, without_nulls
 from swapkl.config.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
+from swapkl.study import STUDIES
 
 
 class RuleParams:
@@ -69,7 +70,16 @@ class RuleParams:
                   "figures": [png for png, _ in self.answer_figures(model)]}
         if (model, self.plan.answer_revision(model)) in self.plan.stage_checkpoints("sequential"):
             inputs["decisions"] = "results/decisions.parquet"
+        for _, tables in self.answer_sections(model):
+            inputs.update({table: f"results/{table}.parquet" for table in tables})
         return inputs
+
+    def answer_sections(self, model: str) -> list[tuple[str, list[str]]]:
+        """(section function, its results tables) of each study with a section on the answer page
+        (:attr:`swapkl.study.Study.answer`) that ran on the page's revision of ``model``."""
+        checkpoint = (model, self.plan.answer_revision(model))
+        return [(study.answer, list(study.tables)) for study in STUDIES.entries()
+                if study.answer and checkpoint in self.plan.stage_checkpoints(study.name)]
 
     def answer_figures(self, model: str) -> list[tuple[str, str]]:
         """(PNG, caption) of each figure on a model's answer page: the pruning cost and the heatmaps of the page's

@@ -4,7 +4,8 @@
 model has them) one row per budget and main guide at the model's last pruned revision: the blocks the guide
 removed, the perplexity cost with its 95% interval, whether that guide is the cheapest at the budget with its
 interval clear of every other main guide's, and how stable the guide's set is under resampling of windows on
-the sequential probe's windows. :func:`answer_html` lays that out with the model's main figures at full width;
+the sequential probe's windows. :func:`answer_html` lays that out with the sections of the studies that have one
+(the sublayers study's) and the model's main figures at full width;
 :func:`write_answer_page` writes it (the workflow's rule summarise_answer).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import html
+import importlib
 from pathlib import Path
 
 import pandas as pd
@@ -88,9 +90,10 @@ def _setting(pruning: pd.DataFrame, model: str, revision: str) -> str:
 
 
 def answer_html(pruning: pd.DataFrame, decisions: pd.DataFrame | None, model: str,
-                figures: list[tuple[str, str]] = ()) -> str:
-    """The page: the answer table of :func:`answer_table`, what it rests on, and ``figures`` ((PNG path,
-    caption) pairs) at full width."""
+                figures: list[tuple[str, str]] = (), sections=()) -> str:
+    """The page: the answer table of :func:`answer_table`, what it rests on, the studies' ``sections``
+    ((``"module:function"``, {table: path}) pairs: :attr:`swapkl.study.Study.answer`, each called with the page's
+    model and revision) and ``figures`` ((PNG path, caption) pairs) at full width."""
     revision, table = answer_table(pruning, decisions, model)
     lines = [f"<h1>{html.escape(model)}: which blocks can be removed, at what cost, how sure</h1>",
              f"<p>Revision {html.escape(revision)}. {html.escape(_setting(pruning, model, revision))} "
@@ -114,14 +117,17 @@ def answer_html(pruning: pd.DataFrame, decisions: pd.DataFrame | None, model: st
                  str(row.set_windows) if row.windowed_set else ""]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</table>")
+    for function, tables in sections:
+        module, _, name = function.partition(":")
+        lines.append(getattr(importlib.import_module(module), name)(tables, model, revision))
     lines += [_image(path, caption) for path, caption in figures]
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(model)}: the answer</title>"
             f"<style>{STYLE}</style></head><body>" + "\n".join(lines) + "</body></html>")
 
 
 def write_answer_page(pruning: str, decisions: str | None, model: str, figures: list[tuple[str, str]],
-                      out: str) -> None:
+                      out: str, sections=()) -> None:
     """Read the pruning table (and the decisions table), write the page of :func:`answer_html` to ``out``."""
     frame = read_pruning(pruning)
     chosen = read_table(decisions, DECISIONS_SCHEMA, "decisions")[0].to_pandas() if decisions else None
-    write_text_atomic(out, answer_html(frame, chosen, model, figures))
+    write_text_atomic(out, answer_html(frame, chosen, model, figures, sections))

@@ -6,7 +6,12 @@ and the README's statements are checked against that file."""
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
+
+from swapkl.tables.schemas import read_frame
+from swapkl.tables.table_html import _number
 
 COLUMNS = ["model", "revision", "claim", "estimate", "low", "high", "verdict"]
 
@@ -60,3 +65,67 @@ def statements(gaps: pd.DataFrame, pruning: pd.DataFrame | None = None) -> pd.Da
                             estimate=float(r.value), low=float(r.ci_low), high=float(r.ci_high),
                             verdict=sign_verdict(r.ci_low, r.ci_high, "blocks cheaper", "sublayer cheaper")))
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+#: the columns the answer page reads from each table
+GAP_COLUMNS = ["model", "revision", "step", "kind", "part", "layer_i", "layer_j", "value", "ci_low", "ci_high",
+               "n_windows", "n_tokens"]
+PRUNING_COLUMNS = ["model", "revision", "kind", "guide", "versus", "budget", "feasible", "removed", "value", "ci_low",
+                   "ci_high", "n_windows", "n_tokens"]
+#: how the answer page reads each verdict of a pruning difference (sublayer guide minus block guide)
+_CHEAPER = {"sublayer cheaper": "the sublayers cost less", "blocks cheaper": "the blocks cost less",
+            "undecided": "undecided"}
+
+
+def answer_section(tables: dict, model: str, revision: str) -> str:
+    """The answer page's section of the study (``tables``: the paths of ``sublayer_gaps`` and ``sublayer_pruning``):
+    at ``revision``, which sublayer carries more of the gap, and at each budget the cheapest block set against the
+    cheapest sublayer set of the same parameters, with the paired interval of their difference and its verdict. Empty
+    where the study did not run on that revision."""
+    gaps = read_frame(tables["sublayer_gaps"], GAP_COLUMNS, "sublayer gaps")
+    gaps = gaps[(gaps["model"] == model) & (gaps["revision"] == revision)]
+    if gaps.empty:
+        return ""
+    pruning = read_frame(tables["sublayer_pruning"], PRUNING_COLUMNS, "sublayer pruning")
+    pruning = pruning[(pruning["model"] == model) & (pruning["revision"] == revision)]
+    said = statements(gaps, pruning).set_index("claim")
+    diff = said.loc["mlp_minus_attention"]
+    carries = {"mlp": "the MLP sublayers carry more of the protocol gap than the attention sublayers",
+               "attention": "the attention sublayers carry more of the protocol gap than the MLP sublayers",
+               "undecided": "which sublayer carries more of the protocol gap is undecided"}[diff["verdict"]]
+    n = int(gaps["n_windows"].dropna().iloc[0])
+    tokens = int(gaps["n_tokens"].dropna().iloc[0])
+    lines = ["<h2>Inside the block: attention and MLP sublayers</h2>",
+             f"<p>On {n} windows ({tokens} scored tokens), {carries} (MLP minus attention mean gap "
+             f"{_number(diff['estimate'])} nats/token, 95% interval {_number(diff['low'])} to {_number(diff['high'])}).",
+             ]
+    costs = pruning[(pruning["kind"] == "cost") & pruning["feasible"]]
+    if costs.empty:
+        lines[-1] += "</p>"
+        return "\n".join(lines)
+    row = costs.iloc[0]
+    lines[-1] += (f" Removing sublayers instead of whole blocks, at the parameters of n blocks: each cost is the "
+                  f"perplexity change on {int(row['n_tokens'])} held-out tokens ({int(row['n_windows'])} windows); "
+                  "the difference is the sublayer set's cost minus the block set's, paired over those windows.</p>")
+    head = ["blocks' parameters (n)", "block set of lowest cost", "ΔPPL %", "sublayer set of lowest cost", "ΔPPL %",
+            "difference (points)", "95% interval", "verdict"]
+    lines.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>")
+    block_guides = ("interchange", "replacement_max", "deletion")
+    for budget, at in costs.groupby("budget", sort=True):
+        blocks = at[at["guide"].isin(block_guides)].sort_values("value", kind="mergesort")
+        parts = at[~at["guide"].isin(block_guides)].sort_values("value", kind="mergesort")
+        if blocks.empty or parts.empty:
+            continue
+        b, s = blocks.iloc[0], parts.iloc[0]
+        key = f"{s['guide']}-{b['guide']}@{int(budget)}"
+        if key not in said.index:
+            continue
+        d = said.loc[key]
+        same = sorted(map(str, b["removed"])) == sorted(map(str, s["removed"]))
+        cells = [str(int(budget)), f"{b['guide']}: {', '.join(map(str, b['removed']))}", _number(b["value"]),
+                 f"{s['guide']}: {', '.join(map(str, s['removed']))}", _number(s["value"]), _number(d["estimate"]),
+                 f"{_number(d['low'])} to {_number(d['high'])}",
+                 "the same blocks removed" if same else _CHEAPER[d["verdict"]]]
+        lines.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    lines.append("</table>")
+    return "\n".join(lines)
