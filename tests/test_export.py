@@ -23,6 +23,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import naive_reference as ref
+from bad_inputs_doc import assert_listed
 from swapkl import cli
 from swapkl.export import PROVENANCE_FILE
 from swapkl.tables.parquet_io import write_parquet
@@ -341,12 +342,16 @@ def test_skipped_sublayers_export_runs_the_model_rebuilt_by_hand(tmp_path, arch)
 
 
 @pytest.mark.parametrize("flags,message", [
-    (["--remove", "1", "--skip", "1.attention"], "not among the exported blocks"),
-    (["--remove", "1", "--skip", "2.attention,2.mlp"], "remove the block instead"),
-    (["--remove", "1", "--skip", "2.ffn"], "block.attention|mlp"),
+    (["--remove", "1", "--skip", "1.attention"], "skip 1.attention: block 1 is not among the exported blocks "
+                                                 "[0, 2, 3, 4]"),
+    (["--remove", "1", "--skip", "2.attention,2.mlp"], "skip names both sublayers of block(s) [2]: remove the block "
+                                                       "instead"),
+    (["--remove", "1", "--skip", "2.ffn"], "--skip takes sublayers like 3.attention,5.mlp (a block and attention or "
+                                           "mlp), got '2.ffn'"),
 ])
 def test_a_bad_skip_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, flags, message):
     _, _, out, code = _export(tmp_path, "llama", *flags)
     errors = [line for line in capsys.readouterr().err.split("\n") if line.startswith("swapkl:")]
-    assert code == 2 and len(errors) == 1 and message in errors[0]
+    assert code == 2 and len(errors) == 1 and errors[0] == f"swapkl: error: {message}"
+    assert_listed(message, "## Exporting a model without sublayers (issue 52)")
     assert not out.exists()

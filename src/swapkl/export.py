@@ -111,7 +111,8 @@ def parse_sublayers(text: str, what: str = "--skip") -> list[tuple[int, str]]:
             continue
         block, _, part = item.partition(".")
         if not block.isdigit() or part not in PARTS:
-            raise SwapKLError(f"{what} takes sublayers like 3.attention,5.mlp (block.{'|'.join(PARTS)}), got {item!r}")
+            raise SwapKLError(f"{what} takes sublayers like 3.attention,5.mlp (a block and {' or '.join(PARTS)}), "
+                              f"got {item!r}")
         out.append((int(block), part))
     if not out:
         raise SwapKLError(f"{what} names no sublayer")
@@ -125,12 +126,12 @@ def check_skip(skip: list[tuple[int, str]] | None, order: tuple[int, ...]) -> li
     blocks = [b for b, _ in skip]
     for block, part in skip:
         if block not in order:
-            raise SwapKLError(f"`skip` {block}.{part}: block {block} is not among the exported blocks {list(order)}")
+            raise SwapKLError(f"skip {block}.{part}: block {block} is not among the exported blocks {list(order)}")
         if order.count(block) > 1:
-            raise SwapKLError(f"`skip` {block}.{part}: block {block} runs at several slots")
+            raise SwapKLError(f"skip {block}.{part}: block {block} runs at several slots")
     twice = sorted({b for b in blocks if blocks.count(b) > 1})
     if twice:
-        raise SwapKLError(f"`skip` names both sublayers of block(s) {twice}: remove the block instead")
+        raise SwapKLError(f"skip names both sublayers of block(s) {twice}: remove the block instead")
     return skip
 
 
