@@ -146,6 +146,32 @@ def test_net_recovery_against_the_published_numbers():
     assert math.isnan(net_recovery(10.0, 8.0, 9.5, 8.0))  # pruning did not hurt: undefined
 
 
+def test_recovery_intervals_resample_the_windows_once_for_every_phase():
+    """The intervals recomputed directly: 1000 resamples of the windows (numpy's generator, seed 0), each phase's
+    perplexity on the same resample, the 2.5% and 97.5% quantiles of delta PPL and of net recovery."""
+    from swapkl.recovery.recovery_table import recovery_intervals
+
+    rng = np.random.default_rng(5)
+    tokens = rng.integers(20, 60, size=9).astype(np.float64)
+    nll = {phase: tokens * (base + rng.normal(0, 0.05, size=9))
+           for phase, base in (("base", 3.0), ("control", 2.9), ("pruned", 3.3), ("healed", 3.0))}
+    rows = recovery_intervals([dict(phase=p, window_nll_sum=nll[p].tolist()) for p in nll], tokens)
+    idx = np.random.default_rng(0).integers(0, 9, size=(1000, 9))
+    ppl = {p: np.exp(nll[p][idx].sum(1) / tokens[idx].sum(1)) for p in nll}
+    q = lambda x: tuple(np.quantile(x, [0.025, 0.975]))  # noqa: E731
+    got = {r["phase"]: r for r in rows}
+    assert (got["base"]["delta_ppl_pct_ci_low"], got["control"]["delta_ppl_pct_ci_high"]) == (0.0, 0.0)
+    assert (got["pruned"]["delta_ppl_pct_ci_low"], got["pruned"]["delta_ppl_pct_ci_high"]) == pytest.approx(
+        q(100 * (ppl["pruned"] / ppl["base"] - 1)), rel=1e-12)
+    assert (got["healed"]["delta_ppl_pct_ci_low"], got["healed"]["delta_ppl_pct_ci_high"]) == pytest.approx(
+        q(100 * (ppl["healed"] / ppl["control"] - 1)), rel=1e-12)
+    net = 1 - (ppl["healed"] - ppl["control"]) / (ppl["pruned"] - ppl["base"])
+    assert (ppl["pruned"] > ppl["base"]).all()  # every resample defines it here
+    assert (got["healed"]["net_recovery_ci_low"], got["healed"]["net_recovery_ci_high"]) == pytest.approx(q(net),
+                                                                                                         rel=1e-12)
+    assert math.isnan(got["pruned"]["net_recovery_ci_low"])
+
+
 def test_recovery_table_of_a_pruned_export_and_its_control(tmp_path):
     src = tmp_path / "src"
     trained_tiny(src)
@@ -173,6 +199,12 @@ def test_recovery_table_of_a_pruned_export_and_its_control(tmp_path):
     assert ppl["pruned"] > ppl["base"] and ppl["control"] < ppl["base"]
     assert healed["net_recovery"] == pytest.approx(
         1 - (ppl["healed"] - ppl["control"]) / (ppl["pruned"] - ppl["base"]))
+    for row in df.itertuples():  # the per-window sums behind the intervals are the perplexity's
+        assert np.exp(np.sum(row.window_nll_sum) / np.sum(row.window_tokens)) == pytest.approx(row.ppl, rel=1e-12)
+        assert list(row.window_tokens) == list(df["window_tokens"].iloc[0])
+    pruned = df[df["phase"] == "pruned"].iloc[0]
+    for row in (pruned, healed):
+        assert row["delta_ppl_pct_ci_low"] <= row["delta_ppl_pct"] <= row["delta_ppl_pct_ci_high"]
     # the healed model on disk is what the table scored
     reloaded = AutoModelForCausalLM.from_pretrained(tmp_path / "healed" / "interchange-n2")
     assert reloaded.config.num_hidden_layers == 3

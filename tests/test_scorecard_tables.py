@@ -35,7 +35,9 @@ def _recovery() -> pd.DataFrame:
     def row(phase, layers, net):
         return dict(model="Qwen3-8B-paper", revision="main", guide="fixed", budget=len(layers), removed_layers=layers,
                     phase=phase, ppl=20.0, delta_ppl_pct=1.0, kl=0.1, task_accuracy=None, task_relevance=None,
-                    net_recovery=net, steps=200, seed=0, checkpoint="x")
+                    net_recovery=net, steps=200, seed=0, checkpoint="x", delta_ppl_pct_ci_low=0.5,
+                    delta_ppl_pct_ci_high=1.5, net_recovery_ci_low=net - 0.1, net_recovery_ci_high=net + 0.1,
+                    window_nll_sum=[60.0], window_tokens=[20])
     rows = [row("base", [], float("nan")), row("pruned", [17], float("nan")), row("healed", [17], 0.6),
             row("healed", [15, 17], 0.9), row("healed", [15, 17, 20], 0.30)]
     return pd.DataFrame(rows, columns=list(RECOVERY_COLUMNS))

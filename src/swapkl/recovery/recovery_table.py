@@ -9,6 +9,11 @@ with ``PPL_base`` the unpruned model, ``PPL_control`` the unpruned model after t
 the pruned model and ``PPL_healed`` the pruned model after the heal (a fraction; the paper prints it in
 percent). It is undefined (NaN) when pruning did not raise the perplexity.
 
+Every phase is scored on the same evaluation windows, and the table keeps each row's per-window NLL sums
+(``window_nll_sum``, ``window_tokens``): :func:`recovery_intervals` resamples those windows once for all rows of a
+checkpoint, so the 95% percentile intervals of ``delta_ppl_pct`` (pruned against the base, healed against the
+control) and of ``net_recovery`` are paired across the four phases.
+
 A healed checkpoint is written the way :mod:`swapkl.export` writes one: the merged weights (adapters folded
 in), ``config.json``, the tokenizer files of its source, and ``swapkl_heal.json`` (source, settings, training
 text, per-step losses, the reload check); it is reloaded with ``AutoModelForCausalLM`` and its logits compared
@@ -27,6 +32,7 @@ import pandas as pd
 import torch
 
 from swapkl.errors import SwapKLError
+from swapkl.stats.bootstrap import boot_log_ppl, percentile_ci, resample_indices
 from swapkl.adapters import get_adapter
 from swapkl.export import HEAL_FILE, PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
 from swapkl.recovery.heal import merged, prepare_trainable, train, train_chunks
@@ -45,8 +51,12 @@ from swapkl.relevance.tasks import load_task
 log = logging.getLogger(__name__)
 
 PHASES = ("base", "control", "pruned", "healed")
-COLUMNS = ("model", "revision", "guide", "budget", "removed_layers", "phase", "ppl", "delta_ppl_pct", "kl",
-           "task_accuracy", "task_relevance", "net_recovery", "steps", "seed", "checkpoint")
+COLUMNS = ("model", "revision", "guide", "budget", "removed_layers", "phase", "ppl", "delta_ppl_pct",
+           "delta_ppl_pct_ci_low", "delta_ppl_pct_ci_high", "kl", "task_accuracy", "task_relevance", "net_recovery",
+           "net_recovery_ci_low", "net_recovery_ci_high", "steps", "seed", "checkpoint", "window_nll_sum",
+           "window_tokens")
+#: bootstrap resamples of the evaluation windows behind the intervals, and their seed
+N_BOOT, SEED = 1000, 0
 
 
 def net_recovery(ppl_base: float, ppl_control: float, ppl_pruned: float, ppl_healed: float) -> float:
@@ -70,6 +80,35 @@ def merge_tolerance(dtype: torch.dtype, scale: float) -> float:
     """
     rel = 1e-4 if dtype == torch.float32 else 64 * torch.finfo(dtype).eps
     return rel * max(1.0, scale)
+
+
+def recovery_intervals(rows: list[dict], tokens: np.ndarray, n_boot: int = N_BOOT, seed: int = SEED) -> list[dict]:
+    """``rows`` (one checkpoint's: a base, a control, and pruned and healed rows paired in that order) with the 95%
+    percentile intervals of ``delta_ppl_pct`` and ``net_recovery``, from one resampling of the evaluation windows
+    shared by every row (each row's ``window_nll_sum`` over ``tokens``): the base and control rows' delta is 0 by
+    definition; a resample in which pruning does not raise the perplexity leaves net recovery undefined there."""
+    idx = resample_indices(len(tokens), n_boot, seed)
+    ppl = [np.exp(boot_log_ppl(r["window_nll_sum"], tokens, idx)) for r in rows]
+    phase = {r["phase"]: k for k, r in enumerate(rows) if r["phase"] in ("base", "control")}
+    out, pruned = [], None
+    for k, r in enumerate(rows):
+        r = dict(r)
+        if r["phase"] in ("base", "control"):
+            r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"] = 0.0, 0.0
+            r["net_recovery_ci_low"] = r["net_recovery_ci_high"] = float("nan")
+        else:
+            ref = ppl[phase["base" if r["phase"] == "pruned" else "control"]]
+            r["delta_ppl_pct_ci_low"], r["delta_ppl_pct_ci_high"] = percentile_ci(100.0 * (ppl[k] / ref - 1.0))
+            if r["phase"] == "pruned":
+                pruned = ppl[k]
+                r["net_recovery_ci_low"] = r["net_recovery_ci_high"] = float("nan")
+            else:
+                damage = pruned - ppl[phase["base"]]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    net = np.where(damage > 0, 1.0 - (ppl[k] - ppl[phase["control"]]) / damage, np.nan)
+                r["net_recovery_ci_low"], r["net_recovery_ci_high"] = percentile_ci(net)
+        out.append(r)
+    return out
 
 
 @torch.inference_mode()
@@ -153,7 +192,8 @@ class Scorer:
             kl = float(sums[0].sum() / n.sum())
         acc = task_accuracies(model, self.tokenizer, self.tasks) if self.tasks else []
         rel = [acc_rel(a, b, t.random_baseline) for a, b, t in zip(acc, self.base_acc, self.tasks)]
-        return dict(ppl=float(np.exp(nll.sum() / tokens.sum())), kl=kl,
+        return dict(ppl=float(np.exp(nll.sum() / tokens.sum())), kl=kl, window_nll_sum=nll.tolist(),
+                    window_tokens=np.asarray(tokens).astype(np.int64).tolist(),
                     task_accuracy=float(np.mean(acc)) if acc else float("nan"),
                     task_relevance=float(np.nanmean(rel)) if acc and not np.isnan(rel).all() else float("nan"))
 
@@ -229,9 +269,11 @@ def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, setti
                          net_recovery=net_recovery(base_scores["ppl"], control["ppl"], before["ppl"], after["ppl"]),
                          checkpoint=target))
         del pruned, healed
+    rows = recovery_intervals(rows, np.asarray(base_scores["window_tokens"], dtype=np.float64))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     prov = provenance.build(lb, windows, heal=settings.as_dict(), train_text=text.as_dict(),
                             eval_data=EvalSpec.from_dict(eval_spec).as_dict(), eval_tokens=int(ew.n_scored),
+                            n_boot=N_BOOT, bootstrap_seed=SEED,
                             exports=[p for p, _ in sources], tasks=[t.name for t in tasks])
     write_parquet(df, out, prov)
     return df

@@ -41,26 +41,42 @@ def plot_recovery(table: pd.DataFrame | str, out_png, out_pdf) -> None:
                 h = healed[(healed["guide"] == r.guide) & (healed["budget"] == r.budget)]
                 h = h[h["removed_layers"].map(lambda x, want=list(r.removed_layers): list(x) == want)]
                 labels.append(f"{textwrap.fill(GUIDE_LABELS.get(r.guide, r.guide), 22)}\nn = {r.budget}")
-                before.append(r.delta_ppl_pct)
-                after.append(h["delta_ppl_pct"].iloc[0] if len(h) else np.nan)
-                net.append(h["net_recovery"].iloc[0] if len(h) else np.nan)
+                before.append(_with_ci(r._asdict(), "delta_ppl_pct"))
+                after.append(_with_ci(h.iloc[0], "delta_ppl_pct") if len(h) else (np.nan,) * 3)
+                net.append(_with_ci(h.iloc[0], "net_recovery") if len(h) else (np.nan,) * 3)
             x = np.arange(len(labels))
-            ax.bar(x - 0.2, before, 0.4, color=BLUE, label="pruned vs base")
-            ax.bar(x + 0.2, after, 0.4, color=ORANGE, label="healed vs healed control")
-            for k, v in enumerate(net):
+            for shift, values, colour, label in ((-0.2, before, BLUE, "pruned vs base"),
+                                                 (0.2, after, ORANGE, "healed vs healed control")):
+                v, lo, hi = (np.asarray(c, dtype=np.float64) for c in zip(*values))
+                ax.bar(x + shift, v, 0.4, color=colour, label=label)
+                ax.errorbar(x + shift, v, yerr=np.abs(np.vstack([v - lo, hi - v])), fmt="none", ecolor="#333333",
+                            elinewidth=0.8, capsize=2)
+            for k, (v, lo, hi) in enumerate(net):
                 if np.isfinite(v):
-                    ax.annotate(f"{100 * v:.0f}%", (x[k] + 0.2, after[k]), ha="center", va="bottom", fontsize=7)
+                    text = f"{100 * v:.0f}%" + (f"\n[{100 * lo:.0f}, {100 * hi:.0f}]" if np.isfinite(lo) else "")
+                    top = np.nanmax([after[k][0], after[k][2]])
+                    ax.annotate(text, (x[k] + 0.2, top), ha="center", va="bottom", fontsize=7)
             ax.axhline(0, color="#888888", lw=0.6)
             ax.set_xticks(x, labels)
             ax.set_ylabel("perplexity increase (%)")
             ax.set_title(f"{model} @ {revision}", fontsize=9)
-            ax.set_ylim(top=max(np.nanmax(np.r_[before, after, 0.0]), 0.0) * 1.18 or None)
+            ax.set_ylim(top=max(np.nanmax(np.r_[np.ravel(before), np.ravel(after), 0.0]), 0.0) * 1.25 or None)
         axes[0].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fit_title(fig, "Recovery after pruning: the cost of removing blocks, before and after healing")
         add_note(fig, "Before healing: the pruned model against the unpruned one; after: the healed pruned model "
                       "against the unpruned control healed the same way. Numbers over the healed bars: net "
-                      "recovery = 1 − (PPL healed − PPL control) / (PPL pruned − PPL base).", width=0.9)
+                      "recovery = 1 − (PPL healed − PPL control) / (PPL pruned − PPL base), with its 95% interval "
+                      "in brackets. Bars: 95% bootstrap intervals over the evaluation windows, one resampling shared "
+                      "by every phase of a checkpoint.", width=0.9)
         save_figure(fig, out_png, out_pdf)
+
+
+def _with_ci(row, column: str) -> tuple[float, float, float]:
+    """(value, low, high) of ``column`` in ``row``; a table written before the intervals has NaN bounds."""
+    get = row.get if hasattr(row, "get") else row.__getitem__
+    value = get(column)
+    low, high = (get(f"{column}_ci_{end}") if f"{column}_ci_{end}" in row else np.nan for end in ("low", "high"))
+    return tuple(np.nan if x is None else float(x) for x in (value, low, high))
 
 
 draw_recovery = on_table(plot_recovery, "recovery")
