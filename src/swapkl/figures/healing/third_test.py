@@ -116,37 +116,47 @@ PROTOCOL_COLOURS = {"healed_replacement": "#1b9e77", "healed_interchange": "#d95
 
 
 def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
-    """KL to the base model against heal steps, one line per healed variant, one panel per protocol."""
+    """Each healed variant's KL to the base model along its heal steps, as a share of its KL before healing (a
+    linear axis: a heal that removes a few percent of a KL spanning decades shows), one line per variant, one
+    panel per protocol."""
     df = table if isinstance(table, pd.DataFrame) else pd.read_parquet(table)
     if df.empty:
         raise SwapKLError("the healed table has no rows to plot")
     protocols = [p for p in PROTOCOL_COLOURS if (df["protocol"] == p).any()]
     with figure_style():
-        fig = new_figure(3.4 * len(protocols), 3.3)
+        fig = new_figure(max(3.4 * len(protocols), 7.0), 3.6)
         axes = fig.subplots(1, len(protocols), squeeze=False)[0]
-        ends = []
+        ends, lowest = [], 1.0
         for ax, protocol in zip(axes, protocols):
             rows = df[df["protocol"] == protocol]
             xs, ys, names = [], [], []
             for (i, j), g in rows.groupby(["layer_i", "layer_j"], dropna=False, sort=True):
                 g = g.sort_values("heal_steps")
+                before = g["kl_before"].to_numpy(dtype=float)
+                share = np.divide(g["kl_after"].to_numpy(dtype=float), before, out=np.full(len(g), np.nan),
+                                  where=before > 0)
                 label = f"{int(i)}" if pd.isna(j) else f"{int(i)}←{int(j)}" if protocol == "healed_replacement" \
                     else f"{int(i)}↔{int(j)}"
-                ax.plot(g["heal_steps"], g["kl_after"], marker="o", ms=3, lw=1, color=PROTOCOL_COLOURS[protocol],
+                ax.plot(g["heal_steps"], share, marker="o", ms=3, lw=1, color=PROTOCOL_COLOURS[protocol],
                         alpha=0.8, label=label)
-                xs.append(g["heal_steps"].iloc[-1]), ys.append(g["kl_after"].iloc[-1]), names.append(label)
-            ax.set_yscale("symlog", linthresh=1e-6)
+                if np.isfinite(share).any():
+                    lowest = min(lowest, float(np.nanmin(share)))
+                xs.append(g["heal_steps"].iloc[-1]), ys.append(share[-1]), names.append(label)
+            ax.axhline(1.0, color="#888888", lw=0.6, ls="--")
             ax.set_xlabel("heal (LoRA) steps")
-            ax.set_ylabel("KL(p_base ‖ p_variant) (nats)")
+            ax.set_ylabel("KL left (share of the KL before healing)")
             ax.set_title(PROTOCOL_TITLES.get(protocol, protocol), fontsize=9)
             last = max(float(rows["heal_steps"].max()), 1.0)
             ax.set_xlim(-0.04 * last, 1.3 * last)  # room for the end labels
             ends.append((ax, xs, ys, names))
+        for ax in axes:  # one scale: the panels compare
+            ax.set_ylim(max(0.0, lowest - 0.1 * (1.0 - lowest) - 0.01), 1.02)
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
         fit_title(fig, f"{model} @ {revision}: the third test, KL to the base model while each variant heals")
-        add_note(fig, "KL on the probe windows after each measured number of heal steps (0 = the variant before "
-                      "healing); one line per variant, labelled at its last step (variants that end on top of "
-                      "each other share one label); symmetric log scale, linear below 1e-6.", width=0.9)
+        add_note(fig, "KL(p_base ‖ p_variant) on the probe windows after each measured number of heal steps, divided "
+                      "by the variant's KL before healing (1, dashed: nothing recovered; 0: the base model's "
+                      "predictions); one line per variant, labelled at its last step (variants that end on top of "
+                      "each other share one label). results/healed.parquet holds the KL values.", width=0.9)
         for ax, xs, ys, names in ends:
             place_labels(ax, xs, ys, names)
         save_figure(fig, out_png, out_pdf)
