@@ -33,6 +33,7 @@ localrules:
 
 onstart:
     check_hub_access(workflow.dag)
+    follow_dag(log, logger.info)  # the whole run's elapsed time and expected total, on the console and in the log
 
 
 rule all:

@@ -4,6 +4,7 @@ fake clock; and the sweep of the engine writes such lines into a job's log."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +144,57 @@ def test_the_engine_sweep_writes_progress_lines_off_a_terminal(capsys, monkeypat
     assert n == 2 * (len(variants) + 1)
     err = capsys.readouterr().err.splitlines()  # pytest's captured stderr is no terminal
     assert err and err[-1].startswith(f"probe toy: {n}/{n} model runs (100%), ") and err[-1].endswith(", done")
+
+
+def test_the_whole_run_s_line_from_snakemake_s_log(tmp_path):
+    """DagProgress reads Snakemake's "N of M steps" lines as they come: no line within 30 s of the last, then the
+    elapsed time and the total at the pace of the jobs done (elapsed * M / N); a line every 2 minutes while a long
+    job runs; nothing but the count once every job is done."""
+    from swapkl.progress import DagProgress
+
+    log = tmp_path / "snakemake.log"
+    log.write_text("Building DAG of jobs...\n")
+    clock = Clock()
+    clock.now = 0.0
+    got: list[str] = []
+    dag = DagProgress(str(log), got.append, clock=clock)
+    assert dag.poll() is None and dag.offset > 0  # no job done yet
+    with log.open("a") as f:
+        f.write("[Sun Dec  6 10:00:00 2026]\nFinished jobid: 3 (Rule: probe)\n10 of 40 steps (25%) done\n")
+    clock.now = 20.0
+    assert dag.poll() is None  # within 30 s of the start
+    clock.now = 60.0
+    assert dag.poll() == "swapkl: 10 of 40 jobs done, 1m00s elapsed; at this pace about 4m00s in all (ETA 3m00s)"
+    clock.now = 100.0
+    assert dag.poll() is None  # nothing new, and not yet 2 minutes
+    clock.now = 180.0
+    assert dag.poll() == "swapkl: 10 of 40 jobs done, 3m00s elapsed; at this pace about 12m00s in all (ETA 9m00s)"
+    with log.open("a") as f:
+        f.write("40 of 40 steps (100%) done\n")
+    clock.now = 240.0
+    assert dag.poll() == "swapkl: 40 of 40 jobs done, 4m00s elapsed"
+    assert got == [line for line in got if line.startswith("swapkl: ")] and len(got) == 3
+
+
+def test_the_workflow_follows_its_run_from_its_start():
+    """The Snakefile's onstart handler starts the follower on Snakemake's log file, through Snakemake's logger."""
+    snakefile = (Path(__file__).resolve().parents[1] / "Snakefile").read_text()
+    handler = snakefile.split("onstart:\n", 1)[1].split("\n\n", 1)[0]
+    assert "follow_dag(log, logger.info)" in handler
+
+
+def test_the_follower_takes_snakemake_s_list_of_log_files(tmp_path):
+    """Snakemake 9 hands onstart its log files as a list: the follower follows the first, and starts nothing
+    without one."""
+    import time
+
+    from swapkl.progress import follow_dag
+
+    log = tmp_path / "run.log"
+    log.write_text("1 of 2 steps (50%) done\n")
+    got: list[str] = []
+    assert follow_dag([], got.append) is None and follow_dag(None, got.append) is None
+    thread = follow_dag([str(log)], got.append, interval=0.01)
+    assert thread is not None and thread.daemon
+    time.sleep(0.2)
+    assert thread.is_alive()  # it read the file without failing, and waits for the 30 s of its first line

@@ -8,6 +8,7 @@ tests/conftest.py) is shared with the incremental-run tests and the browser test
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -255,3 +256,12 @@ def test_sublayer_pruning_agrees_with_the_pruning_stage(demo_run):
         assert [int(b) for b in mine["removed"]] == list(theirs["removed_layers"])
         assert mine["ppl"] == pytest.approx(theirs["ppl"], rel=1e-4)
     assert (w / "results/figures/sublayer_decomposition/pythia-demo.png").is_file()
+
+
+def test_the_run_logged_its_elapsed_time_and_expected_total(demo_run):
+    """The onstart handler's follower (swapkl.progress.DagProgress) wrote the whole run's progress into Snakemake's
+    own log: jobs done of the total, the time elapsed and the expected total at the pace so far."""
+    text = "\n".join(p.read_text() for p in (demo_run / ".snakemake" / "log").glob("*.snakemake.log"))
+    found = re.findall(r"swapkl: (\d+) of (\d+) jobs done, \S+ elapsed; at this pace about \S+ in all \(ETA \S+\)",
+                       text)
+    assert found and all(0 < int(done) < int(total) for done, total in found)

@@ -10,14 +10,18 @@ at the end when it printed any::
     probe pythia-410m@step0: 120/1000 variants (12%), 3m05s elapsed, ETA 22m40s
 
 The ETA divides the time so far by the items computed so far (items taken over from a resumed run, counted
-with :meth:`Progress.skip`, count as done but not in the rate). This module imports neither torch nor tqdm at
-module level.
+with :meth:`Progress.skip`, count as done but not in the rate). :class:`DagProgress` does the same for a whole
+Snakemake run, from Snakemake's own log: the workflow follows it (:func:`follow_dag`) from its start. This module
+imports neither torch nor tqdm at module level, nor snakemake at all.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
@@ -129,3 +133,85 @@ def track(items: Iterable, desc: str | None, unit: str, *, total: int | None = N
         for item in items:
             yield item
             bar.update(1)
+
+
+#: Snakemake's line after each finished job (its log file and its console)
+DAG_STEPS = re.compile(r"^(\d+) of (\d+) steps \((\d+)%\) done")
+#: a line of the whole run at most this often while jobs finish, and at least this often while one runs long
+DAG_EVERY_S, DAG_QUIET_S = 30.0, 120.0
+
+
+class DagProgress:
+    """The whole run's progress from Snakemake's log file (``path``): after jobs finish, and every
+    :data:`DAG_QUIET_S` seconds while one runs long, a line with the time elapsed, the jobs done and the total time
+    the run takes if the jobs left go at the pace of those done::
+
+        swapkl: 40 of 123 jobs done, 3m10s elapsed; at this pace about 9m45s in all (ETA 6m35s)
+
+    The pace is per job: jobs differ (a probe takes minutes, a table seconds), so the estimate firms up as the run
+    goes; it also assumes the machine stays as busy as it was. ``emit`` takes each line (default: stderr);
+    ``clock`` is there for the tests."""
+
+    def __init__(self, path: str, emit: Callable[[str], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.path, self.clock = path, clock
+        self.emit = emit or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.start = self.last_line = clock()
+        self.offset = 0
+        self.done, self.total, self.shown = 0, 0, 0
+
+    def poll(self) -> str | None:
+        """Read what the log gained; the line to show now, if any (also given to ``emit``)."""
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                f.seek(self.offset)
+                text = f.read()
+                self.offset = f.tell()
+        except OSError:
+            return None
+        for raw in text.splitlines():
+            m = DAG_STEPS.match(raw.strip())
+            if m:
+                self.done, self.total = int(m.group(1)), int(m.group(2))
+        now = self.clock()
+        since = now - self.last_line
+        if not self.total or not ((self.done != self.shown and since >= DAG_EVERY_S) or since >= DAG_QUIET_S):
+            return None
+        line = self.line(now)
+        self.last_line, self.shown = now, self.done
+        self.emit(line)
+        return line
+
+    def line(self, now: float) -> str:
+        elapsed = now - self.start
+        text = f"swapkl: {self.done} of {self.total} jobs done, {duration(elapsed)} elapsed"
+        if self.done >= self.total:
+            return text
+        if self.done == 0:
+            return text + "; no job finished yet, so no estimate"
+        expected = elapsed * self.total / self.done
+        return text + f"; at this pace about {duration(expected)} in all (ETA {duration(expected - elapsed)})"
+
+
+def follow_dag(log, emit: Callable[[str], None] | None = None, *,
+               interval: float = 5.0) -> threading.Thread | None:
+    """Follow Snakemake's log file in a daemon thread (:class:`DagProgress`, polled every ``interval`` seconds) for
+    as long as the process runs; the workflow starts it in its ``onstart`` handler, whose ``log`` is the list of
+    the run's log files (Snakemake 9; a path is taken too). None, and no thread, where the run keeps no log file."""
+    paths = [log] if isinstance(log, (str, os.PathLike)) else [str(p) for p in (log or ())]
+    if not paths:
+        return None
+    progress = DagProgress(str(paths[0]), emit)
+
+    def run() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                progress.poll()
+            except Exception as e:  # the run goes on; say once why its progress lines stop
+                progress.emit(f"swapkl: no more progress lines for this run ({type(e).__name__}: {e})")
+                return
+
+    thread = threading.Thread(target=run, name="swapkl-dag-progress", daemon=True)
+    thread.start()
+    return thread

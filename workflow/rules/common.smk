@@ -24,6 +24,7 @@ from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, 
                                   healed_file, probe_file, pruning_file, recovery_file,
                                   relevance_file, repr_file, span_file, test_agreement_file)
 from swapkl.config.checks import DEMO_TASKS
+from swapkl.progress import follow_dag
 from swapkl.hub.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with

@@ -74,15 +74,12 @@ def new_figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def add_note(fig: Figure, text: str, *, width: float | None = None) -> None:
-    """A small grey note under the axes (data and settings). ``width``: wrap it at this fraction of the figure's
-    width (matplotlib's own wrapping, the default, lets a line run from edge to edge)."""
+def add_note(fig: Figure, text: str, *, width: float = 0.9) -> None:
+    """A small grey note under the axes (data and settings), wrapped at ``width`` of the figure's width, so that
+    no line runs from edge to edge (matplotlib's own wrapping did, and the PNG cut it at both edges)."""
     fig.get_layout_engine().set(h_pad=0.06)
-    if width is not None:
-        per_line = max(20, int(width * fig.get_figwidth() * 72 / (0.56 * 7)))  # DejaVu Sans: ~0.56 em a character
-        fig.supxlabel("\n".join(textwrap.wrap(text, per_line)), fontsize=7, color="#444444", ha="center")
-        return
-    fig.supxlabel(text, fontsize=7, color="#444444", ha="center", wrap=True)
+    per_line = max(20, int(width * fig.get_figwidth() * 72 / (0.56 * 7)))  # DejaVu Sans: ~0.56 em a character
+    fig.supxlabel("\n".join(textwrap.wrap(text, per_line)), fontsize=7, color="#444444", ha="center")
 
 
 def fit_title(fig: Figure, text: str) -> None:

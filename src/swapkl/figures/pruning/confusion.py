@@ -49,7 +49,8 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
                           f"permutation p = {r['exact_rank_p']:.3g}); severe (offset ≥ {r['severe_offset']}) for "
                           f"{r['severe_misranking']:.1%} (chance {r['severe_chance']:.1%}, p = {r['severe_p']:.3g}). "
                           f"Ordinal ranks of the per-layer scores (low = safe to remove; ties: lower layer first) over "
-                          f"the {m} layers both rankings score; boundary layers excluded: {excluded}. Spearman ρ = "
+                          f"the {m} layers both rankings score; boundary layers excluded: {excluded} (the "
+                          f"deletion-vs-BI figure ranks every block, so its ρ differs). Spearman ρ = "
                           f"{rho:.2f} is the Pearson correlation of these ranks, so no single layer dominates it (the "
                           "Pearson r of the raw scores in the agreement table can be set by one outlying layer); the "
                           "paper's sign convention is −ρ.")
@@ -83,7 +84,8 @@ def _confusion_panel(ax, c, guide_rank, reference_rank, guide_name: str, referen
     ax.set_xlabel(f"rank by {reference_name} (0 = safest to remove)")
     ax.set_ylabel(f"rank by {guide_name} (0 = safest to remove)")
     ax.grid(False)
-    ax.set_title(f"{guide_name} vs {reference_name}: Spearman ρ of the ranks = {rho:.2f}", fontsize=9)
+    ax.set_title(f"{guide_name} vs {reference_name}: Spearman ρ = {rho:.2f}\nof the ranks of the {m} inner layers",
+                 fontsize=9)
     return rho
 
 
