@@ -109,3 +109,18 @@ def test_a_studys_section_is_called_with_the_pages_model_and_revision(tmp_path):
 def test_a_model_without_pruning_rows_is_refused_by_name():
     with pytest.raises(SwapKLError, match="no row of model 'absent'"):
         answer_table(pruning_table(), None, "absent")
+
+
+def test_each_probe_guided_set_shows_its_stability_on_resampled_probe_windows(tmp_path):
+    """The pruning table's set_stability, per guide and budget, in the page's own column; empty for the guides that
+    do not read the probe (bi) and for tables written before the column."""
+    table = pruning_table()
+    table["set_stability"] = [0.57 if (g, b) == ("interchange", 2) else (np.nan if g == "bi" else 1.0)
+                              for g, b in zip(table["guide"], table["budget"])]
+    _, rows = answer_table(table, None, "m")
+    got = rows.set_index(["guide", "budget"])["probe_stability"]
+    assert got[("interchange", 2)] == 0.57 and got[("deletion", 3)] == 1.0 and math.isnan(got[("bi", 2)])
+    page = answer_html(table, None, "m")
+    assert "<th>same set on resampled probe windows</th>" in page
+    assert "<td>2</td><td>interchange</td><td>3,5</td><td>10</td><td>8 to 12</td><td>cheapest</td><td>57%</td>" in page
+    assert math.isnan(answer_table(pruning_table(), None, "m")[1]["probe_stability"].iloc[0])

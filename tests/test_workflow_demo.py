@@ -135,6 +135,22 @@ def test_pruning_table(demo_run):
     assert np.isfinite(one["ppl"]).all()
 
 
+def test_the_pruning_table_gives_each_probe_guided_set_its_stability(demo_run):
+    """set_stability: on every feasible interchange and deletion row a share in [0, 1], recomputed from the
+    checkpoint's probe files (swapkl.pruning.stability on the files the prune job read); null on the other guides."""
+    from swapkl.pruning.stability import set_stability
+
+    pr = pd.read_parquet(demo_run / "results/pruning.parquet")
+    probed = pr[pr["guide"].isin(["interchange", "deletion"]) & pr["feasible"].astype(bool)]
+    assert len(probed) and probed["set_stability"].between(0, 1).all()
+    assert pr[pr["guide"].isin(["bi", "sleb_iterative", "random", "base"])]["set_stability"].isna().all()
+    row = probed[probed["guide"] == "interchange"].iloc[0]
+    folder = demo_run / "results" / "probes" / row["model"] / row["revision"]
+    probe = pd.concat([pd.read_parquet(folder / f"{p}.parquet") for p in ("interchange", "deletion")])
+    assert set_stability(probe, "interchange", int(row["budget"]), row["removed_layers"], int(row["n_layers"]),
+                         int(row["spacing"])) == row["set_stability"]
+
+
 def test_relevance_table_and_figures(demo_run):
     rel = pd.read_parquet(demo_run / "results/relevance.parquet")
     assert {"model", "revision", "task", "layer", "accuracy", "base_accuracy", "random_baseline",

@@ -68,6 +68,7 @@ from swapkl.hub.revision_names import step_of
 from swapkl.pruning.inputs import check_budgets, check_disjoint, probe_data_spec, read_probe_inputs
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_RUN_SCHEMA, REPR_SCHEMA, read_table
 from swapkl.pruning.selection_options import SelectionOptions
+from swapkl.pruning.stability import GUIDE_PROTOCOLS, set_stability
 from swapkl.model.batch_loop import sweep, window_batches
 
 log = logging.getLogger(__name__)
@@ -323,6 +324,11 @@ def run_pruning(*args, **options) -> pd.DataFrame:
                 n_probe_seqs=int(len(seq_tok)), n_probe_tokens=int(seq_tok.sum()),
                 base_ppl=float(np.exp(costs.base_log_ppl)))
     rows = _pruning_rows(meta, costs, sel, n_evals, budgets)
+    for row in rows:  # how much each probe-guided set rests on the probe windows
+        if row["guide"] in GUIDE_PROTOCOLS and row["random_draw"] is None and row["feasible"] and not row.get(
+                "merged_layers") and row.get("fixed_set") is None:
+            row["set_stability"] = set_stability(probe, row["guide"], row["budget"], row["removed_layers"], n_layers,
+                                                 spacing)
     table = pa.Table.from_pylist(rows, schema=PRUNING_RUN_SCHEMA)
 
     prov = provenance.build(

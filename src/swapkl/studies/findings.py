@@ -28,9 +28,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from swapkl.stats.sequential import Evidence, mean_gap, paired_difference, set_decision
-from swapkl.stats.sequential_design import Decisions
-from swapkl.studies.sequential.probe import GUIDE_PROTOCOLS, guide_selector
+from swapkl.stats.sequential import mean_gap, paired_difference
+from swapkl.pruning.stability import GUIDE_PROTOCOLS, set_stability
 
 LEVEL = 0.95
 HOLDS, UNDECIDED, SAME = "holds", "undecided", "same blocks"
@@ -164,28 +163,16 @@ def removal_summary(probes: pd.DataFrame, pruning: pd.DataFrame, guide: str = "i
         mine = probes[probes["model"] == model]
         last = mine.sort_values("step", na_position="first")["revision"].iloc[-1]
         rows = mine[(mine["revision"] == last) & mine["protocol"].isin(GUIDE_PROTOCOLS[guide])]
-        evidence = Evidence(np.asarray(rows.iloc[0]["seq_tokens"], dtype=np.float64))
-        keys = []
-        for r in rows.itertuples():
-            key = f"{r.protocol}:{int(r.layer_i)}:{'' if pd.isna(r.layer_j) else int(r.layer_j)}"
-            keys.append(key)
-            for w, value in enumerate(r.seq_kl_sum):
-                evidence.add(key, w, value)
         n_layers = int(rows.iloc[0]["n_layers"])
         table = pruning[(pruning["model"] == model) & (pruning["revision"] == last) & pruning["feasible"].astype(bool)]
         base = table[table["guide"] == "base"].iloc[0]
         for _, r in table[table["guide"] == guide].sort_values("budget").iterrows():
             budget = int(r["budget"])
             est, lo, hi, n = nll_difference(r, base)
-            select = guide_selector(guide, budget, n_layers, int(r["spacing"]))
             removed = tuple(sorted(int(b) for b in r["removed_layers"]))
-            chosen = select({k: evidence.kl(k) for k in keys})
-            stability = math.nan
-            if chosen is not None and tuple(sorted(chosen)) == removed:
-                stability = set_decision(evidence, guide, budget, keys, select,
-                                         Decisions(n_boot=n_boot), seed + budget).estimate
+            stability = set_stability(rows, guide, budget, removed, n_layers, int(r["spacing"]), n_boot, seed)
             out.append({"model": model, "guide": guide, "budget": budget, "removed": ",".join(map(str, removed)),
                         "ppl_increase_pct": 100 * math.expm1(est), "ppl_increase_low": 100 * math.expm1(lo),
                         "ppl_increase_high": 100 * math.expm1(hi), "eval_windows": n, "stability": stability,
-                        "probe_windows": len(evidence.tokens)})
+                        "probe_windows": len(rows.iloc[0]["seq_tokens"])})
     return pd.DataFrame(out)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import importlib
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -27,8 +28,8 @@ from swapkl.tables.table_html import STYLE, _number
 #: the guides the page compares, in its column order: the two protocols' guides, deletion and cosine (BI)
 MAIN_GUIDES = ("interchange", "replacement_max", "deletion", "bi")
 
-COLUMNS = ["budget", "guide", "removed", "delta_ppl_pct", "ci_low", "ci_high", "verdict", "windowed_set",
-           "stability", "set_state", "set_windows"]
+COLUMNS = ["budget", "guide", "removed", "delta_ppl_pct", "ci_low", "ci_high", "verdict", "probe_stability",
+           "windowed_set", "stability", "set_state", "set_windows"]
 
 
 def _blocks(values) -> str:
@@ -39,7 +40,9 @@ def answer_table(pruning: pd.DataFrame, decisions: pd.DataFrame | None, model: s
     """(the revision, the rows) of ``model``: see the module. ``verdict`` is "cheapest" where the guide's whole
     interval lies below that of every main guide that removed other blocks, "cheapest, not decided" where only
     its estimate is the lowest, "every guide removed these" where they all removed the same blocks, else empty
-    (guides that removed the same blocks share a verdict). ``windowed_set``, ``stability``, ``set_state`` and ``set_windows`` are the sequential probe's
+    (guides that removed the same blocks share a verdict). ``probe_stability``: how often the guide picks the same
+    blocks when the pruning run's probe windows are resampled (the table's ``set_stability``; NaN for guides that
+    do not read the probe). ``windowed_set``, ``stability``, ``set_state`` and ``set_windows`` are the sequential probe's
     set decision for that guide and budget at the same revision (empty without one)."""
     rows = pruning[(pruning["model"] == model) & pruning["guide"].isin(MAIN_GUIDES) & pruning["feasible"]
                    & pruning["fixed_set"].isna() & pruning["random_draw"].isna()]
@@ -68,6 +71,7 @@ def answer_table(pruning: pd.DataFrame, decisions: pd.DataFrame | None, model: s
                         "delta_ppl_pct": float(at.at[guide, "delta_ppl_pct"]),
                         "ci_low": float(at.at[guide, "delta_ppl_pct_ci_low"]),
                         "ci_high": float(at.at[guide, "delta_ppl_pct_ci_high"]), "verdict": verdict,
+                        "probe_stability": float(at.at[guide, "set_stability"]) if "set_stability" in at else math.nan,
                         "windowed_set": decided.answer if decided is not None else "",
                         "stability": float(decided.estimate) if decided is not None else float("nan"),
                         "set_state": decided.state if decided is not None else "",
@@ -98,20 +102,23 @@ def answer_html(pruning: pd.DataFrame, decisions: pd.DataFrame | None, model: st
     lines = [f"<h1>{html.escape(model)}: which blocks can be removed, at what cost, how sure</h1>",
              f"<p>Revision {html.escape(revision)}. {html.escape(_setting(pruning, model, revision))} "
              "A guide is <b>cheapest</b> at a budget when its whole interval lies below every other guide's here; "
-             "where the intervals overlap the page says <b>not decided</b>.</p>"]
+             "where the intervals overlap the page says <b>not decided</b>. For the guides that read the probe, the "
+             "share of 1,000 resamples of those probe windows on which the guide picks the same blocks says how much "
+             "the set rests on these windows (a stability, not a confidence level).</p>"]
     if decisions is not None and (table["set_state"] != "").any():
         lines.append("<p>The last columns are the sequential probe's decision on the same revision: the set the "
                      "guide picks from its windows, the share of window resamples that pick that same set, and "
                      "whether that share reached the stated stability (<b>holds</b>) or not (<b>undecided</b>). "
                      "Where that set differs from the one removed here, the pruning run's few probe windows chose "
                      "another set than the larger sample does.</p>")
-    head = ["blocks removed (n)", "guide", "removed", "ΔPPL %", "95% interval", "verdict", "set on more windows",
-            "stability", "state", "windows"]
+    head = ["blocks removed (n)", "guide", "removed", "ΔPPL %", "95% interval", "verdict",
+            "same set on resampled probe windows", "set on more windows", "stability", "state", "windows"]
     lines.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>")
     for row in table.itertuples():
         differs = row.windowed_set and row.windowed_set != row.removed
         cells = [str(row.budget), row.guide, row.removed, _number(row.delta_ppl_pct),
                  f"{_number(row.ci_low)} to {_number(row.ci_high)}", row.verdict,
+                 f"{100 * row.probe_stability:.0f}%" if math.isfinite(row.probe_stability) else "",
                  (f"<b>{row.windowed_set}</b>" if differs else row.windowed_set),
                  _number(row.stability) if row.windowed_set else "", row.set_state,
                  str(row.set_windows) if row.windowed_set else ""]

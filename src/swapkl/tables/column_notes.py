@@ -107,6 +107,8 @@ COLUMNS = {
     "merged_layers": "LaCo: slots running the average of themselves and the next block (which is removed)",
     "probe_kl_sum": "per probe window: the pruned model's KL to the unpruned one, summed over its tokens",
     "probe_tokens": "per probe window: scored tokens",
+    "set_stability": "probe-guided guides: the share of 1,000 resamples of the probe windows on which the guide "
+                     "picks the same blocks (how much the set rests on these windows; not a confidence level)",
     # agreement between rankings
     "reference": "the score or ranking the row compares with",
     "n_compared": "blocks both scores rank",

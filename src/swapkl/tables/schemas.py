@@ -78,6 +78,8 @@ PRUNING_SCHEMA = pa.schema([
     ("n_evals", pa.int64()), ("merged_layers", pa.list_(pa.int64())),
     # per probe window: KL(p_base || p_pruned) summed over its tokens, and the token counts
     ("probe_kl_sum", pa.list_(pa.float64())), ("probe_tokens", pa.list_(pa.int64())),
+    # the share of probe-window resamples on which the guide picks the same blocks (swapkl.pruning.stability)
+    ("set_stability", pa.float64()),
 ])
 #: covariate columns of a pair (definitions in swapkl.probes.covariates), in table order
 COVARIATE_COLUMNS = ("rel_update_i", "rel_update_j", "rel_update_mean", "rel_update_absdiff", "update_cos",
@@ -210,7 +212,7 @@ SEEDS_SCHEMA = pa.schema(
      ("share_data_ci_low", pa.float64()), ("share_data_ci_high", pa.float64())])
 
 #: columns appended to a schema after files were written without them: read as null
-APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set", "head", "exact_rank_chance", "exact_rank_p",
+APPENDED = frozenset({"n_evals", "merged_layers", "fixed_set", "head", "set_stability", "exact_rank_chance", "exact_rank_p",
                       "severe_chance", "severe_p", "share_data_ci_low", "share_data_ci_high", "heterogeneity_q",
                       "heterogeneity_df", "heterogeneity_p", "absent_seeds"})
 

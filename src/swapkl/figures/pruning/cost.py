@@ -149,7 +149,8 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
     perplexity increase (top row) and the KL to the unpruned model (bottom row), one line of each panel per rule
     (grouped by guide family), with its 95% CI (random: the mean, its bar from the lowest to the highest draw). Every
     panel has its own linear axis fitted to the guided rules (:func:`_panel_top`); a point far beyond them (the
-    anti-guided bound, random draws on a trained model) sits at the panel's edge with its value written."""
+    anti-guided bound, random draws on a trained model) sits at the panel's edge with its value written. Beside a
+    probe-guided rule's cost: its set stability (the table's ``set_stability``), where the table has it."""
     df = _table(df, read_pruning)
     g = _checkpoint(df, model, revision)
     budgets = sorted(set(g["budget"]) - {0})
@@ -173,7 +174,7 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
         for r, (column, (lo_col, hi_col), sd_col, axis_label) in enumerate(COST_ROWS):
             for c, n in enumerate(budgets):
                 ax = axes[r, c]
-                points = []
+                points, stability = [], {}
                 for yk, (guide, (label, colour, _, marker), rows_of) in zip(ys, series):
                     row = rows_of[rows_of["feasible"].astype(bool) & (rows_of["budget"] == n)]
                     if row.empty:
@@ -185,8 +186,15 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                     else:
                         lo, hi = float(row[lo_col]), float(row[hi_col])
                     points.append((yk, v, lo, hi, cost_label(label), colour, marker, guide == "random_mean"))
+                    stable = row.get("set_stability")
+                    if r == 0 and stable is not None and np.isfinite(stable):
+                        stability[yk] = float(stable)
                 top = _panel_top(points)
                 for yk, v, lo, hi, label, colour, marker, _ in points:
+                    if yk in stability and (top is None or v <= top):  # how much the set rests on the probe windows
+                        end = hi if np.isfinite(hi) and (top is None or hi <= top) else v
+                        ax.annotate(f"{100 * stability[yk]:.0f}%", (end, yk), xytext=(3, 0), textcoords="offset points",
+                                    ha="left", va="center", fontsize=5.5, color="#666666")
                     if top is not None and v > top:
                         ax.plot([top], [yk], marker=">", color=colour, ls="none", clip_on=False)
                         ax.annotate(f"{_value_text(v, column)} →", (top, yk), xytext=(-6, 0), textcoords="offset points",
@@ -220,7 +228,10 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
             f"point more than {FAR:g} times the next one below it, or random draws more than {RANDOM_REACH:g} times "
             f"as far as the guided rules, sit at the right edge (▸) with the value written, and a bar past the edge "
             f"is cut there. Guided and random removals keep removed blocks more than {base['spacing']} index apart; "
-            f"BI, angular and SLEB do not."))
+            f"BI, angular and SLEB do not."
+            + (" Grey percentages beside the probe-guided rules' costs: how often the rule picks the same blocks "
+               "when the probe windows are resampled (1,000 resamples; the set's stability, not a confidence level)."
+               if "set_stability" in g and g["set_stability"].notna().any() else "")))
         save_figure(fig, out_png, out_pdf)
 
 

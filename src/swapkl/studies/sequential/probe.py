@@ -16,7 +16,6 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from swapkl.data.data_spec import DataSpec
@@ -31,7 +30,7 @@ from swapkl.model.variant import Variant
 from swapkl.probes.pairs import pairs_for, parse_pair_set
 from swapkl.probes.protocols import build_variants
 from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
-from swapkl.pruning.guides import GuideContext, get_guide
+from swapkl.pruning.stability import GUIDE_PROTOCOLS, guide_selector
 from swapkl.studies.sequential.jobs import SequentialJob
 from swapkl.stats.sequential import (HOLDS, Decision, Evidence, halfwidth_decision, pair_keys, set_decision,
                                      sign_decision, still_needed)
@@ -45,12 +44,6 @@ log = logging.getLogger(__name__)
 
 #: the per-window sums a (batch, variant) result holds, in the order of its record
 STAT_KEYS = ("kl_sum", "tokens", "nll_sum", "nll_tokens")
-
-#: the protocols each guide of a set decision reads (deletion breaks ties of the pair guides)
-GUIDE_PROTOCOLS = {"interchange": ("interchange", "deletion"), "replacement_max": ("replacement", "deletion"),
-                   "replacement_mean": ("replacement", "deletion"), "deletion": ("deletion",)}
-
-
 
 @dataclass
 class SequentialResult:
@@ -88,23 +81,6 @@ def decision_variants(decisions: Decisions, pairs: str, n_layers: int) -> list[V
         raise SwapKLError("a sequential probe needs a decision: gap signs, a half-width or a guide's removal sets")
     ordered = [p for p in ("replacement", "interchange", "deletion") if p in protocols]
     return build_variants(ordered, pairs, n_layers, 1)
-
-
-def guide_selector(guide: str, budget: int, n_layers: int, spacing: int):
-    """{variant key: KL} -> the blocks ``guide`` removes at ``budget`` (None: no feasible set)."""
-    chosen = get_guide(guide)
-
-    def select(kl: dict[str, float]) -> tuple[int, ...] | None:
-        rows = []
-        for key, value in kl.items():
-            protocol, i, j = key.split(":")[:3]
-            rows.append({"protocol": protocol, "layer_i": int(i), "layer_j": int(j) if j else None,
-                         "kl_mean": float(value), "head": None})
-        selection = chosen.select(GuideContext(pd.DataFrame(rows), None, n_layers, [budget], spacing))
-        pruned = None if selection is None else selection.removed.get((budget, None))
-        return None if pruned is None else tuple(int(b) for b in pruned.removed)
-
-    return select
 
 
 def evaluate(evidence: Evidence, variants: list[Variant], decisions: Decisions, pairs: str, n_layers: int,
