@@ -353,9 +353,13 @@ def test_a_loaded_model_is_neither_cast_nor_moved(example):
                                           r"yourself \(model\.to\(torch\.bfloat16\)\), or leave dtype out$") as err:
         swapkl.probe(model, windows, dtype="bfloat16")
     assert_listed(str(err.value))
-    with pytest.raises(SwapKLError, match=r"^device 'meta', but the model is on cpu: move it yourself") as err:
-        swapkl.probe(model, windows, device="meta")
+    with pytest.raises(SwapKLError, match=r"^device 'cuda', but the model is on cpu: move it yourself") as err:
+        swapkl.probe(model, windows, device="cuda")
     assert_listed(str(err.value))
+    with pytest.raises(SwapKLError, match="device"):
+        swapkl.probe(model, windows, device="gpu0")  # not a device name: swapkl's own error, not torch's
+    with pytest.raises(SwapKLError, match="batch_size"):
+        swapkl.probe(model, windows, batch_size=0)
 
 
 def test_plot_draws_a_registered_figure_of_the_aggregate(example, tmp_path):

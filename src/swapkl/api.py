@@ -41,6 +41,7 @@ from swapkl.figures.figure_registry import AGGREGATE, figure
 from swapkl.model.in_memory import loaded_module, modes_kept
 from swapkl.model.loading import DTYPES, load_model
 from swapkl.model.weights_fingerprint import folder_digests, require_same_weights
+from swapkl.options import require_device, require_int
 from swapkl.probes.aggregate import aggregate_frame, aggregate_rows, aggregate_table, settings
 from swapkl.probes.aggregate_inputs import probe_input, repr_input
 from swapkl.probes.pairs import parse_pair_set
@@ -79,6 +80,8 @@ def probe(model, windows, *, pairs: str = "adjacent", protocols: str | Sequence[
     protocols = (protocols,) if isinstance(protocols, str) else tuple(protocols)
     parse_protocols(list(protocols))
     parse_pair_set(pairs)
+    require_int("batch_size", batch_size, 1)
+    require_device(device)
     array = _token_array(windows)
     _require_new_files(folder, FILES[:2])
     is_module = isinstance(model, torch.nn.Module)
