@@ -343,8 +343,8 @@ def test_a_resumed_probe_does_not_take_over_results_of_other_weights(ckpt, tmp_p
     caplog.set_level(logging.INFO)
     run_probe(str(folder), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
     assert "belongs to another run" in caplog.text
-    computed, total, taken = map(int, COMPUTED.search(caplog.text).groups())
-    assert taken == 0 and computed == total
+    computed, total, taken, records = map(int, COMPUTED.search(caplog.text).groups())
+    assert taken == records == 0 and computed == total
     run_probe(str(folder), str(tmp_path / "clean.parquet"), **kw)
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "resumed.parquet"),
                                   pd.read_parquet(tmp_path / "clean.parquet"), check_exact=True)
