@@ -201,7 +201,7 @@ def test_pruning_cost_styles_come_from_the_registry(figs, tmp_path):
     fig = _draw(tmp_path, "cost", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
     _clean(fig)
     budgets = sorted(set(df["budget"]) - {0})
-    assert len(fig.axes) == 2 * len(budgets)
+    assert len(fig.axes) == 2 * len(budgets) + 2  # and the across-budgets column
     plotted = [g for g in registered() if g.plotted]
     g16 = df[df["revision"] == "step16000"]
     for r, column in enumerate(("delta_ppl_pct", "kl_mean")):

@@ -160,20 +160,24 @@ def test_the_whole_run_s_line_from_snakemake_s_log(tmp_path):
     dag = DagProgress(str(log), got.append, clock=clock)
     assert dag.poll() is None and dag.offset > 0  # no job done yet
     with log.open("a") as f:
+        f.write("1 of 40 steps (2%) done\n")
+    clock.now = 31.0
+    assert dag.poll() == "swapkl: 1 of 40 jobs done, 31s elapsed; too few jobs done for an estimate yet"
+    with log.open("a") as f:
         f.write("[Sun Dec  6 10:00:00 2026]\nFinished jobid: 3 (Rule: probe)\n10 of 40 steps (25%) done\n")
-    clock.now = 20.0
-    assert dag.poll() is None  # within 30 s of the start
-    clock.now = 60.0
-    assert dag.poll() == "swapkl: 10 of 40 jobs done, 1m00s elapsed; at this pace about 4m00s in all (ETA 3m00s)"
+    clock.now = 45.0
+    assert dag.poll() is None  # within 30 s of the last line
+    clock.now = 61.0
+    assert dag.poll() == "swapkl: 10 of 40 jobs done, 1m01s elapsed; at this pace about 4m04s in all (ETA 3m03s)"
     clock.now = 100.0
     assert dag.poll() is None  # nothing new, and not yet 2 minutes
-    clock.now = 180.0
-    assert dag.poll() == "swapkl: 10 of 40 jobs done, 3m00s elapsed; at this pace about 12m00s in all (ETA 9m00s)"
+    clock.now = 181.0
+    assert dag.poll() == "swapkl: 10 of 40 jobs done, 3m01s elapsed; at this pace about 12m04s in all (ETA 9m03s)"
     with log.open("a") as f:
         f.write("40 of 40 steps (100%) done\n")
     clock.now = 240.0
     assert dag.poll() == "swapkl: 40 of 40 jobs done, 4m00s elapsed"
-    assert got == [line for line in got if line.startswith("swapkl: ")] and len(got) == 3
+    assert got == [line for line in got if line.startswith("swapkl: ")] and len(got) == 4
 
 
 def test_the_workflow_follows_its_run_from_its_start():

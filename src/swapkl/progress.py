@@ -149,7 +149,8 @@ class DagProgress:
         swapkl: 40 of 123 jobs done, 3m10s elapsed; at this pace about 9m45s in all (ETA 6m35s)
 
     The pace is per job: jobs differ (a probe takes minutes, a table seconds), so the estimate firms up as the run
-    goes; it also assumes the machine stays as busy as it was. ``emit`` takes each line (default: stderr);
+    goes, and none is given before a twentieth of the jobs (at least 3) are done; it also assumes the machine
+    stays as busy as it was. ``emit`` takes each line (default: stderr);
     ``clock`` is there for the tests."""
 
     def __init__(self, path: str, emit: Callable[[str], None] | None = None,
@@ -187,8 +188,8 @@ class DagProgress:
         text = f"swapkl: {self.done} of {self.total} jobs done, {duration(elapsed)} elapsed"
         if self.done >= self.total:
             return text
-        if self.done == 0:
-            return text + "; no job finished yet, so no estimate"
+        if self.done < max(3, self.total // 20):  # the first jobs (texts, tokenizers) say little of the pace
+            return text + "; too few jobs done for an estimate yet"
         expected = elapsed * self.total / self.done
         return text + f"; at this pace about {duration(expected)} in all (ETA {duration(expected - elapsed)})"
 

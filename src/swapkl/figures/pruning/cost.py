@@ -169,8 +169,19 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
         y += 1
     with figure_style():
         height = 0.16 * y + 1.1
-        fig = new_figure(2.1 * max(len(budgets), 1) + 4.4, 2 * height + 1.2)
-        axes = fig.subplots(2, max(len(budgets), 1), sharey=True, squeeze=False)
+        nb = max(len(budgets), 1)
+        fig = new_figure(2.1 * nb + 4.4 + 2.8, 2 * height + 1.2)
+        grid = fig.add_gridspec(2, nb + 1, width_ratios=[1.0] * nb + [1.3])
+        # the cost panels first (fig.axes: row by row), then the across-budgets column
+        axes = np.array([[fig.add_subplot(grid[r, c]) for c in range(nb)] for r in range(2)])
+        for ax in axes.flat[1:]:  # one rule per line: every cost panel reads the same rows
+            ax.sharey(axes[0, 0])
+        for ax in axes[:, 1:].flat:
+            ax.tick_params(labelleft=False)
+        summary = [_across_budgets(fig.add_subplot(grid[r, nb]), g, budgets, column, ci, axis_label)
+                   for r, (column, ci, _, axis_label) in enumerate(COST_ROWS)]
+        if summary[-1].lines:  # one legend for both, under the column: inside, it would cover lines
+            summary[-1].legend(fontsize=6.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
         for r, (column, (lo_col, hi_col), sd_col, axis_label) in enumerate(COST_ROWS):
             for c, n in enumerate(budgets):
                 ax = axes[r, c]
@@ -221,6 +232,8 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                     text.set_fontweight("bold")
         fit_title(fig, f"{model} @ {revision}: cost of removing n blocks, by selection rule")
         add_note(fig, (
+            "Right: the main rules' costs against n on one logarithmic axis, so that the budgets compare by eye "
+            "(the panels' own axes differ). "
             f"Unpruned perplexity {base['ppl']:.2f} on {base['eval_split']} (sliding window {base['eval_window']}, "
             f"stride {base['eval_stride']}, {base['n_eval_tokens']} scored tokens); KL on the probe windows. Bars: "
             f"95% bootstrap CI over evaluation windows (KL: over probe windows); random: the mean of the draws, its bar "
@@ -233,6 +246,45 @@ def plot_delta_ppl(df: pd.DataFrame | str, model: str, revision: str, out_png, o
                "when the probe windows are resampled (1,000 resamples; the set's stability, not a confidence level)."
                if "set_stability" in g and g["set_stability"].notna().any() else "")))
         save_figure(fig, out_png, out_pdf)
+
+
+#: the rules the across-budgets panel of the pruning-cost figure draws (where the table has them)
+ACROSS_BUDGETS = ("interchange", "replacement_max", "deletion", "bi", "sleb_iterative", "random_mean")
+
+
+def _across_budgets(ax, g: pd.DataFrame, budgets, column: str, ci: tuple[str, str], axis_label: str):
+    """The main rules' cost at every budget on one axis (logarithmic where every value drawn is positive), each
+    with its 95% interval: how the cost grows with n, which the per-budget panels, each on its own axis, hide.
+    Returns ``ax``."""
+    drawn = []
+    for k, guide in enumerate(r for r in ACROSS_BUDGETS if r in set(g["guide"])):
+        rows = g[(g["guide"] == guide) & g["feasible"].astype(bool) & g["budget"].isin(budgets)
+                 & g["random_draw"].isna()].sort_values("budget")
+        if "fixed_set" in rows:
+            rows = rows[rows["fixed_set"].isna()]
+        if rows.empty:
+            continue
+        label, colour, style, marker = GUIDE_STYLE.get(guide, (guide, GREY, "-", "o"))
+        n = rows["budget"].to_numpy(dtype=float) + (k - 2.5) * 0.04  # dodged: equal costs stay visible
+        v = rows[column].to_numpy(dtype=float)
+        if guide == "random_mean" or ci[0] not in rows:
+            err = None
+        else:
+            err = _err(v, rows[ci[0]].to_numpy(dtype=float), rows[ci[1]].to_numpy(dtype=float))
+        ax.errorbar(n, v, yerr=err, color=colour, ls=style, marker=marker, ms=3.5, lw=1, capsize=1.5,
+                    label=cost_label(label))
+        drawn.append(v)
+    values = np.concatenate(drawn) if drawn else np.array([])
+    if len(values) and (values[np.isfinite(values)] > 0).all():
+        ax.set_yscale("log", nonpositive="clip")  # an interval reaching below 0 ends at the panel's foot
+    ax.set_xticks(list(budgets))
+    if len(budgets):
+        ax.set_xlim(min(budgets) - 0.3, max(budgets) + 0.3)
+    ax.set_xlabel("blocks removed (n)", fontsize=7.5)
+    ax.set_ylabel(axis_label, fontsize=7.5)
+    ax.tick_params(labelsize=7)
+    ax.set_title("all budgets, one axis", fontsize=9)
+    return ax
 
 
 def _default_revision(g: pd.DataFrame) -> str:
