@@ -184,7 +184,7 @@ def test_the_workflow_follows_its_run_from_its_start():
     """The Snakefile's onstart handler starts the follower on Snakemake's log file, through Snakemake's logger."""
     snakefile = (Path(__file__).resolve().parents[1] / "Snakefile").read_text()
     handler = snakefile.split("onstart:\n", 1)[1].split("\n\n", 1)[0]
-    assert "follow_dag(log, logger.info)" in handler
+    assert "follow_dag(log, logger.info, weights=job_weights(workflow.dag))" in handler
 
 
 def test_the_follower_takes_snakemake_s_list_of_log_files(tmp_path):
@@ -202,3 +202,31 @@ def test_the_follower_takes_snakemake_s_list_of_log_files(tmp_path):
     assert thread is not None and thread.daemon
     time.sleep(0.2)
     assert thread.is_alive()  # it read the file without failing, and waits for the 30 s of its first line
+
+
+def test_the_pace_is_that_of_the_work_done_where_jobs_have_weights(tmp_path):
+    """Three 1-minute table jobs and one 60-minute probe: with two tables done after 31 s the work done is 2 of 63
+    minutes, too little for an estimate; with the probe done too after 31 minutes it is 62 of 63, so about 31.5
+    minutes in all, where the count alone (3 of 4 jobs) would say 41m20s. A weight of 0 is not a weight."""
+    from swapkl.progress import DagProgress
+
+    log = tmp_path / "snakemake.log"
+    log.write_text("")
+    clock = Clock()
+    clock.now = 0.0
+    dag = DagProgress(str(log), lambda line: None, clock=clock, weights={1: 1.0, 2: 1.0, 3: 60.0, 4: 1.0, 5: 0})
+    assert 5 not in dag.weights
+    with log.open("a") as f:
+        f.write("Finished jobid: 1 (Rule: stamp)\n1 of 4 steps (25%) done\n"
+                "Finished jobid: 2 (Rule: table)\n2 of 4 steps (50%) done\n")
+    clock.now = 31.0
+    assert dag.poll().endswith("too few jobs done for an estimate yet")
+    with log.open("a") as f:
+        f.write("Finished jobid: 3 (Rule: probe)\n3 of 4 steps (75%) done\n")
+    clock.now = 31 * 60.0
+    assert dag.poll() == ("swapkl: 3 of 4 jobs done, 31m00s elapsed; at this pace about 31m30s in all "
+                          "(ETA 30s)")
+    unweighted = DagProgress(str(log), lambda line: None, clock=lambda: 31 * 60.0)
+    unweighted.start = 0.0
+    unweighted.poll()
+    assert "about 41m20s in all" in unweighted.line(31 * 60.0)  # by count: 3 of 4 jobs

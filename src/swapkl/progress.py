@@ -135,8 +135,9 @@ def track(items: Iterable, desc: str | None, unit: str, *, total: int | None = N
             bar.update(1)
 
 
-#: Snakemake's line after each finished job (its log file and its console)
+#: Snakemake's lines after each finished job (its log file and its console)
 DAG_STEPS = re.compile(r"^(\d+) of (\d+) steps \((\d+)%\) done")
+DAG_FINISHED = re.compile(r"^Finished jobid: (\d+)\b")
 #: a line of the whole run at most this often while jobs finish, and at least this often while one runs long
 DAG_EVERY_S, DAG_QUIET_S = 30.0, 120.0
 
@@ -148,18 +149,21 @@ class DagProgress:
 
         swapkl: 40 of 123 jobs done, 3m10s elapsed; at this pace about 9m45s in all (ETA 6m35s)
 
-    The pace is per job: jobs differ (a probe takes minutes, a table seconds), so the estimate firms up as the run
-    goes, and none is given before a twentieth of the jobs (at least 3) are done; it also assumes the machine
-    stays as busy as it was. ``emit`` takes each line (default: stderr);
-    ``clock`` is there for the tests."""
+    Jobs differ (a probe takes minutes, a table seconds): ``weights`` ({Snakemake job id: expected duration}, the
+    jobs' ``runtime`` resources) makes the pace that of the work done, the weights of the finished jobs against
+    those of all; without it every job weighs the same. Either way the estimate firms up as the run goes, none is
+    given before a twentieth of the work (and 3 jobs) is done, and it assumes the machine stays as busy as it was.
+    ``emit`` takes each line (default: stderr); ``clock`` is there for the tests."""
 
     def __init__(self, path: str, emit: Callable[[str], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, weights: dict[int, float] | None = None):
         self.path, self.clock = path, clock
         self.emit = emit or (lambda text: print(text, file=sys.stderr, flush=True))
         self.start = self.last_line = clock()
         self.offset = 0
         self.done, self.total, self.shown = 0, 0, 0
+        self.weights = {int(k): float(v) for k, v in (weights or {}).items() if v and float(v) > 0}
+        self.finished: set[int] = set()
 
     def poll(self) -> str | None:
         """Read what the log gained; the line to show now, if any (also given to ``emit``)."""
@@ -174,6 +178,9 @@ class DagProgress:
             m = DAG_STEPS.match(raw.strip())
             if m:
                 self.done, self.total = int(m.group(1)), int(m.group(2))
+            m = DAG_FINISHED.match(raw.strip())
+            if m:
+                self.finished.add(int(m.group(1)))
         now = self.clock()
         since = now - self.last_line
         if not self.total or not ((self.done != self.shown and since >= DAG_EVERY_S) or since >= DAG_QUIET_S):
@@ -188,21 +195,30 @@ class DagProgress:
         text = f"swapkl: {self.done} of {self.total} jobs done, {duration(elapsed)} elapsed"
         if self.done >= self.total:
             return text
-        if self.done < max(3, self.total // 20):  # the first jobs (texts, tokenizers) say little of the pace
+        share = self._share_done()
+        if self.done < 3 or share < 0.05:  # the first jobs (texts, tokenizers) say little of the pace
             return text + "; too few jobs done for an estimate yet"
-        expected = elapsed * self.total / self.done
+        expected = elapsed / share
         return text + f"; at this pace about {duration(expected)} in all (ETA {duration(expected - elapsed)})"
 
 
-def follow_dag(log, emit: Callable[[str], None] | None = None, *,
+    def _share_done(self) -> float:
+        """The share of the run's work done: by the jobs' weights where every finished job has one, else by count."""
+        if self.weights and self.finished and self.finished <= set(self.weights):
+            return sum(self.weights[j] for j in self.finished) / sum(self.weights.values())
+        return self.done / self.total if self.total else 0.0
+
+
+def follow_dag(log, emit: Callable[[str], None] | None = None, *, weights: dict[int, float] | None = None,
                interval: float = 5.0) -> threading.Thread | None:
     """Follow Snakemake's log file in a daemon thread (:class:`DagProgress`, polled every ``interval`` seconds) for
     as long as the process runs; the workflow starts it in its ``onstart`` handler, whose ``log`` is the list of
-    the run's log files (Snakemake 9; a path is taken too). None, and no thread, where the run keeps no log file."""
+    the run's log files (Snakemake 9; a path is taken too), with the ``weights`` of the jobs it will run. None, and
+    no thread, where the run keeps no log file."""
     paths = [log] if isinstance(log, (str, os.PathLike)) else [str(p) for p in (log or ())]
     if not paths:
         return None
-    progress = DagProgress(str(paths[0]), emit)
+    progress = DagProgress(str(paths[0]), emit, weights=weights)
 
     def run() -> None:
         while True:

@@ -72,6 +72,25 @@ def name_regex(names):
 # --------------------------------------------------------------------------------------------------- hub access
 
 
+def job_weights(dag):
+    """onstart: each job to run, by its Snakemake id, weighed by its `runtime` resource (the whole run's progress
+    line: swapkl.progress.DagProgress). The resources are evaluated aside, not cached in the job (a job sized by a
+    checkpoint still to be downloaded gets its own value when it runs); a job whose runtime cannot be read yet
+    weighs the median of the others; None when none can be read (every job then weighs the same)."""
+    weights = {}
+    for job in dag.needrun_jobs():
+        try:  # the line is a convenience: a run never fails for it
+            runtime = job.rule.expand_resources(job.wildcards_dict, job.input, job.attempt,
+                                                skip_evaluation={"tmpdir"}).get("runtime")
+        except Exception:
+            runtime = None
+        weights[job.jobid] = float(runtime) if isinstance(runtime, (int, float)) and runtime > 0 else None
+    known = sorted(w for w in weights.values() if w)
+    if not known:
+        return None
+    return {jobid: w or known[len(known) // 2] for jobid, w in weights.items()}
+
+
 def check_hub_access(dag):
     """onstart: when every enabled model comes from the hub and the hub is unreachable, nothing in the run
     can succeed, so stop before any job starts, one line per checkpoint to download."""
