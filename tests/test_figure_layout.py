@@ -853,3 +853,30 @@ def test_scaling_writes_parameter_counts_as_read_aloud(figs, tmp_path, sizes, sc
     ticks = [v for v in ax.get_xticks() if lo <= v <= hi]
     units = {"K": 1e3, "M": 1e6, "B": 1e9}
     assert [float(x[:-1]) * units[x[-1]] for x in shown] == pytest.approx(ticks, rel=1e-9)  # each label its tick
+
+
+def test_pruning_cost_puts_the_main_rules_of_every_budget_on_one_axis(figs, tmp_path):
+    """The right-hand column: each main rule's cost at every budget on one log axis (its points at the table's
+    values, in both rows); a random mean far above the guided rules is left out there, and the title says so."""
+    df = syn.pruning_table()
+    df = df[(df["revision"] == "step16000") & (df["guide"] != "anti_interchange")].copy()
+    budgets = sorted(set(df["budget"]) - {0})
+    fig = _draw(tmp_path, "across", lambda p, q: pfig.plot_delta_ppl(df, "toy", "step16000", p, q), figs)
+    _clean(fig)
+    assert len(fig.axes) == 2 * len(budgets) + 2
+    for ax, column in zip(fig.axes[-2:], ("delta_ppl_pct", "kl_mean")):
+        drawn = df[df["guide"].isin(pfig.ACROSS_BUDGETS) & df["budget"].isin(budgets)][column]
+        scale = "log" if (drawn > 0).all() else "linear"  # a log axis only where every value drawn is positive
+        assert ax.get_title().startswith("all budgets, one axis") and ax.get_yscale() == scale, column
+        for guide in pfig.ACROSS_BUDGETS:
+            label = pfig.cost_label(pfig.GUIDE_STYLE[guide][0])
+            line = next(cont for cont in ax.containers if cont.get_label() == label).lines[0]
+            rows = df[(df["guide"] == guide) & df["budget"].isin(budgets) & df["random_draw"].isna()]
+            assert list(line.get_ydata()) == pytest.approx(list(rows.sort_values("budget")[column])), (guide, column)
+    far = df.copy()
+    rand = far["guide"] == "random_mean"
+    far.loc[rand, ["delta_ppl_pct", "delta_ppl_pct_min", "delta_ppl_pct_max"]] = [1e6, 1e5, 1e7]
+    fig = _draw(tmp_path, "across_far", lambda p, q: pfig.plot_delta_ppl(far, "toy", "step16000", p, q), figs)
+    top = fig.axes[-2]
+    assert "off the axis" in top.get_title()
+    assert pfig.cost_label(pfig.GUIDE_STYLE["random_mean"][0]) not in [c.get_label() for c in top.containers]
