@@ -633,6 +633,12 @@ def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
             assert np.allclose(line.get_ydata(), g["kl_after"] / g["kl_before"])
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "7←8, 8←7" in texts and "0←3" in texts and len(texts) == 4
+    # a heal step that raises a variant's KL for a while (make real's SmolLM2: 1.39 of its KL before healing)
+    rising = table.copy()
+    rising.loc[(rising["protocol"] == "healed_interchange") & (rising["heal_steps"] == 5), "kl_after"] *= 1.4
+    fig = _draw(tmp_path, "heal_up", lambda p, q: plot_healed_curves(rising, p, q), figs)
+    top = max(float((g["kl_after"] / g["kl_before"]).max()) for _, g in rising.groupby("protocol"))
+    assert all(ax.get_ylim()[1] > top for ax in fig.axes), top
 
 
 def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_path):

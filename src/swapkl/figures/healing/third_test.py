@@ -126,7 +126,7 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
     with figure_style():
         fig = new_figure(max(3.4 * len(protocols), 7.0), 3.6)
         axes = fig.subplots(1, len(protocols), squeeze=False)[0]
-        ends, lowest = [], 1.0
+        ends, lowest, highest = [], 1.0, 1.0
         for ax, protocol in zip(axes, protocols):
             rows = df[df["protocol"] == protocol]
             xs, ys, names = [], [], []
@@ -139,8 +139,8 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
                     else f"{int(i)}↔{int(j)}"
                 ax.plot(g["heal_steps"], share, marker="o", ms=3, lw=1, color=PROTOCOL_COLOURS[protocol],
                         alpha=0.8, label=label)
-                if np.isfinite(share).any():
-                    lowest = min(lowest, float(np.nanmin(share)))
+                if np.isfinite(share).any():  # a heal step may raise the KL for a while: the axis keeps it in view
+                    lowest, highest = min(lowest, float(np.nanmin(share))), max(highest, float(np.nanmax(share)))
                 xs.append(g["heal_steps"].iloc[-1]), ys.append(share[-1]), names.append(label)
             ax.axhline(1.0, color="#888888", lw=0.6, ls="--")
             ax.set_xlabel("heal (LoRA) steps")
@@ -149,8 +149,9 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
             last = max(float(rows["heal_steps"].max()), 1.0)
             ax.set_xlim(-0.04 * last, 1.3 * last)  # room for the end labels
             ends.append((ax, xs, ys, names))
+        span = highest - lowest
         for ax in axes:  # one scale: the panels compare
-            ax.set_ylim(max(0.0, lowest - 0.1 * (1.0 - lowest) - 0.01), 1.02)
+            ax.set_ylim(max(0.0, lowest - 0.1 * span - 0.01), highest + 0.05 * span + 0.02)
         model, revision = df["model"].iloc[0], df["revision"].iloc[0]
         fit_title(fig, f"{model} @ {revision}: the third test, KL to the base model while each variant heals")
         add_note(fig, "KL(p_base ‖ p_variant) on the probe windows after each measured number of heal steps, divided "
