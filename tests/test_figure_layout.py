@@ -314,6 +314,15 @@ def test_relevance_confusion_layout(figs, tmp_path):
     st = relevance_statistics(rel, ragg)
     _clean(_draw(tmp_path, "rc", lambda p, q: plot_relevance_confusion(st, p, q, model="toy", revision="step16000"),
                  figs))
+    # one task, as make real scores (the y label ran into the panel's three-line title on SmolLM2)
+    one = st[st["task"] == st["task"].iloc[0]]
+    fig = _draw(tmp_path, "rc1", lambda p, q: plot_relevance_confusion(one, p, q, model="toy", revision="step16000"),
+                figs)
+    _clean(fig)
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    label, title = ax.yaxis.label.get_window_extent(), ax.title.get_window_extent()
+    assert label.y1 <= title.y0, (label, title)
 
 
 def test_training_curves_layout(figs, tmp_path):

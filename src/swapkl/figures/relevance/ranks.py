@@ -157,7 +157,8 @@ def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, mod
     if st.empty:
         raise SwapKLError(f"relevance statistics have no rows for {model} {revision}")
     with figure_style():
-        fig = new_figure(3.4 * len(st) + 0.6, 3.9)
+        # one task (make real): wider and taller, so the square panel leaves its title and label room
+        fig = new_figure(3.4 * len(st) + 0.6, 3.9) if len(st) > 1 else new_figure(5.2, 4.4)
         axes = np.atleast_1d(fig.subplots(1, len(st), squeeze=False)[0])
         for ax, (_, r) in zip(axes, st.iterrows()):
             m = len(r["guide_rank"])
@@ -180,7 +181,7 @@ def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, mod
                          f"(chance {r['severe_chance']:.0%}, p = {r['severe_p']:.2g})", fontsize=8)
             ax.set_xlabel("rank by BI = 1 \u2212 cos (0 = most redundant)")
             if ax is axes[0]:
-                ax.set_ylabel("rank by AccRel (0 = least relevant)")
+                ax.set_ylabel("rank by AccRel\n(0 = least relevant)")  # two lines: it stays beside the square panel
         excluded = ", ".join(str(v) for v in st["excluded_layers"].iloc[0]) or "none"
         fit_title(fig, f"{model} @ {revision}: rank confusion of accuracy-based relevance against cosine (BI)")
         add_note(fig, f"Ordinal ranks over the blocks both score (ties: lower block first); boundary blocks "
