@@ -49,7 +49,7 @@ def test_every_category_is_a_numbered_section():
     for smk in RULES.glob("*.smk"):
         text = smk.read_text()
         assert not re.search(r"\bcategory=\"", text), f"{smk.name}: a category written by hand"
-        used |= set(re.findall(r"\bcategory=section\(\"(\w+)\"\)", text))
+        used |= set(re.findall(r"\bcategory=section\(\"(\w+)\"(?:\)| if )", text))  # or the first of two
     assert used == set(keys), (sorted(used), keys)
 
 
@@ -112,9 +112,29 @@ def test_the_demo_report_numbers_only_the_sections_it_fills():
     plan = StudyPlan(cfg, families)
     numbered = report_sections(plan)
     drawn = {fig.section for fig in figures().values() if figure_instances(plan, fig.targets)}
-    assert set(numbered) == drawn | {"answer", "scorecard", "tables"} and "weights" not in numbered
+    assert set(numbered) == drawn | {"answer", "tables"} and "weights" not in numbered
     assert numbered["answer"].startswith("01. ") and plan.answer_models() == ["llama-demo"]
     assert [int(t.split(".")[0]) for t in numbered.values()] == list(range(1, len(numbered) + 1))
+
+
+def test_the_scorecard_is_a_section_only_where_the_run_reproduces_a_published_number():
+    """No demo or make-real model is an entry of the published-numbers registry: their scorecard (every number
+    `not run`) is among the tables (issue 50: make real's report showed a reproduction section that reproduced
+    nothing). The study config's paper entries make it a section of its own."""
+    import yaml
+    from direct_config import REPO, validated
+    from swapkl.config.study_plan import StudyPlan
+    from swapkl.config.targets import report_sections, reproduces_published
+    from swapkl.paper.published import published_models
+
+    for name, reproduces in (("config/demo.yaml", False), ("config/real.yaml", False), ("config.yaml", True)):
+        path = REPO / name
+        cfg, families = validated(yaml.safe_load(path.read_text()), configfiles=[path])
+        plan = StudyPlan(cfg, families)
+        assert reproduces_published(plan) == reproduces == bool(published_models() & set(plan.enabled_models()))
+        assert ("scorecard" in report_sections(plan)) == reproduces, name
+    rule = (REPO / "workflow" / "rules" / "scorecard.smk").read_text()
+    assert 'section("scorecard" if "scorecard" in NUMBERED_SECTIONS else "tables")' in rule
 
 
 def test_every_results_table_view_gets_its_own_caption_file():

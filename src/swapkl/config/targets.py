@@ -10,6 +10,7 @@ from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
 from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
+from swapkl.paper.published import published_models
 from swapkl.figures.figure_registry import figures as registered_figures
 
 #: the tables of the snowball construction and of the optimal removal-set search (workflow/rules/snowball.smk,
@@ -169,12 +170,21 @@ def figure_targets(plan: StudyPlan) -> list[str]:
             for path in fig.outputs(**wildcards)]
 
 
+def reproduces_published(plan: StudyPlan) -> bool:
+    """Whether the plan runs a config entry that holds a published number's counterpart (swapkl/paper/published.yaml):
+    only then is the reproduction scorecard a section of its own in the report; otherwise its table (every number
+    `not run`, with what it needs) is among the tables."""
+    return bool(published_models() & set(plan.enabled_models()))
+
+
 def report_sections(plan: StudyPlan) -> dict[str, str]:
     """The report category of every section this plan's report fills (key -> ``"NN. title"``): the sections of the
-    figures it draws, the scorecard and the tables, numbered in reading order (figure_registry.numbered_sections)."""
+    figures it draws, the scorecard (where the run reproduces a published number) and the tables, numbered in
+    reading order (figure_registry.numbered_sections)."""
     present = {fig.section for fig in registered_figures().values() if figure_instances(plan, fig.targets)}
     answer = {"answer"} if plan.answer_models() else set()
-    return numbered_sections(present | answer | set(ALWAYS_PRESENT))
+    always = {key for key in ALWAYS_PRESENT if key != "scorecard" or reproduces_published(plan)}
+    return numbered_sections(present | answer | always)
 
 
 def final_outputs(plan: StudyPlan) -> list[str]:

@@ -54,7 +54,8 @@ SECTIONS = {
     "scorecard": "Reproduction scorecard: published numbers against swapkl",
     "tables": "Tables",
 }
-#: sections every run has (the scorecard and the aggregate table are always made)
+#: sections a run has whatever it draws: the tables, and the reproduction scorecard (made by every run; a section of
+#: its own only where the run reproduces a published number, else among the tables: swapkl.config.targets)
 ALWAYS_PRESENT = ("scorecard", "tables")
 
 

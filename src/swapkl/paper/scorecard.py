@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ import pandas as pd
 import yaml
 
 from swapkl.errors import SwapKLError
+from swapkl.paper.published import registry_path
 from swapkl.tables.atomic import replaced_on_success
 from swapkl.tables.file_checks import replaceable
 from swapkl.probes.aggregate import read_aggregate
@@ -76,10 +76,6 @@ TABLES = {
 AGGS = ("one", "mean", "median", "min", "max", "count_below", "quantile", "spearman")
 _ENTRY_KEYS = {"source", "quantity", "model", "needs", "published", "unit", "tolerance", "compute", "reason"}
 _SPEC_KEYS = {"table", "where", "column", "agg", "threshold", "q", "against", "scale", "chance", "p_value"}
-
-
-def registry_path() -> Path:
-    return Path(str(resources.files("swapkl.paper") / "published.yaml"))
 
 
 def load_registry(path: str | Path | None = None) -> tuple[list[dict], dict]:
