@@ -230,3 +230,19 @@ def test_the_pace_is_that_of_the_work_done_where_jobs_have_weights(tmp_path):
     unweighted.start = 0.0
     unweighted.poll()
     assert "about 41m20s in all" in unweighted.line(31 * 60.0)  # by count: 3 of 4 jobs
+
+
+def test_a_line_still_being_written_is_read_when_it_is_whole(tmp_path):
+    """Snakemake may be writing "Finished jobid: 12" when the follower reads "Finished jobid: 1": only whole lines
+    count."""
+    from swapkl.progress import DagProgress
+
+    log = tmp_path / "snakemake.log"
+    log.write_bytes(b"1 of 4 steps (25%) done\nFinished jobid: 1")
+    dag = DagProgress(str(log), lambda line: None, clock=lambda: 0.0, weights={12: 1.0, 1: 1.0})
+    dag.poll()
+    assert dag.finished == set() and dag.done == 1
+    with log.open("ab") as f:
+        f.write(b"2 (Rule: probe)\n")
+    dag.poll()
+    assert dag.finished == {12}

@@ -168,13 +168,14 @@ class DagProgress:
     def poll(self) -> str | None:
         """Read what the log gained; the line to show now, if any (also given to ``emit``)."""
         try:
-            with open(self.path, encoding="utf-8", errors="replace") as f:
+            with open(self.path, "rb") as f:
                 f.seek(self.offset)
-                text = f.read()
-                self.offset = f.tell()
+                data = f.read()
         except OSError:
             return None
-        for raw in text.splitlines():
+        data = data[:data.rfind(b"\n") + 1]  # whole lines only: a line still being written is read next time
+        self.offset += len(data)
+        for raw in data.decode("utf-8", errors="replace").splitlines():
             m = DAG_STEPS.match(raw.strip())
             if m:
                 self.done, self.total = int(m.group(1)), int(m.group(2))
@@ -200,7 +201,6 @@ class DagProgress:
             return text + "; too few jobs done for an estimate yet"
         expected = elapsed / share
         return text + f"; at this pace about {duration(expected)} in all (ETA {duration(expected - elapsed)})"
-
 
     def _share_done(self) -> float:
         """The share of the run's work done: by the jobs' weights where every finished job has one, else by count."""
