@@ -29,7 +29,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 from PIL import Image
 

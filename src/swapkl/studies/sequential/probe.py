@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import pyarrow as pa
 
-from swapkl.data.data_spec import DataSpec
 from swapkl.data.windows import check_spec, check_windows, load_windows
 from swapkl.errors import SwapKLError
 from swapkl.hub.revision_names import step_of
@@ -32,7 +31,7 @@ from swapkl.probes.protocols import build_variants
 from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
 from swapkl.pruning.stability import GUIDE_PROTOCOLS, guide_selector
 from swapkl.studies.sequential.jobs import SequentialJob
-from swapkl.stats.sequential import (HOLDS, Decision, Evidence, halfwidth_decision, pair_keys, set_decision,
+from swapkl.stats.sequential import (HOLDS, Decision, Evidence, halfwidth_decision, set_decision,
                                      sign_decision, still_needed)
 from swapkl.stats.sequential_design import Decisions, Design
 from swapkl.tables import provenance
