@@ -8,6 +8,8 @@ import re
 import shutil
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 CHROMIUM = ("chromium", "chromium-browser")
 
 
@@ -62,14 +64,24 @@ class ReportPage:
         labels = self.page.evaluate("p => (results[p] || {}).labels || null", path)
         return [str(v) for v in labels.values()] if labels else [path]
 
-    def show(self, path: str) -> int:
-        """View ``path`` in the main panel; the natural width in pixels of the image the browser decoded."""
-        row = self._row(path)
-        row.first.locator("a[iconname=eye]").click()
+    def show(self, path: str, tries: int = 4) -> int:
+        """View ``path`` in the main panel; the natural width in pixels of the image the browser decoded.
+
+        The page may re-render the search results just as the eye is clicked (on a loaded machine the click
+        then lands on a row that is being replaced, and nothing is shown): the click is repeated, up to
+        ``tries`` times, until an image of that name is visible."""
         name = Path(path).name
-        img = self.page.locator(f"img[src*='filename={name};']")
-        img.first.wait_for()
-        return img.first.evaluate("e => e.complete ? e.naturalWidth : 0")
+        img = self.page.locator(f"img[src*='filename={name};']").filter(visible=True)
+        for attempt in range(tries):
+            self._row(path).first.locator("a[iconname=eye]").click()
+            try:
+                img.first.wait_for(timeout=30_000)
+            except PlaywrightTimeout:
+                if attempt == tries - 1:
+                    raise AssertionError(f"{path}: no image shown after {tries} clicks on its eye icon") from None
+                continue
+            return img.first.evaluate("e => e.complete ? e.naturalWidth : 0")
+        raise AssertionError("tries must be at least 1")
 
     def info(self, path: str) -> str:
         """Open the info panel of ``path``; its visible characters (whitespace removed)."""
