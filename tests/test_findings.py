@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from swapkl.studies.findings import (HOLDS, SAME, UNDECIDED, findings, mean_gap_interval, nll_difference,
-                                     pruning_findings, rank_findings)
+                                     pruning_findings, rank_findings, relevance_r_findings)
 
 T = 50.0  # scored tokens per window
 
@@ -71,6 +71,27 @@ def test_rank_claims_follow_the_permutation_p_value():
                                 "exact_rank_misranking": 0.86, "exact_rank_chance": 0.96, "exact_rank_p": 0.13}])
     got = {r["claim"]: r["verdict"] for r in rank_findings("m", stats_rows, "deletion")}
     assert got == {"bi_severe_below_chance:deletion": HOLDS, "bi_exact_below_chance:deletion": UNDECIDED}
+
+
+def test_r_claims_with_and_without_outlying_blocks():
+    """Agreement follows the permutation p-value; "stronger than Pythia's -0.46" needs the whole Fisher interval
+    of the paper-sign R (swapkl's r negated) below -0.46, over 16 and over 13 blocks."""
+    row = pd.Series({"pearson": 0.84, "pearson_p": 0.001, "n_ranked": 16, "outlying_layers": [1, 3, 5],
+                     "pearson_without_outliers": -0.54, "pearson_without_outliers_p": 0.98, "n_without_outliers": 13})
+    got = {r["claim"]: r for r in relevance_r_findings("m", row)}
+    assert {c: r["verdict"] for c, r in got.items()} == {
+        "bi_relevance_r_agrees:pearson": HOLDS, "r_stronger_than_paper:pythia:pearson": HOLDS,
+        "bi_relevance_r_agrees:pearson_without_outliers": UNDECIDED,
+        "r_stronger_than_paper:pythia:pearson_without_outliers": UNDECIDED}
+    z = np.arctanh(0.84)
+    half = stats.norm.ppf(0.975) / np.sqrt(13)
+    strong = got["r_stronger_than_paper:pythia:pearson"]
+    assert (strong["low"], strong["high"]) == pytest.approx((-np.tanh(z + half), -np.tanh(z - half)), abs=1e-12)
+    assert strong["estimate"] == -0.84 and "1, 3, 5 left out" in got[
+        "bi_relevance_r_agrees:pearson_without_outliers"]["statement"]
+    # an interval that reaches past -0.46 is undecided, however negative its centre
+    weak = relevance_r_findings("m", pd.Series({**row.to_dict(), "n_ranked": 6}))[1]
+    assert weak["estimate"] == -0.84 and weak["high"] > -0.46 and weak["verdict"] == UNDECIDED
 
 
 def test_the_table_of_a_run():

@@ -6,7 +6,8 @@ from the representation rows of the aggregate (both oriented low = safe to remov
 :func:`swapkl.stats.agreement.rank_statistics`: Pearson R (``pearson``; ``pearson_paper_sign`` = R of cosine
 similarity against relevance, negative when they agree), the rank confusion matrix's ranks
 (``guide_rank``: relevance, ``reference_rank``: BI) with the exact-rank and severe misranking rates,
-boundary layers excluded.
+boundary layers excluded. Beside R, its permutation p-value and R without the interior blocks that are outliers of
+either score (:func:`swapkl.stats.agreement.pearson_robustness`): the second paper's R can rest on a few blocks.
 
 Groups: the subjects of a task group that lm-eval reports as one task (``mmlu_*`` -> ``mmlu``) count as one
 task, as lm-eval aggregates them (``weight_by_size``): accuracy, base accuracy and random baseline are
@@ -31,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from swapkl.stats.agreement import rank_statistics
+from swapkl.stats.agreement import pearson_robustness, rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.schemas import RELEVANCE_STATS_COLUMNS, read_relevance, single_block
@@ -132,8 +133,9 @@ def relevance_statistics(rel: pd.DataFrame, agg: pd.DataFrame) -> pd.DataFrame:
         x_ref = bi.reindex(range(n_layers)).to_numpy(float)
         for task, t in g.groupby("task", sort=True):
             x = t.set_index("layer")["relevance"].reindex(range(n_layers)).to_numpy(float)
+            ranks = rank_statistics(x, x_ref)
             rows.append(dict(model=model, revision=revision, task=task, metric=t["metric"].iloc[0], reference="bi",
-                             n_layers=n_layers, **rank_statistics(x, x_ref), **dep))
+                             n_layers=n_layers, **ranks, **dep, **pearson_robustness(x, x_ref, ranks["layers"])))
     return pd.DataFrame(rows, columns=RELEVANCE_STATS_COLUMNS)
 
 

@@ -15,7 +15,12 @@ Every interval takes the window as its unit and is Student's t on the windows' l
 * ``bi_severe_below_chance:REF`` / ``bi_exact_below_chance:REF``: BI's severe / exact-rank misranking against REF
   (deletion KL, or next-token relevance) is below what random ranks give: the one-sided permutation p-value of
   :func:`swapkl.stats.agreement.rank_chance` below 0.05 (a permutation test, not an interval: the blocks, not
-  the windows, are the unit, and there are few of them).
+  the windows, are the unit, and there are few of them);
+* ``bi_relevance_r_agrees:pearson`` / ``...:pearson_without_outliers``: Pearson R of BI against next-token relevance
+  (the second paper's sign: negative is agreement) over blocks 1..L-2, and over them without the blocks outside
+  Tukey's fences on either score, is agreement beyond chance (one-sided permutation p below 0.05);
+* ``r_stronger_than_paper:pythia:...``: the same R is stronger (more negative) than the paper's strongest, Pythia's
+  -0.46: the upper end of its Fisher z interval over blocks lies below -0.46.
 
 :func:`findings` builds the table from the tables of a finished run in memory; ``benchmarks/real_study_numbers.py
 --findings`` writes it for ``make real`` (the probe files under results/probes hold the per-window sums).
@@ -28,6 +33,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from swapkl.stats.agreement import fisher_interval
 from swapkl.stats.sequential import mean_gap, paired_difference
 from swapkl.pruning.stability import GUIDE_PROTOCOLS, set_stability
 
@@ -129,6 +135,36 @@ def rank_findings(model: str, stats: pd.DataFrame, reference: str) -> list[dict]
     return out
 
 
+#: the second paper's strongest R (cosine similarity against relevance, blocks 1..L-2; Pythia; ../shared/BRIEF.md):
+#: an R beyond it is beyond Mistral's -0.23 and OLMo's -0.15 too
+PAPER_R = ("pythia", -0.46)
+
+
+def relevance_r_findings(model: str, r: pd.Series) -> list[dict]:
+    """BI against next-token relevance, one relevance-statistics row: Pearson R (paper's sign) over blocks 1..L-2
+    and over those without the outlying blocks, each as agreement beyond chance (permutation p) and as stronger than
+    the paper's strongest R (Fisher's z interval over blocks, which outlying blocks make too optimistic)."""
+    out = []
+    name, paper = PAPER_R
+    for blocks, col, m, dropped in (
+            ("blocks 1..L-2", "pearson", int(r["n_ranked"]), []),
+            ("blocks 1..L-2 without the outlying ones", "pearson_without_outliers", int(r["n_without_outliers"]),
+             list(r["outlying_layers"]))):
+        est, p = -float(r[col]), float(r[col + "_p"])
+        where = blocks + (f" ({', '.join(map(str, dropped))} left out)" if dropped else "")
+        out.append(_row(model, f"bi_relevance_r_agrees:{col}", f"BI agrees with next-token relevance over {where}: "
+                                                                f"R (paper's sign) {est:+.2f} over {m} blocks, "
+                                                                f"permutation p = {p:.3f}",
+                        est, math.nan, math.nan, "one-sided permutation test over blocks",
+                        HOLDS if p < 1 - LEVEL else UNDECIDED, p_value=p, n=m))
+        lo, hi = sorted(-v for v in fisher_interval(float(r[col]), m, LEVEL))
+        out.append(_row(model, f"r_stronger_than_paper:{name}:{col}",
+                        f"R (paper's sign) over {where}, {est:+.2f} ({lo:+.2f} to {hi:+.2f}), is stronger than "
+                        f"{name}'s {paper:+.2f}", est, lo, hi, "Fisher z interval over blocks against the paper's value",
+                        HOLDS if hi < paper else UNDECIDED, n=m))
+    return out
+
+
 def findings(probes: pd.DataFrame, pruning: pd.DataFrame | None = None, agreement: pd.DataFrame | None = None,
              relevance_stats: pd.DataFrame | None = None) -> pd.DataFrame:
     """The findings table of a finished run (each model's last revision) from its tables in memory: ``probes``,
@@ -148,6 +184,8 @@ def findings(probes: pd.DataFrame, pruning: pd.DataFrame | None = None, agreemen
         if relevance_stats is not None:
             r = relevance_stats[(relevance_stats["model"] == model) & (relevance_stats["reference"] == "bi")]
             rows += rank_findings(model, r.head(1), "relevance")
+            if "pearson_without_outliers" in r and len(r):
+                rows += relevance_r_findings(model, r.iloc[0])
     return pd.DataFrame(rows)
 
 

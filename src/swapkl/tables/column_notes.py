@@ -246,6 +246,12 @@ COLUMNS = {
     "heterogeneity_q": "Cochran's Q of relevance across tasks",
     "heterogeneity_df": "degrees of freedom of Q",
     "heterogeneity_p": "upper-tail p-value of Q (every block equally relevant to every task)",
+    "pearson_p": "one-sided permutation p-value of pearson (agreement beyond a random pairing of the blocks)",
+    "outlying_layers": "compared blocks outside Tukey's fences (1.5 IQR beyond the quartiles) on either score",
+    "n_without_outliers": "compared blocks that are not outlying",
+    "pearson_without_outliers": "pearson over the compared blocks without the outlying ones",
+    "pearson_without_outliers_paper_sign": "−pearson_without_outliers, the sign convention of the paper",
+    "pearson_without_outliers_p": "one-sided permutation p-value of pearson_without_outliers",
     # disagreement of tests
     "level": "pair or block level of the two tests",
     "test_a": "first test compared",

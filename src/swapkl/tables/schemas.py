@@ -141,7 +141,10 @@ RELEVANCE_STATS_COLUMNS = ["model", "revision", "task", "metric", "reference", "
                            "n_ranked", "exact_rank_misranking", "severe_misranking", "severe_offset",
                            "exact_rank_chance", "exact_rank_p", "severe_chance", "severe_p", "pearson",
                            "pearson_paper_sign", "pearson_all_blocks", "pearson_all_blocks_paper_sign", "layers", "guide_rank", "reference_rank", "n_tasks", "n_blocks",
-                           "mean_spread_relevance", "heterogeneity_q", "heterogeneity_df", "heterogeneity_p"]
+                           "mean_spread_relevance", "heterogeneity_q", "heterogeneity_df", "heterogeneity_p",
+                           # appended: how much R rests on outlying blocks (swapkl.stats.agreement.pearson_robustness)
+                           "pearson_p", "outlying_layers", "n_without_outliers", "pearson_without_outliers",
+                           "pearson_without_outliers_paper_sign", "pearson_without_outliers_p"]
 
 # results/swapkl.parquet: one long table, the column `kind` says which columns a row fills (swapkl.probes.aggregate)
 AGGREGATE_COMMON = [("kind", pa.string()), *_IDENTITY, ("n_layers", pa.int64()), ("duplicate_of", pa.string())]

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from swapkl.tables import schemas
-from swapkl.stats.agreement import rank_confusion, rank_statistics
+from swapkl.stats.agreement import pearson_robustness, rank_confusion, rank_statistics
 from swapkl.errors import SwapKLError
 from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame
@@ -76,8 +76,15 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             layer = m["layer"].to_numpy()
             title = f"{task} ({m['metric'].iloc[0]})"
             st = rank_statistics(y, 1.0 - x)  # relevance vs BI, both low = safe to remove; boundary layers out
+            robust = pearson_robustness(y, 1.0 - x, st["layers"])
+            far = np.isin(layer, robust["outlying_layers"])
             if np.isfinite(st["pearson"]):
-                title += (f"\nPearson R = {st['pearson_paper_sign']:+.2f}"
+                title += f"\nPearson R = {st['pearson_paper_sign']:+.2f} (permutation p = {robust['pearson_p']:.3f})"
+                if robust["outlying_layers"]:
+                    title += (f"\nwithout outlying {', '.join(map(str, robust['outlying_layers']))}: "
+                              f"{robust['pearson_without_outliers_paper_sign']:+.2f} "
+                              f"(p = {robust['pearson_without_outliers_p']:.3f})")
+                title += (
                           f"\nrank differs {100 * st['exact_rank_misranking']:.0f}% "
                           f"(chance {100 * st['exact_rank_chance']:.0f}%)"
                           f"\nsevere {100 * st['severe_misranking']:.0f}% (chance {100 * st['severe_chance']:.0f}%)")
@@ -86,7 +93,11 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
             inner = ok & ~np.isin(layer, list(boundary))
             xlim, ylim = _inner_range(x[inner]), _inner_range(np.r_[y[inner], 0.0])
             shown = ok & (x >= xlim[0]) & (x <= xlim[1]) & (y >= ylim[0]) & (y <= ylim[1])
-            ax.scatter(x[shown & inner], y[shown & inner], s=16, color="#333333", zorder=3, label="blocks in R")
+            ax.scatter(x[shown & inner & ~far], y[shown & inner & ~far], s=16, color="#333333", zorder=3,
+                       label="blocks in R")
+            if (shown & far).any():
+                ax.scatter(x[shown & far], y[shown & far], s=30, marker="^", color="#d55e00", zorder=3,
+                           label="outlying block (in R, left out of the second R)")
             edge = shown & ~inner
             if edge.any():
                 ax.scatter(x[edge], y[edge], s=18, facecolors="none", edgecolors="#333333", zorder=3,
@@ -104,7 +115,10 @@ def plot_cosine_vs_relevance(rel, agg, out_png, out_pdf, *, model: str, revision
         fit_title(fig, f"{model} @ {revision}: cosine similarity vs accuracy-based relevance per block")
         add_note(fig, "AccRel = 1 \u2212 max(acc without block \u2212 chance, 0) / max(acc \u2212 chance, 0); "
                       "negative R = cosine and accuracy agree (paper's convention); R and ranks over the blocks "
-                      "without the first and last, and the axes span those blocks; severe: rank offset "
+                      "without the first and last (open circles), and the axes span those blocks; orange triangles: "
+                      "outlying blocks, outside Tukey's fences (1.5 IQR beyond the quartiles) on either score; p: "
+                      "one-sided permutation test of agreement; "
+                      "severe: rank offset "
                       "\u2265 \u2308m/4\u2309; labels: block index (blocks drawn on top of each other share one "
                       "label)", width=0.85)
         for ax, xs, ys, ls in to_label:
