@@ -450,6 +450,12 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
     args = parser.parse_args([*plot, "--input", str(agg)])
     args.func(args)
     assert png.exists() and pdf.exists()
+    # the alias draws what `swapkl figures pruning-cost` draws, byte for byte
+    from swapkl import cli
+
+    assert cli.main(["figures", "pruning-cost", "--pruning", str(agg), "--model", str(df["model"].iloc[0]),
+                     "--revision", str(df["revision"].iloc[0]), "--out", str(tmp_path / "g")]) == 0
+    assert (tmp_path / "g.png").read_bytes() == png.read_bytes()
     for sub in ("prune", "aggregate-pruning", "plot-pruning"):
         with pytest.raises(SystemExit):
             parser.parse_args([sub, "--help"])

@@ -370,6 +370,10 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     assert cli.main(["plot-relevance", "confusion", "--input", str(out), "--model", "tiny", "--revision", "step1",
                      "--out-png", str(tmp_path / "k.png"), "--out-pdf", str(tmp_path / "k.pdf")]) == 0
     assert (tmp_path / "k.png").stat().st_size > 1000
+    # an alias of `swapkl figures relevance-confusion`: the same bytes
+    assert cli.main(["figures", "relevance-confusion", "--stats", str(out), "--model", "tiny", "--revision", "step1",
+                     "--out", str(tmp_path / "f")]) == 0
+    assert (tmp_path / "f.png").read_bytes() == (tmp_path / "k.png").read_bytes()
 
 
 def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypatch):

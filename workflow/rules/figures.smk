@@ -17,6 +17,7 @@ FIGURE_PARAMS = {
     "all_pruning": lambda wildcards: ", ".join(f"{m}: {PARAMS.describe_pruning(m)}" for m in PLAN.models_with_pruning()),
     "spans": lambda wildcards: PARAMS.describe_spans(wildcards.model),
     "n_boot": lambda wildcards: config["probe"]["n_boot"],
+    "rank_guide": lambda wildcards: "bi",  # the guide of the report's rank confusion (against deletion)
     "seed": lambda wildcards: config["probe"]["seed"],
     "families": lambda wildcards: PLAN.seed_families(),
     "training_logs": lambda wildcards, input: {

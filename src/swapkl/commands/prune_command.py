@@ -17,18 +17,16 @@ from swapkl.commands.arguments import (
     label_metadata,
     placement,
 )
-from swapkl.commands.figures_command import add_output_arguments
+from swapkl.commands.figures_command import add_output_arguments, draw_figure
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
-from swapkl.figures.pruning import cost as fig
-from swapkl.figures.pruning.confusion import plot_rank_confusion
+from swapkl.figures.figure_registry import figures
 from swapkl.model.model_job import default
 from swapkl.pruning.guides import registered
 from swapkl.pruning.eval_spec import TEXT_PREPS, EvalSpec
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.pruning.table import AggregatePruningJob, aggregate_pruning
-from swapkl.tables.schemas import read_agreement, read_pruning
 
 
 def _budgets(text: str) -> list[int]:
@@ -154,24 +152,21 @@ def run_aggregate(args) -> None:
     aggregate_pruning(aggregate_job(args))
 
 
+#: plot-pruning KIND -> (the figure of ``swapkl figures``, the name of its table input)
+PLOT_ALIASES = {"delta": ("pruning_cost", "pruning"), "ir-panel": ("pruning_difference", "pruning"),
+                "ir-trajectory": ("pruning_trajectory", "pruning"), "agreement": ("pruning_agreement", "agreement"),
+                "rank-confusion": ("rank_confusion", "agreement")}
+
+
 def run_plot(args) -> None:
-    """Draw one pruning figure from results/pruning.parquet or an agreement table."""
-    need = {"delta": ("model", "revision"), "ir-trajectory": ("model",), "agreement": ("model", "revision"),
-            "rank-confusion": ("model", "revision")}
-    for name in need.get(args.kind, ()):
+    """Draw one pruning figure from results/pruning.parquet or an agreement table: an alias of `swapkl figures`
+    (delta: pruning_cost; ir-panel: pruning_difference; ir-trajectory: pruning_trajectory; agreement:
+    pruning_agreement; rank-confusion: rank_confusion), which draws it."""
+    kind, table = PLOT_ALIASES[args.kind]
+    wildcards = {}
+    for name in figures()[kind].wildcards:
         if getattr(args, name) is None:
             raise SwapKLError(f"plot-pruning {args.kind} needs --{name}")
-    if args.kind == "agreement":
-        fig.plot_agreement(read_agreement(args.input), args.model, args.revision, args.out_png, args.out_pdf)
-        return
-    if args.kind == "rank-confusion":
-        plot_rank_confusion(read_agreement(args.input), args.model, args.revision, args.out_png, args.out_pdf,
-                            guide=args.guide)
-        return
-    df = read_pruning(args.input)
-    if args.kind == "delta":
-        fig.plot_delta_ppl(df, args.model, args.revision, args.out_png, args.out_pdf)
-    elif args.kind == "ir-panel":
-        fig.plot_ir_panel(df, args.out_png, args.out_pdf, n_boot=args.bootstrap, seed=args.seed)
-    else:
-        fig.plot_ir_trajectory(df, args.model, args.out_png, args.out_pdf, n_boot=args.bootstrap, seed=args.seed)
+        wildcards[name] = getattr(args, name)
+    draw_figure(kind, {table: args.input}, args.out_png, args.out_pdf, wildcards,
+                {"n_boot": args.bootstrap, "seed": args.seed, "guide": args.guide})

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, add_placement_arguments, command,
                                        data_spec, placement)
-from swapkl.commands.figures_command import add_output_arguments
+from swapkl.commands.figures_command import add_output_arguments, draw_figure
 from swapkl.commands.paths import input_arg, output_arg
 from swapkl.errors import SwapKLError
-from swapkl.figures.relevance import ranks as fig
 from swapkl.model.model_job import default
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.relevance.relevance_stats import summarise_relevance
@@ -77,19 +76,23 @@ def run_aggregate(args) -> None:
     aggregate_relevance(args.inputs, args.out)
 
 
+#: plot-relevance KIND -> (the figure of ``swapkl figures``, the name of its ``--input`` table)
+PLOT_ALIASES = {"cosine": ("relevance_cosine", "relevance"), "zscores": ("relevance_zscores", "relevance"),
+                "confusion": ("relevance_confusion", "stats")}
+
+
 def run_plot(args) -> None:
     """cosine: each block's cosine similarity (1 - BI, from the aggregate) vs its AccRel per task, with Pearson R;
     zscores: per-task z-scores of AccRel; confusion: rank confusion of AccRel against BI per task (--input: the
-    relevance-stats table)."""
+    relevance-stats table). An alias of `swapkl figures` (relevance_cosine, relevance_zscores,
+    relevance_confusion), which draws it."""
+    kind, table = PLOT_ALIASES[args.kind]
+    inputs = {table: args.input}
     if args.kind == "cosine":
         if not args.aggregate:
             raise SwapKLError("plot-relevance cosine needs --aggregate (results/swapkl.parquet)")
-        fig.plot_cosine_vs_relevance(args.input, args.aggregate, args.out_png, args.out_pdf, model=args.model,
-                                     revision=args.revision)
-    elif args.kind == "confusion":
-        fig.plot_relevance_confusion(args.input, args.out_png, args.out_pdf, model=args.model, revision=args.revision)
-    else:
-        fig.plot_relevance_zscores(args.input, args.out_png, args.out_pdf, model=args.model, revision=args.revision)
+        inputs["aggregate"] = args.aggregate
+    draw_figure(kind, inputs, args.out_png, args.out_pdf, {"model": args.model, "revision": args.revision}, {})
 
 
 def run_stats(args) -> None:

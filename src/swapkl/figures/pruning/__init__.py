@@ -17,7 +17,8 @@ register(Figure("pruning_agreement", "swapkl.figures.pruning.confusion:draw_prun
 register(Figure("rank_confusion", "swapkl.figures.pruning.confusion:draw_rank_confusion", AGREEMENT, "checkpoint",
                 "agreement", "rank confusion of each pruning guide against deletion, one checkpoint",
                 rule="plot_pruning_agreement", targets="prune", subcategory="{model}",
-                labels={"figure": "rank confusion"}, params=PRUNE_PARAMS))
+                labels={"figure": "rank confusion"}, params={**PRUNE_PARAMS, "guide": "rank_guide"},
+                plot_params=("guide",)))
 register(Figure("pruning_difference", "swapkl.figures.pruning.cost:draw_pruning_difference", TABLE, "global",
                 "pruning",
                 "interchange- minus replacement-guided pruning cost vs budget, one line per pruned model",

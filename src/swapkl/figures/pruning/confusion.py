@@ -111,4 +111,6 @@ def _rates_panel(ax, vs: pd.DataFrame, m: int, severe_chance: float, name) -> No
 
 # the rank agreement between the pruning guides of one checkpoint, and their rank confusion against deletion
 draw_pruning_agreement = on_table(plot_agreement, "agreement")
-draw_rank_confusion = on_table(plot_rank_confusion, "agreement")
+def draw_rank_confusion(inputs, out_png, out_pdf, *, wildcards, params):
+    plot_rank_confusion(inputs["agreement"], wildcards["model"], wildcards["revision"], out_png, out_pdf,
+                        guide=params["guide"])
