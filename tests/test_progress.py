@@ -184,7 +184,7 @@ def test_the_workflow_follows_its_run_from_its_start():
     """The Snakefile's onstart handler starts the follower on Snakemake's log file, through Snakemake's logger."""
     snakefile = (Path(__file__).resolve().parents[1] / "Snakefile").read_text()
     handler = snakefile.split("onstart:\n", 1)[1].split("\n\n", 1)[0]
-    assert "follow_dag(log, logger.info, weights=job_weights(workflow.dag))" in handler
+    assert "follow_dag(log, logger.info, weights=job_weights(workflow.dag), rules=job_rules(workflow.dag))" in handler
 
 
 def test_the_follower_takes_snakemake_s_list_of_log_files(tmp_path):
@@ -246,3 +246,50 @@ def test_a_line_still_being_written_is_read_when_it_is_whole(tmp_path):
         f.write(b"2 (Rule: probe)\n")
     dag.poll()
     assert dag.finished == {12}
+
+
+def test_the_weights_learn_the_durations_the_run_sees(tmp_path):
+    """Declared runtimes are cluster limits (a 60-minute training that takes a minute). One core runs two 2 s
+    tables, a 60 s training, then four 30 s probes and eight more tables: 200 s in all. After the first probe
+    (94 s) the runtimes alone put the run at 2m52s; learnt from what finished (each rule's median, the rest by the
+    ratio of seconds to runtime) it is 3m20s, the truth, and a probe that has run 16 s counts as 16 s of work."""
+    from swapkl.progress import DagProgress
+
+    log = tmp_path / "snakemake.log"
+    log.write_text("")
+    clock = Clock()
+    clock.now = 0.0
+    weights = {1: 60.0, **{j: 20.0 for j in range(2, 6)}, **{j: 1.0 for j in range(6, 16)}}
+    rules = {1: "train", **{j: "probe" for j in range(2, 6)}, **{j: "table" for j in range(6, 16)}}
+    dag = DagProgress(str(log), lambda line: None, clock=clock, weights=weights, rules=rules)
+    done = 0
+
+    def at(t: float, text: str) -> None:
+        with log.open("a") as f:
+            f.write(text)
+        clock.now = t
+        dag.poll()
+
+    def run(job: int, rule: str, start: float, end: float) -> None:
+        nonlocal done
+        at(start, f"\n[Mon Dec  7 00:00:00 2026]\nlocalrule {rule}:\n    output: x\n    jobid: {job}\n")
+        done += 1
+        at(end, f"[Mon Dec  7 00:00:00 2026]\nFinished jobid: {job} (Rule: {rule})\n{done} of 15 steps (1%) done\n")
+
+    run(6, "table", 0.0, 2.0)
+    run(7, "table", 2.0, 4.0)
+    run(1, "train", 4.0, 64.0)
+    run(2, "probe", 64.0, 94.0)
+    assert dag.took == {6: 2.0, 7: 2.0, 1: 60.0, 2: 30.0}
+    assert dag.line(94.0) == "swapkl: 4 of 15 jobs done, 1m34s elapsed; at this pace about 3m20s in all (ETA 1m46s)"
+    declared = DagProgress(str(log), lambda line: None, clock=lambda: 94.0, weights=weights)
+    declared.start = 0.0
+    declared.poll()
+    declared.took.clear()  # as before: runtimes alone
+    assert "about 2m52s in all" in declared.line(94.0)
+    at(94.0, "\nrule probe:\n    jobid: 3\n")  # the next probe starts; at 110 s it has run for 16 s
+    assert dag.line(110.0).endswith("about 3m20s in all (ETA 1m30s)")
+    # a rule with no finished job yet: its runtime times the ratio seen (94 s for 82 runtime units)
+    assert dag.expected()[1] == 60.0 and dag.expected()[5] == 30.0 and dag.expected()[15] == 2.0
+    dag.rules[5] = "heal"
+    assert dag.expected()[5] == pytest.approx(20.0 * 94.0 / 82.0)

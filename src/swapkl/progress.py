@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import statistics
 import sys
 import threading
 import time
@@ -106,6 +107,28 @@ class Progress:
     def _step(self) -> int:
         return math.floor(self.done / self.total / EVERY_FRACTION) if self.total else 0
 
+    def _read(self, line: str, now: float) -> None:
+        m = DAG_STEPS.match(line)
+        if m:
+            self.done, self.total = int(m.group(1)), int(m.group(2))
+        m = DAG_RULE.match(line)
+        if m:
+            self._rule = m.group(1)
+        m = DAG_JOBID.match(line)
+        if m and self._rule:
+            job = int(m.group(1))
+            self.started[job] = now
+            self.rules.setdefault(job, self._rule)
+            self._rule = None
+        m = DAG_FINISHED.match(line)
+        if m:
+            job = int(m.group(1))
+            self.finished.add(job)
+            if m.group(2):
+                self.rules.setdefault(job, m.group(2))
+            if job in self.started:
+                self.took[job] = now - self.started[job]
+
     def line(self, now: float) -> str:
         """The progress line at time ``now``."""
         elapsed = now - self.start
@@ -137,7 +160,10 @@ def track(items: Iterable, desc: str | None, unit: str, *, total: int | None = N
 
 #: Snakemake's lines after each finished job (its log file and its console)
 DAG_STEPS = re.compile(r"^(\d+) of (\d+) steps \((\d+)%\) done")
-DAG_FINISHED = re.compile(r"^Finished jobid: (\d+)\b")
+DAG_FINISHED = re.compile(r"^Finished jobid: (\d+)\b(?: \(Rule: (\S+)\))?")
+#: a job's start: its rule's line, then its id a few lines below
+DAG_RULE = re.compile(r"^(?:local)?rule (\S+):$")
+DAG_JOBID = re.compile(r"^jobid: (\d+)$")
 #: a line of the whole run at most this often while jobs finish, and at least this often while one runs long
 DAG_EVERY_S, DAG_QUIET_S = 30.0, 120.0
 
@@ -151,19 +177,29 @@ class DagProgress:
 
     Jobs differ (a probe takes minutes, a table seconds): ``weights`` ({Snakemake job id: expected duration}, the
     jobs' ``runtime`` resources) makes the pace that of the work done, the weights of the finished jobs against
-    those of all; without it every job weighs the same. Either way the estimate firms up as the run goes, none is
-    given before a twentieth of the work (and 3 jobs) is done, and it assumes the machine stays as busy as it was.
-    ``emit`` takes each line (default: stderr); ``clock`` is there for the tests."""
+    those of all; without it every job weighs the same. A ``runtime`` is a cluster's time limit, not a measured
+    duration (the demo's training declares an hour and takes a minute), so the weights are corrected by what the
+    run sees: a finished job weighs the seconds it took (from its start line to its end line), a job of a rule
+    (``rules``: {job id: rule name}) of which jobs have finished the median of their seconds, any other job its
+    ``runtime`` times the ratio of seconds taken to ``runtime`` over the finished jobs; a running job counts as
+    done for the seconds it has run, up to its weight. The estimate firms up as the run goes, none is given before
+    a twentieth of the work (and 3 jobs) is done, and it assumes the machine stays as busy as it was. ``emit``
+    takes each line (default: stderr); ``clock`` is there for the tests."""
 
     def __init__(self, path: str, emit: Callable[[str], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic, weights: dict[int, float] | None = None):
+                 clock: Callable[[], float] = time.monotonic, weights: dict[int, float] | None = None,
+                 rules: dict[int, str] | None = None):
         self.path, self.clock = path, clock
         self.emit = emit or (lambda text: print(text, file=sys.stderr, flush=True))
         self.start = self.last_line = clock()
         self.offset = 0
         self.done, self.total, self.shown = 0, 0, 0
         self.weights = {int(k): float(v) for k, v in (weights or {}).items() if v and float(v) > 0}
+        self.rules = {int(k): str(v) for k, v in (rules or {}).items()}
         self.finished: set[int] = set()
+        self.started: dict[int, float] = {}  # job id -> clock when its start was read
+        self.took: dict[int, float] = {}  # job id -> seconds from its start line to its end line
+        self._rule: str | None = None  # the rule of the job whose start is being read
 
     def poll(self) -> str | None:
         """Read what the log gained; the line to show now, if any (also given to ``emit``)."""
@@ -175,14 +211,9 @@ class DagProgress:
             return None
         data = data[:data.rfind(b"\n") + 1]  # whole lines only: a line still being written is read next time
         self.offset += len(data)
-        for raw in data.decode("utf-8", errors="replace").splitlines():
-            m = DAG_STEPS.match(raw.strip())
-            if m:
-                self.done, self.total = int(m.group(1)), int(m.group(2))
-            m = DAG_FINISHED.match(raw.strip())
-            if m:
-                self.finished.add(int(m.group(1)))
         now = self.clock()
+        for raw in data.decode("utf-8", errors="replace").splitlines():
+            self._read(raw.strip(), now)
         since = now - self.last_line
         if not self.total or not ((self.done != self.shown and since >= DAG_EVERY_S) or since >= DAG_QUIET_S):
             return None
@@ -191,34 +222,83 @@ class DagProgress:
         self.emit(line)
         return line
 
+    def _read(self, line: str, now: float) -> None:
+        m = DAG_STEPS.match(line)
+        if m:
+            self.done, self.total = int(m.group(1)), int(m.group(2))
+        m = DAG_RULE.match(line)
+        if m:
+            self._rule = m.group(1)
+        m = DAG_JOBID.match(line)
+        if m and self._rule:
+            job = int(m.group(1))
+            self.started[job] = now
+            self.rules.setdefault(job, self._rule)
+            self._rule = None
+        m = DAG_FINISHED.match(line)
+        if m:
+            job = int(m.group(1))
+            self.finished.add(job)
+            if m.group(2):
+                self.rules.setdefault(job, m.group(2))
+            if job in self.started:
+                self.took[job] = now - self.started[job]
+
     def line(self, now: float) -> str:
         elapsed = now - self.start
         text = f"swapkl: {self.done} of {self.total} jobs done, {duration(elapsed)} elapsed"
         if self.done >= self.total:
             return text
-        share = self._share_done()
+        share = self._share_done(now)
         if self.done < 3 or share < 0.05:  # the first jobs (texts, tokenizers) say little of the pace
             return text + "; too few jobs done for an estimate yet"
         expected = elapsed / share
         return text + f"; at this pace about {duration(expected)} in all (ETA {duration(expected - elapsed)})"
 
-    def _share_done(self) -> float:
+    def _share_done(self, now: float) -> float:
         """The share of the run's work done: by the jobs' weights where every finished job has one, else by count."""
         if self.weights and self.finished and self.finished <= set(self.weights):
-            return sum(self.weights[j] for j in self.finished) / sum(self.weights.values())
+            work = self.expected()
+            done = sum(work[j] for j in self.finished)
+            if any(j in self.took for j in self.finished):  # the weights are seconds: running jobs count too
+                done += sum(min(now - t, work[j]) for j, t in self.started.items()
+                            if j in work and j not in self.finished)
+            return done / sum(work.values())
         return self.done / self.total if self.total else 0.0
+
+    def expected(self) -> dict[int, float]:
+        """Each job's weight, corrected by the durations seen so far (the class docstring says how): seconds once a
+        finished job's duration is known, the ``runtime`` weights as given before."""
+        seen = [j for j in self.finished if j in self.took and j in self.weights]
+        taken = sum(self.took[j] for j in seen)
+        if taken <= 0:
+            return dict(self.weights)
+        ratio = taken / sum(self.weights[j] for j in seen)
+        by_rule: dict[str, list[float]] = {}
+        for j in seen:
+            by_rule.setdefault(self.rules.get(j, ""), []).append(self.took[j])
+        out = {}
+        for j, w in self.weights.items():
+            rule = self.rules.get(j)
+            if j in seen:
+                out[j] = self.took[j]
+            elif rule in by_rule:
+                out[j] = statistics.median(by_rule[rule])
+            else:
+                out[j] = w * ratio
+        return out
 
 
 def follow_dag(log, emit: Callable[[str], None] | None = None, *, weights: dict[int, float] | None = None,
-               interval: float = 5.0) -> threading.Thread | None:
+               rules: dict[int, str] | None = None, interval: float = 5.0) -> threading.Thread | None:
     """Follow Snakemake's log file in a daemon thread (:class:`DagProgress`, polled every ``interval`` seconds) for
     as long as the process runs; the workflow starts it in its ``onstart`` handler, whose ``log`` is the list of
-    the run's log files (Snakemake 9; a path is taken too), with the ``weights`` of the jobs it will run. None, and
-    no thread, where the run keeps no log file."""
+    the run's log files (Snakemake 9; a path is taken too), with the ``weights`` and ``rules`` of the jobs it will
+    run. None, and no thread, where the run keeps no log file."""
     paths = [log] if isinstance(log, (str, os.PathLike)) else [str(p) for p in (log or ())]
     if not paths:
         return None
-    progress = DagProgress(str(paths[0]), emit, weights=weights)
+    progress = DagProgress(str(paths[0]), emit, weights=weights, rules=rules)
 
     def run() -> None:
         while True:

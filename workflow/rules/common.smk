@@ -91,6 +91,12 @@ def job_weights(dag):
     return {jobid: w or known[len(known) // 2] for jobid, w in weights.items()}
 
 
+def job_rules(dag):
+    """onstart: each job to run, by its Snakemake id, with its rule's name (the progress line's weights learn from
+    the finished jobs of a rule)."""
+    return {job.jobid: job.rule.name for job in dag.needrun_jobs()}
+
+
 def check_hub_access(dag):
     """onstart: when every enabled model comes from the hub and the hub is unreachable, nothing in the run
     can succeed, so stop before any job starts, one line per checkpoint to download."""
