@@ -121,7 +121,7 @@ FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
 COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
                       "pruning_trajectory", "family", "heal", "healed", "relevance", "downstream", "task_pruning",
                       "covariates", "spans", "scaling", "rope_counterfactual", "jacobian", "convergence",
-                      "predictor_validity", "domain_slices", "pe_ablation", "snowball", "optimal_search")
+                      "predictor_validity", "domain_slices", "pe_ablation", "snowball", "optimal_search", "sequential")
 
 
 def figure_counts(instances: Counter, partial: bool = False) -> Counter:
@@ -288,6 +288,8 @@ def expected_counts(cfg: dict) -> Counter:
             folder_tables += len(study.tables)
     # the sublayers study's figure: one per model it runs on, seed family members aside
     instances["sublayers"] = len({name for name, _ in _stage_runs(models, checkpoints, "sublayers") if name in drawn})
+    # the sequential probe's decisions figure: one per checkpoint it runs on, seed family members aside
+    instances["sequential"] = sum(1 for name, _ in _stage_runs(models, checkpoints, "sequential") if name in drawn)
     if demo:
         counts.update(prepare_demo_text=1, train_demo_model=len(demo))
     # a text file of the demo corpus named anywhere in a model entry (make real's windows, perplexity, healing
@@ -377,6 +379,7 @@ def plan_counts(cfg: dict) -> Counter:
         relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
         spans=len(drawn(plan.stage_checkpoints("spans"))), healed=len(plan.stage_checkpoints("healed_probe")),
         sublayers=len({m for m, _ in drawn(plan.stage_checkpoints("sublayers"))}),
+        sequential=len(drawn(plan.stage_checkpoints("sequential"))),
         downstream=len(plan.stage_checkpoints("downstream")),
         rope_counterfactual=len(plan.rope_counterfactual_models()),
         predictor_validity=len(plan.predictor_validity_models()),

@@ -142,6 +142,7 @@ FIGURE_SELECTIONS = {
     "spans": lambda plan: _each(_own(plan, plan.stage_checkpoints("spans")), "model", "revision"),
     "sublayers": lambda plan: _each(_own(plan, list(dict.fromkeys(m for m, _ in plan.stage_checkpoints("sublayers")))),
                                     "model"),
+    "sequential": lambda plan: _each(_own(plan, plan.stage_checkpoints("sequential")), "model", "revision"),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
     "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
     "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
