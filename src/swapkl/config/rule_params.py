@@ -82,10 +82,12 @@ class RuleParams:
                 if study.answer and checkpoint in self.plan.stage_checkpoints(study.name)]
 
     def answer_figures(self, model: str) -> list[tuple[str, str]]:
-        """(PNG, caption) of each figure on a model's answer page: the pruning cost and the heatmaps of the page's
-        revision, and the gap along training (a trajectory model) or the I/R ratio by pair distance."""
+        """(PNG, caption) of each figure on a model's answer page: the pruning cost of the page's revision, its
+        sequential decisions (where a sequential probe runs on it: how sure the sets and signs are), its heatmaps,
+        and the gap along training (a trajectory model) or the I/R ratio by pair distance."""
         revision = self.plan.answer_revision(model)
-        names = ("pruning_cost", "heatmaps",
+        sequential = (model, revision) in self.plan.stage_checkpoints("sequential")
+        names = ("pruning_cost", *(("sequential_decisions",) if sequential else ()), "heatmaps",
                  "gap_trajectory" if model in self.plan.trajectory_models() else "ratio_by_distance")
         return [(figure(name).outputs(model=model, revision=revision)[0], figure(name).help) for name in names]
 
