@@ -25,6 +25,9 @@ from swapkl.tables.atomic import write_text_atomic
 from swapkl.tables.schemas import DECISIONS_SCHEMA, read_pruning, read_table
 from swapkl.tables.table_html import STYLE, _number
 
+#: the page's long column headers wrap, so that its table fits a 1,300-pixel window
+HEADERS = "th{white-space:normal;max-width:8em;vertical-align:bottom}"
+
 #: the guides the page compares, in its column order: the two protocols' guides, deletion and cosine (BI)
 MAIN_GUIDES = ("interchange", "replacement_max", "deletion", "bi")
 
@@ -129,7 +132,7 @@ def answer_html(pruning: pd.DataFrame, decisions: pd.DataFrame | None, model: st
         lines.append(getattr(importlib.import_module(module), name)(tables, model, revision))
     lines += [_image(path, caption) for path, caption in figures]
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(model)}: the answer</title>"
-            f"<style>{STYLE}</style></head><body>" + "\n".join(lines) + "</body></html>")
+            f"<style>{STYLE}{HEADERS}</style></head><body>" + "\n".join(lines) + "</body></html>")
 
 
 def write_answer_page(pruning: str, decisions: str | None, model: str, figures: list[tuple[str, str]],
