@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from figure_layout import captured_figures, layout_problems
+from swapkl.errors import SwapKLError
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
 from swapkl.figures.sequential.decisions import linear_threshold, plot_sequential_decisions
 
@@ -75,3 +77,24 @@ def test_the_symmetric_log_axis_puts_most_gaps_on_its_log_part():
     assert linear_threshold(np.array([0.3, -0.8, 0.01, 2.5, 0.2])) == 0.1
     assert linear_threshold(np.array([0.004, 0.002, -0.03, 0.0])) == 0.001
     assert linear_threshold(np.array([0.0, np.nan])) == 1.0
+
+
+@pytest.mark.parametrize("kinds, n_axes", [(("set",), 1), (("sign",), 2), (("halfwidth",), 1)])
+def test_a_run_that_decides_one_kind_only_still_gets_its_panels(tmp_path, monkeypatch, kinds, n_axes):
+    """A run with `--no-signs`, or signs alone, or a half-width decision alone: the panels of what it decided."""
+    table = _decisions()
+    with captured_figures(monkeypatch) as figs:
+        plot_sequential_decisions(table[table["kind"].isin(kinds)], "m", "r", tmp_path / "s.png", tmp_path / "s.pdf")
+    fig = figs[-1]
+    assert len(fig.axes) == n_axes and not layout_problems(fig)
+    if kinds == ("halfwidth",):
+        (ax,) = fig.axes
+        line = ax.containers[0].lines[0]
+        assert list(line.get_xdata()) == [0.5]
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["adjacent: undecided\n(64 windows)"]
+
+
+def test_a_checkpoint_without_decisions_is_an_error_and_draws_nothing(tmp_path):
+    with pytest.raises(SwapKLError, match="no rows for m@other"):
+        plot_sequential_decisions(_decisions(), "m", "other", tmp_path / "s.png", tmp_path / "s.pdf")
+    assert not list(tmp_path.iterdir())

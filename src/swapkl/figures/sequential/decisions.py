@@ -79,6 +79,19 @@ def _sets_panel(ax, rows: pd.DataFrame, level: float) -> None:
     ax.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
 
 
+def _halfwidth_panel(ax, rows: pd.DataFrame) -> None:
+    """The half-width decisions alone (a run that decides nothing else): each pair set's mean gap and interval."""
+    y = np.arange(len(rows))[::-1]
+    for yy, r in zip(y, rows.itertuples()):
+        colour = BLUE if r.state == "holds" else GREY
+        ax.errorbar([r.estimate], [yy], xerr=[[r.estimate - r.low], [r.high - r.estimate]], fmt="o", ms=4, capsize=3,
+                    color=colour)
+    ax.axvline(0, color=GREY, lw=0.7)
+    ax.set_yticks(y, [f"{r.subject}: {r.state}\n({r.windows} windows)" for r in rows.itertuples()], fontsize=8)
+    ax.set_xlabel("mean gap = max(d_repl) \u2212 d_inter over the pair set (nats/token)")
+    ax.set_title("Mean gap of each pair set, to its relative half-width")
+
+
 def plot_sequential_decisions(decisions: pd.DataFrame, model: str, revision: str, out_png, out_pdf) -> None:
     d = decisions[(decisions["model"] == model) & (decisions["revision"] == revision)]
     if d.empty:
@@ -94,6 +107,8 @@ def plot_sequential_decisions(decisions: pd.DataFrame, model: str, revision: str
             _signs_panels(top, bottom, signs, cap)
         if len(sets):
             _sets_panel(right.subplots(), sets, confidence)
+        if not len(signs) and not len(sets):
+            _halfwidth_panel(fig.subplots(), d[d["kind"] == "halfwidth"])
         fit_title(fig, f"{model} @ {revision}: how sure the answer is (sequential probe, {100 * confidence:.0f}% "
                        f"confidence, up to {cap} windows)")
         others = [f"{r.subject} mean gap {r.estimate:+.3g} ({r.low:+.3g} to {r.high:+.3g}), {r.state}, "
