@@ -94,6 +94,17 @@ def test_a_run_that_decides_one_kind_only_still_gets_its_panels(tmp_path, monkey
         assert [t.get_text() for t in ax.get_yticklabels()] == ["adjacent: undecided\n(64 windows)"]
 
 
+def test_a_set_without_blocks_or_stability_is_drawn_as_such(tmp_path, monkeypatch):
+    """A set decision with no blocks (no feasible set) and no stability: its label says so, and the axis holds."""
+    table = _decisions()
+    table.loc[table["subject"] == "interchange@2", ["answer", "estimate"]] = [None, np.nan]
+    with captured_figures(monkeypatch) as figs:
+        plot_sequential_decisions(table[table["kind"] == "set"], "m", "r", tmp_path / "s.png", tmp_path / "s.pdf")
+    (ax,) = figs[-1].axes
+    assert "interchange, n = 2: blocks none\n(64 windows)" in [t.get_text() for t in ax.get_yticklabels()]
+    assert ax.get_xlim() == (90.0, 101.0)
+
+
 def test_a_checkpoint_without_decisions_is_an_error_and_draws_nothing(tmp_path):
     with pytest.raises(SwapKLError, match="no rows for m@other"):
         plot_sequential_decisions(_decisions(), "m", "other", tmp_path / "s.png", tmp_path / "s.pdf")

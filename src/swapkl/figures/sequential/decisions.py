@@ -58,6 +58,11 @@ def _signs_panels(ax, ax_windows, rows: pd.DataFrame, cap: int) -> None:
     ax_windows.set_xlabel("pair of blocks (i-j)")
 
 
+def _blocks(answer) -> str:
+    """A set decision's blocks as the label reads them ("none" where the table holds no set)."""
+    return answer.replace(",", ", ") if isinstance(answer, str) and answer else "none"
+
+
 def _sets_panel(ax, rows: pd.DataFrame, level: float) -> None:
     """Each guide's set at each budget: the share of window resamples that pick it, against the level."""
     rows = rows.assign(guide=rows["subject"].str.rsplit("@", n=1).str[0],
@@ -69,9 +74,10 @@ def _sets_panel(ax, rows: pd.DataFrame, level: float) -> None:
         if mine.any():
             ax.scatter(stability[mine], y[mine], color=colour, zorder=3, s=22, label=label)
     ax.axvline(100 * level, color=GREY, lw=0.8, ls="--", label=f"{100 * level:.0f}%: needed to hold")
-    ax.set_yticks(y, [f"{g}, n = {b}: blocks {r.answer.replace(',', ', ')}\n({r.windows} windows)"
+    ax.set_yticks(y, [f"{g}, n = {b}: blocks {_blocks(r.answer)}\n({r.windows} windows)"
                       for g, b, r in zip(rows["guide"], rows["budget"], rows.itertuples())], fontsize=7.5)
-    low = float(np.nanmin(stability)) if len(rows) else 90.0
+    finite = stability[np.isfinite(stability)]
+    low = float(finite.min()) if finite.size else 90.0
     ax.set_xlim(max(0.0, min(90.0, 10 * np.floor((low - 2) / 10))), 101)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel("window resamples that pick the set (%)")
