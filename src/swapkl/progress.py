@@ -107,28 +107,6 @@ class Progress:
     def _step(self) -> int:
         return math.floor(self.done / self.total / EVERY_FRACTION) if self.total else 0
 
-    def _read(self, line: str, now: float) -> None:
-        m = DAG_STEPS.match(line)
-        if m:
-            self.done, self.total = int(m.group(1)), int(m.group(2))
-        m = DAG_RULE.match(line)
-        if m:
-            self._rule = m.group(1)
-        m = DAG_JOBID.match(line)
-        if m and self._rule:
-            job = int(m.group(1))
-            self.started[job] = now
-            self.rules.setdefault(job, self._rule)
-            self._rule = None
-        m = DAG_FINISHED.match(line)
-        if m:
-            job = int(m.group(1))
-            self.finished.add(job)
-            if m.group(2):
-                self.rules.setdefault(job, m.group(2))
-            if job in self.started:
-                self.took[job] = now - self.started[job]
-
     def line(self, now: float) -> str:
         """The progress line at time ``now``."""
         elapsed = now - self.start
