@@ -18,7 +18,8 @@ With ``--findings FILE.csv`` it writes the findings table instead (swapkl.studie
 README states, its estimate, test and verdict); docs/real_findings.csv is that file for the README's run. With
 ``--decisions FILE.csv``, the sequential probes' removal-set decisions (results/decisions.parquet): each guide's
 blocks at each budget, held or undecided, the share of window resamples that pick them and the windows it took;
-docs/real_decisions.csv is that file, and docs/real_decisions_signs.csv (written beside it) the gap signs. With
+docs/real_decisions.csv is that file, docs/real_decisions_signs.csv (written beside it) the gap signs, and
+docs/real_decisions_evaluations.csv the variant-window evaluations each probe spent against a uniform probe. With
 ``--sublayers FILE.csv``, the sublayers study's statements (swapkl.studies.sublayers.summary: which sublayer carries
 more of the gap, the interaction, sublayer against block pruning; results/sublayer_gaps.parquet and
 results/sublayer_pruning.parquet); docs/real_sublayers.csv is that file.
@@ -27,9 +28,11 @@ results/sublayer_pruning.parquet); docs/real_sublayers.csv is that file.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from swapkl.tables.schemas import read_pruning
 
@@ -135,7 +138,26 @@ def write_decisions(root: Path, out: Path) -> None:
     signs_out = out.with_name(out.stem + "_signs.csv")
     signs[["model", "subject", "state", "answer", "estimate", "low", "high", "windows", "confidence"]].sort_values(
         ["model", "subject"]).to_csv(signs_out, index=False, float_format="%.6g")
-    print(f"wrote {out} and {signs_out}")
+    cost_out = out.with_name(out.stem + "_evaluations.csv")
+    cost = evaluations(root, sorted(set(table["model"])))
+    cost.to_csv(cost_out, index=False, float_format="%.6g")
+    print(cost.to_string(index=False))
+    print(f"wrote {out}, {signs_out} and {cost_out}")
+
+
+def evaluations(root: Path, models: list[str]) -> pd.DataFrame:
+    """Per model, the variant-window evaluations its sequential probe spent (the windows of every variant but the
+    base row, from results/sequential/MODEL/*/probe.parquet) against a uniform probe of every variant on the cap."""
+    out = []
+    for model in models:
+        (path,) = sorted((root / "results/sequential" / model).glob("*/probe.parquet"))
+        probe = pd.read_parquet(path)
+        cap = int(json.loads(pq.read_schema(path).metadata[b"swapkl"])["sequential"]["cap"])
+        variants = probe[probe["protocol"] != "base"]
+        spent = int(variants["n_seqs"].sum())
+        out.append({"model": model, "variants": len(variants), "cap": cap, "sequential": spent,
+                    "uniform": len(variants) * cap, "saving": len(variants) * cap / spent})
+    return pd.DataFrame(out)
 
 
 def write_sublayers(root: Path, out: Path) -> None:

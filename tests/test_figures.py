@@ -200,4 +200,18 @@ def test_the_one_direction_gap_figure_states_how_far_it_is_from_the_max_directio
     assert direction_difference(traj, "gap_fwd") == ("the mean gap differs from the max-direction figure's by at "
                                                      "most 0.001 nats (2.5% of its largest value)")
     same = pd.DataFrame({"gap_mean": [0.02], "gap_fwd_mean": [0.02]})
-    assert direction_difference(same, "gap_fwd").startswith("the mean gap equals")
+    assert direction_difference(same, "gap_fwd") == "the mean gap equals the max-direction figure's everywhere"
+
+
+def test_the_one_direction_ratio_figure_states_how_far_its_medians_are_from_the_max_direction_ones():
+    """The I/R-by-distance twins can look identical too; the one-direction figure states the largest difference of
+    its medians, computed here by hand from three pairs (issue 50)."""
+    from swapkl.figures.protocol.ratio import ratio_by_distance, ratio_difference
+
+    pairs = pd.DataFrame({"revision": ["s"] * 3, "distance": [1, 1, 2], "ratio_ir": [0.2, 0.4, 0.5],
+                          "ratio_ir_fwd": [0.2, 0.5, 0.5]})
+    stats = ratio_by_distance(pairs, "ratio_ir_fwd")
+    # distance 1: median 0.35 (fwd) against 0.30 (max); distance 2: 0.5 against 0.5
+    assert ratio_difference(pairs, stats) == "each median differs from the max-direction figure's by at most 0.05"
+    same = pairs.assign(ratio_ir_fwd=pairs["ratio_ir"])
+    assert ratio_difference(same, ratio_by_distance(same, "ratio_ir_fwd")).startswith("each median equals")

@@ -98,6 +98,26 @@ def test_the_gap_sign_counts_are_the_sequential_probes():
     assert f"All {len(signs)} adjacent pairs' signs hold" in page and f"{positive} of them positive" in page
 
 
+def test_the_sequential_probes_savings_are_the_runs():
+    """The evaluations the README, docs/real_models.md and docs/sequential.md quote for the sequential probes are
+    docs/real_decisions_evaluations.csv (the windows each variant of the run's sequential probe took, against every
+    variant on the cap), and each saving is their ratio."""
+    cost = pd.read_csv(REPO / "docs" / "real_decisions_evaluations.csv").set_index("model")
+    assert (cost["uniform"] == cost["variants"] * cost["cap"]).all()
+    assert ((cost["uniform"] / cost["sequential"] - cost["saving"]).abs() < 1e-5).all()
+    rows = {r.Index: r for r in cost.itertuples()}  # itertuples keeps each column's dtype
+    smol, gemma = rows["smollm2-135m"], rows["gemma3-270m"]
+    readme = " ".join(_readme_section().split())
+    assert f"{smol.saving:.2f} and {gemma.saving:.2f} times fewer variant-window evaluations" in readme
+    page = " ".join(_section().split())
+    assert (f"SmolLM2's probe measured {smol.sequential:,} variant-windows where a uniform probe of its "
+            f"{smol.variants} variants on {smol.cap} windows measures {smol.uniform:,} ({smol.saving:.2f} times "
+            f"fewer); Gemma-3's {gemma.sequential:,} against {gemma.uniform:,} ({gemma.saving:.2f} times fewer)") in page
+    table = (REPO / "docs" / "sequential.md").read_text()
+    for name, r in (("SmolLM2-135M", smol), ("Gemma-3-270M", gemma)):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {name} ("))
+        assert f"{r.variants} variants) |" in row and f"| {r.sequential:,} | {r.uniform:,} | {r.saving:.2f}x |" in row, row
+
 def _share(x: float) -> str:
     return f"{100 * x:.0f}%"
 

@@ -16,7 +16,7 @@ from swapkl.figures.figure_registry import on_table
 from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.style import SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import GREY
-from swapkl.figures.protocol.trajectory import GAP_LABELS
+from swapkl.figures.protocol.trajectory import GAP_LABELS, twin_difference
 from swapkl.probes.pair_statistics import GAP_DEFINITIONS
 
 MAX_LEGEND = 10  # checkpoints listed in the legend; beyond that every k-th one
@@ -98,9 +98,18 @@ def plot_ratio_by_distance(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, 
                 "disturbs the output less than overwriting one with the other" + band
                 + f"; bottom: pairs with a finite ratio per distance (most over the checkpoints); hollow: a median "
                   f"of fewer than {FEW_PAIRS} pairs")
+        if gap != "max":
+            note += "; " + ratio_difference(pairs, stats)
         add_note(fig, with_duplicate_note(note, agg, model))
         save_figure(fig, out_png, out_pdf)
 
+
+def ratio_difference(pairs: pd.DataFrame, stats: pd.DataFrame) -> str:
+    """How far this figure's medians are from the max-direction figure's, stated so that two figures that look
+    alike are not taken for a bug."""
+    both = stats.merge(ratio_by_distance(pairs, GAP_DEFINITIONS["max"][2]), on=["revision", "distance"],
+                       suffixes=("", "_max"))
+    return twin_difference((both["median"] - both["median_max"]).to_numpy(dtype=float), "each median")
 
 
 # the I/R ratio by pair distance, replacement as the larger of both directions, and in one direction

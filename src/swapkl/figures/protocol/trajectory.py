@@ -111,15 +111,21 @@ def plot_gap_trajectory(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
 def direction_difference(traj: pd.DataFrame, g: str) -> str:
     """How far this figure's mean gap is from the max-direction figure's, stated so that two figures that look
     alike are not taken for a bug (issue 50)."""
-    diff = (traj["gap_mean"].to_numpy(dtype=float) - traj[f"{g}_mean"].to_numpy(dtype=float))
+    diff = traj["gap_mean"].to_numpy(dtype=float) - traj[f"{g}_mean"].to_numpy(dtype=float)
+    return twin_difference(diff, "the mean gap", " nats", float(np.abs(traj["gap_mean"]).max()))
+
+
+def twin_difference(diff: np.ndarray, subject: str, unit: str = "", scale: float | None = None) -> str:
+    """``subject`` against the max-direction figure's, from their differences ``diff`` (NaN where either is
+    missing): the largest absolute one, with its share of ``scale`` where given."""
     diff = diff[np.isfinite(diff)]
     if not len(diff):
-        return "the max-direction figure's mean gap is not available"
+        return f"the max-direction figure's value of {subject} is not available"
     largest = float(np.abs(diff).max())
     if largest == 0.0:
-        return "the mean gap equals the max-direction figure's at every step and pair set"
-    return (f"the mean gap differs from the max-direction figure's by at most {largest:.3g} nats "
-            f"({100 * largest / max(float(np.abs(traj['gap_mean']).max()), 1e-300):.2g}% of its largest value)")
+        return f"{subject} equals the max-direction figure's everywhere"
+    share = "" if scale is None else f" ({100 * largest / max(scale, 1e-300):.2g}% of its largest value)"
+    return f"{subject} differs from the max-direction figure's by at most {largest:.3g}{unit}{share}"
 
 
 # the gap of both replacement directions (the larger one), and of one direction (r(i<-j) for i < j), along training
