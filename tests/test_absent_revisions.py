@@ -21,11 +21,13 @@ from fake_hub import Repo, client_env, folder_files, serve
 from swapkl.hub import absence
 from swapkl.tables import provenance
 from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import open_input
 from swapkl.hub.download import download_checkpoint
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.tables.schemas import read_table
 from swapkl.studies.seeds import seed_statistics
 from tiny_models import random_tokens, tiny_model
@@ -144,14 +146,16 @@ def test_aggregate_and_seeds_skip_absent_members_and_list_them(tmp_path):
             repr_out = tmp_path / f"{model}.repr.npy" if protocol == "deletion" else None
             outputs = [out] + ([repr_out] if repr_out else [])
             if not absence.propagate(folder, outputs):
-                run_probe(str(folder), str(out), protocols=[protocol], data=DataSpec(tokens=str(tokens)),
-                          device="cpu", repr_out=None if repr_out is None else str(repr_out),
-                          metadata={"model": model, "revision": "step1"})
+                run_probe(ProbeJob(model=str(folder), out=str(out), protocols=[protocol],
+                                   data=DataSpec(tokens=str(tokens)),
+                                   device="cpu", repr_out=None if repr_out is None else str(repr_out),
+                                   metadata={"model": model, "revision": "step1"}))
             probes.append(out)
         reprs.append(tmp_path / f"{model}.repr.npy")
     assert absence.read_marker(tmp_path / "m-seed9.interchange.parquet")["model"] == "m-seed9"
     out = tmp_path / "swapkl.parquet"
-    aggregate(probes, reprs, str(out), pair_sets={m: ["adjacent"] for m in families["fam"]["members"]}, n_boot=10)
+    aggregate(AggregateJob(probe_files=probes, repr_files=reprs, out=str(out),
+                           pair_sets={m: ["adjacent"] for m in families["fam"]["members"]}, n_boot=10))
     agg = read_aggregate(out)
     assert set(agg["model"]) == {"m", "m-seed2"}
     absent = provenance.read(str(out))["absent"]

@@ -15,6 +15,7 @@ import pytest
 
 from probe_fixtures import probe_files, random_values, rewrite, write_checkpoint
 from swapkl.probes.aggregate import aggregate, aggregate_provenance, read_aggregate, trajectory
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.stats.bootstrap import resample_indices
 from swapkl.commands import aggregate_command
 from swapkl.errors import SwapKLError
@@ -29,7 +30,7 @@ def all_pairs(n):
 
 def run(tmp_path, files, reprs=(), sets=SETS, **kw):
     out = tmp_path / "out" / "swapkl.parquet"
-    aggregate(files, list(reprs), out, pair_sets=sets, **kw)
+    aggregate(AggregateJob(probe_files=files, repr_files=list(reprs), out=out, pair_sets=sets, **kw))
     return read_aggregate(out), out
 
 
@@ -271,7 +272,7 @@ def test_output_provenance_and_rerun_byte_identical(tmp_path, toy):
     files = probe_files(paths)
     _, out = run(tmp_path, files, [paths["repr"]], n_boot=50)
     first = out.read_bytes()
-    aggregate(files, [paths["repr"]], out, pair_sets=SETS, n_boot=50)
+    aggregate(AggregateJob(probe_files=files, repr_files=[paths["repr"]], out=out, pair_sets=SETS, n_boot=50))
     assert out.read_bytes() == first
     prov = aggregate_provenance(out)
     assert prov["n_boot"] == 50 and prov["pair_sets"] == SETS
@@ -342,7 +343,7 @@ def test_confidence_intervals_are_computed_from_the_per_sequence_sums(tmp_path, 
 def expect_error(tmp_path, files, match, reprs=(), sets=SETS, **kw):
     out = tmp_path / "out" / "swapkl.parquet"
     with pytest.raises(SwapKLError, match=match) as e:
-        aggregate(files, list(reprs), out, pair_sets=sets, **kw)
+        aggregate(AggregateJob(probe_files=files, repr_files=list(reprs), out=out, pair_sets=sets, **kw))
     assert "\n" not in str(e.value)
     assert not out.exists()
     return str(e.value)
@@ -455,6 +456,7 @@ def test_engine_output_aggregates_and_identical_weights_are_duplicates(tmp_path)
     revision names give the same weights_sha256, so the later one is flagged."""
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from tiny_models import random_tokens, tiny_model
 
     tiny_model("gpt_neox", n_layers=4).save_pretrained(tmp_path / "model")
@@ -462,8 +464,9 @@ def test_engine_output_aggregates_and_identical_weights_are_duplicates(tmp_path)
     files, reprs = [], []
     for rev in ("step200", "step100"):
         p, r = tmp_path / f"{rev}.parquet", tmp_path / f"{rev}_repr.parquet"
-        run_probe(str(tmp_path / "model"), str(p), pairs="all", data=DataSpec(tokens=str(tmp_path / "tok.npy")),
-                  device="cpu", repr_out=str(r), metadata={"model": "tiny", "revision": rev})
+        run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(p), pairs="all",
+                           data=DataSpec(tokens=str(tmp_path / "tok.npy")),
+                           device="cpu", repr_out=str(r), metadata={"model": "tiny", "revision": rev}))
         files.append(p)
         reprs.append(r)
     agg, _ = run(tmp_path, files, reprs, sets={"tiny": ["adjacent", "all"]}, n_boot=50)
@@ -483,6 +486,7 @@ def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
 
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from tiny_models import random_tokens, tiny_model
 
     tiny_model("gpt_neox", n_layers=3).save_pretrained(tmp_path / "step100")
@@ -494,8 +498,9 @@ def test_same_weights_under_another_config_are_not_duplicates(tmp_path):
     files = []
     for rev in ("step100", "step200"):
         p = tmp_path / f"{rev}.parquet"
-        run_probe(str(tmp_path / rev), str(p), data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
-                  metadata={"model": "tiny", "revision": rev})
+        run_probe(ProbeJob(model=str(tmp_path / rev), out=str(p), data=DataSpec(tokens=str(tmp_path / "tok.npy")),
+                           device="cpu",
+                           metadata={"model": "tiny", "revision": rev}))
         files.append(p)
     agg, _ = run(tmp_path, files, [], sets={"tiny": ["adjacent"]}, n_boot=10)
     assert agg["duplicate_of"].isna().all()
@@ -509,13 +514,15 @@ def test_the_command_line_takes_files_as_arguments_and_the_recorded_pair_set(tmp
     from swapkl import cli
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from tiny_models import random_tokens, tiny_model
 
     tiny_model("gpt_neox", n_layers=4).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 6, 12).numpy())
     probe = tmp_path / "p.parquet"
-    run_probe(str(tmp_path / "model"), str(probe), pairs="within:2", protocols=("replacement", "interchange"),
-              data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu", metadata={"model": "tiny"})
+    run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(probe), pairs="within:2",
+                       protocols=("replacement", "interchange"),
+                       data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu", metadata={"model": "tiny"}))
     assert cli.main(["aggregate", str(probe), "--bootstrap", "20", "--out", str(tmp_path / "a.parquet")]) == 0
     agg = read_aggregate(tmp_path / "a.parquet")
     assert agg[agg["kind"] == "summary"]["pair_set"].tolist() == ["within:2"]

@@ -31,6 +31,7 @@ from swapkl import cli
 from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from test_perplexity import char_tokenizer
 from tiny_models import random_tokens, tiny_model
 
@@ -253,7 +254,7 @@ def case_out_under_a_file(env, d):
 
 def case_budget_infeasible(env, d):
     probe = d / "probe.parquet"
-    run_probe(env.model, str(probe), pairs="adjacent", data=DataSpec(tokens=env.tokens))
+    run_probe(ProbeJob(model=env.model, out=str(probe), pairs="adjacent", data=DataSpec(tokens=env.tokens)))
     eval_text = d / "eval.txt"
     eval_text.write_text("\n\n".join(f"{PARAGRAPH} {k}" for k in range(4)))
     argv = ["prune", "--model", env.model, "--probe", str(probe), "--budgets", "1-9",
@@ -782,7 +783,7 @@ API_CASES = {
 def test_layer_index_out_of_range(env, tmp_path):
     out = tmp_path / "out.parquet"
     with pytest.raises(SwapKLError) as e:
-        run_probe(env.model, str(out), data=DataSpec(tokens=env.tokens), layers=[0, 7])
+        run_probe(ProbeJob(model=env.model, out=str(out), data=DataSpec(tokens=env.tokens), layers=[0, 7]))
     assert str(e.value) == API_CASES["layer index out of range"][1].format(model=env.model)
     assert not out.exists()
 
@@ -802,13 +803,14 @@ def test_unreadable_weight_file(env, tmp_path, monkeypatch):
 
     monkeypatch.setattr(file_checks.os, "open", refuse)
     with pytest.raises(SwapKLError) as e:
-        run_probe(str(folder), str(tmp_path / "out.parquet"), data=DataSpec(tokens=env.tokens))
+        run_probe(ProbeJob(model=str(folder), out=str(tmp_path / "out.parquet"), data=DataSpec(tokens=env.tokens)))
     assert str(e.value) == API_CASES["unreadable weight file"][1].format(weights=weights)
 
 
 def test_non_integer_option_in_the_python_api(env, tmp_path):
     with pytest.raises(SwapKLError) as e:
-        run_probe(env.model, str(tmp_path / "out.parquet"), data=DataSpec(tokens=env.tokens), batch_size=2.5)
+        run_probe(ProbeJob(model=env.model, out=str(tmp_path / "out.parquet"), data=DataSpec(tokens=env.tokens),
+                           batch_size=2.5))
     assert str(e.value) == API_CASES["non-integer option (run_probe(batch_size=2.5))"][1]
     assert list(tmp_path.iterdir()) == []
 
@@ -825,29 +827,31 @@ def _two_protocol_files(env, d: Path, tokens_b: str) -> tuple[Path, Path]:
     """Replacement measured on env.tokens, interchange on ``tokens_b``: one checkpoint, two windows."""
     a, b = d / "replacement.parquet", d / "interchange.parquet"
     meta = {"model": "m", "revision": "main"}
-    run_probe(env.model, str(a), protocols="replacement", data=DataSpec(tokens=env.tokens),
-              metadata=meta)
-    run_probe(env.model, str(b), protocols="interchange", data=DataSpec(tokens=tokens_b), metadata=meta)
+    run_probe(ProbeJob(model=env.model, out=str(a), protocols="replacement", data=DataSpec(tokens=env.tokens),
+                       metadata=meta))
+    run_probe(ProbeJob(model=env.model, out=str(b), protocols="interchange", data=DataSpec(tokens=tokens_b),
+                       metadata=meta))
     return a, b
 
 
 def test_aggregate_refuses_files_measured_on_different_windows(env, tmp_path):
     from swapkl.tables import provenance
     from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.aggregate import AggregateJob
 
     other = tmp_path / "other.npy"
     np.save(other, random_tokens(97, 4, 12, seed=9).numpy())
     a, b = _two_protocol_files(env, tmp_path, str(other))
     out = tmp_path / "agg.parquet"
     with pytest.raises(SwapKLError) as e:
-        aggregate([a, b], [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
+        aggregate(AggregateJob(probe_files=[a, b], repr_files=[], out=out, pair_sets={"m": ["adjacent"]}, n_boot=10))
     ta, tb = (repr(provenance.read(str(p))["tokens_sha256"][:12] + "...") for p in (a, b))
     assert str(e.value) == API_CASES["aggregate of probe files measured on different token windows"][1].format(
         first=a, second=b, a=ta, b=tb)
     assert not out.exists()
     # the same two protocols on the same windows aggregate fine (the check is not over-eager)
     a2, b2 = _two_protocol_files(env, tmp_path / "same", env.tokens)
-    aggregate([a2, b2], [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
+    aggregate(AggregateJob(probe_files=[a2, b2], repr_files=[], out=out, pair_sets={"m": ["adjacent"]}, n_boot=10))
     assert out.exists()
 
 
@@ -855,16 +859,18 @@ def test_aggregate_refuses_revisions_measured_on_different_windows(env, tmp_path
     """Two revisions of one model on different windows: their gaps are no training trajectory."""
     from swapkl.tables import provenance
     from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.aggregate import AggregateJob
 
     other = tmp_path / "other.npy"
     np.save(other, random_tokens(97, 4, 12, seed=9).numpy())
     files = []
     for rev, tokens in (("step1", env.tokens), ("step2", str(other))):
         files.append(tmp_path / f"{rev}.parquet")
-        run_probe(env.model, str(files[-1]), data=DataSpec(tokens=tokens),
-                  metadata={"model": "m", "revision": rev})
+        run_probe(ProbeJob(model=env.model, out=str(files[-1]), data=DataSpec(tokens=tokens),
+                           metadata={"model": "m", "revision": rev}))
     with pytest.raises(SwapKLError) as e:
-        aggregate(files, [], tmp_path / "agg.parquet", pair_sets={"m": ["adjacent"]}, n_boot=10)
+        aggregate(AggregateJob(probe_files=files, repr_files=[], out=tmp_path / "agg.parquet",
+                               pair_sets={"m": ["adjacent"]}, n_boot=10))
     ta, tb = (repr(provenance.read(str(p))["tokens_sha256"][:12] + "...") for p in files)
     assert str(e.value) == API_CASES["aggregate of revisions of one model measured on different windows"][1].format(
         first=files[0], second=files[1], a=ta, b=tb)
@@ -872,11 +878,12 @@ def test_aggregate_refuses_revisions_measured_on_different_windows(env, tmp_path
 
 def test_aggregate_never_writes_over_an_input(env, tmp_path):
     from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.aggregate import AggregateJob
 
     a, b = _two_protocol_files(env, tmp_path, env.tokens)
     before = a.read_bytes()
     with pytest.raises(SwapKLError) as e:
-        aggregate([a, b], [], a, pair_sets={"m": ["adjacent"]}, n_boot=10)
+        aggregate(AggregateJob(probe_files=[a, b], repr_files=[], out=a, pair_sets={"m": ["adjacent"]}, n_boot=10))
     assert str(e.value) == API_CASES["aggregate `out` names one of its inputs"][1].format(probe=a)
     assert a.read_bytes() == before
 
@@ -901,12 +908,14 @@ def test_figures_only_replace_figures_swapkl_drew(tmp_path):
 def test_aggregate_sees_one_file_under_two_names(env, tmp_path):
     """A probe file given once by its name and once through a symbolic link would count its variants twice."""
     from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.aggregate import AggregateJob
 
     a, b = _two_protocol_files(env, tmp_path, env.tokens)
     link = tmp_path / "link.parquet"
     link.symlink_to(a)
     with pytest.raises(SwapKLError) as e:
-        aggregate([a, b, link], [], tmp_path / "agg.parquet", pair_sets={"m": ["adjacent"]}, n_boot=10)
+        aggregate(AggregateJob(probe_files=[a, b, link], repr_files=[], out=tmp_path / "agg.parquet",
+                               pair_sets={"m": ["adjacent"]}, n_boot=10))
     assert str(e.value) == API_CASES["aggregate input given twice under two names"][1].format(link=link, probe=a)
 
 
@@ -924,7 +933,7 @@ def test_layers_restricts_variants(env, tmp_path):
     import pyarrow.parquet as pq
 
     out = tmp_path / "out.parquet"
-    run_probe(env.model, str(out), pairs="all", data=DataSpec(tokens=env.tokens), layers="1,3")
+    run_probe(ProbeJob(model=env.model, out=str(out), pairs="all", data=DataSpec(tokens=env.tokens), layers="1,3"))
     rows = pq.read_table(out, columns=["protocol", "layer_i", "layer_j"]).to_pylist()
     touched = {(r["protocol"], r["layer_i"], r["layer_j"]) for r in rows}
     assert touched == {("base", None, None), ("replacement", 1, 3), ("replacement", 3, 1), ("interchange", 1, 3),

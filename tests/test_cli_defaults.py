@@ -37,6 +37,8 @@ from swapkl.pruning.table import AggregatePruningJob, aggregate_pruning
 from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.relevance.accrel import run_relevance
 from swapkl.relevance.relevance_jobs import RelevanceJob
+from swapkl.studies.sublayers.jobs import SublayerJob
+from swapkl.studies.sublayers.run import run_sublayers
 from swapkl.relevance.downstream import run_downstream
 from swapkl.config.schema_validation import load_schema
 from swapkl.studies.sequential.jobs import SequentialJob
@@ -182,45 +184,28 @@ def test_cli_defaults_are_the_job_descriptions(command):
     assert not differ, differ
 
 
-#: the stage functions, each of which takes its job (``run_probe(job)``, or its fields): none repeats the job's
-#: signature, so an option is added to the job alone
+#: the stage functions, each of which takes its job alone (``run_probe(job)``): none repeats the job's signature, so
+#: an option is added to the job alone, and a call names every option it sets
 TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning), (RelevanceJob, run_relevance),
                 (DownstreamJob, run_downstream), (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate),
                 (AggregatePruningJob, aggregate_pruning), (DisagreementJob, run_test_agreement),
-                (SequentialJob, run_sequential_probe)]
+                (SequentialJob, run_sequential_probe), (SublayerJob, run_sublayers)]
 
 
 @pytest.mark.parametrize("job, function", TAKE_THE_JOB, ids=[j.__name__ for j, _ in TAKE_THE_JOB])
-def test_functions_that_take_their_job_read_no_signature_of_their_own(job, function):
-    """``function(job)`` or ``function(*POSITIONAL, **fields)``: its job's fields are its only options, so an
-    option is added to the job alone; a call by fields is the job of those fields, with its defaults."""
-    assert [p.kind for p in inspect.signature(function).parameters.values()] == [
-        inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
-    required = {f.name: f"{f.name}-value" for f in dataclasses.fields(job)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-    required.update({name: DATA for name in ("data",) if name in required})
-    positional = [required.pop(name) for name in job.POSITIONAL]
-    built = job.given(*positional, **required)
-    assert built == job(**dict(zip(job.POSITIONAL, positional)), **required)
-    assert job.given(built) is built
-    with pytest.raises(TypeError, match="no_such_option"):
-        job.given(*positional, **required, no_such_option=1)
-    with pytest.raises(TypeError, match="by position and by name"):
-        job.given(*positional, **required, **{job.POSITIONAL[0]: "other"})
+def test_functions_take_their_job_alone(job, function):
+    """``function(job)``: one parameter, the job; its fields are the stage's only options. Anything else (the
+    fields by position, or a job of another stage) is refused before any work, naming the job it takes."""
+    (param,) = inspect.signature(function).parameters.values()
+    assert param.name == "job" and param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    with pytest.raises(TypeError):
+        function("model-value", "out-value")
+    other = ProbeJob if job is not ProbeJob else SpansJob
+    with pytest.raises(TypeError, match=f"expected a {job.__name__}, got {other.__name__}"):
+        function(other.__new__(other))
 
 
-def test_only_the_aggregation_commands_take_bootstrap_options():
-    """The CIs are computed by the aggregations (AggregateJob, AggregatePruningJob), not by the probe or pruning
-    runs, which take no bootstrap option."""
-    for command in ("probe", "prune"):
-        argv = CLI_JOBS[command][0]
-        assert not hasattr(build_parser().parse_args(argv), "bootstrap")
-    assert not {"n_boot", "seed"} & {f.name for f in dataclasses.fields(ProbeJob)}
-
-
-def test_every_stage_job_is_taken_by_its_function():
-    """Every job description of the package (a Job with POSITIONAL fields: the stages' own, not the shared bases)
-    is in TAKE_THE_JOB, so a new stage whose function repeats its job's signature fails here."""
+def _leaf_jobs() -> set:
     import importlib
     import pkgutil
 
@@ -234,6 +219,23 @@ def test_every_stage_job_is_taken_by_its_function():
     while stack:
         for sub in stack.pop().__subclasses__():
             stack.append(sub)
-            if sub.__module__.startswith("swapkl.") and "POSITIONAL" in vars(sub):
+            if sub.__module__.startswith("swapkl.") and not sub.__subclasses__():
                 found.add(sub)
-    assert found == {job for job, _ in TAKE_THE_JOB}
+    return found
+
+
+def test_every_stage_job_is_taken_by_its_function():
+    """Every job description of the package (a Job that no other job extends: the stages' own, not the shared
+    bases) is in TAKE_THE_JOB, so a new stage whose function repeats its job's signature fails here."""
+    assert _leaf_jobs() == {job for job, _ in TAKE_THE_JOB}
+
+
+def test_only_the_aggregation_commands_take_bootstrap_options():
+    """The CIs are computed by the aggregations (AggregateJob, AggregatePruningJob), not by the probe or pruning
+    runs, which take no bootstrap option."""
+    for command in ("probe", "prune"):
+        argv = CLI_JOBS[command][0]
+        assert not hasattr(build_parser().parse_args(argv), "bootstrap")
+    assert not {"n_boot", "seed"} & {f.name for f in dataclasses.fields(ProbeJob)}
+
+

@@ -26,6 +26,7 @@ from swapkl.errors import SwapKLError
 from swapkl.pruning.perplexity import load_eval_windows
 from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model
 
@@ -61,8 +62,8 @@ def model_dir(tmp_path_factory):
 
 def _probe(model_dir, which, spec, tmp_path):
     out = tmp_path / f"{which}.parquet"
-    run_probe(str(model_dir / which), str(out), pairs="adjacent", data=spec, device="cpu",
-              protocols=("interchange",))
+    run_probe(ProbeJob(model=str(model_dir / which), out=str(out), pairs="adjacent", data=spec, device="cpu",
+                       protocols=("interchange",)))
     df = pd.read_parquet(out)
     return df[df["protocol"] == "interchange"].set_index(["layer_i", "layer_j"]), provenance.read(str(out))
 

@@ -20,6 +20,7 @@ from swapkl.pruning.guides import get_guide
 from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.protocol import protocol_scores
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.data.data_spec import DataSpec
 from swapkl.relevance.accrel import task_relevance
 from swapkl.pruning.selection import bi_scores
@@ -106,8 +107,9 @@ def test_swapkl_scorers_rank_the_critical_block(built, tmp_path):
     seqs = [tok.encode(d.context + " " + d.choices[d.gold]) for d in task.docs]
     width = min(len(s) for s in seqs)
     np.save(tmp_path / "w.npy", np.array([s[:width] for s in seqs], dtype=np.int64))
-    run_probe(out, str(tmp_path / "p.parquet"), data=DataSpec(tokens=str(tmp_path / "w.npy")), device="cpu",
-              repr_out=str(tmp_path / "r.parquet"), batch_size=8)
+    run_probe(ProbeJob(model=out, out=str(tmp_path / "p.parquet"), data=DataSpec(tokens=str(tmp_path / "w.npy")),
+                       device="cpu",
+                       repr_out=str(tmp_path / "r.parquet"), batch_size=8))
     probe, rep = pd.read_parquet(tmp_path / "p.parquet"), pd.read_parquet(tmp_path / "r.parquet")
     bi = bi_scores(rep, N_LAYERS)
     ctx = GuideContext(probe, rep, N_LAYERS, [1], 1)

@@ -12,6 +12,7 @@ from scipy import stats
 
 from probe_fixtures import probe_files, write_checkpoint
 from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.studies.convergence import build_convergence, convergence_rows
 from swapkl.figures.scale.sweep import plot_convergence, plot_rope_counterfactual
 from swapkl.studies.rope_counterfactual import counterfactual_table, sign_test
@@ -68,7 +69,8 @@ def test_counterfactual_table_and_files(tmp_path):
                                              repl=r_off, inter=i_off, deletion=[0.1] * n, seed=2,
                                              weights_sha256="w" * 64))
     agg_path = tmp_path / "agg.parquet"
-    aggregate(files_on + files_off, [], agg_path, pair_sets={"m": ["all"], "m-off": ["adjacent"]})
+    aggregate(AggregateJob(probe_files=files_on + files_off, repr_files=[], out=agg_path,
+                           pair_sets={"m": ["all"], "m-off": ["adjacent"]}))
     df = counterfactual_table(read_aggregate(agg_path), model_on="m", model_off="m-off", revision="main")
     pairs, summary = df[df["kind"] == "pair"], df[df["kind"] == "summary"].iloc[0]
     assert [(int(a), int(b)) for a, b in zip(pairs["layer_i"], pairs["layer_j"])] == [(0, 1), (1, 2), (2, 3), (3, 4)]

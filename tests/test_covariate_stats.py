@@ -19,6 +19,7 @@ from scipy import stats
 
 from swapkl.tables import provenance as swapkl_provenance
 from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.stats.bootstrap import resample_indices
 from swapkl.studies.covariate_stats import (ANALYSED, aggregate_covariates, correlations, group_seed, spearman,
                                     spearman_ci)
@@ -115,7 +116,7 @@ def test_aggregate_joins_the_aggregate_gaps(tmp_path):
         covs.append(_covariate_file(tmp_path / "cov" / f"{rev}.parquet", "toy", rev, pairs, 4,
                                     provenance("toy", rev), rng))
     agg_path = tmp_path / "swapkl.parquet"
-    aggregate(probes, [], agg_path, pair_sets={"toy": ["within:2"]}, n_boot=20)
+    aggregate(AggregateJob(probe_files=probes, repr_files=[], out=agg_path, pair_sets={"toy": ["within:2"]}, n_boot=20))
     out, corr_out = tmp_path / "covariates.parquet", tmp_path / "corr.parquet"
     aggregate_covariates(covs, agg_path, out, corr_out, n_boot=50, seed=0)
     for written in (out, corr_out):  # the code that wrote it and the sha256 of every input
@@ -161,7 +162,8 @@ def test_seed_families_label_the_rows_and_pool_their_members(tmp_path):
         covs.append(_covariate_file(tmp_path / "cov" / f"{model}.parquet", model, "step3", pairs, 4,
                                     provenance(model, "step3"), rng))
     agg_path = tmp_path / "swapkl.parquet"
-    aggregate(probes, [], agg_path, pair_sets={m: ["within:2"] for m in ("a", "a-seed1", "other")}, n_boot=20)
+    aggregate(AggregateJob(probe_files=probes, repr_files=[], out=agg_path,
+                           pair_sets={m: ["within:2"] for m in ("a", "a-seed1", "other")}, n_boot=20))
     families = {"a": {"varies": "both", "members": {"a": 1234, "a-seed1": 1}}}
     out, corr_out = tmp_path / "covariates.parquet", tmp_path / "corr.parquet"
     aggregate_covariates(covs, agg_path, out, corr_out, n_boot=30, seed=0, families=families)

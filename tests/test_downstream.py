@@ -30,6 +30,7 @@ from swapkl.model.loading import load_model
 from swapkl.recovery.heal_settings import HealSettings, TrainText
 from swapkl.recovery.recovery_table import heal_loaded
 from swapkl.relevance.downstream import AVERAGE, run_downstream
+from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.tables.combine import aggregate_downstream
 from swapkl.tables.schemas import DOWNSTREAM_SCHEMA, read_downstream
 
@@ -83,7 +84,7 @@ def _run(setup, out, **kw):
               lm_eval_tasks=["tiny_lambada"], include_path=str(d / "lambada"), pruning=str(pruning),
               healed=[str(healed / "control"), str(healed / "interchange-n1")], label="tiny", revision_label="final",
               device="cpu", batch_size=3) | kw
-    return run_downstream(str(src), str(out), **kw)
+    return run_downstream(DownstreamJob(model=str(src), out=str(out), **kw))
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,10 @@ import pytest
 from fake_hub import Repo, client_env, folder_files, serve
 from swapkl.tables import provenance
 from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.data.data_spec import DataSpec
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from tiny_models import random_tokens, tiny_model
 
 REVISIONS = ["main", "step1", "step0", "bad", "step2"]
@@ -105,11 +107,13 @@ def test_results_carry_the_commit_and_the_aggregate_marks_the_duplicate(hub_run,
     probes = []
     for rev in ("step0", "step1", "main"):
         probes.append(str(tmp_path / f"{rev}.parquet"))
-        run_probe(str(checkpoints / rev), probes[-1], data=DataSpec(tokens=str(tokens)), device="cpu",
-                  metadata={"model": "tiny", "revision": rev})
+        run_probe(ProbeJob(model=str(checkpoints / rev), out=probes[-1], data=DataSpec(tokens=str(tokens)),
+                           device="cpu",
+                           metadata={"model": "tiny", "revision": rev}))
         assert provenance.read(probes[-1])["commit"] == repo.commits[rev]
     out = tmp_path / "swapkl.parquet"
-    aggregate(probes, [], str(out), pair_sets={"tiny": ["adjacent"]}, n_boot=10)
+    aggregate(AggregateJob(probe_files=probes, repr_files=[], out=str(out), pair_sets={"tiny": ["adjacent"]},
+                           n_boot=10))
     df = read_aggregate(out)
     dup = df.drop_duplicates("revision").set_index("revision")["duplicate_of"].astype(object)
     dup = dup.where(dup.notna(), None).to_dict()

@@ -25,6 +25,7 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.tables.parquet_io import write_parquet
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from tiny_models import random_tokens, tiny_model
 
 COMMIT = "c0ffee" + "0" * 34
@@ -402,7 +403,8 @@ def test_progress_file_on_a_full_disk(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr(progress.os, "fsync", full)
     progress_file = tmp_path / "progress.jsonl"
     with pytest.raises(SwapKLError) as e:
-        run_probe(str(tiny / "model"), str(tmp_path / "out.parquet"), data=DataSpec(tokens=str(tiny / "tokens.npy")),
-                  progress_path=str(progress_file))
+        run_probe(ProbeJob(model=str(tiny / "model"), out=str(tmp_path / "out.parquet"),
+                           data=DataSpec(tokens=str(tiny / "tokens.npy")),
+                           progress_path=str(progress_file)))
     assert str(e.value) == f"cannot write progress file '{progress_file}': disk full"
     assert not (tmp_path / "out.parquet").exists()

@@ -13,6 +13,7 @@ import synthetic_tables as syn
 from figure_layout import captured_figures, layout_problems, legends_cover_data
 from probe_fixtures import probe_files, random_values, write_checkpoint
 from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.figures.protocol.deletion import plot_deletion_vs_bi
 from swapkl.figures.protocol.trajectory import plot_gap_trajectory
 from swapkl.figures.protocol.heatmaps import plot_heatmaps
@@ -46,7 +47,8 @@ def agg(tmp_path_factory):
         files += probe_files(p)
         reprs.append(p["repr"])
     out = d / "swapkl.parquet"
-    aggregate(files, reprs, out, pair_sets={"toy": ["adjacent", "within:2", "within:3"]}, n_boot=30)
+    aggregate(AggregateJob(probe_files=files, repr_files=reprs, out=out,
+                           pair_sets={"toy": ["adjacent", "within:2", "within:3"]}, n_boot=30))
     return read_aggregate(out)
 
 

@@ -25,6 +25,7 @@ from probe_fixtures import probe_files, random_values, write_checkpoint
 from repo_copy import repo_copy
 from swapkl.figures import figure_registry as registry
 from swapkl.probes.aggregate import aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.figures.figure_registry import SECTIONS, Figure, figures, jobs, register
 from swapkl.figures.protocol.ratio import plot_ratio_by_distance
 from swapkl.figures.protocol.trajectory import plot_gap_trajectory
@@ -165,7 +166,8 @@ def agg_path(tmp_path_factory):
                              deletion=dele, bi=[0.1] * layers, seed=k)
         files += probe_files(p)
         reprs.append(p["repr"])
-    aggregate(files, reprs, d / "swapkl.parquet", pair_sets={"toy": ["adjacent", "within:2"]}, n_boot=20)
+    aggregate(AggregateJob(probe_files=files, repr_files=reprs, out=d / "swapkl.parquet",
+                           pair_sets={"toy": ["adjacent", "within:2"]}, n_boot=20))
     return d / "swapkl.parquet"
 
 

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from probe_fixtures import probe_files, random_values, write_checkpoint
 from swapkl.probes.aggregate import aggregate, read_aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.commands import figures_command
 from swapkl.errors import SwapKLError
 from swapkl.figures.protocol.deletion import plot_deletion_vs_bi
@@ -40,7 +41,8 @@ def agg_path(tmp_path_factory):
         files += probe_files(p)
         reprs.append(p["repr"])
     out = d / "swapkl.parquet"
-    aggregate(files, reprs, out, pair_sets={"toy": ["adjacent", "within:2"]}, n_boot=50)
+    aggregate(AggregateJob(probe_files=files, repr_files=reprs, out=out, pair_sets={"toy": ["adjacent", "within:2"]},
+                           n_boot=50))
     return out
 
 

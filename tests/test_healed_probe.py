@@ -17,7 +17,9 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.healed import materialise, run_healed_probe, select
+from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 
 FAST = dict(rank=2, alpha=4.0, seq_len=16, lr=1e-3)
 # probe windows and calibration text written with disjoint letters, so their token ids are disjoint
@@ -36,16 +38,18 @@ def _setup(tmp_path, model=None, calib=CALIB_TEXT):
     (tmp_path / "calib.txt").write_text(calib)
     data = DataSpec(text_file=str(tmp_path / "probe.txt"), n_seqs=4, seq_len=24, min_tokens=8)
     probe = tmp_path / "probe.parquet"
-    run_probe(str(src), str(probe), protocols=("replacement", "interchange", "deletion"), pairs="all", data=data,
-              device="cpu")
+    run_probe(ProbeJob(model=str(src), out=str(probe), protocols=("replacement", "interchange", "deletion"),
+                       pairs="all", data=data,
+                       device="cpu"))
     return src, data, probe
 
 
 def _healed(tmp_path, src, data, probe, steps, fast=FAST, **kw):
     s = settings_from("demo", steps=steps, **fast)
-    return run_healed_probe(str(src), [str(probe)], str(tmp_path / f"healed{steps}.parquet"), data=data,
-                            calibration=TrainText(text_file=str(tmp_path / "calib.txt")), settings=s,
-                            device="cpu", **kw)
+    return run_healed_probe(HealedProbeJob(model=str(src), probe_files=[str(probe)],
+                                           out=str(tmp_path / f"healed{steps}.parquet"), data=data,
+                                           calibration=TrainText(text_file=str(tmp_path / "calib.txt")), settings=s,
+                                           device="cpu", **kw))
 
 
 def test_zero_steps_equals_the_base_protocol_exactly(tmp_path):
@@ -98,8 +102,10 @@ def test_healing_never_sees_the_probe_windows(tmp_path, monkeypatch):
     assert len(probe_ids) == 13
     assert not (trained & probe_ids)
     with pytest.raises(SwapKLError, match="must not see the probe windows"):
-        run_healed_probe(str(src), [str(probe)], str(tmp_path / "x.parquet"), data=data,
-                         calibration=TrainText(text_file=data.text_file), settings=settings_from("demo"), device="cpu")
+        run_healed_probe(HealedProbeJob(model=str(src), probe_files=[str(probe)], out=str(tmp_path / "x.parquet"),
+                                        data=data,
+                                        calibration=TrainText(text_file=data.text_file), settings=settings_from("demo"),
+                                        device="cpu"))
     assert not (tmp_path / "x.parquet").exists()
 
 

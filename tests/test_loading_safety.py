@@ -22,6 +22,7 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from test_perplexity import char_tokenizer
 from tiny_models import random_tokens, tiny_model
 
@@ -136,8 +137,8 @@ def test_probe_parquet_carries_full_provenance(ckpt, tmp_path, capsys):
     hub.download_checkpoint("org/tiny", "step1000", str(ckpt_dir), snapshot=fake_snapshot(ckpt / "model"),
                             resolve_commit=lambda model_id, revision: COMMIT)
     out = tmp_path / "probe.parquet"
-    run_probe(str(ckpt_dir), str(out), data=DataSpec(tokens=str(ckpt / "tokens.npy")),
-              device="cpu", metadata={"model": "tiny", "revision": "step1000", "config_sha256": "f" * 64})
+    run_probe(ProbeJob(model=str(ckpt_dir), out=str(out), data=DataSpec(tokens=str(ckpt / "tokens.npy")),
+                       device="cpu", metadata={"model": "tiny", "revision": "step1000", "config_sha256": "f" * 64}))
     prov = provenance_json(out, capsys)
 
     # independent recomputation of the two hashes
@@ -191,8 +192,9 @@ def test_tokenizer_files_are_hashed_into_the_provenance_when_used(ckpt, tmp_path
     text = tmp_path / "text.txt"
     text.write_text("\n\n".join(f"the quick brown fox jumps over the lazy dog number {k}" for k in range(4)))
     out = tmp_path / "probe.parquet"
-    run_probe(str(ckpt / "model"), str(out), data=DataSpec(text_file=str(text), n_seqs=2, seq_len=16, min_tokens=4),
-              device="cpu", protocols="deletion")
+    run_probe(ProbeJob(model=str(ckpt / "model"), out=str(out),
+                       data=DataSpec(text_file=str(text), n_seqs=2, seq_len=16, min_tokens=4),
+                       device="cpu", protocols="deletion"))
     h = hashlib.sha256()
     for name in (n for n in TOKENIZER_FILES if (ckpt / "model" / n).exists()):
         h.update(name.encode() + b"\0" + (ckpt / "model" / name).read_bytes())

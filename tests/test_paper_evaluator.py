@@ -30,6 +30,7 @@ from swapkl.model.loading import load_model
 from swapkl.pruning.perplexity import load_eval_windows, window_nll
 from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from test_compat_inputs import bos_tokenizer
 from tiny_models import tiny_model
 
@@ -117,8 +118,9 @@ def test_compute_dtype_rounds_weights_to_bf16_and_computes_in_fp32(llama_like, t
     out = tmp_path / "p.parquet"
     text = tmp_path / "t.txt"
     text.write_text("the cat sat on the mat\n\na dog ran far away")
-    run_probe(str(d / "model"), str(out), data=DataSpec(text_file=str(text), n_seqs=2, seq_len=32, min_tokens=4),
-              dtype="bfloat16", compute_dtype="float32", device="cpu", protocols=("interchange",))
+    run_probe(ProbeJob(model=str(d / "model"), out=str(out),
+                       data=DataSpec(text_file=str(text), n_seqs=2, seq_len=32, min_tokens=4),
+                       dtype="bfloat16", compute_dtype="float32", device="cpu", protocols=("interchange",)))
     prov = provenance.read(str(out))
     assert prov["dtype"] == "bfloat16" and prov["compute_dtype"] == "float32" and "rope_scaling" not in prov
     assert pd.read_parquet(out)["kl_mean"].notna().all()
@@ -154,8 +156,9 @@ def test_prune_cli_with_the_paper_evaluator(llama_like, tmp_path, capsys):
     np.save(tmp_path / "probe.npy", random_tokens(97, 4, 12, seed=1).numpy())
     np.save(tmp_path / "calib.npy", random_tokens(97, 4, 12, seed=2).numpy())
     probe, rep = tmp_path / "probe.parquet", tmp_path / "repr.parquet"
-    run_probe(str(d / "model"), str(probe), pairs="all", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
-              device="cpu", repr_out=str(rep))
+    run_probe(ProbeJob(model=str(d / "model"), out=str(probe), pairs="all",
+                       data=DataSpec(tokens=str(tmp_path / "probe.npy")),
+                       device="cpu", repr_out=str(rep)))
     out = tmp_path / "pruning.parquet"
     rc = main(["prune", "--model", str(d / "model"), "--probe", str(probe), "--repr", str(rep), "--budgets", "1",
                "--n-random", "1", "--device", "cpu", "--eval-text-file", str(d / "rows.txt"), "--eval-text-prep",

@@ -22,6 +22,7 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.kl_options import KLOptions
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model
 
@@ -44,8 +45,9 @@ def _probe(d, tmp_path, kl_options, protocols=("replacement", "interchange")):
     out = tmp_path / "probe.parquet"
     spec = DataSpec(text_file=str(d / "prompts.txt"), text_format="lines", selection="first", n_seqs=4,
                     seq_len=40, min_tokens=2)
-    run_probe(str(d / "model"), str(out), pairs="adjacent", data=spec, device="cpu", protocols=protocols,
-              kl_options=kl_options)
+    run_probe(ProbeJob(model=str(d / "model"), out=str(out), pairs="adjacent", data=spec, device="cpu",
+                       protocols=protocols,
+                       kl_options=kl_options))
     return pd.read_parquet(out), out
 
 

@@ -24,6 +24,7 @@ from swapkl.model.engine import ProbeEngine
 from swapkl.model.kl import Unembedding
 from swapkl.model.variant import Variant
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.tables import provenance
 from tiny_models import random_tokens, tiny_model
 
@@ -113,8 +114,8 @@ def test_probe_records_logits_dtype_and_reports_the_rounded_kl(saved, tmp_path):
     outs = {}
     for ld in ("bfloat16", "float32"):
         outs[ld] = tmp_path / f"{ld}.parquet"
-        run_probe(str(path), str(outs[ld]), data=spec, dtype="bfloat16", device="cpu",
-                  protocols=("replacement",), logits_dtype=ld)
+        run_probe(ProbeJob(model=str(path), out=str(outs[ld]), data=spec, dtype="bfloat16", device="cpu",
+                           protocols=("replacement",), logits_dtype=ld))
     assert provenance.read(str(outs["bfloat16"]))["logits_dtype"] == "bfloat16"
     assert "logits_dtype" not in provenance.read(str(outs["float32"]))
     df = pd.read_parquet(outs["bfloat16"]).set_index(["protocol", "layer_i", "layer_j"])

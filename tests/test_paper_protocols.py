@@ -110,8 +110,10 @@ def test_paper_variant_probe_files_aggregate(tmp_path):
     import numpy as np
 
     from swapkl.probes.aggregate import aggregate, read_aggregate
+    from swapkl.probes.aggregate import AggregateJob
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from tiny_models import random_tokens
 
     model = tiny_model("llama", n_layers=N_LAYERS, seed=2)
@@ -119,9 +121,10 @@ def test_paper_variant_probe_files_aggregate(tmp_path):
     tokens = random_tokens(97, 4, 10, seed=9)
     np.save(tmp_path / "tok.npy", tokens.numpy())
     out = tmp_path / "w.parquet"
-    run_probe(str(tmp_path / "model"), str(out), protocols="averaging_paper,head_interchange_paper", pairs="adjacent",
-              data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
-              metadata={"model": "m", "revision": "step1"})
+    run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(out), protocols="averaging_paper,head_interchange_paper",
+                       pairs="adjacent",
+                       data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
+                       metadata={"model": "m", "revision": "step1"}))
     probe = pd.read_parquet(out)
     units = n_units(model.config)
     assert (probe["protocol"] == "averaging_paper").sum() == N_LAYERS - 1
@@ -137,10 +140,11 @@ def test_paper_variant_probe_files_aggregate(tmp_path):
     got = probe[(probe["protocol"] == "averaging_paper") & (probe["layer_i"] == 1)]["kl_mean"].item()
     assert got == pytest.approx(want, rel=1e-5)
     std = tmp_path / "std.parquet"
-    run_probe(str(tmp_path / "model"), str(std), protocols="replacement,interchange,deletion", pairs="adjacent",
-              data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
-              metadata={"model": "m", "revision": "step1"})
+    run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(std), protocols="replacement,interchange,deletion",
+                       pairs="adjacent",
+                       data=DataSpec(tokens=str(tmp_path / "tok.npy")), device="cpu",
+                       metadata={"model": "m", "revision": "step1"}))
     agg = tmp_path / "agg.parquet"
-    aggregate([std, out], [], agg, pair_sets={"m": ["adjacent"]}, n_boot=10)
+    aggregate(AggregateJob(probe_files=[std, out], repr_files=[], out=agg, pair_sets={"m": ["adjacent"]}, n_boot=10))
     d = read_aggregate(agg)
     assert set(d.loc[d["kind"] == "directed", "protocol"]) >= {"averaging_paper", "head_interchange_paper"}

@@ -29,6 +29,7 @@ import naive_reference as ref
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.kl_options import KLOptions
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from test_perplexity import char_tokenizer
 from tiny_models import tiny_model
 
@@ -48,9 +49,9 @@ def setup(tmp_path_factory):
     spec = DataSpec(text_file=str(d / "prompts.jsonl"), text_format="jsonl", selection="first",
                     n_seqs=len(PROMPTS), seq_len=SEQ_LEN, min_tokens=2)
     out = d / "probe.parquet"
-    run_probe(str(d / "model"), str(out), pairs="within:2", data=spec, device="cpu",
-              protocols="averaging_paper,head_interchange_paper", kl_options=KLOptions(positions="last",
-                                                                                        average="prompts"))
+    run_probe(ProbeJob(model=str(d / "model"), out=str(out), pairs="within:2", data=spec, device="cpu",
+                       protocols="averaging_paper,head_interchange_paper", kl_options=KLOptions(positions="last",
+                                                                                                 average="prompts")))
     return model.eval(), pd.read_parquet(out)
 
 
@@ -156,8 +157,8 @@ def test_the_pair_entry_is_the_paper_distance_run_and_laco_orders_by_it(setup, t
     spec = DataSpec(text_file=str(d / "prompts.jsonl"), text_format=data["text_format"],
                     selection=data["selection"], n_seqs=len(PROMPTS), seq_len=SEQ_LEN, min_tokens=data["min_tokens"])
     out = d / "probe.parquet"
-    run_probe(str(d / "model"), str(out), pairs="adjacent", data=spec, device="cpu",
-              protocols=("replacement", "interchange"), kl_options=KLOptions(**entry["kl"]))
+    run_probe(ProbeJob(model=str(d / "model"), out=str(out), pairs="adjacent", data=spec, device="cpu",
+                       protocols=("replacement", "interchange"), kl_options=KLOptions(**entry["kl"])))
     df = pd.read_parquet(out)
     want, alls = {}, []
     for i in range(N_LAYERS - 1):

@@ -22,6 +22,7 @@ from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.aggregate_inputs import read_probe_file
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.probes.protocols import build_variants
 from swapkl.studies.pe_ablation import build_pe_ablation
 from swapkl.tables.provenance import read as read_provenance
@@ -136,9 +137,11 @@ def test_trained_models_probed_and_summarised(mini_corpus, tokenizer_dir, tmp_pa
         assert loaded.config.model_type == PE_FAMILIES[pe] and loaded.config.num_hidden_layers == 4
         models[pe] = {"position_encoding": pe, "probe": str(tmp_path / f"{pe}.parquet"),
                       "checkpoint": str(run / "step3")}
-        run_probe(model=models[pe]["checkpoint"], out=models[pe]["probe"], protocols=["replacement", "interchange"],
-                 pairs="within:3", data={"text_file": str(mini_corpus / "valid.txt"), "n_seqs": 4, "seq_len": 32},
-                 metadata={"model": f"pe-{pe}-4L", "revision": "step3"})
+        run_probe(ProbeJob(model=models[pe]["checkpoint"], out=models[pe]["probe"],
+                           protocols=["replacement", "interchange"],
+                          pairs="within:3",
+                          data={"text_file": str(mini_corpus / "valid.txt"), "n_seqs": 4, "seq_len": 32},
+                          metadata={"model": f"pe-{pe}-4L", "revision": "step3"}))
     step0 = [AutoModelForCausalLM.from_pretrained(str(tmp_path / pe / "step0")).get_input_embeddings().weight
              for pe in ENCODINGS]
     assert torch.equal(step0[0], step0[1]) and torch.equal(step0[0], step0[2])  # one seed, one start

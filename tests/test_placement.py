@@ -136,6 +136,7 @@ def test_relevance_with_half_the_blocks_on_disk_equals_the_single_device_run(tmp
     from test_relevance import _saved_model, _tasks
 
     from swapkl.relevance.accrel import run_relevance
+    from swapkl.relevance.relevance_jobs import RelevanceJob
 
     src = _saved_model(tmp_path)
     tasks = [t.yaml_path for t in _tasks(tmp_path / "tasks")]
@@ -144,7 +145,8 @@ def test_relevance_with_half_the_blocks_on_disk_equals_the_single_device_run(tmp
     for name, kw in (("single", dict(device="cpu")),
                      ("placed", dict(placement=dict(device_map="auto", max_memory={"cpu": 60_000})))):
         out[name] = tmp_path / f"{name}.parquet"
-        run_relevance(str(src), tasks, str(out[name]), label="tiny", revision_label="final", **kw)
+        run_relevance(RelevanceJob(model=str(src), task_files=tasks, out=str(out[name]), label="tiny",
+                                   revision_label="final", **kw))
     placed = pd.read_parquet(out["placed"])
     pd.testing.assert_frame_equal(pd.read_parquet(out["single"]), placed, check_exact=True)
     from swapkl.tables import provenance
@@ -162,25 +164,30 @@ def test_pruning_with_a_device_map(tmp_path):
 
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from swapkl.pruning.prune import run_pruning
+    from swapkl.pruning.prune_jobs import PruneJob
 
     save_tiny(tmp_path / "model", "llama", n_layers=5, seed=5)
     np.save(tmp_path / "probe.npy", random_tokens(33, 4, 10, seed=21).numpy())
     np.save(tmp_path / "calib.npy", random_tokens(33, 4, 10, seed=22).numpy())
     (tmp_path / "eval.txt").write_text(TEXT)
     probe, rep = tmp_path / "probe.parquet", tmp_path / "repr.parquet"
-    run_probe(str(tmp_path / "model"), str(probe), pairs="all", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
-              device="cpu", repr_out=str(rep))
+    run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(probe), pairs="all",
+                       data=DataSpec(tokens=str(tmp_path / "probe.npy")),
+                       device="cpu", repr_out=str(rep)))
     kw = dict(budgets=[1, 2], eval_data=dict(text_file=str(tmp_path / "eval.txt"), window=16, stride=8, max_words=40),
               calib_data=DataSpec(tokens=str(tmp_path / "calib.npy")), n_random=2, batch_size=4)
     tables = {}
     for name, extra in (("single", dict(device="cpu")), ("placed", dict(placement=dict(device_map="auto")))):
         tables[name] = tmp_path / f"{name}.parquet"
-        run_pruning(str(tmp_path / "model"), [probe], str(rep), str(tables[name]), **kw, **extra)
+        run_pruning(PruneJob(model=str(tmp_path / "model"), probe_files=[probe], repr_file=str(rep),
+                             out=str(tables[name]), **kw, **extra))
     cols = ["guide", "budget", "random_draw", "removed_layers", "ppl", "kl_mean", "window_nll_sum"]
     single, placed = (pd.read_parquet(tables[k])[cols] for k in ("single", "placed"))
     pd.testing.assert_frame_equal(single, placed, check_exact=True)
     with pytest.raises(SwapKLError, match="offloaded to CPU or disk"):
-        run_pruning(str(tmp_path / "model"), [probe], str(rep), str(tmp_path / "x.parquet"), **kw,
-                    placement=dict(device_map="auto", max_memory={"cpu": 40_000}))
+        run_pruning(PruneJob(model=str(tmp_path / "model"), probe_files=[probe], repr_file=str(rep),
+                             out=str(tmp_path / "x.parquet"), **kw,
+                             placement=dict(device_map="auto", max_memory={"cpu": 40_000})))
     assert not (tmp_path / "x.parquet").exists()

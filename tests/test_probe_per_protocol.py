@@ -18,6 +18,7 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.probes.covariates import run_covariates
 from swapkl.tables import provenance
 from crash import crash_after
@@ -42,15 +43,15 @@ def setup(tmp_path_factory):
               metadata={"model": "tiny", "revision": "step1", "config_sha256": "c" * 64})
     single = root / "single"
     for p in PROTOCOLS:
-        run_probe(out=str(single / f"{p}.parquet"), protocols=(p,), **kw,
-                 repr_out=str(single / "repr.parquet") if p == "deletion" else None)
+        run_probe(ProbeJob(out=str(single / f"{p}.parquet"), protocols=(p,), **kw,
+                          repr_out=str(single / "repr.parquet") if p == "deletion" else None))
     return kw, single
 
 
 def joint(kw, folder: Path, protocols=PROTOCOLS, progress: bool = False, repr_out: bool = True, **more) -> None:
-    run_probe(out={p: str(folder / f"{p}.parquet") for p in protocols}, protocols=protocols, **kw, **more,
-             repr_out=str(folder / "repr.parquet") if repr_out else None,
-             progress_path={p: str(folder / f"{p}.progress.jsonl") for p in protocols} if progress else None)
+    run_probe(ProbeJob(out={p: str(folder / f"{p}.parquet") for p in protocols}, protocols=protocols, **kw, **more,
+                      repr_out=str(folder / "repr.parquet") if repr_out else None,
+                      progress_path={p: str(folder / f"{p}.progress.jsonl") for p in protocols} if progress else None))
 
 
 def assert_same_file(a: Path, b: Path) -> None:
@@ -115,8 +116,9 @@ def test_the_job_takes_over_a_killed_single_protocol_run(setup, tmp_path, monkey
     kw, single = setup
     progress = tmp_path / "interchange.progress.jsonl"
     with crash_after(monkeypatch, 5):
-        run_probe(out=str(tmp_path / "interchange.parquet"), protocols=("interchange",), progress_path=str(progress),
-                 **kw)
+        run_probe(ProbeJob(out=str(tmp_path / "interchange.parquet"), protocols=("interchange",),
+                           progress_path=str(progress),
+                          **kw))
     records = len(progress.read_text().splitlines()) - 1
     caplog.set_level(logging.INFO)
     joint(kw, tmp_path, progress=True)
@@ -157,6 +159,6 @@ def test_files_per_protocol_are_checked_before_the_run(setup, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("swapkl.probes.probe.load_model", lambda *a, **k: pytest.fail("loaded a model"))
     with pytest.raises(SwapKLError) as e:
-        run_probe(kw["model"], out, protocols=PROTOCOLS, progress_path=progress, data=kw["data"],
-                  covariates_out="deletion.parquet")
+        run_probe(ProbeJob(model=kw["model"], out=out, protocols=PROTOCOLS, progress_path=progress, data=kw["data"],
+                           covariates_out="deletion.parquet"))
     assert message in str(e.value)

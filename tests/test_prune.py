@@ -19,8 +19,11 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.pruning.perplexity import first_words
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune import run_pruning
+from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.pruning.table import aggregate_pruning
+from swapkl.pruning.table import AggregatePruningJob
 from swapkl.pruning.cost_ratio import ir_ratios
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_CI_COLUMNS, PRUNING_RUN_SCHEMA, PRUNING_SCHEMA, read_pruning
 from test_perplexity import TEXT, char_tokenizer, hf_recipe_nll, save_tiny, stock_drop
@@ -39,14 +42,16 @@ def setup(tmp_path_factory):
     np.save(d / "calib.npy", random_tokens(33, 5, 12, seed=22).numpy())
     (d / "eval.txt").write_text(TEXT)
     probe_out, repr_out = d / "probe.parquet", d / "repr.parquet"
-    run_probe(str(d / "model"), str(probe_out), pairs="all", data=DataSpec(tokens=str(d / "probe.npy")),
-              device="cpu", repr_out=str(repr_out), metadata={"revision": "step100"})
+    run_probe(ProbeJob(model=str(d / "model"), out=str(probe_out), pairs="all",
+                       data=DataSpec(tokens=str(d / "probe.npy")),
+                       device="cpu", repr_out=str(repr_out), metadata={"revision": "step100"}))
     kw = dict(budgets=[1, 2], spacing=1, eval_data=dict(text_file=str(d / "eval.txt"), window=WINDOW, stride=STRIDE,
                                                         max_words=MAX_WORDS),
               calib_data=DataSpec(tokens=str(d / "calib.npy")), n_random=3, seed=0, device="cpu",
               batch_size=4, metadata={"model": "tiny", "revision": "step100", "config_sha256": "abc"})
     out, agr = d / "pruning.parquet", d / "agreement.parquet"
-    run_pruning(str(d / "model"), [probe_out], str(repr_out), str(out), agreement_out=str(agr), **kw)
+    run_pruning(PruneJob(model=str(d / "model"), probe_files=[probe_out], repr_file=str(repr_out), out=str(out),
+                         agreement_out=str(agr), **kw))
     return dict(dir=d, model=model, probe=probe_out, repr=repr_out, out=out, agreement=agr, kw=kw,
                 table=published(out))
 
@@ -54,7 +59,7 @@ def setup(tmp_path_factory):
 def published(path, n_boot: int = N_BOOT) -> pd.DataFrame:
     """The pruning run's file as ``aggregate_pruning`` publishes it (with the bootstrap CIs)."""
     out = path.with_name(path.stem + ".published.parquet")
-    aggregate_pruning([path], str(out), n_boot=n_boot)
+    aggregate_pruning(AggregatePruningJob(inputs=[path], out=str(out), n_boot=n_boot))
     return read_pruning(out)
 
 
@@ -119,7 +124,8 @@ def test_paper_selection_settings(setup, tmp_path):
                                fixed_sets={"paper": [[3], inter2, [1, 2, 4], [5]]})
     kw = dict(setup["kw"], spacing=0, budgets=[1, 2, 3], n_random=20)
     out = tmp_path / "paper.parquet"
-    run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(out), selection=options, **kw)
+    run_pruning(PruneJob(model=str(setup["dir"] / "model"), probe_files=[setup["probe"]], repr_file=str(setup["repr"]),
+                         out=str(out), selection=options, **kw))
     df = published(out)
     for n in (1, 2, 3):
         assert list(_row(df, "interchange", n)["removed_layers"]) == _independent_interchange_selection(
@@ -158,8 +164,9 @@ def test_a_guide_choice_runs_only_those_guides_with_the_same_rows(setup, tmp_pat
     out = tmp_path / "chosen.parquet"
     chosen = ("bi", "interchange", "random", "sleb_matched")
     options = SelectionOptions(guides=chosen)
-    run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(out), selection=options,
-                **setup["kw"])
+    run_pruning(PruneJob(model=str(setup["dir"] / "model"), probe_files=[setup["probe"]], repr_file=str(setup["repr"]),
+                         out=str(out), selection=options,
+                         **setup["kw"]))
     df = pd.read_parquet(out)
     assert set(df["guide"]) == {"base", "random_mean", *chosen}
     key = ["guide", "budget", "random_draw"]
@@ -169,11 +176,13 @@ def test_a_guide_choice_runs_only_those_guides_with_the_same_rows(setup, tmp_pat
         assert mine[col].astype(str).tolist() == full[col].astype(str).tolist(), col
     assert provenance.read(str(out))["selection"]["guides"] == list(chosen)
     with pytest.raises(SwapKLError, match="'random_mean' is a row derived from the others"):
-        run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(tmp_path / "x.parquet"),
-                    selection=SelectionOptions(guides=["interchange", "random_mean"]), **setup["kw"])
+        run_pruning(PruneJob(model=str(setup["dir"] / "model"), probe_files=[setup["probe"]],
+                             repr_file=str(setup["repr"]), out=str(tmp_path / "x.parquet"),
+                             selection=SelectionOptions(guides=["interchange", "random_mean"]), **setup["kw"]))
     with pytest.raises(SwapKLError, match="unknown guide 'sleb'"):
-        run_pruning(str(setup["dir"] / "model"), [setup["probe"]], str(setup["repr"]), str(tmp_path / "x.parquet"),
-                    selection=SelectionOptions(guides=["sleb"]), **setup["kw"])
+        run_pruning(PruneJob(model=str(setup["dir"] / "model"), probe_files=[setup["probe"]],
+                             repr_file=str(setup["repr"]), out=str(tmp_path / "x.parquet"),
+                             selection=SelectionOptions(guides=["sleb"]), **setup["kw"]))
     assert not (tmp_path / "x.parquet").exists()
 
 
@@ -353,12 +362,13 @@ def test_aggregate_ir_ratio_and_figures(setup, tmp_path):
     other = _relabel(setup["out"], tmp_path / "step0.parquet", "step0", 0)
     other_agr = _relabel(setup["agreement"], tmp_path / "step0_agr.parquet", "step0", 0)
     out, agr_out = tmp_path / "pruning.parquet", tmp_path / "agr.parquet"
-    df = aggregate_pruning([setup["out"], other], str(out), agreement_inputs=[setup["agreement"], other_agr],
-                           agreement_out=str(agr_out))
+    df = aggregate_pruning(AggregatePruningJob(inputs=[setup["out"], other], out=str(out),
+                                               agreement_inputs=[setup["agreement"], other_agr],
+                                               agreement_out=str(agr_out)))
     assert list(dict.fromkeys(df["revision"])) == ["step0", "step100"]
     assert pq.read_schema(out).names == PRUNING_SCHEMA.names and len(pd.read_parquet(agr_out)) > 0
     with pytest.raises(SwapKLError, match="both hold tiny@step100"):
-        aggregate_pruning([setup["out"], setup["out"]], str(tmp_path / "dup.parquet"))
+        aggregate_pruning(AggregatePruningJob(inputs=[setup["out"], setup["out"]], out=str(tmp_path / "dup.parquet")))
 
     ir = ir_ratios(df, n_boot=100, seed=1)
     assert set(ir["budget"]) == {1, 2} and len(ir) == 4
@@ -392,24 +402,27 @@ def test_input_errors(setup, tmp_path):
     d = setup["dir"]
     model, probe, rep = str(d / "model"), [setup["probe"]], str(setup["repr"])
     with pytest.raises(SwapKLError, match="calibration windows .* come from the evaluation text"):
-        run_pruning(model, probe, rep, str(tmp_path / "x.parquet"),
-                    **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"))})
+        run_pruning(PruneJob(model=model, probe_files=probe, repr_file=rep, out=str(tmp_path / "x.parquet"),
+                             **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"))}))
     assert not (tmp_path / "x.parquet").exists()
     # the explicit opt-in reproduces the paper's overlap and records it
-    run_pruning(model, probe, rep, str(tmp_path / "overlap.parquet"), allow_overlap=True,
-                **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"), n_seqs=2, seq_len=16, min_tokens=4),
-                   "budgets": [1], "n_random": 0})
+    run_pruning(PruneJob(model=model, probe_files=probe, repr_file=rep, out=str(tmp_path / "overlap.parquet"),
+                         allow_overlap=True,
+                         **{**kw, "calib_data": DataSpec(text_file=str(d / "eval.txt"), n_seqs=2, seq_len=16,
+                                                         min_tokens=4),
+                            "budgets": [1], "n_random": 0}))
     assert provenance.read(str(tmp_path / "overlap.parquet"))["allow_overlap"] is True
     assert provenance.read(str(setup["out"]))["allow_overlap"] is False
     with pytest.raises(SwapKLError, match=r"budget 4 is infeasible.*spacing 1.*3 of 6 layers"):
-        run_pruning(model, probe, rep, str(tmp_path / "x.parquet"), **{**kw, "budgets": [4]})
+        run_pruning(PruneJob(model=model, probe_files=probe, repr_file=rep, out=str(tmp_path / "x.parquet"),
+                             **{**kw, "budgets": [4]}))
     with pytest.raises(SwapKLError, match="exceeds the model's 64 positions"):
-        run_pruning(model, probe, rep, str(tmp_path / "x.parquet"),
-                    **{**kw, "eval_data": {**kw["eval_data"], "window": 65, "stride": 32}})
+        run_pruning(PruneJob(model=model, probe_files=probe, repr_file=rep, out=str(tmp_path / "x.parquet"),
+                             **{**kw, "eval_data": {**kw["eval_data"], "window": 65, "stride": 32}}))
     other = tmp_path / "other"
     save_tiny(other, "llama", n_layers=N_LAYERS, seed=9)
     with pytest.raises(SwapKLError, match="other weights"):
-        run_pruning(str(other), probe, rep, str(tmp_path / "x.parquet"), **kw)
+        run_pruning(PruneJob(model=str(other), probe_files=probe, repr_file=rep, out=str(tmp_path / "x.parquet"), **kw))
     assert not (tmp_path / "x.parquet").exists()
 
 
@@ -499,7 +512,8 @@ def test_pruning_refuses_probe_files_of_another_config(setup, tmp_path):
     (edited / "config.json").write_text(json.dumps(cfg))
     out = tmp_path / "x.parquet"
     with pytest.raises(SwapKLError) as e:
-        run_pruning(str(edited), [setup["probe"]], str(setup["repr"]), str(out), **setup["kw"])
+        run_pruning(PruneJob(model=str(edited), probe_files=[setup["probe"]], repr_file=str(setup["repr"]),
+                             out=str(out), **setup["kw"]))
     assert str(e.value) == f"the probe files were measured under another config.json than that of '{edited}'"
     assert not out.exists()
 

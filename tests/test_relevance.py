@@ -321,9 +321,12 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     import pandas as pd
 
     from swapkl.probes.aggregate import aggregate, read_aggregate
+    from swapkl.probes.aggregate import AggregateJob
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from swapkl.relevance.accrel import run_relevance
+    from swapkl.relevance.relevance_jobs import RelevanceJob
     from swapkl.relevance.relevance_stats import relevance_statistics, summarise_relevance
 
     src = tmp_path / "model"
@@ -339,12 +342,15 @@ def test_relevance_statistics_from_the_pipelines_own_files(tmp_path):
     tasks = [plain, load_task(str(tmp_path / "tasks" / "model_pick.yaml"))]
     np.save(tmp_path / "probe.npy", random_tokens(97, 4, 16, seed=5).numpy())
     probe, rep, agg = tmp_path / "probe.parquet", tmp_path / "repr.parquet", tmp_path / "agg.parquet"
-    run_probe(str(src), str(probe), pairs="adjacent", data=DataSpec(tokens=str(tmp_path / "probe.npy")),
-              device="cpu", repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"})
-    aggregate([probe], [rep], str(agg), pair_sets={"tiny": ["adjacent"]}, n_boot=10)
+    run_probe(ProbeJob(model=str(src), out=str(probe), pairs="adjacent",
+                       data=DataSpec(tokens=str(tmp_path / "probe.npy")),
+                       device="cpu", repr_out=str(rep), metadata={"model": "tiny", "revision": "step1"}))
+    aggregate(AggregateJob(probe_files=[probe], repr_files=[rep], out=str(agg), pair_sets={"tiny": ["adjacent"]},
+                           n_boot=10))
     rel = tmp_path / "rel.parquet"
-    run_relevance(str(src), [t.yaml_path for t in tasks], str(rel), label="tiny", revision_label="step1",
-                  device="cpu")
+    run_relevance(RelevanceJob(model=str(src), task_files=[t.yaml_path for t in tasks], out=str(rel), label="tiny",
+                               revision_label="step1",
+                               device="cpu"))
     out = tmp_path / "stats.parquet"
     summarise_relevance(str(rel), str(agg), str(out))
     st = pd.read_parquet(out)
@@ -384,9 +390,11 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
     import pandas as pd
 
     from swapkl.relevance import accrel, harness_tasks
+    from swapkl.relevance.relevance_jobs import RelevanceJob
     from swapkl.tables import provenance
     from swapkl.data.data_spec import DataSpec
     from swapkl.relevance.accrel import run_relevance
+    from swapkl.relevance.relevance_jobs import RelevanceJob
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -398,15 +406,18 @@ def test_run_relevance_scores_harness_tasks_and_named_lm_sets(tmp_path, monkeypa
     text.write_text("\n\n".join(" ".join(random.Random(i).choices(WORDS, k=12)) for i in range(6)))
     lm = DataSpec(text_file=str(text), n_seqs=4, seq_len=40)
     hub, local = tmp_path / "hub.parquet", tmp_path / "local.parquet"
-    run_relevance(str(src), [], str(hub), harness_tasks=[t.name for t in tasks], lm_sets={"c4": lm}, label="tiny",
-                  device="cpu")
-    run_relevance(str(src), [t.yaml_path for t in tasks], str(local), lm_data=lm, lm_name="c4", label="tiny",
-                  device="cpu")
+    run_relevance(RelevanceJob(model=str(src), task_files=[], out=str(hub), harness_tasks=[t.name for t in tasks],
+                               lm_sets={"c4": lm}, label="tiny",
+                               device="cpu"))
+    run_relevance(RelevanceJob(model=str(src), task_files=[t.yaml_path for t in tasks], out=str(local), lm_data=lm,
+                               lm_name="c4", label="tiny",
+                               device="cpu"))
     pd.testing.assert_frame_equal(pd.read_parquet(hub), pd.read_parquet(local), check_exact=True)
     prov = provenance.read(str(hub))
     assert prov["tasks"]["tiny_plain"]["lm_eval_task"] == "tiny_plain" and set(prov["lm_sets"]) == {"c4"}
     with pytest.raises(SwapKLError, match="task names repeat"):
-        run_relevance(str(src), [], str(tmp_path / "x.parquet"), lm_data=lm, lm_sets={"lm": lm}, device="cpu")
+        run_relevance(RelevanceJob(model=str(src), task_files=[], out=str(tmp_path / "x.parquet"), lm_data=lm,
+                                   lm_sets={"lm": lm}, device="cpu"))
 
 
 # -- pruned sets of a pruning table against lm-eval on the materialised pruned models --------------------------
@@ -467,6 +478,7 @@ def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(t
     engine's per-question acc and acc_norm equal lm-eval HFLM's on the checkpoint materialised by swapkl export,
     and every row of the table holds that model's accuracy and AccRel; single-block rows are unchanged."""
     from swapkl.relevance.accrel import COLUMNS, run_relevance
+    from swapkl.relevance.relevance_jobs import RelevanceJob
     from swapkl.relevance.scored_models import pruned_sets_from_table, scan_for
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -481,8 +493,9 @@ def test_pruned_set_relevance_equals_lm_eval_on_each_materialised_pruned_model(t
     pruning = tmp_path / "pruning.parquet"
     _pruning_table(pruning, n, PRUNED_ROWS, model=src)
     out = tmp_path / "rel.parquet"
-    run_relevance(str(src), [t.yaml_path for t in tasks], str(out), pruning=str(pruning), label="tiny",
-                  revision_label="final", device="cpu", batch_size=5)
+    run_relevance(RelevanceJob(model=str(src), task_files=[t.yaml_path for t in tasks], out=str(out),
+                               pruning=str(pruning), label="tiny",
+                               revision_label="final", device="cpu", batch_size=5))
     table = pd.read_parquet(out)
     assert list(table.columns) == COLUMNS
 

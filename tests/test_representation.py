@@ -17,6 +17,7 @@ import torch
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.probes.residual_stream import representation_sums
 import naive_reference as ref
 from tiny_models import ARCHS, random_tokens, tiny_model
@@ -116,9 +117,10 @@ def test_repr_out_file_matches_direct_computation(tmp_path):
     model.save_pretrained(tmp_path / "ckpt")
     ids = random_tokens(97, 4, 10, seed=8)
     np.save(tmp_path / "tokens.npy", ids.numpy())
-    run_probe(str(tmp_path / "ckpt"), str(tmp_path / "probe.parquet"), protocols=["deletion"], pairs="adjacent",
-              data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu", batch_size=3,
-              repr_out=str(tmp_path / "repr.parquet"))
+    run_probe(ProbeJob(model=str(tmp_path / "ckpt"), out=str(tmp_path / "probe.parquet"), protocols=["deletion"],
+                       pairs="adjacent",
+                       data=DataSpec(tokens=str(tmp_path / "tokens.npy")), device="cpu", batch_size=3,
+                       repr_out=str(tmp_path / "repr.parquet")))
     want = direct_metrics(direct_streams(model, ids, torch.ones_like(ids)), torch.ones_like(ids))
     df = pq.read_table(tmp_path / "repr.parquet").to_pandas()
     assert len(df) == len(want)

@@ -19,6 +19,7 @@ import pytest
 
 from swapkl.data.data_spec import DataSpec
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from crash import crash_after
 from tiny_models import random_tokens, tiny_model
 
@@ -112,14 +113,14 @@ def setup(tmp_path_factory):
     np.save(tokens, random_tokens(97, N_SEQS, 10).numpy())
     kw = dict(pairs="all", data=DataSpec(tokens=str(tokens)), batch_size=BATCH)
     clean = root / "clean"
-    run_probe(str(model), str(clean / "probe.parquet"), repr_out=str(clean / "repr.parquet"), **kw)
+    run_probe(ProbeJob(model=str(model), out=str(clean / "probe.parquet"), repr_out=str(clean / "repr.parquet"), **kw))
     return model, kw, clean
 
 
 def probe(setup, folder: Path, progress: Path):
     model, kw, _ = setup
-    run_probe(str(model), str(folder / "probe.parquet"), repr_out=str(folder / "repr.parquet"),
-              progress_path=str(progress), **kw)
+    run_probe(ProbeJob(model=str(model), out=str(folder / "probe.parquet"), repr_out=str(folder / "repr.parquet"),
+                       progress_path=str(progress), **kw))
 
 
 def crashed_progress(setup, tmp_path, monkeypatch, after: int) -> Path:
@@ -230,7 +231,8 @@ def test_progress_of_other_settings_is_not_reused(setup, tmp_path, monkeypatch, 
     progress = crashed_progress(setup, tmp_path, monkeypatch, after=12)
     model, kw, _ = setup
     caplog.set_level(logging.INFO)
-    run_probe(str(model), str(tmp_path / "other.parquet"), progress_path=str(progress), **dict(kw, batch_size=3))
+    run_probe(ProbeJob(model=str(model), out=str(tmp_path / "other.parquet"), progress_path=str(progress),
+                       **dict(kw, batch_size=3)))
     assert "belongs to another run" in caplog.text
     assert "resuming from" not in caplog.text
 
@@ -260,10 +262,10 @@ def test_progress_of_an_edited_config_is_not_reused(setup, tmp_path, monkeypatch
     cfg["rms_norm_eps"] = 0.5
     (edited / "config.json").write_text(json.dumps(cfg))
     caplog.set_level(logging.INFO)
-    run_probe(str(edited), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
+    run_probe(ProbeJob(model=str(edited), out=str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw))
     assert "belongs to another run" in caplog.text
     assert "resuming from" not in caplog.text
-    run_probe(str(edited), str(tmp_path / "clean.parquet"), **kw)
+    run_probe(ProbeJob(model=str(edited), out=str(tmp_path / "clean.parquet"), **kw))
     assert_same_parquet(tmp_path / "resumed.parquet", tmp_path / "clean.parquet")
 
 

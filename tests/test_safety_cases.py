@@ -24,6 +24,7 @@ from swapkl.tables import provenance
 from swapkl.data.data_spec import DataSpec
 from swapkl.tables.parquet_io import write_parquet
 from swapkl.probes.probe import run_probe
+from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.tables.schemas import PRUNING_SCHEMA
 from swapkl.relevance.tasks import write_task
 from direct_config import refusal_of_file
@@ -41,10 +42,10 @@ def tables(env, tmp_path_factory):
     other = root / "other-model"
     tiny_model("gpt_neox", n_layers=N_LAYERS, seed=7).save_pretrained(other)
     char_tokenizer().save_pretrained(other)
-    run_probe(env.model, str(root / "probe.parquet"), data=DataSpec(tokens=env.tokens),
-              repr_out=str(root / "repr.parquet"))
-    run_probe(str(other), str(root / "other-probe.parquet"), data=DataSpec(tokens=env.tokens),
-              repr_out=str(root / "other-repr.parquet"))
+    run_probe(ProbeJob(model=env.model, out=str(root / "probe.parquet"), data=DataSpec(tokens=env.tokens),
+                       repr_out=str(root / "repr.parquet")))
+    run_probe(ProbeJob(model=str(other), out=str(root / "other-probe.parquet"), data=DataSpec(tokens=env.tokens),
+                       repr_out=str(root / "other-repr.parquet")))
     return root
 
 

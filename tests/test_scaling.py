@@ -8,6 +8,7 @@ import pytest
 
 from probe_fixtures import probe_files, write_checkpoint
 from swapkl.probes.aggregate import aggregate
+from swapkl.probes.aggregate import AggregateJob
 from swapkl.errors import SwapKLError
 from swapkl.tables.provenance import read
 from swapkl.studies.scaling import build_scaling, checkpoint_facts
@@ -37,7 +38,8 @@ def sweep(tmp_path):
     files += probe_files(write_checkpoint(tmp_path / "b", model="bloom-like", revision="main", n_layers=3,
                                           repl=r3, inter=t3, deletion=[0.1] * 3, seed=3, constant_seqs=True))
     agg = tmp_path / "swapkl.parquet"
-    aggregate(files, [], agg, pair_sets={"gpt2-like": ["all"], "bloom-like": ["all"]})
+    aggregate(AggregateJob(probe_files=files, repr_files=[], out=agg,
+                           pair_sets={"gpt2-like": ["all"], "bloom-like": ["all"]}))
     dirs = {}
     for arch, name, layers in (("gpt2", "gpt2-like", 5), ("bloom", "bloom-like", 3)):
         dirs[name] = tmp_path / "ckpt" / name

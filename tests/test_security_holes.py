@@ -245,6 +245,7 @@ def ckpt(tmp_path_factory):
 
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from test_perplexity import TEXT, save_tiny
     from tiny_models import random_tokens
 
@@ -255,8 +256,9 @@ def ckpt(tmp_path_factory):
         np.save(root / f"{name}.npy", random_tokens(97, 4, 10, seed=seed).numpy())
     (root / "eval.txt").write_text(TEXT)
     probe, rep = root / "probe.parquet", root / "repr.parquet"
-    run_probe(str(model), str(probe), repr_out=str(rep), data=DataSpec(tokens=str(root / "tokens.npy")),
-              metadata={"model": "m", "revision": "main"})
+    run_probe(ProbeJob(model=str(model), out=str(probe), repr_out=str(rep),
+                       data=DataSpec(tokens=str(root / "tokens.npy")),
+                       metadata={"model": "m", "revision": "main"}))
     return root
 
 
@@ -331,21 +333,22 @@ def test_a_resumed_probe_does_not_take_over_results_of_other_weights(ckpt, tmp_p
     from crash import crash_after
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
     from test_resume import COMPUTED
 
     folder = sharded(ckpt / "model", tmp_path / "model", "model-00002-of-00002")
     kw = dict(data=DataSpec(tokens=str(ckpt / "tokens.npy")), batch_size=2, device="cpu")
     progress = tmp_path / "progress.jsonl"
     with crash_after(monkeypatch, 12):
-        run_probe(str(folder), str(tmp_path / "crashed.parquet"), progress_path=str(progress), **kw)
+        run_probe(ProbeJob(model=str(folder), out=str(tmp_path / "crashed.parquet"), progress_path=str(progress), **kw))
     assert progress.exists()
     scale_shard(folder / "model-00002-of-00002", 1.5)
     caplog.set_level(logging.INFO)
-    run_probe(str(folder), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
+    run_probe(ProbeJob(model=str(folder), out=str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw))
     assert "belongs to another run" in caplog.text
     computed, total, taken, records = map(int, COMPUTED.search(caplog.text).groups())
     assert taken == records == 0 and computed == total
-    run_probe(str(folder), str(tmp_path / "clean.parquet"), **kw)
+    run_probe(ProbeJob(model=str(folder), out=str(tmp_path / "clean.parquet"), **kw))
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "resumed.parquet"),
                                   pd.read_parquet(tmp_path / "clean.parquet"), check_exact=True)
 
@@ -381,6 +384,7 @@ def prune_kw(root: Path) -> dict:
 
 def test_prune_refuses_probe_files_without_the_config_hash_after_config_json_changed(ckpt, tmp_path):
     from swapkl.pruning.prune import run_pruning
+    from swapkl.pruning.prune_jobs import PruneJob
 
     edited = tmp_path / "edited"
     shutil.copytree(ckpt / "model", edited)
@@ -391,11 +395,13 @@ def test_prune_refuses_probe_files_without_the_config_hash_after_config_json_cha
     rep = without(ckpt / "repr.parquet", tmp_path / "old" / "repr.parquet", "model_config_sha256")
     out = tmp_path / "pruning.parquet"
     with pytest.raises(SwapKLError) as e:
-        run_pruning(str(edited), [str(probe)], str(rep), str(out), **prune_kw(ckpt))
+        run_pruning(PruneJob(model=str(edited), probe_files=[str(probe)], repr_file=str(rep), out=str(out),
+                             **prune_kw(ckpt)))
     assert str(e.value) == MISSING.format(what="table", path=probe, field="model_config_sha256")
     # the representation file alone without it: refused too, by name
     with pytest.raises(SwapKLError) as e:
-        run_pruning(str(ckpt / "model"), [str(ckpt / "probe.parquet")], str(rep), str(out), **prune_kw(ckpt))
+        run_pruning(PruneJob(model=str(ckpt / "model"), probe_files=[str(ckpt / "probe.parquet")], repr_file=str(rep),
+                             out=str(out), **prune_kw(ckpt)))
     assert str(e.value) == MISSING.format(what="representation file", path=rep, field="model_config_sha256")
     assert not out.exists()
 
@@ -406,6 +412,7 @@ def test_prune_of_another_model_refuses_tables_without_the_weights_hash(ckpt, tm
     would rank that model's blocks by foreign scores; the representation file without it, beside the model's own
     probe file, would pick its layers by foreign distances."""
     from swapkl.pruning.prune import run_pruning
+    from swapkl.pruning.prune_jobs import PruneJob
     from test_perplexity import save_tiny
 
     other = tmp_path / "other"
@@ -416,7 +423,8 @@ def test_prune_of_another_model_refuses_tables_without_the_weights_hash(ckpt, tm
     out = tmp_path / "pruning.parquet"
     model, rep = (other, None) if stripped == "probe" else (ckpt / "model", str(files["repr"]))
     with pytest.raises(SwapKLError) as e:
-        run_pruning(str(model), [str(files["probe"])], rep, str(out), **prune_kw(ckpt))
+        run_pruning(PruneJob(model=str(model), probe_files=[str(files["probe"])], repr_file=rep, out=str(out),
+                             **prune_kw(ckpt)))
     what = "table" if stripped == "probe" else "representation file"
     assert str(e.value) == MISSING.format(what=what, path=files[stripped], field="weights_sha256")
     assert not out.exists()
@@ -427,17 +435,20 @@ def test_aggregate_refuses_protocols_without_the_windows_hash(ckpt, tmp_path):
     would compare two different measurements."""
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.aggregate import AggregateJob
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
 
     files = []
     for protocol, tokens in (("replacement", "tokens"), ("interchange", "other")):
         path = tmp_path / "new" / f"{protocol}.parquet"
-        run_probe(str(ckpt / "model"), str(path), protocols=protocol, data=DataSpec(tokens=str(ckpt / f"{tokens}.npy")),
-                  metadata={"model": "m", "revision": "main"})
+        run_probe(ProbeJob(model=str(ckpt / "model"), out=str(path), protocols=protocol,
+                           data=DataSpec(tokens=str(ckpt / f"{tokens}.npy")),
+                           metadata={"model": "m", "revision": "main"}))
         files.append(without(path, tmp_path / "old" / path.name, "tokens_sha256"))
     out = tmp_path / "agg.parquet"
     with pytest.raises(SwapKLError) as e:
-        aggregate(files, [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
+        aggregate(AggregateJob(probe_files=files, repr_files=[], out=out, pair_sets={"m": ["adjacent"]}, n_boot=10))
     assert str(e.value) == MISSING.format(what="table", path=files[0], field="tokens_sha256")
     assert not out.exists()
 
@@ -461,13 +472,14 @@ def test_a_pruning_table_without_the_weights_hash_is_refused_for_a_model(tmp_pat
 def test_a_covariate_file_without_the_windows_hash_is_refused(tmp_path):
     from probe_fixtures import probe_files, provenance, random_values, write_checkpoint, write_table
     from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.aggregate import AggregateJob
     from swapkl.studies.covariate_stats import aggregate_covariates
     from swapkl.tables.schemas import COVARIATE_COLUMNS, COVARIATE_FILE_SCHEMA
 
     repl, inter, _ = random_values(4, seed=0)
     agg = tmp_path / "agg.parquet"
-    aggregate(probe_files(write_checkpoint(tmp_path / "in", n_layers=4, repl=repl, inter=inter)), [], agg,
-              pair_sets={"toy": ["adjacent"]}, n_boot=10)
+    files = probe_files(write_checkpoint(tmp_path / "in", n_layers=4, repl=repl, inter=inter))
+    aggregate(AggregateJob(probe_files=files, repr_files=[], out=agg, pair_sets={"toy": ["adjacent"]}, n_boot=10))
     prov = provenance("toy", "step1000")
     del prov["tokens_sha256"]
     rows = [dict(model="toy", revision="step1000", step=1000, n_layers=4, layer_i=i, layer_j=i + 1, distance=1,
@@ -482,12 +494,14 @@ def test_current_tables_still_pass_every_check(ckpt, tmp_path):
     """The checks are not over-eager: this version's own tables (every field recorded) aggregate, and prune
     accepts them for their own model."""
     from swapkl.probes.aggregate import aggregate
+    from swapkl.probes.aggregate import AggregateJob
     from swapkl.pruning.prune import _read_pruning_inputs, _require_tables_of
     from swapkl.model.loading import load_model
     from swapkl.pruning.eval_spec import EvalSpec
 
-    aggregate([ckpt / "probe.parquet"], [ckpt / "repr.parquet"], tmp_path / "agg.parquet",
-              pair_sets={"m": ["adjacent"]}, n_boot=10)
+    aggregate(AggregateJob(probe_files=[ckpt / "probe.parquet"], repr_files=[ckpt / "repr.parquet"],
+                           out=tmp_path / "agg.parquet",
+                           pair_sets={"m": ["adjacent"]}, n_boot=10))
     assert (tmp_path / "agg.parquet").exists()
     kw = prune_kw(ckpt)
     probe, provs, rep, rep_prov, _ = _read_pruning_inputs([ckpt / "probe.parquet"], ckpt / "repr.parquet", None,

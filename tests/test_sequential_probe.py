@@ -14,6 +14,7 @@ from swapkl.data.data_spec import DataSpec
 from swapkl.errors import SwapKLError
 from swapkl.model.engine import ProbeEngine
 from swapkl.studies.sequential.probe import measure_sequential, run_sequential_probe
+from swapkl.studies.sequential.jobs import SequentialJob
 from swapkl.stats.sequential import HOLDS, OPEN
 from swapkl.stats.sequential_design import Decisions, Design
 from tiny_models import random_tokens, tiny_model
@@ -90,9 +91,11 @@ def test_the_tables_hold_each_variants_windows(model, tmp_path):
     tokens = tmp_path / "windows.npy"
     np.save(tokens, random_tokens(97, 16, 12, seed=5).numpy())
     out, dec = tmp_path / "seq.parquet", tmp_path / "decisions.parquet"
-    result = run_sequential_probe(str(ckpt), str(out), str(dec), data=DataSpec(tokens=str(tokens)),
-                                  design=Design(first=4, batch=4, cap=16), decisions=Decisions(signs=True),
-                                  device="cpu")
+    result = run_sequential_probe(SequentialJob(model=str(ckpt), out=str(out), decisions_out=str(dec),
+                                                data=DataSpec(tokens=str(tokens)),
+                                                design=Design(first=4, batch=4, cap=16),
+                                                decisions=Decisions(signs=True),
+                                                device="cpu"))
     rows = pq.read_table(out).to_pandas()
     for r in rows[rows["protocol"] != "base"].itertuples():
         key = f"{r.protocol}:{int(r.layer_i)}:{int(r.layer_j)}"
@@ -121,10 +124,12 @@ def test_bad_designs_and_decisions_are_one_line_errors(model):
 
 def _run(ckpt, tokens, folder, progress=None, design=Design(first=4, batch=4, cap=16)):
     folder.mkdir(exist_ok=True)
-    return run_sequential_probe(str(ckpt), str(folder / "seq.parquet"), str(folder / "dec.parquet"),
-                                data=DataSpec(tokens=str(tokens), seed=2), design=design,
-                                decisions=Decisions(signs=True, sets=("interchange",), budgets=(1,), n_boot=100),
-                                device="cpu", progress_path=progress)
+    return run_sequential_probe(SequentialJob(model=str(ckpt), out=str(folder / "seq.parquet"),
+                                              decisions_out=str(folder / "dec.parquet"),
+                                              data=DataSpec(tokens=str(tokens), seed=2), design=design,
+                                              decisions=Decisions(signs=True, sets=("interchange",), budgets=(1,),
+                                                                  n_boot=100),
+                                              device="cpu", progress_path=progress))
 
 
 def test_a_killed_sequential_run_resumes_and_gives_the_uninterrupted_tables(model, tmp_path, monkeypatch):

@@ -137,8 +137,10 @@ def test_variant_ids_are_unique_and_keys_name_the_head():
 
 def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
     from swapkl.probes.aggregate import aggregate, read_aggregate
+    from swapkl.probes.aggregate import AggregateJob
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
 
     tiny_model("llama", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 4, 10, seed=9).numpy())
@@ -146,10 +148,11 @@ def test_weight_protocol_files_aggregate_with_the_others(tmp_path):
     files = []
     for name, protocols in (("std", "replacement,interchange,deletion"), ("w", "averaging,head_interchange")):
         files.append(tmp_path / f"{name}.parquet")
-        run_probe(str(tmp_path / "model"), str(files[-1]), protocols=protocols, pairs="adjacent", data=data,
-                  device="cpu", metadata={"model": "m", "revision": "step1"})
+        run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(files[-1]), protocols=protocols, pairs="adjacent",
+                           data=data,
+                           device="cpu", metadata={"model": "m", "revision": "step1"}))
     out = tmp_path / "agg.parquet"
-    aggregate(files, [], out, pair_sets={"m": ["adjacent"]}, n_boot=10)
+    aggregate(AggregateJob(probe_files=files, repr_files=[], out=out, pair_sets={"m": ["adjacent"]}, n_boot=10))
     d = read_aggregate(out)
     d = d[d["kind"] == "directed"]
     probe = pd.read_parquet(files[1])
@@ -188,16 +191,19 @@ def test_weight_protocols_figure(tmp_path):
 def test_weight_protocols_resume_after_a_crash(tmp_path, monkeypatch):
     from swapkl.data.data_spec import DataSpec
     from swapkl.probes.probe import run_probe
+    from swapkl.probes.probe_jobs import ProbeJob
 
     tiny_model("qwen3", n_layers=N_LAYERS, seed=2).save_pretrained(tmp_path / "model")
     np.save(tmp_path / "tok.npy", random_tokens(97, 6, 10, seed=9).numpy())
     kw = dict(protocols="averaging,head_interchange", pairs="all", data=DataSpec(tokens=str(tmp_path / "tok.npy")),
               device="cpu", batch_size=3)
-    run_probe(str(tmp_path / "model"), str(tmp_path / "clean.parquet"), **kw)
+    run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(tmp_path / "clean.parquet"), **kw))
     progress = tmp_path / "progress.jsonl"
     with crash_after(monkeypatch, 17):
-        run_probe(str(tmp_path / "model"), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
+        run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(tmp_path / "resumed.parquet"),
+                           progress_path=str(progress), **kw))
     assert not (tmp_path / "resumed.parquet").exists() and progress.exists()
-    run_probe(str(tmp_path / "model"), str(tmp_path / "resumed.parquet"), progress_path=str(progress), **kw)
+    run_probe(ProbeJob(model=str(tmp_path / "model"), out=str(tmp_path / "resumed.parquet"),
+                       progress_path=str(progress), **kw))
     a, b = pd.read_parquet(tmp_path / "clean.parquet"), pd.read_parquet(tmp_path / "resumed.parquet")
     pd.testing.assert_frame_equal(a, b)

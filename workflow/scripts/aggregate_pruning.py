@@ -2,7 +2,9 @@
 
 from swapkl.joblog import job_log
 from swapkl.pruning.table import aggregate_pruning
+from swapkl.pruning.table import AggregatePruningJob
 
 with job_log(snakemake):
-    aggregate_pruning(snakemake.input.pruning, snakemake.output.pruning, agreement_inputs=snakemake.input.agreement,
-                      agreement_out=snakemake.output.agreement, n_boot=snakemake.params.n_boot)
+    aggregate_pruning(AggregatePruningJob(inputs=snakemake.input.pruning, out=snakemake.output.pruning,
+                                          agreement_inputs=snakemake.input.agreement,
+                                          agreement_out=snakemake.output.agreement, n_boot=snakemake.params.n_boot))

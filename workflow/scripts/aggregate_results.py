@@ -2,7 +2,10 @@
 
 from swapkl.joblog import job_log
 from swapkl.probes.aggregate import aggregate
+from swapkl.probes.aggregate import AggregateJob
 
 with job_log(snakemake):
-    aggregate(snakemake.input.probes, snakemake.input.representation, snakemake.output[0],
-              pair_sets=snakemake.params.pair_sets, n_boot=snakemake.params.n_boot, seed=snakemake.params.seed)
+    aggregate(AggregateJob(probe_files=snakemake.input.probes, repr_files=snakemake.input.representation,
+                           out=snakemake.output[0],
+                           pair_sets=snakemake.params.pair_sets, n_boot=snakemake.params.n_boot,
+                           seed=snakemake.params.seed))

@@ -5,7 +5,8 @@ are the stage's options and whose defaults are the stage's defaults. Its module 
 workflow's own process, which may run without it, builds one per job: :mod:`swapkl.config.rule_jobs` takes each
 field from the model's config key of the same name (:meth:`Job.fields_from`), the command line from its option of
 the same name, so a result does not depend on which of the two ran it, and a new option is the schema's key,
-the field, the command-line flag and the code that reads it; the stage function takes its job (``run_probe(job)``).
+the field, the command-line flag and the code that reads it; the stage function takes its job alone
+(``run_probe(job)``).
 """
 
 from __future__ import annotations
@@ -47,19 +48,12 @@ class Job:
         return found
 
     @classmethod
-    def given(cls, *args, **options):
-        """The job of a stage function's arguments: one job of this class, or the fields, the first ones
-        (``POSITIONAL``) also by position, the way the function was called before it took a job."""
-        if len(args) == 1 and isinstance(args[0], cls) and not options:
-            return args[0]
-        positional = getattr(cls, "POSITIONAL", ())
-        if len(args) > len(positional):
-            raise TypeError(f"{cls.__name__}: at most {len(positional)} positional arguments "
-                            f"({', '.join(positional)}), got {len(args)}")
-        doubled = sorted(set(positional[:len(args)]) & set(options))
-        if doubled:
-            raise TypeError(f"{cls.__name__}: {', '.join(doubled)} given by position and by name")
-        return cls(**dict(zip(positional, args)), **options)
+    def checked(cls, job):
+        """``job``, which must be a job of this class: a stage function takes its job alone."""
+        if not isinstance(job, cls):
+            raise TypeError(f"expected a {cls.__name__}, got {type(job).__name__}: build the job, then pass it "
+                            f"(its fields are the stage's options)")
+        return job
 
     def coerce(self, name: str, build, *, none: bool = False) -> None:
         """Replace field ``name``, when it is a dict (as a rule's params give it), by ``build(**value)``;

@@ -151,15 +151,15 @@ def _validate_args(inputs, pair_sets, n_boot, seed) -> None:
             raise SwapKLError(f"aggregate: {model}: a pair set is listed twice in {list(sets)}")
 
 
-def aggregate(*args, **options) -> None:
+def aggregate(job: AggregateJob) -> None:
     """Aggregate probe and representation Parquets into one Parquet file at ``out``: an :class:`AggregateJob`
-    (``aggregate(job)``, or its fields: ``aggregate(probe_files, repr_files, out, pair_sets=..., ...)``).
+    (``aggregate(job)``).
 
     ``pair_sets`` maps each model name (the ``model`` column) to the pair sets summarised for it
     ("adjacent", "within:K", "all"). ``n_boot`` resamples with ``seed`` give the CI of the mean gap.
     See the module docstring for the output schema.
     """
-    job = AggregateJob.given(*args, **options)
+    job = AggregateJob.checked(job)
     probe_files, repr_files, out = list(job.probe_files), list(job.repr_files or ()), job.out
     pair_sets, n_boot, seed = job.pair_sets, job.n_boot, job.seed
     # markers of seed-family members' revisions that the hub lacks: skipped, and listed in the provenance
@@ -298,8 +298,6 @@ class AggregateJob(Job):
     representation files ``repr_files`` in one table at ``out``, each model's pairs summarised over its
     ``pair_sets`` (model label -> its pair sets), the CI of the mean gap from ``n_boot`` bootstrap resamples
     drawn with ``seed``."""
-
-    POSITIONAL = ("probe_files", "repr_files", "out")
 
     probe_files: tuple[str, ...]
     repr_files: tuple[str, ...]

@@ -192,10 +192,10 @@ def build_scores(probe_files: list[str], repr_file: str | None, healed_file: str
     return scores, meta
 
 
-def run_test_agreement(*args, **options) -> pd.DataFrame:
+def run_test_agreement(job: DisagreementJob) -> pd.DataFrame:
     """Write the disagreement table of one checkpoint to ``out``: a :class:`DisagreementJob`
-    (``run_test_agreement(job)``, or its fields: ``run_test_agreement(probe_files, out, ...)``)."""
-    job = DisagreementJob.given(*args, **options)
+    (``run_test_agreement(job)``)."""
+    job = DisagreementJob.checked(job)
     probe_files, out, repr_file, healed_file = list(job.probe_files), job.out, job.repr_file, job.healed_file
     relevance_file, members, n_boot, seed = job.relevance_file, job.members, job.n_boot, job.seed
     model, revision = job.model, job.revision
@@ -217,8 +217,6 @@ class DisagreementJob(Job):
     disagrees, from its probe files ``probe_files`` (with ``repr_file``, ``healed_file``, ``relevance_file``
     where given, and ``members``: seed family member -> its probe files), with bootstrap CIs of ``n_boot``
     resamples drawn with ``seed``, into ``out``; ``model`` and ``revision`` label its rows."""
-
-    POSITIONAL = ("probe_files", "out")
 
     probe_files: tuple[str, ...]
     out: str

@@ -70,10 +70,10 @@ def _stats_dict(s: SeqStats) -> dict:
     return {k: getattr(s, k).cpu().tolist() for k in ("kl_sum", "tokens", "nll_sum", "nll_tokens")}
 
 
-def run_probe(*args, **options) -> None:
-    """Measure every variant of a :class:`~swapkl.probes.probe_jobs.ProbeJob` (``run_probe(job)``, or its fields:
-    ``run_probe(model, out, data=..., ...)``) and write its files; the job's fields say what each option does."""
-    job = ProbeJob.given(*args, **options)
+def run_probe(job: ProbeJob) -> None:
+    """Measure every variant of a :class:`~swapkl.probes.probe_jobs.ProbeJob` (``run_probe(job)``) and write its
+    files; the job's fields say what each option does."""
+    job = ProbeJob.checked(job)
     protocols = parse_protocols(job.protocols)
     pairs, data, batch_size = job.pairs, job.data, job.batch_size
     parse_pair_set(pairs)

@@ -40,9 +40,6 @@ class ProbeJob(ForwardJob):
     again with the same arguments resumes; it must not be one of the job's declared outputs.
     """
 
-    #: the fields a stage function also takes by position: ``run_probe(model, out, ...)``
-    POSITIONAL = ("model", "out")
-
     out: str | dict[str, str]
     data: DataSpec
     protocols: tuple[str, ...] = ("replacement", "interchange", "deletion")

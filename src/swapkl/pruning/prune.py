@@ -273,12 +273,11 @@ def _pruning_rows(meta: dict, costs: _PrunedCosts, sel: dict, n_evals: dict, bud
     return rows
 
 
-def run_pruning(*args, **options) -> pd.DataFrame:
+def run_pruning(job: PruneJob) -> pd.DataFrame:
     """Prune one checkpoint by every guide and baseline at every budget and write the table: a
-    :class:`~swapkl.pruning.prune_jobs.PruneJob` (``run_pruning(job)``, or its fields:
-    ``run_pruning(model, probe_files, repr_file, out, eval_data=..., calib_data=..., ...)``), whose fields say
+    :class:`~swapkl.pruning.prune_jobs.PruneJob` (``run_pruning(job)``), whose fields say
     what each option does. Returns the rows written."""
-    job = PruneJob.given(*args, **options)
+    job = PruneJob.checked(job)
     model, revision, probe_files, repr_file, out = job.model, job.revision, job.probe_files, job.repr_file, job.out
     eval_data, calib_data, probe_data, selection = job.eval_data, job.calib_data, job.probe_data, job.selection
     budgets, spacing, n_random, seed, angular_metric = job.budgets, job.spacing, job.n_random, job.seed, job.angular_metric

@@ -28,8 +28,6 @@ class PruneJob(ForwardJob):
     baseline and is recorded for the bootstrap CIs that ``aggregate_pruning`` adds.
     """
 
-    POSITIONAL = ("model", "probe_files", "repr_file", "out")
-
     probe_files: tuple[str, ...]
     repr_file: str | None
     out: str

@@ -70,16 +70,15 @@ def _sort(df: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
               .drop(columns="_step").reset_index(drop=True))
 
 
-def aggregate_pruning(*args, **options) -> pd.DataFrame:
+def aggregate_pruning(job: AggregatePruningJob) -> pd.DataFrame:
     """Concatenate per-checkpoint pruning files (and agreement files) into one table each, adding the 95%
     bootstrap CIs (``n_boot`` resamples of the windows, seeded with each run's recorded ``seed``): an
-    :class:`AggregatePruningJob` (``aggregate_pruning(job)``, or its fields: ``aggregate_pruning(inputs, out,
-    ...)``).
+    :class:`AggregatePruningJob` (``aggregate_pruning(job)``).
 
     Rows are sorted by model, step (revisions without a step last), revision, guide (the order of
     the guide registry :mod:`swapkl.pruning.guides`), budget and random draw. A checkpoint present in two inputs is an error.
     """
-    job = AggregatePruningJob.given(*args, **options)
+    job = AggregatePruningJob.checked(job)
     inputs, out, agreement_inputs = list(job.inputs), job.out, list(job.agreement_inputs)
     agreement_out, n_boot = job.agreement_out, job.n_boot
     require_int("n_boot (bootstrap resamples)", n_boot, 1)
@@ -118,8 +117,6 @@ class AggregatePruningJob(Job):
     """What :func:`swapkl.pruning.table.aggregate_pruning` writes: the per-checkpoint pruning files ``inputs`` in
     one table at ``out`` and their agreement files ``agreement_inputs`` in one at ``agreement_out`` (both or
     neither), with bootstrap CIs of ``n_boot`` resamples."""
-
-    POSITIONAL = ("inputs", "out")
 
     inputs: tuple[str, ...]
     out: str

@@ -189,12 +189,11 @@ def check_disjoint(calibration: TrainText, data) -> None:
                           f"{data.describe()}: healing must not see the probe windows; use another file or split")
 
 
-def run_healed_probe(*args, **options) -> pd.DataFrame:
+def run_healed_probe(job: HealedProbeJob) -> pd.DataFrame:
     """Heal the selected variants of one checkpoint and write ``out`` (see the module docstring): a
-    :class:`~swapkl.recovery.healed_jobs.HealedProbeJob` (``run_healed_probe(job)``, or its fields:
-    ``run_healed_probe(model, probe_files, out, data=..., calibration=..., settings=..., ...)``), whose fields say
+    :class:`~swapkl.recovery.healed_jobs.HealedProbeJob` (``run_healed_probe(job)``), whose fields say
     what each option does."""
-    job = HealedProbeJob.given(*args, **options)
+    job = HealedProbeJob.checked(job)
     model, probe_files, out, data, calibration, settings = (job.model, list(job.probe_files), job.out, job.data,
                                                             job.calibration, job.settings)
     protocols, selection, k, select_seed, curve_steps = job.protocols, job.selection, job.k, job.select_seed, \

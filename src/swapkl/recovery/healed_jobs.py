@@ -24,8 +24,6 @@ class HealedProbeJob(Job):
     ``settings`` (HealSettings, or the keyword arguments of :func:`swapkl.recovery.heal_settings.settings_from`),
     its KL measured after each step count of ``curve_steps`` and after the last, into ``out``."""
 
-    POSITIONAL = ("model", "probe_files", "out")
-
     model: str
     probe_files: tuple[str, ...]
     out: str

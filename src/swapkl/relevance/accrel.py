@@ -84,11 +84,11 @@ def lm_relevance(engine, windows, name: str, *, model: str, revision: str | None
     return scan.rows(model, revision, name, "next_token_acc", hits, 1.0 / engine.adapter.vocab_size)
 
 
-def run_relevance(*args, **options) -> None:
+def run_relevance(job: RelevanceJob) -> None:
     """Relevance of every block of one checkpoint on each task (and LM data), into one Parquet file: a
-    :class:`~swapkl.relevance.relevance_jobs.RelevanceJob` (``run_relevance(job)``, or its fields:
-    ``run_relevance(model, task_files, out, lm_data=..., ...)``), whose fields say what each option does."""
-    job = RelevanceJob.given(*args, **options)
+    :class:`~swapkl.relevance.relevance_jobs.RelevanceJob` (``run_relevance(job)``), whose fields say what each
+    option does."""
+    job = RelevanceJob.checked(job)
     model, task_files, out, revision, lm_data, lm_name = (job.model, list(job.task_files), job.out, job.revision,
                                                          job.lm_data, job.lm_name)
     harness_tasks, lm_sets, pruning, pruning_guides = job.harness_tasks, job.lm_sets, job.pruning, job.pruning_guides

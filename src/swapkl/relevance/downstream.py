@@ -115,12 +115,12 @@ def _check_inputs(out, task_files, last_word_files, pruning, healed, pruning_gui
             raise SwapKLError(f"healed model {h!r} is not a checkpoint folder")
 
 
-def run_downstream(*args, **options) -> list[dict]:
+def run_downstream(job: DownstreamJob) -> list[dict]:
     """Score the downstream tasks on the base model, the pruning table's pruned models and the healed
     checkpoints (see the module docstring); write one Parquet file and return its rows: a
-    :class:`~swapkl.relevance.downstream_jobs.DownstreamJob` (``run_downstream(job)``, or its fields:
-    ``run_downstream(model, out, task_files=..., ...)``), whose fields say what each option does."""
-    job = DownstreamJob.given(*args, **options)
+    :class:`~swapkl.relevance.downstream_jobs.DownstreamJob` (``run_downstream(job)``), whose fields say what
+    each option does."""
+    job = DownstreamJob.checked(job)
     model, out, revision, limit, pruning, pruning_guides = (job.model, job.out, job.revision, job.limit, job.pruning,
                                                             job.pruning_guides)
     lm_eval_tasks, include_path, label, revision_label = (job.lm_eval_tasks, job.include_path, job.label,

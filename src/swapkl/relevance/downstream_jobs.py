@@ -25,8 +25,6 @@ class DownstreamJob(TaskScoringJob):
     ``results/healed_models/{model}/{revision}``: each sub-folder holding ``swapkl_heal.json``, the control
     first), scored after ``healed``."""
 
-    POSITIONAL = ("model", "out")
-
     task_files: tuple[str, ...] = ()
     last_word_files: tuple[str, ...] = ()
     lm_eval_tasks: tuple[str, ...] = PAPER_TASKS

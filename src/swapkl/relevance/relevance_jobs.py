@@ -37,8 +37,6 @@ class RelevanceJob(TaskScoringJob):
     ``pruning_guides`` when given). ``label`` and ``revision_label`` name the rows (default: the checkpoint's
     own)."""
 
-    POSITIONAL = ("model", "task_files", "out")
-
     task_files: tuple[str, ...]
     lm_data: DataSpec | None = None
     lm_name: str = "lm"

@@ -17,8 +17,6 @@ class SpansJob(EngineJob):
     """What :func:`swapkl.studies.spans.run_spans` measures on one checkpoint (``data``: a DataSpec or its dict;
     ``placement``: as :class:`swapkl.probes.probe_jobs.ProbeJob`'s)."""
 
-    POSITIONAL = ("model", "out")
-
     out: str
     data: DataSpec
     variants: tuple[str, ...] = SPAN_VARIANTS

@@ -208,10 +208,10 @@ def span_table(results: dict, variants: list[SpanVariant], meta: dict) -> pa.Tab
     return pa.Table.from_pylist(rows, schema=SPANS_FILE_SCHEMA)
 
 
-def run_spans(*args, **options) -> None:
-    """Measure every span variant of a :class:`~swapkl.studies.span_jobs.SpansJob` (``run_spans(job)``, or its
-    fields: ``run_spans(model, out, data=..., ...)``) on its windows and write its ``out``."""
-    job = SpansJob.given(*args, **options)
+def run_spans(job: SpansJob) -> None:
+    """Measure every span variant of a :class:`~swapkl.studies.span_jobs.SpansJob` (``run_spans(job)``) on its
+    windows and write its ``out``."""
+    job = SpansJob.checked(job)
     data, loops, seed, min_start, min_width = job.data, job.loops, job.seed, job.min_start, job.min_width
     batch_size, out = job.batch_size, job.out
     kinds = parse_variants(job.variants)

@@ -22,8 +22,6 @@ class SequentialJob(EngineJob):
     ``decisions_out`` the decisions table, ``progress_path`` the resume file (``design`` and ``decisions``:
     the objects or their dicts)."""
 
-    POSITIONAL = ("model", "out", "decisions_out")
-
     out: str
     decisions_out: str
     data: DataSpec

@@ -228,14 +228,14 @@ def walk_order(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(n)
 
 
-def run_sequential_probe(*args, **options) -> SequentialResult:
-    """Run a :class:`~swapkl.studies.sequential.jobs.SequentialJob` (``run_sequential_probe(job)``, or its fields:
-    ``run_sequential_probe(model, out, decisions_out, data=..., ...)``): load the model, draw the pool of windows
-    ``data`` describes (its ``n_seqs`` windows: the pool), walk it in :func:`walk_order` (``data.seed``), probe it
-    sequentially and write the probe table ``out`` (per-window columns in walk order) and the decisions table
-    ``decisions_out`` (both or none). ``progress_path`` persists finished results (:mod:`swapkl.probes.resume`),
-    so that a killed run started again resumes; it is removed once both tables are written."""
-    job = SequentialJob.given(*args, **options)
+def run_sequential_probe(job: SequentialJob) -> SequentialResult:
+    """Run a :class:`~swapkl.studies.sequential.jobs.SequentialJob` (``run_sequential_probe(job)``): load the
+    model, draw the pool of windows ``data`` describes (its ``n_seqs`` windows: the pool), walk it in
+    :func:`walk_order` (``data.seed``), probe it sequentially and write the probe table ``out`` (per-window columns
+    in walk order) and the decisions table ``decisions_out`` (both or none). ``progress_path`` persists finished
+    results (:mod:`swapkl.probes.resume`), so that a killed run started again resumes; it is removed once both
+    tables are written."""
+    job = SequentialJob.checked(job)
     data, design, decisions, pairs = job.data, job.design, job.decisions, job.pairs
     out, decisions_out, progress_path = job.out, job.decisions_out, job.progress_path
     batch_size, chunk_tokens, dtype, metadata = job.batch_size, job.chunk_tokens, job.dtype, job.metadata

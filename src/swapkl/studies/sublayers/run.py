@@ -24,6 +24,7 @@ from swapkl.pruning.inputs import check_disjoint
 from swapkl.pruning.perplexity import load_eval_windows, window_nll
 from swapkl.studies.sublayers import pruning
 from swapkl.studies.sublayers.decompose import SCHEMA, decomposition, sublayer_variants
+from swapkl.studies.sublayers.jobs import SublayerJob
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquets
@@ -85,11 +86,12 @@ def _check(job) -> None:
         check_writable(out)
 
 
-def run_sublayers(job) -> list[dict]:
+def run_sublayers(job: SublayerJob) -> list[dict]:
     """Load the checkpoint and the windows of a :class:`~swapkl.studies.sublayers.jobs.SublayerJob`, measure
     every variant of :func:`sublayer_variants`, and write :func:`decomposition`'s table to ``job.out`` with its
     provenance (and, with ``job.budgets``, the pruning table to ``job.pruning_out``); returns the decomposition's
     rows."""
+    job = SublayerJob.checked(job)
     _check(job)
     loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
                         trust_remote_code=job.trust_remote_code,
