@@ -217,3 +217,20 @@ def test_the_one_direction_ratio_figure_states_how_far_its_medians_are_from_the_
     assert ratio_difference(pairs, stats) == "each median differs from the max-direction figure's by at most 0.05"
     same = pairs.assign(ratio_ir_fwd=pairs["ratio_ir"])
     assert ratio_difference(same, ratio_by_distance(same, "ratio_ir_fwd")).startswith("each median equals")
+
+
+def test_a_panel_whose_values_span_more_than_a_hundredfold_gets_a_symmetric_log_axis():
+    """The pruning-difference panel of make real put SmolLM2's differences (a few points) flat on zero beside
+    Gemma-3's (thousands): such a spread gets a symmetric-log axis whose linear range is the power of ten at or
+    below the lower quartile of the magnitudes; a narrower spread keeps its linear axis."""
+    import matplotlib.pyplot as plt
+
+    from swapkl.figures.style import symlog_if_spread
+
+    fig, (wide, narrow) = plt.subplots(1, 2)
+    assert symlog_if_spread(wide, [-3200.0, -450.0, 3.0, -5.0, 0.0, np.nan, 240.0]) == \
+        "y: symmetric log, linear within \u00b11"
+    assert wide.get_yscale() == "symlog"
+    assert symlog_if_spread(narrow, [-0.43, 0.1, -0.04, 0.02]) == ""
+    assert narrow.get_yscale() == "linear"
+    plt.close(fig)

@@ -10,7 +10,8 @@ import pytest
 from figure_layout import captured_figures, layout_problems
 from swapkl.errors import SwapKLError
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
-from swapkl.figures.sequential.decisions import linear_threshold, plot_sequential_decisions
+from swapkl.figures.sequential.decisions import plot_sequential_decisions
+from swapkl.figures.style import linear_threshold
 
 
 def _rgb(hex_colour: str) -> tuple:

@@ -106,6 +106,30 @@ def far_cut(values, factor: float) -> float | None:
 FIGURE_MARK = "swapkl"
 
 
+def linear_threshold(values) -> float:
+    """A symmetric-log axis's linear range: the power of ten at or below the lower quartile of the values'
+    magnitudes, so that most values lie on the logarithmic part however small they are."""
+    values = np.asarray(values, dtype=float)
+    size = np.abs(values[np.isfinite(values) & (values != 0)])
+    return float(10 ** np.floor(np.log10(np.quantile(size, 0.25)))) if size.size else 1.0
+
+
+#: a panel whose largest magnitude is this many times its smallest nonzero one gets a symmetric-log axis
+SYMLOG_SPREAD = 100.0
+
+
+def symlog_if_spread(ax, values, axis: str = "y") -> str:
+    """Put ``axis`` of ``ax`` on a symmetric-log scale when ``values`` span more than :data:`SYMLOG_SPREAD` (small
+    values would otherwise sit flat on zero beside large ones); returns the note's words for the axis, or ""."""
+    values = np.asarray(values, dtype=float)
+    size = np.abs(values[np.isfinite(values) & (values != 0)])
+    if size.size < 2 or size.max() <= SYMLOG_SPREAD * size.min():
+        return ""
+    threshold = linear_threshold(values)
+    getattr(ax, f"set_{axis}scale")("symlog", linthresh=threshold)
+    return f"{axis}: symmetric log, linear within \u00b1{threshold:g}"
+
+
 def _figure_written_by_swapkl(path: str) -> bool:
     """Whether ``path`` is a PNG or PDF that :func:`save_figure` wrote (it carries swapkl's mark)."""
     with open(path, "rb") as f:

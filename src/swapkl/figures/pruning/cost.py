@@ -17,7 +17,8 @@ from matplotlib.lines import Line2D
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.figure_registry import on_table
-from swapkl.figures.style import add_note, far_cut, figure_style, fit_title, new_figure, save_figure
+from swapkl.figures.style import (add_note, far_cut, figure_style, fit_title, new_figure, save_figure,
+                                  symlog_if_spread)
 from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures.guide_style import family_colour, plotted_looks
 from swapkl.pruning.guides.guide_registry import FAMILIES, registered
@@ -371,10 +372,12 @@ def plot_ir_panel(df: pd.DataFrame, out_png, out_pdf, *, revisions: dict[str, st
         ax.set_xticks(sorted(set(ir["budget"])))
         ax.set_xlabel("Blocks removed (n)")
         ax.set_ylabel(DIFF_LABEL)
+        # one model's differences can be a hundred times another's: the small ones would sit flat on zero
+        scale = symlog_if_spread(ax, ir[["ir_diff", "ir_diff_ci_low", "ir_diff_ci_high"]].to_numpy().ravel())
         # the figure's title spans the legend's column too, so the legend beside the panel sits at its middle
         fit_title(fig, "Does the interchange protocol find cheaper removals?")
         _legend(fig, ax, bool(ir["same_blocks"].any()))
-        add_note(fig, _diff_note(n_boot))
+        add_note(fig, _diff_note(n_boot) + (f" {scale[0].upper()}{scale[1:]}." if scale else ""))
         save_figure(fig, out_png, out_pdf)
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
-from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
+from swapkl.figures.style import add_note, figure_style, fit_title, linear_threshold, new_figure, save_figure
 from swapkl.tables.schemas import DECISIONS_SCHEMA, read_frame
 
 #: how a sign decision is drawn: (label, colour)
@@ -21,13 +21,6 @@ SIGNS = {("holds", "+"): ("gap > 0 (interchange costs less) holds", BLUE),
 def _pair(subject: str) -> tuple[int, int]:
     i, j = subject.split("-")
     return int(i), int(j)
-
-
-def linear_threshold(values: np.ndarray) -> float:
-    """The symmetric-log axis's linear range: the power of ten at or below the lower quartile of the values'
-    magnitudes, so that most gaps lie on the logarithmic part however small the model's gaps are."""
-    size = np.abs(values[np.isfinite(values) & (values != 0)])
-    return float(10 ** np.floor(np.log10(np.quantile(size, 0.25)))) if size.size else 1.0
 
 
 def _signs_panels(ax, ax_windows, rows: pd.DataFrame, cap: int) -> None:
