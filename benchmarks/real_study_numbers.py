@@ -22,7 +22,9 @@ docs/real_decisions.csv is that file, docs/real_decisions_signs.csv (written bes
 docs/real_decisions_evaluations.csv the variant-window evaluations each probe spent against a uniform probe. With
 ``--sublayers FILE.csv``, the sublayers study's statements (swapkl.studies.sublayers.summary: which sublayer carries
 more of the gap, the interaction, sublayer against block pruning; results/sublayer_gaps.parquet and
-results/sublayer_pruning.parquet); docs/real_sublayers.csv is that file.
+results/sublayer_pruning.parquet); docs/real_sublayers.csv is that file. With ``--scored FILE.csv``, the windows
+and scored tokens of the uniform probe, the sequential pool, the sublayers study and the pruning perplexity;
+docs/real_scored.csv is that file.
 """
 
 from __future__ import annotations
@@ -171,6 +173,25 @@ def write_sublayers(root: Path, out: Path) -> None:
     print(f"wrote {out}")
 
 
+def scored(root: Path) -> pd.DataFrame:
+    """Per model, the windows and the scored tokens of each measurement the pages quote: the uniform probe
+    (results/swapkl.parquet), the sequential probe's pool (its base row), the sublayers study
+    (results/sublayer_gaps.parquet) and the pruning perplexity (results/pruning.parquet)."""
+    agg = pd.read_parquet(root / "results/swapkl.parquet")
+    directed = agg[agg["kind"] == "directed"].groupby("model")[["n_seqs", "n_tokens"]].max()
+    sub = pd.read_parquet(root / "results/sublayer_gaps.parquet").groupby("model")[["n_windows", "n_tokens"]].max()
+    prune = pd.read_parquet(root / "results/pruning.parquet").groupby("model")[["n_eval_windows", "n_eval_tokens"]].max()
+    out = []
+    for model in sorted(directed.index):
+        (path,) = sorted((root / "results/sequential" / model).glob("*/probe.parquet"))
+        base = pd.read_parquet(path).query("protocol == 'base'").iloc[0]
+        for study, windows, tokens in (("probe", *directed.loc[model]), ("sequential_pool", base["n_seqs"],
+                                                                          base["n_tokens"]),
+                                       ("sublayers", *sub.loc[model]), ("pruning_perplexity", *prune.loc[model])):
+            out.append({"model": model, "study": study, "windows": int(windows), "scored_tokens": int(tokens)})
+    return pd.DataFrame(out)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path("."), help="the directory `make real` ran in")
@@ -182,7 +203,15 @@ def main(argv=None) -> None:
                         help="write the sequential probes' removal-set decisions here instead")
     parser.add_argument("--sublayers", type=Path, metavar="FILE.csv",
                         help="write the sublayers study's statements (with intervals and verdicts) here instead")
+    parser.add_argument("--scored", type=Path, metavar="FILE.csv",
+                        help="write the windows and scored tokens of each measurement here instead")
     args = parser.parse_args(argv)
+    if args.scored:
+        table = scored(args.root)
+        table.to_csv(args.scored, index=False)
+        print(table.to_string(index=False))
+        print(f"wrote {args.scored}")
+        return
     if args.sublayers:
         write_sublayers(args.root, args.sublayers)
         if not (args.findings or args.removal or args.decisions):

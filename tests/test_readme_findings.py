@@ -118,6 +118,34 @@ def test_the_sequential_probes_savings_are_the_runs():
         row = next(line for line in table.splitlines() if line.startswith(f"| {name} ("))
         assert f"{r.variants} variants) |" in row and f"| {r.sequential:,} | {r.uniform:,} | {r.saving:.2f}x |" in row, row
 
+def test_the_windows_and_scored_tokens_quoted_are_the_runs():
+    """Every count of windows and scored tokens that the README and docs/real_models.md quote for the real run is
+    docs/real_scored.csv (`benchmarks/real_study_numbers.py --scored`): the uniform probe, the sequential pool,
+    the sublayers study and the pruning perplexity; a count quoted "per model" is the same on both models."""
+    table = pd.read_csv(REPO / "docs" / "real_scored.csv")
+
+    def one(study: str) -> tuple[int, int, int]:
+        rows = table[table["study"] == study]
+        assert rows["windows"].nunique() == 1 and rows["scored_tokens"].nunique() == 1, study
+        windows, tokens = int(rows["windows"].iloc[0]), int(rows["scored_tokens"].iloc[0])
+        assert tokens % windows == 0, study  # filled windows: every position is scored
+        return windows, tokens // windows, tokens
+
+    readme = " ".join(_readme_section().split())
+    page = " ".join(_section().split())
+    w, t, n = one("probe")
+    assert f"on {w} filled windows of {t} tokens ({n} scored tokens per model)" in page
+    assert f"on the {w} filled windows ({n} scored tokens per model" in page
+    w, t, _ = one("sequential_pool")
+    assert f"up to {w} filled windows of {t} tokens per model" in readme
+    assert f"a sequential probe on a pool of {w} filled windows of {t} tokens" in page
+    w, t, n = one("sublayers")
+    assert f"on {w} filled windows of {t} tokens per model ({n:,} scored tokens;" in readme
+    assert f"on {w} filled windows of {t} tokens)" in page
+    ppl = table[table["study"] == "pruning_perplexity"].set_index("model")["scored_tokens"]
+    assert (f"perplexity increase (%) on {ppl['smollm2-135m']:,} (SmolLM2, unpruned perplexity 35.9) and "
+            f"{ppl['gemma3-270m']:,} (Gemma-3, 288.8) held-out tokens") in page
+
 def _share(x: float) -> str:
     return f"{100 * x:.0f}%"
 
