@@ -62,12 +62,22 @@ def test_floats_are_rounded_for_display_and_integers_are_not(tmp_path):
 
 def test_a_table_of_kinds_shows_summaries_and_pairs_first(tmp_path):
     """results/swapkl.parquet holds thousands of directed rows before its pairs and summaries; the page shows the
-    answer first (a stable order by kind, each kind's rows as in the file)."""
+    answer first: one table per kind in the order summary, pair, repr, directed (then any other kind), each
+    kind's rows as in the file, cut at ``max_rows`` with a note, and only the columns its rows fill."""
     path = tmp_path / "a.parquet"
-    kinds = ["directed"] * 6 + ["pair", "summary", "pair", "repr"]
-    write_parquet(pa.table({"kind": kinds, "row": list(range(10))}), str(path), {"kind": "t"})
+    kinds = ["directed"] * 6 + ["pair", "summary", "pair", "repr", "other"]
+    gap = [None] * 6 + [0.5, None, 0.25, None, None]
+    kl = [0.1] * 6 + [None, None, None, None, None]
+    write_parquet(pa.table({"kind": kinds, "row": list(range(11)), "gap": pa.array(gap, pa.float64()),
+                            "kl_mean": pa.array(kl, pa.float64())}), str(path), {"kind": "t"})
     out = tmp_path / "a.html"
     write_table_html(path, out, max_rows=4)
-    shown = pd.read_html(io.StringIO(out.read_text()))[0]
-    assert shown["row"].tolist() == [7, 6, 8, 9]
-    assert "Rows by kind: summary, pair, repr, directed." in out.read_text()
+    text = out.read_text()
+    summary, pair, repr_, directed, other = pd.read_html(io.StringIO(text))[:5]
+    assert summary["row"].tolist() == [7] and pair["row"].tolist() == [6, 8] and repr_["row"].tolist() == [9]
+    assert directed["row"].tolist() == [0, 1, 2, 3] and other["row"].tolist() == [10]
+    assert list(pair.columns) == ["kind", "row", "gap"] and list(directed.columns) == ["kind", "row", "kl_mean"]
+    assert list(summary.columns) == ["kind", "row"]
+    assert "first 4 of 6 rows; 1 column it leaves empty is not shown" in text
+    assert text.index("kind = summary") < text.index("kind = pair") < text.index("kind = repr") \
+        < text.index("kind = directed") < text.index("kind = other")

@@ -59,34 +59,57 @@ KIND_ORDER = ("summary", "pair", "repr", "directed")
 
 def table_html(path: str | Path, *, title: str | None = None, max_rows: int = 500, table: str | None = None) -> str:
     """The HTML page of the Parquet table at ``path`` (``table``: its name under results/, which picks the
-    column meanings of that table where a name means something else there)."""
+    column meanings of that table where a name means something else there). A table with a ``kind`` column is
+    shown one kind at a time, in :data:`KIND_ORDER` (the answer first: results/swapkl.parquet holds thousands of
+    directed rows before its pairs and summaries), each with the columns its rows fill and its first ``max_rows``
+    rows."""
     path = str(path)
     prov = provenance.read(path)
     schema = pq.read_schema(path)
     df = pd.read_parquet(path, dtype_backend="numpy_nullable")
-    order = ""
-    if "kind" in df.columns:  # the answer first: a table of summaries and pairs over thousands of directed rows
-        rank = df["kind"].map({k: n for n, k in enumerate(KIND_ORDER)}).fillna(len(KIND_ORDER))
-        df = df.iloc[np.argsort(rank.to_numpy(dtype=np.float64), kind="stable")]
-        order = f" Rows by kind: {', '.join(k for k in KIND_ORDER if k in set(df['kind']))}."
-    shown = df.head(max_rows)
-    body = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
     left = "style='text-align:left'"
     cols = "".join(f"<tr><td {left}>{html.escape(f.name)}</td><td {left}>{html.escape(str(f.type))}</td>"
                    f"<td {left}>{html.escape(describe(f.name, table))}</td></tr>" for f in schema)
-    more = (f"<p>First {max_rows} of {len(df)} rows; every row is in <code>{html.escape(path)}</code>.{order}</p>"
-            if len(df) > max_rows else f"<p>{len(df)} rows.{order}</p>")
+    if "kind" in df.columns:
+        kinds = [k for k in KIND_ORDER if (df["kind"] == k).any()]
+        kinds += sorted(set(df["kind"].dropna()) - set(kinds))
+        links = ", ".join(f"<a href='#kind-{html.escape(str(k))}'>{html.escape(str(k))}</a>" for k in kinds)
+        head = (f"<p>{len(df)} rows of {len(kinds)} kinds, shown one kind at a time: {links}. Each kind shows the "
+                "columns its rows fill; every row and column is in "
+                f"<code>{html.escape(path)}</code>.</p>")
+        rows = "".join(_kind_section(df[df["kind"] == k], str(k), max_rows) for k in kinds)
+    else:
+        head = (f"<p>First {max_rows} of {len(df)} rows; every row is in <code>{html.escape(path)}</code>.</p>"
+                if len(df) > max_rows else f"<p>{len(df)} rows.</p>")
+        rows = _rows(df.head(max_rows))
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title or path)}</title>"
-            f"<style>{STYLE}</style></head><body><h2>{html.escape(title or path)}</h2>{more}"
+            f"<style>{STYLE}</style></head><body><h2>{html.escape(title or path)}</h2>{head}"
             f"<p>Read it with <code>{html.escape(READ_HINT)}</code> so that integer columns with nulls stay "
             "integers. Numbers are shown to four significant digits; the file holds every digit. What each column "
             "means: <a href='#columns'>Columns</a>, below the rows.</p>"
-            f"{body.to_html(index=False, escape=True, border=0)}"
+            f"{rows}"
             f"<h3 id='columns'>Columns</h3><table><tr><th {left}>column</th><th {left}>type</th>"
             f"<th {left}>meaning</th></tr>{cols}"
             "</table>"
             f"<h3>Provenance</h3><pre>{html.escape(json.dumps(prov, indent=1, sort_keys=True, default=str))}</pre>"
             "</body></html>\n")
+
+
+def _rows(shown: pd.DataFrame) -> str:
+    body = shown.map(_cell) if hasattr(shown, "map") else shown.applymap(_cell)
+    return body.to_html(index=False, escape=True, border=0)
+
+
+def _kind_section(rows: pd.DataFrame, kind: str, max_rows: int) -> str:
+    """One kind's rows under its heading, with only the columns they fill (a pair row has no directed KL)."""
+    filled = [c for c in rows.columns if c == "kind" or rows[c].notna().any()]
+    count = (f"first {max_rows} of {len(rows)} rows" if len(rows) > max_rows
+             else f"{len(rows)} row{'s' if len(rows) != 1 else ''}")
+    left_out = len(rows.columns) - len(filled)
+    empty = (f"; {left_out} column{'s' if left_out != 1 else ''} it leaves empty "
+             f"{'are' if left_out != 1 else 'is'} not shown") if left_out else ""
+    return (f"<h3 id='kind-{html.escape(kind)}'>kind = {html.escape(kind)}</h3><p>{count}{empty}.</p>"
+            f"{_rows(rows[filled].head(max_rows))}")
 
 
 def write_table_html(path: str | Path, out: str | Path, *, title: str | None = None, max_rows: int = 500,
