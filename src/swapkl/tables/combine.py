@@ -62,7 +62,8 @@ def aggregate_decisions(inputs: list[str], out: str) -> None:
 def concat_tables(inputs: list[str], out: str) -> pd.DataFrame:
     """One table from per-checkpoint tables swapkl wrote (their provenance kept as ``inputs``)."""
     if not inputs:
-        raise SwapKLError("no tables to concatenate")
+        raise SwapKLError(f"{out}: no per-checkpoint table to concatenate (no model of the config runs the stage "
+                          "that writes them)")
     provs = [provenance.read(path) for path in inputs]
     df = pd.concat([pd.read_parquet(path) for path in inputs], ignore_index=True)
     write_parquet(df, out, dict(provenance.software_versions(), inputs=provs))
