@@ -133,7 +133,9 @@ def owner_default(owner, name):
 
 
 def test_schema_defaults_are_the_job_descriptions():
-    """Every schema default that a stage's job also has is the job's (one table, one test)."""
+    """Every schema default that a stage's job also has is the job's: the defaults swapkl.config.job_defaults writes
+    into the loaded schema read back through this table's own config-to-job conversions (written here by hand, as
+    the workflow builds a job from a config value), and the demo's, which the schema states itself."""
     wrong = []
     for path, owner, name, convert in SCHEMA_DEFAULTS:
         value = schema_default(path)
@@ -219,13 +221,14 @@ def _leaf_jobs() -> set:
     while stack:
         for sub in stack.pop().__subclasses__():
             stack.append(sub)
-            if sub.__module__.startswith("swapkl.") and not sub.__subclasses__():
+            if sub.__module__.startswith("swapkl.") and not [s for s in sub.__subclasses__()
+                                                            if s.__module__.startswith("swapkl.")]:
                 found.add(sub)
     return found
 
 
 def test_every_stage_job_is_taken_by_its_function():
-    """Every job description of the package (a Job that no other job extends: the stages' own, not the shared
+    """Every job description of the package (a Job that no other job of the package extends: the stages' own, not the shared
     bases) is in TAKE_THE_JOB, so a new stage whose function repeats its job's signature fails here."""
     assert _leaf_jobs() == {job for job, _ in TAKE_THE_JOB}
 
@@ -239,3 +242,85 @@ def test_only_the_aggregation_commands_take_bootstrap_options():
     assert not {"n_boot", "seed"} & {f.name for f in dataclasses.fields(ProbeJob)}
 
 
+
+
+def test_the_schema_file_states_no_default_that_a_job_gives():
+    """A default is written once: a schema file that states one of a job's defaults itself, or jobs sharing an
+    option that disagree on its default, are refused with the path named."""
+    import copy
+
+    from swapkl.config import ConfigError
+    from swapkl.config.job_defaults import JOB_DEFAULTS, fill_job_defaults, schema_node
+    from swapkl.config.schema_validation import _read_yaml
+
+    raw = _read_yaml(Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml")
+    for path, _, _ in JOB_DEFAULTS:
+        node = schema_node(raw, path)
+        key = path.partition("#")[2]
+        assert (key not in node["default"]) if key else ("default" not in node), path
+    stated = copy.deepcopy(raw)
+    schema_node(stated, "model.batch_size")["default"] = 8
+    with pytest.raises(ConfigError, match="model.batch_size: the schema states a default of its own; it is "
+                                          "ProbeJob.batch_size's"):
+        fill_job_defaults(stated)
+    split = copy.deepcopy(raw)
+    schema_node(split, "prune.eval")["default"]["split"] = "test"
+    with pytest.raises(ConfigError, match="prune.eval#split: the schema states a default of its own"):
+        fill_job_defaults(split)
+    filled = copy.deepcopy(raw)
+    fill_job_defaults(filled)
+    assert schema_node(filled, "model.batch_size")["default"] == ProbeJob.batch_size
+    assert schema_node(filled, "prune.max_budget")["default"] == len(PruneJob.budgets)
+
+
+def test_jobs_that_share_an_option_must_agree_on_its_default(monkeypatch):
+    from swapkl.config import ConfigError
+    from swapkl.config import job_defaults
+    from swapkl.config.schema_validation import _read_yaml
+
+    raw = _read_yaml(Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml")
+    monkeypatch.setattr(job_defaults, "JOB_DEFAULTS", [
+        ("properties.probe.n_boot", [({"a": 1000}, "a"), ({"b": 500}, "b")], job_defaults.same)])
+    with pytest.raises(ConfigError, match=r"properties.probe.n_boot: the jobs that share this option disagree on its "
+                                          r"default \(a = 1000, b = 500\)"):
+        job_defaults.fill_job_defaults(raw)
+
+
+#: defaults that docs/configuration.md gives as their effect, where the schema's is null: null -> the trainer's 0.1
+DOCUMENTED_EFFECT = {"min_lr_ratio": 0.1}
+
+
+def test_the_configuration_page_gives_the_schemas_defaults():
+    """Every ``\\`key\\` [value]`` of docs/configuration.md whose value is a YAML value (not words such as "WikiText-2
+    test") is a default the loaded schema gives a key of that name, so the page cannot drift from the jobs'
+    defaults; the check reads at least 60 of them."""
+    import re
+
+    names: dict[str, list] = {}
+
+    def walk(node, name=None):
+        if isinstance(node, dict):
+            if name is not None and "default" in node:
+                names.setdefault(name, []).append(node["default"])
+            for section in ("properties", "$defs"):
+                for key, child in node.get(section, {}).items():
+                    walk(child, key)
+
+    walk(SCHEMA)
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    checked, wrong = 0, []
+    for match in re.finditer(r"`(\w+)` \[([^\];]+)[\];]", page):
+        key, text = match.group(1), match.group(2).strip().strip("`")
+        if key not in names or ":" in text or "\n" in text:
+            continue  # a key of no default, or a default described in words
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+        if isinstance(value, str) and " " in value:
+            continue
+        checked += 1
+        if value not in names[key] and DOCUMENTED_EFFECT.get(key) != value:
+            wrong.append(f"`{key}` [{text}]: the schema's defaults of {key} are {names[key]}")
+    assert not wrong, "\n".join(wrong)
+    assert checked >= 60, checked

@@ -1,5 +1,6 @@
 """swapkl.config.rule_jobs: a rule's job is built from the config keys named like its fields, and a new option
-costs four places (the schema's key, the job's field, the command line's flag, the code that reads it).
+costs four places (the schema's key, the job's field, the command line's flag, the code that reads it) and the
+row of swapkl.config.job_defaults that gives the schema's key the job's default.
 
 The toy option ``toy_scale`` is added here in exactly those four places, each as the test's own copy (a copy of
 the schema with the key, a subclass of ProbeJob with the field, the probe command's parser with the flag, a
@@ -19,7 +20,7 @@ import yaml
 from direct_config import RULES, SCHEMA
 from swapkl.cli import build_parser
 from swapkl.commands import probe_command
-from swapkl.config import ConfigError, rule_jobs
+from swapkl.config import ConfigError, job_defaults, rule_jobs
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.stages import STAGES
 from swapkl.config.study_plan import StudyPlan
@@ -38,12 +39,16 @@ class ToyProbeJob(ProbeJob):
     toy_scale: float = 1.0
 
 
-def schema_with_toy(tmp_path):
-    """Place 1 of 4: the schema's key, on each model (in the package, a key of config.schema.yaml)."""
+def schema_with_toy(tmp_path, monkeypatch):
+    """Place 1 of 4: the schema's key, on each model (in the package, a key of config.schema.yaml), without a
+    default: its row in swapkl.config.job_defaults gives it the job's."""
     schema = yaml.safe_load(SCHEMA.read_text())
-    schema["$defs"]["model"]["properties"]["toy_scale"] = {"type": "number", "default": 1.0}
+    schema["$defs"]["model"]["properties"]["toy_scale"] = {"type": "number"}
     path = tmp_path / "config.schema.yaml"
     path.write_text(yaml.safe_dump(schema, sort_keys=False))
+    row = ("model.toy_scale", [(ToyProbeJob, "toy_scale")], job_defaults.same)
+    if row not in job_defaults.JOB_DEFAULTS:
+        monkeypatch.setattr(job_defaults, "JOB_DEFAULTS", [*job_defaults.JOB_DEFAULTS, row])
     return path
 
 
@@ -53,10 +58,13 @@ def rule_params(cfg, schema) -> RuleParams:
     return RuleParams(StudyPlan(cfg, families))
 
 
-def test_the_schema_is_where_a_new_key_is_allowed(tmp_path):
+def test_the_schema_is_where_a_new_key_is_allowed(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="toy_scale"):
         rule_params(CONFIG, SCHEMA)
-    assert rule_params(CONFIG, schema_with_toy(tmp_path)).model_config(WILDCARDS)["toy_scale"] == 2.5
+    schema = schema_with_toy(tmp_path, monkeypatch)
+    assert rule_params(CONFIG, schema).model_config(WILDCARDS)["toy_scale"] == 2.5
+    without = {"models": {"m": {k: v for k, v in CONFIG["models"]["m"].items() if k != "toy_scale"}}}
+    assert rule_params(without, schema).model_config(WILDCARDS)["toy_scale"] == 1.0  # the job's default
 
 
 def test_a_new_option_reaches_the_rule_job_from_the_config_key_of_its_name(tmp_path, monkeypatch):
@@ -64,14 +72,15 @@ def test_a_new_option_reaches_the_rule_job_from_the_config_key_of_its_name(tmp_p
     toy = dataclasses.replace(STAGES["probe"], job=ToyProbeJob,
                               runner=lambda job: seen.append(job.toy_scale))  # place 4: the use
     monkeypatch.setitem(STAGES, "probe", toy)
-    params = rule_params(CONFIG, schema_with_toy(tmp_path))
+    params = rule_params(CONFIG, schema_with_toy(tmp_path, monkeypatch))
     settings = params.job("probe")(WILDCARDS)  # the rule's `job` param, as probe.smk names it
     assert settings["kind"] == "probe" and settings["toy_scale"] == 2.5
     assert yaml.safe_load(yaml.safe_dump(settings)) == settings, "a plain value, for Snakemake's params trigger"
     rule_jobs.run_rule_job(settings, FILES, [])  # what run_job.py does
     assert seen == [2.5]
 
-    unset = rule_params({"models": {"m": {**CONFIG["models"]["m"], "toy_scale": 1.0}}}, schema_with_toy(tmp_path))
+    unset = rule_params({"models": {"m": {**CONFIG["models"]["m"], "toy_scale": 1.0}}},
+                        schema_with_toy(tmp_path, monkeypatch))
     assert rule_jobs.build_job(unset.job("probe")(WILDCARDS), FILES).toy_scale == 1.0
 
 

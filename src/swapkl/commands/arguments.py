@@ -15,6 +15,7 @@ from swapkl.commands.paths import input_arg, output_arg
 from swapkl.data.data_spec import PACKINGS, SELECTIONS, TEXT_FORMATS, DataSpec, parse_pad_token
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import EngineJob, ForwardJob, default
+from swapkl.pruning.prune_jobs import CALIBRATION_SPLIT
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -134,7 +135,7 @@ def placement(args) -> dict | None:
 # DataSpec's, filled in by data_spec() so that an option given where it has no effect can be refused.
 #: a split default that differs from DataSpec's, per option prefix: calibration windows come from the training
 #: split, as in the workflow (workflow/schemas/config.schema.yaml, prune.calibration)
-SPLIT_DEFAULTS = {"calib-": "train"}
+SPLIT_DEFAULTS = {"calib-": CALIBRATION_SPLIT}
 TEXT_ONLY = ("n_seqs", "seq_len", "min_tokens", "data_seed", "text_format", "padding", "pad_token", "selection",
              "packing")
 DATASET_ONLY = ("dataset_config", "split", "text_fields")

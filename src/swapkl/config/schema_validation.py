@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator, validators
 
 import swapkl.studies  # noqa: F401  (every study folder registers itself)
 from swapkl.config import ConfigError
+from swapkl.config.job_defaults import fill_job_defaults
 from swapkl.study import STUDIES
 
 
@@ -46,9 +47,12 @@ def _read_yaml(path: str | Path) -> dict:
 
 
 def load_schema(path: str | Path) -> dict:
-    """The config schema at ``path`` with the section of every study kept in a folder (:data:`swapkl.study.STUDIES`):
-    its ``schema.yaml`` becomes ``$defs/<study>``, and each model gets the section (default: ``{}``)."""
+    """The config schema at ``path`` with the stages' defaults of their job descriptions
+    (:func:`swapkl.config.job_defaults.fill_job_defaults`) and the section of every study kept in a folder
+    (:data:`swapkl.study.STUDIES`): its ``schema.yaml`` becomes ``$defs/<study>``, and each model gets the section
+    (default: ``{}``)."""
     schema = _read_yaml(path)
+    fill_job_defaults(schema)
     for study in STUDIES.entries():
         if study.name in schema["$defs"] or study.name in schema["$defs"]["model"]["properties"]:
             raise ConfigError(f"{study.schema_file}: the config schema {path} already has a section {study.name!r}")

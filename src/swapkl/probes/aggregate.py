@@ -61,7 +61,6 @@ file its path, role and provenance as read from that file.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +69,7 @@ import pyarrow as pa
 
 from swapkl import __version__
 from swapkl.errors import SwapKLError
-from swapkl.model.model_job import Job
+from swapkl.probes.table_jobs import AggregateJob
 from swapkl.hub.absence import split_absent
 from swapkl.hub.duplicate_revisions import Checkpoint, find_duplicates, revision_order
 from swapkl.probes.aggregate_checkpoint import checkpoint_rows, group_checkpoints
@@ -290,21 +289,3 @@ def probe_provenance(aggregate_path: str) -> dict[tuple[str, str], dict]:
         if item.get("role") == "probe":
             out.setdefault((item["model"], item["revision"]), item.get("provenance") or {})
     return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class AggregateJob(Job):
-    """What :func:`swapkl.probes.aggregate.aggregate` writes: the probe files ``probe_files`` and the
-    representation files ``repr_files`` in one table at ``out``, each model's pairs summarised over its
-    ``pair_sets`` (model label -> its pair sets), the CI of the mean gap from ``n_boot`` bootstrap resamples
-    drawn with ``seed``."""
-
-    probe_files: tuple[str, ...]
-    repr_files: tuple[str, ...]
-    out: str
-    pair_sets: dict
-    n_boot: int = 1000
-    seed: int = 0
-
-    def __post_init__(self):
-        self.as_tuple("probe_files", "repr_files")

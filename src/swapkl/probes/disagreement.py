@@ -28,7 +28,6 @@ significant and rho takes 85 values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -37,7 +36,7 @@ from swapkl.stats.agreement import compare
 from swapkl.stats.rank_correlation import kendall, spearman
 from swapkl.stats.bootstrap import percentile_ci, resample_indices
 from swapkl.errors import SwapKLError
-from swapkl.model.model_job import Job
+from swapkl.probes.table_jobs import DisagreementJob
 from swapkl.options import require_int
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
@@ -209,25 +208,3 @@ def run_test_agreement(job: DisagreementJob) -> pd.DataFrame:
     write_parquet(df, out, dict(provenance.software_versions(), inputs=inputs, n_boot=int(n_boot), seed=int(seed),
                                 ci_level=0.95, tests={k: v[0] for k, v in scores.tests.items()}))
     return df
-
-
-@dataclass(frozen=True, kw_only=True)
-class DisagreementJob(Job):
-    """What :func:`swapkl.probes.disagreement.run_test_agreement` writes: how much every test of one checkpoint
-    disagrees, from its probe files ``probe_files`` (with ``repr_file``, ``healed_file``, ``relevance_file``
-    where given, and ``members``: seed family member -> its probe files), with bootstrap CIs of ``n_boot``
-    resamples drawn with ``seed``, into ``out``; ``model`` and ``revision`` label its rows."""
-
-    probe_files: tuple[str, ...]
-    out: str
-    model: str | None = None
-    revision: str | None = None
-    repr_file: str | None = None
-    healed_file: str | None = None
-    relevance_file: str | None = None
-    members: dict | None = None
-    n_boot: int = 1000
-    seed: int = 0
-
-    def __post_init__(self):
-        self.as_tuple("probe_files")

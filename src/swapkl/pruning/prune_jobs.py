@@ -7,10 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swapkl.data.data_spec import DataSpec
-from swapkl.model.model_job import ForwardJob
+from swapkl.model.model_job import ForwardJob, Job
 from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.pruning.selection_options import SelectionOptions
 
+#: the split of a dataset that the calibration windows (``calib_data``: SLEB, Taylor) default to: the training split,
+#: unlike the probe windows' (DataSpec's validation split)
+CALIBRATION_SPLIT = "train"
 
 @dataclass(frozen=True, kw_only=True)
 class PruneJob(ForwardJob):
@@ -49,3 +52,19 @@ class PruneJob(ForwardJob):
         self.coerce("probe_data", DataSpec)
         self.coerce("selection", SelectionOptions, none=True)
         self.as_tuple("probe_files", "budgets")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AggregatePruningJob(Job):
+    """What :func:`swapkl.pruning.table.aggregate_pruning` writes: the per-checkpoint pruning files ``inputs`` in
+    one table at ``out`` and their agreement files ``agreement_inputs`` in one at ``agreement_out`` (both or
+    neither), with bootstrap CIs of ``n_boot`` resamples."""
+
+    inputs: tuple[str, ...]
+    out: str
+    agreement_inputs: tuple[str, ...] = ()
+    agreement_out: str | None = None
+    n_boot: int = 1000
+
+    def __post_init__(self):
+        self.as_tuple("inputs", "agreement_inputs")

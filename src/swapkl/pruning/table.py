@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -24,7 +23,7 @@ import pyarrow as pa
 from swapkl.tables import provenance
 from swapkl.hub.absence import split_absent
 from swapkl.errors import SwapKLError
-from swapkl.model.model_job import Job
+from swapkl.pruning.prune_jobs import AggregatePruningJob
 from swapkl.tables.file_checks import require_distinct
 from swapkl.pruning.guides.guide_registry import guide_names
 from swapkl.stats.intervals import pruning_intervals
@@ -110,19 +109,3 @@ def aggregate_pruning(job: AggregatePruningJob) -> pd.DataFrame:
                            input_sha256=provenance.input_sha256(agreement_inputs), absent=absent_agreement))
     log.info("wrote %s (%d rows from %d files)", out, len(df), len(provs))
     return df
-
-
-@dataclass(frozen=True, kw_only=True)
-class AggregatePruningJob(Job):
-    """What :func:`swapkl.pruning.table.aggregate_pruning` writes: the per-checkpoint pruning files ``inputs`` in
-    one table at ``out`` and their agreement files ``agreement_inputs`` in one at ``agreement_out`` (both or
-    neither), with bootstrap CIs of ``n_boot`` resamples."""
-
-    inputs: tuple[str, ...]
-    out: str
-    agreement_inputs: tuple[str, ...] = ()
-    agreement_out: str | None = None
-    n_boot: int = 1000
-
-    def __post_init__(self):
-        self.as_tuple("inputs", "agreement_inputs")
