@@ -258,6 +258,13 @@ def test_the_schema_file_states_no_default_that_a_job_gives():
         node = schema_node(raw, path)
         key = path.partition("#")[2]
         assert (key not in node["default"]) if key else ("default" not in node), path
+    import swapkl.studies  # noqa: F401  (the study folders register themselves)
+    from swapkl.study import STUDIES
+
+    for study in STUDIES.entries():
+        section = _read_yaml(study.schema_file)["properties"]
+        assert study.defaults, study.name
+        assert not [key for key, _, _ in study.defaults if "default" in section[key]], study.name
     stated = copy.deepcopy(raw)
     schema_node(stated, "model.batch_size")["default"] = 8
     with pytest.raises(ConfigError, match="model.batch_size: the schema states a default of its own; it is "

@@ -101,6 +101,9 @@ ckpt.mkdir()
 settings["model"] = str(ckpt)
 out = ckpt.parent / "toy.parquet"
 run_rule_job(settings, {"out": str(out)}, [str(out)])
+unset = copy.deepcopy(cfg)
+del unset["models"]["pythia-demo"]["toy_study"]["scale"]
+default_scale = validated(unset)[0]["models"]["pythia-demo"]["toy_study"]["scale"]
 bad = copy.deepcopy(cfg)
 bad["models"]["pythia-demo"]["toy_study"]["bogus"] = 1
 try:
@@ -111,6 +114,7 @@ except ConfigError as err:
 print(json.dumps({"section": done["models"]["pythia-demo"]["toy_study"], "scale": settings["scale"],
                   "checkpoints": params.plan.stage_checkpoints("toy_study"),
                   "score": float(pd.read_parquet(out)["score"].iloc[0]), "refusal": refusal,
+                  "default_scale": default_scale,
                   "docs": studies_markdown()}))
 """
 
@@ -127,6 +131,7 @@ def test_a_toy_study_folder_reaches_the_schema_the_dag_the_report_and_the_docs(t
     # the schema: the section with its defaults, an unknown key refused by its path
     assert seen["section"] == {"enabled": True, "revisions": ["step4", "step60"], "scale": 2.5}
     assert seen["refusal"].startswith("models.pythia-demo.toy_study: Additional properties are not allowed ('bogus'")
+    assert seen["default_scale"] == 1.0  # ToyJob.scale's, which the declaration's `defaults` gives the schema
     # the stage: its revisions from the section, the section's key in the job, which the runner reads
     assert seen["checkpoints"] == [["pythia-demo", "step4"], ["pythia-demo", "step60"]]
     assert seen["scale"] == 2.5 and seen["score"] == 2.5 * 6

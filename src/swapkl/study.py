@@ -103,7 +103,11 @@ class Study:
     each table take them from here; a study without them documents its tables in docs/outputs.md). The folder holds
     ``rules.smk`` (its rules), ``schema.yaml`` (its config section's JSON schema) and the captions. ``answer``
     (optional, ``"module:function"``): the study's section on a model's answer page, ``function(tables, model,
-    revision) -> HTML`` with ``tables`` the paths of its results tables by name (empty: nothing to say there)."""
+    revision) -> HTML`` with ``tables`` the paths of its results tables by name (empty: nothing to say there).
+    ``defaults``: (key of its section, the dataclass whose field gives the key's default, the field) for every key
+    whose default is the job's (or a part of it): the loaded schema takes the default from there
+    (:func:`swapkl.config.job_defaults.fill_job_defaults`, tuples as lists), and the folder's schema.yaml states none
+    of them."""
 
     name: str
     folder: Path
@@ -116,6 +120,7 @@ class Study:
     files: Callable | None = None
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     answer: str = ""
+    defaults: tuple[tuple[str, type, str], ...] = ()
 
     def __post_init__(self):
         bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}

@@ -25,4 +25,5 @@ STUDY = register_study(Study(
     tables={"toy_scores": "toy_table.rst"},
     rules={"score_toy": "checkpoint", "aggregate_toy": "once"},
     inputs=_inputs, files=_files,
+    defaults=(("scale", ToyJob, "scale"),),
 ))

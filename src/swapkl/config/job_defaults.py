@@ -124,10 +124,20 @@ def schema_node(schema: dict, path: str) -> dict:
     return node
 
 
-def fill_job_defaults(schema: dict) -> None:
-    """Write every default of :data:`JOB_DEFAULTS` into ``schema`` (in place); a schema that states one of them
-    itself, or owners that disagree, is an error naming the path."""
-    for path, owners, to_config in JOB_DEFAULTS:
+def study_defaults(study) -> list:
+    """The rows of a study kept in a folder (its declaration's ``defaults``), under its section's definition."""
+    return [(f"{study.name}.{key}", [(owner, name)], config_form) for key, owner, name in study.defaults]
+
+
+def config_form(value):
+    """A default as the config writes it: a tuple as a list."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def fill_job_defaults(schema: dict, rows=None) -> None:
+    """Write every default of ``rows`` (default :data:`JOB_DEFAULTS`) into ``schema`` (in place); a schema that
+    states one of them itself, or owners that disagree, is an error naming the path."""
+    for path, owners, to_config in JOB_DEFAULTS if rows is None else rows:
         values = [to_config(owner_default(owner, name)) for owner, name in owners]
         if any(v != values[0] for v in values[1:]):
             found = ", ".join(f"{_owner_name(o, n)} = {v!r}" for (o, n), v in zip(owners, values))

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator, validators
 
 import swapkl.studies  # noqa: F401  (every study folder registers itself)
 from swapkl.config import ConfigError
-from swapkl.config.job_defaults import fill_job_defaults
+from swapkl.config.job_defaults import fill_job_defaults, study_defaults
 from swapkl.study import STUDIES
 
 
@@ -57,6 +57,7 @@ def load_schema(path: str | Path) -> dict:
         if study.name in schema["$defs"] or study.name in schema["$defs"]["model"]["properties"]:
             raise ConfigError(f"{study.schema_file}: the config schema {path} already has a section {study.name!r}")
         schema["$defs"][study.name] = _read_yaml(study.schema_file)
+        fill_job_defaults(schema, study_defaults(study))
         schema["$defs"]["model"]["properties"][study.name] = {"$ref": f"#/$defs/{study.name}", "default": {}}
     return schema
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from swapkl.stats.sequential_design import Decisions, Design
 from swapkl.studies.sequential.jobs import SEQUENTIAL_DECISIONS, SEQUENTIAL_DESIGN, SequentialJob
 from swapkl.study import Stage, Study, register_study, without_nulls
 
@@ -50,4 +51,6 @@ STUDY = register_study(Study(
     tables={"decisions": "decisions_table.rst"},
     rules={"probe_sequential": "checkpoint", "aggregate_decisions": "once"},
     inputs=_inputs, files=_files,
+    defaults=(("pairs", SequentialJob, "pairs"), *((key, Design, key) for key in SEQUENTIAL_DESIGN),
+              *((key, Decisions, key) for key in SEQUENTIAL_DECISIONS)),
 ))

@@ -98,5 +98,6 @@ STUDY = register_study(Study(
     rules={"probe_sublayers": "checkpoint", "aggregate_sublayers": "once", "aggregate_sublayer_pruning": "once"},
     inputs=_inputs, files=_files, columns={"sublayer_gaps": COLUMNS, "sublayer_pruning": PRUNING_COLUMNS},
     answer="swapkl.studies.sublayers.summary:answer_section",
+    defaults=tuple((key, SublayerJob, key) for key in ("pairs", "n_boot", "seed", "budgets")),
 ))
 
