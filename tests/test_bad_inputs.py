@@ -758,12 +758,12 @@ def test_cli_bad_input(name, env, tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------------------- API case
-# run_probe(layers=...) restricts the variants to some blocks; the CLI does not expose it yet.
+# ProbeJob(layers=...) restricts the variants to some blocks; the CLI does not expose it yet.
 
 API_CASES = {
     "layer index out of range": ("API", "layer index 7 is out of range: {model} has 4 layers (0..3)"),
     "unreadable weight file": ("API", "cannot read weight file '{weights}': permission denied"),
-    "non-integer option (run_probe(batch_size=2.5))": ("API", "batch_size must be an integer, got 2.5"),
+    "non-integer option (run_probe(ProbeJob(..., batch_size=2.5)))": ("API", "batch_size must be an integer, got 2.5"),
     "negative chunk size in the engine (ProbeEngine(chunk_tokens=-1))": (
         "API", "chunk_tokens must be at least 1, got -1"),
     "aggregate of probe files measured on different token windows": (
@@ -811,7 +811,7 @@ def test_non_integer_option_in_the_python_api(env, tmp_path):
     with pytest.raises(SwapKLError) as e:
         run_probe(ProbeJob(model=env.model, out=str(tmp_path / "out.parquet"), data=DataSpec(tokens=env.tokens),
                            batch_size=2.5))
-    assert str(e.value) == API_CASES["non-integer option (run_probe(batch_size=2.5))"][1]
+    assert str(e.value) == API_CASES["non-integer option (run_probe(ProbeJob(..., batch_size=2.5)))"][1]
     assert list(tmp_path.iterdir()) == []
 
 
