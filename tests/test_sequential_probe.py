@@ -182,3 +182,32 @@ def test_the_pool_is_walked_in_a_seeded_random_order(model, tmp_path):
 
     meta = provenance.read(str(tmp_path / "run" / "seq.parquet"))
     assert meta["sequential"]["walk"] == "numpy.random.default_rng(2).permutation(16)"
+
+
+def test_a_sign_that_held_is_kept_when_a_later_look_would_reopen_it(model, monkeypatch):
+    """The run's loop keeps a held sign as it was at its look: a later look whose interval straddles 0 (here a
+    stand-in evaluation that says so) does not reopen it, and its variants get no more windows, while an open
+    decision's go on to the cap."""
+    from swapkl.stats.sequential import Decision, pair_keys
+    from swapkl.studies.sequential import probe as sequential_probe
+
+    looks = []
+
+    def evaluate(evidence, variants, decisions, pairs, n_layers, alpha, seed):
+        looks.append(len(evidence.tokens))
+        first, second = pair_keys(0, 1), pair_keys(1, 2)
+        held = len(looks) == 1  # holds at the first look only
+        return [Decision("sign", "0-1", HOLDS if held else OPEN, 0.2, 0.1 if held else -0.1, 0.3,
+                         evidence.common(first), first, "+" if held else ""),
+                Decision("sign", "1-2", OPEN, 0.0, -0.1, 0.1, evidence.common(second), second)]
+
+    monkeypatch.setattr(sequential_probe, "evaluate", evaluate)
+    ids = random_tokens(97, 16, 12, seed=4)
+    result = measure_sequential(ProbeEngine(model), ids.numpy(), np.ones_like(ids.numpy()), pairs="adjacent",
+                                design=Design(first=8, batch=4, cap=16), decisions=Decisions(signs=True))
+    assert looks == [8, 12, 16]
+    kept, still = result.decided
+    assert (kept.state, kept.answer, kept.low, kept.windows, kept.look) == (HOLDS, "+", 0.1, 8, 1)
+    assert (still.state, still.look) == (OPEN, 3)
+    assert all(result.evidence.n(k) == 8 for k in pair_keys(0, 1))
+    assert all(result.evidence.n(k) == 16 for k in pair_keys(1, 2))

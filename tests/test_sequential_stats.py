@@ -139,3 +139,22 @@ def test_set_stability_and_which_variants_go_on():
     assert (a.state, a.answer) == (HOLDS, "0") and a.estimate >= 0.95
     assert b.state == OPEN and 0.05 < b.estimate < 0.95
     assert still_needed([a, b]) == {"deletion:4", "deletion:5"}
+
+
+def test_an_interval_decision_that_held_stays_held_and_a_set_is_estimated_anew():
+    """The coverage above counts the first answer a run declares, so a sign or half-width that held at a look keeps
+    that look's answer, interval and windows; a later look's interval does not reopen it. A set's stability is
+    estimated anew at every look, and a decision not held before is taken as it is now."""
+    from swapkl.stats.sequential import Decision, keep_held
+
+    held = Decision("sign", "3-4", HOLDS, 0.2, 0.05, 0.35, 16, ("a", "b", "c"), "+", look=1)
+    half = Decision("halfwidth", "adjacent", HOLDS, 0.5, 0.46, 0.54, 32, ("a",), "+-10%", look=2)
+    was_set = Decision("set", "interchange@1", HOLDS, 0.97, math.nan, math.nan, 32, ("c",), "4", look=2)
+    open_before = Decision("sign", "5-6", OPEN, 0.01, -0.1, 0.12, 16, ("d",), "", look=1)
+    now = [Decision("sign", "3-4", OPEN, 0.1, -0.02, 0.22, 48, ("a", "b", "c"), "", look=3),
+           Decision("halfwidth", "adjacent", OPEN, 0.45, 0.38, 0.52, 48, ("a",), "+-10%", look=3),
+           Decision("set", "interchange@1", OPEN, 0.9, math.nan, math.nan, 48, ("c",), "4", look=3),
+           Decision("sign", "5-6", HOLDS, 0.2, 0.1, 0.3, 48, ("d",), "+", look=3)]
+    kept = keep_held([held, half, was_set, open_before], now)
+    assert kept[0] is held and kept[1] is half
+    assert kept[2] is now[2] and kept[3] is now[3]

@@ -19,7 +19,10 @@ degrees of freedom. With few windows a percentile bootstrap is too narrow; the t
 (:attr:`Design.looks`). Each interval is taken at level ``1 - alpha / n_looks`` (Bonferroni over the planned
 looks), so the chance that any look's interval misses is at most ``alpha``: a decision declared at any look holds
 at the stated confidence however often the run looked. (A design with one look is the uniform probe's interval.)
-``tests/test_sequential_stats.py`` checks the coverage by simulation.
+``tests/test_sequential_stats.py`` checks the coverage by simulation, counting the first answer each run declares.
+So an interval decision (sign, half-width) that holds is kept as it was at its look (:func:`keep_held`): its
+variants may go on for another decision, and a later look's interval, which may straddle its bound again, does
+not reopen it. A set's stability is a share of resamples, not an interval, and is estimated anew at every look.
 
 **Decisions** (:class:`Decisions`):
 
@@ -65,6 +68,7 @@ class Decision:
     windows: int
     variants: tuple[str, ...]
     answer: str = ""  # "+", "-", the removed blocks "3,7"
+    look: int = 0  # the look it was evaluated at (for a held interval decision: the look it first held)
 
 
 # ------------------------------------------------------------------------------------------ the evidence
@@ -252,6 +256,17 @@ def set_decision(evidence: Evidence, guide: str, budget: int, keys: Sequence[str
     # windows: the most any variant it reads saw (those that cannot move it stopped earlier)
     return Decision("set", f"{guide}@{budget}", HOLDS if holds else OPEN, float(same), math.nan, math.nan,
                     max(evidence.n(k) for k in keys), tuple(needed), answer)
+
+
+#: the decisions whose intervals the planned looks' Bonferroni split covers: one that holds stays held
+INTERVAL_KINDS = ("sign", "halfwidth")
+
+
+def keep_held(before: list[Decision], now: list[Decision]) -> list[Decision]:
+    """``now`` (every decision at this look), with each interval decision that held at an earlier look (in
+    ``before``) kept as it was then (module docstring, repeated looks)."""
+    held = {(d.kind, d.subject): d for d in before if d.kind in INTERVAL_KINDS and d.state == HOLDS}
+    return [held.get((d.kind, d.subject), d) for d in now]
 
 
 def still_needed(decided: list[Decision]) -> set[str]:

@@ -270,7 +270,8 @@ COLUMNS = {
     "estimate": "the estimate a decision rests on",
     "low": "lower end of the estimate's interval at the stated confidence",
     "high": "upper end of the estimate's interval at the stated confidence",
-    "look": "the look of a sequential run at which it stopped",
+    "look": ("the look of a sequential run that a decision stands at: where a sign or half-width first held, else "
+             "the last"),
     "confidence": "stated confidence of the intervals",
     "state": "whether a decision holds, or is undecided",
     "subject": "what a decision is about",
@@ -297,7 +298,8 @@ PER_TABLE = {
                   "low": "lower end of the interval at the stated confidence (nats)",
                   "high": "upper end of the interval at the stated confidence (nats)",
                   "windows": "windows the decision rests on",
-                  "look": "the look (of the planned ones) at which the run stopped",
+                  "look": ("the look (of the planned ones) the decision stands at: where a sign or half-width first "
+                           "held (it is kept), else the one the run stopped at"),
                   "confidence": "stated confidence of every interval, over all looks together"},
     "jacobian": {"method": "how the spectral norm was computed (exact, or power iteration)",
                  "eps": "finite-difference step of the estimate (null: exact Jacobian-vector products)"},

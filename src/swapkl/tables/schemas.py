@@ -369,7 +369,7 @@ DOWNSTREAM_SCHEMA = pa.schema([
     ("score", pa.float64()), ("perplexity", pa.float64()), ("retention", pa.float64()), ("n", pa.int64()),
 ])
 #: what identifies a downstream row
-#: a sequential probe's decisions table (swapkl.studies.sequential.probe), one row per decision at the last look
+#: a sequential probe's decisions table (swapkl.studies.sequential.probe), one row per decision as it stands (column look)
 DECISIONS_SCHEMA = pa.schema([
     ("model", pa.string()), ("revision", pa.string()), ("kind", pa.string()), ("subject", pa.string()),
     ("state", pa.string()), ("answer", pa.string()), ("estimate", pa.float64()), ("low", pa.float64()),

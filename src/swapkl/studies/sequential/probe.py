@@ -31,7 +31,7 @@ from swapkl.probes.protocols import build_variants
 from swapkl.probes.resume import ProgressLog, fingerprint, is_progress_file
 from swapkl.pruning.stability import GUIDE_PROTOCOLS, guide_selector
 from swapkl.studies.sequential.jobs import SequentialJob
-from swapkl.stats.sequential import (HOLDS, Decision, Evidence, halfwidth_decision, set_decision,
+from swapkl.stats.sequential import (HOLDS, Decision, Evidence, halfwidth_decision, keep_held, set_decision,
                                      sign_decision, still_needed)
 from swapkl.stats.sequential_design import Decisions, Design
 from swapkl.tables import provenance
@@ -175,8 +175,10 @@ def measure_sequential(engine, input_ids: np.ndarray, attention_mask: np.ndarray
                 kl_sum, _, nll_sum, _ = per_window[v.key][w]
                 evidence.add(v.key, w, kl_sum)
                 nll[v.key].append(nll_sum)
-        decided = evaluate(evidence, variants, decisions, pairs, engine.n_layers, design.alpha_per_look,
-                           decisions.seed)
+        now = evaluate(evidence, variants, decisions, pairs, engine.n_layers, design.alpha_per_look, decisions.seed)
+        for d in now:
+            d.look = look + 1
+        decided = keep_held(decided, now)
         active = still_needed(decided)
         looks.append({"look": look + 1, "windows": stop, "open": sum(d.state != HOLDS for d in decided),
                       "variants": len(running)})
@@ -214,11 +216,13 @@ def _nan_ratio(num: np.ndarray, den: np.ndarray) -> float:
 
 
 def decision_rows(result: SequentialResult, meta: dict) -> list[dict]:
-    """The decisions table's rows (:data:`DECISIONS_SCHEMA`), one per decision at the last look."""
+    """The decisions table's rows (:data:`DECISIONS_SCHEMA`), one per decision: as it stands at the last look, or
+    for an interval decision that held earlier, as it was at the look where it first held (``look``)."""
     look = len(result.looks)
     return [{"model": meta.get("model"), "revision": meta.get("revision"), "kind": d.kind, "subject": d.subject,
              "state": d.state, "answer": d.answer, "estimate": d.estimate, "low": d.low, "high": d.high,
-             "windows": d.windows, "look": look, "confidence": result.design.confidence} for d in result.decided]
+             "windows": d.windows, "look": d.look or look, "confidence": result.design.confidence}
+            for d in result.decided]
 
 
 def walk_order(n: int, seed: int) -> np.ndarray:
