@@ -44,8 +44,8 @@ from swapkl.config.schema_validation import load_schema
 from swapkl.studies.sequential.jobs import SequentialJob
 from swapkl.studies.sequential.probe import run_sequential_probe
 from swapkl.relevance.downstream_jobs import DownstreamJob
-from swapkl.studies.span_jobs import SpansJob
-from swapkl.studies.spans import run_spans
+from swapkl.studies.spans.jobs import SpansJob
+from swapkl.studies.spans.run import run_spans
 
 #: the config schema as the workflow reads it (with the sections of the studies kept in folders)
 SCHEMA = load_schema(Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml")

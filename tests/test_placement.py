@@ -17,7 +17,7 @@ from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.model.merge import averaged_block
 from swapkl.probes.protocols import build_variants
-from swapkl.studies.spans import SPAN_VARIANTS, measure_spans, span_variants
+from swapkl.studies.spans.run import SPAN_VARIANTS, measure_spans, span_variants
 from swapkl.model.batch_loop import window_batches
 from tiny_models import random_tokens, tiny_model
 

@@ -20,7 +20,7 @@ import torch
 import naive_reference as ref
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.studies.spans import measure_spans, span_table, span_variants
+from swapkl.studies.spans.run import measure_spans, span_table, span_variants
 from swapkl.model.batch_loop import window_batches
 from tiny_models import ARCHS, random_tokens, tiny_model
 
@@ -205,7 +205,7 @@ def test_command_aggregate_and_figure(tmp_path):
 
     from swapkl.cli import main
     from swapkl.figures.spans.span_kl import plot_spans
-    from swapkl.studies.spans_stats import aggregate_spans
+    from swapkl.studies.spans.stats import aggregate_spans
 
     model_dir = tmp_path / "model"
     tiny_model("llama", n_layers=6, vocab=VOCAB).save_pretrained(model_dir)

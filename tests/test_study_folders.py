@@ -151,3 +151,17 @@ def test_a_toy_study_folder_reaches_the_schema_the_dag_the_report_and_the_docs(t
 
 def test_without_the_toy_the_package_has_no_toy_study():
     assert "toy_study" not in STUDIES
+
+
+def test_every_study_folders_revisions_must_be_the_models():
+    """A study kept in a folder runs on revisions of its model: a section that names another revision is refused
+    with the key path named, before any job is planned (each study's section, by the registry)."""
+    from direct_config import refusal
+
+    for study in STUDIES.entries():
+        cfg = {"models": {"m": {"source": "org/model", "revisions": ["step1", "step2"],
+                                study.name: {"enabled": True, "revisions": ["step1", "step3"]}}}}
+        assert refusal(cfg) == (f"Invalid config: models.m.{study.name}.revisions: ['step3'] not in "
+                                "models.m.revisions"), study.name
+        cfg["models"]["m"][study.name]["revisions"] = ["step2"]
+        assert refusal(cfg) is None, study.name

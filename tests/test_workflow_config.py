@@ -274,10 +274,8 @@ def expected_counts(cfg: dict) -> Counter:
     fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
     if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
         counts["fetch_paper_inputs"] = 1
-    spanned = _stage_runs(models, checkpoints, "spans")
-    if spanned:
-        counts.update(probe_spans=len(spanned), aggregate_spans=1)
-        instances["spans"] = sum(1 for name, _ in spanned if name in drawn)
+    # the spans study's figure: one per checkpoint it runs on, seed family members aside
+    instances["spans"] = sum(1 for name, _ in _stage_runs(models, checkpoints, "spans") if name in drawn)
     # the studies kept in folders (swapkl.study.STUDIES): each rule's jobs as the study declares them, one per
     # checkpoint its section runs on or one in all, and one HTML view per results table
     folder_tables = 0
@@ -345,7 +343,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_scaling"] + counts["combine_jacobian"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
-                              + bool(spanned) + counts["summarise_pe_ablation"] + bool(benchmarked)
+                              + counts["summarise_pe_ablation"] + bool(benchmarked)
                               + 2 * bool(calibrated) + snowball + bool(searched) + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
@@ -391,7 +389,6 @@ def plan_counts(cfg: dict) -> Counter:
     counts["prune_layers"] = len(plan.stage_checkpoints("prune"))
     counts["summarise_answer"] = len(plan.answer_models())
     counts["score_relevance"] = len(plan.stage_checkpoints("relevance"))
-    counts["probe_spans"] = len(plan.stage_checkpoints("spans"))
     for study in STUDIES.entries():  # the studies kept in folders: their per-checkpoint rules
         counts.update({rule: len(plan.stage_checkpoints(study.name)) for rule, per in study.rules.items()
                        if per == "checkpoint"})

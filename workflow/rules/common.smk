@@ -22,7 +22,7 @@ from swapkl.config.job_settings import canonical, text_files, without_nulls
 from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
                                   agreement_file, covariate_file,
                                   healed_file, probe_file, pruning_file, recovery_file,
-                                  relevance_file, repr_file, span_file, test_agreement_file)
+                                  relevance_file, repr_file, test_agreement_file)
 from swapkl.config.checks import DEMO_TASKS
 from swapkl.progress import follow_dag
 from swapkl.hub.revision_names import REVISION_PATTERN as REVISION_REGEX

@@ -1,7 +1,7 @@
-"""Rule aggregate_spans: results/spans.parquet (swapkl.studies.spans_stats)."""
+"""Rule aggregate_spans: results/spans.parquet (swapkl.studies.spans.stats)."""
 
 from swapkl.joblog import job_log
-from swapkl.studies.spans_stats import aggregate_spans
+from swapkl.studies.spans.stats import aggregate_spans
 
 with job_log(snakemake):
     aggregate_spans(snakemake.input.spans, snakemake.input.table, snakemake.output[0],

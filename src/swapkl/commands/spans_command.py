@@ -7,7 +7,7 @@ from swapkl.commands.arguments import (add_data_arguments, add_model_arguments, 
 from swapkl.commands.paths import output_arg
 from swapkl.errors import SwapKLError
 from swapkl.model.model_job import default
-from swapkl.studies.span_jobs import SpansJob
+from swapkl.studies.spans.jobs import SpansJob
 
 
 def _ints(text: str) -> list[int]:
@@ -40,7 +40,7 @@ def run(args) -> None:
     --min-width blocks) the span is skipped, reversed, shuffled (seeded), replaced by the middle block
     repeated, or run in parallel (every block reads the span's input, their updates are averaged; looped:
     the parallel step repeated). Writes one Parquet file with the per-window sums behind every mean."""
-    from swapkl.studies.spans import run_spans  # torch: imported when the command runs, not for --help
+    from swapkl.studies.spans.run import run_spans  # torch: imported when the command runs, not for --help
 
     run_spans(job(args))
 

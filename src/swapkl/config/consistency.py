@@ -9,11 +9,13 @@ import glob
 import os
 import re
 
+import swapkl.studies  # noqa: F401  (every study folder registers itself)
 from swapkl.config import ConfigError
 from swapkl.probes.pair_sets import pair_reach
 from swapkl.hub.revision_names import step_of
 from swapkl.data.text_sources import source_key
 from swapkl.figures.figure_registry import figures as registered_figures
+from swapkl.study import STUDIES
 
 # Names that the workflow itself uses next to the per-model folders and files (logs/, benchmarks/, results/...,
 # resources/): a model named like one of them would share a path with it. Model names with a file
@@ -92,7 +94,6 @@ def _check_sequential(name: str, model: dict) -> None:
     section = model["sequential"]
     if not section["enabled"]:
         return
-    _check_listed(name, model, "sequential", section["revisions"])
     deviating = [key for key, plain in (("rope_scaling", "config"), ("logits_dtype", "float32"), ("rope", "on"))
                  if model.get(key, plain) != plain]
     if deviating:
@@ -204,8 +205,9 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     _check_listed(name, model, "prune", model["prune"]["revisions"])
     _check_relevance(name, model)
     _check_downstream(name, model)
-    if model["spans"]["enabled"]:
-        _check_listed(name, model, "spans", model["spans"]["revisions"])
+    for study in STUDIES.entries():  # the studies kept in folders run on revisions of the model
+        if model[study.name]["enabled"]:
+            _check_listed(name, model, study.name, model[study.name]["revisions"])
     _check_sequential(name, model)
     if model["max_memory"] is not None and model["device_map"] is None:
         _fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")

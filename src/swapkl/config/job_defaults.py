@@ -28,7 +28,6 @@ from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
-from swapkl.studies.span_jobs import SpansJob
 
 
 def same(value):
@@ -84,8 +83,6 @@ JOB_DEFAULTS = [
                                                               "tie_break", "clustered_region", "fixed_sets")],
     ("prune.eval#split", [(EvalSpec, "split")], same),
     ("prune.calibration#split", [({"CALIBRATION_SPLIT": CALIBRATION_SPLIT}, "CALIBRATION_SPLIT")], same),
-    *[(f"spans.{f}", [(SpansJob, f)], as_list) for f in ("variants", "loops")],
-    *[(f"spans.{f}", [(SpansJob, f)], same) for f in ("seed", "min_start", "min_width")],
     ("healed_probes.protocols", [(HealedProbeJob, "protocols")], as_list),
     ("healed_probes.curve_steps", [(HealedProbeJob, "curve_steps")], as_list),
     ("healed_probes.selection", [(HealedProbeJob, "selection")], same),

@@ -17,7 +17,6 @@ from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
-from swapkl.studies.span_jobs import SpansJob
 from swapkl.study import STAGES, Stage, canonical, register_stage, without_nulls
 
 
@@ -31,10 +30,6 @@ def _pe_probe(params, wildcards) -> dict:
     cfg = params.cfg
     return dict(model=pe_checkpoint(cfg, wildcards.pe_model), protocols=list(PE_PROTOCOLS), pairs=pe_pairs(cfg),
                 data=pe_probe_data(cfg), metadata=pe_metadata(cfg, wildcards.pe_model))
-
-
-def _metadata(params, wildcards) -> dict:
-    return dict(metadata=params.metadata(wildcards))
 
 
 def _prune(params, wildcards) -> dict:
@@ -69,7 +64,6 @@ for _stage in (
           files=("out", "protocols", "repr_out", "progress_path", "covariates_out"), settings=_probe),
     Stage("pe_probe", ProbeJob, "swapkl.probes.probe:run_probe", files=("out",), settings=_pe_probe,
           on_checkpoint=False),
-    Stage("spans", SpansJob, "swapkl.studies.spans:run_spans", "spans", ("out",), _metadata),
     Stage("prune", PruneJob, "swapkl.pruning.prune:run_pruning", "prune",
           ("probe_files", "repr_file", "out", "agreement_out"), _prune),
     Stage("relevance", RelevanceJob, "swapkl.relevance.accrel:run_relevance", "relevance", ("out", "pruning"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from swapkl.config.ablation_models import PE_TABLE, pe_probe_file
 from swapkl.config.layout import (agreement_file, covariate_file, downstream_file, export_dir, healed_file,
-                                  pruning_file, recovery_file, span_file, test_agreement_file)
+                                  pruning_file, recovery_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
 from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
@@ -29,7 +29,7 @@ def answer_file(model: str) -> str:
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
     "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
-    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "spans", "pe_ablation", "downstream",
+    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "pe_ablation", "downstream",
     "seed003_pruning", "seed003_tables", "snowball", "optimal_search",
 )
 
@@ -64,9 +64,6 @@ def _measurement_outputs(plan: StudyPlan) -> list[str]:
                     *[covariate_file(m, r) for m, r in covariates]]
     for study in STUDIES.entries():  # the studies kept in folders (swapkl.studies)
         outputs += study.final_outputs(plan.stage_checkpoints(study.name))
-    spans = plan.stage_checkpoints("spans")
-    if spans:
-        outputs += ["results/spans.parquet", *[span_file(m, r) for m, r in spans]]
     return outputs
 
 

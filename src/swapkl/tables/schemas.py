@@ -110,7 +110,7 @@ SPANS_FILE_SCHEMA = pa.schema([
     ("seq_nll_sum", pa.list_(pa.float64())), ("seq_nll_tokens", pa.list_(pa.int64())),
 ])
 #: results/spans.parquet: the span rows with bootstrap CIs, delta perplexity and the checkpoint's mean adjacent
-#: interchange and replacement KL (swapkl.studies.spans_stats)
+#: interchange and replacement KL (swapkl.studies.spans.stats)
 SPANS_SCHEMA = pa.schema([
     *SPANS_FILE_SCHEMA, ("kl_ci_low", pa.float64()), ("kl_ci_high", pa.float64()), ("delta_ppl_pct", pa.float64()),
     ("d_inter_adjacent", pa.float64()), ("d_repl_adjacent", pa.float64()), ("n_boot", pa.int64()),

@@ -14,7 +14,7 @@ SPAN_VARIANTS = ("skip", "reverse", "shuffle", "repeat", "parallel", "looped_par
 
 @dataclass(frozen=True, kw_only=True)
 class SpansJob(EngineJob):
-    """What :func:`swapkl.studies.spans.run_spans` measures on one checkpoint (``data``: a DataSpec or its dict;
+    """What :func:`swapkl.studies.spans.run.run_spans` measures on one checkpoint (``data``: a DataSpec or its dict;
     ``placement``: as :class:`swapkl.probes.probe_jobs.ProbeJob`'s)."""
 
     out: str

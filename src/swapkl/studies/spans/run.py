@@ -44,7 +44,7 @@ from swapkl.options import require_device
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.model.batch_loop import sweep, window_batches
 from swapkl.hub.revision_names import step_of
-from swapkl.studies.span_jobs import SPAN_VARIANTS, SpansJob
+from swapkl.studies.spans.jobs import SPAN_VARIANTS, SpansJob
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def span_table(results: dict, variants: list[SpanVariant], meta: dict) -> pa.Tab
 
 
 def run_spans(job: SpansJob) -> None:
-    """Measure every span variant of a :class:`~swapkl.studies.span_jobs.SpansJob` (``run_spans(job)``) on its
+    """Measure every span variant of a :class:`~swapkl.studies.spans.jobs.SpansJob` (``run_spans(job)``) on its
     windows and write its ``out``."""
     job = SpansJob.checked(job)
     data, loops, seed, min_start, min_width = job.data, job.loops, job.seed, job.min_start, job.min_width
