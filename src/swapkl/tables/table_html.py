@@ -8,7 +8,6 @@ import html
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
