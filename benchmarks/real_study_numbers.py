@@ -147,12 +147,18 @@ def write_decisions(root: Path, out: Path) -> None:
     print(f"wrote {out}, {signs_out} and {cost_out}")
 
 
+def sequential_probe(root: Path, model: str) -> Path:
+    """The probe table of ``model``'s sequential probe (one checkpoint per model in make real)."""
+    (path,) = sorted((root / "results/sequential" / model).glob("*/probe.parquet"))
+    return path
+
+
 def evaluations(root: Path, models: list[str]) -> pd.DataFrame:
     """Per model, the variant-window evaluations its sequential probe spent (the windows of every variant but the
     base row, from results/sequential/MODEL/*/probe.parquet) against a uniform probe of every variant on the cap."""
     out = []
     for model in models:
-        (path,) = sorted((root / "results/sequential" / model).glob("*/probe.parquet"))
+        path = sequential_probe(root, model)
         probe = pd.read_parquet(path)
         cap = int(json.loads(pq.read_schema(path).metadata[b"swapkl"])["sequential"]["cap"])
         variants = probe[probe["protocol"] != "base"]
@@ -183,8 +189,7 @@ def scored(root: Path) -> pd.DataFrame:
     prune = pd.read_parquet(root / "results/pruning.parquet").groupby("model")[["n_eval_windows", "n_eval_tokens"]].max()
     out = []
     for model in sorted(directed.index):
-        (path,) = sorted((root / "results/sequential" / model).glob("*/probe.parquet"))
-        base = pd.read_parquet(path).query("protocol == 'base'").iloc[0]
+        base = pd.read_parquet(sequential_probe(root, model)).query("protocol == 'base'").iloc[0]
         for study, windows, tokens in (("probe", *directed.loc[model]), ("sequential_pool", base["n_seqs"],
                                                                           base["n_tokens"]),
                                        ("sublayers", *sub.loc[model]), ("pruning_perplexity", *prune.loc[model])):

@@ -34,8 +34,9 @@ def same(value):
     return value
 
 
-def as_list(value) -> list:
-    return list(value)
+def config_form(value):
+    """A default as the config writes it: a tuple as a list."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def pair_sets(pairs: str) -> list[str]:
@@ -83,17 +84,17 @@ JOB_DEFAULTS = [
                                                               "tie_break", "clustered_region", "fixed_sets")],
     ("prune.eval#split", [(EvalSpec, "split")], same),
     ("prune.calibration#split", [({"CALIBRATION_SPLIT": CALIBRATION_SPLIT}, "CALIBRATION_SPLIT")], same),
-    ("healed_probes.protocols", [(HealedProbeJob, "protocols")], as_list),
-    ("healed_probes.curve_steps", [(HealedProbeJob, "curve_steps")], as_list),
+    ("healed_probes.protocols", [(HealedProbeJob, "protocols")], config_form),
+    ("healed_probes.curve_steps", [(HealedProbeJob, "curve_steps")], config_form),
     ("healed_probes.selection", [(HealedProbeJob, "selection")], same),
     ("healed_probes.k", [(HealedProbeJob, "k")], same),
     ("healed_probes.seed", [(HealedProbeJob, "select_seed")], same),
     ("healed_probes.calibration#split", [(TrainText, "split")], same),
     ("heal.train#split", [(TrainText, "split")], same),
     ("heal_settings.preset", [(settings_from, "preset")], same),
-    ("relevance.lm_eval_tasks", [(RelevanceJob, "harness_tasks")], as_list),
+    ("relevance.lm_eval_tasks", [(RelevanceJob, "harness_tasks")], config_form),
     ("relevance.pruning_guides", [(RelevanceJob, "pruning_guides")], guides),
-    ("downstream.lm_eval_tasks", [(DownstreamJob, "lm_eval_tasks")], as_list),
+    ("downstream.lm_eval_tasks", [(DownstreamJob, "lm_eval_tasks")], config_form),
     ("downstream.limit", [(DownstreamJob, "limit")], same),
     ("downstream.pruning_guides", [(DownstreamJob, "pruning_guides")], guides),
     ("properties.probe.n_boot", [(AggregateJob, "n_boot"), (AggregatePruningJob, "n_boot"),
@@ -124,11 +125,6 @@ def schema_node(schema: dict, path: str) -> dict:
 def study_defaults(study) -> list:
     """The rows of a study kept in a folder (its declaration's ``defaults``), under its section's definition."""
     return [(f"{study.name}.{key}", [(owner, name)], config_form) for key, owner, name in study.defaults]
-
-
-def config_form(value):
-    """A default as the config writes it: a tuple as a list."""
-    return list(value) if isinstance(value, tuple) else value
 
 
 def fill_job_defaults(schema: dict, rows=None) -> None:
