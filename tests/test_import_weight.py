@@ -25,9 +25,9 @@ ANALYSIS_PACKAGES = ("scipy", "matplotlib")
 #: call scipy.stats themselves (value: the analysis packages their modules may import)
 TABLE_SCRIPTS = {
     "aggregate_covariates": (), "aggregate_downstream": (), "aggregate_healed": (), "aggregate_pruning": (),
-    "aggregate_recovery": (), "aggregate_relevance": (), "aggregate_results": (), "aggregate_spans": (),
+    "aggregate_relevance": (), "aggregate_results": (), "aggregate_spans": (),
     "aggregate_task_pruning": (), "aggregate_decisions": (), "aggregate_sublayers": (), "aggregate_sublayer_pruning": (),
-    "combine_jacobian": (), "combine_optimal_search": (),
+    "combine_tables": (), "combine_optimal_search": (),
     "measure_test_agreement": (), "summarise_convergence": (), "summarise_domain_slices": (),
     "summarise_rope_counterfactual": (), "summarise_scorecard": (), "summarise_answer": (),
     "summarise_relevance": ("scipy",),  # the heterogeneity test's chi-squared tail
@@ -42,7 +42,7 @@ MODEL_SCRIPTS = {
     "run_job",  # the probe, span and prune rules (rule_jobs imports each stage's torch side when it runs)
     "prune_on_tasks",
     "search_removal_sets", "construct_snowball", "export_pruned_models", "heal_pruned_models",
-    "measure_jacobian", "measure_predictor_validity", "prepare_pe_text", "train_demo_model",
+    "measure_predictor_validity", "prepare_pe_text", "train_demo_model",
     "train_pe_model", "summarise_scaling", "summarise_pe_ablation", "convert_gguf",
 }
 HEAVY = MODEL_PACKAGES + ANALYSIS_PACKAGES

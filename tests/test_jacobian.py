@@ -9,13 +9,16 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
+from transformers import AutoModelForCausalLM
 
 from swapkl.probes.covariates import eager_attention
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.figures.scale.sweep import block_swap_distances
-from swapkl.studies.jacobian import block_norms, norm_exact, norm_finite_difference, residual_update, run_jacobian
+from swapkl.data.windows import load_windows
+from swapkl.studies.jacobian.jobs import JacobianJob
+from swapkl.studies.jacobian.run import block_norms, norm_exact, norm_finite_difference, residual_update, run_jacobian
 from tiny_models import random_tokens, tiny_model
 
 T, BLOCK = 5, 1
@@ -70,12 +73,26 @@ def test_run_jacobian_table(tmp_path):
     tok = tmp_path / "tokens.npy"
     np.save(tok, random_tokens(97, 4, 6, seed=2).numpy())
     out = tmp_path / "jac.parquet"
-    run_jacobian(str(d), str(out), data=DataSpec(tokens=str(tok)), n_prompts=2, iterations=3, device="cpu")
+    run_jacobian(JacobianJob(model=str(d), out=str(out), data={"tokens": str(tok)}, n_prompts=2, iterations=3,
+                             seed=5, device="cpu"))
     df = pq.read_table(out).to_pandas()
     assert list(df["block"]) == [0, 1, 2] and (df["n_prompts"] == 2).all()
     assert (df["norm_min"] <= df["norm_mean"]).all() and (df["norm_mean"] <= df["norm_max"]).all()
+    # the table's rows are the per-prompt estimates of block_norms (prompt p seeded seed + p), on the first 2 windows
+    model = AutoModelForCausalLM.from_pretrained(d).eval()
+    windows = load_windows(DataSpec(tokens=str(tok)), None)
+    engine = ProbeEngine(model)
+    with eager_attention(model):
+        norms = np.stack([block_norms(engine, torch.from_numpy(windows.input_ids[p:p + 1]),
+                                      torch.from_numpy(windows.attention_mask[p:p + 1]), method="exact",
+                                      iterations=3, eps=1e-3, seed=5 + p) for p in range(2)])
+    np.testing.assert_allclose(df["norm_mean"], norms.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(df["norm_max"], norms.max(0), rtol=1e-12)
     with pytest.raises(SwapKLError, match="method"):
-        run_jacobian(str(d), str(tmp_path / "x.parquet"), data=DataSpec(tokens=str(tok)), method="svd")
+        run_jacobian(JacobianJob(model=str(d), out=str(tmp_path / "x.parquet"), data=DataSpec(tokens=str(tok)),
+                                 method="svd"))
+    with pytest.raises(TypeError, match="JacobianJob"):
+        run_jacobian(str(d))
 
 
 def test_block_norms_per_block_and_swap_distances():

@@ -127,7 +127,7 @@ def _scaling_columns() -> list[str]:
 
 
 def _jacobian_columns() -> list[str]:
-    from swapkl.studies.jacobian import run_jacobian, summarise
+    from swapkl.studies.jacobian.run import run_jacobian, summarise
     return list(summarise(np.ones((2, 3)), **dict.fromkeys(_keywords(run_jacobian, "summarise"))).columns)
 
 

@@ -100,8 +100,9 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
                 settings["deletion"] = seeds["deletion"]
             settings["relevance"] = {"enabled": False}
             settings["heal"] = settings["healed_probes"] = {"enabled": False}  # healing stays with the entry
-            settings["spans"] = {"enabled": False}  # the span experiments stay with the entry's own run
-            settings["sublayers"] = {"enabled": False}  # and so does the sublayers study
+            for study in STUDIES.entries():  # the studies kept in folders run on the entry's own run, unless
+                if not study.members:        # they declare that members run them too
+                    settings[study.name] = {"enabled": False}
             settings["seed_member"] = True
             if "demo" not in m:
                 settings.pop("same_weights_as", None)
@@ -156,15 +157,30 @@ def stamp_jobs(cfg: dict) -> int:
     return len(folders) + len({t for m in models.values() for t in texts(m)} | pe_text)
 
 
-def _stage_runs(models: dict, checkpoints, section: str) -> list:
-    """The checkpoints a stage section (`enabled`, `revisions`: a list or all) runs on."""
+def _final(revisions: list[str]) -> str:
+    """A model's final checkpoint, as the README says: the latest stepN when every revision is one, else the
+    last listed."""
+    steps = [int(r[4:]) for r in revisions if re.fullmatch(r"step\d+", r)]
+    return revisions[steps.index(max(steps))] if len(steps) == len(revisions) else revisions[-1]
+
+
+def _stage_runs(models: dict, checkpoints, section: str, default="all") -> list:
+    """The checkpoints a stage section (`enabled`, `revisions`: a list, all or last; ``default`` when the config
+    leaves it out) runs on."""
     found = []
     for name, rev in checkpoints:
         block = models[name].get(section, {})
-        revisions = block.get("revisions", "all")
+        revisions = block.get("revisions", default)
+        if revisions == "last":
+            revisions = [_final(models[name]["revisions"])]
         if block.get("enabled", False) and (revisions == "all" or rev in revisions):
             found.append((name, rev))
     return found
+
+
+def section_revisions(study) -> str:
+    """The revisions a study kept in a folder runs on when its section does not say: its schema's default."""
+    return yaml.safe_load(study.schema_file.read_text())["properties"]["revisions"]["default"]
 
 
 def expected_counts(cfg: dict) -> Counter:
@@ -274,20 +290,18 @@ def expected_counts(cfg: dict) -> Counter:
     fetched = ("resources/paper/llama_prompts_100.jsonl", "resources/paper/pythia_prompts_32.jsonl")
     if any(m.get("data", {}).get("text_file") in fetched for m in models.values()):
         counts["fetch_paper_inputs"] = 1
-    # the spans study's figure: one per checkpoint it runs on, seed family members aside
-    instances["spans"] = sum(1 for name, _ in _stage_runs(models, checkpoints, "spans") if name in drawn)
     # the studies kept in folders (swapkl.study.STUDIES): each rule's jobs as the study declares them, one per
-    # checkpoint its section runs on or one in all, and one HTML view per results table
+    # checkpoint its section runs on or one in all, one HTML view per results table, and its figures: one per
+    # checkpoint or per model it runs on (seed family members aside), or one in all
     folder_tables = 0
     for study in STUDIES.entries():
-        runs = _stage_runs(models, checkpoints, study.name)
+        runs = _stage_runs(models, checkpoints, study.name, section_revisions(study))
         if runs:
             counts.update({rule: len(runs) if per == "checkpoint" else 1 for rule, per in study.rules.items()})
             folder_tables += len(study.tables)
-    # the sublayers study's figure: one per model it runs on, seed family members aside
-    instances["sublayers"] = len({name for name, _ in _stage_runs(models, checkpoints, "sublayers") if name in drawn})
-    # the sequential probe's decisions figure: one per checkpoint it runs on, seed family members aside
-    instances["sequential"] = sum(1 for name, _ in _stage_runs(models, checkpoints, "sequential") if name in drawn)
+        own = [(name, rev) for name, rev in runs if name in drawn]
+        instances[study.name] = {"checkpoint": len(own), "model": len({name for name, _ in own}),
+                                 "once": int(bool(runs))}[study.figures]
     if demo:
         counts.update(prepare_demo_text=1, train_demo_model=len(demo))
     # a text file of the demo corpus named anywhere in a model entry (make real's windows, perplexity, healing
@@ -301,10 +315,6 @@ def expected_counts(cfg: dict) -> Counter:
     rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
     counts.update(summarise_rope_counterfactual=len(rope_off))
     instances["rope_counterfactual"] = len(rope_off)
-    jacobian = [n for n, m in drawn.items() if m.get("jacobian", {}).get("enabled", False)]
-    if jacobian:
-        counts.update(measure_jacobian=len(jacobian), combine_jacobian=1)
-        instances["jacobian"] = 1
     if any(m.get("convergence", False) for m in drawn.values()):
         counts.update(summarise_convergence=1)
         instances["convergence"] = 1
@@ -340,7 +350,7 @@ def expected_counts(cfg: dict) -> Counter:
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement, the task-calibrated pruning table and its summary
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
-                              + counts["summarise_scaling"] + counts["combine_jacobian"]
+                              + counts["summarise_scaling"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + counts["summarise_pe_ablation"] + bool(benchmarked)
@@ -395,7 +405,6 @@ def plan_counts(cfg: dict) -> Counter:
     for rule in ("probe_healed", "measure_test_agreement"):
         counts[rule] = len(plan.stage_checkpoints("healed_probe"))
     counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))
-    counts["measure_jacobian"] = len(plan.jacobian_models())
     counts["summarise_rope_counterfactual"] = len(plan.rope_counterfactual_models())
     counts["measure_predictor_validity"] = len(plan.predictor_validity_models())
     counts["train_pe_model"] = counts["probe_pe_model"] = len(plan.pe_ablation_models())

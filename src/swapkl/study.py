@@ -37,6 +37,17 @@ def without_nulls(spec: dict) -> dict:
     return canonical({key: value for key, value in spec.items() if value is not None})
 
 
+def row_labels(params, wildcards) -> dict:
+    """A stage's ``settings`` when its job's only value that no config key gives is ``metadata``: the labels of its
+    rows (the config's name for the model, the revision) and the settings' hash."""
+    return dict(metadata=params.metadata(wildcards))
+
+
+def probe_window_inputs(params, wildcards) -> dict:
+    """A study's ``inputs`` when its job reads the checkpoint and the model's probe windows, as the probe's."""
+    return params.probe_inputs(wildcards)
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage: ``job`` its description, ``runner`` the function that runs one (``"module:function"``, or the
@@ -88,6 +99,10 @@ def register_stage(stage: Stage) -> Stage:
 #: stage runs anywhere)
 JOB_COUNTS = ("checkpoint", "once")
 
+#: how many instances each figure of a study gets (a figure entry whose ``targets`` is the study's name): one per
+#: checkpoint its stage runs on, one per model, or one in all; seed family members' checkpoints get none
+FIGURE_SCOPES = ("checkpoint", "model", "once")
+
 
 @dataclass(frozen=True)
 class Study:
@@ -107,7 +122,12 @@ class Study:
     ``defaults``: (key of its section, the dataclass whose field gives the key's default, the field) for every key
     whose default is the job's (or a part of it): the loaded schema takes the default from there
     (:func:`swapkl.config.job_defaults.fill_job_defaults`, tuples as lists), and the folder's schema.yaml states none
-    of them."""
+    of them. ``figures``: how many instances each figure registered for the study (``targets=<name>``) gets
+    (:data:`FIGURE_SCOPES`). ``members``: whether it also runs on the seed family members (by default a
+    member's section is switched off: the study runs on the entry's own run).
+
+    The section's ``revisions`` is a list of the model's revisions, ``all``, or ``last`` (its final checkpoint,
+    where the folder's schema allows it)."""
 
     name: str
     folder: Path
@@ -121,11 +141,15 @@ class Study:
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     answer: str = ""
     defaults: tuple[tuple[str, type, str], ...] = ()
+    figures: str = "checkpoint"
+    members: bool = False
 
     def __post_init__(self):
         bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}
         if bad:
             raise ValueError(f"study {self.name!r}: job counts {bad} are not one of {JOB_COUNTS}")
+        if self.figures not in FIGURE_SCOPES:
+            raise ValueError(f"study {self.name!r}: figures {self.figures!r} is not one of {FIGURE_SCOPES}")
         if self.stage.section != self.name or self.stage.kind != self.name:
             raise ValueError(f"study {self.name!r}: its stage is {self.stage.kind!r} on the section "
                              f"{self.stage.section!r}; both must be the study's name")
@@ -149,6 +173,16 @@ class Study:
     def per_checkpoint(self, output: str, checkpoints) -> list[str]:
         """Output ``output`` of each of ``checkpoints`` ((model, revision) pairs): what a gathering rule reads."""
         return [self.outputs[output].format(model=model, revision=revision) for model, revision in checkpoints]
+
+    def figure_instances(self, checkpoints, members=frozenset()) -> list[dict]:
+        """The wildcards of each instance of the study's figures on ``checkpoints`` (those its stage runs on),
+        ``members``' aside (seed family members get no figures of their own)."""
+        own = [(model, revision) for model, revision in checkpoints if model not in members]
+        if self.figures == "once":
+            return [{}] if checkpoints else []
+        if self.figures == "model":
+            return [{"model": model} for model in dict.fromkeys(model for model, _ in own)]
+        return [{"model": model, "revision": revision} for model, revision in own]
 
     def final_outputs(self, checkpoints) -> list[str]:
         """The files a full run makes on ``checkpoints`` (those its stage runs on): the gathered tables, then each

@@ -44,4 +44,4 @@ rule aggregate_recovery:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/aggregate_recovery.py"
+        "../scripts/combine_tables.py"

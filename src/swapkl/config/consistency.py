@@ -108,8 +108,8 @@ def _check_sequential(name: str, model: dict) -> None:
 
 
 def _check_listed(name: str, model: dict, key: str, revisions) -> None:
-    """A stage's revision list (or `all`) names only revisions of the model."""
-    if revisions != "all":
+    """A stage's revision list (or `all`, or `last`) names only revisions of the model."""
+    if revisions not in ("all", "last"):
         unknown = [r for r in revisions if r not in model["revisions"]]
         if unknown:
             _fail(f"models.{name}.{key}.revisions", f"{unknown} not in models.{name}.revisions")
@@ -129,7 +129,7 @@ def _check_healed_probes(name: str, model: dict) -> None:
 
 
 def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
-    """Consistency of a model's scaling / rope / jacobian / convergence settings."""
+    """Consistency of a model's scaling / rope / convergence settings."""
     if model.get("rope_pairs") and (rope_is_on(model) or "same_weights_as" not in model):
         _fail(f"models.{name}.rope_pairs", "only for a `rope: off` model with `same_weights_as` (the RoPE-on "
                                            "reference)")

@@ -110,11 +110,15 @@ class StudyPlan:
 
     def stage_revisions(self, kind: str, model: str) -> list[str]:
         """The revisions of ``model`` that the stage ``kind`` (:data:`swapkl.config.stages.STAGES`) runs on: by its
-        section's ``enabled`` and ``revisions`` (a list or ``all``), in the order of the model's revisions."""
+        section's ``enabled`` and ``revisions`` (a list, ``all``, or ``last``: :meth:`last_revision`), in the order
+        of the model's revisions."""
         block = self.models[model][STAGES[kind].section]
         if not block["enabled"]:
             return []
-        return [r for r in self.revisions(model) if block["revisions"] == "all" or r in block["revisions"]]
+        chosen = block["revisions"]
+        if chosen == "last":
+            chosen = [self.last_revision(model)]
+        return [r for r in self.revisions(model) if chosen == "all" or r in chosen]
 
     def stage_checkpoints(self, kind: str) -> list[tuple[str, str]]:
         """Every enabled (model, revision) that the stage ``kind`` runs on, model by model."""
@@ -188,9 +192,6 @@ class StudyPlan:
     def rope_counterfactual_models(self) -> list[str]:
         return self._entries_with(lambda model: not rope_is_on(model) and "same_weights_as" in model)
 
-    def jacobian_models(self) -> list[str]:
-        return self._entries_with(lambda model: model["jacobian"]["enabled"])
-
     def convergence_models(self) -> list[str]:
         return self._entries_with(lambda model: model["convergence"])
 
@@ -204,9 +205,6 @@ class StudyPlan:
     def last_revision(self, model: str) -> str:
         """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
         return last_revision(self.revisions(model))
-
-    def jacobian_file(self, model: str) -> str:
-        return layout.jacobian_file(model, self.last_revision(model))
 
     def optimal_search_models(self) -> list[str]:
         """Models whose removal sets are searched exactly at their last revision (optimal_search.enabled)."""

@@ -82,8 +82,6 @@ def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
     if plan.scaling_models():
         out += ["results/scaling.parquet"]
     out += [f"results/rope_counterfactual/{model}.parquet" for model in plan.rope_counterfactual_models()]
-    if plan.jacobian_models():
-        out += ["results/jacobian.parquet", *map(plan.jacobian_file, plan.jacobian_models())]
     if plan.convergence_models():
         out += ["results/convergence.parquet"]
     out += [f"results/predictor_validity/{model}.parquet" for model in plan.predictor_validity_models()]
@@ -136,16 +134,11 @@ FIGURE_SELECTIONS = {
     "pruning_trajectory": lambda plan: _each(_own(plan, plan.pruning_trajectory_models()), "model"),
     "relevance": lambda plan: _each(plan.stage_checkpoints("relevance"), "model", "revision"),
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
-    "spans": lambda plan: _each(_own(plan, plan.stage_checkpoints("spans")), "model", "revision"),
-    "sublayers": lambda plan: _each(_own(plan, list(dict.fromkeys(m for m, _ in plan.stage_checkpoints("sublayers")))),
-                                    "model"),
-    "sequential": lambda plan: _each(_own(plan, plan.stage_checkpoints("sequential")), "model", "revision"),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
     "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
     "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
     "scaling": lambda plan: _once(plan.scaling_models()),
     "rope_counterfactual": lambda plan: _each(plan.rope_counterfactual_models(), "model"),
-    "jacobian": lambda plan: _once(plan.jacobian_models()),
     "convergence": lambda plan: _once(plan.convergence_models()),
     "domain_slices": lambda plan: _once(plan.domain_slice_models()),
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
@@ -158,7 +151,10 @@ FIGURE_SELECTIONS = {
 
 
 def figure_instances(plan: StudyPlan, selection: str) -> list[dict]:
-    """The wildcards of every instance of a figure whose entry selects ``selection``."""
+    """The wildcards of every instance of a figure whose entry selects ``selection``: one of
+    :data:`FIGURE_SELECTIONS`, or the name of a study kept in a folder (its declared ``figures``)."""
+    if selection in STUDIES:
+        return STUDIES[selection].figure_instances(plan.stage_checkpoints(selection), plan.seed_members())
     return FIGURE_SELECTIONS[selection](plan)
 
 

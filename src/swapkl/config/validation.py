@@ -12,6 +12,7 @@ from swapkl.config.consistency import check_consistency, per_model_files
 from swapkl.config.schema_validation import load_schema, validate_schema
 from swapkl.stats.seed_families import expand_seed_families
 from swapkl.config.strict_yaml import check_config_text
+from swapkl.study import STUDIES
 
 
 def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=(), base_dir: str = ".") -> dict:
@@ -26,7 +27,8 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
     validate_schema(cfg, load_schema(schema_path))
     check_config(cfg, base_dir)
     check_pe_ablation(cfg)
-    cfg["models"], families = expand_seed_families(cfg["models"])
+    entry_only = tuple(study.name for study in STUDIES.entries() if not study.members)
+    cfg["models"], families = expand_seed_families(cfg["models"], entry_only)
     check_consistency(cfg, per_model_files(rules_dir))
     check_local_checkpoints(cfg["models"], base_dir)
     return families

@@ -71,7 +71,7 @@ def _own_seed(name: str, model: dict) -> int:
     return seeds["seed"]
 
 
-def _member(name: str, model: dict, seed: int) -> dict:
+def _member(name: str, model: dict, seed: int, entry_only) -> dict:
     seeds = model["seeds"]
     member = copy.deepcopy({key: value for key, value in model.items() if key != "seeds"})
     if "demo" in model:
@@ -88,13 +88,16 @@ def _member(name: str, model: dict, seed: int) -> dict:
     for key in ("heal", "healed_probes", "downstream"):  # healing and benchmarks, like relevance, stay with the entry
         if key in member:
             member[key] = {**member[key], "enabled": False}
-    for key in ("spans", "sublayers"):  # experiments on the entry's own run, not the across-seed statistics
+    for key in entry_only:  # experiments on the entry's own run, not the across-seed statistics
         member[key] = {**member.get(key, {}), "enabled": False}
     return member
 
 
-def expand_seed_families(models: dict) -> tuple[dict, dict]:
+def expand_seed_families(models: dict, entry_only=()) -> tuple[dict, dict]:
     """(models with every family member as a plain model, families).
+
+    ``entry_only``: the sections a member gets switched off (the studies on the entry's own run; the config passes
+    those of the studies kept in folders, :attr:`swapkl.study.Study.members`).
 
     ``families`` maps each family name to ``{"varies": ..., "members": {model name: seed}}`` (the
     entry first, then in ``values`` order).
@@ -136,7 +139,7 @@ def expand_seed_families(models: dict) -> tuple[dict, dict]:
             if member_name in models or member_name in out:
                 raise SeedFamilyError(f"{where}.name: member {member_name!r} (seed {seed}) is already a model "
                                       "of this config")
-            out[member_name] = _member(name, model, seed)
+            out[member_name] = _member(name, model, seed, entry_only)
             members[member_name] = seed
         family = seeds.get("family") or name
         if family in families:

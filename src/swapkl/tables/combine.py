@@ -2,16 +2,13 @@
 
 They only read and write tables, so their jobs start without torch or the model code; the stages that write the
 per-checkpoint tables are in their packages (:mod:`swapkl.relevance.accrel`, :mod:`swapkl.relevance.downstream`,
-:mod:`swapkl.recovery.recovery_table`, :mod:`swapkl.studies.jacobian`, :mod:`swapkl.pruning.search_cost`).
+:mod:`swapkl.recovery.recovery_table`, :mod:`swapkl.pruning.search_cost`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from swapkl.errors import SwapKLError
 from swapkl.tables import provenance
@@ -67,17 +64,6 @@ def concat_tables(inputs: list[str], out: str) -> pd.DataFrame:
     provs = [provenance.read(path) for path in inputs]
     df = pd.concat([pd.read_parquet(path) for path in inputs], ignore_index=True)
     write_parquet(df, out, dict(provenance.software_versions(), inputs=provs))
-    return df
-
-
-def combine_jacobian(files, out: str | Path) -> pd.DataFrame:
-    """Concatenate per-checkpoint Jacobian tables into ``out`` (provenance: each input's)."""
-    if not files:
-        raise SwapKLError("jacobian: no per-checkpoint table to combine")
-    check_writable(str(out))
-    df = pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
-    write_parquet(df, str(out), {**provenance.software_versions(),
-                                 "inputs": {str(f): provenance.read(str(f)) for f in files}})
     return df
 
 

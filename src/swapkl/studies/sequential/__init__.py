@@ -50,7 +50,7 @@ STUDY = register_study(Study(
              "decisions": "results/sequential/{model}/{revision}/decisions.parquet"},
     tables={"decisions": "decisions_table.rst"},
     rules={"probe_sequential": "checkpoint", "aggregate_decisions": "once"},
-    inputs=_inputs, files=_files,
+    inputs=_inputs, files=_files, members=True,
     defaults=(("pairs", SequentialJob, "pairs"), *((key, Design, key) for key in SEQUENTIAL_DESIGN),
               *((key, Decisions, key) for key in SEQUENTIAL_DECISIONS)),
 ))

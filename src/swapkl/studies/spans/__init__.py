@@ -13,16 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.studies.spans.jobs import SpansJob
-from swapkl.study import Stage, Study, register_study
-
-
-def _settings(params, wildcards) -> dict:
-    return dict(metadata=params.metadata(wildcards))
-
-
-def _inputs(params, wildcards) -> dict:
-    """The checkpoint and the probe windows' text, as the probe's."""
-    return params.probe_inputs(wildcards)
+from swapkl.study import Stage, Study, probe_window_inputs, register_study, row_labels
 
 
 def _files(wildcards, output) -> dict:
@@ -31,12 +22,12 @@ def _files(wildcards, output) -> dict:
 
 STUDY = register_study(Study(
     name="spans", folder=Path(__file__).parent,
-    stage=Stage("spans", SpansJob, "swapkl.studies.spans.run:run_spans", "spans", ("out",), _settings),
+    stage=Stage("spans", SpansJob, "swapkl.studies.spans.run:run_spans", "spans", ("out",), row_labels),
     summary="skip, reverse, shuffle, repeat and (looped) parallel runs of every symmetric middle span, each by "
             "KL against the base, beside the adjacent interchange and replacement KL",
     outputs={"spans": "results/spans/{model}/{revision}.parquet"},
     tables={"spans": "spans_table.rst"},
     rules={"probe_spans": "checkpoint", "aggregate_spans": "once"},
-    inputs=_inputs, files=_files,
+    inputs=probe_window_inputs, files=_files,
     defaults=tuple((key, SpansJob, key) for key in ("variants", "loops", "seed", "min_start", "min_width")),
 ))

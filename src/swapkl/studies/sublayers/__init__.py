@@ -97,6 +97,7 @@ STUDY = register_study(Study(
     tables={"sublayer_gaps": "sublayer_gaps_table.rst", "sublayer_pruning": "sublayer_pruning_table.rst"},
     rules={"probe_sublayers": "checkpoint", "aggregate_sublayers": "once", "aggregate_sublayer_pruning": "once"},
     inputs=_inputs, files=_files, columns={"sublayer_gaps": COLUMNS, "sublayer_pruning": PRUNING_COLUMNS},
+    figures="model",
     answer="swapkl.studies.sublayers.summary:answer_section",
     defaults=tuple((key, SublayerJob, key) for key in ("pairs", "n_boot", "seed", "budgets")),
 ))

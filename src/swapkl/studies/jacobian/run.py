@@ -22,15 +22,14 @@ import torch
 
 from swapkl.tables import provenance
 from swapkl.probes.covariates import eager_attention
-from swapkl.data.data_spec import DataSpec
-from swapkl.data.windows import check_windows, load_windows
+from swapkl.data.windows import Windows, check_windows, load_windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.model.loading import load_model
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.progress import track
+from swapkl.studies.jacobian.jobs import METHODS, JacobianJob
 
-METHODS = ("exact", "finite_difference")
 
 
 def residual_update(engine: ProbeEngine, block: int, ctx):
@@ -111,32 +110,47 @@ def summarise(norms: np.ndarray, **meta) -> pd.DataFrame:
                          "norm_max": norms.max(0), "norm_min": norms.min(0), "n_prompts": norms.shape[0]})
 
 
-def run_jacobian(model: str, out: str, *, data: DataSpec, revision: str | None = None, method: str = "exact",
-                 iterations: int = 20, eps: float = 1e-3, n_prompts: int = 10, dtype: str = "float32",
-                 device: str = "auto", seed: int = 0, metadata: dict | None = None) -> pd.DataFrame:
-    """Estimate every block's ||J_k||_2 on the first ``n_prompts`` windows of ``data`` and write ``out``."""
+def jacobian_table(engine: ProbeEngine, windows: Windows, *, method: str = "exact", iterations: int = 20,
+                   eps: float = 1e-3, n_prompts: int = 10, seed: int = 0, device="cpu",
+                   desc: str = "jacobian") -> np.ndarray:
+    """``[prompts, blocks]`` norm estimates of the model on ``engine`` over the first ``n_prompts`` of
+    ``windows`` (in memory: nothing is read or written)."""
+    rows = []
+    n = min(n_prompts, windows.input_ids.shape[0])
+    with eager_attention(engine.model):  # forward-mode AD needs the plain attention kernels
+        for p in track(range(n), desc, "prompt"):
+            ids = torch.from_numpy(windows.input_ids[p:p + 1]).to(device)
+            mask = torch.from_numpy(windows.attention_mask[p:p + 1]).to(device)
+            rows.append(block_norms(engine, ids, mask, method=method, iterations=iterations, eps=eps, seed=seed + p))
+    return np.stack(rows)
+
+
+def run_jacobian(job: JacobianJob) -> pd.DataFrame:
+    """Estimate every block's ||J_k||_2 on the first ``n_prompts`` windows of a
+    :class:`~swapkl.studies.jacobian.jobs.JacobianJob` (``run_jacobian(job)``) and write its ``out``."""
+    job = JacobianJob.checked(job)
+    method, iterations, eps, n_prompts, seed, data = (job.method, job.iterations, job.eps, job.n_prompts, job.seed,
+                                                      job.data)
     if method not in METHODS:
         raise SwapKLError(f"jacobian method must be one of {', '.join(METHODS)}, not {method!r}")
     if iterations < 1 or n_prompts < 1 or not eps > 0:
         raise SwapKLError(f"jacobian: iterations ({iterations}) and n_prompts ({n_prompts}) must be >= 1 and "
                           f"eps ({eps}) > 0")
-    check_writable(out)
-    metadata = dict(metadata or {})
-    loaded = load_model(model, revision, dtype=dtype, device=device, need_tokenizer=data.tokens is None)
+    check_writable(job.out)
+    metadata = dict(job.metadata or {})
+    loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
+                        trust_remote_code=job.trust_remote_code, need_tokenizer=data.tokens is None,
+                        **(job.placement or {}))
     engine = ProbeEngine(loaded.model)
     windows = load_windows(data, loaded.tokenizer)
     check_windows(windows, engine.adapter.vocab_size, engine.adapter.max_positions)
-    n = min(n_prompts, windows.input_ids.shape[0])
-    rows = []
-    with eager_attention(loaded.model):  # forward-mode AD needs the plain attention kernels
-        for p in track(range(n), f"jacobian {metadata.get('model', model)}", "prompt"):
-            ids = torch.from_numpy(windows.input_ids[p:p + 1]).to(loaded.device)
-            mask = torch.from_numpy(windows.attention_mask[p:p + 1]).to(loaded.device)
-            rows.append(block_norms(engine, ids, mask, method=method, iterations=iterations, eps=eps, seed=seed + p))
+    norms = jacobian_table(engine, windows, method=method, iterations=iterations, eps=eps, n_prompts=n_prompts,
+                           seed=seed, device=loaded.device, desc=f"jacobian {metadata.get('model', job.model)}")
     label = metadata.pop("model", None) or loaded.model_id
     rev = metadata.pop("revision", None) or loaded.revision or "main"
-    df = summarise(np.stack(rows), model=label, revision=rev, method=method, iterations=iterations,
+    df = summarise(norms, model=label, revision=rev, method=method, iterations=iterations,
                    eps=eps if method == "finite_difference" else np.nan, seq_len=int(windows.input_ids.shape[1]))
-    write_parquet(df, out, provenance.build(loaded, windows, method=method, iterations=iterations, eps=eps,
-                                            n_prompts=n, seed=seed, model=label, revision_label=rev, **metadata))
+    write_parquet(df, job.out, provenance.build(loaded, windows, method=method, iterations=iterations, eps=eps,
+                                                n_prompts=norms.shape[0], seed=seed, model=label, revision_label=rev,
+                                                **metadata))
     return df
