@@ -593,6 +593,22 @@ def test_pruning_a_trajectory_at_every_revision_adds_the_pruning_trajectory(tmp_
     assert counts["plot_pruning_trajectory"] == 1
 
 
+def test_the_jacobian_norms_along_a_trajectory(tmp_path):
+    """A study's `revisions: all` (here the Jacobian norms', whose default is `last`) runs it at every revision of
+    the model, and a list at exactly those; the gathering rule and the figure stay one job each."""
+    study = load(STUDY)
+    model = study["models"]["pythia-410m"]
+    assert model["jacobian"]["enabled"] and "revisions" not in model["jacobian"] and len(model["revisions"]) >= 3
+    before = dry_run(STUDY)
+    for revisions, expected in (("all", len(model["revisions"])), (model["revisions"][:2], 2)):
+        cfg = load(STUDY)
+        cfg["models"]["pythia-410m"]["jacobian"]["revisions"] = revisions
+        counts = dry_run(write_config(tmp_path, cfg))
+        assert counts == expected_counts(cfg)
+        assert counts["measure_jacobian"] == before["measure_jacobian"] - 1 + expected
+        assert counts["combine_jacobian"] == counts["plot_jacobian"] == 1
+
+
 def test_disabling_a_model_removes_all_its_jobs(tmp_path):
     study = load(STUDY)
     cfg = load(STUDY)
