@@ -68,7 +68,6 @@ include: "workflow/rules/scorecard.smk"
 include: "workflow/rules/pe_ablation.smk"
 include: "workflow/rules/task_pruning.smk"
 include: "workflow/rules/snowball.smk"
-include: "workflow/rules/optimal_search.smk"
 
 
 # the studies kept in folders of swapkl.studies, each with its own rule file (swapkl.study.STUDIES)

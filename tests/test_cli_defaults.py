@@ -43,6 +43,8 @@ from swapkl.relevance.downstream import run_downstream
 from swapkl.config.schema_validation import load_schema
 from swapkl.studies.jacobian.jobs import JacobianJob
 from swapkl.studies.jacobian.run import run_jacobian
+from swapkl.studies.optimal_search.jobs import SearchJob
+from swapkl.studies.optimal_search.run import run_optimal_search
 from swapkl.studies.sequential.jobs import SequentialJob
 from swapkl.studies.sequential.probe import run_sequential_probe
 from swapkl.relevance.downstream_jobs import DownstreamJob
@@ -193,7 +195,8 @@ def test_cli_defaults_are_the_job_descriptions(command):
 TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pruning), (RelevanceJob, run_relevance),
                 (DownstreamJob, run_downstream), (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate),
                 (AggregatePruningJob, aggregate_pruning), (DisagreementJob, run_test_agreement),
-                (SequentialJob, run_sequential_probe), (SublayerJob, run_sublayers), (JacobianJob, run_jacobian)]
+                (SequentialJob, run_sequential_probe), (SublayerJob, run_sublayers), (JacobianJob, run_jacobian),
+                (SearchJob, run_optimal_search)]
 
 
 @pytest.mark.parametrize("job, function", TAKE_THE_JOB, ids=[j.__name__ for j, _ in TAKE_THE_JOB])

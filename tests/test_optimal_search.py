@@ -143,7 +143,8 @@ def test_the_workflow_tables_match_brute_force_and_combine(tmp_path, tiny):
     and the combined table refusing two files of one checkpoint."""
     from swapkl.data.data_spec import DataSpec
     from swapkl.errors import SwapKLError
-    from swapkl.pruning.search_cost import run_optimal_search
+    from swapkl.studies.optimal_search.jobs import SearchJob
+    from swapkl.studies.optimal_search.run import run_optimal_search
     from swapkl.tables.combine import combine_optimal_search
 
     model, w = tiny
@@ -152,8 +153,9 @@ def test_the_workflow_tables_match_brute_force_and_combine(tmp_path, tiny):
     files = []
     for label in ("a", "b"):
         files.append(str(tmp_path / f"{label}.parquet"))
-        run_optimal_search(str(tmp_path / "m"), DataSpec(tokens=str(tmp_path / "calib.npy")), files[-1], budgets=[1, 2],
-                           device="cpu", label=label, revision_label="final")
+        calibration = DataSpec(tokens=str(tmp_path / "calib.npy"))
+        run_optimal_search(SearchJob(model=str(tmp_path / "m"), calibration=calibration, out=files[-1],
+                                     budgets=[1, 2], device="cpu", metadata={"model": label, "revision": "final"}))
     combine_optimal_search(files, str(tmp_path / "all.parquet"))
     df = pd.read_parquet(tmp_path / "all.parquet")
     assert sorted(set(zip(df["model"], df["revision"]))) == [("a", "final"), ("b", "final")]

@@ -335,17 +335,12 @@ def expected_counts(cfg: dict) -> Counter:
             counts["prepare_pe_text"] = 1
         else:
             counts["prepare_demo_text"] = 1
-    # the snowball construction: one CPU job on a demo task (built from the demo corpus) and its figure; the exact
-    # removal-set search: one job per entry at its last revision, one combined table and one figure
+    # the snowball construction: one CPU job on a demo task (built from the demo corpus) and its figure
     snowball = cfg.get("snowball", {}).get("enabled", False)
     if snowball:
         counts.update(construct_snowball=1)
         instances["snowball"] = 1
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
-    searched = [n for n, m in drawn.items() if m.get("optimal_search", {}).get("enabled", False)]
-    if searched:
-        counts.update(search_removal_sets=len(searched), combine_optimal_search=1)
-        instances["optimal_search"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement, the task-calibrated pruning table and its summary
@@ -354,7 +349,7 @@ def expected_counts(cfg: dict) -> Counter:
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + counts["summarise_pe_ablation"] + bool(benchmarked)
-                              + 2 * bool(calibrated) + snowball + bool(searched) + folder_tables)
+                              + 2 * bool(calibrated) + snowball + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts
@@ -408,7 +403,6 @@ def plan_counts(cfg: dict) -> Counter:
     counts["summarise_rope_counterfactual"] = len(plan.rope_counterfactual_models())
     counts["measure_predictor_validity"] = len(plan.predictor_validity_models())
     counts["train_pe_model"] = counts["probe_pe_model"] = len(plan.pe_ablation_models())
-    counts["search_removal_sets"] = len(plan.optimal_search_models())
     return +counts
 
 

@@ -42,9 +42,9 @@ recovery_file = _per_checkpoint("results/recovery/{model}/{revision}/recovery.pa
 export_dir = _per_checkpoint("results/exports/{model}/{revision}")
 repr_file = _per_checkpoint("results/probes/{model}/{revision}/representation.parquet")
 # the stages with one table per checkpoint, each at results/<stage>/<model>/<revision>.parquet
-(healed_file, test_agreement_file, relevance_file, covariate_file, downstream_file, optimal_search_file) = (
+(healed_file, test_agreement_file, relevance_file, covariate_file, downstream_file) = (
     _per_checkpoint(f"results/{stage}/{{model}}/{{revision}}.parquet")
-    for stage in ("healed_probes", "test_agreement", "relevance", "covariates", "downstream", "optimal_search"))
+    for stage in ("healed_probes", "test_agreement", "relevance", "covariates", "downstream"))
 
 
 

@@ -206,13 +206,6 @@ class StudyPlan:
         """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
         return last_revision(self.revisions(model))
 
-    def optimal_search_models(self) -> list[str]:
-        """Models whose removal sets are searched exactly at their last revision (optimal_search.enabled)."""
-        return self._entries_with(lambda model: model["optimal_search"]["enabled"])
-
-    def optimal_search_file(self, model: str) -> str:
-        return layout.optimal_search_file(model, self.last_revision(model))
-
     def snowball_task(self) -> str | None:
         """The demo task file the snowball construction is built on; None when the `snowball` block is off."""
         block = self.cfg["snowball"]

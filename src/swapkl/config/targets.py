@@ -13,10 +13,8 @@ from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
 from swapkl.paper.published import published_models
 from swapkl.figures.figure_registry import figures as registered_figures
 
-#: the tables of the snowball construction and of the optimal removal-set search (workflow/rules/snowball.smk,
-#: workflow/rules/optimal_search.smk)
+#: the table of the snowball construction (workflow/rules/snowball.smk)
 SNOWBALL_TABLE = "results/snowball.parquet"
-OPTIMAL_SEARCH_TABLE = "results/optimal_search.parquet"
 
 
 def answer_file(model: str) -> str:
@@ -30,7 +28,7 @@ BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
     "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
     r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "pe_ablation", "downstream",
-    "seed003_pruning", "seed003_tables", "snowball", "optimal_search",
+    "seed003_pruning", "seed003_tables", "snowball",
 )
 
 
@@ -89,8 +87,6 @@ def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
         out += ["results/domain_slices.parquet"]
     if plan.pe_ablation_models():
         out += [PE_TABLE, *map(pe_probe_file, plan.pe_ablation_models())]
-    if plan.optimal_search_models():
-        out += [OPTIMAL_SEARCH_TABLE, *map(plan.optimal_search_file, plan.optimal_search_models())]
     if plan.snowball_task():
         out += [SNOWBALL_TABLE]
     return out
@@ -144,7 +140,6 @@ FIGURE_SELECTIONS = {
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
     "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),
     "task_pruning": lambda plan: _once(task_pruning_jobs(plan)),
-    "optimal_search": lambda plan: _once(plan.optimal_search_models()),
     "snowball": lambda plan: _once(plan.snowball_task()),
 }
 

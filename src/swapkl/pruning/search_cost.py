@@ -1,5 +1,5 @@
-"""The optimal-search study on one checkpoint (calibration NLL on the engine, a Parquet table with
-provenance) and the cost model that projects removal-set searches to large models.
+"""The cost model that projects removal-set searches to large models (the optimal-search study itself, on one
+checkpoint, is :mod:`swapkl.studies.optimal_search`).
 
 Cost model: a search's wall time is ``n_evals x seconds per evaluation / n_gpus``, where one evaluation
 is one pass of the pruned model over the calibration set. Assumptions, stated where they are used:
@@ -18,16 +18,7 @@ from __future__ import annotations
 
 import math
 
-import pyarrow as pa
-
 from swapkl.errors import SwapKLError
-from swapkl.pruning.optimal import compare
-from swapkl.tables import provenance
-from swapkl.data.windows import check_windows, load_windows
-from swapkl.model.engine import ProbeEngine
-from swapkl.model.loading import load_model
-from swapkl.tables.parquet_io import check_writable, write_parquet
-from swapkl.pruning.sleb import calibration_nll
 
 #: (model, blocks, removed, hours low, hours high, GPUs per replica) -- the paper's figures, on one replica
 PAPER_RUNS = (("LLaMA3-8B", 32, 8, 4.6, 4.6, 1), ("LLaMA3-70B", 80, 40, 1.1 * 24, 8.5 * 24, 2))
@@ -67,37 +58,3 @@ def cost_table(replicas=(1, 2), best_first_fraction: float | None = None) -> lis
                                  gpus=r * paper_gpus, hours_low=lo, hours_high=hi, paper_hours_low=lo_h,
                                  paper_hours_high=hi_h))
     return rows
-
-
-def run_optimal_search(model: str, calib_data, out: str, *, budgets: list[int], revision: str | None = None,
-                       beam_width: int = 3, max_evals: int = 5000, dtype: str = "float32", device: str = "auto",
-                       batch_size: int = 8, chunk_tokens: int = 2048, allow_pickle: bool = False,
-                       trust_remote_code: bool = False, label: str | None = None,
-                       revision_label: str | None = None) -> None:
-    """Greedy, beam, best-first and (where affordable) exhaustive search by calibration NLL on one
-    checkpoint, into one Parquet table with provenance. ``label`` / ``revision_label``: the names the table
-    gives the model and revision (default: the loaded model's id and revision)."""
-    check_writable(out)
-    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code)
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
-    bad = [n for n in budgets if not 1 <= n < engine.n_layers]
-    if bad:
-        raise SwapKLError(f"budgets {bad} are not between 1 and {engine.n_layers - 1} for this "
-                          f"{engine.n_layers}-block model")
-    calib = load_windows(calib_data, loaded.tokenizer)
-    check_windows(calib, engine.adapter.vocab_size, engine.adapter.max_positions)
-    dev = str(engine.unemb.weight.device)
-    base, _ = calibration_nll(engine, calib, [], batch_size=batch_size, device=dev)
-
-    def cost(sets):
-        return calibration_nll(engine, calib, sets, batch_size=batch_size, device=dev)[1]
-
-    rows = compare(cost, engine.n_layers, budgets, base_cost=base, beam_width=beam_width, max_evals=max_evals)
-    for r in rows:
-        r.update(model=label or loaded.model_id, revision=revision_label or loaded.revision, n_layers=engine.n_layers, base_cost=base,
-                 objective="calibration_nll")
-    prov = provenance.build(loaded, calib, calibration_spec=calib_data.as_dict(), budgets=list(budgets),
-                            beam_width=beam_width, max_evals=max_evals,
-                            bound="monotone cost assumed: cost(S + b) >= cost(S); certified = no violation seen")
-    write_parquet(pa.Table.from_pylist(rows), out, prov)

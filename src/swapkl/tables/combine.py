@@ -2,7 +2,7 @@
 
 They only read and write tables, so their jobs start without torch or the model code; the stages that write the
 per-checkpoint tables are in their packages (:mod:`swapkl.relevance.accrel`, :mod:`swapkl.relevance.downstream`,
-:mod:`swapkl.recovery.recovery_table`, :mod:`swapkl.pruning.search_cost`).
+:mod:`swapkl.recovery.recovery_table`, :mod:`swapkl.studies.optimal_search`).
 """
 
 from __future__ import annotations

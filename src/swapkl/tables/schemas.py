@@ -171,7 +171,7 @@ AGGREGATE_REPR = [("metric", pa.string()), ("width", pa.int64()), ("value", pa.f
                   ("ci_low", pa.float64()), ("ci_high", pa.float64())]
 
 
-#: the columns of swapkl.pruning.search_cost.run_optimal_search's table (one row per budget and method)
+#: the columns of swapkl.studies.optimal_search.run.run_optimal_search's table (one row per budget and method)
 OPTIMAL_SEARCH_SCHEMA = pa.schema([
     ("model", pa.string()), ("revision", pa.string()), ("n_layers", pa.int64()), ("budget", pa.int64()),
     ("method", pa.string()), ("removed_layers", pa.list_(pa.int64())), ("cost", pa.float64()),
