@@ -66,7 +66,6 @@ include: "workflow/rules/domain_slices.smk"
 include: "workflow/rules/predictor_validity.smk"
 include: "workflow/rules/scorecard.smk"
 include: "workflow/rules/pe_ablation.smk"
-include: "workflow/rules/task_pruning.smk"
 include: "workflow/rules/snowball.smk"
 
 

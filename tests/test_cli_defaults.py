@@ -45,6 +45,8 @@ from swapkl.studies.jacobian.jobs import JacobianJob
 from swapkl.studies.jacobian.run import run_jacobian
 from swapkl.studies.optimal_search.jobs import SearchJob
 from swapkl.studies.optimal_search.run import run_optimal_search
+from swapkl.studies.task_pruning.jobs import TaskPruningJob
+from swapkl.studies.task_pruning.run import run_task_pruning
 from swapkl.studies.sequential.jobs import SequentialJob
 from swapkl.studies.sequential.probe import run_sequential_probe
 from swapkl.relevance.downstream_jobs import DownstreamJob
@@ -196,7 +198,7 @@ TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pru
                 (DownstreamJob, run_downstream), (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate),
                 (AggregatePruningJob, aggregate_pruning), (DisagreementJob, run_test_agreement),
                 (SequentialJob, run_sequential_probe), (SublayerJob, run_sublayers), (JacobianJob, run_jacobian),
-                (SearchJob, run_optimal_search)]
+                (SearchJob, run_optimal_search), (TaskPruningJob, run_task_pruning)]
 
 
 @pytest.mark.parametrize("job, function", TAKE_THE_JOB, ids=[j.__name__ for j, _ in TAKE_THE_JOB])

@@ -25,11 +25,10 @@ import pytest
 import torch
 import yaml
 
-from swapkl.relevance.task_pruning import run_task_pruning
 from swapkl.relevance.generation import generate, harness_lm
 from swapkl.relevance.pruned_model import materialise
 from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager
-from test_task_pruning import TASKS, _split_tasks
+from test_task_pruning import TASKS, _split_tasks, prune_on_tasks
 
 N_LAYERS = 4
 NAME = "tiny_gsm"
@@ -233,7 +232,7 @@ def test_task_pruning_scores_a_generative_curve_task_as_lm_eval(tmp_path):
     write_gen_task(folder, train, _docs(3, 6))
     write_gen_task(tmp_path / "on_train", train, train, test_split="train")  # lm-eval on the training split
     out = tmp_path / "pruned.parquet"
-    run_task_pruning(str(src), str(out), calibrations=[{"name": "ta", "tasks": ["ta"]},
+    prune_on_tasks(str(src), str(out), calibrations=[{"name": "ta", "tasks": ["ta"]},
                                                        {"name": NAME, "tasks": [NAME], "curve": True}],
                      tasks=["ta"], curve_tasks=[NAME], methods=["original", "bi", "accuracy"], prune_fraction=0.25,
                      curve_methods=["accuracy"], curve_budgets=[1], include_path=str(folder), include_defaults=False,

@@ -163,5 +163,24 @@ def test_every_study_folders_revisions_must_be_the_models():
                                 study.name: {"enabled": True, "revisions": ["step1", "step3"]}}}}
         assert refusal(cfg) == (f"Invalid config: models.m.{study.name}.revisions: ['step3'] not in "
                                 "models.m.revisions"), study.name
-        cfg["models"]["m"][study.name]["revisions"] = ["step2"]
-        assert refusal(cfg) is None, study.name
+        for revisions in (["step2"], "all", "last"):
+            cfg["models"]["m"][study.name]["revisions"] = revisions
+            message = refusal(cfg)  # accepted, or refused by the study's own checks (task pruning: no task named)
+            assert message is None or ".revisions" not in message, (study.name, message)
+
+
+def test_last_is_the_final_checkpoint_of_every_studys_model():
+    """`revisions: last` runs a study at the model's final checkpoint: the latest stepN when every revision is one
+    (whatever their order in the config), else the last listed; `all` at every revision, in the config's order."""
+    from direct_config import validated
+
+    from swapkl.config.study_plan import StudyPlan
+
+    for revisions, last in ((["step100", "step2000", "step30"], "step2000"), (["main", "step5"], "step5"),
+                            (["step5", "main"], "main")):
+        plan = StudyPlan(*validated({"models": {"m": {"source": "org/model", "revisions": revisions}}}))
+        for study in STUDIES.entries():
+            plan.models["m"][study.name].update(enabled=True, revisions="last")
+            assert plan.stage_revisions(study.name, "m") == [last], (study.name, revisions)
+            plan.models["m"][study.name]["revisions"] = "all"
+            assert plan.stage_revisions(study.name, "m") == revisions, study.name

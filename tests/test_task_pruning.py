@@ -23,7 +23,8 @@ from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.model.engine import ProbeEngine
 from swapkl.relevance.task_calibration import pooled_task_accuracy, probe_tables, task_calibration
-from swapkl.relevance.task_pruning import main_budget, run_task_pruning
+from swapkl.studies.task_pruning.jobs import TaskPruningJob
+from swapkl.studies.task_pruning.run import main_budget, run_task_pruning
 from swapkl.relevance.task_tables import aggregate_task_pruning
 from swapkl.relevance.task_tables import calibration_table, gromov_curves, summary_rows, task_specific_table
 from swapkl.demo.split_tasks import split_demo_task
@@ -34,6 +35,14 @@ from tiny_models import tiny_model
 
 N_LAYERS = 5
 TASKS = ("ta", "tb")
+
+
+def prune_on_tasks(model: str, out: str, *, label: str | None = None, revision_label: str | None = None,
+                   **options) -> None:
+    """run_task_pruning on the job of ``options`` (the job's fields), its rows labelled ``label`` and
+    ``revision_label``."""
+    metadata = {k: v for k, v in (("model", label), ("revision", revision_label)) if v} or None
+    run_task_pruning(TaskPruningJob(model=model, out=out, metadata=metadata, **options))
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +86,7 @@ def test_pruned_models_score_as_lm_eval_on_their_exported_checkpoints(tmp_path):
     src, _ = _saved(tmp_path)
     folder = _split_tasks(tmp_path)
     out = tmp_path / "pruned.parquet"
-    run_task_pruning(str(src), str(out), calibrations=[{"name": "ta", "tasks": ["ta"]},
+    prune_on_tasks(str(src), str(out), calibrations=[{"name": "ta", "tasks": ["ta"]},
                                                                    {"name": "mix", "tasks": list(TASKS), "fraction": 0.5}],
                      tasks=list(TASKS), methods=["original", "bi", "accuracy", "deletion"], prune_fraction=0.4, include_path=str(folder),
                      include_defaults=False, device="cpu", seq_len=64, label="tiny", revision_label="final")
@@ -170,15 +179,15 @@ def test_bad_calibrations_are_one_line_errors(tmp_path):
     folder = _split_tasks(tmp_path)
     common = dict(tasks=["ta"], include_path=str(folder), include_defaults=False, device="cpu")
     with pytest.raises(SwapKLError, match="unknown pruning method 'magic'"):
-        run_task_pruning(str(src), str(tmp_path / "a.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}],
+        prune_on_tasks(str(src), str(tmp_path / "a.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}],
                          methods=["magic"], **common)
     with pytest.raises(SwapKLError, match="names no task"):
-        run_task_pruning(str(src), str(tmp_path / "b.parquet"), calibrations=[{"name": "x"}], **common)
+        prune_on_tasks(str(src), str(tmp_path / "b.parquet"), calibrations=[{"name": "x"}], **common)
     with pytest.raises(SwapKLError, match="distinct names"):
-        run_task_pruning(str(src), str(tmp_path / "b.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}] * 2,
+        prune_on_tasks(str(src), str(tmp_path / "b.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}] * 2,
                          **common)
     with pytest.raises(SwapKLError, match="lm-eval knows no task 'nope'"):
-        run_task_pruning(str(src), str(tmp_path / "c.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}],
+        prune_on_tasks(str(src), str(tmp_path / "c.parquet"), calibrations=[{"name": "x", "tasks": ["ta"]}],
                          **(common | {"tasks": ["nope"]}))
     raw = tmp_path / "raw" / "ta.yaml"  # the single-split task: nothing to calibrate on apart from its test split
     with pytest.raises(SwapKLError, match="cannot calibrate"):
@@ -311,13 +320,19 @@ def test_the_study_draws_the_gsm8k_curve_as_a_generative_curve_task():
     import yaml
     from direct_config import REPO, validated
 
+    from types import SimpleNamespace
+
+    from swapkl.config.rule_jobs import build_job
+    from swapkl.config.rule_params import RuleParams
     from swapkl.config.study_plan import StudyPlan
-    from swapkl.config.task_pruning_plan import job_params
 
     plan = StudyPlan(*validated(yaml.safe_load((REPO / "config.yaml").read_text())))
-    job = job_params(plan, "Meta-Llama-3-8B")
-    assert job["curve_tasks"] == ["gsm8k"] and "gsm8k" not in job["tasks"]
-    calib = {c["name"]: c for c in job["calibrations"]}
+    (revision,) = plan.stage_revisions("task_pruning", "Meta-Llama-3-8B")
+    settings = RuleParams(plan).job("task_pruning")(SimpleNamespace(model="Meta-Llama-3-8B", revision=revision))
+    job = build_job(settings, {"out": "x.parquet"})  # the rule's job, as workflow/scripts/run_job.py builds it
+    assert isinstance(job, TaskPruningJob) and job.metadata["model"] == "Meta-Llama-3-8B"
+    assert job.curve_tasks == ("gsm8k",) and "gsm8k" not in job.tasks
+    calib = {c["name"]: c for c in job.calibrations}
     assert calib["gsm8k"] == {"name": "gsm8k", "tasks": ["gsm8k"], "max_docs": 50, "curve": True}
     assert "gsm8k" not in calib["mix10"]["tasks"] and not calib["arc_easy"].get("curve")
 

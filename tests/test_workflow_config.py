@@ -271,16 +271,10 @@ def expected_counts(cfg: dict) -> Counter:
         counts["build_demo_tasks"] = 1
     if any(models[name]["downstream"].get("demo_tasks", False) for name, _ in benchmarked):
         counts["build_demo_last_word"] = 1
-    # task-calibrated pruning (issue 25): one job per checkpoint (every calibration set in turn), one aggregate
-    # writing two tables (one rendered), two global figures; the demo tasks split in one job
-    calibrated = [(name, rev, m["task_pruning"]) for name, m in models.items()
-                  if m.get("task_pruning", {}).get("enabled", False)
-                  for rev in (m["revisions"] if m["task_pruning"].get("revisions", "all") == "all"
-                              else m["task_pruning"]["revisions"])]
-    if calibrated:
-        counts.update(prune_on_tasks=len(calibrated), aggregate_task_pruning=1)
-        instances["task_pruning"] = 1
-    if any(b.get("demo_tasks", False) for _, _, b in calibrated):
+    # task-calibrated pruning (a study in a folder, counted with them below): the demo tasks split in one job
+    # where a section evaluates them
+    if any(models[name]["task_pruning"].get("demo_tasks", False)
+           for name, _ in _stage_runs(models, checkpoints, "task_pruning")):
         counts["build_demo_tasks"] = counts["split_demo_tasks"] = 1
     measured = [(name, rev) for name, rev in checkpoints if models[name].get("covariates", False)]
     if measured:
@@ -343,13 +337,13 @@ def expected_counts(cfg: dict) -> Counter:
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
-    # recovery, healed probes and the test agreement, the task-calibrated pruning table and its summary
+    # recovery, healed probes and the test agreement, and the tables of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
                               + counts["summarise_scaling"]
                               + counts["summarise_convergence"] + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + counts["summarise_pe_ablation"] + bool(benchmarked)
-                              + 2 * bool(calibrated) + snowball + folder_tables)
+                              + snowball + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts

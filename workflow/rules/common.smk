@@ -23,17 +23,17 @@ from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, 
                                   agreement_file, covariate_file,
                                   healed_file, probe_file, pruning_file, recovery_file,
                                   relevance_file, repr_file, test_agreement_file)
-from swapkl.config.checks import DEMO_TASKS
+from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.progress import follow_dag
 from swapkl.hub.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with
 from swapkl.config.targets import figure_instances as _figure_instances, final_outputs, report_sections, result_tables
-from swapkl.config.task_pruning_plan import SUMMARY as TASK_PRUNING_SUMMARY, task_pruning_jobs
 from swapkl.figures.figure_registry import SECTIONS as REPORT_SECTIONS
 from swapkl.probes.protocols import get_protocol
 from swapkl.config.validation import invalid_config_message, validate_config
 import swapkl.studies  # every study folder registers itself (swapkl.study.STUDIES)
+from swapkl.studies.task_pruning import SPLIT_TASKS_DIR
 from swapkl.study import STUDIES
 
 try:  # every check of swapkl.config, each naming the key path of the value that cannot work
@@ -328,6 +328,6 @@ def scorecard_inputs():
         inputs["domain_slices"] = "results/domain_slices.parquet"
     if PLAN.stage_checkpoints("downstream"):
         inputs["downstream"] = "results/downstream.parquet"
-    if task_pruning_jobs(PLAN):
-        inputs["seed003_tables"] = TASK_PRUNING_SUMMARY
+    if PLAN.stage_checkpoints("task_pruning"):
+        inputs["seed003_tables"] = "results/seed003_tables.parquet"
     return inputs

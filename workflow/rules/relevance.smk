@@ -19,6 +19,21 @@ rule build_demo_tasks:
         "../scripts/build_demo_tasks.py"
 
 
+# the demo tasks' training and test halves, which the task-calibrated pruning calibrates and evaluates on
+# (swapkl.studies.task_pruning, `demo_tasks: true`)
+rule split_demo_tasks:
+    input:
+        expand(f"{DEMO_DIR}/tasks/{{task}}.{{ext}}", task=DEMO_TASKS, ext=("yaml", "jsonl")),
+    output:
+        expand(f"{SPLIT_TASKS_DIR}/{{task}}{{ext}}", task=DEMO_TASKS, ext=(".yaml", "_train.jsonl", "_test.jsonl")),
+    log:
+        "logs/demo/split_demo_tasks.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/split_demo_tasks.py"
+
+
 rule score_relevance:
     input:
         unpack(PARAMS.relevance_inputs),

@@ -24,11 +24,10 @@ from swapkl.config.guide_names import selecting_guides
 from swapkl.probes.pair_sets import pair_reach
 from swapkl.hub.revision_names import step_of
 from swapkl.probes.protocols import weight_protocol_names
+from swapkl.relevance.relevance_jobs import DEMO_TASKS
 
 #: config.json fields that hold the number of transformer blocks, by architecture family
 N_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
-#: the demo tasks' names (swapkl.relevance.accrel scores them under these task names)
-DEMO_TASKS = ("demo_next_word", "demo_continuation")
 
 
 def _fail(where: str, message: str):

@@ -205,9 +205,11 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     _check_listed(name, model, "prune", model["prune"]["revisions"])
     _check_relevance(name, model)
     _check_downstream(name, model)
-    for study in STUDIES.entries():  # the studies kept in folders run on revisions of the model
+    for study in STUDIES.entries():  # the studies kept in folders run on revisions of the model, and check the rest
         if model[study.name]["enabled"]:
             _check_listed(name, model, study.name, model[study.name]["revisions"])
+            if study.check is not None:
+                study.check(name, model[study.name])
     _check_sequential(name, model)
     if model["max_memory"] is not None and model["device_map"] is None:
         _fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")

@@ -5,7 +5,7 @@ with ``.model`` and ``.revision``), so the rule files only name them. Settings g
 from __future__ import annotations
 
 from swapkl.config import captions, job_settings, rule_jobs
-from swapkl.config.checks import DEMO_TASKS
+from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
 from swapkl.config.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, probe_file, progress_file, pruning_file, repr_file

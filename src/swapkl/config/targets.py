@@ -8,7 +8,6 @@ from swapkl.config.layout import (agreement_file, covariate_file, downstream_fil
                                   pruning_file, recovery_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
-from swapkl.config.task_pruning_plan import SUMMARY, TABLE, task_pruning_file, task_pruning_jobs
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
 from swapkl.paper.published import published_models
 from swapkl.figures.figure_registry import figures as registered_figures
@@ -28,7 +27,7 @@ BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
     "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
     r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "pe_ablation", "downstream",
-    "seed003_pruning", "seed003_tables", "snowball",
+    "snowball",
 )
 
 
@@ -139,7 +138,6 @@ FIGURE_SELECTIONS = {
     "domain_slices": lambda plan: _once(plan.domain_slice_models()),
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
     "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),
-    "task_pruning": lambda plan: _once(task_pruning_jobs(plan)),
     "snowball": lambda plan: _once(plan.snowball_task()),
 }
 
@@ -181,10 +179,5 @@ def final_outputs(plan: StudyPlan) -> list[str]:
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
     return ["results/swapkl.parquet", "results/paper_scorecard.parquet", *plan.all_probe_files(),
             *plan.all_repr_files(), *_healing_outputs(plan), *_measurement_outputs(plan), *_pruning_outputs(plan),
-            *scale_mechanism_outputs(plan), *_task_pruning_outputs(plan), *figure_targets(plan)]
+            *scale_mechanism_outputs(plan), *figure_targets(plan)]
 
-
-def _task_pruning_outputs(plan: StudyPlan) -> list[str]:
-    """Task-calibrated pruning (swapkl.config.task_pruning_plan): the per-job files and the two tables."""
-    jobs = task_pruning_jobs(plan)
-    return [TABLE, SUMMARY, *[task_pruning_file(m, r) for m, r in jobs]] if jobs else []

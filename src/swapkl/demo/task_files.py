@@ -21,9 +21,9 @@ from pathlib import Path
 
 from swapkl.demo.corpus import corpus_file, read_paragraphs
 from swapkl.errors import SwapKLError
+from swapkl.relevance.relevance_jobs import DEMO_TASKS as TASKS
 from swapkl.relevance.tasks import write_task
 
-TASKS = ("demo_next_word", "demo_continuation")
 _WORD = re.compile(r"^[A-Za-z]+$")
 
 

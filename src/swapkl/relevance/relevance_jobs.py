@@ -8,6 +8,12 @@ from dataclasses import dataclass
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.model_job import ModelJob
 
+#: the demo's next-word and continuation tasks (swapkl.demo.task_files writes them), which a section's
+#: `demo_tasks: true` scores (relevance, downstream benchmarks, task-calibrated pruning) under these names
+DEMO_TASKS = ("demo_next_word", "demo_continuation")
+#: the methods of the task-calibrated pruning (swapkl.studies.task_pruning), in the order its tables list them
+TASK_PRUNING_METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
+
 
 @dataclass(frozen=True, kw_only=True)
 class TaskScoringJob(ModelJob):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import pandas as pd
 
 from swapkl.errors import SwapKLError
+from swapkl.relevance.relevance_jobs import TASK_PRUNING_METHODS
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct
 from swapkl.tables.parquet_io import check_writable, write_parquet
@@ -33,7 +34,7 @@ GENERATIVE_METRIC = "exact_match,strict-match"
 TABLE_KINDS = ("task", "mix", "lm")
 #: the methods of the paper's tables, in row order: "original" removes nothing; the others are guides
 #: (swapkl.relevance.task_calibration)
-METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
+METHODS = TASK_PRUNING_METHODS
 METHOD_LABELS = {"original": "Original", "taylor": "Taylor", "bi": "Cosine (BI)", "sleb_iterative": "Perplexity (SLEB)",
                  "accuracy": "Accuracy", "interchange": "Interchange KL", "deletion": "Deletion KL"}
 

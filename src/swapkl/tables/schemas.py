@@ -246,7 +246,7 @@ PE_ABLATION_SCHEMA = pa.schema([
     ("d_inter_mean", pa.float64()),
 ])
 #: one row per (checkpoint, calibration, method, budget, evaluated task, metric) of task-calibrated pruning
-#: (swapkl.relevance.task_pruning; results/seed003_pruning.parquet): ``calibration`` names the calibration set
+#: (swapkl.studies.task_pruning; results/seed003_pruning.parquet): ``calibration`` names the calibration set
 #: (a task's own name = calibrated on that task's calibration split), ``calibration_kind`` is task, mix or lm;
 #: ``method`` original (budget 0, nothing removed) or a guide; ``accuracy`` is lm-eval's metric on the task's
 #: evaluation ``split``, pooled over the documents of its subtasks.

@@ -16,7 +16,7 @@ it, and its pruned models are evaluated on that task alone, which no other calib
 generative task is scored by lm-eval's generation on materialised pruned models
 (:mod:`swapkl.relevance.task_generation`), ``exact_match`` per filter.
 
-The per-job files are concatenated by :func:`swapkl.relevance.task_tables.aggregate_task_pruning` into ``results/seed003_pruning.parquet``
+This is the run of the study's folder (:mod:`swapkl.studies.task_pruning`). The per-job files are concatenated by :func:`swapkl.relevance.task_tables.aggregate_task_pruning` into ``results/seed003_pruning.parquet``
 (schema :data:`swapkl.tables.schemas.TASK_PRUNING_SCHEMA`); :mod:`swapkl.relevance.task_tables` derives the
 paper's tables from it.
 """
@@ -37,6 +37,7 @@ from swapkl.relevance.task_calibration import METHODS, Calibration, choose_sets,
 from swapkl.relevance.task_generation import generative_scores
 from swapkl.model.choice_scores import BASE
 from swapkl.relevance.task_splits import CALIBRATION, EVALUATION, load_split, task_manager
+from swapkl.studies.task_pruning.jobs import TaskPruningJob
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.tables.schemas import TASK_PRUNING_SCHEMA
@@ -119,18 +120,18 @@ def _calibration_columns(calib: Calibration) -> dict:
                 calibration_split="+".join(sorted({s.split for s in calib.splits})) or calib.windows.source)
 
 
-def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: list[str], revision: str | None = None,
-                     methods: list[str] = METHODS, prune_fraction: float = 0.25, curve_methods: list[str] = (),
-                     curve_budgets: list[int] = (), spacing: int = 1, score_pairs: str = "adjacent",
-                     seq_len: int = 256, seed: int = 0, include_path: str | None = None,
-                     include_defaults: bool = True, label: str | None = None, revision_label: str | None = None,
-                     dtype: str = "float32", device: str = "auto", batch_size: int = 8, chunk_tokens: int = 2048,
-                     allow_pickle: bool = False, trust_remote_code: bool = False,
-                     placement: dict | None = None, curve_tasks: list[str] = ()) -> None:
-    """Choose each method's blocks on each calibration set of ``calibrations`` (the curve methods also at the
-    curve budgets, on single-task calibrations) and evaluate every pruned model on every task of ``tasks``
-    (lm-eval names; evaluation split), into one Parquet file. ``curve_tasks``: tasks evaluated only on the
-    models of their own curve calibration (a calibration ``{name: task, tasks: [task], curve: true}``)."""
+def run_task_pruning(job: TaskPruningJob) -> None:
+    """Choose each method's blocks on each calibration set of a
+    :class:`~swapkl.studies.task_pruning.jobs.TaskPruningJob` (``run_task_pruning(job)``; the curve methods also
+    at the curve budgets, on single-task calibrations) and evaluate every pruned model on every task of its
+    ``tasks`` (lm-eval names; evaluation split), into one Parquet file, its ``out``. ``curve_tasks``: tasks
+    evaluated only on the models of their own curve calibration (a calibration ``{name: task, tasks: [task],
+    curve: true}``)."""
+    job = TaskPruningJob.checked(job)
+    calibrations, tasks, curve_tasks, methods = list(job.calibrations), list(job.tasks), job.curve_tasks, job.methods
+    curve_methods, curve_budgets, prune_fraction = job.curve_methods, job.curve_budgets, job.prune_fraction
+    spacing, score_pairs, seq_len, seed, batch_size = job.spacing, job.score_pairs, job.seq_len, job.seed, job.batch_size
+    out, metadata = job.out, dict(job.metadata or {})
     curve_names = sorted(c["name"] for c in calibrations if c.get("curve"))
     if curve_names != sorted(curve_tasks) or set(curve_tasks) & set(tasks):
         raise SwapKLError(f"the curve tasks {sorted(curve_tasks)} must be exactly the curve calibrations "
@@ -144,13 +145,13 @@ def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: l
     if len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
         raise SwapKLError(f"calibration sets need distinct names, got {names}")
     check_writable(out)
-    manager = task_manager(include_path, include_defaults)
+    manager = task_manager(job.include_path, job.include_defaults)
     evaluation = [load_split(manager, t, EVALUATION) for t in [*tasks, *curve_tasks]]
-    loaded = load_model(model, revision, dtype=dtype, device=device, allow_pickle=allow_pickle,
-                        trust_remote_code=trust_remote_code, **(placement or {}))
+    loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
+                        trust_remote_code=job.trust_remote_code, **(job.placement or {}))
     if loaded.tokenizer is None:
-        raise SwapKLError(f"model {model!r} has no tokenizer; multiple-choice tasks need one")
-    engine = ProbeEngine(loaded.model, chunk_tokens=chunk_tokens)
+        raise SwapKLError(f"model {job.model!r} has no tokenizer; multiple-choice tasks need one")
+    engine = ProbeEngine(loaded.model, chunk_tokens=job.chunk_tokens)
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else 0
     budget = main_budget(engine.n_layers, prune_fraction)
     sets, columns, provs = {}, {}, {}
@@ -164,7 +165,8 @@ def run_task_pruning(model: str, out: str, *, calibrations: list[dict], tasks: l
         columns[calib.name] = _calibration_columns(calib)
         provs[calib.name] = {k: v for k, v in spec.items() if k != "lm"} | {
             "data_source": calib.windows.source, "tokens_sha256": calib.windows.sha256}
-    head = dict(model=label or loaded.model_id, revision=revision_label or loaded.revision, n_layers=engine.n_layers)
+    head = dict(model=metadata.get("model") or loaded.model_id, revision=metadata.get("revision") or loaded.revision,
+                n_layers=engine.n_layers)
     rows = [head | columns[r["calibration"]] | r for r in evaluation_rows(
         engine, evaluation, loaded.tokenizer, sets, batch_size=batch_size, pad_id=pad, curves=frozenset(curve_tasks))]
     prov = provenance.build(loaded, calibrations=provs,
