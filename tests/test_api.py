@@ -362,13 +362,19 @@ def test_a_loaded_model_is_neither_cast_nor_moved(example):
         swapkl.probe(model, windows, batch_size=0)
 
 
-def test_plot_draws_a_registered_figure_of_the_aggregate(example, tmp_path):
-    """swapkl.plot draws what `swapkl figures heatmaps` draws from the aggregate file: the same PNG bytes."""
+def test_plot_draws_a_registered_figure_of_the_aggregate(example, tmp_path, monkeypatch):
+    """swapkl.plot draws what `swapkl figures heatmaps` draws from the aggregate file: the same PNG bytes, from the
+    frame in memory (no table is written on the way)."""
     from PIL import Image
+    import swapkl.tables.parquet_io as parquet_io
     from swapkl.cli import main
 
     agg = swapkl.aggregate(example["kl"])
-    image = swapkl.plot("heatmaps", agg, out=str(tmp_path / "api"))
+    with monkeypatch.context() as patch:
+        def refuse(*args, **kwargs):
+            raise AssertionError("plot wrote a table")
+        patch.setattr(parquet_io, "write_parquets", refuse)
+        image = swapkl.plot("heatmaps", agg, out=str(tmp_path / "api"))
     assert isinstance(image, Image.Image) and image.size[0] > 500
     assert (tmp_path / "api.pdf").exists()
     folder = tmp_path / "cli"

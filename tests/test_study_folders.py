@@ -184,3 +184,12 @@ def test_last_is_the_final_checkpoint_of_every_studys_model():
             assert plan.stage_revisions(study.name, "m") == [last], (study.name, revisions)
             plan.models["m"][study.name]["revisions"] = "all"
             assert plan.stage_revisions(study.name, "m") == revisions, study.name
+
+
+def test_every_study_folder_holds_at_most_eight_files():
+    """A study is one folder of at most eight files (declaration, job, run, statistics, rules, schema, captions):
+    a study that needs more has code that belongs in a shared layer."""
+    kept = (".py", ".smk", ".yaml", ".rst")
+    sizes = {study.name: len([p for p in study.folder.iterdir() if p.is_file() and p.suffix in kept])
+             for study in STUDIES.entries()}
+    assert len(sizes) >= 6 and all(n <= 8 for n in sizes.values()), sizes

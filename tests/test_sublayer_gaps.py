@@ -12,7 +12,7 @@ import pytest
 
 from swapkl.cli import main
 from swapkl.data.data_spec import DataSpec
-from swapkl.studies.sublayers.decompose import KEY, SCHEMA, decomposition
+from swapkl.studies.sublayers.stats import GAPS_KEY as KEY, GAPS_SCHEMA as SCHEMA, decomposition
 from swapkl.studies.sublayers.run import run_sublayers
 from swapkl.studies.sublayers.jobs import SublayerJob
 from swapkl.study import STUDIES

@@ -1,4 +1,4 @@
-"""swapkl.studies.sublayers.pruning: sublayer removal sets against block removal sets at one parameter budget.
+"""swapkl.studies.sublayers.stats: sublayer removal sets against block removal sets at one parameter budget.
 
 Each set's perplexity is checked against the stock transformers forward of the model rebuilt by hand (the removed
 sublayer's module wrapped to return zeros, the removed blocks taken out of the ``nn.ModuleList``) with the Hugging
@@ -18,7 +18,7 @@ from swapkl.errors import SwapKLError
 from swapkl.model.sublayer_variants import sublayers_removed
 from swapkl.pruning.perplexity import first_words
 from swapkl.stats.bootstrap import percentile_ci, resample_indices
-from swapkl.studies.sublayers import pruning
+from swapkl.studies.sublayers import stats
 from swapkl.studies.sublayers.jobs import SublayerJob
 from swapkl.studies.sublayers.run import run_sublayers
 from swapkl.study import STUDIES
@@ -120,8 +120,8 @@ def test_differences_are_the_costs_differences(run):
     for r in diffs.itertuples():
         assert r.value == pytest.approx(costs.loc[(r.guide, r.budget), "value"] - costs.loc[(r.versus, r.budget),
                                                                                          "value"], rel=1e-9)
-    assert list(table.columns) == pruning.SCHEMA.names
-    assert set(STUDIES["sublayers"].columns["sublayer_pruning"]) == set(pruning.SCHEMA.names)
+    assert list(table.columns) == stats.PRUNING_SCHEMA.names
+    assert set(STUDIES["sublayers"].columns["sublayer_pruning"]) == set(stats.PRUNING_SCHEMA.names)
 
 
 def test_the_difference_interval_is_the_paired_bootstrap():
@@ -130,7 +130,7 @@ def test_the_difference_interval_is_the_paired_bootstrap():
     base = rng.uniform(2, 3, 9) * tokens
     nll = {("sublayer_deletion", 1): base * 1.1, ("interchange", 1): base * rng.uniform(1.0, 1.3, 9)}
     sets = {key: dict(removed=["0"], removed_params=10) for key in nll}
-    rows = pruning.cost_rows(sets, base, nll, tokens, params={"block": 10}, n_boot=300, seed=4)
+    rows = stats.cost_rows(sets, base, nll, tokens, params={"block": 10}, n_boot=300, seed=4)
     idx = resample_indices(9, 300, 4)
     inc = {k: 100 * (np.exp(v[idx].sum(1) / tokens[idx].sum(1) - base[idx].sum(1) / tokens[idx].sum(1)) - 1)
            for k, v in nll.items()}
@@ -144,9 +144,9 @@ def test_the_budget_is_filled_cheapest_per_parameter_first():
     scores = {(0, "attention"): 1.0, (0, "mlp"): 1.0, (1, "attention"): 0.1, (1, "mlp"): 5.0,
               (2, "attention"): float("nan"), (2, "mlp"): 0.4}
     # per parameter: 1.attention 0.025, 2.mlp 0.05, 0.mlp 0.125, 0.attention 0.25, 1.mlp 0.625
-    assert pruning.fill_budget(scores, params, 12) == [(1, "attention"), (2, "mlp")]
-    assert pruning.fill_budget(scores, params, 16) == [(0, "attention"), (1, "attention"), (2, "mlp")]
-    assert pruning.as_removal([(0, "attention"), (0, "mlp"), (2, "mlp")]) == ((0,), ((2, "mlp"),))
+    assert stats.fill_budget(scores, params, 12) == [(1, "attention"), (2, "mlp")]
+    assert stats.fill_budget(scores, params, 16) == [(0, "attention"), (1, "attention"), (2, "mlp")]
+    assert stats.as_removal([(0, "attention"), (0, "mlp"), (2, "mlp")]) == ((0,), ((2, "mlp"),))
 
 
 def test_a_block_loses_both_sublayers_only_by_its_removal():
@@ -155,7 +155,7 @@ def test_a_block_loses_both_sublayers_only_by_its_removal():
     with pytest.raises(ValueError, match="removing the block"):
         sublayers_removed((), ((0, "mlp"), (0, "attention")), 3)
     with pytest.raises(SwapKLError, match="budgets"):
-        pruning.check_budgets([0, 2], 4)
+        stats.check_budgets([0, 2], 4)
 
 
 def test_the_probe_windows_may_not_come_from_the_evaluation_text(run, tmp_path):

@@ -430,8 +430,8 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
         # the position-encoding ablation at the paper's depths, trained on the paper's text (one preparation job)
         "prepare_pe_text": 1, "summarise_pe_ablation": 1,
-        # task-calibrated pruning (Meta-Llama-3-8B): one engine job, the aggregate (both its tables rendered)
-        "prune_on_tasks": 1, "aggregate_task_pruning": 1,
+        # task-calibrated pruning (Meta-Llama-3-8B; its engine job is counted per checkpoint above): the aggregate
+        "aggregate_task_pruning": 1,
         # the snowball construction on the demo's next-word task (built offline from the demo corpus), and the
         # optimal search's table (Meta-Llama-3-8B's job is counted per model above): one figure each
         "prepare_demo_text": 1, "build_demo_tasks": 1, "construct_snowball": 1,

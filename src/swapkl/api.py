@@ -211,8 +211,9 @@ def plot(name: str, table: pd.DataFrame, *, model: str | None = None, revision: 
     if others:
         raise SwapKLError(f"figure {entry.kind} draws from {', '.join(others)} besides the aggregate: draw it with "
                           f"`swapkl figures {entry.kind}` from the workflow's tables")
-    arrow, provenance = state["aggregate"]
-    if not table.equals(aggregate_frame(arrow)):
+    arrow, _ = state["aggregate"]
+    frame = aggregate_frame(arrow)  # a copy: the figure reads the frame, and never the caller's
+    if not table.equals(frame):
         raise SwapKLError("the DataFrame differs from the aggregate its attrs hold: plot takes the frame "
                           "swapkl.aggregate returned, unedited")
     wildcards = {w: _instance(table, w, {"model": model, "revision": revision}[w]) for w in entry.wildcards}
@@ -221,11 +222,9 @@ def plot(name: str, table: pd.DataFrame, *, model: str | None = None, revision: 
         for path in (f"{stem}.png", f"{stem}.pdf"):
             if os.path.lexists(path):
                 raise SwapKLError(f"{path!r} exists: give plot a new out")
-    with tempfile.TemporaryDirectory(prefix="swapkl-") as tmp:
-        source = os.path.join(tmp, "aggregate.parquet")
-        write_parquet(arrow, source, provenance)
+    with tempfile.TemporaryDirectory(prefix="swapkl-") as tmp:  # the figure's files, where out names none
         png, pdf = (f"{stem}.png", f"{stem}.pdf") if stem else (os.path.join(tmp, "f.png"), os.path.join(tmp, "f.pdf"))
-        entry.function()({key: source for key in entry.inputs}, png, pdf, wildcards=wildcards, params={})
+        entry.function()({key: frame for key in entry.inputs}, png, pdf, wildcards=wildcards, params={})
         with Image.open(png) as image:
             return image.copy()
 

@@ -1,4 +1,5 @@
-"""The protocol gap inside the block (the sublayers study, :mod:`swapkl.studies.sublayers`): one figure per model."""
+"""The protocol gap inside the block (the sublayers study, :mod:`swapkl.studies.sublayers`): one figure per model
+(``decomposition``), and the statements a run supports, the study's section of the answer page (``summary``)."""
 
 from swapkl.figures.figure_registry import Figure, register
 

@@ -1,5 +1,5 @@
 """Job description of the sublayer gap decomposition: rule probe_sublayers (see :mod:`swapkl.model.model_job`);
-:func:`swapkl.studies.sublayers.decompose.run_sublayers` runs it."""
+:func:`swapkl.studies.sublayers.stats.run_sublayers` runs it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class SublayerJob(EngineJob):
     ``n_boot`` resamples of the windows (seed ``seed``) for the intervals.
 
     ``budgets`` (block counts; empty: none): the sublayer and block removal sets of
-    :mod:`swapkl.studies.sublayers.pruning` at each budget (block guides with spacing ``spacing``), their
+    :mod:`swapkl.studies.sublayers.stats` at each budget (block guides with spacing ``spacing``), their
     perplexity on ``eval_data`` and their paired differences, written to ``pruning_out``."""
 
     out: str

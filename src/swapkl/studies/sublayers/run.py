@@ -1,6 +1,6 @@
 """The sublayer decomposition measured on a checkpoint: the engine in memory (a model and windows in, per-window
-KL sums out, :func:`window_sums`), then :func:`swapkl.studies.sublayers.decompose.decomposition`, written with its
-provenance by :func:`run_sublayers`; with budgets, the removal sets of :mod:`swapkl.studies.sublayers.pruning`
+KL sums out, :func:`window_sums`), then :func:`swapkl.studies.sublayers.stats.decomposition`, written with its
+provenance by :func:`run_sublayers`; with budgets, the removal sets of :mod:`swapkl.studies.sublayers.stats`
 chosen from the same sums and their perplexity on the evaluation text (:func:`pruning_costs`)."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from swapkl.options import require_device, require_int
 from swapkl.probes.pair_sets import parse_pair_set
 from swapkl.pruning.inputs import check_disjoint
 from swapkl.pruning.perplexity import load_eval_windows, window_nll
-from swapkl.studies.sublayers import pruning
-from swapkl.studies.sublayers.decompose import SCHEMA, decomposition, sublayer_variants
+from swapkl.studies.sublayers import stats
+from swapkl.studies.sublayers.stats import GAPS_SCHEMA, decomposition, sublayer_variants
 from swapkl.studies.sublayers.jobs import SublayerJob
 from swapkl.tables import provenance
 from swapkl.tables.file_checks import require_distinct
@@ -59,12 +59,12 @@ def part_parameters(engine) -> dict[str, int]:
 
 def pruning_costs(engine, eval_windows, sets: dict, *, params: dict[str, int], n_boot: int, seed: int,
                   batch_size: int = 8, device="cpu") -> list[dict]:
-    """The perplexity of every feasible set of ``sets`` (:func:`swapkl.studies.sublayers.pruning.removal_sets`) on
-    ``eval_windows`` and :func:`~swapkl.studies.sublayers.pruning.cost_rows`' rows."""
+    """The perplexity of every feasible set of ``sets`` (:func:`swapkl.studies.sublayers.stats.removal_sets`) on
+    ``eval_windows`` and :func:`~swapkl.studies.sublayers.stats.cost_rows`' rows."""
     keys = [key for key, chosen in sets.items() if chosen is not None]
     variants = [sublayers_removed(sets[k]["blocks"], sets[k]["skipped"], engine.n_layers) for k in keys]
     base, tokens, nll = window_nll(engine, eval_windows, variants, batch_size=batch_size, device=device)
-    return pruning.cost_rows(sets, base, dict(zip(keys, nll)), tokens, params=params, n_boot=n_boot, seed=seed)
+    return stats.cost_rows(sets, base, dict(zip(keys, nll)), tokens, params=params, n_boot=n_boot, seed=seed)
 
 
 def _check(job) -> None:
@@ -103,7 +103,7 @@ def run_sublayers(job: SublayerJob) -> list[dict]:
     if windows.shortfall():
         log.warning(windows.shortfall())
     params = part_parameters(engine)
-    budgets = pruning.check_budgets(list(job.budgets), engine.n_layers)
+    budgets = stats.check_budgets(list(job.budgets), engine.n_layers)
     eval_windows = load_eval_windows(job.eval_data, loaded.tokenizer, engine.adapter.max_positions) if budgets else None
     label = (job.metadata or {}).get("model") or loaded.model_id
     rev = (job.metadata or {}).get("revision") or loaded.revision or "main"
@@ -117,15 +117,15 @@ def run_sublayers(job: SublayerJob) -> list[dict]:
     prov = provenance.build(loaded, windows, pairs=job.pairs, batch_size=job.batch_size,
                             data_spec=job.data.as_dict(), model=label, revision_label=rev,
                             sublayers={"n_boot": job.n_boot, "seed": job.seed, "variants": len(variants)})
-    written = [(pa.Table.from_pylist(rows, schema=SCHEMA), job.out, prov)]
+    written = [(pa.Table.from_pylist(rows, schema=GAPS_SCHEMA), job.out, prov)]
     if job.pruning_out and not budgets:  # the rule's file, empty where the config asks for no pruning
-        written.append((pruning.SCHEMA.empty_table(), job.pruning_out, prov | {"budgets": []}))
+        written.append((stats.PRUNING_SCHEMA.empty_table(), job.pruning_out, prov | {"budgets": []}))
     if budgets:
-        sets = pruning.removal_sets(sums, tokens, job.pairs, engine.n_layers, params=params, budgets=budgets,
+        sets = stats.removal_sets(sums, tokens, job.pairs, engine.n_layers, params=params, budgets=budgets,
                                     spacing=job.spacing)
         costs = pruning_costs(engine, eval_windows, sets, params=params, n_boot=job.n_boot, seed=job.seed,
                               batch_size=job.batch_size, device=loaded.device)
-        written.append((pa.Table.from_pylist([meta | r for r in costs], schema=pruning.SCHEMA), job.pruning_out,
+        written.append((pa.Table.from_pylist([meta | r for r in costs], schema=stats.PRUNING_SCHEMA), job.pruning_out,
                         prov | {"eval_spec": job.eval_data.as_dict(), "eval_sha256": eval_windows.sha256,
                                 "eval_tokens": int(eval_windows.n_scored), "budgets": budgets,
                                 "spacing": job.spacing}))
