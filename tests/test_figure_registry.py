@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import csv
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -48,17 +49,22 @@ def drawn(monkeypatch) -> list[MplFigure]:
     return seen
 
 
-def test_every_draw_function_of_the_figure_modules_is_registered():
-    """A module's draw_* functions (the registry's signature) each back exactly one entry: none is left out."""
-    defined = set()
+def test_every_entry_names_a_plot_function_that_takes_the_one_call():
+    """Every entry names a plot function defined in its module, which takes the one call of Figure.draw: the inputs
+    it reads in order, the PNG and PDF, the scope's wildcards it names, the entry's options and plot params; and no
+    figure module keeps a function of another signature for the registry (``draw_*``)."""
+    for fig in figures().values():
+        module, _, name = fig.plot.partition(":")
+        plot = fig.function()
+        assert plot.__module__ == module and plot.__name__ == name, fig.name
+        takes = inspect.signature(plot).parameters
+        named = {w: "x" for w in fig.wildcards if w in takes}
+        tables = list(fig.inputs if fig.reads is None else fig.reads)
+        inspect.signature(plot).bind(*tables, out_png="p", out_pdf="q", **named, **fig.options,
+                                     **dict.fromkeys(fig.plot_params))
     for path in set(FIGURES_PACKAGE.rglob("*.py")) - {FIGURES_PACKAGE / "figure_registry.py"}:
-        module = ".".join(("swapkl", *path.relative_to(FIGURES_PACKAGE.parent).with_suffix("").parts))
         tree = ast.parse(path.read_text())
-        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-        names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-        defined |= {f"{module}:{n}" for n in names if n.startswith("draw_")}
-    referenced = [fig.plot for fig in figures().values()]
-    assert sorted(referenced) == sorted(defined)
+        assert not [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("draw_")], path
 
 
 # Imports each module of swapkl.figures in turn in a fresh interpreter and reads the registry as it stands (not
@@ -126,7 +132,7 @@ def test_the_training_curves_figure_draws_the_logged_losses(tmp_path, monkeypatc
         logs[name] = str(tmp_path / f"{name}.csv")
     seen = drawn(monkeypatch)
     fig = registry.figure("training_curves")
-    fig.function()({}, tmp_path / "t.png", tmp_path / "t.pdf", wildcards={}, params={"training_logs": logs})
+    fig.draw({}, tmp_path / "t.png", tmp_path / "t.pdf", wildcards={}, params={"training_logs": logs})
     lines = {line.get_label(): line for line in seen[0].axes[0].get_lines()}
     for name, path in logs.items():
         with open(path) as fh:
@@ -141,8 +147,8 @@ def test_the_training_curves_figure_draws_the_logged_losses(tmp_path, monkeypatc
 
 def test_the_ratio_by_distance_figure_draws_the_median_ratio_per_distance(agg_path, tmp_path, monkeypatch):
     seen = drawn(monkeypatch)
-    registry.figure("ratio_by_distance").function()({"aggregate": str(agg_path)}, tmp_path / "r.png",
-                                                     tmp_path / "r.pdf", wildcards={"model": "toy"}, params={})
+    registry.figure("ratio_by_distance").draw({"aggregate": str(agg_path)}, tmp_path / "r.png", tmp_path / "r.pdf",
+                                              wildcards={"model": "toy"}, params={})
     table = pd.read_parquet(agg_path)
     pairs = table[(table["kind"] == "pair") & (table["model"] == "toy") & table["duplicate_of"].isna()]
     lines = {line.get_label(): line for line in seen[0].axes[0].get_lines() if line.get_label().startswith("step")}
@@ -188,13 +194,13 @@ def _toy_draw():
     spec = importlib.util.spec_from_file_location("toy_figure_bars", TOY / "bars.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.draw_toy
+    return module.plot_toy
 
 
 def test_the_toy_figure_draws_its_table(agg_path, tmp_path, monkeypatch):
     seen = drawn(monkeypatch)
-    _toy_draw()({"aggregate": str(agg_path)}, tmp_path / "t.png", tmp_path / "t.pdf",
-                wildcards={"model": "toy", "revision": "step100"}, params={})
+    _toy_draw()(str(agg_path), out_png=tmp_path / "t.png", out_pdf=tmp_path / "t.pdf", model="toy",
+                revision="step100")
     table = pd.read_parquet(agg_path)
     counts = table[(table["revision"] == "step100")].groupby("kind")["ratio_ir"].count()
     assert [b.get_height() for b in seen[0].axes[0].patches] == list(counts.to_numpy())
@@ -213,8 +219,8 @@ def test_a_toy_figure_family_reaches_the_command_line_the_dry_run_and_the_report
     png, pdf = tmp_path / "cli.png", tmp_path / "cli.pdf"
     subprocess.run([*swapkl, "toy-figure", "--aggregate", str(agg_path), "--model", "toy", "--revision", "step100",
                     "--out-png", str(png), "--out-pdf", str(pdf)], env=env, cwd=tree, check=True)
-    _toy_draw()({"aggregate": str(agg_path)}, tmp_path / "direct.png", tmp_path / "direct.pdf",
-                wildcards={"model": "toy", "revision": "step100"}, params={})
+    _toy_draw()(str(agg_path), out_png=tmp_path / "direct.png", out_pdf=tmp_path / "direct.pdf", model="toy",
+                revision="step100")
     assert png.read_bytes() == (tmp_path / "direct.png").read_bytes()
     assert pdf.read_bytes() == (tmp_path / "direct.pdf").read_bytes()
 
@@ -247,8 +253,8 @@ def test_importing_the_registry_imports_no_plotting_library():
                                              ("ratio_by_distance_fwd", plot_ratio_by_distance, "fwd")])
 def test_a_registered_gap_figure_is_its_plot_function_with_its_gap(name, plot, gap, agg_path, tmp_path):
     """The entry draws the bytes of the plot function called directly with the gap its name says, not the other's."""
-    registry.figure(name).function()({"aggregate": str(agg_path)}, tmp_path / "r.png", tmp_path / "r.pdf",
-                                     wildcards={"model": "toy"}, params={"setup": "unused"})
+    registry.figure(name).draw({"aggregate": str(agg_path)}, tmp_path / "r.png", tmp_path / "r.pdf",
+                               wildcards={"model": "toy"}, params={"setup": "unused"})
     plot(str(agg_path), tmp_path / "p.png", tmp_path / "p.pdf", model="toy", gap=gap)
     plot(str(agg_path), tmp_path / "o.png", tmp_path / "o.pdf", model="toy", gap={"max": "fwd", "fwd": "max"}[gap])
     assert (tmp_path / "r.png").read_bytes() == (tmp_path / "p.png").read_bytes()

@@ -224,7 +224,7 @@ def plot(name: str, table: pd.DataFrame, *, model: str | None = None, revision: 
                 raise SwapKLError(f"{path!r} exists: give plot a new out")
     with tempfile.TemporaryDirectory(prefix="swapkl-") as tmp:  # the figure's files, where out names none
         png, pdf = (f"{stem}.png", f"{stem}.pdf") if stem else (os.path.join(tmp, "f.png"), os.path.join(tmp, "f.pdf"))
-        entry.function()({key: frame for key in entry.inputs}, png, pdf, wildcards=wildcards, params={})
+        entry.draw({key: frame for key in entry.inputs}, png, pdf, wildcards=wildcards, params={})
         with Image.open(png) as image:
             return image.copy()
 

@@ -4,5 +4,5 @@ tests/test_figure_registry.py drops the folder into a copy of ``src/swapkl/figur
 
 from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 
-register(Figure("toy_figure", "swapkl.figures.toy_figure.bars:draw_toy", {"aggregate": AGGREGATE}, "checkpoint",
+register(Figure("toy_figure", "swapkl.figures.toy_figure.bars:plot_toy", {"aggregate": AGGREGATE}, "checkpoint",
                 "gap", "a toy figure: rows with an I/R ratio per kind, one checkpoint"))

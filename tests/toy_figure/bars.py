@@ -5,9 +5,9 @@ import pandas as pd
 from swapkl.figures.style import figure_style, new_figure, save_figure
 
 
-def draw_toy(inputs, out_png, out_pdf, *, wildcards, params):
-    table = pd.read_parquet(inputs["aggregate"])
-    rows = table[(table["model"] == wildcards["model"]) & (table["revision"] == wildcards["revision"])]
+def plot_toy(aggregate, out_png, out_pdf, *, model: str, revision: str) -> None:
+    table = aggregate if isinstance(aggregate, pd.DataFrame) else pd.read_parquet(aggregate)
+    rows = table[(table["model"] == model) & (table["revision"] == revision)]
     counts = rows.groupby("kind")["ratio_ir"].count()
     with figure_style():
         fig = new_figure(3, 2)

@@ -146,4 +146,4 @@ def draw_figure(kind: str, inputs: dict, out_png: str, out_pdf: str, wildcards: 
         flag, kwargs, parse = PLOT_PARAMS[name]
         value = given.get(name, kwargs.get("default"))
         params[name] = parse(value) if parse else value
-    fig.function()(inputs, out_png, out_pdf, wildcards=wildcards, params=params)
+    fig.draw(inputs, out_png, out_pdf, wildcards=wildcards, params=params)

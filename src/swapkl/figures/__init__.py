@@ -1,8 +1,8 @@
 """Figures of swapkl results (matplotlib, Agg; each function writes a PNG and a PDF).
 
 Every figure of the report is an entry of the figure registry (:mod:`.figure_registry`). The figures come in
-families, one subpackage each, whose ``__init__`` registers the family's entries and whose modules draw them (plot
-functions of the registry's one signature, ``draw_*``):
+families, one subpackage each, whose ``__init__`` registers the family's entries and whose modules draw them (the
+plot functions the entries name, each called one way, :meth:`.figure_registry.Figure.draw`):
 
 * :mod:`.demo` -- the demo models' training curves;
 * :mod:`.protocol` -- protocol gap vs training step, I/R ratio by pair distance, the KL heatmaps, deletion against

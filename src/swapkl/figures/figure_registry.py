@@ -6,7 +6,11 @@ caption, its report section and its output files. ``workflow/rules/figures.smk``
 :attr:`Figure.rule` from these entries, ``workflow/rules/report.smk`` lists their files among the report's targets,
 and ``swapkl figures`` offers one kind per entry.
 
-Every plot function has the one signature :class:`PlotFunction`. The figures come in families, one subpackage of
+An entry names its plot function itself, which every caller draws through :meth:`Figure.draw`, one way:
+``plot(*tables, out_png=..., out_pdf=..., **wildcards, **options, **plot_params)``, the entry's inputs in their
+order (a file, a list of files for an expanded input, or a DataFrame the caller holds), the scope's wildcards the
+function names (``model``, ``revision``, ``family``), the entry's fixed ``options`` and the workflow's values of its
+``plot_params``. The figures come in families, one subpackage of
 :mod:`swapkl.figures` each (``swapkl.figures.pruning``, ``swapkl.figures.scale``, ...): the family's ``__init__``
 registers its entries, and its other modules draw them, so an entry sits beside the code that draws it.
 :func:`figures` imports every subpackage, so no list of families has to be kept in step. An entry names its plot
@@ -19,10 +23,10 @@ function in a family (docs/extending.md), and a caption file in ``workflow/repor
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from swapkl.errors import SwapKLError
 from swapkl.registry import Registry
@@ -83,18 +87,6 @@ AGGREGATE = "results/swapkl.parquet"
 PRUNING = "results/pruning.parquet"
 
 
-class PlotFunction(Protocol):
-    """The signature of every registered plot function.
-
-    ``inputs`` maps the entry's input names to files (a list of files for an input expanded over models);
-    ``wildcards`` holds the scope's wildcards (``model``, ``revision``, ``family``); ``params`` the values the
-    workflow (or the CLI) passes for the entry's :attr:`Figure.params`.
-    """
-
-    def __call__(self, inputs: Mapping[str, object], out_png: str, out_pdf: str, *, wildcards: Mapping[str, str],
-                 params: Mapping[str, object]) -> None: ...
-
-
 @dataclass(frozen=True)
 class Figure:
     """One report figure (a PNG for the report and a PDF for print).
@@ -104,11 +96,14 @@ class Figure:
     ``targets``: the workflow's selection of the instances the report gets (default: per scope, every checkpoint,
     model or family that is not a seed family member; one for a global figure). ``params``: names of values the
     rule passes to the caption and the plot function (workflow/rules/figures.smk defines each name).
-    ``plot_params``: those of ``params`` the plot function reads (the CLI asks for them).
+    ``plot_params``: those of ``params`` the plot function reads (the CLI asks for them). ``options``: keyword
+    arguments every call passes (``gap="fwd"`` for the one-direction twins). ``reads``: the inputs the plot function
+    takes, in order (default: all of them; an input that is only the rule's dependency, as the demo's training runs,
+    whose logs reach the function through a param, is left out).
     """
 
     name: str
-    plot: str | PlotFunction
+    plot: str | Callable
     inputs: Mapping[str, str]
     scope: str
     section: str
@@ -124,6 +119,8 @@ class Figure:
     plot_params: tuple[str, ...] = ()
     expand: Mapping[str, str] = field(default_factory=dict)
     constrained: bool = False
+    options: Mapping[str, object] = field(default_factory=dict)
+    reads: tuple[str, ...] | None = None
 
     def __post_init__(self):
         defaults = {"caption": f"{self.name}.rst", "rule": f"plot_{self.name}", "folder": self.name,
@@ -138,13 +135,28 @@ class Figure:
         unknown = set(self.plot_params) - set(self.params)
         if unknown:
             raise SwapKLError(f"figure {self.name}: plot_params {sorted(unknown)} are not among its params")
+        unknown = set(self.reads or ()) - set(self.inputs)
+        if unknown:
+            raise SwapKLError(f"figure {self.name}: reads {sorted(unknown)} are not among its inputs")
 
-    def function(self) -> PlotFunction:
+    def function(self) -> Callable:
         """The plot function (imported from its module when the entry names it as ``"module:function"``)."""
         if callable(self.plot):
             return self.plot
         module, _, name = self.plot.partition(":")
         return getattr(importlib.import_module(module), name)
+
+    def draw(self, inputs: Mapping[str, object], out_png, out_pdf, *, wildcards: Mapping[str, str],
+             params: Mapping[str, object]) -> None:
+        """Draw one instance: the plot function on the inputs it reads (``inputs``: name -> file, list of files or
+        DataFrame), in the entry's order, with the scope's wildcards it names, the entry's options and the values
+        of its ``plot_params`` (from ``params``)."""
+        plot = self.function()
+        takes = inspect.signature(plot).parameters
+        named = {w: wildcards[w] for w in self.wildcards if w in takes}
+        tables = [inputs[name] for name in (self.inputs if self.reads is None else self.reads)]
+        plot(*tables, out_png=out_png, out_pdf=out_pdf, **named, **self.options,
+             **{name: params[name] for name in self.plot_params})
 
     @property
     def wildcards(self) -> tuple[str, ...]:
@@ -233,17 +245,5 @@ def draw_job(rule: str, inputs: Mapping[str, object], outputs: Mapping[str, str]
              params: Mapping[str, object]) -> None:
     """Draw every figure of plot rule ``rule`` (the workflow's plot_figure.py script calls this)."""
     for fig in jobs()[rule]:
-        own = {w: wildcards[w] for w in fig.wildcards}
-        fig.function()(inputs, outputs[output_key(fig, "png")], outputs[output_key(fig, "pdf")], wildcards=own,
+        fig.draw(inputs, outputs[output_key(fig, "png")], outputs[output_key(fig, "pdf")], wildcards=wildcards,
                  params=params)
-
-
-def on_table(plot, name: str, **fixed) -> PlotFunction:
-    """The registered form of ``plot(table, *, out_png, out_pdf, **wildcards, **fixed)``, a function that draws
-    from the one input ``name`` (``fixed``: keyword arguments every call passes, e.g. ``gap="fwd"``)."""
-
-    def draw(inputs, out_png, out_pdf, *, wildcards, params):
-        plot(inputs[name], out_png=out_png, out_pdf=out_pdf, **wildcards, **fixed)
-
-    draw.__doc__ = plot.__doc__
-    return draw

@@ -60,7 +60,7 @@ from swapkl.tables.schemas import SEED_GAPS as GAPS
 from swapkl.tables.schemas import SEED_MEMBER_STATS as MEMBER_STATS
 from swapkl.tables.schemas import SEED_RANKED as RANKED
 from swapkl.tables.schemas import SEEDS_SCHEMA as SCHEMA
-from swapkl.tables.schemas import read_pruning, read_seeds, read_table
+from swapkl.tables.schemas import read_pruning, read_seeds
 from swapkl.stats.seed_families import family_of
 
 KINDS = ("member", "family", "pruning", "decomposition")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, VERMILLION
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.tables.schemas import OPTIMAL_SEARCH_SCHEMA, read_frame
@@ -75,4 +74,3 @@ def plot_optimal_search(table, out_png, out_pdf) -> None:
         save_figure(fig, out_png, out_pdf)
 
 
-draw_optimal_search = on_table(plot_optimal_search, "optimal_search")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.tables.schemas import SNOWBALL_SCHEMA, read_frame
@@ -54,4 +53,3 @@ def plot_snowball(table, out_png, out_pdf) -> None:
         save_figure(fig, out_png, out_pdf)
 
 
-draw_snowball = on_table(plot_snowball, "snowball")

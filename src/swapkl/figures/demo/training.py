@@ -68,9 +68,3 @@ def plot_training_curves(training_logs: dict[str, str | Path], out_png, out_pdf)
         add_note(fig, "held-out loss: mean NLL on held-out windows at each evaluation; training loss: "
                       f"mean over the logged steps' batches; final held-out loss: {last or 'n/a'}")
         save_figure(fig, out_png, out_pdf)
-
-
-
-def draw_training_curves(inputs, out_png, out_pdf, *, wildcards, params):
-    """Loss curves from ``params["training_logs"]`` (model -> CSV)."""
-    plot_training_curves(params["training_logs"], out_png, out_pdf)

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.stats.proportions import wilson_interval
 
@@ -92,4 +91,3 @@ def plot_downstream(table: pd.DataFrame | str, out_png, out_pdf, *, model: str, 
         save_figure(fig, out_png, out_pdf)
 
 
-draw_downstream = on_table(plot_downstream, "downstream")

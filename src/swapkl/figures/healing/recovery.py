@@ -15,7 +15,6 @@ import pandas as pd
 from swapkl.errors import SwapKLError
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE
-from swapkl.figures.figure_registry import on_table
 from swapkl.pruning.guides.guide_registry import registered
 
 ORANGE = "#d95f02"
@@ -79,4 +78,3 @@ def _with_ci(row, column: str) -> tuple[float, float, float]:
     return tuple(np.nan if x is None else float(x) for x in (value, low, high))
 
 
-draw_recovery = on_table(plot_recovery, "recovery")

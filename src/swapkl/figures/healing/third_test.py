@@ -161,13 +161,3 @@ def plot_healed_curves(table: pd.DataFrame | str, out_png, out_pdf) -> None:
         for ax, xs, ys, names in ends:
             place_labels(ax, xs, ys, names)
         save_figure(fig, out_png, out_pdf)
-
-
-def draw_test_agreement(inputs, out_png, out_pdf, *, wildcards, params):
-    """The disagreement map of the checkpoint's agreement table (the table holds one checkpoint)."""
-    plot_test_agreement(inputs["agreement"], out_png, out_pdf)
-
-
-def draw_healed_curves(inputs, out_png, out_pdf, *, wildcards, params):
-    """The healed variants' recovery curves of the checkpoint's healed-probe table (one checkpoint)."""
-    plot_healed_curves(inputs["healed"], out_png, out_pdf)

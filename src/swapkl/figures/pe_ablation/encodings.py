@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import GREY
 from swapkl.figures.scale.sweep import PE_COLOURS
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
@@ -58,4 +57,3 @@ def plot_pe_ablation(table, out_png, out_pdf) -> None:
         save_figure(fig, out_png, out_pdf)
 
 
-draw_pe_ablation = on_table(plot_pe_ablation, "pe_ablation")

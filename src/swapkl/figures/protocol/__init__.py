@@ -9,23 +9,24 @@ SETUP = {"setup": "model_setup"}
 BOTH_DIRECTIONS = {"replacement": "both directions (max)"}
 ONE_DIRECTION = {"replacement": "one direction"}
 
-register(Figure("gap_trajectory", "swapkl.figures.protocol.trajectory:draw_gap_trajectory", TABLE, "model", "gap",
+register(Figure("gap_trajectory", "swapkl.figures.protocol.trajectory:plot_gap_trajectory", TABLE, "model", "gap",
                 "protocol gap vs training step, one panel per pair set (replacement: max of both directions)",
-                targets="trajectory", labels=BOTH_DIRECTIONS, params=SETUP))
-register(Figure("gap_trajectory_fwd", "swapkl.figures.protocol.trajectory:draw_gap_trajectory_fwd", TABLE, "model",
+                targets="trajectory", labels=BOTH_DIRECTIONS, params=SETUP, options={"gap": "max"}))
+register(Figure("gap_trajectory_fwd", "swapkl.figures.protocol.trajectory:plot_gap_trajectory", TABLE, "model",
                 "gap", "protocol gap vs training step, one panel per pair set (replacement: one direction)",
-                rule="plot_gap_trajectory", targets="trajectory", labels=ONE_DIRECTION, params=SETUP))
-register(Figure("ratio_by_distance", "swapkl.figures.protocol.ratio:draw_ratio_by_distance", TABLE, "model", "ratio",
+                rule="plot_gap_trajectory", targets="trajectory", labels=ONE_DIRECTION, params=SETUP,
+                options={"gap": "fwd"}))
+register(Figure("ratio_by_distance", "swapkl.figures.protocol.ratio:plot_ratio_by_distance", TABLE, "model", "ratio",
                 "I/R ratio by pair distance, one line per checkpoint (replacement: max of both directions)",
-                labels=BOTH_DIRECTIONS, params=SETUP))
-register(Figure("ratio_by_distance_fwd", "swapkl.figures.protocol.ratio:draw_ratio_by_distance_fwd", TABLE, "model",
+                labels=BOTH_DIRECTIONS, params=SETUP, options={"gap": "max"}))
+register(Figure("ratio_by_distance_fwd", "swapkl.figures.protocol.ratio:plot_ratio_by_distance", TABLE, "model",
                 "ratio", "I/R ratio by pair distance, one line per checkpoint (replacement: one direction)",
-                rule="plot_ratio_by_distance", labels=ONE_DIRECTION, params=SETUP))
-register(Figure("heatmaps", "swapkl.figures.protocol.heatmaps:draw_heatmaps", TABLE, "checkpoint", "heatmaps",
+                rule="plot_ratio_by_distance", labels=ONE_DIRECTION, params=SETUP, options={"gap": "fwd"}))
+register(Figure("heatmaps", "swapkl.figures.protocol.heatmaps:plot_heatmaps", TABLE, "checkpoint", "heatmaps",
                 "replacement and interchange KL heatmaps of one checkpoint", subcategory="{model}", params=SETUP))
-register(Figure("deletion_vs_bi", "swapkl.figures.protocol.deletion:draw_deletion_vs_bi", TABLE, "checkpoint",
+register(Figure("deletion_vs_bi", "swapkl.figures.protocol.deletion:plot_deletion_vs_bi", TABLE, "checkpoint",
                 "deletion", "deletion KL vs ShortGPT block influence per block", targets="deletion",
                 subcategory="{model}", params=SETUP))
-register(Figure("weight_protocols", "swapkl.figures.protocol.weights:draw_weight_protocols", TABLE, "checkpoint",
+register(Figure("weight_protocols", "swapkl.figures.protocol.weights:plot_weight_protocols", TABLE, "checkpoint",
                 "weights", "weight averaging and head-level interchange of one checkpoint", targets="weights",
                 subcategory="{model}", params=SETUP))

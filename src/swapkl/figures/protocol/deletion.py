@@ -16,7 +16,6 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
-from swapkl.figures.figure_registry import on_table
 
 
 def deletion_and_bi(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -110,4 +109,3 @@ def plot_deletion_vs_bi(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, mod
         save_figure(fig, out_png, out_pdf)
 
 
-draw_deletion_vs_bi = on_table(plot_deletion_vs_bi, "aggregate")

@@ -15,7 +15,6 @@ from swapkl.probes.aggregate import rows
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.probes.pair_statistics import CONDITIONAL_BELOW, STRONG_BELOW
-from swapkl.figures.figure_registry import on_table
 
 MISSING_COLOUR = "#DDDDDD"
 DIAGONAL_COLOUR = "#FFFFFF"
@@ -154,4 +153,3 @@ def plot_heatmaps(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, model: st
         save_figure(fig, out_png, out_pdf)
 
 
-draw_heatmaps = on_table(plot_heatmaps, "aggregate")

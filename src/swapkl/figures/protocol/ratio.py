@@ -12,7 +12,6 @@ from matplotlib.ticker import MaxNLocator
 from swapkl.hub.duplicate_revisions import revision_order
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.style import SEQUENTIAL_CMAP, add_note, figure_style, new_figure, save_figure
 from swapkl.figures.palette import GREY
@@ -113,5 +112,3 @@ def ratio_difference(pairs: pd.DataFrame, stats: pd.DataFrame) -> str:
 
 
 # the I/R ratio by pair distance, replacement as the larger of both directions, and in one direction
-draw_ratio_by_distance = on_table(plot_ratio_by_distance, "aggregate", gap="max")
-draw_ratio_by_distance_fwd = on_table(plot_ratio_by_distance, "aggregate", gap="fwd")

@@ -11,7 +11,6 @@ import pandas as pd
 from swapkl.probes.aggregate import trajectory
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.select import as_frame, with_duplicate_note
 from swapkl.figures.stepaxis import set_step_axis
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION
@@ -129,5 +128,3 @@ def twin_difference(diff: np.ndarray, subject: str, unit: str = "", scale: float
 
 
 # the gap of both replacement directions (the larger one), and of one direction (r(i<-j) for i < j), along training
-draw_gap_trajectory = on_table(plot_gap_trajectory, "aggregate", gap="max")
-draw_gap_trajectory_fwd = on_table(plot_gap_trajectory, "aggregate", gap="fwd")

@@ -15,7 +15,6 @@ from swapkl.figures.select import as_frame
 from swapkl.figures.style import INTERCHANGE_COLOUR, add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE, GREY
 from swapkl.figures.palette import cycled
-from swapkl.figures.figure_registry import on_table
 
 
 def averaging_vs_replacement(agg: pd.DataFrame, model: str, revision: str) -> pd.DataFrame:
@@ -82,4 +81,3 @@ def plot_weight_protocols(agg: pd.DataFrame | str | Path, out_png, out_pdf, *, m
         save_figure(fig, out_png, out_pdf)
 
 
-draw_weight_protocols = on_table(plot_weight_protocols, "aggregate")

@@ -11,8 +11,7 @@ import pandas as pd
 from swapkl.stats.agreement import rank_confusion
 from swapkl.stats.rank_correlation import spearman
 from swapkl.errors import SwapKLError
-from swapkl.figures.pruning.cost import AGREEMENT_LABELS, plot_agreement
-from swapkl.figures.figure_registry import on_table
+from swapkl.figures.pruning.cost import AGREEMENT_LABELS
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import BLUE, VERMILLION
 from swapkl.tables.schemas import read_agreement
@@ -58,7 +57,6 @@ def plot_rank_confusion(agr: pd.DataFrame | str, model: str, revision: str, out_
             add_note(fig, f"No rank statistics: {_few_ranked(r, excluded)} A ranking needs at least 2 layers; "
                           "the per-layer scores themselves are in the agreement table.")
         save_figure(fig, out_png, out_pdf)
-
 
 
 def _few_ranked(r, excluded: str) -> str:
@@ -110,7 +108,3 @@ def _rates_panel(ax, vs: pd.DataFrame, m: int, severe_chance: float, name) -> No
 
 
 # the rank agreement between the pruning guides of one checkpoint, and their rank confusion against deletion
-draw_pruning_agreement = on_table(plot_agreement, "agreement")
-def draw_rank_confusion(inputs, out_png, out_pdf, *, wildcards, params):
-    plot_rank_confusion(inputs["agreement"], wildcards["model"], wildcards["revision"], out_png, out_pdf,
-                        guide=params["guide"])

@@ -16,7 +16,6 @@ from matplotlib.lines import Line2D
 
 from swapkl.errors import SwapKLError
 from swapkl.figures.stepaxis import set_step_axis
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.style import (add_note, far_cut, figure_style, fit_title, new_figure, save_figure,
                                   symlog_if_spread)
 from swapkl.figures.palette import BLUE, GREY
@@ -478,15 +477,3 @@ def plot_agreement(agr: pd.DataFrame, model: str, revision: str, out_png, out_pd
                       "CKA of block i's input and output; first-order Taylor importance |Σ θ·∂L/∂θ| of block i. "
                       "Misranking counts layer pairs that neither ranking ties.")
         save_figure(fig, out_png, out_pdf)
-
-
-draw_pruning_cost = on_table(plot_delta_ppl, "pruning")
-
-
-def draw_pruning_difference(inputs, out_png, out_pdf, *, wildcards, params):
-    plot_ir_panel(inputs["pruning"], out_png, out_pdf, n_boot=params["n_boot"], seed=params["seed"])
-
-
-def draw_pruning_trajectory(inputs, out_png, out_pdf, *, wildcards, params):
-    plot_ir_trajectory(inputs["pruning"], wildcards["model"], out_png, out_pdf, n_boot=params["n_boot"],
-                       seed=params["seed"])

@@ -8,7 +8,6 @@ have low relevance, so agreement shows as a *negative* Pearson R.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -202,19 +201,3 @@ def plot_relevance_confusion(stats: pd.DataFrame | str, out_png, out_pdf, *, mod
                       f"excluded: {excluded}. A filled cell off the dashed diagonal is a misranked block; "
                       "severe: rank offset \u2265 \u2308m/4\u2309 of m ranked blocks.")
         save_figure(fig, out_png, out_pdf)
-
-
-
-def draw_relevance_cosine(inputs, out_png, out_pdf, *, wildcards, params):
-    """Cosine similarity against AccRel of one checkpoint."""
-    plot_cosine_vs_relevance(inputs["relevance"], inputs["aggregate"], out_png, out_pdf, **wildcards)
-
-
-def draw_relevance_zscores(inputs, out_png, out_pdf, *, wildcards, params):
-    """Per-task z-scores of AccRel of one checkpoint."""
-    plot_relevance_zscores(inputs["relevance"], out_png, out_pdf, **wildcards)
-
-
-def draw_relevance_confusion(inputs, out_png, out_pdf, *, wildcards, params):
-    """Rank confusion of AccRel against cosine of one checkpoint."""
-    plot_relevance_confusion(inputs["stats"], out_png, out_pdf, **wildcards)

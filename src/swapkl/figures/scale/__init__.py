@@ -4,7 +4,7 @@ from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 
 
 def _scale(name: str, inputs: dict, help_: str, *, scope: str = "global", **kw) -> None:
-    register(Figure(name, f"swapkl.figures.scale.sweep:draw_{name}", inputs, scope, "scale", help_, targets=name, **kw))
+    register(Figure(name, f"swapkl.figures.scale.sweep:plot_{name}", inputs, scope, "scale", help_, targets=name, **kw))
 
 
 _scale("scaling", {"scaling": "results/scaling.parquet"},

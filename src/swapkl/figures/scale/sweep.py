@@ -16,7 +16,6 @@ from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, far_cut, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import GREY
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
-from swapkl.figures.figure_registry import on_table
 
 #: fewer models than this show no trend with size (the figure says so)
 MIN_TREND_MODELS = 3
@@ -272,15 +271,3 @@ def plot_domain_slices(table: pd.DataFrame | str | Path, out_png, out_pdf) -> No
         add_note(fig, "each dot: one guide at one budget (random draws: their mean); the same removed blocks "
                       "evaluated on both texts")
         save_figure(fig, out_png, out_pdf)
-
-
-def draw_jacobian(inputs, out_png, out_pdf, *, wildcards, params):
-    """||J_k|| per block and against the blocks' swap distances."""
-    plot_jacobian(inputs["jacobian"], inputs["aggregate"], out_png, out_pdf)
-
-
-draw_scaling = on_table(plot_scaling, "scaling")
-draw_rope_counterfactual = on_table(plot_rope_counterfactual, "rope")
-draw_convergence = on_table(plot_convergence, "convergence")
-draw_domain_slices = on_table(plot_domain_slices, "slices")
-draw_predictor_validity = on_table(plot_predictor_validity, "validity")

@@ -14,7 +14,6 @@ from swapkl.figures.palette import BLUE, GREEN, GREY, ORANGE, VERMILLION, cycled
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.protocol.trajectory import GAP_LABELS, pair_set_title
 from swapkl.tables.schemas import read_seeds
-from swapkl.figures.figure_registry import on_table
 
 #: the fewest seeds over which a step gets the mean +- sd band and the min/max lines (with fewer, the seeds are
 #: drawn themselves)
@@ -120,4 +119,3 @@ def plot_seed_band(seeds: pd.DataFrame | str | Path, out_png, out_pdf, *, family
         save_figure(fig, out_png, out_pdf)
 
 
-draw_seed_band = on_table(plot_seed_band, "seeds")

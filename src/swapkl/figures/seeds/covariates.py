@@ -95,9 +95,3 @@ def plot_covariate_correlations(corr, out_png, out_pdf, *, families: dict | None
                       f"have a larger gap. CIs: percentile bootstrap over pairs ({n_boot} resamples); duplicate "
                       "revisions left out. A seed family's panel pools its members' pairs over steps and seeds.")
         save_figure(fig, out_png, out_pdf)
-
-
-
-def draw_covariates(inputs, out_png, out_pdf, *, wildcards, params):
-    """Covariate correlations, seed families pooled as ``params["families"]`` says."""
-    plot_covariate_correlations(inputs["correlations"], out_png, out_pdf, families=params["families"])

@@ -91,7 +91,11 @@ def _halfwidth_panel(ax, rows: pd.DataFrame) -> None:
     ax.set_title("Mean gap of each pair set, to its relative half-width")
 
 
-def plot_sequential_decisions(decisions: pd.DataFrame, model: str, revision: str, out_png, out_pdf) -> None:
+def plot_sequential_decisions(decisions: pd.DataFrame | str, model: str, revision: str, out_png, out_pdf) -> None:
+    """The decisions of ``model``@``revision`` in the sequential probe's decisions table (``decisions``: the table or
+    its file, results/decisions.parquet)."""
+    if not isinstance(decisions, pd.DataFrame):
+        decisions = read_frame(decisions, DECISIONS_SCHEMA, "decisions table")
     d = decisions[(decisions["model"] == model) & (decisions["revision"] == revision)]
     if d.empty:
         raise SwapKLError(f"the decisions table has no rows for {model}@{revision}")
@@ -117,8 +121,3 @@ def plot_sequential_decisions(decisions: pd.DataFrame, model: str, revision: str
                       "with the window as the unit; a set holds when at least the stated share of resamples of the "
                       "windows picks it" + ("; half-width decisions: " + "; ".join(others) if others else ""))
         save_figure(fig, out_png, out_pdf)
-
-
-def draw_sequential_decisions(inputs, out_png, out_pdf, *, wildcards, params):
-    table = read_frame(inputs["decisions"], DECISIONS_SCHEMA, "decisions table")
-    plot_sequential_decisions(table, wildcards["model"], wildcards["revision"], out_png, out_pdf)

@@ -14,7 +14,6 @@ from swapkl.figures.style import (INTERCHANGE_COLOUR, REPLACEMENT_COLOUR, add_no
                                   save_figure)
 from swapkl.figures.palette import GREEN, GREY, ORANGE, PURPLE, SKY
 from swapkl.tables.schemas import SPANS_SCHEMA, read_frame
-from swapkl.figures.figure_registry import on_table
 
 #: colour and marker of each variant (looped parallel: one line per loop count, same colour)
 STYLE = {"skip": (GREY, "s"), "reverse": (ORANGE, "v"), "shuffle": (GREEN, "^"), "repeat": (PURPLE, "D"),
@@ -72,4 +71,3 @@ def plot_spans(spans: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str
         save_figure(fig, out_png, out_pdf)
 
 
-draw_spans = on_table(plot_spans, "spans")

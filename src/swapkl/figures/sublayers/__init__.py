@@ -3,7 +3,7 @@
 
 from swapkl.figures.figure_registry import Figure, register
 
-register(Figure("sublayer_decomposition", "swapkl.figures.sublayers.decomposition:draw_sublayer_decomposition",
+register(Figure("sublayer_decomposition", "swapkl.figures.sublayers.decomposition:plot_sublayer_decomposition",
                 {"gaps": "results/sublayer_gaps.parquet", "sublayer_pruning": "results/sublayer_pruning.parquet"},
                 "model", "sublayers", "each pair's gap split over attention and MLP, sublayer deletion cost per "
                 "parameter, and sublayer against block pruning of one model", targets="sublayers",

@@ -126,13 +126,25 @@ def _pruning_panel(ax, pruning: pd.DataFrame) -> str:
             f"{len(dearer)}, undecided in {len(diff) - len(cheaper) - len(dearer)} of {len(diff)} comparisons")
 
 
-def plot_sublayer_decomposition(gaps: pd.DataFrame, pruning: pd.DataFrame | None, out_png, out_pdf, *,
+#: the columns the figure reads of each table
+GAPS_COLUMNS = ["model", "revision", "step", "kind", "part", "layer_i", "layer_j", "value", "ci_low", "ci_high",
+                "n_windows", "n_tokens"]
+PRUNING_COLUMNS = ["model", "revision", "kind", "guide", "budget", "feasible", "value", "ci_low", "ci_high",
+                   "n_windows", "n_tokens"]
+
+
+def plot_sublayer_decomposition(gaps: pd.DataFrame | str, pruning: pd.DataFrame | str | None, out_png, out_pdf, *,
                                 model: str) -> None:
     """Left: the gap of each adjacent pair for the whole block, its attention and its MLP, with the sum of the
     two sublayers' gaps (where they add up, it meets the block's points). Middle: each part's deletion KL per
     million parameters. Right (where the run prunes): perplexity increase of the block guides and the sublayer
     guides at each budget. The last revision of the model; where the model was probed at several training steps, a
-    first panel draws each part's mean gap along training. 95% bootstrap intervals."""
+    first panel draws each part's mean gap along training. 95% bootstrap intervals. ``gaps`` and ``pruning``: the
+    study's tables or their files (results/sublayer_gaps.parquet, results/sublayer_pruning.parquet)."""
+    if not isinstance(gaps, pd.DataFrame):
+        gaps = read_frame(gaps, GAPS_COLUMNS, "sublayer gaps")
+    if pruning is not None and not isinstance(pruning, pd.DataFrame):
+        pruning = read_frame(pruning, PRUNING_COLUMNS, "sublayer pruning")
     every = gaps[gaps["model"] == model]
     if every.empty:
         raise SwapKLError(f"the sublayer gaps table has no rows of model {model!r}")
@@ -161,11 +173,3 @@ def plot_sublayer_decomposition(gaps: pd.DataFrame, pruning: pd.DataFrame | None
         add_note(fig, "; ".join(notes))
         save_figure(fig, out_png, out_pdf)
 
-
-def draw_sublayer_decomposition(inputs, out_png, out_pdf, *, wildcards, params) -> None:
-    gaps = read_frame(inputs["gaps"], ["model", "revision", "step", "kind", "part", "layer_i", "layer_j", "value",
-                                       "ci_low", "ci_high", "n_windows", "n_tokens"], "sublayer gaps")
-    pruning = read_frame(inputs["sublayer_pruning"], ["model", "revision", "kind", "guide", "budget", "feasible",
-                                                      "value", "ci_low", "ci_high", "n_windows", "n_tokens"],
-                         "sublayer pruning")
-    plot_sublayer_decomposition(gaps, pruning, out_png, out_pdf, model=wildcards["model"])

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from swapkl.errors import SwapKLError
-from swapkl.figures.figure_registry import on_table
 from swapkl.figures.palette import BLUE, ORANGE
 from swapkl.figures.style import add_note, figure_style, new_figure, save_figure
 from swapkl.relevance.task_tables import (GENERATIVE_METRIC, METHOD_LABELS, gromov_curves, main_budget_of,
@@ -112,5 +111,3 @@ def plot_gromov_curves(table, out_png, out_pdf) -> None:
         save_figure(fig, out_png, out_pdf)
 
 
-draw_task_specific = on_table(plot_task_specific, "pruning")
-draw_gromov_curves = on_table(plot_gromov_curves, "pruning")
