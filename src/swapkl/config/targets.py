@@ -25,7 +25,7 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "scaling", "jacobian", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
+    "covariate_correlations", "scaling", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
     r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "pe_ablation", "downstream",
     "snowball",
 )
