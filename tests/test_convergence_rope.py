@@ -13,7 +13,7 @@ from scipy import stats
 from probe_fixtures import probe_files, write_checkpoint
 from swapkl.probes.aggregate import aggregate, read_aggregate
 from swapkl.probes.aggregate import AggregateJob
-from swapkl.studies.convergence import build_convergence, convergence_rows
+from swapkl.studies.convergence.stats import build_convergence, convergence_rows
 from swapkl.figures.scale.sweep import plot_convergence, plot_rope_counterfactual
 from swapkl.studies.rope_counterfactual import counterfactual_table, sign_test
 

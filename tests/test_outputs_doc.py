@@ -132,7 +132,7 @@ def _jacobian_columns() -> list[str]:
 
 
 def _convergence_columns() -> list[str]:
-    from swapkl.studies.convergence import build_convergence, convergence_rows
+    from swapkl.studies.convergence.stats import build_convergence, convergence_rows
     kl = np.random.default_rng(0).uniform(0.1, 1.0, size=(3, 2, 4))
     rows = convergence_rows(kl, np.ones(4), (2,), 2, 0)
     return _keywords(build_convergence, "append") + list(rows[0])

@@ -193,3 +193,13 @@ def test_every_study_folder_holds_at_most_eight_files():
     sizes = {study.name: len([p for p in study.folder.iterdir() if p.is_file() and p.suffix in kept])
              for study in STUDIES.entries()}
     assert len(sizes) >= 6 and all(n <= 8 for n in sizes.values()), sizes
+
+
+def test_a_yes_or_no_in_place_of_a_studys_section_names_the_form_to_write():
+    """`convergence: true` (its form before it was a study in a folder) is refused with the mapping to write."""
+    from direct_config import refusal
+
+    for study in STUDIES.entries():
+        cfg = {"models": {"m": {"source": "org/model", "revisions": ["main"], study.name: True}}}
+        assert refusal(cfg) == (f"Invalid config: models.m.{study.name}: a study's section is a mapping; write "
+                                f"`{study.name}: {{enabled: true}}`"), study.name

@@ -309,9 +309,6 @@ def expected_counts(cfg: dict) -> Counter:
     rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
     counts.update(summarise_rope_counterfactual=len(rope_off))
     instances["rope_counterfactual"] = len(rope_off)
-    if any(m.get("convergence", False) for m in drawn.values()):
-        counts.update(summarise_convergence=1)
-        instances["convergence"] = 1
     validity = [n for n, m in drawn.items() if m.get("predictor_validity", False)]
     counts.update(measure_predictor_validity=len(validity))
     instances["predictor_validity"] = len(validity)
@@ -340,7 +337,7 @@ def expected_counts(cfg: dict) -> Counter:
     # recovery, healed probes and the test agreement, and the tables of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
                               + counts["summarise_scaling"]
-                              + counts["summarise_convergence"] + counts["summarise_domain_slices"]
+                              + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + counts["summarise_pe_ablation"] + bool(benchmarked)
                               + snowball + folder_tables)

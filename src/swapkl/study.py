@@ -107,7 +107,9 @@ FIGURE_SCOPES = ("checkpoint", "model", "once")
 @dataclass(frozen=True)
 class Study:
     """A study in one folder (``folder``): ``name`` is its config section (``models.<model>.<name>``) and the
-    name of its stage; ``summary`` its one line in docs/studies.md.
+    name of its stage; ``summary`` its one line in docs/studies.md. ``stage`` is None for a study that runs no
+    job per checkpoint (its rules only read what other stages wrote, as the prompt-set convergence reads the
+    probes): its section still chooses the checkpoints it reads.
 
     ``outputs``: {name: path pattern with ``{model}`` and ``{revision}``}, the files its per-checkpoint rule
     writes; ``tables``: {results table name (``results/<name>.parquet``): its caption file in the folder}, the
@@ -133,7 +135,7 @@ class Study:
 
     name: str
     folder: Path
-    stage: Stage
+    stage: Stage | None
     summary: str
     outputs: dict[str, str] = field(default_factory=dict)
     tables: dict[str, str] = field(default_factory=dict)
@@ -153,7 +155,7 @@ class Study:
             raise ValueError(f"study {self.name!r}: job counts {bad} are not one of {JOB_COUNTS}")
         if self.figures not in FIGURE_SCOPES:
             raise ValueError(f"study {self.name!r}: figures {self.figures!r} is not one of {FIGURE_SCOPES}")
-        if self.stage.section != self.name or self.stage.kind != self.name:
+        if self.stage is not None and (self.stage.section != self.name or self.stage.kind != self.name):
             raise ValueError(f"study {self.name!r}: its stage is {self.stage.kind!r} on the section "
                              f"{self.stage.section!r}; both must be the study's name")
 
@@ -202,8 +204,9 @@ STUDIES: Registry[Study] = Registry("study")
 
 
 def register_study(study: Study) -> Study:
-    """Register ``study`` and its stage."""
-    register_stage(study.stage)
+    """Register ``study`` and its stage (where it has one)."""
+    if study.stage is not None:
+        register_stage(study.stage)
     return STUDIES.add(study.name, study)
 
 

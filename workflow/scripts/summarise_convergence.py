@@ -1,6 +1,6 @@
 """Rule summarise_convergence: prompt-set convergence from the stored per-sequence sums."""
 
-from swapkl.studies.convergence import build_convergence
+from swapkl.studies.convergence.stats import build_convergence
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

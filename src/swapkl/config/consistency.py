@@ -129,7 +129,7 @@ def _check_healed_probes(name: str, model: dict) -> None:
 
 
 def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
-    """Consistency of a model's scaling / rope / convergence settings."""
+    """Consistency of a model's scaling / rope / domain-slice settings."""
     if model.get("rope_pairs") and (rope_is_on(model) or "same_weights_as" not in model):
         _fail(f"models.{name}.rope_pairs", "only for a `rope: off` model with `same_weights_as` (the RoPE-on "
                                            "reference)")

@@ -12,6 +12,7 @@ from swapkl.config.ablation_models import pe_models
 from swapkl.config.consistency import rope_is_on
 from swapkl.config.job_settings import canonical, config_text_files
 from swapkl.config.stages import STAGES
+from swapkl.study import STUDIES
 from swapkl.probes.pair_sets import widest_pair_set
 from swapkl.hub.revision_names import last_revision
 from swapkl.probes.protocols import protocol_names, weight_protocol_names
@@ -109,10 +110,11 @@ class StudyPlan:
     # ------------------------------------------------------------------------------------------- stages
 
     def stage_revisions(self, kind: str, model: str) -> list[str]:
-        """The revisions of ``model`` that the stage ``kind`` (:data:`swapkl.config.stages.STAGES`) runs on: by its
+        """The revisions of ``model`` that the stage ``kind`` (:data:`swapkl.config.stages.STAGES`, or a study kept
+        in a folder without a stage of its own) runs on: by its
         section's ``enabled`` and ``revisions`` (a list, ``all``, or ``last``: :meth:`last_revision`), in the order
         of the model's revisions."""
-        block = self.models[model][STAGES[kind].section]
+        block = self.models[model][STAGES[kind].section if kind in STAGES else STUDIES[kind].name]
         if not block["enabled"]:
             return []
         chosen = block["revisions"]
@@ -191,9 +193,6 @@ class StudyPlan:
 
     def rope_counterfactual_models(self) -> list[str]:
         return self._entries_with(lambda model: not rope_is_on(model) and "same_weights_as" in model)
-
-    def convergence_models(self) -> list[str]:
-        return self._entries_with(lambda model: model["convergence"])
 
     def domain_slice_models(self) -> list[str]:
         enabled = self.enabled_models()

@@ -25,7 +25,7 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "scaling", "convergence", "domain_slices", r"rope_counterfactual/[^/]+",
+    "covariate_correlations", "scaling", "domain_slices", r"rope_counterfactual/[^/]+",
     r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "pe_ablation", "downstream",
     "snowball",
 )
@@ -79,8 +79,6 @@ def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
     if plan.scaling_models():
         out += ["results/scaling.parquet"]
     out += [f"results/rope_counterfactual/{model}.parquet" for model in plan.rope_counterfactual_models()]
-    if plan.convergence_models():
-        out += ["results/convergence.parquet"]
     out += [f"results/predictor_validity/{model}.parquet" for model in plan.predictor_validity_models()]
     if plan.domain_slice_models():
         out += ["results/domain_slices.parquet"]
@@ -134,7 +132,6 @@ FIGURE_SELECTIONS = {
     "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
     "scaling": lambda plan: _once(plan.scaling_models()),
     "rope_counterfactual": lambda plan: _each(plan.rope_counterfactual_models(), "model"),
-    "convergence": lambda plan: _once(plan.convergence_models()),
     "domain_slices": lambda plan: _once(plan.domain_slice_models()),
     "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
     "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),

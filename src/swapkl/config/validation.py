@@ -24,6 +24,7 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
     workflow's rule files (a revision must not share a path with a per-model file they write);
     ``base_dir``: where relative checkpoint paths resolve."""
     check_config_text([str(p) for p in configfiles])
+    check_study_sections(cfg)
     validate_schema(cfg, load_schema(schema_path))
     check_config(cfg, base_dir)
     check_pe_ablation(cfg)
@@ -32,6 +33,17 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
     check_consistency(cfg, per_model_files(rules_dir))
     check_local_checkpoints(cfg["models"], base_dir)
     return families
+
+
+def check_study_sections(cfg: dict) -> None:
+    """A study's section is a mapping (`enabled`, `revisions`, its options): a yes/no in its place (the form some
+    of them had before they were studies in folders) is refused with the form to write instead."""
+    for name, model in (cfg.get("models") or {}).items():
+        for study in STUDIES.entries():
+            value = model.get(study.name) if isinstance(model, dict) else None
+            if isinstance(value, bool):
+                raise ConfigError(f"models.{name}.{study.name}: a study's section is a mapping; write "
+                                  f"`{study.name}: {{enabled: {str(value).lower()}}}`")
 
 
 def invalid_config_message(err: ConfigError) -> str:
