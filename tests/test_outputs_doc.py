@@ -118,7 +118,7 @@ def _pair_rows(models, revision="r", n_layers=4) -> pd.DataFrame:
 def _scaling_columns() -> list[str]:
     from safetensors.numpy import save_file
 
-    from swapkl.studies.scaling import checkpoint_facts, scaling_row
+    from swapkl.studies.scaling.stats import checkpoint_facts, scaling_row
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
         save_file({"w": np.zeros((2, 2), dtype=np.float32)}, str(Path(d) / "model.safetensors"))

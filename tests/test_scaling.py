@@ -11,7 +11,7 @@ from swapkl.probes.aggregate import aggregate
 from swapkl.probes.aggregate import AggregateJob
 from swapkl.errors import SwapKLError
 from swapkl.tables.provenance import read
-from swapkl.studies.scaling import build_scaling, checkpoint_facts
+from swapkl.studies.scaling.stats import build_scaling, checkpoint_facts
 from tiny_models import tiny_model
 
 # 5 blocks: adjacent pairs (0,1) (1,2) (2,3) (3,4); replacement both directions, interchange

@@ -159,6 +159,8 @@ def test_every_study_folders_revisions_must_be_the_models():
     from direct_config import refusal
 
     for study in STUDIES.entries():
+        if "const" in yaml.safe_load(study.schema_file.read_text())["properties"]["revisions"]:
+            continue  # a study that runs at one choice only (the scale sweep: the final checkpoint), below
         cfg = {"models": {"m": {"source": "org/model", "revisions": ["step1", "step2"],
                                 study.name: {"enabled": True, "revisions": ["step1", "step3"]}}}}
         assert refusal(cfg) == (f"Invalid config: models.m.{study.name}.revisions: ['step3'] not in "
@@ -167,6 +169,11 @@ def test_every_study_folders_revisions_must_be_the_models():
             cfg["models"]["m"][study.name]["revisions"] = revisions
             message = refusal(cfg)  # accepted, or refused by the study's own checks (task pruning: no task named)
             assert message is None or ".revisions" not in message, (study.name, message)
+    cfg = {"models": {"m": {"source": "org/model", "revisions": ["step1", "step2"],
+                            "scaling": {"enabled": True, "revisions": "all"}}}}
+    assert refusal(cfg) == "Invalid config: models.m.scaling.revisions: 'last' was expected"
+    cfg["models"]["m"]["scaling"]["revisions"] = "last"
+    assert refusal(cfg) is None
 
 
 def test_last_is_the_final_checkpoint_of_every_studys_model():

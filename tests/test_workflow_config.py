@@ -303,9 +303,6 @@ def expected_counts(cfg: dict) -> Counter:
     if "resources/demo/corpus/" in json.dumps(cfg["models"]):
         counts["prepare_demo_text"] = 1
     # scale sweep and mechanism stages: entries only (seed family members copy their entry's settings)
-    if any(m.get("scaling", False) for m in drawn.values()):
-        counts.update(summarise_scaling=1)
-        instances["scaling"] = 1
     rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
     counts.update(summarise_rope_counterfactual=len(rope_off))
     instances["rope_counterfactual"] = len(rope_off)
@@ -336,7 +333,6 @@ def expected_counts(cfg: dict) -> Counter:
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement, and the tables of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
-                              + counts["summarise_scaling"]
                               + counts["summarise_domain_slices"]
                               + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
                               + counts["summarise_pe_ablation"] + bool(benchmarked)

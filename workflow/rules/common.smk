@@ -295,14 +295,6 @@ def get_test_agreement_inputs(wildcards):
     return inputs
 
 
-# scaling.smk
-
-
-def _scaling_checkpoints():
-    return {m: (PLAN.last_revision(m), PARAMS.checkpoint_dir(SimpleNamespace(model=m, revision=PLAN.last_revision(m))))
-            for m in PLAN.scaling_models()}
-
-
 # predictor_validity.smk
 
 

@@ -188,9 +188,6 @@ class StudyPlan:
     def _entries_with(self, test) -> list[str]:
         return [m for m in self.own_entries() if test(self.models[m])]
 
-    def scaling_models(self) -> list[str]:
-        return self._entries_with(lambda model: model["scaling"])
-
     def rope_counterfactual_models(self) -> list[str]:
         return self._entries_with(lambda model: not rope_is_on(model) and "same_weights_as" in model)
 

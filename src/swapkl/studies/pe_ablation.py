@@ -24,7 +24,7 @@ from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate_inputs import read_probe_file
 from swapkl.probes.pair_sets import RATIO_PROTOCOLS
 from swapkl.probes.pair_statistics import pair_table, summarise_set
-from swapkl.studies.scaling import checkpoint_facts
+from swapkl.studies.scaling.stats import checkpoint_facts
 from swapkl.tables import provenance
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.tables.schemas import PE_ABLATION_SCHEMA
