@@ -41,6 +41,8 @@ from swapkl.studies.sublayers.jobs import SublayerJob
 from swapkl.studies.sublayers.run import run_sublayers
 from swapkl.relevance.downstream import run_downstream
 from swapkl.config.schema_validation import load_schema
+from swapkl.recovery.recovery_jobs import RecoveryJob
+from swapkl.recovery.recovery_table import run_recovery
 from swapkl.studies.jacobian.jobs import JacobianJob
 from swapkl.studies.jacobian.run import run_jacobian
 from swapkl.studies.optimal_search.jobs import SearchJob
@@ -198,7 +200,7 @@ TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pru
                 (DownstreamJob, run_downstream), (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate),
                 (AggregatePruningJob, aggregate_pruning), (DisagreementJob, run_test_agreement),
                 (SequentialJob, run_sequential_probe), (SublayerJob, run_sublayers), (JacobianJob, run_jacobian),
-                (SearchJob, run_optimal_search), (TaskPruningJob, run_task_pruning)]
+                (SearchJob, run_optimal_search), (TaskPruningJob, run_task_pruning), (RecoveryJob, run_recovery)]
 
 
 @pytest.mark.parametrize("job, function", TAKE_THE_JOB, ids=[j.__name__ for j, _ in TAKE_THE_JOB])

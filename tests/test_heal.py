@@ -20,6 +20,7 @@ from swapkl.errors import SwapKLError
 from swapkl.export import export_checkpoint
 from swapkl.recovery.heal import chunk_loss, prepare_trainable, train, train_chunks
 from swapkl.recovery.heal_settings import TrainText, settings_from
+from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.recovery.recovery_table import merge_tolerance, net_recovery, run_recovery, save_healed
 from swapkl.export import HEAL_FILE
 from swapkl.relevance.tasks import write_task
@@ -187,8 +188,13 @@ def test_recovery_table_of_a_pruned_export_and_its_control(tmp_path):
         ("a second paragraph talks about layers,", ["blocks and swaps", "xq vv"], 0),
         ("short", ["one.", "two."], 0), ("the last paragraph is", ["here", "gone"], 1))]
     task = write_task(str(tmp_path / "tasks"), "toy", docs)
-    df = run_recovery(str(src), [str(exp)], str(out), str(tmp_path / "healed"), s, TrainText(text_file=train_file),
-                      dict(text_file=eval_file, window=32, stride=16), task_files=[task], device="cpu")
+    # the workflow's job (rule heal_pruned_models): the exports' folder, the heal settings and texts as the config
+    # gives them
+    job = RecoveryJob(model=str(src), exports_dir=str(exp.parent), out=str(out), healed_dir=str(tmp_path / "healed"),
+                      settings={"preset": "paper", **FAST}, train={"text_file": train_file},
+                      eval_data=dict(text_file=eval_file, window=32, stride=16), task_files=[task], device="cpu")
+    df = run_recovery(job)
+    assert settings_from(**job.settings) == s
     base_model = AutoModelForCausalLM.from_pretrained(src)
     want = np.mean([_choice_argmax(base_model, d["query"], d["choices"]) == d["gold"] for d in docs])
     assert df.loc[df["phase"] == "base", "task_accuracy"].iloc[0] == want

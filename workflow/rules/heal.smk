@@ -4,23 +4,14 @@
 
 rule heal_pruned_models:
     input:
-        unpack(PARAMS.export_inputs),
-        exports="results/exports/{model}/{revision}",
-        text=lambda wildcards: text_files(config["models"][wildcards.model]["heal"]["train"],
-                                          config["models"][wildcards.model]["prune"]["eval"]),
-        tasks=lambda wildcards: PARAMS.relevance_tasks(wildcards)
-        if config["models"][wildcards.model]["relevance"]["enabled"] else [],
+        unpack(PARAMS.heal_inputs),
     output:
         table=recovery_file("{model}", "{revision}"),
         healed=directory("results/healed_models/{model}/{revision}"),
     params:
-        checkpoint=PARAMS.checkpoint_dir,
-        settings=lambda wildcards: config["models"][wildcards.model]["heal"]["settings"],
-        budgets=lambda wildcards: config["models"][wildcards.model]["heal"]["budgets"],
-        train=lambda wildcards: without_nulls(config["models"][wildcards.model]["heal"]["train"]),
-        eval=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
-        data=PARAMS.probe_data,
-        **model_settings("dtype", "batch_size"),
+        job=PARAMS.job("heal"),
+        files=lambda wildcards, input, output: {"exports_dir": input.exports, "out": output.table,
+                                                "healed_dir": output.healed, "task_files": list(input.tasks)},
     log:
         "logs/{model}/{revision}/heal_pruned_models.log",
     threads: 1
@@ -29,7 +20,7 @@ rule heal_pruned_models:
     conda:
         "../../envs/torch.yaml"
     script:
-        "../scripts/heal_pruned_models.py"
+        "../scripts/run_job.py"
 
 
 rule aggregate_recovery:

@@ -26,6 +26,7 @@ from swapkl.pruning.prune_jobs import CALIBRATION_SPLIT, AggregatePruningJob, Pr
 from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.healed_jobs import HealedProbeJob
+from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
 
@@ -91,6 +92,7 @@ JOB_DEFAULTS = [
     ("healed_probes.seed", [(HealedProbeJob, "select_seed")], same),
     ("healed_probes.calibration#split", [(TrainText, "split")], same),
     ("heal.train#split", [(TrainText, "split")], same),
+    ("heal.budgets", [(RecoveryJob, "budgets")], same),
     ("heal_settings.preset", [(settings_from, "preset")], same),
     ("relevance.lm_eval_tasks", [(RelevanceJob, "harness_tasks")], config_form),
     ("relevance.pruning_guides", [(RelevanceJob, "pruning_guides")], guides),

@@ -15,6 +15,7 @@ from swapkl.config.ablation_models import PE_PROTOCOLS, pe_checkpoint, pe_metada
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.recovery.healed_jobs import HealedProbeJob
+from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.study import STAGES, Stage, canonical, register_stage, without_nulls
@@ -54,6 +55,14 @@ def _downstream(params, wildcards) -> dict:
                 revision_label=wildcards.revision)
 
 
+def _heal(params, wildcards) -> dict:
+    """The texts without their null keys (the jobs' defaults then apply), the probe windows of the KL to the base,
+    and the rows' labels; `budgets` and `settings` are the section's keys of their names."""
+    model = params.model_config(wildcards)
+    return dict(train=without_nulls(model["heal"]["train"]), eval_data=without_nulls(model["prune"]["eval"]),
+                probe_data=params.probe_data(wildcards), metadata=params.metadata(wildcards))
+
+
 def _healed_probe(params, wildcards) -> dict:
     section = params.model_config(wildcards)["healed_probes"]
     return dict(select_seed=section["seed"], label=wildcards.model, revision_label=wildcards.revision)
@@ -70,6 +79,8 @@ for _stage in (
           _relevance),
     Stage("downstream", DownstreamJob, "swapkl.relevance.downstream:run_downstream", "downstream",
           ("out", "pruning", "healed_dir"), _downstream),
+    Stage("heal", RecoveryJob, "swapkl.recovery.recovery_table:run_recovery", "heal",
+          ("exports_dir", "out", "healed_dir", "task_files"), _heal),
     Stage("healed_probe", HealedProbeJob, "swapkl.recovery.healed:run_healed_probe", "healed_probes",
           ("probe_files", "out"), _healed_probe),
 ):

@@ -36,7 +36,8 @@ from swapkl.stats.bootstrap import boot_log_ppl, percentile_ci, resample_indices
 from swapkl.adapters import get_adapter
 from swapkl.export import HEAL_FILE, PROVENANCE_FILE as EXPORT_FILE, check_tokens, copy_side_files
 from swapkl.recovery.heal import merged, prepare_trainable, train, train_chunks
-from swapkl.recovery.heal_settings import HealSettings, TrainText
+from swapkl.recovery.heal_settings import HealSettings, TrainText, settings_from
+from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.recovery.heal_scores import kl_to_base, model_perplexity, task_accuracies
 from swapkl.relevance.tasks import acc_rel
 from swapkl.tables import provenance
@@ -223,21 +224,35 @@ def _sources(exports: list[str], budgets, weights_sha256: str, base: str) -> lis
     return sources
 
 
-def run_recovery(base: str, exports: list[str], out: str, healed_dir: str, settings: HealSettings, text: TrainText,
-                 eval_spec, *, revision: str | None = None, probe_data=None, task_files=(),
-                 model_name: str | None = None, revision_label: str | None = None, budgets: list[int] | None = None,
-                 dtype: str = "float32", device: str = "auto", batch_size: int = 8) -> pd.DataFrame:
-    """Heal every exported pruned checkpoint of ``base`` and the unpruned control; write the recovery table.
+def run_recovery(job: RecoveryJob) -> pd.DataFrame:
+    """Heal every exported pruned checkpoint of a :class:`~swapkl.recovery.recovery_jobs.RecoveryJob`'s ``model``
+    and the unpruned control (``run_recovery(job)``); write the recovery table.
 
-    ``budgets`` keeps the exports that remove that many blocks (None: all). Each export must have been cut
-    from exactly these base weights (its recorded source sha256). Healed checkpoints go to
+    The job's ``budgets`` keeps the exports that remove that many blocks (None: all). Each export must have been
+    cut from exactly these base weights (its recorded source sha256). Healed checkpoints go to
     ``healed_dir/control`` and ``healed_dir/<export folder name>`` (``healed_dir`` new or empty).
     """
+    job = RecoveryJob.checked(job)
+    labels = dict(job.metadata or {})
+    return recover(job.model, export_folders(job.exports_dir), job.out, job.healed_dir, settings_from(**job.settings),
+                   TrainText(**job.train), job.eval_data, revision=job.revision, probe_data=job.probe_data,
+                   task_files=job.task_files, model_name=labels.get("model"), revision_label=labels.get("revision"),
+                   budgets=job.budgets, dtype=job.dtype, device=job.device, batch_size=job.batch_size,
+                   load=dict(allow_pickle=job.allow_pickle, trust_remote_code=job.trust_remote_code,
+                             **(job.placement or {})))
+
+
+def recover(base: str, exports: list[str], out: str, healed_dir: str, settings: HealSettings, text: TrainText,
+            eval_spec, *, revision: str | None = None, probe_data=None, task_files=(),
+            model_name: str | None = None, revision_label: str | None = None, budgets: list[int] | None = None,
+            dtype: str = "float32", device: str = "auto", batch_size: int = 8, load: dict | None = None) -> pd.DataFrame:
+    """:func:`run_recovery` on the checkpoints ``exports`` of ``base`` (``load``: further keyword arguments of the
+    base model's loading)."""
     check_writable(out)
     if os.path.lexists(healed_dir) and (not os.path.isdir(healed_dir) or os.listdir(healed_dir)):
         raise SwapKLError(f"{healed_dir!r} already exists and is not empty; healed checkpoints go into a new one")
     tasks = [load_task(f) for f in task_files]
-    lb = load_model(base, revision, dtype=dtype, device=device)
+    lb = load_model(base, revision, dtype=dtype, device=device, **(load or {}))
     sources = _sources(exports, budgets, lb.weights_sha256, base)
     ew = load_eval_windows(EvalSpec.from_dict(eval_spec), lb.tokenizer, getattr(lb.model.config,
                                                                                "max_position_embeddings", None))
