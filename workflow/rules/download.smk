@@ -12,7 +12,7 @@ rule download_checkpoint:
     wildcard_constraints:
         model=name_regex(PLAN.models_with("source")),
     params:
-        model_id=lambda wildcards: config["models"][wildcards.model]["source"],
+        **model_settings("source"),
         retries=5,
         # a seed-family member's revision that the hub lacks is recorded as absent (swapkl.hub.absence)
         member=lambda wildcards: wildcards.model if wildcards.model in PLAN.seed_members() else None,

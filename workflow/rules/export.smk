@@ -9,7 +9,7 @@ rule export_pruned_models:
         directory("results/exports/{model}/{revision}"),
     params:
         checkpoint=PARAMS.checkpoint_dir,
-        guides=lambda wildcards: config["models"][wildcards.model]["prune"]["export_guides"],
+        **model_settings("export_guides", section="prune"),
         **model_settings("dtype"),
     log:
         "logs/{model}/{revision}/export_pruned_models.log",

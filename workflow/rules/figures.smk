@@ -16,9 +16,9 @@ FIGURE_PARAMS = {
     "pruning": lambda wildcards: PARAMS.describe_pruning(wildcards.model),
     "all_pruning": lambda wildcards: ", ".join(f"{m}: {PARAMS.describe_pruning(m)}" for m in PLAN.models_with_pruning()),
     "spans": lambda wildcards: PARAMS.describe_spans(wildcards.model),
-    "n_boot": lambda wildcards: config["probe"]["n_boot"],
+    "n_boot": lambda wildcards: BOOTSTRAP["n_boot"],
     "rank_guide": lambda wildcards: "bi",  # the guide of the report's rank confusion (against deletion)
-    "seed": lambda wildcards: config["probe"]["seed"],
+    "seed": lambda wildcards: BOOTSTRAP["seed"],
     "families": lambda wildcards: PLAN.seed_families(),
     "training_logs": lambda wildcards, input: {
         model: f"{run}/training_log.csv" for model, run in zip(PLAN.models_with("demo"), input.runs)

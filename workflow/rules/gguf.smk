@@ -8,7 +8,7 @@ rule convert_gguf:
     wildcard_constraints:
         model=name_regex(PLAN.models_with("gguf")),
     params:
-        gguf=lambda wildcards: config["models"][wildcards.model]["gguf"],
+        **model_settings("gguf"),
     log:
         "logs/{model}/{revision}/convert_gguf.log",
     conda:

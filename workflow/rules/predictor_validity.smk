@@ -13,7 +13,7 @@ rule measure_predictor_validity:
     params:
         checkpoint=lambda wildcards: PARAMS.checkpoint_dir(at_last_revision(wildcards)),
         revision=lambda wildcards: PLAN.last_revision(wildcards.model),
-        eval_data=lambda wildcards: without_nulls(config["models"][wildcards.model]["prune"]["eval"]),
+        eval_data=PARAMS.prune_eval,
         **model_settings("dtype", "batch_size"),
     log:
         "logs/{model}/measure_predictor_validity.log",

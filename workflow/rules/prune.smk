@@ -32,7 +32,7 @@ rule aggregate_pruning:
     output:
         **results_tables(pruning="pruning", agreement="pruning_agreement"),
     params:
-        n_boot=config["probe"]["n_boot"],
+        n_boot=BOOTSTRAP["n_boot"],
     log:
         "logs/aggregate_pruning.log",
     resources:

@@ -5,4 +5,4 @@ from swapkl.joblog import job_log
 
 with job_log(snakemake):
     export_pruning_choices(snakemake.input.pruning, snakemake.params.checkpoint, snakemake.output[0],
-                           list(snakemake.params.guides), dtype=snakemake.params.dtype)
+                           list(snakemake.params.export_guides), dtype=snakemake.params.dtype)

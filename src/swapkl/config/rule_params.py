@@ -153,6 +153,11 @@ class RuleParams:
             "text": text_files(prune["eval"], prune["calibration"]),
         }
 
+    def prune_eval(self, wildcards) -> dict:
+        """The model's pruning evaluation text (prune.eval) without its null keys: the EvalSpec keyword arguments of
+        the jobs that measure perplexity on it (healing, predictor validity)."""
+        return without_nulls(self._model(wildcards)["prune"]["eval"])
+
     def export_inputs(self, wildcards) -> dict:
         return {"checkpoint": self.checkpoint_input(wildcards),
                 "pruning": pruning_file(wildcards.model, wildcards.revision)}

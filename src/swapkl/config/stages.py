@@ -59,7 +59,7 @@ def _heal(params, wildcards) -> dict:
     """The texts without their null keys (the jobs' defaults then apply), the probe windows of the KL to the base,
     and the rows' labels; `budgets` and `settings` are the section's keys of their names."""
     model = params.model_config(wildcards)
-    return dict(train=without_nulls(model["heal"]["train"]), eval_data=without_nulls(model["prune"]["eval"]),
+    return dict(train=without_nulls(model["heal"]["train"]), eval_data=params.prune_eval(wildcards),
                 probe_data=params.probe_data(wildcards), metadata=params.metadata(wildcards))
 
 
