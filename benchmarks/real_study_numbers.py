@@ -20,7 +20,7 @@ README states, its estimate, test and verdict); docs/real_findings.csv is that f
 blocks at each budget, held or undecided, the share of window resamples that pick them and the windows it took;
 docs/real_decisions.csv is that file, docs/real_decisions_signs.csv (written beside it) the gap signs, and
 docs/real_decisions_evaluations.csv the variant-window evaluations each probe spent against a uniform probe. With
-``--sublayers FILE.csv``, the sublayers study's statements (swapkl.figures.sublayers.summary: which sublayer carries
+``--sublayers FILE.csv``, the sublayers study's statements (swapkl.figures.sublayer_statements: which sublayer carries
 more of the gap, the interaction, sublayer against block pruning; results/sublayer_gaps.parquet and
 results/sublayer_pruning.parquet); docs/real_sublayers.csv is that file. With ``--scored FILE.csv``, the windows
 and scored tokens of the uniform probe, the sequential pool, the sublayers study and the pruning perplexity;
@@ -169,8 +169,8 @@ def evaluations(root: Path, models: list[str]) -> pd.DataFrame:
 
 
 def write_sublayers(root: Path, out: Path) -> None:
-    """The sublayers study's statements (swapkl.figures.sublayers.summary) as CSV, and printed."""
-    from swapkl.figures.sublayers.summary import statements
+    """The sublayers study's statements (swapkl.figures.sublayer_statements) as CSV, and printed."""
+    from swapkl.figures.sublayer_statements import statements
 
     table = statements(pd.read_parquet(root / "results/sublayer_gaps.parquet"),
                        pd.read_parquet(root / "results/sublayer_pruning.parquet"))

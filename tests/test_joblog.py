@@ -65,7 +65,7 @@ def test_swapkl_error_is_one_log_line_and_exit_code_2(tmp_path):
     out = tmp_path / "resources" / "checkpoints" / "m" / "main"
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     proc, log = run_script(REPO / "workflow/scripts/download_checkpoint.py", tmp_path, env=env,
-                           output=[str(out)], params={"model_id": "swapkl-tests/does-not-exist", "retries": 3, "member": False},
+                           output=[str(out)], params={"source": "swapkl-tests/does-not-exist", "retries": 3, "member": False},
                            wildcards={"model": "m", "revision": "main"})
     assert proc.returncode == 2, proc.stderr
     lines = log.splitlines()

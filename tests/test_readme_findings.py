@@ -160,9 +160,9 @@ def _points(x: float) -> str:
 
 def test_the_inside_the_block_tables_are_the_runs():
     """The README's "Inside the block" tables are docs/real_sublayers.csv (`benchmarks/real_study_numbers.py
-    --sublayers`, swapkl.figures.sublayers.summary) as printed, and each verdict is the one its interval gives:
+    --sublayers`, swapkl.figures.sublayer_statements) as printed, and each verdict is the one its interval gives:
     a direction only where the 95% interval excludes 0, "undecided" otherwise."""
-    from swapkl.figures.sublayers.summary import sign_verdict
+    from swapkl.figures.sublayer_statements import sign_verdict
 
     table = pd.read_csv(REPO / "docs" / "real_sublayers.csv")
     rows = {(r.model, r.claim): r for r in table.itertuples()}

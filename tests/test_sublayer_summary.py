@@ -1,4 +1,4 @@
-"""swapkl.figures.sublayers.summary: a statement holds only where its interval excludes 0."""
+"""swapkl.figures.sublayer_statements: a statement holds only where its interval excludes 0."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from swapkl.studies.sublayers.stats import decomposition
-from swapkl.figures.sublayers.summary import sign_verdict, statements
+from swapkl.figures.sublayer_statements import sign_verdict, statements
 from test_sublayer_gaps import _sums
 
 
@@ -59,7 +59,7 @@ def test_the_answer_section_compares_the_cheapest_sets_with_their_paired_interva
     block set and the sublayer set of lowest cost with the difference row of exactly those two guides."""
     import pyarrow as pa
 
-    from swapkl.figures.sublayers.summary import answer_section
+    from swapkl.figures.sublayer_statements import answer_section
     from swapkl.tables.parquet_io import write_parquet
 
     gaps = pd.DataFrame(_summary_rows("m", "main", (-0.4, -0.6, -0.2)) + _summary_rows("m", "old", (0.4, 0.2, 0.6)))

@@ -14,7 +14,8 @@ plot functions the entries name, each called one way, :meth:`.figure_registry.Fi
 * :mod:`.scale` and :mod:`.pe_ablation` -- the scale sweep, the mechanism checks, the position-encoding ablation;
 * :mod:`.healing` -- recovery after pruning and the third test.
 
-The plain modules here are the drawing code's helpers: shared look and deterministic saving in :mod:`.style`,
+The plain modules here are the drawing code's helpers, and the sublayers study's answer-page section
+(:mod:`.sublayer_statements`): shared look and deterministic saving in :mod:`.style`,
 colours in :mod:`.palette`, label placement, step axes, guide looks, aggregate selection. This ``__init__`` and
 the families' import nothing but the registry, so that reading the registry does not import matplotlib.
 """

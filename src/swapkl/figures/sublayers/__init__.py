@@ -1,5 +1,6 @@
-"""The protocol gap inside the block (the sublayers study, :mod:`swapkl.studies.sublayers`): one figure per model
-(``decomposition``), and the statements a run supports, the study's section of the answer page (``summary``)."""
+"""The protocol gap inside the block (the sublayers study, :mod:`swapkl.studies.sublayers`): one figure per model.
+The statements a run supports, the study's section of the answer page, are :mod:`swapkl.figures.sublayer_statements`
+(a plain module: naming it from the study's declaration must not reach this family's drawing code)."""
 
 from swapkl.figures.figure_registry import Figure, register
 

@@ -5,8 +5,9 @@ below the block against pruning whole blocks at the same parameter budget.
 
 Here: its declaration (below), its job (``jobs.py``), its statistics (``stats.py``: the decomposition and the
 pruning below the block, numpy only) and its measurement (``run.py``), its rules (``rules.smk``), its config
-section's schema (``schema.yaml``) and its tables' captions. Its figure and the statements a run supports (its
-section of the answer page) are the family :mod:`swapkl.figures.sublayers`: a study folder imports its runner by
+section's schema (``schema.yaml``) and its tables' captions. Its figure is the family
+:mod:`swapkl.figures.sublayers`, and the statements a run supports (its section of the answer page)
+:mod:`swapkl.figures.sublayer_statements`: a study folder imports its runner by
 name (``run.py``: torch), so a figure registered here would put torch into the figure jobs' environment. The
 sublayer variants are
 the protocols of :mod:`swapkl.probes.protocols` (docs/engine.md says how each architecture is composed).
@@ -99,7 +100,7 @@ STUDY = register_study(Study(
     rules={"probe_sublayers": "checkpoint", "aggregate_sublayers": "once", "aggregate_sublayer_pruning": "once"},
     inputs=_inputs, files=_files, columns={"sublayer_gaps": COLUMNS, "sublayer_pruning": PRUNING_COLUMNS},
     figures="model",
-    answer="swapkl.figures.sublayers.summary:answer_section",
+    answer="swapkl.figures.sublayer_statements:answer_section",
     defaults=tuple((key, SublayerJob, key) for key in ("pairs", "n_boot", "seed", "budgets")),
 ))
 
