@@ -272,3 +272,13 @@ def test_docs_list_every_plot_rule_with_its_figures_and_functions():
         for fig in figs:
             assert f"`{fig.name}`" in rows[rule], (rule, fig.name)
             assert f"`{fig.plot.removeprefix('swapkl.figures.')}`" in rows[rule], (rule, fig.plot)
+
+
+def test_a_missing_wildcard_is_an_error_even_where_the_function_does_not_name_it(tmp_path):
+    """Figure.draw passes a plot function the wildcards it names, but every wildcard of the scope must be given: a
+    rule that forgets one is a bug, not a figure of some other checkpoint."""
+    fig = registry.figure("test_agreement")  # its plot function names no wildcard
+    assert not {"model", "revision"} & set(inspect.signature(fig.function()).parameters)
+    with pytest.raises(KeyError, match="revision"):
+        fig.draw({"agreement": str(tmp_path / "none.parquet")}, tmp_path / "a.png", tmp_path / "a.pdf",
+                 wildcards={"model": "m"}, params={})

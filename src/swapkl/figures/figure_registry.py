@@ -153,7 +153,8 @@ class Figure:
         of its ``plot_params`` (from ``params``)."""
         plot = self.function()
         takes = inspect.signature(plot).parameters
-        named = {w: wildcards[w] for w in self.wildcards if w in takes}
+        scope = {w: wildcards[w] for w in self.wildcards}  # every wildcard of the scope is given (a rule's bug else)
+        named = {w: value for w, value in scope.items() if w in takes}
         tables = [inputs[name] for name in (self.inputs if self.reads is None else self.reads)]
         plot(*tables, out_png=out_png, out_pdf=out_pdf, **named, **self.options,
              **{name: params[name] for name in self.plot_params})
