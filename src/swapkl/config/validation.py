@@ -1,5 +1,5 @@
-"""The one entry point of the config checks, in the workflow's order: duplicate keys in the files, the JSON
-schema (which fills the defaults), the checks of the values as written, seed-family expansion, the
+"""The one entry point of the config checks, in the workflow's order: duplicate keys in the files, the form of the
+studies' sections, the JSON schema (which fills the defaults), the checks of the values as written, seed-family expansion, the
 constraints between the expanded models, and last the local checkpoint folders. Every failure is a :class:`swapkl.config.ConfigError` whose
 message names the key path (or the file and line); the workflow reports it as ``Invalid config: MESSAGE``."""
 
@@ -38,7 +38,8 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
 def check_study_sections(cfg: dict) -> None:
     """A study's section is a mapping (`enabled`, `revisions`, its options): a yes/no in its place (the form some
     of them had before they were studies in folders) is refused with the form to write instead."""
-    for name, model in (cfg.get("models") or {}).items():
+    models = cfg.get("models")
+    for name, model in (models.items() if isinstance(models, dict) else ()):  # another shape: the schema says so
         for study in STUDIES.entries():
             value = model.get(study.name) if isinstance(model, dict) else None
             if isinstance(value, bool):
