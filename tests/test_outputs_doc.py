@@ -152,7 +152,7 @@ def _rope_columns() -> list[str]:
 
 
 def _predictor_validity_columns() -> list[str]:
-    from swapkl.studies.predictor_validity import SCORES, run_predictor_validity, single_layer_costs, validity
+    from swapkl.studies.predictor_validity.run import SCORES, run_predictor_validity, single_layer_costs, validity
     costs = pd.DataFrame({c: [0, 1, 2] for c in _keywords(single_layer_costs, "DataFrame")})
     pairs = pd.DataFrame({"layer_i": [0, 0, 1], "layer_j": [1, 2, 2], **{c: [0.1, 0.3, 0.2] for c in SCORES.values()}})
     pair_rows, summary = validity(costs, pairs)
@@ -197,7 +197,7 @@ def table_columns() -> dict[str, list[str]]:
     tables["convergence"] = _convergence_columns()
     tables["domain_slices"] = _domain_slices_columns()
     tables["rope_counterfactual/{model}"] = _rope_columns()
-    tables["predictor_validity/{model}"] = _predictor_validity_columns()
+    tables["predictor_validity"] = _predictor_validity_columns()
     tables["healed"] = _healed_columns()
     return {table: list(dict.fromkeys(columns)) for table, columns in tables.items()}
 

@@ -306,9 +306,6 @@ def expected_counts(cfg: dict) -> Counter:
     rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
     counts.update(summarise_rope_counterfactual=len(rope_off))
     instances["rope_counterfactual"] = len(rope_off)
-    validity = [n for n, m in drawn.items() if m.get("predictor_validity", False)]
-    counts.update(measure_predictor_validity=len(validity))
-    instances["predictor_validity"] = len(validity)
     if any(m.get("domain_slice_of") in models for m in drawn.values()):
         counts.update(summarise_domain_slices=1)
         instances["domain_slices"] = 1
@@ -334,7 +331,7 @@ def expected_counts(cfg: dict) -> Counter:
     # recovery, healed probes and the test agreement, and the tables of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
                               + counts["summarise_domain_slices"]
-                              + len(rope_off) + len(validity) + bool(healed) + 2 * bool(probed_healed)
+                              + len(rope_off) + bool(healed) + 2 * bool(probed_healed)
                               + counts["summarise_pe_ablation"] + bool(benchmarked)
                               + snowball + folder_tables)
     counts["all"] = 1
@@ -367,13 +364,12 @@ def plan_counts(cfg: dict) -> Counter:
         trajectory=len([m for m in plan.trajectory_models() if m not in members]),
         model=len(plan.own_entries()), prune=len(drawn(plan.stage_checkpoints("prune"))),
         relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
-        spans=len(drawn(plan.stage_checkpoints("spans"))), healed=len(plan.stage_checkpoints("healed_probe")),
-        sublayers=len({m for m, _ in drawn(plan.stage_checkpoints("sublayers"))}),
-        sequential=len(drawn(plan.stage_checkpoints("sequential"))),
+        healed=len(plan.stage_checkpoints("healed_probe")),
         downstream=len(plan.stage_checkpoints("downstream")),
         rope_counterfactual=len(plan.rope_counterfactual_models()),
-        predictor_validity=len(plan.predictor_validity_models()),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
+    for study in STUDIES.entries():  # the studies kept in folders: by their declared figure scope
+        instances[study.name] = len(study.figure_instances(plan.stage_checkpoints(study.name), members))
     for fig in registered_figures().values():
         if fig.scope == "global":
             instances[fig.targets] = len(figure_instances(plan, fig.targets))
@@ -388,7 +384,6 @@ def plan_counts(cfg: dict) -> Counter:
         counts[rule] = len(plan.stage_checkpoints("healed_probe"))
     counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))
     counts["summarise_rope_counterfactual"] = len(plan.rope_counterfactual_models())
-    counts["measure_predictor_validity"] = len(plan.predictor_validity_models())
     counts["train_pe_model"] = counts["probe_pe_model"] = len(plan.pe_ablation_models())
     return +counts
 
@@ -418,8 +413,9 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
         "aggregate_results": 1, "summarise_domain_slices": 1, "aggregate_pruning": 1,
         "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
         "aggregate_covariates": 1, "summarise_scaling": 1,
-        "combine_jacobian": 1, "summarise_convergence": 1,
-        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 2 + 1 + 1 + 1, "summarise_scorecard": 1, "all": 1,  # ..., pe_ablation, downstream
+        "combine_jacobian": 1, "summarise_convergence": 1, "combine_predictor_validity": 1,
+        # render_table: ..., predictor validity (one table gathered over its checkpoints), pe_ablation, downstream
+        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 1 + 1 + 1 + 1, "summarise_scorecard": 1, "all": 1,
         "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
         # the position-encoding ablation at the paper's depths, trained on the paper's text (one preparation job)
         "prepare_pe_text": 1, "summarise_pe_ablation": 1,

@@ -295,14 +295,6 @@ def get_test_agreement_inputs(wildcards):
     return inputs
 
 
-# predictor_validity.smk
-
-
-def at_last_revision(wildcards):
-    """The wildcards of the model's checkpoint at its last revision (this model-level job reads that one)."""
-    return SimpleNamespace(model=wildcards.model, revision=PLAN.last_revision(wildcards.model))
-
-
 # scorecard.smk
 
 

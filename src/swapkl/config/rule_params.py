@@ -158,6 +158,10 @@ class RuleParams:
         the jobs that measure perplexity on it (healing, predictor validity)."""
         return without_nulls(self._model(wildcards)["prune"]["eval"])
 
+    def prune_eval_text(self, wildcards) -> list[str]:
+        """The pruning evaluation text where it is a local file (with its stamp), else nothing: an input."""
+        return text_files(self._model(wildcards)["prune"]["eval"])
+
     def export_inputs(self, wildcards) -> dict:
         return {"checkpoint": self.checkpoint_input(wildcards),
                 "pruning": pruning_file(wildcards.model, wildcards.revision)}

@@ -195,9 +195,6 @@ class StudyPlan:
         enabled = self.enabled_models()
         return self._entries_with(lambda model: model.get("domain_slice_of") in enabled)
 
-    def predictor_validity_models(self) -> list[str]:
-        return self._entries_with(lambda model: model["predictor_validity"])
-
     def last_revision(self, model: str) -> str:
         """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
         return last_revision(self.revisions(model))

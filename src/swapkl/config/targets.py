@@ -25,9 +25,8 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "domain_slices", r"rope_counterfactual/[^/]+",
-    r"predictor_validity/[^/]+", "recovery", "healed", "test_agreement", "pe_ablation", "downstream",
-    "snowball",
+    "covariate_correlations", "domain_slices", r"rope_counterfactual/[^/]+", "recovery", "healed",
+    "test_agreement", "pe_ablation", "downstream", "snowball",
 )
 
 
@@ -77,7 +76,6 @@ def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
     """Tables of the scale sweep and the mechanism / robustness stages (their figures: the figure registry)."""
     out = []
     out += [f"results/rope_counterfactual/{model}.parquet" for model in plan.rope_counterfactual_models()]
-    out += [f"results/predictor_validity/{model}.parquet" for model in plan.predictor_validity_models()]
     if plan.domain_slice_models():
         out += ["results/domain_slices.parquet"]
     if plan.pe_ablation_models():
@@ -130,7 +128,6 @@ FIGURE_SELECTIONS = {
     "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
     "rope_counterfactual": lambda plan: _each(plan.rope_counterfactual_models(), "model"),
     "domain_slices": lambda plan: _once(plan.domain_slice_models()),
-    "predictor_validity": lambda plan: _each(plan.predictor_validity_models(), "model"),
     "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),
     "snowball": lambda plan: _once(plan.snowball_task()),
 }

@@ -17,5 +17,5 @@ _scale("convergence", {"convergence": "results/convergence.parquet"},
        "rank agreement and top-pair stability against the number of prompts")
 _scale("domain_slices", {"slices": "results/domain_slices.parquet"},
        "pruning cost on the reference text against the second corpus")
-_scale("predictor_validity", {"validity": "results/predictor_validity/{model}.parquet"},
-       "pair score against the cheaper block's removal cost", scope="model", constrained=True)
+_scale("predictor_validity", {"validity": "results/predictor_validity/{model}/{revision}.parquet"},
+       "pair score against the cheaper block's removal cost", scope="checkpoint")

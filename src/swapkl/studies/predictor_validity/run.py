@@ -6,9 +6,11 @@ cheaper of its two blocks is, so its cost is ``min(delta_ppl_pct(i), delta_ppl_p
 target). Per protocol (replacement: d_repl_max, interchange: d_inter) the table gives Spearman's rho of
 score and cost over the probed pairs.
 
-``results/predictor_validity/<model>.parquet`` rows: ``kind="layer"`` (layer, ppl, delta_ppl_pct),
-``kind="pair"`` (layer_i, layer_j, d_repl_max, d_inter, cost) and ``kind="summary"`` (protocol, n_pairs,
-spearman), with model, revision and base_ppl on every row.
+A checkpoint's table (``results/predictor_validity/<model>/<revision>.parquet``, gathered into
+``results/predictor_validity.parquet``) has rows ``kind="layer"`` (layer, ppl, delta_ppl_pct), ``kind="pair"``
+(layer_i, layer_j, d_repl_max, d_inter, cost) and ``kind="summary"`` (protocol, n_pairs, spearman), with model,
+revision and base_ppl on every row. This module runs it (torch); :mod:`swapkl.studies.predictor_validity` declares
+the study.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from swapkl.model.variant import removal_variant
 from swapkl.tables.parquet_io import check_writable, write_parquet
 from swapkl.pruning.perplexity import EvalWindows, load_eval_windows, perplexity, window_nll
 from swapkl.pruning.eval_spec import EvalSpec
+from swapkl.studies.predictor_validity.jobs import PredictorValidityJob
 
 SCORES = {"replacement": "d_repl_max", "interchange": "d_inter"}
 
@@ -55,25 +58,30 @@ def validity(costs: pd.DataFrame, pairs: pd.DataFrame) -> tuple[pd.DataFrame, pd
     return p.reset_index(drop=True), pd.DataFrame(summary)
 
 
-def run_predictor_validity(model: str, aggregate: str, out: str, *, eval_data: dict | EvalSpec, label: str,
-                           revision: str, dtype: str = "float32", device: str = "auto",
-                           batch_size: int = 8) -> pd.DataFrame:
-    """Measure the single-block removal costs of ``model`` and correlate them with the pair scores that the
-    aggregate holds for ``label`` at ``revision``; write ``out``."""
-    spec = EvalSpec.from_dict(eval_data)
-    check_writable(out)
-    pairs = rows(read_aggregate(aggregate), "pair", label, revision)
-    loaded = load_model(model, None, dtype=dtype, device=device)
-    engine = ProbeEngine(loaded.model)
+def run_predictor_validity(job: PredictorValidityJob) -> pd.DataFrame:
+    """Measure the single-block removal costs of the job's checkpoint and correlate them with the pair scores that
+    its aggregate holds for the checkpoint's labels (``job.metadata``'s ``model`` and ``revision``; without them the
+    checkpoint's path and revision); write ``job.out``."""
+    job = PredictorValidityJob.checked(job)
+    spec = EvalSpec.from_dict(job.eval_data)
+    check_writable(job.out)
+    metadata = dict(job.metadata or {})
+    label = metadata.pop("model", None) or job.model
+    revision = metadata.pop("revision", None) or job.revision or "main"
+    pairs = rows(read_aggregate(job.aggregate), "pair", label, revision)
+    loaded = load_model(job.model, job.revision, dtype=job.dtype, device=job.device, allow_pickle=job.allow_pickle,
+                        trust_remote_code=job.trust_remote_code, **(job.placement or {}))
+    engine = ProbeEngine(loaded.model, chunk_tokens=job.chunk_tokens)
     if int(pairs["n_layers"].iloc[0]) != engine.n_layers:
-        raise SwapKLError(f"{model}: {engine.n_layers} blocks, but the aggregate's {label} {revision} has "
+        raise SwapKLError(f"{job.model}: {engine.n_layers} blocks, but the aggregate's {label} {revision} has "
                           f"{int(pairs['n_layers'].iloc[0])}")
     ew = load_eval_windows(spec, loaded.tokenizer, engine.adapter.max_positions)
-    base_ppl, costs = single_layer_costs(engine, ew, batch_size=batch_size, device=loaded.device)
+    base_ppl, costs = single_layer_costs(engine, ew, batch_size=job.batch_size, device=loaded.device)
     pair_rows, summary = validity(costs, pairs)
     df = pd.concat([costs.assign(kind="layer"), pair_rows.assign(kind="pair"), summary.assign(kind="summary")],
                    ignore_index=True).assign(model=label, revision=revision, base_ppl=base_ppl)
     df = df.astype({c: "Int64" for c in ("layer", "layer_i", "layer_j", "n_pairs")})
-    write_parquet(df, out, provenance.build(loaded, None, eval_spec=spec.describe(), eval_sha256=ew.sha256,
-                                            model=label, revision_label=revision, aggregate=str(aggregate)))
+    write_parquet(df, job.out, provenance.build(loaded, None, eval_spec=spec.describe(), eval_sha256=ew.sha256,
+                                                model=label, revision_label=revision, aggregate=str(job.aggregate),
+                                                **metadata))
     return df
