@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats
@@ -13,9 +14,10 @@ from scipy import stats
 from probe_fixtures import probe_files, write_checkpoint
 from swapkl.probes.aggregate import aggregate, read_aggregate
 from swapkl.probes.aggregate import AggregateJob
+from swapkl.errors import SwapKLError
 from swapkl.studies.convergence.stats import build_convergence, convergence_rows
 from swapkl.figures.scale.sweep import plot_convergence, plot_rope_counterfactual
-from swapkl.studies.rope_counterfactual import counterfactual_table, sign_test
+from swapkl.studies.rope_counterfactual.stats import counterfactual_table, sign_test
 
 
 @pytest.mark.parametrize("plus,minus", [(10, 2), (2, 10), (6, 6), (0, 5), (12, 0), (1, 0)])
@@ -80,7 +82,15 @@ def test_counterfactual_table_and_files(tmp_path):
     larger = sum(d < 0 for d in deltas)
     assert summary["n_larger_gap"] == larger and summary["n_smaller_gap"] == 4 - larger
     assert summary["sign_test_p"] == pytest.approx(stats.binomtest(larger, 4).pvalue)
-    plot_rope_counterfactual(df, tmp_path / "r.png", tmp_path / "r.pdf")
+    # one table holds every rope-off model's rows: the figure of a checkpoint draws that checkpoint's alone
+    other = df.assign(model="m-off-2", ratio_ir_off=df["ratio_ir_off"] + 1)
+    plot_rope_counterfactual(pd.concat([df, other], ignore_index=True), tmp_path / "r.png", tmp_path / "r.pdf",
+                             model="m-off", revision="main")
+    alone = tmp_path / "alone.png"
+    plot_rope_counterfactual(df, alone, tmp_path / "alone.pdf", model="m-off", revision="main")
+    assert (tmp_path / "r.png").read_bytes() == alone.read_bytes()
+    with pytest.raises(SwapKLError, match="no rows for m-off step1"):
+        plot_rope_counterfactual(df, tmp_path / "x.png", tmp_path / "x.pdf", model="m-off", revision="step1")
     # convergence on the same probe files, through the file reader
     out = tmp_path / "conv.parquet"
     build_convergence({("m", "main"): files_on}, out, sizes=(10, 20), draws=5)

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from swapkl.studies.domain_slices import build_domain_slices
+from swapkl.studies.domain_slices.stats import build_domain_slices
 from swapkl.errors import SwapKLError
 from swapkl.figures.scale.sweep import plot_domain_slices
 from swapkl.tables.parquet_io import write_parquet

@@ -41,7 +41,7 @@ TABLE_SCRIPTS = {
 MODEL_SCRIPTS = {
     "run_job",  # the probe, span and prune rules (rule_jobs imports each stage's torch side when it runs)
     "construct_snowball", "export_pruned_models",
-    "measure_predictor_validity", "prepare_pe_text", "train_demo_model",
+    "prepare_pe_text", "train_demo_model",
     "train_pe_model", "summarise_scaling", "summarise_pe_ablation", "convert_gguf",
 }
 HEAVY = MODEL_PACKAGES + ANALYSIS_PACKAGES

@@ -139,7 +139,7 @@ def _convergence_columns() -> list[str]:
 
 
 def _domain_slices_columns() -> list[str]:
-    from swapkl.studies.domain_slices import slice_rows
+    from swapkl.studies.domain_slices.stats import slice_rows
     pruning = pd.DataFrame([dict(model=m, revision="r", random_draw=np.nan, feasible=True, guide="g", budget=b,
                                  fixed_set=None, delta_ppl_pct=float(b + k)) for k, m in enumerate(("ref", "slice"))
                             for b in (1, 2, 3)])
@@ -147,7 +147,7 @@ def _domain_slices_columns() -> list[str]:
 
 
 def _rope_columns() -> list[str]:
-    from swapkl.studies.rope_counterfactual import counterfactual_table
+    from swapkl.studies.rope_counterfactual.stats import counterfactual_table
     return list(counterfactual_table(_pair_rows(["on", "off"]), model_on="on", model_off="off", revision="r").columns)
 
 
@@ -196,7 +196,7 @@ def table_columns() -> dict[str, list[str]]:
     tables["jacobian"] = _jacobian_columns()
     tables["convergence"] = _convergence_columns()
     tables["domain_slices"] = _domain_slices_columns()
-    tables["rope_counterfactual/{model}"] = _rope_columns()
+    tables["rope_counterfactual"] = _rope_columns()
     tables["predictor_validity"] = _predictor_validity_columns()
     tables["healed"] = _healed_columns()
     return {table: list(dict.fromkeys(columns)) for table, columns in tables.items()}

@@ -17,8 +17,8 @@ from swapkl.tables.parquet_io import write_parquet
 from swapkl.tables.schemas import AGREEMENT_SCHEMA, PRUNING_SCHEMA, RELEVANCE_STATS_COLUMNS, aggregate_schema
 from swapkl.paper.scorecard import COLUMNS, build_scorecard, load_registry, scorecard_html, with_directions
 from swapkl.recovery.recovery_table import COLUMNS as RECOVERY_COLUMNS
-from swapkl.studies.domain_slices import KEYS as DOMAIN_SLICE_KEYS
-from swapkl.studies.rope_counterfactual import counterfactual_table
+from swapkl.studies.domain_slices.stats import KEYS as DOMAIN_SLICE_KEYS
+from swapkl.studies.rope_counterfactual.stats import counterfactual_table
 
 REGISTRY = """
 tolerances:

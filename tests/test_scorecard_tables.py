@@ -14,8 +14,8 @@ import pytest
 from swapkl.cli import main
 from swapkl.paper.scorecard import TABLES, build_scorecard, read_tables
 from swapkl.recovery.recovery_table import COLUMNS as RECOVERY_COLUMNS
-from swapkl.studies.domain_slices import slice_rows
-from swapkl.studies.rope_counterfactual import counterfactual_table
+from swapkl.studies.domain_slices.stats import slice_rows
+from swapkl.studies.rope_counterfactual.stats import counterfactual_table
 from swapkl.tables.parquet_io import write_parquet
 from swapkl.tables.schemas import PRUNING_SCHEMA, aggregate_schema
 

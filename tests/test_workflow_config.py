@@ -302,13 +302,6 @@ def expected_counts(cfg: dict) -> Counter:
     # text) is written by the corpus rule
     if "resources/demo/corpus/" in json.dumps(cfg["models"]):
         counts["prepare_demo_text"] = 1
-    # scale sweep and mechanism stages: entries only (seed family members copy their entry's settings)
-    rope_off = [n for n, m in drawn.items() if m.get("rope", "on") in ("off", False) and "same_weights_as" in m]
-    counts.update(summarise_rope_counterfactual=len(rope_off))
-    instances["rope_counterfactual"] = len(rope_off)
-    if any(m.get("domain_slice_of") in models for m in drawn.values()):
-        counts.update(summarise_domain_slices=1)
-        instances["domain_slices"] = 1
     # the position-encoding ablation: one training and one probe job per (encoding, depth), on the demo corpus or
     # on the named training text that one preparation job writes
     pe = cfg.get("pe_ablation", {})
@@ -330,8 +323,7 @@ def expected_counts(cfg: dict) -> Counter:
     # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
     # recovery, healed probes and the test agreement, and the tables of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
-                              + counts["summarise_domain_slices"]
-                              + len(rope_off) + bool(healed) + 2 * bool(probed_healed)
+                              + bool(healed) + 2 * bool(probed_healed)
                               + counts["summarise_pe_ablation"] + bool(benchmarked)
                               + snowball + folder_tables)
     counts["all"] = 1
@@ -366,7 +358,6 @@ def plan_counts(cfg: dict) -> Counter:
         relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
         healed=len(plan.stage_checkpoints("healed_probe")),
         downstream=len(plan.stage_checkpoints("downstream")),
-        rope_counterfactual=len(plan.rope_counterfactual_models()),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
     for study in STUDIES.entries():  # the studies kept in folders: by their declared figure scope
         instances[study.name] = len(study.figure_instances(plan.stage_checkpoints(study.name), members))
@@ -383,7 +374,6 @@ def plan_counts(cfg: dict) -> Counter:
     for rule in ("probe_healed", "measure_test_agreement"):
         counts[rule] = len(plan.stage_checkpoints("healed_probe"))
     counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))
-    counts["summarise_rope_counterfactual"] = len(plan.rope_counterfactual_models())
     counts["train_pe_model"] = counts["probe_pe_model"] = len(plan.pe_ablation_models())
     return +counts
 
@@ -410,7 +400,8 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # figures are one job each.
     per_stage = plan_counts(load(STUDY))
     assert counts == per_stage + Counter({
-        "aggregate_results": 1, "summarise_domain_slices": 1, "aggregate_pruning": 1,
+        "aggregate_results": 1, "summarise_domain_slices": 1, "summarise_rope_counterfactual": 1,
+        "aggregate_pruning": 1,
         "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
         "aggregate_covariates": 1, "summarise_scaling": 1,
         "combine_jacobian": 1, "summarise_convergence": 1, "combine_predictor_validity": 1,
@@ -830,9 +821,21 @@ INVALID = {
                                    "prune.revisions"),
     "misspelt export field": (lambda c: _set(c, P14 + ("prune", "export_guide"), ["bi"]), "export_guide"),
     "unknown rope setting": (lambda c: _set(c, QWEN + ("rope",), "none"), "rope"),
-    "rope pairs on a rotary-on model": (lambda c: _set(c, QWEN + ("rope_pairs",), [[2, 3]]), "rope_pairs"),
-    "rope pair not adjacent": (lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_pairs"), [[2, 4]]),
-                               "rope_pairs"),
+    "rope counterfactual of a rotary-on model": (
+        lambda c: _set(c, QWEN + ("rope_counterfactual",), {"enabled": True}), "Qwen3-8B.rope_counterfactual"),
+    "rope pair not adjacent": (lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_counterfactual", "pairs"),
+                                              [[2, 4]]), "rope_counterfactual.pairs"),
+    "rope pairs at the model's level (their old place)": (
+        lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_pairs"), [[2, 3]]), "rope_pairs"),
+    "domain slice of other weights": (lambda c: _set(c, ("models", "pythia-1.4b-imdb", "domain_slices", "reference"),
+                                                     "Qwen3-8B"), "pythia-1.4b-imdb.domain_slices.reference"),
+    "domain slice of an unknown model": (
+        lambda c: _set(c, ("models", "pythia-1.4b-imdb", "domain_slices", "reference"), "pythia-14b"),
+        "domain_slices.reference"),
+    "domain slice at a revision its reference does not prune": (
+        lambda c: _set(c, P14 + ("prune", "revisions"), ["step64000"]), "pythia-1.4b-imdb.domain_slices.revisions"),
+    "domain slice named the old way": (lambda c: _set(c, ("models", "pythia-1.4b-imdb", "domain_slice_of"), "x"),
+                                       "domain_slice_of"),
     "unknown jacobian method": (lambda c: _set(c, P410 + ("jacobian", "method"), "svd"), "method"),
     "relevance without tasks": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True}), "relevance"),
     "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],

@@ -126,9 +126,10 @@ class Study:
     (:func:`swapkl.config.job_defaults.fill_job_defaults`, tuples as lists), and the folder's schema.yaml states none
     of them. ``figures``: how many instances each figure registered for the study (``targets=<name>``) gets
     (:data:`FIGURE_SCOPES`). ``members``: whether it also runs on the seed family members (by default a
-    member's section is switched off: the study runs on the entry's own run). ``check(model, section)``: the
-    checks of an enabled section that its schema cannot state, raising :class:`swapkl.errors.ConfigError` naming
-    the key (run with the config's other checks, before any job).
+    member's section is switched off: the study runs on the entry's own run). ``check(name, model, models)``:
+    the checks of an enabled section that its schema cannot state (``model``: the model's config, defaults
+    filled in, ``models``: every model's), raising :class:`swapkl.errors.ConfigError` naming the key (run with
+    the config's other checks, before any job).
 
     The section's ``revisions`` is a list of the model's revisions, ``all``, or ``last`` (its final checkpoint,
     where the folder's schema allows it)."""

@@ -304,11 +304,11 @@ def scorecard_inputs():
         inputs.update(pruning="results/pruning.parquet", agreement="results/pruning_agreement.parquet")
     if PLAN.stage_checkpoints("relevance"):
         inputs["relevance_stats"] = "results/relevance_stats.parquet"
-    if PLAN.rope_counterfactual_models():
-        inputs["rope_counterfactual"] = [f"results/rope_counterfactual/{m}.parquet" for m in PLAN.rope_counterfactual_models()]
+    if PLAN.stage_checkpoints("rope_counterfactual"):
+        inputs["rope_counterfactual"] = "results/rope_counterfactual.parquet"
     if PLAN.heal_checkpoints():
         inputs["recovery"] = "results/recovery.parquet"
-    if PLAN.domain_slice_models():
+    if PLAN.stage_checkpoints("domain_slices"):
         inputs["domain_slices"] = "results/domain_slices.parquet"
     if PLAN.stage_checkpoints("downstream"):
         inputs["downstream"] = "results/downstream.parquet"

@@ -1,6 +1,6 @@
 """Rule summarise_domain_slices: rank correlation of the pruning cost on two corpora."""
 
-from swapkl.studies.domain_slices import build_domain_slices
+from swapkl.studies.domain_slices.stats import build_domain_slices
 from swapkl.joblog import job_log
 
 with job_log(snakemake):

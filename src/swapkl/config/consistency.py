@@ -130,18 +130,6 @@ def _check_healed_probes(name: str, model: dict) -> None:
 
 def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
     """Consistency of a model's scaling / rope / domain-slice settings."""
-    if model.get("rope_pairs") and (rope_is_on(model) or "same_weights_as" not in model):
-        _fail(f"models.{name}.rope_pairs", "only for a `rope: off` model with `same_weights_as` (the RoPE-on "
-                                           "reference)")
-    bad = [p for p in model.get("rope_pairs", []) if p[1] != p[0] + 1]
-    if bad:
-        _fail(f"models.{name}.rope_pairs", f"{bad} are not adjacent pairs [i, i+1]")
-    reference = model.get("domain_slice_of")
-    if reference is not None:
-        other = models.get(reference)
-        if other is None or not other["prune"]["enabled"] or not model["prune"]["enabled"]:
-            _fail(f"models.{name}.domain_slice_of", f"{reference!r} must be another model of this config, and "
-                                                    "both must have prune.enabled")
     if not rope_is_on(model) and "demo" in model and model["demo"]["arch"] not in ROPE_ARCHS:
         _fail(f"models.{name}.rope", "rope off needs a RoPE architecture")
 
@@ -209,7 +197,7 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
         if model[study.name]["enabled"]:
             _check_listed(name, model, study.name, model[study.name]["revisions"])
             if study.check is not None:
-                study.check(name, model[study.name])
+                study.check(name, model, models)
     _check_sequential(name, model)
     if model["max_memory"] is not None and model["device_map"] is None:
         _fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from swapkl.config import layout
 from swapkl.config.ablation_models import pe_models
-from swapkl.config.consistency import rope_is_on
 from swapkl.config.job_settings import canonical, config_text_files
 from swapkl.config.stages import STAGES
 from swapkl.study import STUDIES
@@ -187,13 +186,6 @@ class StudyPlan:
 
     def _entries_with(self, test) -> list[str]:
         return [m for m in self.own_entries() if test(self.models[m])]
-
-    def rope_counterfactual_models(self) -> list[str]:
-        return self._entries_with(lambda model: not rope_is_on(model) and "same_weights_as" in model)
-
-    def domain_slice_models(self) -> list[str]:
-        enabled = self.enabled_models()
-        return self._entries_with(lambda model: model.get("domain_slice_of") in enabled)
 
     def last_revision(self, model: str) -> str:
         """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""

@@ -25,8 +25,7 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "domain_slices", r"rope_counterfactual/[^/]+", "recovery", "healed",
-    "test_agreement", "pe_ablation", "downstream", "snowball",
+    "covariate_correlations", "recovery", "healed", "test_agreement", "pe_ablation", "downstream", "snowball",
 )
 
 
@@ -75,9 +74,6 @@ def _pruning_outputs(plan: StudyPlan) -> list[str]:
 def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
     """Tables of the scale sweep and the mechanism / robustness stages (their figures: the figure registry)."""
     out = []
-    out += [f"results/rope_counterfactual/{model}.parquet" for model in plan.rope_counterfactual_models()]
-    if plan.domain_slice_models():
-        out += ["results/domain_slices.parquet"]
     if plan.pe_ablation_models():
         out += [PE_TABLE, *map(pe_probe_file, plan.pe_ablation_models())]
     if plan.snowball_task():
@@ -126,8 +122,6 @@ FIGURE_SELECTIONS = {
     "heal": lambda plan: _once(plan.heal_checkpoints()),
     "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
     "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
-    "rope_counterfactual": lambda plan: _each(plan.rope_counterfactual_models(), "model"),
-    "domain_slices": lambda plan: _once(plan.domain_slice_models()),
     "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),
     "snowball": lambda plan: _once(plan.snowball_task()),
 }

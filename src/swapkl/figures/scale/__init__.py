@@ -9,8 +9,8 @@ def _scale(name: str, inputs: dict, help_: str, *, scope: str = "global", **kw) 
 
 _scale("scaling", {"scaling": "results/scaling.parquet"},
        "mean gap and I/R ratio against parameters, coloured by position encoding")
-_scale("rope_counterfactual", {"rope": "results/rope_counterfactual/{model}.parquet"},
-       "per-pair I/R ratio with rotary embeddings on and off", scope="model", constrained=True)
+_scale("rope_counterfactual", {"rope": "results/rope_counterfactual.parquet"},
+       "per-pair I/R ratio with rotary embeddings on and off", scope="checkpoint", constrained=True)
 _scale("jacobian", {"jacobian": "results/jacobian.parquet", "aggregate": AGGREGATE},
        "||J_k|| per block and against the blocks' swap distances")
 _scale("convergence", {"convergence": "results/convergence.parquet"},

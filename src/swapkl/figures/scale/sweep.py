@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
+from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
 from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame
@@ -83,9 +84,14 @@ def plot_scaling(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
         save_figure(fig, out_png, out_pdf)
 
 
-def plot_rope_counterfactual(table: pd.DataFrame | str | Path, out_png, out_pdf) -> None:
-    """Per-pair I/R ratio with rotary embeddings on and off (paired dots), with the sign test in the note."""
+def plot_rope_counterfactual(table: pd.DataFrame | str | Path, out_png, out_pdf, *, model: str,
+                             revision: str) -> None:
+    """Per-pair I/R ratio of ``model`` at ``revision`` with rotary embeddings on and off (paired dots), with the
+    sign test in the note."""
     df = _frame(table)
+    df = df[(df["model"] == model) & (df["revision"] == revision)]
+    if df.empty:
+        raise SwapKLError(f"the RoPE counterfactual table has no rows for {model} {revision}")
     pairs, summary = df[df["kind"] == "pair"], df[df["kind"] == "summary"].iloc[0]
     with figure_style():
         fig = new_figure(6.4, 4.0)
@@ -100,7 +106,7 @@ def plot_rope_counterfactual(table: pd.DataFrame | str | Path, out_png, out_pdf)
         ax.axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
         ax.set_xlabel("adjacent pair")
         ax.set_ylabel("I/R ratio d_inter / d_repl")
-        ax.set_title(f"{summary['model']}: the protocol gap without rotary position information")
+        ax.set_title(f"{model}@{revision}: the protocol gap without rotary position information")
         ax.legend(frameon=False, loc="best")
         add_note(fig, f"mean I/R {summary['ratio_ir_mean_on']:.3f} (on) vs {summary['ratio_ir_mean_off']:.3f} (off); "
                       f"gap larger without RoPE on {int(summary['n_larger_gap'])} of {int(summary['n_pairs'])} pairs, "

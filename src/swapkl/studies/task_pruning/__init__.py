@@ -45,8 +45,9 @@ def calibrations(model: str, section: dict) -> dict[str, dict]:
     return out
 
 
-def check(model: str, section: dict) -> None:
+def check(model: str, entry: dict, models: dict) -> None:
     """The config checks of an enabled section: a task to evaluate, and distinct calibration names."""
+    section = entry["task_pruning"]
     if not tasks_of(section):
         raise ConfigError(f"models.{model}.task_pruning: no task (set `tasks` or `demo_tasks`)")
     calibrations(model, section)

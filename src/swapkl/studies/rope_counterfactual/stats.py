@@ -1,8 +1,8 @@
-"""The RoPE counterfactual table, ``results/rope_counterfactual.parquet``: per adjacent pair, d_repl_max,
-d_inter and I/R with rotary embeddings on (the reference model) and off (the same weights probed with
-``rope: off``), and one summary row with the paired sign test.
+"""The RoPE counterfactual table, ``results/rope_counterfactual.parquet``: per checkpoint of a ``rope: off`` model
+its section chooses, per adjacent pair, d_repl_max, d_inter and I/R with rotary embeddings on (the reference
+model) and off (the same weights probed with ``rope: off``), and one summary row with the paired sign test.
 
-Rows ``kind="pair"``: model, revision, layer_i, layer_j, d_repl_on, d_inter_on, ratio_ir_on, d_repl_off,
+Rows ``kind="pair"``: model, reference, revision, layer_i, layer_j, d_repl_on, d_inter_on, ratio_ir_on, d_repl_off,
 d_inter_off, ratio_ir_off, ratio_delta (off - on; negative: the gap grows without RoPE).
 Row ``kind="summary"``: n_pairs, ratio_ir_mean_on, ratio_ir_mean_off, ratio_delta_mean, n_larger_gap
 (ratio_delta < 0), n_smaller_gap (> 0), n_ties, sign_test_p (exact two-sided binomial test of
@@ -86,14 +86,20 @@ def check_inputs(inputs: list[dict], *, model_on: str, model_off: str, revision:
                           "same weights and tokens")
 
 
-def build_counterfactual(aggregate: str | Path, out: str | Path, *, model_on: str, model_off: str,
-                         revision: str, pairs=None) -> pd.DataFrame:
+def build_counterfactual(aggregate: str | Path, out: str | Path, comparisons) -> pd.DataFrame:
+    """``comparisons``: (rope-off model, its rotary-on reference, revision, adjacent pairs or None: all of them)
+    tuples, each a block of rows (see the module docstring). Writes ``out``."""
+    if not comparisons:
+        raise SwapKLError("rope counterfactual: no model has an enabled `rope_counterfactual` section")
     check_writable(str(out))
-    check_inputs(aggregate_provenance(aggregate)["inputs"], model_on=model_on, model_off=model_off,
-                 revision=revision)
-    df = counterfactual_table(read_aggregate(aggregate), model_on=model_on, model_off=model_off,
-                              revision=revision, pairs=pairs)
+    inputs, agg = aggregate_provenance(aggregate)["inputs"], read_aggregate(aggregate)
+    frames = []
+    for model_off, model_on, revision, pairs in comparisons:
+        check_inputs(inputs, model_on=model_on, model_off=model_off, revision=revision)
+        frames.append(counterfactual_table(agg, model_on=model_on, model_off=model_off, revision=revision,
+                                           pairs=pairs))
+    df = pd.concat(frames, ignore_index=True)
     write_parquet(df, str(out), {**provenance.software_versions(), "inputs": {"aggregate": str(aggregate)},
-                                 "rope_on": model_on, "rope_off": model_off, "revision": revision,
-                                 "pairs": pairs or "adjacent"})
+                                 "comparisons": [[m, r, rev, pairs or "adjacent"]
+                                                 for m, r, rev, pairs in comparisons]})
     return df

@@ -1,6 +1,6 @@
 """Domain slices: the same pruning evaluated on a second corpus, ``results/domain_slices.parquet``.
 
-A slice is a model entry (``domain_slice_of: <reference>``) that prunes the same weights with the same
+A slice is a model entry (section ``domain_slices``, its ``reference``) that prunes the same weights with the same
 probes and guides as its reference but measures perplexity on another text (e.g. IMDB reviews or code).
 For every (guide, budget, fixed set) row that both pruning runs hold -- random draws enter through their
 mean row only, infeasible rows are left out -- the table pairs the two relative perplexity increases:
@@ -55,7 +55,7 @@ def slice_rows(pruning: pd.DataFrame, *, model: str, reference: str, revision: s
 def build_domain_slices(pruning_path: str | Path, out: str | Path, slices) -> pd.DataFrame:
     """``slices``: (model, reference, revision) triples. Writes ``out`` (see the module docstring)."""
     if not slices:
-        raise SwapKLError("domain slices: no model names a `domain_slice_of` reference")
+        raise SwapKLError("domain slices: no model has an enabled `domain_slices` section")
     check_writable(str(out))
     pruning = read_table(pruning_path, PRUNING_SCHEMA, "pruning")[0].to_pandas()
     df = pd.concat([slice_rows(pruning, model=m, reference=r, revision=rev) for m, r, rev in slices],
