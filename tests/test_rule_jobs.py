@@ -177,3 +177,18 @@ def test_the_workflow_and_the_command_line_build_the_same_sequential_job(tmp_pat
     assert from_config.decisions.seed == 5 and from_config.design.cap == 32 and from_config.data.packing == "filled"
     own = rule_params({"models": {"m": {**cfg["models"]["m"], "sequential": {"enabled": True}}}}, SCHEMA)
     assert rule_jobs.build_job(own.job("sequential")(WILDCARDS), files).data.text_file == "c.txt"
+
+
+def test_rule_files_read_the_config_only_through_the_declarations_and_params():
+    """No rule file looks a value up in the config itself (``config[...]``, ``config.get(...)``): a rule's values
+    come from the stage declarations, RuleParams and the planner, where the tests reach them; the config as a whole
+    may still be handed to a function of the package (the position-encoding ablation's)."""
+    import re
+
+    repo = RULES.parents[1]
+    files = [repo / "Snakefile", *sorted(RULES.glob("*.smk")), *sorted((repo / "src/swapkl/studies").glob("*/rules.smk"))]
+    lookup = re.compile(r"\bconfig\s*(\[|\.get\b|\.items\b|\.keys\b|\.values\b)")
+    assert lookup.search('x = config["models"]') and lookup.search("config.get('probe')")  # the check can fail
+    found = [f"{path.relative_to(repo)}:{n}: {line.strip()}" for path in files
+             for n, line in enumerate(path.read_text().splitlines(), 1) if lookup.search(line.split("#")[0])]
+    assert not found, "rule files reading the config directly:\n" + "\n".join(found)

@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 from swapkl.config import ConfigError
 from swapkl.config.consistency import rope_is_on
 from swapkl.config.input_stamps import STAMP_DIR, refresh as refresh_input_stamps, stamp_path
-from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_only, hub_unreachable
-from swapkl.config.job_settings import canonical, text_files, without_nulls
+from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_downloads, hub_only, hub_unreachable, offline_lines
+from swapkl.config.job_settings import text_files
 from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
                                   agreement_file, covariate_file,
                                   healed_file, probe_file, pruning_file, recovery_file,
@@ -102,12 +102,12 @@ def check_hub_access(dag):
     can succeed, so stop before any job starts, one line per checkpoint to download."""
     scheduled = {(job.wildcards.model, job.wildcards.revision) for job in dag.needrun_jobs()
                  if job.rule.name == "download_checkpoint"}
-    why = hub_unreachable() if scheduled and hub_only(config["models"], PLAN.enabled_models()) else None
+    why = hub_unreachable() if scheduled and hub_only(PLAN.models, PLAN.enabled_models()) else None
     if why is None:
         return
     for model, revision in PLAN.checkpoints():
         if (model, revision) in scheduled:
-            logger.error(f"{model}/{revision}: cannot download {config['models'][model]['source']}@{revision}: "
+            logger.error(f"{model}/{revision}: cannot download {PLAN.models[model]['source']}@{revision}: "
                          f"the model hub is unreachable ({why})")
     raise WorkflowError(f"No access to the model hub; run the offline demo instead: {OFFLINE_DEMO}")
 
@@ -132,7 +132,7 @@ def get_final_outputs():
 # ------------------------------------------------------------------------------------------------------ params
 
 #: the bootstrap of every summary job (the probe section's resamples and seed)
-BOOTSTRAP = {"n_boot": config["probe"]["n_boot"], "seed": config["probe"]["seed"]}
+BOOTSTRAP = PARAMS.bootstrap()
 
 
 def per_checkpoint(path_of, pairs):
@@ -147,11 +147,7 @@ def per_checkpoint_files(pairs, **paths_of):
 
 def model_settings(*keys, section=None):
     """Params named like the model's config keys (of its ``section``, e.g. prune), read per job."""
-    def setting(key):
-        return lambda wildcards: (config["models"][wildcards.model] if section is None
-                                  else config["models"][wildcards.model][section])[key]
-
-    return {key: setting(key) for key in keys}
+    return {key: PARAMS.model_setting(key, section) for key in keys}
 
 
 # --------------------------------------------------------------------------------------------------- resources
@@ -257,42 +253,6 @@ def probe_runtime(protocols, covariates=False):
     """Runtime of a probe job measuring ``protocols`` (and the covariates): their minutes per GB, summed."""
     minutes = sum(get_protocol(p).minutes_per_gb for p in protocols) + covariates * COVARIATES_MINUTES_PER_GB
     return PARAMS.gpu_job_runtime(minutes_per_gb=minutes)
-
-
-# healed_probes.smk
-
-
-def get_healed_probe_inputs(wildcards):
-    model = config["models"][wildcards.model]
-    return {
-        "checkpoint": PARAMS.checkpoint_input(wildcards),
-        "probes": [probe_file(wildcards.model, wildcards.revision, p) for p in PROBE_PROTOCOLS],
-        "text": text_files(model["data"], model["healed_probes"]["calibration"]),
-    }
-
-
-def family_members(wildcards):
-    """{member: its probe tables at this revision} of the seed family led by this model."""
-    led = [f for f in SEED_FAMILIES.values() if list(f["members"])[0] == wildcards.model]
-    if not led:
-        return {}
-    enabled = set(PLAN.enabled_models())
-    return {m: [probe_file(m, wildcards.revision, p) for p in ("replacement", "interchange")]
-            for m in list(led[0]["members"])[1:]
-            if m in enabled and wildcards.revision in config["models"][m]["revisions"]}
-
-
-def get_test_agreement_inputs(wildcards):
-    model, revision = wildcards.model, wildcards.revision
-    inputs = {
-        "probes": [probe_file(model, revision, p) for p in PROBE_PROTOCOLS],
-        "representation": repr_file(model, revision),
-        "healed": healed_file(model, revision),
-        "members": [f for files in family_members(wildcards).values() for f in files],
-    }
-    if (model, revision) in PLAN.stage_checkpoints("relevance"):
-        inputs["relevance"] = relevance_file(model, revision)
-    return inputs
 
 
 # scorecard.smk

@@ -13,7 +13,7 @@ rule prepare_demo_text:
         tokenizer=directory(DEMO_TOKENIZER_DIR),
     params:
         corpus_dir=lambda wildcards, output: os.path.dirname(output.corpus[0]),
-        settings=canonical({part: config["demo"][part] for part in ("corpus", "tokenizer")}),
+        settings=PARAMS.demo_text_settings(),
     log:
         "logs/demo/prepare_demo_text.log",
     conda:

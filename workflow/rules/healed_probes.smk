@@ -4,7 +4,7 @@
 
 rule probe_healed:
     input:
-        unpack(get_healed_probe_inputs),
+        unpack(PARAMS.healed_probe_inputs),
     output:
         healed_file("{model}", "{revision}"),
     params:
@@ -23,11 +23,11 @@ rule probe_healed:
 
 rule measure_test_agreement:
     input:
-        unpack(get_test_agreement_inputs),
+        unpack(PARAMS.test_agreement_inputs),
     output:
         test_agreement_file("{model}", "{revision}"),
     params:
-        members=family_members,
+        members=PARAMS.family_members,
         **BOOTSTRAP,
     log:
         "logs/{model}/{revision}/measure_test_agreement.log",

@@ -15,7 +15,7 @@ rule fetch_paper_inputs:
         gpt2_pair_prompts_200="resources/paper/gpt2_pair_prompts_200.jsonl",
         gpt2_head_prompts_20="resources/paper/gpt2_head_prompts_20.jsonl",
     params:
-        repo=lambda wildcards: config["paper"]["repo"],
+        repo=PARAMS.paper_repo,
     log:
         "logs/fetch_paper_inputs.log",
     conda:

@@ -4,12 +4,13 @@
 # replacement and interchange on every pair within max_distance, summarised as the I/R ratio by pair distance
 # (swapkl.studies.pe_ablation).
 
-from swapkl.config.ablation_models import (pe_models, pe_probe_file, pe_run_dir, pe_summary_models,
-                                           pe_text_inputs, pe_text_mem_mb, pe_train_settings, pe_training_text)
+from swapkl.config.ablation_models import (pe_gpu, pe_max_distance, pe_models, pe_probe_data, pe_probe_file,
+                                           pe_run_dir, pe_summary_models, pe_text_inputs, pe_text_mem_mb,
+                                           pe_train_minutes, pe_train_settings, pe_training_text)
 from swapkl.config.layout import PE_TEXT_DIR, PE_TOKENIZER_DIR, TRAINING_TEXT_FILES
 
 #: a GPU for each training and probe job when the block trains on `cuda`
-PE_GPU = {"gpu": 1} if config["pe_ablation"]["device"] == "cuda" else {}
+PE_GPU = pe_gpu(config)
 #: the training text and tokenizer every training job reads
 PE_TEXT = pe_text_inputs(config)
 
@@ -57,7 +58,7 @@ rule train_pe_model:
     priority: 1  # after the demo trainings (train_demo_model), before the jobs that wait on neither
     threads: 1
     resources:
-        **trained_model_job(60 + config["pe_ablation"]["steps"] // 100, pe_text_mem_mb(config), **PE_GPU),
+        **trained_model_job(pe_train_minutes(config), pe_text_mem_mb(config), **PE_GPU),
     conda:
         "../../envs/torch.yaml"
     script:
@@ -67,7 +68,7 @@ rule train_pe_model:
 rule probe_pe_model:
     input:
         checkpoint=pe_run_dir("{pe_model}"),
-        text=text_files(config["pe_ablation"]["data"]),
+        text=text_files(pe_probe_data(config)),
     output:
         pe_probe_file("{pe_model}"),
     wildcard_constraints:
@@ -96,7 +97,7 @@ rule summarise_pe_ablation:
         table_report("results/pe_ablation.parquet", "pe_ablation_table.rst"),
     params:
         models=pe_summary_models(config),
-        max_distance=config["pe_ablation"]["max_distance"],
+        max_distance=pe_max_distance(config),
     log:
         "logs/summarise_pe_ablation.log",
     conda:

@@ -11,7 +11,7 @@ rule construct_snowball:
     output:
         table_report(SNOWBALL_TABLE, "snowball_table.rst"),
     params:
-        settings={k: v for k, v in config["snowball"].items() if k not in ("enabled", "task")},
+        settings=PARAMS.snowball_settings(),
     log:
         "logs/construct_snowball.log",
     benchmark:

@@ -96,6 +96,21 @@ def pe_pairs(cfg: dict) -> str:
     return f"within:{cfg['pe_ablation']['max_distance']}"
 
 
+def pe_max_distance(cfg: dict) -> int:
+    """The largest pair distance probed and summarised."""
+    return cfg["pe_ablation"]["max_distance"]
+
+
+def pe_gpu(cfg: dict) -> dict:
+    """The resources of a training or probe job beyond a CPU's: a GPU when the block trains on `cuda`."""
+    return {"gpu": 1} if cfg["pe_ablation"]["device"] == "cuda" else {}
+
+
+def pe_train_minutes(cfg: dict) -> int:
+    """The runtime a training job asks for, in minutes: an hour and a minute per 100 steps."""
+    return 60 + cfg["pe_ablation"]["steps"] // 100
+
+
 def pe_metadata(cfg: dict, label: str) -> dict:
     """The labels and settings hash of one probe file's rows."""
     settings = {"train": pe_train_settings(cfg, label), "data": pe_probe_data(cfg), "pairs": pe_pairs(cfg)}

@@ -8,8 +8,8 @@ from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.config.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, export_dir, probe_file, progress_file, pruning_file,
-                                  repr_file)
+from swapkl.config.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, export_dir, healed_file, probe_file, progress_file,
+                                  pruning_file, relevance_file, repr_file)
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
 from swapkl.study import STUDIES
@@ -26,6 +26,14 @@ class RuleParams:
     def model_config(self, wildcards) -> dict:
         """The (validated, defaults filled in) config of the job's model."""
         return self._model(wildcards)
+
+    def model_setting(self, key: str, section: str | None = None):
+        """A param named like the model's config key ``key`` (of its ``section``, e.g. prune), read per job."""
+        return lambda wildcards: (self._model(wildcards) if section is None else self._model(wildcards)[section])[key]
+
+    def bootstrap(self) -> dict:
+        """The bootstrap of every summary job: the probe section's resamples and seed."""
+        return {"n_boot": self.cfg["probe"]["n_boot"], "seed": self.cfg["probe"]["seed"]}
 
     # ------------------------------------------------------------------------------------------- jobs
 
@@ -237,12 +245,57 @@ class RuleParams:
         guides = self._model(wildcards)["downstream"]["pruning_guides"]
         return None if guides == "all" else list(guides)
 
+    # ------------------------------------------------------------------------------------------- healed probes
+
+    def healed_probe_inputs(self, wildcards) -> dict:
+        """The checkpoint, its probes, and the probe windows and calibration text where they are files."""
+        model = self._model(wildcards)
+        return {"checkpoint": self.checkpoint_input(wildcards),
+                "probes": [probe_file(wildcards.model, wildcards.revision, p) for p in PROBE_PROTOCOLS],
+                "text": text_files(model["data"], model["healed_probes"]["calibration"])}
+
+    def family_members(self, wildcards) -> dict:
+        """{member: its replacement and interchange tables at this revision} of the seed family this model leads
+        (its enabled members that save this revision); empty for a model that leads none."""
+        led = [f for f in self.plan.families.values() if list(f["members"])[0] == wildcards.model]
+        if not led:
+            return {}
+        enabled = set(self.plan.enabled_models())
+        return {m: [probe_file(m, wildcards.revision, p) for p in ("replacement", "interchange")]
+                for m in list(led[0]["members"])[1:]
+                if m in enabled and wildcards.revision in self.cfg["models"][m]["revisions"]}
+
+    def test_agreement_inputs(self, wildcards) -> dict:
+        """The probes, representation and healed probes of the checkpoint, its family members' probes, and its
+        relevance scores where the model is scored."""
+        model, revision = wildcards.model, wildcards.revision
+        inputs = {"probes": [probe_file(model, revision, p) for p in PROBE_PROTOCOLS],
+                  "representation": repr_file(model, revision), "healed": healed_file(model, revision),
+                  "members": [f for files in self.family_members(wildcards).values() for f in files]}
+        if (model, revision) in self.plan.stage_checkpoints("relevance"):
+            inputs["relevance"] = relevance_file(model, revision)
+        return inputs
+
     # ------------------------------------------------------------------------------------------- other stages
 
     def seeds_inputs(self, wildcards) -> dict:
         members = {m for f in self.plan.seed_families().values() for m in f["members"]}
         pruned = members & set(self.plan.models_with_pruning())
         return {"table": "results/swapkl.parquet", **({"pruning": "results/pruning.parquet"} if pruned else {})}
+
+    # ------------------------------------------------------------------------------------------- run-wide blocks
+
+    def demo_text_settings(self) -> dict:
+        """The demo corpus's and tokenizer's settings (the config's `demo` block), keys sorted."""
+        return job_settings.canonical({part: self.cfg["demo"][part] for part in ("corpus", "tokenizer")})
+
+    def paper_repo(self, wildcards=None) -> str | None:
+        """The local clone of the published study's code (`paper.repo`), or None: download its files."""
+        return self.cfg["paper"]["repo"]
+
+    def snowball_settings(self) -> dict:
+        """The snowball construction's options (the `snowball` block less its switch and task)."""
+        return {k: v for k, v in self.cfg["snowball"].items() if k not in ("enabled", "task")}
 
     # ------------------------------------------------------------------------------------------- captions
 
