@@ -29,7 +29,8 @@ import torch
 from swapkl.data.windows import Windows
 from swapkl.demo.architectures import DemoSize, demo_config, demo_model_class
 from swapkl.model.engine import ProbeEngine
-from swapkl.pruning.guides import GuideContext, get_guide, registered
+from swapkl.pruning.guides import get_guide, registered
+from swapkl.pruning.guides.context import GuideContext
 
 
 def main() -> None:
@@ -60,7 +61,7 @@ def main() -> None:
           f"{torch.get_num_threads()} thread(s)")
     print(f"{'guide':<18}{'seconds':>9}{'forward passes':>16}{'n_evals at max budget':>23}")
     for g in registered():
-        if g.select is None:
+        if not g.chooses:
             continue
         times, passes, evals = [], 0.0, None
         for _ in range(args.repeats):

@@ -17,7 +17,8 @@ from swapkl.pruning.beam import beam_search
 from swapkl.probes.cka import block_cka
 from swapkl.data.windows import Windows
 from swapkl.model.engine import ProbeEngine
-from swapkl.pruning.guides import GuideContext, get_guide, guide_names, register_guide, registered
+from swapkl.pruning.guides import get_guide, guide_names, register_guide, registered
+from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.laco import laco_pairs
 from swapkl.figures.guide_style import BLACK, FAMILY_COLOURS, guide_look, plotted_looks
 from swapkl.pruning.guides.guide_registry import FAMILIES
@@ -66,11 +67,13 @@ def test_registry_order_and_styles():
     for g in registered():
         assert guide_look(g.name).colour == ("black" if g.name in BLACK else FAMILY_COLOURS[g.family]), g.name
     with pytest.raises(TypeError):  # the registry records no look: that is the figures' (guide_style)
-        register_guide("new", rank=12347, label="x", family="control", marker="o")
+        register_guide("new", None, rank=12347, label="x", family="control", marker="o")
     with pytest.raises(ValueError, match="registered twice"):
-        register_guide("bi", rank=12345, label="x", family="representation")(lambda ctx: None)
+        register_guide("bi", lambda ctx: None, rank=12345, label="x", family="representation")
     with pytest.raises(ValueError, match="unknown family 'nope'"):
-        register_guide("new", rank=12346, label="x", family="nope")
+        register_guide("new", None, rank=12346, label="x", family="nope")
+    with pytest.raises(ValueError, match="derived row"):
+        get_guide("random_mean").select(None)
     with pytest.raises(Exception, match="unknown guide 'nope'"):
         get_guide("nope")
 
@@ -301,3 +304,23 @@ def test_accuracy_guided_guide_matches_a_brute_force_on_the_stock_forward():
         assert sel.removed[(n, None)].removed == removed
         assert sel.n_evals[(n, None)] == sum(N_LAYERS - k for k in range(n))
     assert distinct == {True}, "every step's candidates tie: the check would not tell guides apart"
+
+
+def test_every_guide_names_a_function_of_the_guides_folder_and_the_registry_imports_no_numpy():
+    """Each guide that chooses blocks names a function (``"module:function"``) that exists in a module of the
+    guides' folder, each derived row names none; importing the registry and reading it imports neither numpy nor
+    pandas (the workflow's config reads it where Snakemake runs)."""
+    import importlib
+    import subprocess
+    import sys
+
+    for g in registered():
+        if g.name in ("base", "random_mean"):
+            assert not g.chooses, g.name
+            continue
+        module, name = g.function.split(":")
+        assert module.startswith("swapkl.pruning.guides.") and callable(getattr(importlib.import_module(module), name))
+    code = ("import sys; from swapkl.pruning.guides import registered; [g.chooses for g in registered()]; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pandas', 'torch'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

@@ -12,7 +12,8 @@ import torch
 
 import naive_reference as ref
 from swapkl.model.engine import ProbeEngine
-from swapkl.pruning.guides import GuideContext, get_guide
+from swapkl.pruning.guides import get_guide
+from swapkl.pruning.guides.context import GuideContext
 from swapkl.model.heads import n_units
 from swapkl.probes.protocols.averaging_paper import averaging_paper
 from swapkl.probes.protocols import build_variants

@@ -476,7 +476,7 @@ def test_cli_prune_and_aggregate(setup, tmp_path):
 
 
 def test_greedy_shortfall_gives_an_infeasible_row_not_a_crash():
-    from swapkl.pruning.guides import GuideContext
+    from swapkl.pruning.guides.context import GuideContext
     from swapkl.pruning.prune import select_all
     from swapkl.pruning.selection_options import SelectionOptions
 

@@ -47,7 +47,8 @@ from swapkl.probes.pairs import parse_pair_set
 from swapkl.probes.probe import probe_loaded, quiet_hf_progress, probe_outputs
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.probes.protocols import parse_protocols
-from swapkl.pruning.guides import GuideContext, get_guide
+from swapkl.pruning.guides import get_guide
+from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.selection import check_budget
 from swapkl.relevance.pruned_model import materialise
 from swapkl.tables.parquet_io import write_parquet, write_parquets
@@ -167,7 +168,7 @@ def select_blocks(table: pd.DataFrame, *, guide: str = "interchange", budget: in
     n_layers = int(rows["n_layers"].iloc[0])
     check_budget(budget, n_layers, spacing)
     chosen = get_guide(guide)
-    if chosen.select is None:
+    if not chosen.chooses:
         raise SwapKLError(f"guide {guide!r} is a row derived from the others, not a selection rule")
     selection = chosen.select(GuideContext(rows, rep, n_layers, [budget], spacing))
     if selection is None:

@@ -6,8 +6,8 @@ It raises :class:`ConfigError` with that path first. Where the number of blocks 
 (a demo model's ``demo.num_layers``, a local checkpoint's ``config.json``, the model a ``same_weights_as``
 shares), budgets, fixed sets and the clustered region are checked against it.
 
-Pure: the standard library, the protocol registry and the guides' names read from their source
-(:mod:`swapkl.config.guide_names`) only (the workflow imports it where Snakemake runs without torch).
+Pure: the standard library, the protocol registry and the guide registry only (neither imports numpy: the
+workflow imports this where Snakemake runs).
 
 :func:`check_local_checkpoints` runs last (after the checks between models): every revision of an enabled
 ``local`` model must be a folder holding a loadable checkpoint.
@@ -20,7 +20,7 @@ import os
 
 from swapkl.config import ConfigError
 from swapkl.pruning.feasible import max_budget
-from swapkl.config.guide_names import selecting_guides
+from swapkl.pruning.guides.guide_registry import selecting_guides
 from swapkl.probes.pair_sets import pair_reach
 from swapkl.hub.revision_names import step_of
 from swapkl.probes.protocols import weight_protocol_names

@@ -55,7 +55,8 @@ from swapkl.data.windows import Windows, check_spec, check_windows, load_windows
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
 from swapkl.tables.file_checks import require_distinct
-from swapkl.pruning.guides import GuideContext, Pruned, get_guide, guide_names, registered
+from swapkl.pruning.guides import Pruned, get_guide, guide_names, registered
+from swapkl.pruning.guides.context import GuideContext
 from swapkl.model.loading import load_model
 from swapkl.model.merge import merged_blocks
 from swapkl.options import require_device, require_int
@@ -83,7 +84,7 @@ def select_all(ctx: GuideContext) -> tuple[dict, dict, dict[str, np.ndarray]]:
     n_evals: dict[tuple[str, int, int | None], int] = {}
     scores: dict[str, np.ndarray] = {}
     for g in registered():
-        if g.select is None or (chosen is not None and g.name not in chosen):
+        if not g.chooses or (chosen is not None and g.name not in chosen):
             continue
         out = g.select(ctx)
         if out is None:
@@ -98,9 +99,9 @@ def select_all(ctx: GuideContext) -> tuple[dict, dict, dict[str, np.ndarray]]:
 def check_guide_choice(guides) -> None:
     """A clear error when a chosen guide is not a registered guide that chooses blocks."""
     for name in guides:
-        if get_guide(name).select is None:
+        if not get_guide(name).chooses:
             raise SwapKLError(f"guide {name!r} is a row derived from the others and cannot be chosen: choose from "
-                              f"{', '.join(g.name for g in registered() if g.select is not None)}")
+                              f"{', '.join(g.name for g in registered() if g.chooses)}")
 
 
 def pruned_variant(p: Pruned, n_layers: int, merged: dict[tuple[int, int], int]) -> Variant:

@@ -14,7 +14,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from swapkl.pruning.guides import GuideContext, get_guide
+from swapkl.pruning.guides import get_guide
+from swapkl.pruning.guides.context import GuideContext
 from swapkl.stats.sequential import Evidence, set_decision
 from swapkl.stats.sequential_design import Decisions
 

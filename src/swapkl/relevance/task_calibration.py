@@ -33,7 +33,7 @@ from swapkl.model.variant import removal_variant
 from swapkl.probes.protocols.block_deletion import deletion
 from swapkl.probes.protocols.interchange import interchange
 from swapkl.probes.residual_stream import representation_sums
-from swapkl.pruning.guides import GuideContext
+from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 from swapkl.pruning.guides.guide_registry import get_guide
 from swapkl.pruning.prune import kl_on_windows

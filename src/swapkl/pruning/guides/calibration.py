@@ -11,11 +11,10 @@ import numpy as np
 from swapkl.pruning.beam import beam_search
 from swapkl.pruning.guides.context import GuideContext
 from swapkl.pruning.guides.protocol import protocol_scores
-from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import BEAM_WIDTH, Pruned, Selection
 from swapkl.pruning.selection import lowest_select
 from swapkl.pruning.guides.accuracy import accuracy_guided_sets, window_accuracy
 
-BEAM_WIDTH = 3
 #: step 1 of the beam scores this many layers: the lowest interchange scores (the paper's seed_k)
 BEAM_SEEDS = 12
 
@@ -28,7 +27,6 @@ def sleb(ctx: GuideContext):
                                                      batch_size=ctx.batch_size, device=ctx.device))
 
 
-@register_guide("sleb_iterative", rank=80, label="SLEB-iterative (calibration NLL)", family="removal")
 def sleb_iterative_guide(ctx: GuideContext) -> Selection | None:
     """Remove one block at a time by least calibration NLL, re-scoring after each removal (nested)."""
     if not ctx.measures:
@@ -41,7 +39,6 @@ def sleb_iterative_guide(ctx: GuideContext) -> Selection | None:
     return sel
 
 
-@register_guide("sleb_greedy", rank=85, label="SLEB-greedy (one-shot calibration NLL)", family="removal")
 def sleb_greedy(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks whose single removal raises calibration NLL least (SLEB's step-1 scores), no
     re-scoring, no spacing."""
@@ -65,8 +62,6 @@ def sleb_evals(n_layers: int, n: int) -> int:
     return sum(n_layers - k for k in range(n))
 
 
-@register_guide("sleb_matched", rank=125, label="SLEB-iterative at the beam's evaluation count",
-                family="removal", plotted=False)
 def sleb_matched(ctx: GuideContext) -> Selection | None:
     """Matched-budget SLEB (the paper's matched-budget comparison): at each budget n, SLEB-iterative
     given as many calibration evaluations as the beam spent to reach n blocks removes as many blocks
@@ -92,8 +87,6 @@ def sleb_matched(ctx: GuideContext) -> Selection | None:
     return sel
 
 
-@register_guide("beam", rank=120, label=f"Beam search (width {BEAM_WIDTH}, interchange seeds, calibration NLL)",
-                family="removal")
 def beam(ctx: GuideContext) -> Selection | None:
     """Width-3 beam over removal sets by calibration NLL; step 1 tries the ``BEAM_SEEDS`` layers
     with the lowest interchange scores; no spacing (:mod:`swapkl.pruning.beam`)."""
@@ -112,8 +105,6 @@ def beam(ctx: GuideContext) -> Selection | None:
     return ctx.cached("beam", lambda: sel)
 
 
-@register_guide("accuracy_iterative", rank=90, label="Accuracy-guided iterative (calibration next-token acc.)",
-                family="removal")
 def accuracy_iterative(ctx: GuideContext) -> Selection | None:
     """Remove one block at a time keeping the highest next-token accuracy on the calibration windows,
     re-scoring after each removal (nested; ties: the set of lowest block indices); per-layer score: the

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.guide_registry import Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Selection
 from swapkl.pruning.guides.residual import lowest
 
 
-@register_guide("taylor", rank=100, label="First-order Taylor (|weight x gradient|, lowest first)",
-                family="gradient")
 def taylor(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks of lowest first-order Taylor importance on the calibration windows, no spacing."""
     if not ctx.measures:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection
 from swapkl.pruning.selection import pair_distances
 
 log = logging.getLogger(__name__)
@@ -53,13 +53,9 @@ def _merge_selection(ctx: GuideContext, name: str, order_by: str) -> Selection |
     return sel
 
 
-@register_guide("laco", rank=110, label="LaCo merge (adjacent pairs averaged, by interchange KL)",
-                family="merge")
 def laco(ctx: GuideContext) -> Selection | None:
     return _merge_selection(ctx, "laco", "interchange")
 
 
-@register_guide("laco_paper", rank=112, label="LaCo merge in the paper's order (by replacement KL, max)",
-                family="merge")
 def laco_paper(ctx: GuideContext) -> Selection | None:
     return _merge_selection(ctx, "laco_paper", "replacement_max")

@@ -12,7 +12,7 @@ import logging
 import numpy as np
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection
 from swapkl.pruning.selection import (
     BudgetError,
     deletion_scores,
@@ -74,18 +74,12 @@ def _protocol_guide(name: str):
     return guide
 
 
-register_guide("interchange", rank=10, label="Interchange-guided", family="interchange")(
-    _protocol_guide("interchange"))
-register_guide("replacement_max", rank=20, label="Replacement-guided (max)", family="replacement")(
-    _protocol_guide("replacement_max"))
-register_guide("replacement_mean", rank=30, label="Replacement-guided (mean)", family="replacement")(
-    _protocol_guide("replacement_mean"))
-register_guide("deletion", rank=40, label="Deletion-KL-guided", family="removal")(
-    _protocol_guide("deletion"))
+interchange = _protocol_guide("interchange")
+replacement_max = _protocol_guide("replacement_max")
+replacement_mean = _protocol_guide("replacement_mean")
+deletion = _protocol_guide("deletion")
 
 
-@register_guide("anti_interchange", rank=50, label="Anti-guided (highest interchange first)",
-                family="control")
 def anti_interchange(ctx: GuideContext) -> Selection | None:
     """The same scan over descending interchange scores: the sanity bound."""
     s = protocol_scores(ctx, "interchange")
@@ -105,14 +99,10 @@ def _clustered_guide(name: str, scores_of: str):
     return guide
 
 
-register_guide("interchange_clustered", rank=52, label="Interchange-guided within a region (paper's clustered)",
-               family="interchange")(_clustered_guide("interchange_clustered", "interchange"))
-register_guide("replacement_max_clustered", rank=54, label="Replacement-guided within a region",
-               family="replacement")(_clustered_guide("replacement_max_clustered", "replacement_max"))
+interchange_clustered = _clustered_guide("interchange_clustered", "interchange")
+replacement_max_clustered = _clustered_guide("replacement_max_clustered", "replacement_max")
 
 
-@register_guide("fixed", rank=58, label="Fixed layer set", family="control",
-                plotted=False)
 def fixed_sets(ctx: GuideContext) -> Selection | None:
     """Named fixed layer sets (the paper's hard-coded tables), evaluated exactly like a guide's set; the row
     key's second element is ``(name, index)``: the name is written as ``fixed_set``, the index (sets of one

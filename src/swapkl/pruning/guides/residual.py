@@ -9,7 +9,7 @@ import logging
 import numpy as np
 
 from swapkl.pruning.guides.context import GuideContext
-from swapkl.pruning.guides.guide_registry import Pruned, Selection, register_guide
+from swapkl.pruning.guides.guide_registry import Pruned, Selection
 from swapkl.pruning.selection import BudgetError, angular_table, bi_scores, contiguous_select, lowest_select
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,6 @@ def lowest(ctx: GuideContext, name: str, scores: np.ndarray) -> Selection:
     return sel
 
 
-@register_guide("bi", rank=60, label="ShortGPT BI (lowest first)", family="representation")
 def bi(ctx: GuideContext) -> Selection | None:
     """ShortGPT: the ``n`` blocks of lowest block influence, no spacing."""
     if ctx.rep is None:
@@ -35,7 +34,6 @@ def bi(ctx: GuideContext) -> Selection | None:
     return lowest(ctx, "bi", bi_scores(ctx.rep, ctx.n_layers))
 
 
-@register_guide("angular", rank=70, label="Gromov angular (contiguous block)", family="representation")
 def angular(ctx: GuideContext) -> Selection | None:
     """Gromov et al.: the contiguous block whose entry and exit streams are closest in angle."""
     if ctx.rep is None:
@@ -51,8 +49,6 @@ def angular(ctx: GuideContext) -> Selection | None:
     return sel
 
 
-@register_guide("cka", rank=95, label="Linear CKA of block input and output (highest first)",
-                family="representation")
 def cka(ctx: GuideContext) -> Selection | None:
     """The ``n`` blocks whose output is most similar (linear CKA) to their input, no spacing.
 
