@@ -43,6 +43,8 @@ from swapkl.relevance.downstream import run_downstream
 from swapkl.config.schema_validation import load_schema
 from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.recovery.recovery_table import run_recovery
+from swapkl.studies.predictor_validity.jobs import PredictorValidityJob
+from swapkl.studies.predictor_validity.run import run_predictor_validity
 from swapkl.studies.jacobian.jobs import JacobianJob
 from swapkl.studies.jacobian.run import run_jacobian
 from swapkl.studies.optimal_search.jobs import SearchJob
@@ -200,7 +202,8 @@ TAKE_THE_JOB = [(ProbeJob, run_probe), (SpansJob, run_spans), (PruneJob, run_pru
                 (DownstreamJob, run_downstream), (HealedProbeJob, run_healed_probe), (AggregateJob, aggregate),
                 (AggregatePruningJob, aggregate_pruning), (DisagreementJob, run_test_agreement),
                 (SequentialJob, run_sequential_probe), (SublayerJob, run_sublayers), (JacobianJob, run_jacobian),
-                (SearchJob, run_optimal_search), (TaskPruningJob, run_task_pruning), (RecoveryJob, run_recovery)]
+                (SearchJob, run_optimal_search), (TaskPruningJob, run_task_pruning), (RecoveryJob, run_recovery),
+                (PredictorValidityJob, run_predictor_validity)]
 
 
 @pytest.mark.parametrize("job, function", TAKE_THE_JOB, ids=[j.__name__ for j, _ in TAKE_THE_JOB])
@@ -272,7 +275,8 @@ def test_the_schema_file_states_no_default_that_a_job_gives():
 
     for study in STUDIES.entries():
         section = _read_yaml(study.schema_file)["properties"]
-        assert bool(study.defaults) == (study.stage is not None), study.name  # a study with a job takes its defaults
+        assert study.stage is not None or not study.defaults, study.name  # only a study with a job takes them
+        assert {key for key, _, _ in study.defaults} <= set(section), study.name
         assert not [key for key, _, _ in study.defaults if "default" in section[key]], study.name
     stated = copy.deepcopy(raw)
     schema_node(stated, "model.batch_size")["default"] = 8

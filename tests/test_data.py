@@ -362,3 +362,33 @@ def test_filled_windows_refuse_what_they_cannot_honour(tmp_path):
     np.save(tmp_path / "t.npy", np.zeros((2, 4), dtype=np.int64))
     with pytest.raises(SwapKLError, match="token file is used as is"):
         load_windows(DataSpec(tokens=str(tmp_path / "t.npy"), packing="filled"))
+
+
+def test_every_kind_of_text_names_its_source_the_same_way(tmp_path):
+    """The probe windows, the evaluation text, the healing text and a trained model's text are one TextSource
+    each (swapkl.data.data_spec): the same source describes itself and compares (source_key) the same whichever
+    kind of text reads it, the split's default is each kind's own, and a source needs exactly one of a file and a
+    dataset."""
+    from swapkl.data.data_spec import TextSource
+    from swapkl.demo.training_text import TrainingText
+    from swapkl.pruning.eval_spec import EvalSpec
+    from swapkl.recovery.heal_settings import TrainText
+
+    text = tmp_path / "t.txt"
+    text.write_text("one paragraph\n\nanother one\n")
+    copy = tmp_path / "copy.txt"
+    copy.write_text(text.read_text())
+    kinds = (DataSpec, EvalSpec, TrainText, lambda **kw: TrainingText(tokenizer="tok", **kw))
+    for source in ({"text_file": str(text)}, {"dataset": "wikitext", "dataset_config": "wikitext-2-raw-v1",
+                                               "split": "test", "text_fields": ["title", "text"]}):
+        specs = [kind(**source) for kind in kinds]
+        assert all(isinstance(s, TextSource) for s in specs)
+        assert len({s.describe() for s in specs}) == 1 and len({s.source_key() for s in specs}) == 1
+    assert DataSpec(text_file=str(copy)).source_key() == EvalSpec(text_file=str(text)).source_key()  # same bytes
+    assert DataSpec(dataset="d", split="validation").source_key() != EvalSpec(dataset="d").source_key()
+    assert [k(dataset="d").split for k in kinds] == ["validation", "test", "train", "train"]
+    assert DataSpec(tokens="t.npy").describe() == "tokens:t.npy"
+    with pytest.raises(SwapKLError, match="evaluation text: give exactly one of text_file or dataset"):
+        EvalSpec(text_file=str(text), dataset="d").check()
+    with pytest.raises(SwapKLError, match="text_fields names the fields of a dataset row"):
+        TextSource(text_file=str(text), text_fields=("a",)).check_source("the text")

@@ -1,12 +1,15 @@
-"""What a probe's text windows are made of (:class:`DataSpec`) and the checks of its small settings, apart from
-the windows themselves (swapkl.data.windows, numpy): the jobs that carry a DataSpec, the command line and the
-workflow's config build it without numpy."""
+"""Where a text comes from (:class:`TextSource`: a local file, or a dataset's split), and what a probe's text
+windows are made of (:class:`DataSpec`, a TextSource or a token file) with the checks of its small settings, apart
+from the windows themselves (swapkl.data.windows, numpy): the jobs that carry a DataSpec, the command line and the
+workflow's config build it without numpy. The pruning evaluation's text (:class:`swapkl.pruning.eval_spec.EvalSpec`)
+and the healing's (:class:`swapkl.recovery.heal_settings.TrainText`) are TextSources too."""
 
 from __future__ import annotations
 
 import numbers
 from dataclasses import asdict, dataclass
 
+from swapkl.data.text_sources import source_key
 from swapkl.errors import SwapKLError
 
 #: ``text_format`` values (swapkl.data.windows, step 1 of the selection rule)
@@ -19,41 +22,71 @@ PACKINGS = ("paragraph", "filled")
 
 
 @dataclass(frozen=True)
-class DataSpec:
-    tokens: str | None = None
+class TextSource:
+    """Where a text comes from: a local ``text_file``, or the ``split`` of a hub ``dataset`` (its configuration
+    ``dataset_config``), whose rows' text is their ``text`` column or their ``text_fields`` joined. Each kind of
+    text (probe windows, evaluation, training) adds how it is cut, and its own default split."""
+
+    text_file: str | None = None
     dataset: str | None = None
     dataset_config: str | None = None
-    split: str = "validation"  # the schema default: test text is kept for perplexity
-    text_file: str | None = None
-    n_seqs: int = 32
-    seq_len: int = 128
-    min_tokens: int = 16
-    seed: int = 0
-    text_format: str = "paragraphs"
-    padding: str = "masked"
+    split: str = "validation"
     text_fields: tuple[str, ...] | None = None  # a dataset row's text: these fields (None: the `text` column)
-    pad_token: str | int = "tokenizer"  # `tokenizer`, `eos` or a token id (resolve_pad_id)
-    selection: str = "random"  # `random`, `first` or `paper-qwen3` (module docstring, step 4)
-    packing: str = "paragraph"  # `paragraph` (one item per window) or `filled` (full windows from the text stream)
 
     def __post_init__(self):
         if isinstance(self.text_fields, list):  # from JSON or YAML
             object.__setattr__(self, "text_fields", tuple(self.text_fields))
 
     def describe(self) -> str:
-        if self.tokens:
-            return f"tokens:{self.tokens}"
+        """``text_file:PATH`` or ``dataset:NAME/CONFIG:SPLIT`` (with the text fields): the records' name of it."""
         if self.text_file:
             return f"text_file:{self.text_file}"
         return describe_dataset(self)
+
+    def source_key(self) -> tuple:
+        """Equal for two sources exactly when they read the same text (:func:`swapkl.data.text_sources.source_key`)."""
+        return source_key(text_file=self.text_file, dataset=self.dataset, dataset_config=self.dataset_config,
+                          split=self.split, tokens=getattr(self, "tokens", None))
+
+    def check_source(self, what: str) -> None:
+        """Exactly one of ``text_file`` and ``dataset``, and ``text_fields`` only for a dataset; ``what`` names the
+        text in the message."""
+        if bool(self.text_file) == bool(self.dataset):
+            raise SwapKLError(f"{what}: give exactly one of text_file or dataset")
+        check_text_fields(self.text_fields, bool(self.dataset))
+
+
+#: the fields of a DataSpec's record (:meth:`DataSpec.as_dict`), in the order its records have always had
+_RECORD_ORDER = ("dataset", "dataset_config", "split", "text_file", "n_seqs", "seq_len", "min_tokens", "seed",
+                 "text_format", "padding", "text_fields", "pad_token", "selection", "packing")
+
+
+@dataclass(frozen=True)
+class DataSpec(TextSource):
+    """A probe's windows: a :class:`TextSource` (the schema's default split is validation: test text is kept for
+    perplexity) or a token file (``tokens``), and how they are cut and drawn."""
+
+    tokens: str | None = None
+    n_seqs: int = 32
+    seq_len: int = 128
+    min_tokens: int = 16
+    seed: int = 0
+    text_format: str = "paragraphs"
+    padding: str = "masked"
+    pad_token: str | int = "tokenizer"  # `tokenizer`, `eos` or a token id (resolve_pad_id)
+    selection: str = "random"  # `random`, `first` or `paper-qwen3` (module docstring, step 4)
+    packing: str = "paragraph"  # `paragraph` (one item per window) or `filled` (full windows from the text stream)
+
+    def describe(self) -> str:
+        return f"tokens:{self.tokens}" if self.tokens else super().describe()
 
     def as_dict(self) -> dict:
         """The fields that determine the windows: a token file ignores every selection setting (and
         ``text_fields`` appears only where it is set, so records of the ``text`` column stay as they were)."""
         if self.tokens:
             return {"tokens": self.tokens}
-        d = asdict(self)
-        del d["tokens"]
+        fields = asdict(self)
+        d = {key: fields[key] for key in _RECORD_ORDER}  # the order records have always had
         if self.packing == "paragraph":
             del d["packing"]  # records of paragraph windows stay as they were
         if self.text_fields is None:

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from swapkl.data.data_spec import describe_dataset
+from swapkl.data.data_spec import TextSource
 from swapkl.data.windows import dataset_paragraphs, default_bos, text_file_paragraphs
 from swapkl.demo.corpus import CORPUS_FORMAT, MANIFEST, format_paragraphs, normalise_paragraphs
 from swapkl.demo.training_windows import PARAGRAPH_SEPARATOR
@@ -32,31 +32,23 @@ VALID_FRACTION = 0.05
 _CHUNK = 2048
 
 
-@dataclass(frozen=True)
-class TrainingText:
-    """Where the training text comes from: a hub dataset (``dataset``, ``dataset_config``, ``split`` for
-    training and ``valid_split`` for held-out text, ``text_fields``) or a local ``text_file``; ``tokenizer``
-    (a hub name or a local folder) and ``max_tokens`` (the training text's token budget; None: all of it)."""
+@dataclass(frozen=True, kw_only=True)
+class TrainingText(TextSource):
+    """Where the training text comes from (a :class:`~swapkl.data.data_spec.TextSource`: a hub dataset, ``split``
+    for training and ``valid_split`` for held-out text, or a local ``text_file``); ``tokenizer`` (a hub name or a
+    local folder) and ``max_tokens`` (the training text's token budget; None: all of it)."""
 
     tokenizer: str
-    dataset: str | None = None
-    dataset_config: str | None = None
     split: str = "train"
     valid_split: str = "validation"
-    text_fields: tuple[str, ...] | None = None
-    text_file: str | None = None
     max_tokens: int | None = None
 
     def __post_init__(self):
-        if isinstance(self.text_fields, list):  # from JSON or YAML
-            object.__setattr__(self, "text_fields", tuple(self.text_fields))
+        super().__post_init__()
         if bool(self.dataset) == bool(self.text_file):
             raise SwapKLError("training text needs exactly one of `dataset` and `text_file`")
         if self.max_tokens is not None and (not isinstance(self.max_tokens, int) or self.max_tokens < 1):
             raise SwapKLError(f"`max_tokens` {self.max_tokens!r} must be a positive integer")
-
-    def describe(self) -> str:
-        return f"text_file:{self.text_file}" if self.text_file else describe_dataset(self)
 
 
 def load_training_tokenizer(name: str):

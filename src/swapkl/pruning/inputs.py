@@ -12,7 +12,6 @@ from swapkl.errors import SwapKLError
 from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.tables.schemas import PROBE_SCHEMA, read_table
 from swapkl.pruning.feasible import max_budget
-from swapkl.data.text_sources import source_key
 
 
 def read_probe_inputs(paths: Sequence) -> tuple[pd.DataFrame, list[dict]]:
@@ -45,11 +44,7 @@ def probe_data_spec(provs: list[dict]) -> DataSpec:
 
 def check_disjoint(eval_spec: EvalSpec, other: DataSpec, role: str) -> None:
     """The evaluation text must not be the source of the calibration / probe windows."""
-    a = source_key(text_file=eval_spec.text_file, dataset=eval_spec.dataset,
-                   dataset_config=eval_spec.dataset_config, split=eval_spec.split)
-    b = source_key(text_file=other.text_file, dataset=other.dataset, dataset_config=other.dataset_config,
-                   split=other.split, tokens=other.tokens)
-    if a == b:
+    if eval_spec.source_key() == other.source_key():
         raise SwapKLError(
             f"the {role} windows ({other.describe()}) come from the evaluation text ({eval_spec.describe()}); "
             "use a disjoint split"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, fields
 
+from swapkl.data.data_spec import TextSource
 from swapkl.errors import SwapKLError
 from swapkl.options import require_finite, require_int
 from swapkl.pruning.eval_spec import EvalSpec
@@ -80,15 +81,11 @@ def settings_from(preset: str = "paper", **overrides) -> HealSettings:
 
 
 @dataclass(frozen=True)
-class TrainText:
-    """Where the training (calibration) text comes from, a dataset or a text file: the whole text, or its first
-    ``max_words`` words."""
+class TrainText(TextSource):
+    """Where the training (calibration) text comes from (a :class:`~swapkl.data.data_spec.TextSource`, by default a
+    dataset's train split): the whole text, or its first ``max_words`` words."""
 
-    dataset: str | None = None
-    dataset_config: str | None = None
     split: str = "train"
-    text_fields: tuple[str, ...] | None = None
-    text_file: str | None = None
     max_words: int | None = None
 
     def eval_spec(self) -> EvalSpec:

@@ -41,7 +41,6 @@ from swapkl.probes.protocols.interchange import interchange
 from swapkl.probes.protocols.replacement import replacement
 from swapkl.adapters import get_adapter
 from swapkl.hub.revision_names import step_of
-from swapkl.data.text_sources import source_key
 from swapkl.data.windows import load_windows
 from swapkl.export import export_config, export_state_dict
 from swapkl.model.loading import load_model
@@ -184,8 +183,8 @@ def check_disjoint(calibration: TrainText, data) -> None:
     if data.tokens:
         raise SwapKLError(f"probe windows from a token file ({data.tokens}) cannot be checked to be disjoint from "
                           "the calibration text; probe text (a text file or a dataset split) instead")
-    if source_key(**calibration.as_dict()) == source_key(**data.as_dict()):
-        raise SwapKLError(f"the calibration text {calibration.eval_spec().describe()} is the probe windows' source "
+    if calibration.source_key() == data.source_key():
+        raise SwapKLError(f"the calibration text {calibration.describe()} is the probe windows' source "
                           f"{data.describe()}: healing must not see the probe windows; use another file or split")
 
 
