@@ -968,6 +968,14 @@ CONFIG_CASES.update({
                                   "calibration": {"text_file": "./held-out.txt"}}),
         "Invalid config: models.m.prune.eval: the evaluation text is the calibration text "
         "(models.m.prune.calibration); perplexity must be measured on held-out text: use another split or file"),
+    "a study's section given as yes or no (its form before it was a study folder)": (
+        lambda m: m.update(predictor_validity=True),
+        "Invalid config: models.m.predictor_validity: a study's section is a mapping; write "
+        "`predictor_validity: {enabled: true}`"),
+    "a model key a study's section replaced": (
+        lambda m: m.update(domain_slice_of="other"),
+        "Invalid config: models.m.domain_slice_of: replaced by the `domain_slices` section; write "
+        "`domain_slices: {enabled: true, reference: <model>}`"),
 })
 
 # Cases that a mapping cannot express: the config file's text; ``{checkpoints}`` is a local folder.

@@ -826,7 +826,9 @@ INVALID = {
     "rope pair not adjacent": (lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_counterfactual", "pairs"),
                                               [[2, 4]]), "rope_counterfactual.pairs"),
     "rope pairs at the model's level (their old place)": (
-        lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_pairs"), [[2, 3]]), "rope_pairs"),
+        lambda c: _set(c, ("models", "Qwen3-8B-rope-off", "rope_pairs"), [[2, 3]]),
+        "models.Qwen3-8B-rope-off.rope_pairs: replaced by the `rope_counterfactual` section; write "
+        "`rope_counterfactual: {enabled: true, pairs: [[i, i+1], ...]}`"),
     "domain slice of other weights": (lambda c: _set(c, ("models", "pythia-1.4b-imdb", "domain_slices", "reference"),
                                                      "Qwen3-8B"), "pythia-1.4b-imdb.domain_slices.reference"),
     "domain slice of an unknown model": (
@@ -834,8 +836,14 @@ INVALID = {
         "domain_slices.reference"),
     "domain slice at a revision its reference does not prune": (
         lambda c: _set(c, P14 + ("prune", "revisions"), ["step64000"]), "pythia-1.4b-imdb.domain_slices.revisions"),
-    "domain slice named the old way": (lambda c: _set(c, ("models", "pythia-1.4b-imdb", "domain_slice_of"), "x"),
-                                       "domain_slice_of"),
+    "domain slice named the old way": (
+        lambda c: _set(c, ("models", "pythia-1.4b-imdb", "domain_slice_of"), "x"),
+        "models.pythia-1.4b-imdb.domain_slice_of: replaced by the `domain_slices` section; write "
+        "`domain_slices: {enabled: true, reference: <model>}`"),
+    "predictor validity as a yes/no (its old form)": (
+        lambda c: _set(c, P14 + ("predictor_validity",), True),
+        "models.pythia-1.4b.predictor_validity: a study's section is a mapping; write "
+        "`predictor_validity: {enabled: true}`"),
     "unknown jacobian method": (lambda c: _set(c, P410 + ("jacobian", "method"), "svd"), "method"),
     "relevance without tasks": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True}), "relevance"),
     "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],

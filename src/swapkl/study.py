@@ -129,7 +129,8 @@ class Study:
     member's section is switched off: the study runs on the entry's own run). ``check(name, model, models)``:
     the checks of an enabled section that its schema cannot state (``model``: the model's config, defaults
     filled in, ``models``: every model's), raising :class:`swapkl.errors.ConfigError` naming the key (run with
-    the config's other checks, before any job).
+    the config's other checks, before any job). ``former``: {a key the model had before this section replaced it:
+    what to write instead}, so that a config of the old form is refused with the new one.
 
     The section's ``revisions`` is a list of the model's revisions, ``all``, or ``last`` (its final checkpoint,
     where the folder's schema allows it)."""
@@ -149,6 +150,7 @@ class Study:
     figures: str = "checkpoint"
     members: bool = False
     check: Callable | None = None
+    former: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}

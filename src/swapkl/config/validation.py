@@ -36,15 +36,22 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
 
 
 def check_study_sections(cfg: dict) -> None:
-    """A study's section is a mapping (`enabled`, `revisions`, its options): a yes/no in its place (the form some
-    of them had before they were studies in folders) is refused with the form to write instead."""
+    """A study's section is a mapping (`enabled`, `revisions`, its options): a yes/no in its place, or a model key
+    the section replaced (the forms some of them had before they were studies in folders), is refused with the
+    form to write instead."""
     models = cfg.get("models")
     for name, model in (models.items() if isinstance(models, dict) else ()):  # another shape: the schema says so
+        if not isinstance(model, dict):
+            continue
         for study in STUDIES.entries():
-            value = model.get(study.name) if isinstance(model, dict) else None
+            value = model.get(study.name)
             if isinstance(value, bool):
                 raise ConfigError(f"models.{name}.{study.name}: a study's section is a mapping; write "
                                   f"`{study.name}: {{enabled: {str(value).lower()}}}`")
+            for key, instead in study.former.items():
+                if key in model:
+                    raise ConfigError(f"models.{name}.{key}: replaced by the `{study.name}` section; write "
+                                      f"`{instead}`")
 
 
 def invalid_config_message(err: ConfigError) -> str:

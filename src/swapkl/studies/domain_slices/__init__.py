@@ -56,4 +56,5 @@ STUDY = register_study(Study(
             "pruning costs",
     tables={"domain_slices": "domain_slices_table.rst"},
     rules={"summarise_domain_slices": "once"}, figures="once", check=check,
+    former={"domain_slice_of": "domain_slices: {enabled: true, reference: <model>}"},
 ))

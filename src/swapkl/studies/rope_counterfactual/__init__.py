@@ -42,4 +42,5 @@ STUDY = register_study(Study(
             "pair's I/R ratio, with the exact sign test",
     tables={"rope_counterfactual": "rope_counterfactual_table.rst"},
     rules={"summarise_rope_counterfactual": "once"}, figures="checkpoint", check=check,
+    former={"rope_pairs": "rope_counterfactual: {enabled: true, pairs: [[i, i+1], ...]}"},
 ))
