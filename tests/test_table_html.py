@@ -45,12 +45,12 @@ def test_long_tables_are_cut_with_a_note(table, tmp_path):
 def test_floats_are_rounded_for_display_and_integers_are_not(tmp_path):
     """Four significant digits (positional from 1e-4 to 1e6, else an exponent), in cells and in lists; integers
     and booleans as they are. The expected strings are written out by hand."""
-    from swapkl.tables.table_html import _number
+    from swapkl.tables.table_html import display_number
 
     cases = {196.252035097: "196.3", 0.000123456: "0.0001235", 1.23e-7: "1.230e-07", 0.5: "0.5", 1.0: "1",
              12345.678: "12350", 2.5e7: "2.500e+07", -0.01234567: "-0.01235", 0.0: "0", float("nan"): ""}
-    assert {v: _number(v) for v in cases} == cases
-    assert _number(7) == "7" and _number(True) == "True"
+    assert {v: display_number(v) for v in cases} == cases
+    assert display_number(7) == "7" and display_number(True) == "True"
     path = tmp_path / "r.parquet"
     write_parquet(pa.table({"kl": [196.252035097], "n": pa.array([123456789], pa.int64()),
                             "sums": pa.array([[0.123456789, 2.0]], pa.list_(pa.float64()))}), str(path), {"kind": "r"})

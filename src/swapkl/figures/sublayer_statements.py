@@ -11,7 +11,7 @@ import html
 import pandas as pd
 
 from swapkl.tables.schemas import read_frame
-from swapkl.tables.table_html import _number
+from swapkl.tables.table_html import display_number
 
 COLUMNS = ["model", "revision", "claim", "estimate", "low", "high", "verdict"]
 
@@ -97,7 +97,7 @@ def answer_section(tables: dict, model: str, revision: str) -> str:
     tokens = int(gaps["n_tokens"].dropna().iloc[0])
     lines = ["<h2>Inside the block: attention and MLP sublayers</h2>",
              f"<p>On {n} windows ({tokens} scored tokens), {carries} (MLP minus attention mean gap "
-             f"{_number(diff['estimate'])} nats/token, 95% interval {_number(diff['low'])} to {_number(diff['high'])}).",
+             f"{display_number(diff['estimate'])} nats/token, 95% interval {display_number(diff['low'])} to {display_number(diff['high'])}).",
              ]
     costs = pruning[(pruning["kind"] == "cost") & pruning["feasible"]]
     if costs.empty:
@@ -122,9 +122,9 @@ def answer_section(tables: dict, model: str, revision: str) -> str:
             continue
         d = said.loc[key]
         same = sorted(map(str, b["removed"])) == sorted(map(str, s["removed"]))
-        cells = [str(int(budget)), f"{b['guide']}: {', '.join(map(str, b['removed']))}", _number(b["value"]),
-                 f"{s['guide']}: {', '.join(map(str, s['removed']))}", _number(s["value"]), _number(d["estimate"]),
-                 f"{_number(d['low'])} to {_number(d['high'])}",
+        cells = [str(int(budget)), f"{b['guide']}: {', '.join(map(str, b['removed']))}", display_number(b["value"]),
+                 f"{s['guide']}: {', '.join(map(str, s['removed']))}", display_number(s["value"]), display_number(d["estimate"]),
+                 f"{display_number(d['low'])} to {display_number(d['high'])}",
                  "the same blocks removed" if same else _CHEAPER[d["verdict"]]]
         lines.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     lines.append("</table>")

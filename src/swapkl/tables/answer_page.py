@@ -23,7 +23,7 @@ from swapkl.errors import SwapKLError
 from swapkl.hub.revision_names import last_revision
 from swapkl.tables.atomic import write_text_atomic
 from swapkl.tables.schemas import DECISIONS_SCHEMA, read_pruning, read_table
-from swapkl.tables.table_html import STYLE, _number
+from swapkl.tables.table_html import STYLE, display_number
 
 #: the page's long column headers wrap, so that its table fits a 1,300-pixel window
 HEADERS = "th{white-space:normal;max-width:8em;vertical-align:bottom}"
@@ -119,11 +119,11 @@ def answer_html(pruning: pd.DataFrame, decisions: pd.DataFrame | None, model: st
     lines.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>")
     for row in table.itertuples():
         differs = row.windowed_set and row.windowed_set != row.removed
-        cells = [str(row.budget), row.guide, row.removed, _number(row.delta_ppl_pct),
-                 f"{_number(row.ci_low)} to {_number(row.ci_high)}", row.verdict,
+        cells = [str(row.budget), row.guide, row.removed, display_number(row.delta_ppl_pct),
+                 f"{display_number(row.ci_low)} to {display_number(row.ci_high)}", row.verdict,
                  f"{100 * row.probe_stability:.0f}%" if math.isfinite(row.probe_stability) else "",
                  (f"<b>{row.windowed_set}</b>" if differs else row.windowed_set),
-                 _number(row.stability) if row.windowed_set else "", row.set_state,
+                 display_number(row.stability) if row.windowed_set else "", row.set_state,
                  str(row.set_windows) if row.windowed_set else ""]
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</table>")

@@ -28,7 +28,7 @@ READ_HINT = 'pd.read_parquet(path, dtype_backend="numpy_nullable")'
 DIGITS = 4
 
 
-def _number(v) -> str:
+def display_number(v) -> str:
     """``v`` for display: a float to :data:`DIGITS` significant digits (positional between 1e-4 and 1e6, else with
     an exponent), other values as they are."""
     if isinstance(v, bool) or not isinstance(v, float):
@@ -48,8 +48,8 @@ def _number(v) -> str:
 def _cell(v) -> str:
     if isinstance(v, (list, tuple)) or hasattr(v, "tolist") and not isinstance(v, str):
         v = list(v.tolist() if hasattr(v, "tolist") else v)
-        return ", ".join(_number(x) for x in v[:12]) + (f", ... ({len(v)} values)" if len(v) > 12 else "")
-    return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else _number(v)
+        return ", ".join(display_number(x) for x in v[:12]) + (f", ... ({len(v)} values)" if len(v) > 12 else "")
+    return "" if v is None or v is pd.NA or (isinstance(v, float) and v != v) else display_number(v)
 
 
 #: the order in which a table with a ``kind`` column shows its rows (results/swapkl.parquet: docs/outputs.md)
