@@ -12,10 +12,12 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from swapkl.errors import SwapKLError
 from swapkl.probes.aggregate import rows
+from swapkl.figures.guide_style import guide_look
 from swapkl.figures.labels import place_labels
 from swapkl.figures.select import as_frame
 from swapkl.figures.style import add_note, far_cut, figure_style, fit_title, new_figure, save_figure
 from swapkl.figures.palette import GREY
+from swapkl.pruning.guides.guide_registry import registered
 from swapkl.figures.palette import BLUE, GREEN, ORANGE, VERMILLION, cycled
 
 #: fewer models than this show no trend with size (the figure says so)
@@ -101,7 +103,7 @@ def plot_rope_counterfactual(table: pd.DataFrame | str | Path, out_png, out_pdf,
             ax.plot([k, k], [r["ratio_ir_on"], r["ratio_ir_off"]], color=GREY, linewidth=0.8)
         ax.scatter(x, pairs["ratio_ir_on"], color=BLUE, label="RoPE on", zorder=3, s=22)
         ax.scatter(x, pairs["ratio_ir_off"], color=ORANGE, label="RoPE off (cos = 1, sin = 0)", zorder=3, s=22)
-        ax.set_xticks(x, [f"{i}\u2013{j}" for i, j in zip(pairs["layer_i"], pairs["layer_j"])], rotation=90,
+        ax.set_xticks(x, [f"{int(i)}\u2013{int(j)}" for i, j in zip(pairs["layer_i"], pairs["layer_j"])], rotation=90,
                       fontsize=6)
         ax.axhline(1.0, color=GREY, linestyle="--", linewidth=1.0)
         ax.set_xlabel("adjacent pair")
@@ -259,20 +261,29 @@ def plot_domain_slices(table: pd.DataFrame | str | Path, out_png, out_pdf) -> No
     corpus, one panel per slice, with Spearman's rho."""
     df = _frame(table)
     summaries = df[df["kind"] == "summary"].reset_index(drop=True)
+    configs = df[df["kind"] == "config"]
+    order = {g.name: k for k, g in enumerate(registered())}  # the pruning figures' order, looks and labels
+    guides = sorted(set(configs["guide"]), key=lambda g: (order.get(g, len(order)), g))
     with figure_style():
-        fig = new_figure(3.6 * len(summaries) + 0.6, 3.6)
+        fig = new_figure(3.6 * len(summaries) + 2.6, 3.8)
         axes = np.atleast_1d(fig.subplots(1, len(summaries)))
         for ax, (_, s) in zip(axes, summaries.iterrows()):
-            rows = df[(df["kind"] == "config") & (df["model"] == s["model"])]
-            guides = sorted(set(rows["guide"]))
-            for k, guide in enumerate(guides):
+            rows = configs[configs["model"] == s["model"]]
+            for guide in guides:
                 g = rows[rows["guide"] == guide]
-                ax.scatter(g["delta_ppl_pct_reference"], g["delta_ppl_pct_slice"], s=16,
-                           color=cycled(k), label=guide)
+                look = guide_look(guide) if guide in order else None
+                ax.scatter(g["delta_ppl_pct_reference"], g["delta_ppl_pct_slice"], s=18,
+                           color=look.colour if look else GREY, marker=look.marker if look else "o",
+                           label=look.label if look else guide)
             ax.set_xlabel(f"\u0394PPL % on {s['reference']}'s text")
             ax.set_ylabel(f"\u0394PPL % on {s['model']}'s text")
             ax.set_title(f"{s['model']}: \u03c1 = {s['spearman']:.3f} (n = {int(s['n_configs'])})", fontsize=9)
-            ax.legend(frameon=False, fontsize=6, title="guide", title_fontsize=6)
+        shown = {}  # each guide once, in the order the panels drew them
+        for ax in axes:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                shown.setdefault(label, handle)
+        fig.legend(list(shown.values()), list(shown), loc="outside right center", frameon=False, fontsize=6, title="guide",
+                   title_fontsize=7)
         fit_title(fig, "Pruning cost on two corpora: is the ranking of removals the same?")
         add_note(fig, "each dot: one guide at one budget (random draws: their mean); the same removed blocks "
                       "evaluated on both texts")
