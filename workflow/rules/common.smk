@@ -15,7 +15,6 @@ from snakemake.logging import logger
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 
 from swapkl.config import ConfigError
-from swapkl.config.consistency import rope_is_on
 from swapkl.config.input_stamps import STAMP_DIR, refresh as refresh_input_stamps, stamp_path
 from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_downloads, hub_only, hub_unreachable, offline_lines
 from swapkl.config.job_settings import text_files
@@ -27,7 +26,7 @@ from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.progress import follow_dag
 from swapkl.hub.revision_names import REVISION_PATTERN as REVISION_REGEX
 from swapkl.config.rule_params import RuleParams
-from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan, checkpoint_protocols_with
+from swapkl.config.study_plan import StudyPlan, checkpoint_protocols_with
 from swapkl.config.targets import figure_instances as _figure_instances, final_outputs, report_sections, result_tables
 from swapkl.figures.figure_registry import SECTIONS as REPORT_SECTIONS
 from swapkl.probes.protocols import get_protocol
