@@ -59,3 +59,25 @@ def test_a_slice_without_shared_configurations_is_an_error(tmp_path):
     with pytest.raises(SwapKLError, match="no feasible rows for m-code main"):
         build_domain_slices(path, tmp_path / "x.parquet", [("m-code", "m", "main")])
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_a_slice_must_share_its_references_weights_and_both_must_prune_its_revisions():
+    """The section's config check (run with the config's other checks, before any job): the reference is another
+    model that loads the same weights, and both prune every revision the slice reads (`all`: each of the model's
+    own revisions, so a reference without the slice's revision fails too)."""
+    from swapkl.config import ConfigError
+    from swapkl.studies.domain_slices import check
+
+    def entry(revisions, pruned="all", **extra):
+        return {"revisions": revisions, "prune": {"enabled": True, "revisions": pruned}, **extra}
+
+    slice_ = entry(["main"], same_weights_as="ref", domain_slices={"reference": "ref", "revisions": "last"})
+    check("slice", slice_, {"ref": entry(["main"]), "slice": slice_})  # passes
+    with pytest.raises(ConfigError, match=r"models\.slice\.domain_slices\.revisions: \['main'\] not pruned by 'ref'"):
+        check("slice", slice_, {"ref": entry(["step10"]), "slice": slice_})
+    with pytest.raises(ConfigError, match="not pruned by 'ref'"):
+        check("slice", slice_, {"ref": entry(["main"], pruned=["other"]), "slice": slice_})
+    with pytest.raises(ConfigError, match="loads other weights"):
+        check("slice", {**slice_, "same_weights_as": "third"}, {"ref": entry(["main"]), "third": entry(["main"])})
+    with pytest.raises(ConfigError, match=r"reference: name another model of this config \(got 'slice'\)"):
+        check("slice", {**slice_, "domain_slices": {"reference": "slice", "revisions": "last"}}, {"slice": slice_})

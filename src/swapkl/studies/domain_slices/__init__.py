@@ -36,9 +36,8 @@ def check(name: str, model: dict, models: dict) -> None:
         raise ConfigError(f"{where}.reference: {reference!r} loads other weights than {name!r}; a slice prunes "
                           f"the same weights (set models.{name}.same_weights_as: {reference})")
     for owner, entry in ((name, model), (reference, other)):
-        pruned = entry["prune"]["revisions"] if entry["prune"]["enabled"] else []
-        missing = [r for r in _chosen(model["domain_slices"]["revisions"], model)
-                   if pruned != "all" and r not in pruned]
+        pruned = _chosen(entry["prune"]["revisions"], entry) if entry["prune"]["enabled"] else []
+        missing = [r for r in _chosen(model["domain_slices"]["revisions"], model) if r not in pruned]
         if missing:
             raise ConfigError(f"{where}.revisions: {missing} not pruned by {owner!r} (models.{owner}.prune)")
 
