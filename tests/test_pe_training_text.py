@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from direct_config import refusal, validated
-from swapkl.config.ablation_models import pe_metadata, pe_text_inputs, pe_text_mem_mb, pe_training_text
+from swapkl.studies.pe_ablation.models import pe_metadata, pe_text_inputs, pe_text_mem_mb, pe_training_text
 from swapkl.demo.training_text import TrainingText, prepare_training_text
 from swapkl.demo.architectures import DemoSize
 from swapkl.demo.train import train_demo_model

@@ -16,11 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 import swapkl.studies  # noqa: F401  (the study folders register themselves)
 from repo_copy import repo_copy
-from swapkl.study import STUDIES, Study, studies_markdown
+from swapkl.study import STUDIES, Stage, Study, studies_markdown, studies_of
 from test_workflow_config import job_counts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,7 +159,7 @@ def test_every_study_folders_revisions_must_be_the_models():
     with the key path named, before any job is planned (each study's section, by the registry)."""
     from direct_config import refusal
 
-    for study in STUDIES.entries():
+    for study in studies_of("model"):
         if "const" in yaml.safe_load(study.schema_file.read_text())["properties"]["revisions"]:
             continue  # a study that runs at one choice only (the scale sweep: the final checkpoint), below
         cfg = {"models": {"m": {"source": "org/model", "revisions": ["step1", "step2"],
@@ -186,7 +187,7 @@ def test_last_is_the_final_checkpoint_of_every_studys_model():
     for revisions, last in ((["step100", "step2000", "step30"], "step2000"), (["main", "step5"], "step5"),
                             (["step5", "main"], "main")):
         plan = StudyPlan(*validated({"models": {"m": {"source": "org/model", "revisions": revisions}}}))
-        for study in STUDIES.entries():
+        for study in studies_of("model"):
             plan.models["m"][study.name].update(enabled=True, revisions="last")
             assert plan.stage_revisions(study.name, "m") == [last], (study.name, revisions)
             plan.models["m"][study.name]["revisions"] = "all"
@@ -206,7 +207,61 @@ def test_a_yes_or_no_in_place_of_a_studys_section_names_the_form_to_write():
     """`convergence: true` (its form before it was a study in a folder) is refused with the mapping to write."""
     from direct_config import refusal
 
-    for study in STUDIES.entries():
+    for study in studies_of("model"):
         cfg = {"models": {"m": {"source": "org/model", "revisions": ["main"], study.name: True}}}
         assert refusal(cfg) == (f"Invalid config: models.m.{study.name}: a study's section is a mapping; write "
                                 f"`{study.name}: {{enabled: true}}`"), study.name
+    for study in studies_of("run"):  # a study of the whole run: its section is at the config's top level
+        cfg = {"models": {"m": {"source": "org/model", "revisions": ["main"]}}, study.name: True}
+        assert refusal(cfg) == (f"Invalid config: {study.name}: a study's section is a mapping; write "
+                                f"`{study.name}: {{enabled: true}}`"), study.name
+        cfg = {"models": {"m": {"source": "org/model", "revisions": ["main"], study.name: {"enabled": True}}}}
+        assert refusal(cfg) == (f"Invalid config: models.m: Additional properties are not allowed "
+                                f"('{study.name}' was unexpected)"), study.name
+
+
+def test_a_study_of_the_whole_run_has_its_top_level_section_units_and_conditional_rules():
+    """The position-encoding ablation (a study of the whole run): its section is the config's top level, filled
+    with its folder schema's defaults; its units are its trained models, each with its probe file; a rule of
+    ``only_with`` runs only where that key is set; off, it runs nothing."""
+    from direct_config import validated
+
+    from swapkl.config.study_plan import StudyPlan
+    from swapkl.config.targets import final_outputs
+
+    study = STUDIES["pe_ablation"]
+    base = {"models": {"m": {"demo": {"arch": "llama"}, "revisions": ["step10"]}}}
+    cfg, families = validated({**base, "pe_ablation": {"enabled": True, "encodings": ["rope", "alibi"],
+                                                       "depths": [4, 6]}})
+    assert cfg["pe_ablation"]["max_distance"] == 3 and cfg["snowball"] == {
+        "enabled": False, "task": "demo_next_word", "eps": 0.01, "max_docs": None, "seed": 0}
+    plan = StudyPlan(cfg, families)
+    labels = ["pe-rope-4L", "pe-alibi-4L", "pe-rope-6L", "pe-alibi-6L"]
+    assert plan.study_units("pe_ablation") == [{"pe_model": label} for label in labels]
+    assert study.job_counts(plan.study_units("pe_ablation"), cfg) == {
+        "prepare_pe_text": 0, "train_pe_model": 4, "probe_pe_model": 4, "summarise_pe_ablation": 1}
+    outputs = final_outputs(plan)
+    assert {"results/pe_ablation.parquet", *(f"results/pe_ablation/probes/{label}.parquet" for label in labels),
+            "results/figures/pe_ablation.png"} <= set(outputs)
+    assert "results/snowball.parquet" not in outputs and plan.study_units("snowball") == []
+    cfg["pe_ablation"]["train_text"] = {"text_file": "t.txt", "tokenizer": "gpt2", "max_tokens": 10}
+    assert study.job_counts(plan.study_units("pe_ablation"), cfg)["prepare_pe_text"] == 1
+    cfg["pe_ablation"]["enabled"] = False
+    assert plan.study_units("pe_ablation") == [] and study.job_counts([], cfg) == dict.fromkeys(study.rules, 0)
+    assert not any("pe_ablation" in path for path in final_outputs(plan))
+
+
+def test_a_study_declaration_of_the_wrong_shape_is_refused():
+    """A study of the whole run draws its figures once and runs no stage on a model entry's checkpoint; a model's
+    study has no units; an unknown scope is refused."""
+    here = Path(__file__).parent
+    with pytest.raises(ValueError, match="scope 'global'"):
+        Study("s", here, None, "x", scope="global")
+    with pytest.raises(ValueError, match="draws its figures once"):
+        Study("s", here, None, "x", scope="run", figures="checkpoint")
+    with pytest.raises(ValueError, match="must run on no model entry's checkpoint"):
+        Study("s", here, Stage("s", dict, "m:f", "s"), "x", scope="run", figures="once")
+    with pytest.raises(ValueError, match="only_with names rules it has not"):
+        Study("s", here, None, "x", scope="run", figures="once", only_with={"r": "k"})
+    with pytest.raises(ValueError, match="belong to a study of the whole run"):
+        Study("s", here, None, "x", units=lambda cfg: [])

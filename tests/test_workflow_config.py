@@ -22,7 +22,7 @@ from direct_config import helper_namespace, helper_values, refusal, refusal_of_f
 from swapkl.hub.revision_names import REVISION_PATTERN
 from swapkl.config.study_plan import StudyPlan
 import swapkl.studies  # noqa: F401  (the study folders register themselves)
-from swapkl.study import STUDIES
+from swapkl.study import STUDIES, studies_of
 from swapkl.config.targets import figure_instances
 from swapkl.figures.figure_registry import figures as registered_figures
 
@@ -288,7 +288,7 @@ def expected_counts(cfg: dict) -> Counter:
     # checkpoint its section runs on or one in all, one HTML view per results table, and its figures: one per
     # checkpoint or per model it runs on (seed family members aside), or one in all
     folder_tables = 0
-    for study in STUDIES.entries():
+    for study in studies_of("model"):  # those of the whole run (pe_ablation, snowball): below
         runs = _stage_runs(models, checkpoints, study.name, section_revisions(study))
         if runs:
             counts.update({rule: len(runs) if per == "checkpoint" else 1 for rule, per in study.rules.items()})
@@ -360,7 +360,7 @@ def plan_counts(cfg: dict) -> Counter:
         downstream=len(plan.stage_checkpoints("downstream")),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
     for study in STUDIES.entries():  # the studies kept in folders: by their declared figure scope
-        instances[study.name] = len(study.figure_instances(plan.stage_checkpoints(study.name), members))
+        instances[study.name] = len(study.figure_instances(plan.study_units(study.name), members))
     for fig in registered_figures().values():
         if fig.scope == "global":
             instances[fig.targets] = len(figure_instances(plan, fig.targets))
@@ -368,13 +368,13 @@ def plan_counts(cfg: dict) -> Counter:
     counts["prune_layers"] = len(plan.stage_checkpoints("prune"))
     counts["summarise_answer"] = len(plan.answer_models())
     counts["score_relevance"] = len(plan.stage_checkpoints("relevance"))
-    for study in STUDIES.entries():  # the studies kept in folders: their per-checkpoint rules
-        counts.update({rule: len(plan.stage_checkpoints(study.name)) for rule, per in study.rules.items()
-                       if per == "checkpoint"})
+    for study in STUDIES.entries():  # the studies kept in folders: every rule's jobs and table views, as declared
+        units = plan.study_units(study.name)
+        counts.update(study.job_counts(units, plan.cfg))
+        counts["render_table"] += len(study.tables) * bool(units)
     for rule in ("probe_healed", "measure_test_agreement"):
         counts[rule] = len(plan.stage_checkpoints("healed_probe"))
     counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))
-    counts["train_pe_model"] = counts["probe_pe_model"] = len(plan.pe_ablation_models())
     return +counts
 
 
@@ -396,27 +396,21 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # The domain slices (Qwen3-8B and Pythia-1.4B pruned again, perplexity on IMDB), predictor validity on
     # Pythia-1.4B and Qwen3-8B, the span experiments at the final checkpoints of pythia-410m and pythia-1.4b and
     # on both 8B models, and the third test on pythia-410m at three revisions.
-    # The jobs per checkpoint, model or family come from swapkl.config's per-stage lists; the stage tables and
-    # figures are one job each.
+    # The jobs per checkpoint, model or family come from swapkl.config's per-stage lists, and every rule and table
+    # of the studies kept in folders from their declarations (plan_counts); the one-job rules of the stages
+    # wired in workflow/rules are listed here.
     per_stage = plan_counts(load(STUDY))
     assert counts == per_stage + Counter({
-        "aggregate_results": 1, "summarise_domain_slices": 1, "summarise_rope_counterfactual": 1,
-        "aggregate_pruning": 1,
+        "aggregate_results": 1, "aggregate_pruning": 1,
         "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
-        "aggregate_covariates": 1, "summarise_scaling": 1,
-        "combine_jacobian": 1, "summarise_convergence": 1, "combine_predictor_validity": 1,
-        # render_table: ..., predictor validity (one table gathered over its checkpoints), pe_ablation, downstream
-        "fetch_paper_inputs": 1, "render_table": 8 + 4 + 1 + 2 + 1 + 1 + 1 + 1, "summarise_scorecard": 1, "all": 1,
-        "aggregate_spans": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
-        # the position-encoding ablation at the paper's depths, trained on the paper's text (one preparation job)
-        "prepare_pe_text": 1, "summarise_pe_ablation": 1,
-        # task-calibrated pruning (Meta-Llama-3-8B; its engine job is counted per checkpoint above): the aggregate
-        "aggregate_task_pruning": 1,
-        # the snowball construction on the demo's next-word task (built offline from the demo corpus), and the
-        # optimal search's table (Meta-Llama-3-8B's job is counted per model above): one figure each
-        "prepare_demo_text": 1, "build_demo_tasks": 1, "construct_snowball": 1,
-        "combine_optimal_search": 1,
-    }) + Counter({"render_table": 2 + 2})  # the task-pruning table and its summary, snowball, optimal search
+        "aggregate_covariates": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
+        # render_table: the aggregate, pruning and its agreement, relevance and its statistics, seeds, covariates
+        # and their correlations, recovery, healed probes and the test agreement, downstream (the studies kept in
+        # folders: per_stage)
+        "fetch_paper_inputs": 1, "render_table": 11, "summarise_scorecard": 1, "all": 1,
+        # the demo corpus and tasks that the snowball construction is built on (offline)
+        "prepare_demo_text": 1, "build_demo_tasks": 1,
+    })
 
 
 def test_olmo_entry_dry_runs_when_enabled(tmp_path):

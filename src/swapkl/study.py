@@ -16,7 +16,9 @@ This module imports only the registry type: the workflow reads it where Snakemak
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,11 @@ def canonical(settings):
 def without_nulls(spec: dict) -> dict:
     """A config spec without its null keys (the job's defaults then apply), keys sorted."""
     return canonical({key: value for key, value in spec.items() if value is not None})
+
+
+def settings_hash(settings: dict) -> str:
+    """The provenance hash of a job's settings (their JSON with sorted keys)."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
 def row_labels(params, wildcards) -> dict:
@@ -99,6 +106,11 @@ def register_stage(stage: Stage) -> Stage:
 #: stage runs anywhere)
 JOB_COUNTS = ("checkpoint", "once")
 
+#: where a study's config section lives: in each model (``models.<model>.<name>``: the study runs on that model's
+#: checkpoints) or once at the config's top level (``<name>``: a study of the whole run, over models or a
+#: construction of its own, as the position-encoding ablation trains its models)
+SCOPES = ("model", "run")
+
 #: how many instances each figure of a study gets (a figure entry whose ``targets`` is the study's name): one per
 #: checkpoint its stage runs on, one per model, or one in all; seed family members' checkpoints get none
 FIGURE_SCOPES = ("checkpoint", "model", "once")
@@ -151,6 +163,9 @@ class Study:
     members: bool = False
     check: Callable | None = None
     former: dict[str, str] = field(default_factory=dict)
+    scope: str = "model"
+    units: Callable | None = None
+    only_with: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}
@@ -158,9 +173,24 @@ class Study:
             raise ValueError(f"study {self.name!r}: job counts {bad} are not one of {JOB_COUNTS}")
         if self.figures not in FIGURE_SCOPES:
             raise ValueError(f"study {self.name!r}: figures {self.figures!r} is not one of {FIGURE_SCOPES}")
-        if self.stage is not None and (self.stage.section != self.name or self.stage.kind != self.name):
-            raise ValueError(f"study {self.name!r}: its stage is {self.stage.kind!r} on the section "
-                             f"{self.stage.section!r}; both must be the study's name")
+        if self.scope not in SCOPES:
+            raise ValueError(f"study {self.name!r}: scope {self.scope!r} is not one of {SCOPES}")
+        if self.scope == "run":
+            if self.figures != "once" or self.members or self.former:
+                raise ValueError(f"study {self.name!r}: a study of the whole run draws its figures once and has "
+                                 "no seed family members or former model keys")
+            if self.stage is not None and (self.stage.on_checkpoint or self.stage.section is not None):
+                raise ValueError(f"study {self.name!r}: its stage {self.stage.kind!r} must run on no model entry's "
+                                 "checkpoint (on_checkpoint=False, no section)")
+            if set(self.only_with) - set(self.rules):
+                raise ValueError(f"study {self.name!r}: only_with names rules it has not: "
+                                 f"{sorted(set(self.only_with) - set(self.rules))}")
+        else:
+            if self.units is not None or self.only_with:
+                raise ValueError(f"study {self.name!r}: units and only_with belong to a study of the whole run")
+            if self.stage is not None and (self.stage.section != self.name or self.stage.kind != self.name):
+                raise ValueError(f"study {self.name!r}: its stage is {self.stage.kind!r} on the section "
+                                 f"{self.stage.section!r}; both must be the study's name")
 
     @property
     def rule_file(self) -> Path:
@@ -178,6 +208,22 @@ class Study:
         """The per-checkpoint rule's ``input`` function (``unpack`` it): :attr:`inputs` with the run's params."""
         return lambda wildcards: self.inputs(params, wildcards)
 
+    def run_units(self, cfg: dict) -> list[dict]:
+        """A study of the whole run: the wildcards of each unit its jobs run on, none when its section is off."""
+        if self.scope != "run":
+            raise ValueError(f"study {self.name!r} runs on its models' checkpoints, not on units of its own")
+        if not cfg[self.name]["enabled"]:
+            return []
+        return self.units(cfg) if self.units is not None else [{}]
+
+    def job_counts(self, units, cfg: dict | None = None) -> dict[str, int]:
+        """How many jobs each of its rules makes on ``units`` (the checkpoints its stage runs on, or a study of
+        the whole run's :meth:`run_units`; ``cfg``: the config, for :attr:`only_with`)."""
+        counts = {rule: len(units) if per == "checkpoint" else int(bool(units)) for rule, per in self.rules.items()}
+        for rule, key in self.only_with.items():
+            counts[rule] *= bool(cfg[self.name].get(key))
+        return counts
+
     def per_checkpoint(self, output: str, checkpoints) -> list[str]:
         """Output ``output`` of each of ``checkpoints`` ((model, revision) pairs): what a gathering rule reads."""
         return [self.outputs[output].format(model=model, revision=revision) for model, revision in checkpoints]
@@ -185,21 +231,22 @@ class Study:
     def figure_instances(self, checkpoints, members=frozenset()) -> list[dict]:
         """The wildcards of each instance of the study's figures on ``checkpoints`` (those its stage runs on),
         ``members``' aside (seed family members get no figures of their own)."""
-        own = [(model, revision) for model, revision in checkpoints if model not in members]
         if self.figures == "once":
             return [{}] if checkpoints else []
+        own = [(model, revision) for model, revision in checkpoints if model not in members]
         if self.figures == "model":
             return [{"model": model} for model in dict.fromkeys(model for model, _ in own)]
         return [{"model": model, "revision": revision} for model, revision in own]
 
-    def final_outputs(self, checkpoints) -> list[str]:
-        """The files a full run makes on ``checkpoints`` (those its stage runs on): the gathered tables, then each
-        checkpoint's outputs; none when it runs nowhere."""
-        if not checkpoints:
+    def final_outputs(self, units) -> list[str]:
+        """The files a full run makes on ``units`` (the (model, revision) checkpoints its stage runs on, or a study
+        of the whole run's :meth:`run_units`): the gathered tables, then each unit's outputs; none when it runs
+        nowhere."""
+        if not units:
             return []
+        wildcards = [u if isinstance(u, dict) else {"model": u[0], "revision": u[1]} for u in units]
         return [f"results/{table}.parquet" for table in self.tables] + [
-            pattern.format(model=model, revision=revision)
-            for model, revision in checkpoints for pattern in self.outputs.values()]
+            pattern.format(**unit) for unit in wildcards for pattern in self.outputs.values()]
 
 
 #: every study kept in a folder of swapkl.studies, by name
@@ -213,21 +260,28 @@ def register_study(study: Study) -> Study:
     return STUDIES.add(study.name, study)
 
 
+def studies_of(scope: str) -> list[Study]:
+    """The registered studies of ``scope`` (:data:`SCOPES`): those in each model's config, or those of the whole run."""
+    return [study for study in STUDIES.entries() if study.scope == scope]
+
+
 def studies_markdown(studies=None) -> str:
-    """docs/studies.md's table of the studies kept in folders (``studies``: default, every registered one): what
-    each runs, its rules with their jobs, its files per checkpoint, its results tables and its folder's files.
+    """docs/studies.md's table of the studies kept in folders (``studies``: default, every registered one): its
+    config section (a model's, or the config's top level), what each runs, its rules with their jobs, its files per checkpoint, its results tables and its folder's files.
     tests/test_study_folders.py checks that the docs hold exactly this text."""
     studies = STUDIES.entries() if studies is None else studies
     lines = ["| study (config section) | what it does | rules (jobs) | per checkpoint | results tables | folder |",
              "|---|---|---|---|---|---|"]
     for study in studies:
-        rules = ", ".join(f"`{rule}` ({'one per checkpoint' if per == 'checkpoint' else 'one'})"
+        rules = ", ".join(f"`{rule}` ({'one per checkpoint' if per == 'checkpoint' else 'one'}"
+                          + (f", where `{study.only_with[rule]}` is set" if rule in study.only_with else "") + ")"
                           for rule, per in study.rules.items())
+        section = f"`{study.name}`" + (" (top level)" if study.scope == "run" else "")
         outputs = ", ".join(f"`{pattern}`" for pattern in study.outputs.values())
         tables = ", ".join(f"`results/{table}.parquet`" for table in study.tables)
         kept = (".py", ".smk", ".yaml", ".rst")
         files = sorted(p.name for p in study.folder.iterdir() if p.is_file() and p.suffix in kept)
-        lines.append(f"| `{study.name}` | {study.summary} | {rules} | {outputs} | {tables} | "
+        lines.append(f"| {section} | {study.summary} | {rules} | {outputs} | {tables} | "
                      f"{len(files)} files: {', '.join(f'`{f}`' for f in files)} |")
     for study in studies:
         for table, notes in study.columns.items():

@@ -18,7 +18,7 @@ from swapkl.config import ConfigError
 from swapkl.config.input_stamps import STAMP_DIR, refresh as refresh_input_stamps, stamp_path
 from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_downloads, hub_only, hub_unreachable, offline_lines
 from swapkl.config.job_settings import text_files
-from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
+from swapkl.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_TOKENIZER_DIR,
                                   agreement_file, covariate_file,
                                   healed_file, probe_file, pruning_file, recovery_file,
                                   relevance_file, repr_file, test_agreement_file)

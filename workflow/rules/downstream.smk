@@ -2,7 +2,7 @@
 # scores the tasks on the base model, the pruning guides' pruned models (engine variants) and the healed models of
 # the recovery stage (loaded); one table and, per checkpoint, its table figure (figure registry).
 
-from swapkl.config.layout import DEMO_LAST_WORD_FILE, downstream_file
+from swapkl.layout import DEMO_LAST_WORD_FILE, downstream_file
 
 
 rule build_demo_last_word:

@@ -3,7 +3,7 @@
 Pure: the standard library, yaml and jsonschema only (the workflow imports it where torch may be absent).
 :func:`swapkl.config.validation.validate_config` is the one entry point of the checks;
 :class:`swapkl.config.study_plan.StudyPlan` says which models and revisions each stage runs for, and
-:mod:`swapkl.config.layout` where each of their files lives.
+:mod:`swapkl.layout` where each of their files lives.
 """
 
 

@@ -15,7 +15,7 @@ from swapkl.probes.pair_sets import pair_reach
 from swapkl.hub.revision_names import step_of
 from swapkl.data.text_sources import source_key
 from swapkl.figures.figure_registry import figures as registered_figures
-from swapkl.study import STUDIES
+from swapkl.study import studies_of
 
 # Names that the workflow itself uses next to the per-model folders and files (logs/, benchmarks/, results/...,
 # resources/): a model named like one of them would share a path with it. Model names with a file
@@ -193,7 +193,7 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     _check_listed(name, model, "prune", model["prune"]["revisions"])
     _check_relevance(name, model)
     _check_downstream(name, model)
-    for study in STUDIES.entries():  # the studies kept in folders run on revisions of the model, and check the rest
+    for study in studies_of("model"):  # the studies kept in folders run on revisions of the model, and check the rest
         if model[study.name]["enabled"]:
             _check_listed(name, model, study.name, model[study.name]["revisions"])
             if study.check is not None:

@@ -3,13 +3,11 @@ keys in the config file does not re-run a job), their provenance hash, and the d
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 
 from swapkl.config.input_stamps import with_stamps
 from swapkl.hub.revision_names import step_of
-from swapkl.study import canonical, without_nulls  # noqa: F401  (the workflow's settings helpers, here too)
+from swapkl.study import canonical, settings_hash, without_nulls  # noqa: F401  (the workflow's settings helpers, here too)
 
 
 def text_files(*specs: dict) -> list[str]:
@@ -30,10 +28,6 @@ def config_text_files(cfg) -> list[str]:
         for value in cfg:
             found += config_text_files(value)
     return list(dict.fromkeys(found))
-
-
-def settings_hash(settings: dict) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
 
 def probe_settings(model: dict, pairs: str) -> dict:

@@ -8,7 +8,7 @@ from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.config.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, export_dir, healed_file, probe_file, progress_file,
+from swapkl.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, export_dir, healed_file, probe_file, progress_file,
                                   pruning_file, relevance_file, repr_file)
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
@@ -293,9 +293,6 @@ class RuleParams:
         """The local clone of the published study's code (`paper.repo`), or None: download its files."""
         return self.cfg["paper"]["repo"]
 
-    def snowball_settings(self) -> dict:
-        """The snowball construction's options (the `snowball` block less its switch and task)."""
-        return {k: v for k, v in self.cfg["snowball"].items() if k not in ("enabled", "task")}
 
     # ------------------------------------------------------------------------------------------- captions
 

@@ -50,15 +50,17 @@ def load_schema(path: str | Path) -> dict:
     """The config schema at ``path`` with the stages' defaults of their job descriptions
     (:func:`swapkl.config.job_defaults.fill_job_defaults`) and the section of every study kept in a folder
     (:data:`swapkl.study.STUDIES`): its ``schema.yaml`` becomes ``$defs/<study>``, and each model gets the section
-    (default: ``{}``)."""
+    (default: ``{}``); a study of the whole run's becomes the top-level section ``<study>`` (default: ``{}``)."""
     schema = _read_yaml(path)
     fill_job_defaults(schema)
     for study in STUDIES.entries():
-        if study.name in schema["$defs"] or study.name in schema["$defs"]["model"]["properties"]:
+        if study.name in schema["$defs"] or study.name in schema["$defs"]["model"]["properties"] \
+                or study.name in schema["properties"]:
             raise ConfigError(f"{study.schema_file}: the config schema {path} already has a section {study.name!r}")
         schema["$defs"][study.name] = _read_yaml(study.schema_file)
         fill_job_defaults(schema, study_defaults(study))
-        schema["$defs"]["model"]["properties"][study.name] = {"$ref": f"#/$defs/{study.name}", "default": {}}
+        sections = schema["properties"] if study.scope == "run" else schema["$defs"]["model"]["properties"]
+        sections[study.name] = {"$ref": f"#/$defs/{study.name}", "default": {}}
     return schema
 
 

@@ -11,7 +11,6 @@ it, and :meth:`swapkl.config.study_plan.StudyPlan.stage_checkpoints` reads a sta
 from __future__ import annotations
 
 import swapkl.studies  # noqa: F401  (every study folder registers its stage)
-from swapkl.config.ablation_models import PE_PROTOCOLS, pe_checkpoint, pe_metadata, pe_pairs, pe_probe_data
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.recovery.healed_jobs import HealedProbeJob
@@ -24,13 +23,6 @@ from swapkl.study import STAGES, Stage, canonical, register_stage, without_nulls
 def _probe(params, wildcards) -> dict:
     return dict(pairs=params.plan.probe_pairs(wildcards.model),
                 kl_options=canonical(params.model_config(wildcards)["kl"]), metadata=params.metadata(wildcards))
-
-
-def _pe_probe(params, wildcards) -> dict:
-    """A trained model of the position-encoding ablation (its own config section, no model entry)."""
-    cfg = params.cfg
-    return dict(model=pe_checkpoint(cfg, wildcards.pe_model), protocols=list(PE_PROTOCOLS), pairs=pe_pairs(cfg),
-                data=pe_probe_data(cfg), metadata=pe_metadata(cfg, wildcards.pe_model))
 
 
 def _prune(params, wildcards) -> dict:
@@ -71,8 +63,6 @@ def _healed_probe(params, wildcards) -> dict:
 for _stage in (
     Stage("probe", ProbeJob, "swapkl.probes.probe:run_probe",
           files=("out", "protocols", "repr_out", "progress_path", "covariates_out"), settings=_probe),
-    Stage("pe_probe", ProbeJob, "swapkl.probes.probe:run_probe", files=("out",), settings=_pe_probe,
-          on_checkpoint=False),
     Stage("prune", PruneJob, "swapkl.pruning.prune:run_pruning", "prune",
           ("probe_files", "repr_file", "out", "agreement_out"), _prune),
     Stage("relevance", RelevanceJob, "swapkl.relevance.accrel:run_relevance", "relevance", ("out", "pruning"),

@@ -7,8 +7,7 @@ tests and anyone planning a run read the same lists.
 
 from __future__ import annotations
 
-from swapkl.config import layout
-from swapkl.config.ablation_models import pe_models
+from swapkl import layout
 from swapkl.config.job_settings import canonical, config_text_files
 from swapkl.config.stages import STAGES
 from swapkl.study import STUDIES
@@ -191,11 +190,8 @@ class StudyPlan:
         """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
         return last_revision(self.revisions(model))
 
-    def snowball_task(self) -> str | None:
-        """The demo task file the snowball construction is built on; None when the `snowball` block is off."""
-        block = self.cfg["snowball"]
-        return f"{layout.DEMO_DIR}/tasks/{block['task']}.yaml" if block["enabled"] else None
-
-    def pe_ablation_models(self) -> dict[str, dict]:
-        """The position-encoding ablation's trained models (swapkl.config.ablation_models), none when it is off."""
-        return pe_models(self.cfg)
+    def study_units(self, name: str) -> list:
+        """What the study kept in folder ``name`` runs on: the (model, revision) checkpoints its section chooses,
+        or for a study of the whole run the wildcards of its units (:meth:`swapkl.study.Study.run_units`)."""
+        study = STUDIES[name]
+        return study.run_units(self.cfg) if study.scope == "run" else self.stage_checkpoints(name)

@@ -3,18 +3,13 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 
 from __future__ import annotations
 
-from swapkl.config.ablation_models import PE_TABLE, pe_probe_file
-from swapkl.config.layout import (agreement_file, covariate_file, downstream_file, export_dir, healed_file,
+from swapkl.layout import (agreement_file, covariate_file, downstream_file, export_dir, healed_file,
                                   pruning_file, recovery_file, test_agreement_file)
 from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
 from swapkl.paper.published import published_models
 from swapkl.figures.figure_registry import figures as registered_figures
-
-#: the table of the snowball construction (workflow/rules/snowball.smk)
-SNOWBALL_TABLE = "results/snowball.parquet"
-
 
 def answer_file(model: str) -> str:
     """A model's answer page (rule summarise_answer): the report's first section."""
@@ -25,7 +20,7 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "recovery", "healed", "test_agreement", "pe_ablation", "downstream", "snowball",
+    "covariate_correlations", "recovery", "healed", "test_agreement", "downstream",
 )
 
 
@@ -58,7 +53,7 @@ def _measurement_outputs(plan: StudyPlan) -> list[str]:
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
                     *[covariate_file(m, r) for m, r in covariates]]
     for study in STUDIES.entries():  # the studies kept in folders (swapkl.studies)
-        outputs += study.final_outputs(plan.stage_checkpoints(study.name))
+        outputs += study.final_outputs(plan.study_units(study.name))
     return outputs
 
 
@@ -69,16 +64,6 @@ def _pruning_outputs(plan: StudyPlan) -> list[str]:
     outputs = ["results/pruning.parquet", "results/pruning_agreement.parquet",
                *[answer_file(model) for model in plan.answer_models()]]
     return outputs + [f(model, revision) for model, revision in pruned for f in (pruning_file, agreement_file)]
-
-
-def scale_mechanism_outputs(plan: StudyPlan) -> list[str]:
-    """Tables of the scale sweep and the mechanism / robustness stages (their figures: the figure registry)."""
-    out = []
-    if plan.pe_ablation_models():
-        out += [PE_TABLE, *map(pe_probe_file, plan.pe_ablation_models())]
-    if plan.snowball_task():
-        out += [SNOWBALL_TABLE]
-    return out
 
 
 # ------------------------------------------------------------------------------------------------- figures
@@ -122,8 +107,6 @@ FIGURE_SELECTIONS = {
     "heal": lambda plan: _once(plan.heal_checkpoints()),
     "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
     "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
-    "pe_ablation": lambda plan: _once(plan.pe_ablation_models()),
-    "snowball": lambda plan: _once(plan.snowball_task()),
 }
 
 
@@ -132,7 +115,7 @@ def figure_instances(plan: StudyPlan, selection: str) -> list[dict]:
     """The wildcards of every instance of a figure whose entry selects ``selection``: one of
     :data:`FIGURE_SELECTIONS`, or the name of a study kept in a folder (its declared ``figures``)."""
     if selection in STUDIES:
-        return STUDIES[selection].figure_instances(plan.stage_checkpoints(selection), plan.seed_members())
+        return STUDIES[selection].figure_instances(plan.study_units(selection), plan.seed_members())
     return FIGURE_SELECTIONS[selection](plan)
 
 
@@ -164,5 +147,5 @@ def final_outputs(plan: StudyPlan) -> list[str]:
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
     return ["results/swapkl.parquet", "results/paper_scorecard.parquet", *plan.all_probe_files(),
             *plan.all_repr_files(), *_healing_outputs(plan), *_measurement_outputs(plan), *_pruning_outputs(plan),
-            *scale_mechanism_outputs(plan), *figure_targets(plan)]
+            *figure_targets(plan)]
 

@@ -6,13 +6,12 @@ message names the key path (or the file and line); the workflow reports it as ``
 from __future__ import annotations
 
 from swapkl.config import ConfigError
-from swapkl.config.ablation_models import check_pe_ablation
 from swapkl.config.checks import check_config, check_local_checkpoints
 from swapkl.config.consistency import check_consistency, per_model_files
 from swapkl.config.schema_validation import load_schema, validate_schema
 from swapkl.stats.seed_families import expand_seed_families
 from swapkl.config.strict_yaml import check_config_text
-from swapkl.study import STUDIES
+from swapkl.study import studies_of
 
 
 def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=(), base_dir: str = ".") -> dict:
@@ -27,8 +26,10 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
     check_study_sections(cfg)
     validate_schema(cfg, load_schema(schema_path))
     check_config(cfg, base_dir)
-    check_pe_ablation(cfg)
-    entry_only = tuple(study.name for study in STUDIES.entries() if not study.members)
+    for study in studies_of("run"):  # the sections of the studies of the whole run, by their own checks
+        if cfg[study.name]["enabled"] and study.check is not None:
+            study.check(cfg)
+    entry_only = tuple(study.name for study in studies_of("model") if not study.members)
     cfg["models"], families = expand_seed_families(cfg["models"], entry_only)
     check_consistency(cfg, per_model_files(rules_dir))
     check_local_checkpoints(cfg["models"], base_dir)
@@ -38,12 +39,17 @@ def validate_config(cfg: dict, *, schema_path: str, rules_dir: str, configfiles=
 def check_study_sections(cfg: dict) -> None:
     """A study's section is a mapping (`enabled`, `revisions`, its options): a yes/no in its place, or a model key
     the section replaced (the forms some of them had before they were studies in folders), is refused with the
-    form to write instead."""
+    form to write instead. So is a yes/no in place of a top-level section (a study of the whole run)."""
+    for study in studies_of("run"):
+        value = cfg.get(study.name)
+        if isinstance(value, bool):
+            raise ConfigError(f"{study.name}: a study's section is a mapping; write "
+                              f"`{study.name}: {{enabled: {str(value).lower()}}}`")
     models = cfg.get("models")
     for name, model in (models.items() if isinstance(models, dict) else ()):  # another shape: the schema says so
         if not isinstance(model, dict):
             continue
-        for study in STUDIES.entries():
+        for study in studies_of("model"):
             value = model.get(study.name)
             if isinstance(value, bool):
                 raise ConfigError(f"models.{name}.{study.name}: a study's section is a mapping; write "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from swapkl.study import Study, register_study
 
-#: the probes whose stored sums it resamples (their files, per checkpoint: swapkl.config.layout.probe_file)
+#: the probes whose stored sums it resamples (their files, per checkpoint: swapkl.layout.probe_file)
 PROTOCOLS = ("replacement", "interchange")
 
 STUDY = register_study(Study(

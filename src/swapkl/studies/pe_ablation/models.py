@@ -2,19 +2,21 @@
 
 Every (encoding, depth) of the block is one model trained from scratch (rule train_pe_model, arch `matched` of
 :mod:`swapkl.demo.architectures`), probed once (rule probe_pe_model) and summarised by pair distance (rule
-summarise_pe_ablation, :mod:`swapkl.studies.pe_ablation`). Pure: no torch.
+summarise_pe_ablation, :mod:`swapkl.studies.pe_ablation.summary`). Pure: no torch.
 """
 
 from __future__ import annotations
 
-from swapkl.config import ConfigError
+from swapkl.errors import ConfigError
+from swapkl.layout import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_TOKENIZER_DIR, TRAINING_TEXT_FILES
 from swapkl.probes.pair_sets import RATIO_PROTOCOLS
-from swapkl.config.job_settings import canonical, settings_hash, without_nulls
-from swapkl.config.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_TOKENIZER_DIR, PE_TEXT_DIR,
-                                  PE_TOKENIZER_DIR, TRAINING_TEXT_FILES)
+from swapkl.study import canonical, settings_hash, without_nulls
 
 PE_RUN_DIR = "resources/demo/pe_ablation"
-PE_TABLE = "results/pe_ablation.parquet"
+#: the training text from a named source (rule prepare_pe_text, swapkl.demo.training_text): the demo corpus's
+#: layout without the test split, and the named tokenizer
+PE_TEXT_DIR = "resources/pe_ablation/text"
+PE_TOKENIZER_DIR = "resources/pe_ablation/tokenizer"
 #: what every ablation model is probed with
 PE_PROTOCOLS = RATIO_PROTOCOLS
 #: memory per training token while the trainer tokenises its text (Python lists of ids, then an int64 tensor):

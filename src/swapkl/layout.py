@@ -1,4 +1,5 @@
-"""Where each file of a model and revision lives: the workflow's output paths, in one place."""
+"""Where each file of a model and revision lives: the workflow's output paths, in one place (below every package
+that names a file: the stages, the study folders, the config). Pure: the standard library only."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ DEMO_LAST_WORD_FILE = "resources/demo/tasks/demo_last_word.jsonl"
 DEMO_CORPUS_FILES = ("train.txt", "valid.txt", "test.txt", "corpus.json")
 DEMO_CORPUS_DIR = f"{DEMO_DIR}/corpus"
 DEMO_TOKENIZER_DIR = f"{DEMO_DIR}/tokenizer"
-#: the position-encoding ablation's training text from a named source (rule prepare_pe_text,
-#: swapkl.demo.training_text): the demo corpus's layout without the test split, and the named tokenizer
-PE_TEXT_DIR = "resources/pe_ablation/text"
-PE_TOKENIZER_DIR = "resources/pe_ablation/tokenizer"
+#: the files of a training text prepared from a named source (swapkl.demo.training_text): the demo corpus's layout
+#: without the test split
 TRAINING_TEXT_FILES = ("train.txt", "valid.txt", "corpus.json")
 
 

@@ -1,13 +1,14 @@
-# The controlled position-encoding ablation (config block `pe_ablation`, swapkl.config.ablation_models): one
-# architecture-matched model per (encoding, depth) trained from scratch on the demo corpus (or on the text that
-# rule prepare_pe_text downloads and prepares from the block's `train_text`), each probed with
-# replacement and interchange on every pair within max_distance, summarised as the I/R ratio by pair distance
-# (swapkl.studies.pe_ablation).
+# The controlled position-encoding ablation, the rules of the study's folder (swapkl.studies.pe_ablation; the
+# config's top-level `pe_ablation` section): one architecture-matched model per (encoding, depth) trained from
+# scratch on the demo corpus (or on the text that rule prepare_pe_text downloads and prepares from the section's
+# `train_text`), each probed with replacement and interchange on every pair within max_distance, summarised as
+# the I/R ratio by pair distance (swapkl.studies.pe_ablation.summary).
 
-from swapkl.config.ablation_models import (pe_gpu, pe_max_distance, pe_models, pe_probe_data, pe_probe_file,
-                                           pe_run_dir, pe_summary_models, pe_text_inputs, pe_text_mem_mb,
-                                           pe_train_minutes, pe_train_settings, pe_training_text)
-from swapkl.config.layout import PE_TEXT_DIR, PE_TOKENIZER_DIR, TRAINING_TEXT_FILES
+from swapkl.layout import TRAINING_TEXT_FILES
+from swapkl.studies.pe_ablation.models import (PE_TEXT_DIR, PE_TOKENIZER_DIR, pe_gpu, pe_max_distance, pe_models,
+                                               pe_probe_data, pe_probe_file, pe_run_dir, pe_summary_models,
+                                               pe_text_inputs, pe_text_mem_mb, pe_train_minutes, pe_train_settings,
+                                               pe_training_text)
 
 #: a GPU for each training and probe job when the block trains on `cuda`
 PE_GPU = pe_gpu(config)
@@ -35,9 +36,9 @@ rule prepare_pe_text:
     benchmark:
         "benchmarks/pe_ablation/prepare_pe_text.tsv"
     conda:
-        "../../envs/torch.yaml"
+        workflow_env("torch.yaml")
     script:
-        "../scripts/prepare_pe_text.py"
+        workflow_script("prepare_pe_text.py")
 
 
 rule train_pe_model:
@@ -60,9 +61,9 @@ rule train_pe_model:
     resources:
         **trained_model_job(pe_train_minutes(config), pe_text_mem_mb(config), **PE_GPU),
     conda:
-        "../../envs/torch.yaml"
+        workflow_env("torch.yaml")
     script:
-        "../scripts/train_pe_model.py"
+        workflow_script("train_pe_model.py")
 
 
 rule probe_pe_model:
@@ -84,9 +85,9 @@ rule probe_pe_model:
     resources:
         **trained_model_job(**PE_GPU),
     conda:
-        "../../envs/torch.yaml"
+        workflow_env("torch.yaml")
     script:
-        "../scripts/run_job.py"
+        workflow_script("run_job.py")
 
 
 rule summarise_pe_ablation:
@@ -94,13 +95,13 @@ rule summarise_pe_ablation:
         probes=[pe_probe_file(label) for label in pe_models(config)],
         runs=[pe_run_dir(label) for label in pe_models(config)],
     output:
-        table_report("results/pe_ablation.parquet", "pe_ablation_table.rst"),
+        table_report("results/pe_ablation.parquet", STUDIES["pe_ablation"].caption("pe_ablation")),
     params:
         models=pe_summary_models(config),
         max_distance=pe_max_distance(config),
     log:
         "logs/summarise_pe_ablation.log",
     conda:
-        "../../envs/torch.yaml"
+        workflow_env("torch.yaml")
     script:
-        "../scripts/summarise_pe_ablation.py"
+        workflow_script("summarise_pe_ablation.py")
