@@ -118,11 +118,11 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
 FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
 
 
-#: the figure selections expected_counts counts from the config (a zero where a stage is off)
+#: the figure selections expected_counts counts from the config (a zero where a stage is off): those of the stages
+#: wired in workflow/rules, then one per study kept in a folder
 COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
-                      "pruning_trajectory", "family", "heal", "healed", "relevance", "downstream", "task_pruning",
-                      "covariates", "spans", "scaling", "rope_counterfactual", "jacobian", "convergence",
-                      "predictor_validity", "domain_slices", "pe_ablation", "snowball", "optimal_search", "sequential")
+                      "pruning_trajectory", "family", "heal", "healed", "relevance", "downstream",
+                      "covariates") + STUDIES.names()
 
 
 def figure_counts(instances: Counter, partial: bool = False) -> Counter:
@@ -184,7 +184,8 @@ def section_revisions(study) -> str:
 
 
 def expected_counts(cfg: dict) -> Counter:
-    """Jobs of a full run, computed from the config file independently of the workflow code."""
+    """Jobs of a full run, computed from the config file independently of the planner (StudyPlan) and the rules;
+    the rules of the studies kept in folders, and the units of those of the whole run, as their declarations say."""
     every, families = expand_seeds(cfg)
     models = {name: m for name, m in every.items()
               if m.get("enabled", True) and every[m.get("same_weights_as", name)].get("enabled", True)}
@@ -302,30 +303,28 @@ def expected_counts(cfg: dict) -> Counter:
     # text) is written by the corpus rule
     if "resources/demo/corpus/" in json.dumps(cfg["models"]):
         counts["prepare_demo_text"] = 1
-    # the position-encoding ablation: one training and one probe job per (encoding, depth), on the demo corpus or
-    # on the named training text that one preparation job writes
+    # the studies of the whole run (their sections at the config's top level): each rule's jobs as the study
+    # declares them on its units (the position-encoding ablation's are checked against its config in
+    # tests/test_study_folders.py), one HTML view per results table, one instance of each figure
+    filled = validated(cfg)[0]
+    for study in studies_of("run"):
+        units = study.run_units(filled)
+        counts.update(study.job_counts(units, filled))
+        folder_tables += len(study.tables) * bool(units)
+        instances[study.name] = int(bool(units))
+    # what they read: the ablation trains on the demo corpus unless it names a text, and the snowball construction
+    # is built on a demo task (from the demo corpus)
     pe = cfg.get("pe_ablation", {})
-    if pe.get("enabled", False):
-        n_pe = len(pe.get("encodings", ["rope", "learned", "alibi"])) * len(pe.get("depths", [6]))
-        counts.update(train_pe_model=n_pe, probe_pe_model=n_pe, summarise_pe_ablation=1)
-        instances["pe_ablation"] = 1
-        if pe.get("train_text"):
-            counts["prepare_pe_text"] = 1
-        else:
-            counts["prepare_demo_text"] = 1
-    # the snowball construction: one CPU job on a demo task (built from the demo corpus) and its figure
-    snowball = cfg.get("snowball", {}).get("enabled", False)
-    if snowball:
-        counts.update(construct_snowball=1)
-        instances["snowball"] = 1
+    if pe.get("enabled", False) and not pe.get("train_text"):
+        counts["prepare_demo_text"] = 1
+    if cfg.get("snowball", {}).get("enabled", False):
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
-    # relevance and its statistics, seeds, covariates and their correlations, the scale and mechanism tables,
-    # recovery, healed probes and the test agreement, and the tables of the studies kept in folders
+    # relevance and its statistics, seeds, covariates and their correlations, recovery, healed probes and the
+    # test agreement, downstream, and the tables of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
                               + bool(healed) + 2 * bool(probed_healed)
-                              + counts["summarise_pe_ablation"] + bool(benchmarked)
-                              + snowball + folder_tables)
+                              + bool(benchmarked) + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts
