@@ -33,7 +33,7 @@ localrules:
 
 onstart:
     check_hub_access(workflow.dag)
-    follow_dag(log, logger.info, weights=job_weights(workflow.dag), rules=job_rules(workflow.dag))  # elapsed time and expected total, also in the log
+    follow_dag(log, logger.info, **job_estimates(workflow.dag))  # elapsed time and expected total, also in the log
 
 
 rule all:

@@ -184,7 +184,7 @@ def test_the_workflow_follows_its_run_from_its_start():
     """The Snakefile's onstart handler starts the follower on Snakemake's log file, through Snakemake's logger."""
     snakefile = (Path(__file__).resolve().parents[1] / "Snakefile").read_text()
     handler = snakefile.split("onstart:\n", 1)[1].split("\n\n", 1)[0]
-    assert "follow_dag(log, logger.info, weights=job_weights(workflow.dag), rules=job_rules(workflow.dag))" in handler
+    assert "follow_dag(log, logger.info, **job_estimates(workflow.dag))" in handler
 
 
 def test_the_follower_takes_snakemake_s_list_of_log_files(tmp_path):
@@ -293,3 +293,44 @@ def test_the_weights_learn_the_durations_the_run_sees(tmp_path):
     assert dag.expected()[1] == 60.0 and dag.expected()[5] == 30.0 and dag.expected()[15] == 2.0
     dag.rules[5] = "heal"
     assert dag.expected()[5] == pytest.approx(20.0 * 94.0 / 82.0)
+
+
+def test_a_job_of_a_rule_not_yet_seen_weighs_as_the_jobs_of_its_kind(tmp_path):
+    """make real's figures and its probes declare about the same runtime (half an hour); a figure takes seconds, a
+    probe minutes. Three 1 s stamps and a 300 s probe (runtime 30 each) have finished; ten figures (runtime 30)
+    and a pruning job (runtime 60, a GPU job) have not, and no job of their rules has. Pooled, the ratio of
+    seconds to runtime (303 s for 120) makes each figure 76 s and the pruning 152 s, the run 20m12s; by kind, a figure weighs as
+    the stamps (1 s) and the pruning as the probe (600 s): 303 + 10 + 600 = 913 s, 15m13s. Before a job of each
+    kind still to run has finished (the stamps alone), no estimate."""
+    from swapkl.progress import DagProgress
+
+    log = tmp_path / "snakemake.log"
+    log.write_text("")
+    weights = {**{j: 30.0 for j in range(1, 15)}, 15: 60.0}
+    rules = {1: "stamp", 2: "stamp", 3: "stamp", 4: "probe", **{j: "plot" for j in range(5, 15)}, 15: "prune"}
+    kinds = {j: "gpu" if rules[j] in ("probe", "prune") else "cpu" for j in rules}
+    clock = Clock()
+    clock.now = 0.0
+    dag = DagProgress(str(log), lambda line: None, clock=clock, weights=weights, rules=rules, kinds=kinds)
+    pooled = DagProgress(str(log), lambda line: None, clock=clock, weights=weights, rules=rules)
+    done = 0
+
+    def run(job: int, start: float, end: float) -> None:
+        nonlocal done
+        done += 1
+        with log.open("a") as f:
+            f.write(f"\nrule {rules[job]}:\n    jobid: {job}\n")
+        clock.now = start
+        dag.poll(), pooled.poll()
+        with log.open("a") as f:
+            f.write(f"Finished jobid: {job} (Rule: {rules[job]})\n{done} of 15 steps (1%) done\n")
+        clock.now = end
+        dag.poll(), pooled.poll()
+
+    for job in (1, 2, 3):
+        run(job, job - 1.0, float(job))
+    assert dag.line(3.0).endswith("too few jobs done for an estimate yet")  # no GPU job has finished
+    run(4, 3.0, 303.0)
+    assert dag.expected()[5] == pytest.approx(1.0) and dag.expected()[15] == pytest.approx(600.0)
+    assert dag.line(303.0) == "swapkl: 4 of 15 jobs done, 5m03s elapsed; at this pace about 15m13s in all (ETA 10m10s)"
+    assert pooled.line(303.0).endswith("about 20m12s in all (ETA 15m09s)")

@@ -159,14 +159,18 @@ class DagProgress:
     duration (the demo's training declares an hour and takes a minute), so the weights are corrected by what the
     run sees: a finished job weighs the seconds it took (from its start line to its end line), a job of a rule
     (``rules``: {job id: rule name}) of which jobs have finished the median of their seconds, any other job its
-    ``runtime`` times the ratio of seconds taken to ``runtime`` over the finished jobs; a running job counts as
-    done for the seconds it has run, up to its weight. The estimate firms up as the run goes, none is given before
-    a twentieth of the work (and 3 jobs) is done, and it assumes the machine stays as busy as it was. ``emit``
-    takes each line (default: stderr); ``clock`` is there for the tests."""
+    ``runtime`` times the median ratio of seconds taken to ``runtime`` over the finished jobs of its kind
+    (``kinds``: {job id: kind}; the workflow's kinds are ``gpu``, a job that loads a model, and ``cpu``), or over
+    all finished jobs where no kinds are given; a running job counts as done for the seconds it has run, up to its
+    weight. A runtime says little of how long a job takes (in make real a figure and a probe both declare about
+    half an hour; one takes 3 s, the other 7 minutes), so with kinds given no estimate is made until a job of
+    each kind still to run has finished. The estimate firms up as the run goes, none is given before a twentieth
+    of the work (and 3 jobs) is done, and it assumes the machine stays as busy as it was. ``emit`` takes each
+    line (default: stderr); ``clock`` is there for the tests."""
 
     def __init__(self, path: str, emit: Callable[[str], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, weights: dict[int, float] | None = None,
-                 rules: dict[int, str] | None = None):
+                 rules: dict[int, str] | None = None, kinds: dict[int, str] | None = None):
         self.path, self.clock = path, clock
         self.emit = emit or (lambda text: print(text, file=sys.stderr, flush=True))
         self.start = self.last_line = clock()
@@ -174,6 +178,7 @@ class DagProgress:
         self.done, self.total, self.shown = 0, 0, 0
         self.weights = {int(k): float(v) for k, v in (weights or {}).items() if v and float(v) > 0}
         self.rules = {int(k): str(v) for k, v in (rules or {}).items()}
+        self.kinds = {int(k): str(v) for k, v in (kinds or {}).items()}
         self.finished: set[int] = set()
         self.started: dict[int, float] = {}  # job id -> clock when its start was read
         self.took: dict[int, float] = {}  # job id -> seconds from its start line to its end line
@@ -228,7 +233,7 @@ class DagProgress:
         if self.done >= self.total:
             return text
         share = self._share_done(now)
-        if self.done < 3 or share < 0.05:  # the first jobs (texts, tokenizers) say little of the pace
+        if self.done < 3 or share < 0.05 or self._kind_unseen():  # the first jobs (texts, tokenizers) say little
             return text + "; too few jobs done for an estimate yet"
         expected = elapsed / share
         return text + f"; at this pace about {duration(expected)} in all (ETA {duration(expected - elapsed)})"
@@ -244,6 +249,13 @@ class DagProgress:
             return done / sum(work.values())
         return self.done / self.total if self.total else 0.0
 
+    def _kind_unseen(self) -> bool:
+        """Whether a kind of job still to run has no finished job whose duration is known (with kinds given)."""
+        if not self.kinds:
+            return False
+        seen = {self.kinds.get(j) for j in self.finished if j in self.took}
+        return any(self.kinds.get(j) not in seen for j in self.weights if j not in self.finished)
+
     def expected(self) -> dict[int, float]:
         """Each job's weight, corrected by the durations seen so far (the class docstring says how): seconds once a
         finished job's duration is known, the ``runtime`` weights as given before."""
@@ -253,8 +265,11 @@ class DagProgress:
             return dict(self.weights)
         ratio = taken / sum(self.weights[j] for j in seen)
         by_rule: dict[str, list[float]] = {}
+        by_kind: dict[str, list[float]] = {}
         for j in seen:
             by_rule.setdefault(self.rules.get(j, ""), []).append(self.took[j])
+            if j in self.kinds:
+                by_kind.setdefault(self.kinds[j], []).append(self.took[j] / self.weights[j])
         out = {}
         for j, w in self.weights.items():
             rule = self.rules.get(j)
@@ -262,21 +277,24 @@ class DagProgress:
                 out[j] = self.took[j]
             elif rule in by_rule:
                 out[j] = statistics.median(by_rule[rule])
+            elif self.kinds.get(j) in by_kind:
+                out[j] = w * statistics.median(by_kind[self.kinds[j]])
             else:
                 out[j] = w * ratio
         return out
 
 
 def follow_dag(log, emit: Callable[[str], None] | None = None, *, weights: dict[int, float] | None = None,
-               rules: dict[int, str] | None = None, interval: float = 5.0) -> threading.Thread | None:
+               rules: dict[int, str] | None = None, kinds: dict[int, str] | None = None,
+               interval: float = 5.0) -> threading.Thread | None:
     """Follow Snakemake's log file in a daemon thread (:class:`DagProgress`, polled every ``interval`` seconds) for
     as long as the process runs; the workflow starts it in its ``onstart`` handler, whose ``log`` is the list of
-    the run's log files (Snakemake 9; a path is taken too), with the ``weights`` and ``rules`` of the jobs it will
-    run. None, and no thread, where the run keeps no log file."""
+    the run's log files (Snakemake 9; a path is taken too), with the ``weights``, ``rules`` and ``kinds`` of the
+    jobs it will run. None, and no thread, where the run keeps no log file."""
     paths = [log] if isinstance(log, (str, os.PathLike)) else [str(p) for p in (log or ())]
     if not paths:
         return None
-    progress = DagProgress(str(paths[0]), emit, weights=weights, rules=rules)
+    progress = DagProgress(str(paths[0]), emit, weights=weights, rules=rules, kinds=kinds)
 
     def run() -> None:
         while True:

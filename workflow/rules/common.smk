@@ -71,29 +71,26 @@ def name_regex(names):
 # --------------------------------------------------------------------------------------------------- hub access
 
 
-def job_weights(dag):
-    """onstart: each job to run, by its Snakemake id, weighed by its `runtime` resource (the whole run's progress
-    line: swapkl.progress.DagProgress). The resources are evaluated aside, not cached in the job (a job sized by a
-    checkpoint still to be downloaded gets its own value when it runs); a job whose runtime cannot be read yet
-    weighs the median of the others; None when none can be read (every job then weighs the same)."""
-    weights = {}
+def job_estimates(dag):
+    """onstart: what the whole run's progress line (swapkl.progress.DagProgress) knows of each job to run, by its
+    Snakemake id: its weight, its `runtime` resource (evaluated aside, not cached in the job: a job sized by a
+    checkpoint still to be downloaded gets its own value when it runs; one whose runtime cannot be read yet weighs
+    the median of the others; no weights when none can be read, and every job then weighs the same), its rule
+    (the weights learn from the finished jobs of a rule) and its kind (`gpu` where it asks for one: a job that
+    loads a model; else `cpu`)."""
+    weights, kinds = {}, {}
     for job in dag.needrun_jobs():
         try:  # the line is a convenience: a run never fails for it
-            runtime = job.rule.expand_resources(job.wildcards_dict, job.input, job.attempt,
-                                                skip_evaluation={"tmpdir"}).get("runtime")
+            resources = job.rule.expand_resources(job.wildcards_dict, job.input, job.attempt,
+                                                  skip_evaluation={"tmpdir"})
         except Exception:
-            runtime = None
+            resources = {}
+        runtime = resources.get("runtime")
         weights[job.jobid] = float(runtime) if isinstance(runtime, (int, float)) and runtime > 0 else None
+        kinds[job.jobid] = "gpu" if resources.get("gpu") else "cpu"
     known = sorted(w for w in weights.values() if w)
-    if not known:
-        return None
-    return {jobid: w or known[len(known) // 2] for jobid, w in weights.items()}
-
-
-def job_rules(dag):
-    """onstart: each job to run, by its Snakemake id, with its rule's name (the progress line's weights learn from
-    the finished jobs of a rule)."""
-    return {job.jobid: job.rule.name for job in dag.needrun_jobs()}
+    return {"weights": {jobid: w or known[len(known) // 2] for jobid, w in weights.items()} if known else None,
+            "rules": {job.jobid: job.rule.name for job in dag.needrun_jobs()}, "kinds": kinds}
 
 
 def check_hub_access(dag):
