@@ -63,6 +63,10 @@ def test_registry_order_and_styles():
     looks = plotted_looks()
     assert list(looks) == [g.name for g in registered() if g.plotted]
     assert len({(look.colour, look.marker) for look in looks.values()}) == len(looks), "two plotted guides look alike"
+    # a figure of points (the domain slices') draws the reference rows too, and shows no line style: the unpruned
+    # base and the random draws' mean were both black circles there
+    every = {g.name: guide_look(g.name) for g in registered()}
+    assert len({(look.colour, look.marker) for look in every.values()}) == len(every), "two guides look alike"
     assert set(FAMILY_COLOURS) == set(FAMILIES), "every guide family has a colour, and only they"
     for g in registered():
         assert guide_look(g.name).colour == ("black" if g.name in BLACK else FAMILY_COLOURS[g.family]), g.name

@@ -25,7 +25,7 @@ LOOKS = {
     "replacement_max_clustered": (":", ">"), "fixed": ("-.", "*"), "bi": ("-", "v"), "angular": ("-", "P"),
     "sleb_iterative": ("-", "D"), "sleb_greedy": ("--", "d"), "accuracy_iterative": ("-.", "*"), "cka": ("--", "*"),
     "taylor": ("--", "h"), "laco": (":", "p"), "laco_paper": ("-.", "h"), "beam": ("--", "X"),
-    "sleb_matched": (":", "H"), "random": ("-", "."), "random_mean": ("--", "o"),
+    "sleb_matched": (":", "H"), "random": ("-", "."), "random_mean": ("--", "X"),
 }
 #: markers handed, in this order, to guides without an entry in LOOKS
 SPARE_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "p", "<", ">", "d", "H", "8")
