@@ -267,7 +267,8 @@ def studies_of(scope: str) -> list[Study]:
 
 def studies_markdown(studies=None) -> str:
     """docs/studies.md's table of the studies kept in folders (``studies``: default, every registered one): its
-    config section (a model's, or the config's top level), what each runs, its rules with their jobs, its files per checkpoint, its results tables and its folder's files.
+    config section (a model's, or the config's top level), what each runs, its rules with their jobs, its files
+    per checkpoint, its results tables and its folder's files.
     tests/test_study_folders.py checks that the docs hold exactly this text."""
     studies = STUDIES.entries() if studies is None else studies
     lines = ["| study (config section) | what it does | rules (jobs) | per checkpoint | results tables | folder |",

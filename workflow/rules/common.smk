@@ -78,8 +78,9 @@ def job_estimates(dag):
     the median of the others; no weights when none can be read, and every job then weighs the same), its rule
     (the weights learn from the finished jobs of a rule) and its kind (`gpu` where it asks for one: a job that
     loads a model; else `cpu`)."""
-    weights, kinds = {}, {}
+    weights, kinds, rules = {}, {}, {}
     for job in dag.needrun_jobs():
+        rules[job.jobid] = job.rule.name
         try:  # the line is a convenience: a run never fails for it
             resources = job.rule.expand_resources(job.wildcards_dict, job.input, job.attempt,
                                                   skip_evaluation={"tmpdir"})
@@ -90,7 +91,7 @@ def job_estimates(dag):
         kinds[job.jobid] = "gpu" if resources.get("gpu") else "cpu"
     known = sorted(w for w in weights.values() if w)
     return {"weights": {jobid: w or known[len(known) // 2] for jobid, w in weights.items()} if known else None,
-            "rules": {job.jobid: job.rule.name for job in dag.needrun_jobs()}, "kinds": kinds}
+            "rules": rules, "kinds": kinds}
 
 
 def check_hub_access(dag):
