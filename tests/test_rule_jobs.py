@@ -133,7 +133,7 @@ def test_the_workflow_and_the_command_line_build_the_same_healed_probe_job(tmp_p
                             "healed_probes": section}}}
     params = rule_params(cfg, SCHEMA)
     files = {"probe_files": ["interchange.parquet"], "out": "o.parquet"}
-    from_config = rule_jobs.build_job(params.job("healed_probe")(WILDCARDS), files)
+    from_config = rule_jobs.build_job(params.job("healed_probes")(WILDCARDS), files)
     args = build_parser(["healed-probe"]).parse_args(
         ["healed-probe", "--model", params.checkpoint_dir(WILDCARDS), "--probe-files", "interchange.parquet",
          "--out", "o.parquet", "--text-file", "c.txt", "--n-seqs", "8", "--seq-len", "64", "--min-tokens", "4",

@@ -99,7 +99,7 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
             if seeds.get("deletion") is not None:
                 settings["deletion"] = seeds["deletion"]
             settings["relevance"] = {"enabled": False}
-            settings["heal"] = settings["healed_probes"] = {"enabled": False}  # healing stays with the entry
+            settings["heal"] = {"enabled": False}  # healing stays with the entry
             for study in STUDIES.entries():  # the studies kept in folders run on the entry's own run, unless
                 if not study.members:        # they declare that members run them too
                     settings[study.name] = {"enabled": False}
@@ -121,7 +121,7 @@ FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
 #: the figure selections expected_counts counts from the config (a zero where a stage is off): those of the stages
 #: wired in workflow/rules, then one per study kept in a folder
 COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
-                      "pruning_trajectory", "family", "heal", "healed", "relevance", "downstream",
+                      "pruning_trajectory", "family", "heal", "relevance", "downstream",
                       "covariates") + STUDIES.names()
 
 
@@ -238,16 +238,6 @@ def expected_counts(cfg: dict) -> Counter:
     if healed:
         counts.update(heal_pruned_models=len(healed), aggregate_recovery=1)
         instances["heal"] = 1
-    probed_healed = [
-        (name, rev)
-        for name, m in models.items() if m.get("healed_probes", {}).get("enabled", False)
-        for rev in (m["revisions"] if m["healed_probes"].get("revisions", "all") == "all"
-                    else m["healed_probes"]["revisions"])
-    ]
-    if probed_healed:
-        counts.update(probe_healed=len(probed_healed), measure_test_agreement=len(probed_healed),
-                      aggregate_healed=1)
-        instances["healed"] = len(probed_healed)
     scored = [
         (name, rev)
         for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
@@ -320,11 +310,10 @@ def expected_counts(cfg: dict) -> Counter:
     if cfg.get("snowball", {}).get("enabled", False):
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
-    # relevance and its statistics, seeds, covariates and their correlations, recovery, healed probes and the
-    # test agreement, downstream, and the tables of the studies kept in folders
+    # relevance and its statistics, seeds, covariates and their correlations, recovery, downstream, and the tables
+    # of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
-                              + bool(healed) + 2 * bool(probed_healed)
-                              + bool(benchmarked) + folder_tables)
+                              + bool(healed) + bool(benchmarked) + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts
@@ -355,7 +344,6 @@ def plan_counts(cfg: dict) -> Counter:
         trajectory=len([m for m in plan.trajectory_models() if m not in members]),
         model=len(plan.own_entries()), prune=len(drawn(plan.stage_checkpoints("prune"))),
         relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
-        healed=len(plan.stage_checkpoints("healed_probe")),
         downstream=len(plan.stage_checkpoints("downstream")),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
     for study in STUDIES.entries():  # the studies kept in folders: by their declared figure scope
@@ -371,8 +359,6 @@ def plan_counts(cfg: dict) -> Counter:
         units = plan.study_units(study.name)
         counts.update(study.job_counts(units, plan.cfg))
         counts["render_table"] += len(study.tables) * bool(units)
-    for rule in ("probe_healed", "measure_test_agreement"):
-        counts[rule] = len(plan.stage_checkpoints("healed_probe"))
     counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))
     return +counts
 
@@ -402,11 +388,10 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     assert counts == per_stage + Counter({
         "aggregate_results": 1, "aggregate_pruning": 1,
         "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
-        "aggregate_covariates": 1, "aggregate_healed": 1, "aggregate_downstream": 1,
+        "aggregate_covariates": 1, "aggregate_downstream": 1,
         # render_table: the aggregate, pruning and its agreement, relevance and its statistics, seeds, covariates
-        # and their correlations, recovery, healed probes and the test agreement, downstream (the studies kept in
-        # folders: per_stage)
-        "fetch_paper_inputs": 1, "render_table": 11, "summarise_scorecard": 1, "all": 1,
+        # and their correlations, recovery, downstream (the studies kept in folders: per_stage)
+        "fetch_paper_inputs": 1, "render_table": 9, "summarise_scorecard": 1, "all": 1,
         # the demo corpus and tasks that the snowball construction is built on (offline)
         "prepare_demo_text": 1, "build_demo_tasks": 1,
     })
@@ -874,6 +859,8 @@ INVALID = {
         "dataset": "wikitext", "dataset_config": "wikitext-103-raw-v1", "split": "validation"}),
         "healed_probes.calibration"),
     "unknown heal preset": (lambda c: _set(c, P410 + ("healed_probes", "settings"), {"preset": "fast"}), "preset"),
+    "healed deletion without the deletion probe": (lambda c: _set(c, P410 + ("deletion",), False),
+                                                   "healed_probes.protocols: healed_deletion needs the deletion"),
     "healing without exports": (lambda c: _set(c, P14 + ("heal",), {"enabled": True}), "heal"),
     "repeated text field": (lambda c: _set(c, P410 + ("data", "text_fields"), ["output", "output"]), "text_fields"),
     "no enabled model": (lambda c: {**c, "models": {"m": {**c["models"]["Mistral-7B-v0.1"]}}}, "models"),

@@ -123,26 +123,27 @@ class Study:
     job per checkpoint (its rules only read what other stages wrote, as the prompt-set convergence reads the
     probes): its section still chooses the checkpoints it reads.
 
-    ``outputs``: {name: path pattern with ``{model}`` and ``{revision}``}, the files its per-checkpoint rule
-    writes; ``tables``: {results table name (``results/<name>.parquet``): its caption file in the folder}, the
-    tables gathered over the checkpoints and shown in the report; ``rules``: {rule: "checkpoint" or "once"}
-    (:data:`JOB_COUNTS`), the jobs each of its rules makes; ``inputs(params, wildcards)``: the per-checkpoint
-    rule's inputs; ``files(wildcards, output)``: the job's file fields of that rule's outputs; ``columns``:
-    {table: {column: what it holds}}, the column notes of its tables (docs/studies.md and the report's view of
-    each table take them from here; a study without them documents its tables in docs/outputs.md). The folder holds
-    ``rules.smk`` (its rules), ``schema.yaml`` (its config section's JSON schema) and the captions. ``answer``
-    (optional, ``"module:function"``): the study's section on a model's answer page, ``function(tables, model,
-    revision) -> HTML`` with ``tables`` the paths of its results tables by name (empty: nothing to say there).
-    ``defaults``: (key of its section, the dataclass whose field gives the key's default, the field) for every key
-    whose default is the job's (or a part of it): the loaded schema takes the default from there
-    (:func:`swapkl.config.job_defaults.fill_job_defaults`, tuples as lists), and the folder's schema.yaml states none
-    of them. ``figures``: how many instances each figure registered for the study (``targets=<name>``) gets
-    (:data:`FIGURE_SCOPES`). ``members``: whether it also runs on the seed family members (by default a
-    member's section is switched off: the study runs on the entry's own run). ``check(name, model, models)``:
-    the checks of an enabled section that its schema cannot state (``model``: the model's config, defaults
-    filled in, ``models``: every model's), raising :class:`swapkl.errors.ConfigError` naming the key (run with
-    the config's other checks, before any job). ``former``: {a key the model had before this section replaced it:
-    what to write instead}, so that a config of the old form is refused with the new one.
+    ``outputs``: {name: path pattern with ``{model}`` and ``{revision}``}, the files its per-checkpoint rules write;
+    ``tables``: {results table name (``results/<name>.parquet``): its caption file in the folder}, the tables
+    gathered over the checkpoints and shown in the report; ``rules``: {rule: "checkpoint" or "once"}
+    (:data:`JOB_COUNTS`), the jobs each of its rules makes; ``inputs(params, wildcards)``: the inputs of the rule
+    that runs its stage's job; ``files(wildcards, output)`` (or ``(wildcards, input, output)``): the job's file
+    fields, of that rule's outputs (and inputs); ``columns``: {table: {column: what it holds}}, the column notes of
+    its tables (docs/studies.md and the report's view of each table take them from here; a study without them
+    documents its tables in docs/outputs.md). The folder holds ``rules.smk`` (its rules), ``schema.yaml`` (its
+    config section's JSON schema) and the captions. ``answer`` (optional, ``"module:function"``): the study's
+    section on a model's answer page, ``function(tables, model, revision) -> HTML`` with ``tables`` the paths of its
+    results tables by name (empty: nothing to say there). ``defaults``: (key of its section, the dataclass whose
+    field gives the key's default, the field) for every key whose default is the job's (or a part of it:
+    ``key#part``, one key of the key's object default): the loaded schema takes the default from there
+    (:func:`swapkl.config.job_defaults.fill_job_defaults`, tuples as lists), and the folder's schema.yaml states
+    none of them. ``figures``: how many instances each figure registered for the study (``targets=<name>``) gets
+    (:data:`FIGURE_SCOPES`). ``members``: whether it also runs on the seed family members (by default a member's
+    section is switched off: the study runs on the entry's own run). ``check(name, model, models)``: the checks of
+    an enabled section that its schema cannot state (``model``: the model's config, defaults filled in, ``models``:
+    every model's), raising :class:`swapkl.errors.ConfigError` naming the key (run with the config's other checks,
+    before any job). ``former``: {a key the model had before this section replaced it: what to write instead}, so
+    that a config of the old form is refused with the new one.
 
     The section's ``revisions`` is a list of the model's revisions, ``all``, or ``last`` (its final checkpoint,
     where the folder's schema allows it)."""

@@ -115,19 +115,6 @@ def _check_listed(name: str, model: dict, key: str, revisions) -> None:
             _fail(f"models.{name}.{key}.revisions", f"{unknown} not in models.{name}.revisions")
 
 
-def _check_healed_probes(name: str, model: dict) -> None:
-    """Healed probes need their base protocols and calibration text that is not the probe windows' source."""
-    healed = model["healed_probes"]
-    if not healed["enabled"]:
-        return
-    _check_listed(name, model, "healed_probes", healed["revisions"])
-    if "healed_deletion" in healed["protocols"] and not model["deletion"]:
-        _fail(f"models.{name}.healed_probes.protocols", "healed_deletion needs the deletion probe")
-    if "tokens" in model["data"] or source_key(**healed["calibration"]) == source_key(**model["data"]):
-        _fail(f"models.{name}.healed_probes.calibration", "the calibration text must be another source than the "
-              f"probe windows (models.{name}.data)")
-
-
 def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
     """Consistency of a model's scaling / rope / domain-slice settings."""
     if not rope_is_on(model) and "demo" in model and model["demo"]["arch"] not in ROPE_ARCHS:
@@ -202,7 +189,6 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     if model["max_memory"] is not None and model["device_map"] is None:
         _fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")
     _check_pruning(name, model)
-    _check_healed_probes(name, model)
     region = model["prune"]["clustered_region"]
     if region is not None and region[0] >= region[1]:
         _fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")

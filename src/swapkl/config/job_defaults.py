@@ -25,7 +25,6 @@ from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.pruning.prune_jobs import CALIBRATION_SPLIT, AggregatePruningJob, PruneJob
 from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.recovery.heal_settings import TrainText, settings_from
-from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
@@ -85,12 +84,6 @@ JOB_DEFAULTS = [
                                                               "tie_break", "clustered_region", "fixed_sets")],
     ("prune.eval#split", [(EvalSpec, "split")], same),
     ("prune.calibration#split", [({"CALIBRATION_SPLIT": CALIBRATION_SPLIT}, "CALIBRATION_SPLIT")], same),
-    ("healed_probes.protocols", [(HealedProbeJob, "protocols")], config_form),
-    ("healed_probes.curve_steps", [(HealedProbeJob, "curve_steps")], config_form),
-    ("healed_probes.selection", [(HealedProbeJob, "selection")], same),
-    ("healed_probes.k", [(HealedProbeJob, "k")], same),
-    ("healed_probes.seed", [(HealedProbeJob, "select_seed")], same),
-    ("healed_probes.calibration#split", [(TrainText, "split")], same),
     ("heal.train#split", [(TrainText, "split")], same),
     ("heal.budgets", [(RecoveryJob, "budgets")], same),
     ("heal_settings.preset", [(settings_from, "preset")], same),

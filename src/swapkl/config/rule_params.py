@@ -8,8 +8,8 @@ from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, export_dir, healed_file, probe_file, progress_file,
-                                  pruning_file, relevance_file, repr_file)
+from swapkl.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, export_dir, probe_file, progress_file, pruning_file,
+                           repr_file)
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
 from swapkl.study import STUDIES
@@ -106,6 +106,11 @@ class RuleParams:
         inputs."""
         return text_files(*specs)
 
+    def probe_files(self, wildcards) -> list[str]:
+        """The checkpoint's probe tables of the protocols that change no weights (what pruning and the healed
+        probes read)."""
+        return [probe_file(wildcards.model, wildcards.revision, protocol) for protocol in PROBE_PROTOCOLS]
+
     def probe_inputs(self, wildcards) -> dict:
         return {"checkpoint": self.checkpoint_input(wildcards), "text": text_files(self._model(wildcards)["data"])}
 
@@ -156,7 +161,7 @@ class RuleParams:
         model, revision, prune = wildcards.model, wildcards.revision, self._model(wildcards)["prune"]
         return {
             "checkpoint": self.checkpoint_input(wildcards),
-            "probes": [probe_file(model, revision, protocol) for protocol in PROBE_PROTOCOLS],
+            "probes": self.probe_files(wildcards),
             "representation": repr_file(model, revision),
             "text": text_files(prune["eval"], prune["calibration"]),
         }
@@ -245,14 +250,7 @@ class RuleParams:
         guides = self._model(wildcards)["downstream"]["pruning_guides"]
         return None if guides == "all" else list(guides)
 
-    # ------------------------------------------------------------------------------------------- healed probes
-
-    def healed_probe_inputs(self, wildcards) -> dict:
-        """The checkpoint, its probes, and the probe windows and calibration text where they are files."""
-        model = self._model(wildcards)
-        return {"checkpoint": self.checkpoint_input(wildcards),
-                "probes": [probe_file(wildcards.model, wildcards.revision, p) for p in PROBE_PROTOCOLS],
-                "text": text_files(model["data"], model["healed_probes"]["calibration"])}
+    # ------------------------------------------------------------------------------------------- seed families
 
     def family_members(self, wildcards) -> dict:
         """{member: its replacement and interchange tables at this revision} of the seed family this model leads
@@ -264,17 +262,6 @@ class RuleParams:
         return {m: [probe_file(m, wildcards.revision, p) for p in ("replacement", "interchange")]
                 for m in list(led[0]["members"])[1:]
                 if m in enabled and wildcards.revision in self.cfg["models"][m]["revisions"]}
-
-    def test_agreement_inputs(self, wildcards) -> dict:
-        """The probes, representation and healed probes of the checkpoint, its family members' probes, and its
-        relevance scores where the model is scored."""
-        model, revision = wildcards.model, wildcards.revision
-        inputs = {"probes": [probe_file(model, revision, p) for p in PROBE_PROTOCOLS],
-                  "representation": repr_file(model, revision), "healed": healed_file(model, revision),
-                  "members": [f for files in self.family_members(wildcards).values() for f in files]}
-        if (model, revision) in self.plan.stage_checkpoints("relevance"):
-            inputs["relevance"] = relevance_file(model, revision)
-        return inputs
 
     # ------------------------------------------------------------------------------------------- other stages
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import swapkl.studies  # noqa: F401  (every study folder registers its stage)
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
-from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
@@ -55,11 +54,6 @@ def _heal(params, wildcards) -> dict:
                 probe_data=params.probe_data(wildcards), metadata=params.metadata(wildcards))
 
 
-def _healed_probe(params, wildcards) -> dict:
-    section = params.model_config(wildcards)["healed_probes"]
-    return dict(select_seed=section["seed"], label=wildcards.model, revision_label=wildcards.revision)
-
-
 for _stage in (
     Stage("probe", ProbeJob, "swapkl.probes.probe:run_probe",
           files=("out", "protocols", "repr_out", "progress_path", "covariates_out"), settings=_probe),
@@ -71,7 +65,5 @@ for _stage in (
           ("out", "pruning", "healed_dir"), _downstream),
     Stage("heal", RecoveryJob, "swapkl.recovery.recovery_table:run_recovery", "heal",
           ("exports_dir", "out", "healed_dir", "task_files"), _heal),
-    Stage("healed_probe", HealedProbeJob, "swapkl.recovery.healed:run_healed_probe", "healed_probes",
-          ("probe_files", "out"), _healed_probe),
 ):
     register_stage(_stage)

@@ -3,8 +3,8 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 
 from __future__ import annotations
 
-from swapkl.layout import (agreement_file, covariate_file, downstream_file, export_dir, healed_file,
-                                  pruning_file, recovery_file, test_agreement_file)
+from swapkl.layout import (agreement_file, covariate_file, downstream_file, export_dir, pruning_file,
+                           recovery_file)
 from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
@@ -20,7 +20,7 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "recovery", "healed", "test_agreement", "downstream",
+    "covariate_correlations", "recovery", "downstream",
 )
 
 
@@ -34,13 +34,9 @@ def _healing_outputs(plan: StudyPlan) -> list[str]:
     outputs = [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
     if plan.heal_checkpoints():
         outputs += ["results/recovery.parquet", *[recovery_file(m, r) for m, r in plan.heal_checkpoints()]]
-    benchmarked, healed = plan.stage_checkpoints("downstream"), plan.stage_checkpoints("healed_probe")
+    benchmarked = plan.stage_checkpoints("downstream")
     if benchmarked:
         outputs += ["results/downstream.parquet", *[downstream_file(m, r) for m, r in benchmarked]]
-    if healed:
-        outputs += ["results/healed.parquet", "results/test_agreement.parquet"]
-        for model, revision in healed:
-            outputs += [healed_file(model, revision), test_agreement_file(model, revision)]
     return outputs
 
 
@@ -106,7 +102,6 @@ FIGURE_SELECTIONS = {
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
     "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
-    "healed": lambda plan: _each(plan.stage_checkpoints("healed_probe"), "model", "revision"),
 }
 
 

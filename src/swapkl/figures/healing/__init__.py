@@ -8,8 +8,8 @@ register(Figure("recovery", "swapkl.figures.healing.recovery:plot_recovery", {"r
 register(Figure("test_agreement", "swapkl.figures.healing.third_test:plot_test_agreement",
                 {"agreement": "results/test_agreement/{model}/{revision}.parquet"}, "checkpoint",
                 "third_test", "Kendall's tau between every two tests of one checkpoint (the disagreement map)",
-                rule="plot_third_test", targets="healed", labels={"figure": "disagreement map"}))
+                rule="plot_third_test", targets="healed_probes", labels={"figure": "disagreement map"}))
 register(Figure("healed_curves", "swapkl.figures.healing.third_test:plot_healed_curves",
                 {"healed": "results/healed_probes/{model}/{revision}.parquet"}, "checkpoint",
                 "third_test", "the healed variants' recovery curves of one checkpoint", rule="plot_third_test",
-                targets="healed", labels={"figure": "recovery curves"}))
+                targets="healed_probes", labels={"figure": "recovery curves"}))
