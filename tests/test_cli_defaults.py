@@ -276,7 +276,7 @@ def test_the_schema_file_states_no_default_that_a_job_gives():
     for study in STUDIES.entries():
         section = _read_yaml(study.schema_file)["properties"]
         assert study.stage is not None or not study.defaults, study.name  # only a study with a job takes them
-        for key, _, _ in study.defaults:  # `key#part`: one key of the section key's object default
+        for key, *_ in study.defaults:  # `key#part`: one key of the section key's object default
             key, _, part = key.partition("#")
             assert key in section, (study.name, key)
             assert (part not in section[key]["default"]) if part else ("default" not in section[key]), (study.name, key)

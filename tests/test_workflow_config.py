@@ -121,7 +121,7 @@ FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
 #: the figure selections expected_counts counts from the config (a zero where a stage is off): those of the stages
 #: wired in workflow/rules, then one per study kept in a folder
 COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
-                      "pruning_trajectory", "family", "heal", "relevance", "downstream",
+                      "pruning_trajectory", "family", "heal", "relevance",
                       "covariates") + STUDIES.names()
 
 
@@ -247,15 +247,9 @@ def expected_counts(cfg: dict) -> Counter:
     if scored:
         counts.update(score_relevance=len(scored), aggregate_relevance=1, summarise_relevance=1)
         instances["relevance"] = len(scored)
-    benchmarked = [
-        (name, rev)
-        for name, m in models.items() if m.get("downstream", {}).get("enabled", False)
-        for rev in (m["revisions"] if m["downstream"].get("revisions", "all") == "all"
-                    else m["downstream"]["revisions"])
-    ]
-    if benchmarked:
-        counts.update(score_downstream=len(benchmarked), aggregate_downstream=1)
-        instances["downstream"] = len(benchmarked)
+    # the downstream benchmarks (a study in a folder, counted with them below) read the demo tasks and the demo's
+    # last-word task where a section scores them
+    benchmarked = _stage_runs(models, checkpoints, "downstream")
     demo_tasks = [models[name].get(stage, {}).get("demo_tasks", False)
                   for stage, checkpoints in (("relevance", scored), ("downstream", benchmarked)) for name, _ in checkpoints]
     if any(demo_tasks):
@@ -310,10 +304,10 @@ def expected_counts(cfg: dict) -> Counter:
     if cfg.get("snowball", {}).get("enabled", False):
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
-    # relevance and its statistics, seeds, covariates and their correlations, recovery, downstream, and the tables
-    # of the studies kept in folders
+    # relevance and its statistics, seeds, covariates and their correlations, recovery, and the tables of the
+    # studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
-                              + bool(healed) + bool(benchmarked) + folder_tables)
+                              + bool(healed) + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts
@@ -344,7 +338,6 @@ def plan_counts(cfg: dict) -> Counter:
         trajectory=len([m for m in plan.trajectory_models() if m not in members]),
         model=len(plan.own_entries()), prune=len(drawn(plan.stage_checkpoints("prune"))),
         relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
-        downstream=len(plan.stage_checkpoints("downstream")),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
     for study in STUDIES.entries():  # the studies kept in folders: by their declared figure scope
         instances[study.name] = len(study.figure_instances(plan.study_units(study.name), members))
@@ -359,7 +352,6 @@ def plan_counts(cfg: dict) -> Counter:
         units = plan.study_units(study.name)
         counts.update(study.job_counts(units, plan.cfg))
         counts["render_table"] += len(study.tables) * bool(units)
-    counts["score_downstream"] = len(plan.stage_checkpoints("downstream"))
     return +counts
 
 
@@ -388,10 +380,10 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     assert counts == per_stage + Counter({
         "aggregate_results": 1, "aggregate_pruning": 1,
         "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
-        "aggregate_covariates": 1, "aggregate_downstream": 1,
+        "aggregate_covariates": 1,
         # render_table: the aggregate, pruning and its agreement, relevance and its statistics, seeds, covariates
-        # and their correlations, recovery, downstream (the studies kept in folders: per_stage)
-        "fetch_paper_inputs": 1, "render_table": 9, "summarise_scorecard": 1, "all": 1,
+        # and their correlations, recovery (the studies kept in folders: per_stage)
+        "fetch_paper_inputs": 1, "render_table": 8, "summarise_scorecard": 1, "all": 1,
         # the demo corpus and tasks that the snowball construction is built on (offline)
         "prepare_demo_text": 1, "build_demo_tasks": 1,
     })

@@ -39,6 +39,11 @@ def without_nulls(spec: dict) -> dict:
     return canonical({key: value for key, value in spec.items() if value is not None})
 
 
+def guides_config_form(names) -> str | list[str]:
+    """A job's guide list as the config writes it: None (every guide) as ``all``, else a list."""
+    return "all" if names is None else list(names)
+
+
 def settings_hash(settings: dict) -> str:
     """The provenance hash of a job's settings (their JSON with sorted keys)."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
@@ -134,9 +139,9 @@ class Study:
     config section's JSON schema) and the captions. ``answer`` (optional, ``"module:function"``): the study's
     section on a model's answer page, ``function(tables, model, revision) -> HTML`` with ``tables`` the paths of its
     results tables by name (empty: nothing to say there). ``defaults``: (key of its section, the dataclass whose
-    field gives the key's default, the field) for every key whose default is the job's (or a part of it:
-    ``key#part``, one key of the key's object default): the loaded schema takes the default from there
-    (:func:`swapkl.config.job_defaults.fill_job_defaults`, tuples as lists), and the folder's schema.yaml states
+    field gives the key's default, the field[, how the default reads in the config]) for every key whose default
+    is the job's (or a part of it: ``key#part``, one key of the key's object default): the loaded schema takes the
+    default from there (:func:`swapkl.config.job_defaults.fill_job_defaults`; by default tuples as lists), and the folder's schema.yaml states
     none of them. ``figures``: how many instances each figure registered for the study (``targets=<name>``) gets
     (:data:`FIGURE_SCOPES`). ``members``: whether it also runs on the seed family members (by default a member's
     section is switched off: the study runs on the entry's own run). ``check(name, model, models)``: the checks of
@@ -159,7 +164,7 @@ class Study:
     files: Callable | None = None
     columns: dict[str, dict[str, str]] = field(default_factory=dict)
     answer: str = ""
-    defaults: tuple[tuple[str, type, str], ...] = ()
+    defaults: tuple[tuple, ...] = ()
     figures: str = "checkpoint"
     members: bool = False
     check: Callable | None = None

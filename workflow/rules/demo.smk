@@ -48,3 +48,20 @@ rule train_demo_model:
         "../../envs/torch.yaml"
     script:
         "../scripts/train_demo_model.py"
+
+
+# The demo's last-word task (LAMBADA-style, from the demo corpus), which a downstream section with `demo_tasks`
+# scores (swapkl.studies.downstream).
+rule build_demo_last_word:
+    input:
+        DEMO_CORPUS,
+    output:
+        DEMO_LAST_WORD_FILE,
+    params:
+        corpus_dir=lambda wildcards, input: os.path.dirname(input[0]),
+    log:
+        "logs/demo/build_demo_last_word.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/build_demo_last_word.py"

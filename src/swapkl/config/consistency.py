@@ -121,34 +121,17 @@ def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
         _fail(f"models.{name}.rope", "rope off needs a RoPE architecture")
 
 
-def _check_task_stage(name: str, model: dict, stage: str, named: bool, what: str) -> bool:
-    """The first checks that relevance and downstream share, for ``model[stage]``: its revisions are probed
-    and it names something to score (``named``; else the message lists ``what``). Whether the stage is
-    enabled (nothing is checked when it is not)."""
-    block = model[stage]
-    if not block["enabled"]:
-        return False
-    _check_listed(name, model, stage, block["revisions"])
-    if not named:
-        _fail(f"models.{name}.{stage}", f"enabled but names no {what}")
-    return True
-
-
 def _check_relevance(name: str, model: dict) -> None:
+    """An enabled relevance section scores revisions of the model and names something to score."""
     relevance = model["relevance"]
-    named = bool(relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
-                 or relevance["lm_sets"])
-    if not _check_task_stage(name, model, "relevance", named, "tasks, demo_tasks, lm_eval_tasks or lm data"):
+    if not relevance["enabled"]:
         return
+    _check_listed(name, model, "relevance", relevance["revisions"])
+    if not (relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
+            or relevance["lm_sets"]):
+        _fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks, lm_eval_tasks or lm data")
     if "lm" in relevance and "lm" in relevance["lm_sets"]:
         _fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
-
-
-def _check_downstream(name: str, model: dict) -> None:
-    downstream = model["downstream"]
-    named = bool(downstream["tasks"] or downstream["demo_tasks"] or downstream["last_word_files"]
-                 or downstream["lm_eval_tasks"])
-    _check_task_stage(name, model, "downstream", named, "tasks, demo_tasks, last_word_files or lm_eval_tasks")
 
 
 def _check_pruning(name: str, model: dict) -> None:
@@ -179,7 +162,6 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
               "jobs would form float32 logits: switch them off for this model")
     _check_listed(name, model, "prune", model["prune"]["revisions"])
     _check_relevance(name, model)
-    _check_downstream(name, model)
     for study in studies_of("model"):  # the studies kept in folders run on revisions of the model, and check the rest
         if model[study.name]["enabled"]:
             _check_listed(name, model, study.name, model[study.name]["revisions"])

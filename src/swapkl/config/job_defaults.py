@@ -26,8 +26,8 @@ from swapkl.pruning.prune_jobs import CALIBRATION_SPLIT, AggregatePruningJob, Pr
 from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.recovery_jobs import RecoveryJob
-from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
+from swapkl.study import guides_config_form
 
 
 def same(value):
@@ -49,11 +49,6 @@ def max_budget(budgets) -> int:
     if tuple(budgets) != tuple(range(1, len(budgets) + 1)):
         raise ConfigError(f"PruneJob's default budgets {budgets} are not 1..n: the config cannot state them")
     return len(budgets)
-
-
-def guides(names) -> str | list[str]:
-    """A job's pruning guides (None: every guide) as the config's ``all`` or list."""
-    return "all" if names is None else list(names)
 
 
 def placement(key: str):
@@ -88,10 +83,7 @@ JOB_DEFAULTS = [
     ("heal.budgets", [(RecoveryJob, "budgets")], same),
     ("heal_settings.preset", [(settings_from, "preset")], same),
     ("relevance.lm_eval_tasks", [(RelevanceJob, "harness_tasks")], config_form),
-    ("relevance.pruning_guides", [(RelevanceJob, "pruning_guides")], guides),
-    ("downstream.lm_eval_tasks", [(DownstreamJob, "lm_eval_tasks")], config_form),
-    ("downstream.limit", [(DownstreamJob, "limit")], same),
-    ("downstream.pruning_guides", [(DownstreamJob, "pruning_guides")], guides),
+    ("relevance.pruning_guides", [(RelevanceJob, "pruning_guides")], guides_config_form),
     ("properties.probe.n_boot", [(AggregateJob, "n_boot"), (AggregatePruningJob, "n_boot"),
                                  (DisagreementJob, "n_boot")], same),
     ("properties.probe.seed", [(AggregateJob, "seed"), (DisagreementJob, "seed")], same),
@@ -119,7 +111,8 @@ def schema_node(schema: dict, path: str) -> dict:
 
 def study_defaults(study) -> list:
     """The rows of a study kept in a folder (its declaration's ``defaults``), under its section's definition."""
-    return [(f"{study.name}.{key}", [(owner, name)], config_form) for key, owner, name in study.defaults]
+    return [(f"{study.name}.{key}", [(owner, name)], form[0] if form else config_form)
+            for key, owner, name, *form in study.defaults]
 
 
 def fill_job_defaults(schema: dict, rows=None) -> None:

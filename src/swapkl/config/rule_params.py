@@ -8,8 +8,7 @@ from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.layout import (DEMO_DIR, DEMO_LAST_WORD_FILE, export_dir, probe_file, progress_file, pruning_file,
-                           repr_file)
+from swapkl.layout import DEMO_DIR, export_dir, probe_file, progress_file, pruning_file, repr_file
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
 from swapkl.study import STUDIES
@@ -220,34 +219,6 @@ class RuleParams:
     def relevance_pruning_guides(self, wildcards) -> list[str] | None:
         """The guides whose pruned models a relevance job scores (None: all of the pruning table's)."""
         guides = self._model(wildcards)["relevance"]["pruning_guides"]
-        return None if guides == "all" else list(guides)
-
-    # ------------------------------------------------------------------------------------------- downstream
-
-    def downstream_tasks(self, wildcards) -> list[str]:
-        downstream = self._model(wildcards)["downstream"]
-        demo = [f"{DEMO_DIR}/tasks/{task}.yaml" for task in DEMO_TASKS] if downstream["demo_tasks"] else []
-        return list(downstream["tasks"]) + demo
-
-    def downstream_last_word(self, wildcards) -> list[str]:
-        downstream = self._model(wildcards)["downstream"]
-        return list(downstream["last_word_files"]) + ([DEMO_LAST_WORD_FILE] if downstream["demo_tasks"] else [])
-
-    def downstream_inputs(self, wildcards) -> dict:
-        """Inputs of a downstream job: its task files, the checkpoint's pruning table where it is pruned, and the
-        folder of its healed models where it is healed."""
-        model, revision, downstream = wildcards.model, wildcards.revision, self._model(wildcards)["downstream"]
-        inputs = {"checkpoint": self.checkpoint_input(wildcards), "tasks": self.downstream_tasks(wildcards),
-                  "last_word": self.downstream_last_word(wildcards)}
-        if revision in self.plan.stage_revisions("prune", model) and downstream["pruning_guides"] != []:
-            inputs["pruning"] = pruning_file(model, revision)
-        if downstream["healed"] and (model, revision) in self.plan.heal_checkpoints():
-            inputs["healed"] = f"results/healed_models/{model}/{revision}"
-        return inputs
-
-    def downstream_pruning_guides(self, wildcards) -> list[str] | None:
-        """The guides whose pruned models a downstream job scores (None: all of the pruning table's)."""
-        guides = self._model(wildcards)["downstream"]["pruning_guides"]
         return None if guides == "all" else list(guides)
 
     # ------------------------------------------------------------------------------------------- seed families

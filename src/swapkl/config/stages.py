@@ -14,7 +14,6 @@ import swapkl.studies  # noqa: F401  (every study folder registers its stage)
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.recovery.recovery_jobs import RecoveryJob
-from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.study import STAGES, Stage, canonical, register_stage, without_nulls
 
@@ -38,14 +37,6 @@ def _relevance(params, wildcards) -> dict:
                 revision_label=wildcards.revision)
 
 
-def _downstream(params, wildcards) -> dict:
-    """(the section's ``healed`` says whether the healed models are scored: their folder is a file, ``healed_dir``)"""
-    return dict(healed=(), task_files=params.downstream_tasks(wildcards),
-                last_word_files=params.downstream_last_word(wildcards),
-                pruning_guides=params.downstream_pruning_guides(wildcards), label=wildcards.model,
-                revision_label=wildcards.revision)
-
-
 def _heal(params, wildcards) -> dict:
     """The texts without their null keys (the jobs' defaults then apply), the probe windows of the KL to the base,
     and the rows' labels; `budgets` and `settings` are the section's keys of their names."""
@@ -61,8 +52,6 @@ for _stage in (
           ("probe_files", "repr_file", "out", "agreement_out"), _prune),
     Stage("relevance", RelevanceJob, "swapkl.relevance.accrel:run_relevance", "relevance", ("out", "pruning"),
           _relevance),
-    Stage("downstream", DownstreamJob, "swapkl.relevance.downstream:run_downstream", "downstream",
-          ("out", "pruning", "healed_dir"), _downstream),
     Stage("heal", RecoveryJob, "swapkl.recovery.recovery_table:run_recovery", "heal",
           ("exports_dir", "out", "healed_dir", "task_files"), _heal),
 ):

@@ -3,8 +3,7 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 
 from __future__ import annotations
 
-from swapkl.layout import (agreement_file, covariate_file, downstream_file, export_dir, pruning_file,
-                           recovery_file)
+from swapkl.layout import agreement_file, covariate_file, export_dir, pruning_file, recovery_file
 from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
@@ -20,7 +19,7 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
-    "covariate_correlations", "recovery", "downstream",
+    "covariate_correlations", "recovery",
 )
 
 
@@ -34,9 +33,6 @@ def _healing_outputs(plan: StudyPlan) -> list[str]:
     outputs = [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
     if plan.heal_checkpoints():
         outputs += ["results/recovery.parquet", *[recovery_file(m, r) for m, r in plan.heal_checkpoints()]]
-    benchmarked = plan.stage_checkpoints("downstream")
-    if benchmarked:
-        outputs += ["results/downstream.parquet", *[downstream_file(m, r) for m, r in benchmarked]]
     return outputs
 
 
@@ -101,7 +97,6 @@ FIGURE_SELECTIONS = {
     "relevance": lambda plan: _each(plan.stage_checkpoints("relevance"), "model", "revision"),
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
-    "downstream": lambda plan: _each(plan.stage_checkpoints("downstream"), "model", "revision"),
 }
 
 

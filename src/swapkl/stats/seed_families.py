@@ -85,9 +85,8 @@ def _member(name: str, model: dict, seed: int, entry_only) -> dict:
     if seeds.get("deletion") is not None:
         member["deletion"] = seeds["deletion"]
     member["relevance"] = {**member.get("relevance", {}), "enabled": False}
-    for key in ("heal", "downstream"):  # healing and benchmarks, like relevance, stay with the entry
-        if key in member:
-            member[key] = {**member[key], "enabled": False}
+    if "heal" in member:  # healing, like relevance, stays with the entry
+        member["heal"] = {**member["heal"], "enabled": False}
     for key in entry_only:  # experiments on the entry's own run, not the across-seed statistics
         member[key] = {**member.get(key, {}), "enabled": False}
     return member
