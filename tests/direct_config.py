@@ -82,9 +82,10 @@ def helper_values(g: dict) -> dict:
         jobs[f"{model}/{revision}"]["prune_job"] = params.job("prune")(wc)
     for model, revision in plan.stage_checkpoints("relevance"):
         wc = SimpleNamespace(model=model, revision=revision)
+        job = params.job("relevance")(wc)
         jobs[f"{model}/{revision}"]["relevance"] = {
-            "tasks": params.relevance_tasks(wc), "lm_eval_tasks": params.relevance_lm_eval_tasks(wc),
-            "lm": params.relevance_lm(wc), "lm_sets": params.relevance_lm_sets(wc),
+            "tasks": job["task_files"], "lm_eval_tasks": job["harness_tasks"], "lm": job["lm_data"],
+            "lm_sets": job["lm_sets"],
         }
     for model in plan.models_with("demo"):
         wc = SimpleNamespace(model=model)

@@ -98,7 +98,6 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
             settings["revisions"] = seeds.get("revisions") or m["revisions"]
             if seeds.get("deletion") is not None:
                 settings["deletion"] = seeds["deletion"]
-            settings["relevance"] = {"enabled": False}
             settings["heal"] = {"enabled": False}  # healing stays with the entry
             for study in STUDIES.entries():  # the studies kept in folders run on the entry's own run, unless
                 if not study.members:        # they declare that members run them too
@@ -121,7 +120,7 @@ FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
 #: the figure selections expected_counts counts from the config (a zero where a stage is off): those of the stages
 #: wired in workflow/rules, then one per study kept in a folder
 COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
-                      "pruning_trajectory", "family", "heal", "relevance",
+                      "pruning_trajectory", "family", "heal",
                       "covariates") + STUDIES.names()
 
 
@@ -238,15 +237,8 @@ def expected_counts(cfg: dict) -> Counter:
     if healed:
         counts.update(heal_pruned_models=len(healed), aggregate_recovery=1)
         instances["heal"] = 1
-    scored = [
-        (name, rev)
-        for name, m in models.items() if m.get("relevance", {}).get("enabled", False)
-        for rev in (m["revisions"] if m["relevance"].get("revisions", "all") == "all"
-                    else m["relevance"]["revisions"])
-    ]
-    if scored:
-        counts.update(score_relevance=len(scored), aggregate_relevance=1, summarise_relevance=1)
-        instances["relevance"] = len(scored)
+    # relevance (a study in a folder, counted with them below) reads the demo tasks where a section scores them
+    scored = _stage_runs(models, checkpoints, "relevance")
     # the downstream benchmarks (a study in a folder, counted with them below) read the demo tasks and the demo's
     # last-word task where a section scores them
     benchmarked = _stage_runs(models, checkpoints, "downstream")
@@ -304,9 +296,8 @@ def expected_counts(cfg: dict) -> Counter:
     if cfg.get("snowball", {}).get("enabled", False):
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
-    # relevance and its statistics, seeds, covariates and their correlations, recovery, and the tables of the
-    # studies kept in folders
-    counts["render_table"] = (1 + 2 * bool(pruned) + 2 * bool(scored) + bool(seeded) + 2 * bool(measured)
+    # seeds, covariates and their correlations, recovery, and the tables of the studies kept in folders
+    counts["render_table"] = (1 + 2 * bool(pruned) + bool(seeded) + 2 * bool(measured)
                               + bool(healed) + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
@@ -337,7 +328,7 @@ def plan_counts(cfg: dict) -> Counter:
         weights=sum(bool(plan.models[m]["weight_protocols"]) for m, _ in drawn(checkpoints)),
         trajectory=len([m for m in plan.trajectory_models() if m not in members]),
         model=len(plan.own_entries()), prune=len(drawn(plan.stage_checkpoints("prune"))),
-        relevance=len(plan.stage_checkpoints("relevance")), family=len(plan.seed_band_families()),
+        family=len(plan.seed_band_families()),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
     for study in STUDIES.entries():  # the studies kept in folders: by their declared figure scope
         instances[study.name] = len(study.figure_instances(plan.study_units(study.name), members))
@@ -347,7 +338,6 @@ def plan_counts(cfg: dict) -> Counter:
     counts.update(figure_counts(instances))
     counts["prune_layers"] = len(plan.stage_checkpoints("prune"))
     counts["summarise_answer"] = len(plan.answer_models())
-    counts["score_relevance"] = len(plan.stage_checkpoints("relevance"))
     for study in STUDIES.entries():  # the studies kept in folders: every rule's jobs and table views, as declared
         units = plan.study_units(study.name)
         counts.update(study.job_counts(units, plan.cfg))
@@ -378,12 +368,10 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # wired in workflow/rules are listed here.
     per_stage = plan_counts(load(STUDY))
     assert counts == per_stage + Counter({
-        "aggregate_results": 1, "aggregate_pruning": 1,
-        "aggregate_relevance": 1, "summarise_relevance": 1, "summarise_seeds": 1,
-        "aggregate_covariates": 1,
-        # render_table: the aggregate, pruning and its agreement, relevance and its statistics, seeds, covariates
-        # and their correlations, recovery (the studies kept in folders: per_stage)
-        "fetch_paper_inputs": 1, "render_table": 8, "summarise_scorecard": 1, "all": 1,
+        "aggregate_results": 1, "aggregate_pruning": 1, "summarise_seeds": 1, "aggregate_covariates": 1,
+        # render_table: the aggregate, pruning and its agreement, seeds, covariates and their correlations,
+        # recovery (the studies kept in folders: per_stage)
+        "fetch_paper_inputs": 1, "render_table": 6, "summarise_scorecard": 1, "all": 1,
         # the demo corpus and tasks that the snowball construction is built on (offline)
         "prepare_demo_text": 1, "build_demo_tasks": 1,
     })
@@ -819,6 +807,9 @@ INVALID = {
     "scored revision not probed": (lambda c: _set(c, P14 + ("relevance",), {"enabled": True, "tasks": ["t.yaml"],
                                                                           "revisions": ["step5"]}),
                                    "relevance.revisions"),
+    "LM set named like an lm-eval task": (lambda c: _set(c, P14 + ("relevance",), {
+        "enabled": True, "lm_eval_tasks": ["arc_easy"], "lm_sets": {"arc_easy": {"dataset": "allenai/c4"}}}),
+        "relevance.lm_sets.arc_easy: the task name 'arc_easy' is also in models.pythia-1.4b.relevance.lm_eval_tasks"),
     "LM set named like the lm data": (lambda c: _set(c, P14 + ("relevance",), {
         "enabled": True, "lm": {"text_file": "a.txt"}, "lm_sets": {"lm": {"text_file": "b.txt"}}}),
         "relevance.lm_sets.lm"),

@@ -65,3 +65,36 @@ rule build_demo_last_word:
         "../../envs/torch.yaml"
     script:
         "../scripts/build_demo_last_word.py"
+
+
+# The demo's multiple-choice tasks (from the demo corpus), which relevance, downstream and task-pruning sections
+# with `demo_tasks` score.
+rule build_demo_tasks:
+    input:
+        DEMO_CORPUS,
+    output:
+        expand("resources/demo/tasks/{task}.{ext}", task=DEMO_TASKS, ext=("yaml", "jsonl")),
+    params:
+        corpus_dir=lambda wildcards, input: os.path.dirname(input[0]),
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        "logs/demo/build_demo_tasks.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/build_demo_tasks.py"
+
+
+# the demo tasks' training and test halves, which the task-calibrated pruning calibrates and evaluates on
+# (swapkl.studies.task_pruning, `demo_tasks: true`)
+rule split_demo_tasks:
+    input:
+        expand(f"{DEMO_DIR}/tasks/{{task}}.{{ext}}", task=DEMO_TASKS, ext=("yaml", "jsonl")),
+    output:
+        expand(f"{SPLIT_TASKS_DIR}/{{task}}{{ext}}", task=DEMO_TASKS, ext=(".yaml", "_train.jsonl", "_test.jsonl")),
+    log:
+        "logs/demo/split_demo_tasks.log",
+    conda:
+        "../../envs/torch.yaml"
+    script:
+        "../scripts/split_demo_tasks.py"

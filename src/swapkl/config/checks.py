@@ -24,7 +24,6 @@ from swapkl.pruning.guides.guide_registry import selecting_guides
 from swapkl.probes.pair_sets import pair_reach
 from swapkl.hub.revision_names import step_of
 from swapkl.probes.protocols import weight_protocol_names
-from swapkl.relevance.relevance_jobs import DEMO_TASKS
 
 #: config.json fields that hold the number of transformer blocks, by architecture family
 N_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
@@ -138,17 +137,6 @@ def _check_shared_weights(name: str, model: dict, models: dict) -> None:
         if revision not in saved:
             _fail(f"models.{name}.revisions.{i}", f"{revision!r} is not saved by the demo training of "
                                                  f"{model['same_weights_as']!r} (it saves {sorted(saved)})")
-
-
-def _check_relevance(name: str, model: dict) -> None:
-    relevance = model["relevance"]
-    taken = {task: f"models.{name}.relevance.lm_eval_tasks" for task in relevance["lm_eval_tasks"]}
-    if relevance["demo_tasks"]:
-        taken.update({task: f"models.{name}.relevance.demo_tasks" for task in DEMO_TASKS})
-    for task in relevance["lm_sets"]:
-        if task in taken:
-            _fail(f"models.{name}.relevance.lm_sets.{task}", f"the task name {task!r} is also in {taken[task]}; "
-                                                            "their rows would share one task name")
 
 
 def _member_names(name: str, seeds: dict) -> list[tuple[int, str]]:
@@ -301,7 +289,6 @@ def check_config(cfg: dict, base_dir: str = ".") -> None:
         _check_guide_lists(name, model)
         _check_pair_sets(name, model)
         _check_perplexity_text(f"models.{name}.prune.eval", model["prune"]["eval"])
-        _check_relevance(name, model)
         _check_seeds(name, model, models)
     for name, model in models.items():  # then what one model takes from another
         _check_shared_weights(name, model, models)

@@ -121,19 +121,6 @@ def _check_scale_mechanisms(name: str, model: dict, models: dict) -> None:
         _fail(f"models.{name}.rope", "rope off needs a RoPE architecture")
 
 
-def _check_relevance(name: str, model: dict) -> None:
-    """An enabled relevance section scores revisions of the model and names something to score."""
-    relevance = model["relevance"]
-    if not relevance["enabled"]:
-        return
-    _check_listed(name, model, "relevance", relevance["revisions"])
-    if not (relevance["tasks"] or relevance["demo_tasks"] or "lm" in relevance or relevance["lm_eval_tasks"]
-            or relevance["lm_sets"]):
-        _fail(f"models.{name}.relevance", "enabled but names no tasks, demo_tasks, lm_eval_tasks or lm data")
-    if "lm" in relevance and "lm" in relevance["lm_sets"]:
-        _fail(f"models.{name}.relevance.lm_sets.lm", "the name lm is the `lm` data's")
-
-
 def _check_pruning(name: str, model: dict) -> None:
     prune, relevance = model["prune"], model["relevance"]
     if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
@@ -161,7 +148,6 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
         _fail(f"models.{name}.logits_dtype", "applies to the probes and pruning only; the covariates and relevance "
               "jobs would form float32 logits: switch them off for this model")
     _check_listed(name, model, "prune", model["prune"]["revisions"])
-    _check_relevance(name, model)
     for study in studies_of("model"):  # the studies kept in folders run on revisions of the model, and check the rest
         if model[study.name]["enabled"]:
             _check_listed(name, model, study.name, model[study.name]["revisions"])

@@ -26,8 +26,6 @@ from swapkl.pruning.prune_jobs import CALIBRATION_SPLIT, AggregatePruningJob, Pr
 from swapkl.pruning.selection_options import SelectionOptions
 from swapkl.recovery.heal_settings import TrainText, settings_from
 from swapkl.recovery.recovery_jobs import RecoveryJob
-from swapkl.relevance.relevance_jobs import RelevanceJob
-from swapkl.study import guides_config_form
 
 
 def same(value):
@@ -82,8 +80,6 @@ JOB_DEFAULTS = [
     ("heal.train#split", [(TrainText, "split")], same),
     ("heal.budgets", [(RecoveryJob, "budgets")], same),
     ("heal_settings.preset", [(settings_from, "preset")], same),
-    ("relevance.lm_eval_tasks", [(RelevanceJob, "harness_tasks")], config_form),
-    ("relevance.pruning_guides", [(RelevanceJob, "pruning_guides")], guides_config_form),
     ("properties.probe.n_boot", [(AggregateJob, "n_boot"), (AggregatePruningJob, "n_boot"),
                                  (DisagreementJob, "n_boot")], same),
     ("properties.probe.seed", [(AggregateJob, "seed"), (DisagreementJob, "seed")], same),

@@ -5,13 +5,13 @@ with ``.model`` and ``.revision``), so the rule files only name them. Settings g
 from __future__ import annotations
 
 from swapkl.config import captions, job_settings, rule_jobs
-from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.layout import DEMO_DIR, export_dir, probe_file, progress_file, pruning_file, repr_file
+from swapkl.layout import export_dir, probe_file, progress_file, pruning_file, repr_file
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
 from swapkl.study import STUDIES
+from swapkl.studies.relevance import task_files as relevance_task_files
 
 
 class RuleParams:
@@ -184,42 +184,7 @@ class RuleParams:
         model = self._model(wildcards)
         return {**self.export_inputs(wildcards), "exports": export_dir(wildcards.model, wildcards.revision),
                 "text": text_files(model["heal"]["train"], model["prune"]["eval"]),
-                "tasks": self.relevance_tasks(wildcards) if model["relevance"]["enabled"] else []}
-
-    # ------------------------------------------------------------------------------------------- relevance
-
-    def relevance_tasks(self, wildcards) -> list[str]:
-        relevance = self._model(wildcards)["relevance"]
-        demo = [f"{DEMO_DIR}/tasks/{task}.yaml" for task in DEMO_TASKS] if relevance["demo_tasks"] else []
-        return list(relevance["tasks"]) + demo
-
-    def relevance_lm(self, wildcards) -> dict | None:
-        lm = self._model(wildcards)["relevance"].get("lm")
-        return None if lm is None else without_nulls(lm)
-
-    def relevance_lm_eval_tasks(self, wildcards) -> list[str]:
-        return list(self._model(wildcards)["relevance"]["lm_eval_tasks"])
-
-    def relevance_lm_sets(self, wildcards) -> dict:
-        """{task name: DataSpec keyword arguments} of the further language-modelling data."""
-        sets = self._model(wildcards)["relevance"]["lm_sets"]
-        return {name: without_nulls(spec) for name, spec in sorted(sets.items())}
-
-    def relevance_inputs(self, wildcards) -> dict:
-        """Inputs of a relevance job; a checkpoint that is also pruned scores its guides' pruned models too."""
-        relevance = self._model(wildcards)["relevance"]
-        specs = ([relevance["lm"]] if "lm" in relevance else []) + list(relevance["lm_sets"].values())
-        inputs = {"checkpoint": self.checkpoint_input(wildcards), "tasks": self.relevance_tasks(wildcards),
-                  "text": text_files(*specs)}
-        pruned = self.plan.stage_revisions("prune", wildcards.model)
-        if wildcards.revision in pruned and relevance["pruning_guides"] != []:
-            inputs["pruning"] = pruning_file(wildcards.model, wildcards.revision)
-        return inputs
-
-    def relevance_pruning_guides(self, wildcards) -> list[str] | None:
-        """The guides whose pruned models a relevance job scores (None: all of the pruning table's)."""
-        guides = self._model(wildcards)["relevance"]["pruning_guides"]
-        return None if guides == "all" else list(guides)
+                "tasks": relevance_task_files(model["relevance"]) if model["relevance"]["enabled"] else []}
 
     # ------------------------------------------------------------------------------------------- seed families
 

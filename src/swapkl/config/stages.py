@@ -14,7 +14,6 @@ import swapkl.studies  # noqa: F401  (every study folder registers its stage)
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
 from swapkl.recovery.recovery_jobs import RecoveryJob
-from swapkl.relevance.relevance_jobs import RelevanceJob
 from swapkl.study import STAGES, Stage, canonical, register_stage, without_nulls
 
 
@@ -30,13 +29,6 @@ def _prune(params, wildcards) -> dict:
                 metadata=params.prune_metadata(wildcards))
 
 
-def _relevance(params, wildcards) -> dict:
-    return dict(task_files=params.relevance_tasks(wildcards), lm_data=params.relevance_lm(wildcards),
-                lm_sets=params.relevance_lm_sets(wildcards), harness_tasks=params.relevance_lm_eval_tasks(wildcards),
-                pruning_guides=params.relevance_pruning_guides(wildcards), label=wildcards.model,
-                revision_label=wildcards.revision)
-
-
 def _heal(params, wildcards) -> dict:
     """The texts without their null keys (the jobs' defaults then apply), the probe windows of the KL to the base,
     and the rows' labels; `budgets` and `settings` are the section's keys of their names."""
@@ -50,8 +42,6 @@ for _stage in (
           files=("out", "protocols", "repr_out", "progress_path", "covariates_out"), settings=_probe),
     Stage("prune", PruneJob, "swapkl.pruning.prune:run_pruning", "prune",
           ("probe_files", "repr_file", "out", "agreement_out"), _prune),
-    Stage("relevance", RelevanceJob, "swapkl.relevance.accrel:run_relevance", "relevance", ("out", "pruning"),
-          _relevance),
     Stage("heal", RecoveryJob, "swapkl.recovery.recovery_table:run_recovery", "heal",
           ("exports_dir", "out", "healed_dir", "task_files"), _heal),
 ):

@@ -18,7 +18,7 @@ def answer_file(model: str) -> str:
 #: the results tables of the stages wired in workflow/rules that the report shows as HTML (results/tables/{name}.html),
 #: as patterns of their names
 BUILT_IN_TABLES = (
-    "swapkl", "pruning", "pruning_agreement", "relevance", "relevance_stats", "seeds", "covariates",
+    "swapkl", "pruning", "pruning_agreement", "seeds", "covariates",
     "covariate_correlations", "recovery",
 )
 
@@ -38,8 +38,6 @@ def _healing_outputs(plan: StudyPlan) -> list[str]:
 
 def _measurement_outputs(plan: StudyPlan) -> list[str]:
     outputs = ["results/seeds.parquet"] if plan.seed_families() else []
-    if plan.stage_checkpoints("relevance"):
-        outputs += ["results/relevance.parquet", "results/relevance_stats.parquet"]
     covariates = plan.covariate_checkpoints()
     if covariates:
         outputs += ["results/covariates.parquet", "results/covariate_correlations.parquet",
@@ -94,7 +92,6 @@ FIGURE_SELECTIONS = {
     "prune": lambda plan: _each(_own(plan, plan.stage_checkpoints("prune")), "model", "revision"),
     "pruned": lambda plan: _once(plan.stage_checkpoints("prune")),
     "pruning_trajectory": lambda plan: _each(_own(plan, plan.pruning_trajectory_models()), "model"),
-    "relevance": lambda plan: _each(plan.stage_checkpoints("relevance"), "model", "revision"),
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
     "heal": lambda plan: _once(plan.heal_checkpoints()),
 }
