@@ -65,10 +65,21 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
+def stage_runner_files() -> list[Path]:
+    """The module of every registered stage's runner (``"module:function"``): what workflow/scripts/run_job.py
+    imports when it runs a stage's job (the runners of the studies kept in folders are named in their
+    declarations, which the package imports by name, so the import statements alone do not reach them)."""
+    from swapkl.config.stages import STAGES
+
+    runners = [stage.runner for stage in STAGES.values() if isinstance(stage.runner, str)]
+    return [_module_file(runner.split(":")[0]) for runner in runners]
+
+
 def third_party_imports(script: Path) -> set[str]:
-    """Top-level names of every non-swapkl, non-stdlib module that ``script`` may import on any code path."""
+    """Top-level names of every non-swapkl, non-stdlib module that ``script`` may import on any code path (for
+    workflow/scripts/run_job.py, the stages' runners included)."""
     seen: set[Path] = set()
-    todo = [script]
+    todo = [script] + (stage_runner_files() if script.name == "run_job.py" else [])
     found: set[str] = set()
     while todo:
         path = todo.pop()

@@ -145,10 +145,14 @@ def test_demo_seed_family_revisions_past_the_training():
 
 
 def test_a_language_modelling_set_named_like_a_task():
+    """(a check of the relevance study's section, swapkl.studies.relevance: run with the config's consistency
+    checks)"""
+    from direct_config import refusal
+
     cfg = {"models": {"m": demo(relevance={"enabled": True, "lm_eval_tasks": ["arc_easy"],
                                            "lm_sets": {"arc_easy": {"text_file": "a.txt"}}})}}
-    assert refused(cfg).startswith("models.m.relevance.lm_sets.arc_easy: the task name 'arc_easy' is also in "
-                                   "models.m.relevance.lm_eval_tasks")
+    assert refusal(cfg).startswith("Invalid config: models.m.relevance.lm_sets.arc_easy: the task name 'arc_easy' "
+                                   "is also in models.m.relevance.lm_eval_tasks")
 
 
 

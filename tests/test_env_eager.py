@@ -30,5 +30,6 @@ def test_environment_provides_what_its_rules_import(env_file):
 
 
 def test_the_reading_is_eager():
-    """lm_eval is imported inside a function of swapkl.relevance.harness_tasks, reached from run_job.py (rule score_relevance)."""
+    """lm_eval is imported inside a function of swapkl.relevance.harness_tasks, reached from run_job.py (rule
+    score_relevance) through the relevance stage's runner, which the study folder's declaration names."""
     assert "lm_eval" in third_party_imports(REPO / "workflow" / "scripts" / "run_job.py")

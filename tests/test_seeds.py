@@ -39,7 +39,9 @@ def _hub_entry(**seeds):
 
 
 def test_expansion_names_sources_and_seeds():
-    models, families = expand_seed_families({"pythia-160m": _hub_entry(), "other": {"local": "x", "revisions": ["main"]}})
+    # the sections a member gets switched off (the config passes those of the studies kept in folders)
+    models, families = expand_seed_families({"pythia-160m": _hub_entry(), "other": {"local": "x", "revisions": ["main"]}},
+                                            entry_only=("relevance",))
     assert list(models) == ["pythia-160m", "pythia-160m-seed1", "pythia-160m-seed2", "other"]
     assert "seeds" not in models["pythia-160m"] and models["pythia-160m"]["source"] == "EleutherAI/pythia-160m"
     assert models["pythia-160m-seed2"]["source"] == "EleutherAI/pythia-160m-seed2"

@@ -1,7 +1,7 @@
 """Which models and revisions each stage of the workflow runs for, from the validated, seed-expanded config.
 
 A :class:`StudyPlan` answers every "for which checkpoints" question of the rules (probes, pruning, export,
-healing, relevance, covariates, spans, seed families, the scale and mechanism stages), so the workflow, the
+healing, covariates, seed families, and each study kept in a folder by its declaration), so the workflow, the
 tests and anyone planning a run read the same lists.
 """
 
@@ -182,9 +182,6 @@ class StudyPlan:
         """Enabled models other than seed family members (which copy their entry's settings)."""
         members = self.seed_members()
         return [m for m in self.enabled_models() if m not in members]
-
-    def _entries_with(self, test) -> list[str]:
-        return [m for m in self.own_entries() if test(self.models[m])]
 
     def last_revision(self, model: str) -> str:
         """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
