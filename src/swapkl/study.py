@@ -44,6 +44,11 @@ def guides_config_form(names) -> str | list[str]:
     return "all" if names is None else list(names)
 
 
+def guides_job_form(value) -> list[str] | None:
+    """A config's guide list (``all`` or a list) as a job takes it: None (every guide), else a list."""
+    return None if value == "all" else list(value)
+
+
 def settings_hash(settings: dict) -> str:
     """The provenance hash of a job's settings (their JSON with sorted keys)."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from swapkl.errors import ConfigError
 from swapkl.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, downstream_file, pruning_file
-from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import DEMO_TASKS
-from swapkl.study import Stage, Study, guides_config_form, register_study
+from swapkl.relevance.downstream_jobs import DownstreamJob
+from swapkl.study import Stage, Study, guides_config_form, guides_job_form, register_study
 
 
 def check(name: str, model: dict, models: dict) -> None:
@@ -43,9 +43,8 @@ def _settings(params, wildcards) -> dict:
     """The task files, the guides whose pruned models are scored (None: every guide of the pruning table) and the
     rows' labels; the healed models come as a file (``healed_dir``), not a setting."""
     section = params.model_config(wildcards)["downstream"]
-    guides = section["pruning_guides"]
     return dict(healed=(), task_files=task_files(section), last_word_files=last_word_files(section),
-                pruning_guides=None if guides == "all" else list(guides), label=wildcards.model,
+                pruning_guides=guides_job_form(section["pruning_guides"]), label=wildcards.model,
                 revision_label=wildcards.revision)
 
 

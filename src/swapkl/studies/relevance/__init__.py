@@ -16,7 +16,7 @@ from pathlib import Path
 from swapkl.errors import ConfigError
 from swapkl.layout import DEMO_DIR, pruning_file, relevance_file
 from swapkl.relevance.relevance_jobs import DEMO_TASKS, RelevanceJob
-from swapkl.study import Stage, Study, guides_config_form, register_study, without_nulls
+from swapkl.study import Stage, Study, guides_config_form, guides_job_form, register_study, without_nulls
 
 
 def check(name: str, model: dict, models: dict) -> None:
@@ -49,11 +49,10 @@ def _settings(params, wildcards) -> dict:
     """The task files, the language-modelling windows without their null keys, the lm-eval task names, the guides
     whose pruned models are scored (None: every guide of the pruning table) and the rows' labels."""
     section = params.model_config(wildcards)["relevance"]
-    guides = section["pruning_guides"]
     lm = section.get("lm")
     return dict(task_files=task_files(section), lm_data=None if lm is None else without_nulls(lm),
                 lm_sets={name: without_nulls(spec) for name, spec in sorted(section["lm_sets"].items())},
-                harness_tasks=list(section["lm_eval_tasks"]), pruning_guides=None if guides == "all" else list(guides),
+                harness_tasks=list(section["lm_eval_tasks"]), pruning_guides=guides_job_form(section["pruning_guides"]),
                 label=wildcards.model, revision_label=wildcards.revision)
 
 
