@@ -160,6 +160,8 @@ def test_every_study_folders_revisions_must_be_the_models():
     from direct_config import refusal
 
     for study in studies_of("model"):
+        if study.follows is not None:
+            continue  # a study whose checkpoints follow another stage's has no list of its own (below)
         if "const" in yaml.safe_load(study.schema_file.read_text())["properties"]["revisions"]:
             continue  # a study that runs at one choice only (the scale sweep: the final checkpoint), below
         cfg = {"models": {"m": {"source": "org/model", "revisions": ["step1", "step2"],
@@ -188,10 +190,36 @@ def test_last_is_the_final_checkpoint_of_every_studys_model():
                             (["step5", "main"], "main")):
         plan = StudyPlan(*validated({"models": {"m": {"source": "org/model", "revisions": revisions}}}))
         for study in studies_of("model"):
+            if study.follows is not None:  # no list of its own (below)
+                continue
             plan.models["m"][study.name].update(enabled=True, revisions="last")
             assert plan.stage_revisions(study.name, "m") == [last], (study.name, revisions)
             plan.models["m"][study.name]["revisions"] = "all"
             assert plan.stage_revisions(study.name, "m") == revisions, study.name
+
+
+def test_healing_runs_on_the_exported_pruned_checkpoints():
+    """Healing's checkpoints follow the pruning's (`follows`): those pruned where the guides' choices are exported,
+    none where its section is off; its section has no `revisions` of its own, and healing without exports is
+    refused, each naming the key."""
+    from direct_config import refusal, validated
+
+    from swapkl.config.study_plan import StudyPlan
+
+    assert STUDIES["heal"].follows is not None
+    model = {"source": "org/model", "revisions": ["step1", "step2", "step3"],
+             "prune": {"enabled": True, "revisions": ["step3", "step1"], "export_guides": ["interchange"]},
+             "heal": {"enabled": True}}
+    plan = StudyPlan(*validated({"models": {"m": model}}))
+    assert plan.stage_revisions("heal", "m") == ["step1", "step3"] == plan.stage_revisions("prune", "m")
+    assert plan.stage_checkpoints("heal") == [("m", "step1"), ("m", "step3")]
+    plan.models["m"]["heal"]["enabled"] = False
+    assert plan.stage_revisions("heal", "m") == []
+    no_exports = {**model, "prune": {**model["prune"], "export_guides": []}}
+    assert "models.m.heal: healing starts from the exported pruned models" in refusal({"models": {"m": no_exports}})
+    listed = {**model, "heal": {"enabled": True, "revisions": ["step1"]}}
+    message = refusal({"models": {"m": listed}})
+    assert "models.m.heal" in message and "revisions" in message, message
 
 
 def test_every_study_folder_holds_at_most_eight_files():

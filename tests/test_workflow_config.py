@@ -98,7 +98,6 @@ def expand_seeds(cfg: dict) -> tuple[dict, dict]:
             settings["revisions"] = seeds.get("revisions") or m["revisions"]
             if seeds.get("deletion") is not None:
                 settings["deletion"] = seeds["deletion"]
-            settings["heal"] = {"enabled": False}  # healing stays with the entry
             for study in STUDIES.entries():  # the studies kept in folders run on the entry's own run, unless
                 if not study.members:        # they declare that members run them too
                     settings[study.name] = {"enabled": False}
@@ -120,7 +119,7 @@ FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
 #: the figure selections expected_counts counts from the config (a zero where a stage is off): those of the stages
 #: wired in workflow/rules, then one per study kept in a folder
 COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
-                      "pruning_trajectory", "family", "heal",
+                      "pruning_trajectory", "family",
                       "covariates") + STUDIES.names()
 
 
@@ -233,10 +232,9 @@ def expected_counts(cfg: dict) -> Counter:
     exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
     if exported:
         counts["export_pruned_models"] = len(exported)
-    healed = [(name, rev) for name, rev in exported if models[name].get("heal", {}).get("enabled", False)]
-    if healed:
-        counts.update(heal_pruned_models=len(healed), aggregate_recovery=1)
-        instances["heal"] = 1
+    # the studies kept in folders whose checkpoints follow another stage's (Study.follows), counted here: healing
+    # runs on the exported checkpoints of the models whose section is enabled
+    followed = {"heal": [(name, rev) for name, rev in exported if models[name].get("heal", {}).get("enabled", False)]}
     # relevance (a study in a folder, counted with them below) reads the demo tasks where a section scores them
     scored = _stage_runs(models, checkpoints, "relevance")
     # the downstream benchmarks (a study in a folder, counted with them below) read the demo tasks and the demo's
@@ -266,7 +264,8 @@ def expected_counts(cfg: dict) -> Counter:
     # checkpoint or per model it runs on (seed family members aside), or one in all
     folder_tables = 0
     for study in studies_of("model"):  # those of the whole run (pe_ablation, snowball): below
-        runs = _stage_runs(models, checkpoints, study.name, section_revisions(study))
+        runs = (followed[study.name] if study.follows is not None
+                else _stage_runs(models, checkpoints, study.name, section_revisions(study)))
         if runs:
             counts.update({rule: len(runs) if per == "checkpoint" else 1 for rule, per in study.rules.items()})
             folder_tables += len(study.tables)
@@ -296,9 +295,9 @@ def expected_counts(cfg: dict) -> Counter:
     if cfg.get("snowball", {}).get("enabled", False):
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
     # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
-    # seeds, covariates and their correlations, recovery, and the tables of the studies kept in folders
+    # seeds, covariates and their correlations, and the tables of the studies kept in folders
     counts["render_table"] = (1 + 2 * bool(pruned) + bool(seeded) + 2 * bool(measured)
-                              + bool(healed) + folder_tables)
+                              + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
     return +counts

@@ -39,6 +39,8 @@ pruning_file = _per_checkpoint("results/pruning/{model}/{revision}/pruning.parqu
 agreement_file = _per_checkpoint("results/pruning/{model}/{revision}/agreement.parquet")
 recovery_file = _per_checkpoint("results/recovery/{model}/{revision}/recovery.parquet")
 export_dir = _per_checkpoint("results/exports/{model}/{revision}")
+#: the healed checkpoints of recovery after pruning (the control and each export)
+healed_models_dir = _per_checkpoint("results/healed_models/{model}/{revision}")
 repr_file = _per_checkpoint("results/probes/{model}/{revision}/representation.parquet")
 # the stages with one table per checkpoint, each at results/<stage>/<model>/<revision>.parquet
 (healed_file, test_agreement_file, relevance_file, covariate_file, downstream_file) = (

@@ -156,7 +156,9 @@ class Study:
     that a config of the old form is refused with the new one.
 
     The section's ``revisions`` is a list of the model's revisions, ``all``, or ``last`` (its final checkpoint,
-    where the folder's schema allows it)."""
+    where the folder's schema allows it). A study whose checkpoints follow another stage's has no ``revisions``
+    key: ``follows(plan, model)`` gives the revisions it runs on where its section is enabled (healing: those
+    the model prunes and exports)."""
 
     name: str
     folder: Path
@@ -177,6 +179,7 @@ class Study:
     scope: str = "model"
     units: Callable | None = None
     only_with: dict[str, str] = field(default_factory=dict)
+    follows: Callable | None = None
 
     def __post_init__(self):
         bad = {rule: count for rule, count in self.rules.items() if count not in JOB_COUNTS}
@@ -190,6 +193,8 @@ class Study:
             if self.figures != "once" or self.members or self.former:
                 raise ValueError(f"study {self.name!r}: a study of the whole run draws its figures once and has "
                                  "no seed family members or former model keys")
+            if self.follows is not None:
+                raise ValueError(f"study {self.name!r}: a study of the whole run follows no stage's checkpoints")
             if self.stage is not None and (self.stage.on_checkpoint or self.stage.section is not None):
                 raise ValueError(f"study {self.name!r}: its stage {self.stage.kind!r} must run on no model entry's "
                                  "checkpoint (on_checkpoint=False, no section)")

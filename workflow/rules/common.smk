@@ -262,7 +262,7 @@ def scorecard_inputs():
         inputs["relevance_stats"] = "results/relevance_stats.parquet"
     if PLAN.stage_checkpoints("rope_counterfactual"):
         inputs["rope_counterfactual"] = "results/rope_counterfactual.parquet"
-    if PLAN.heal_checkpoints():
+    if PLAN.stage_checkpoints("heal"):
         inputs["recovery"] = "results/recovery.parquet"
     if PLAN.stage_checkpoints("domain_slices"):
         inputs["domain_slices"] = "results/domain_slices.parquet"

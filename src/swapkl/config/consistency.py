@@ -128,9 +128,6 @@ def _check_pruning(name: str, model: dict) -> None:
     if prune["score_pairs"] is not None and pair_reach(prune["score_pairs"]) > max(map(pair_reach, model["pair_sets"])):
         _fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
               f"{model['pair_sets']}")
-    if model["heal"]["enabled"] and not (prune["enabled"] and prune["export_guides"]):
-        _fail(f"models.{name}.heal", "healing starts from the exported pruned models: enable prune and name "
-              "prune.export_guides")
 
 
 def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]]) -> None:
@@ -150,7 +147,8 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     _check_listed(name, model, "prune", model["prune"]["revisions"])
     for study in studies_of("model"):  # the studies kept in folders run on revisions of the model, and check the rest
         if model[study.name]["enabled"]:
-            _check_listed(name, model, study.name, model[study.name]["revisions"])
+            if study.follows is None:  # (one whose checkpoints follow another stage's has no list of its own)
+                _check_listed(name, model, study.name, model[study.name]["revisions"])
             if study.check is not None:
                 study.check(name, model, models)
     _check_sequential(name, model)

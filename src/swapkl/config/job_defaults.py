@@ -24,8 +24,7 @@ from swapkl.probes.table_jobs import AggregateJob, DisagreementJob
 from swapkl.pruning.eval_spec import EvalSpec
 from swapkl.pruning.prune_jobs import CALIBRATION_SPLIT, AggregatePruningJob, PruneJob
 from swapkl.pruning.selection_options import SelectionOptions
-from swapkl.recovery.heal_settings import TrainText, settings_from
-from swapkl.recovery.recovery_jobs import RecoveryJob
+from swapkl.recovery.heal_settings import settings_from
 
 
 def same(value):
@@ -77,8 +76,6 @@ JOB_DEFAULTS = [
                                                               "tie_break", "clustered_region", "fixed_sets")],
     ("prune.eval#split", [(EvalSpec, "split")], same),
     ("prune.calibration#split", [({"CALIBRATION_SPLIT": CALIBRATION_SPLIT}, "CALIBRATION_SPLIT")], same),
-    ("heal.train#split", [(TrainText, "split")], same),
-    ("heal.budgets", [(RecoveryJob, "budgets")], same),
     ("heal_settings.preset", [(settings_from, "preset")], same),
     ("properties.probe.n_boot", [(AggregateJob, "n_boot"), (AggregatePruningJob, "n_boot"),
                                  (DisagreementJob, "n_boot")], same),

@@ -7,11 +7,10 @@ from __future__ import annotations
 from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.layout import export_dir, probe_file, progress_file, pruning_file, repr_file
+from swapkl.layout import probe_file, progress_file, pruning_file, repr_file
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
 from swapkl.study import STUDIES
-from swapkl.studies.relevance import task_files as relevance_task_files
 
 
 class RuleParams:
@@ -177,14 +176,6 @@ class RuleParams:
     def export_inputs(self, wildcards) -> dict:
         return {"checkpoint": self.checkpoint_input(wildcards),
                 "pruning": pruning_file(wildcards.model, wildcards.revision)}
-
-    def heal_inputs(self, wildcards) -> dict:
-        """Inputs of a heal job: the export's, the exported checkpoints, the heal and evaluation texts, and the
-        relevance tasks where the model scores them (the healed models are scored on them too)."""
-        model = self._model(wildcards)
-        return {**self.export_inputs(wildcards), "exports": export_dir(wildcards.model, wildcards.revision),
-                "text": text_files(model["heal"]["train"], model["prune"]["eval"]),
-                "tasks": relevance_task_files(model["relevance"]) if model["relevance"]["enabled"] else []}
 
     # ------------------------------------------------------------------------------------------- seed families
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import swapkl.studies  # noqa: F401  (every study folder registers its stage)
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.pruning.prune_jobs import PruneJob
-from swapkl.recovery.recovery_jobs import RecoveryJob
 from swapkl.study import STAGES, Stage, canonical, register_stage, without_nulls
 
 
@@ -29,20 +28,10 @@ def _prune(params, wildcards) -> dict:
                 metadata=params.prune_metadata(wildcards))
 
 
-def _heal(params, wildcards) -> dict:
-    """The texts without their null keys (the jobs' defaults then apply), the probe windows of the KL to the base,
-    and the rows' labels; `budgets` and `settings` are the section's keys of their names."""
-    model = params.model_config(wildcards)
-    return dict(train=without_nulls(model["heal"]["train"]), eval_data=params.prune_eval(wildcards),
-                probe_data=params.probe_data(wildcards), metadata=params.metadata(wildcards))
-
-
 for _stage in (
     Stage("probe", ProbeJob, "swapkl.probes.probe:run_probe",
           files=("out", "protocols", "repr_out", "progress_path", "covariates_out"), settings=_probe),
     Stage("prune", PruneJob, "swapkl.pruning.prune:run_pruning", "prune",
           ("probe_files", "repr_file", "out", "agreement_out"), _prune),
-    Stage("heal", RecoveryJob, "swapkl.recovery.recovery_table:run_recovery", "heal",
-          ("exports_dir", "out", "healed_dir", "task_files"), _heal),
 ):
     register_stage(_stage)

@@ -1,7 +1,7 @@
 """Which models and revisions each stage of the workflow runs for, from the validated, seed-expanded config.
 
 A :class:`StudyPlan` answers every "for which checkpoints" question of the rules (probes, pruning, export,
-healing, covariates, seed families, and each study kept in a folder by its declaration), so the workflow, the
+covariates, seed families, and each study kept in a folder by its declaration), so the workflow, the
 tests and anyone planning a run read the same lists.
 """
 
@@ -111,10 +111,12 @@ class StudyPlan:
         """The revisions of ``model`` that the stage ``kind`` (:data:`swapkl.config.stages.STAGES`, or a study kept
         in a folder without a stage of its own) runs on: by its
         section's ``enabled`` and ``revisions`` (a list, ``all``, or ``last``: :meth:`last_revision`), in the order
-        of the model's revisions."""
+        of the model's revisions; a study whose checkpoints follow another stage's by its ``follows``."""
         block = self.models[model][STAGES[kind].section if kind in STAGES else STUDIES[kind].name]
         if not block["enabled"]:
             return []
+        if kind in STUDIES and STUDIES[kind].follows is not None:
+            return STUDIES[kind].follows(self, model)
         chosen = block["revisions"]
         if chosen == "last":
             chosen = [self.last_revision(model)]
@@ -149,10 +151,6 @@ class StudyPlan:
     def export_checkpoints(self) -> list[tuple[str, str]]:
         """Pruned checkpoints whose guides' choices are exported (prune.export_guides)."""
         return [(m, r) for m, r in self.stage_checkpoints("prune") if self.models[m]["prune"]["export_guides"]]
-
-    def heal_checkpoints(self) -> list[tuple[str, str]]:
-        """Exported pruned checkpoints that are healed, with their unpruned control (heal.enabled)."""
-        return [(m, r) for m, r in self.export_checkpoints() if self.models[m]["heal"]["enabled"]]
 
     # ------------------------------------------------------------------------------------------- seeds
 

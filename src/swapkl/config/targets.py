@@ -3,7 +3,7 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 
 from __future__ import annotations
 
-from swapkl.layout import agreement_file, covariate_file, export_dir, pruning_file, recovery_file
+from swapkl.layout import agreement_file, covariate_file, export_dir, pruning_file
 from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
@@ -19,7 +19,7 @@ def answer_file(model: str) -> str:
 #: as patterns of their names
 BUILT_IN_TABLES = (
     "swapkl", "pruning", "pruning_agreement", "seeds", "covariates",
-    "covariate_correlations", "recovery",
+    "covariate_correlations",
 )
 
 
@@ -29,11 +29,8 @@ def result_tables() -> tuple[str, ...]:
     return BUILT_IN_TABLES + tuple(table for study in STUDIES.entries() for table in study.tables)
 
 
-def _healing_outputs(plan: StudyPlan) -> list[str]:
-    outputs = [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
-    if plan.heal_checkpoints():
-        outputs += ["results/recovery.parquet", *[recovery_file(m, r) for m, r in plan.heal_checkpoints()]]
-    return outputs
+def _export_outputs(plan: StudyPlan) -> list[str]:
+    return [export_dir(model, revision) for model, revision in plan.export_checkpoints()]
 
 
 def _measurement_outputs(plan: StudyPlan) -> list[str]:
@@ -93,7 +90,6 @@ FIGURE_SELECTIONS = {
     "pruned": lambda plan: _once(plan.stage_checkpoints("prune")),
     "pruning_trajectory": lambda plan: _each(_own(plan, plan.pruning_trajectory_models()), "model"),
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
-    "heal": lambda plan: _once(plan.heal_checkpoints()),
 }
 
 
@@ -133,6 +129,6 @@ def final_outputs(plan: StudyPlan) -> list[str]:
     """Every file the README lists as an output, intermediate tables included, so that a deleted one is
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
     return ["results/swapkl.parquet", "results/paper_scorecard.parquet", *plan.all_probe_files(),
-            *plan.all_repr_files(), *_healing_outputs(plan), *_measurement_outputs(plan), *_pruning_outputs(plan),
+            *plan.all_repr_files(), *_export_outputs(plan), *_measurement_outputs(plan), *_pruning_outputs(plan),
             *figure_targets(plan)]
 

@@ -6,11 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from swapkl.data.data_spec import DataSpec
+from swapkl.layout import DEMO_DIR
 from swapkl.model.model_job import ModelJob
 
 #: the demo's next-word and continuation tasks (swapkl.demo.task_files writes them), which a section's
 #: `demo_tasks: true` scores (relevance, downstream benchmarks, task-calibrated pruning) under these names
 DEMO_TASKS = ("demo_next_word", "demo_continuation")
+
+
+def section_task_files(section: dict) -> list[str]:
+    """The multiple-choice task files a config section scores (relevance, downstream): its `tasks`, then the
+    demo's where its `demo_tasks` asks (the healing stage scores its healed models on the relevance section's)."""
+    return list(section["tasks"]) + ([f"{DEMO_DIR}/tasks/{task}.yaml" for task in DEMO_TASKS]
+                                     if section["demo_tasks"] else [])
+
+
 #: the methods of the task-calibrated pruning (swapkl.studies.task_pruning), in the order its tables list them
 TASK_PRUNING_METHODS = ("original", "taylor", "bi", "sleb_iterative", "accuracy", "interchange", "deletion")
 

@@ -84,8 +84,6 @@ def _member(name: str, model: dict, seed: int, entry_only) -> dict:
         member["revisions"] = list(seeds["revisions"])
     if seeds.get("deletion") is not None:
         member["deletion"] = seeds["deletion"]
-    if "heal" in member:  # healing stays with the entry
-        member["heal"] = {**member["heal"], "enabled": False}
     for key in entry_only:  # experiments on the entry's own run, not the across-seed statistics
         member[key] = {**member.get(key, {}), "enabled": False}
     return member

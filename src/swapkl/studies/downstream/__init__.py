@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.errors import ConfigError
-from swapkl.layout import DEMO_DIR, DEMO_LAST_WORD_FILE, downstream_file, pruning_file
-from swapkl.relevance.relevance_jobs import DEMO_TASKS
+from swapkl.layout import DEMO_LAST_WORD_FILE, downstream_file, healed_models_dir, pruning_file
 from swapkl.relevance.downstream_jobs import DownstreamJob
+from swapkl.relevance.relevance_jobs import section_task_files
 from swapkl.study import Stage, Study, guides_config_form, guides_job_form, register_study
 
 
@@ -28,12 +28,6 @@ def check(name: str, model: dict, models: dict) -> None:
                           "lm_eval_tasks")
 
 
-def task_files(section: dict) -> list[str]:
-    """The multiple-choice task files a section scores: its `tasks`, then the demo's where asked."""
-    return list(section["tasks"]) + ([f"{DEMO_DIR}/tasks/{task}.yaml" for task in DEMO_TASKS]
-                                     if section["demo_tasks"] else [])
-
-
 def last_word_files(section: dict) -> list[str]:
     """The last-word files a section scores: its `last_word_files`, then the demo's where asked."""
     return list(section["last_word_files"]) + ([DEMO_LAST_WORD_FILE] if section["demo_tasks"] else [])
@@ -43,7 +37,7 @@ def _settings(params, wildcards) -> dict:
     """The task files, the guides whose pruned models are scored (None: every guide of the pruning table) and the
     rows' labels; the healed models come as a file (``healed_dir``), not a setting."""
     section = params.model_config(wildcards)["downstream"]
-    return dict(healed=(), task_files=task_files(section), last_word_files=last_word_files(section),
+    return dict(healed=(), task_files=section_task_files(section), last_word_files=last_word_files(section),
                 pruning_guides=guides_job_form(section["pruning_guides"]), label=wildcards.model,
                 revision_label=wildcards.revision)
 
@@ -53,12 +47,12 @@ def _inputs(params, wildcards) -> dict:
     and the folder of its healed models where it is healed and the section scores them."""
     model, revision = wildcards.model, wildcards.revision
     section = params.model_config(wildcards)["downstream"]
-    inputs = {"checkpoint": params.checkpoint_input(wildcards), "tasks": task_files(section),
+    inputs = {"checkpoint": params.checkpoint_input(wildcards), "tasks": section_task_files(section),
               "last_word": last_word_files(section)}
     if revision in params.plan.stage_revisions("prune", model) and section["pruning_guides"] != []:
         inputs["pruning"] = pruning_file(model, revision)
-    if section["healed"] and (model, revision) in params.plan.heal_checkpoints():
-        inputs["healed"] = f"results/healed_models/{model}/{revision}"
+    if section["healed"] and (model, revision) in params.plan.stage_checkpoints("heal"):
+        inputs["healed"] = healed_models_dir(model, revision)
     return inputs
 
 

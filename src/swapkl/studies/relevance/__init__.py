@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.errors import ConfigError
-from swapkl.layout import DEMO_DIR, pruning_file, relevance_file
-from swapkl.relevance.relevance_jobs import DEMO_TASKS, RelevanceJob
+from swapkl.layout import pruning_file, relevance_file
+from swapkl.relevance.relevance_jobs import DEMO_TASKS, RelevanceJob, section_task_files
 from swapkl.study import Stage, Study, guides_config_form, guides_job_form, register_study, without_nulls
 
 
@@ -38,19 +38,12 @@ def check(name: str, model: dict, models: dict) -> None:
                               f"{taken[task]}; their rows would share one task name")
 
 
-def task_files(section: dict) -> list[str]:
-    """The multiple-choice task files a section scores: its `tasks`, then the demo's where asked (the healing
-    stage scores its healed models on them too)."""
-    return list(section["tasks"]) + ([f"{DEMO_DIR}/tasks/{task}.yaml" for task in DEMO_TASKS]
-                                     if section["demo_tasks"] else [])
-
-
 def _settings(params, wildcards) -> dict:
     """The task files, the language-modelling windows without their null keys, the lm-eval task names, the guides
     whose pruned models are scored (None: every guide of the pruning table) and the rows' labels."""
     section = params.model_config(wildcards)["relevance"]
     lm = section.get("lm")
-    return dict(task_files=task_files(section), lm_data=None if lm is None else without_nulls(lm),
+    return dict(task_files=section_task_files(section), lm_data=None if lm is None else without_nulls(lm),
                 lm_sets={name: without_nulls(spec) for name, spec in sorted(section["lm_sets"].items())},
                 harness_tasks=list(section["lm_eval_tasks"]), pruning_guides=guides_job_form(section["pruning_guides"]),
                 label=wildcards.model, revision_label=wildcards.revision)
@@ -61,7 +54,7 @@ def _inputs(params, wildcards) -> dict:
     pruning table where it is pruned (and a guide is scored)."""
     section = params.model_config(wildcards)["relevance"]
     specs = ([section["lm"]] if "lm" in section else []) + list(section["lm_sets"].values())
-    inputs = {"checkpoint": params.checkpoint_input(wildcards), "tasks": task_files(section),
+    inputs = {"checkpoint": params.checkpoint_input(wildcards), "tasks": section_task_files(section),
               "text": params.text_inputs(*specs)}
     if wildcards.revision in params.plan.stage_revisions("prune", wildcards.model) and section["pruning_guides"] != []:
         inputs["pruning"] = pruning_file(wildcards.model, wildcards.revision)
