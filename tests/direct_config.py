@@ -17,6 +17,7 @@ from swapkl.config.rule_params import RuleParams
 from swapkl.config.schema_validation import load_schema
 from swapkl.config.study_plan import StudyPlan
 from swapkl.config.validation import invalid_config_message, validate_config
+from swapkl.study import STUDIES
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -78,7 +79,7 @@ def helper_values(g: dict) -> dict:
     for model, revision in plan.stage_checkpoints("prune"):
         wc = SimpleNamespace(model=model, revision=revision)
         jobs[f"{model}/{revision}"]["prune_metadata"] = params.prune_metadata(wc)
-        jobs[f"{model}/{revision}"]["prune_text"] = params.prune_inputs(wc)["text"]
+        jobs[f"{model}/{revision}"]["prune_text"] = STUDIES["prune"].inputs(params, wc)["text"]
         jobs[f"{model}/{revision}"]["prune_job"] = params.job("prune")(wc)
     for model, revision in plan.stage_checkpoints("relevance"):
         wc = SimpleNamespace(model=model, revision=revision)

@@ -285,12 +285,15 @@ def test_the_schema_file_states_no_default_that_a_job_gives():
     with pytest.raises(ConfigError, match="model.batch_size: the schema states a default of its own; it is "
                                           "ProbeJob.batch_size's"):
         fill_job_defaults(stated)
-    split = copy.deepcopy(raw)
-    schema_node(split, "prune.eval")["default"]["split"] = "test"
+    from swapkl.config.job_defaults import study_defaults
+    from swapkl.config.schema_validation import load_schema
+
+    split = copy.deepcopy(raw)  # a study folder's schema that states a part of a key's default: its path named
+    split["$defs"]["prune"] = _read_yaml(STUDIES["prune"].schema_file)
+    split["$defs"]["prune"]["properties"]["eval"]["default"]["split"] = "test"
     with pytest.raises(ConfigError, match="prune.eval#split: the schema states a default of its own"):
-        fill_job_defaults(split)
-    filled = copy.deepcopy(raw)
-    fill_job_defaults(filled)
+        fill_job_defaults(split, study_defaults(STUDIES["prune"]))
+    filled = load_schema(Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml")
     assert schema_node(filled, "model.batch_size")["default"] == ProbeJob.batch_size
     assert schema_node(filled, "prune.max_budget")["default"] == len(PruneJob.budgets)
 

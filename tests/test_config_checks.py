@@ -72,6 +72,10 @@ def test_budget_beyond_the_blocks_of_a_local_checkpoint(tmp_path):
                                                   "(4 blocks): with spacing 0 at most 3")
     cfg["models"]["m"]["prune"]["revisions"] = ["main"]  # only the 8-block checkpoint is pruned
     check_config(validated(cfg), str(tmp_path))
+    cfg["models"]["m"]["prune"]["revisions"] = "last"  # the last listed (no stepN names): the 4-block one again
+    assert refused(cfg, str(tmp_path)).startswith("models.m.prune.max_budget: 4 blocks cannot be removed from small ")
+    cfg["models"]["m"]["revisions"] = ["small", "main"]  # now the last is the 8-block checkpoint
+    check_config(validated(cfg), str(tmp_path))
 
 
 def test_fixed_sets_are_checked_against_the_blocks_and_each_other():
@@ -132,6 +136,9 @@ def test_seed_family_values_checked_under_the_entrys_seeds_block():
                                     "in case")
     pruned = _family(revisions=["step1"])
     pruned["models"]["m"]["prune"] = {"enabled": True, "revisions": ["step2"]}
+    assert refused(pruned).startswith("models.m.seeds.revisions: the members are pruned at models.m.prune.revisions, "
+                                      "but ['step2'] are not among their revisions")
+    pruned["models"]["m"]["prune"]["revisions"] = "last"  # the entry's final checkpoint, step2
     assert refused(pruned).startswith("models.m.seeds.revisions: the members are pruned at models.m.prune.revisions, "
                                       "but ['step2'] are not among their revisions")
     no_deletion = _family(deletion=False)

@@ -118,7 +118,7 @@ FIGURE_RULES = {fig.rule: fig.targets for fig in registered_figures().values()}
 
 #: the figure selections expected_counts counts from the config (a zero where a stage is off): those of the stages
 #: wired in workflow/rules, then one per study kept in a folder
-COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "prune", "pruned",
+COUNTED_SELECTIONS = ("model", "checkpoint", "trajectory", "deletion", "weights", "demo", "pruned",
                       "pruning_trajectory", "family",
                       "covariates") + STUDIES.names()
 
@@ -191,11 +191,8 @@ def expected_counts(cfg: dict) -> Counter:
     # per-model figures: not for seed family members
     drawn = {name: m for name, m in models.items() if not m.get("seed_member")}
     drawn_checkpoints = [(name, rev) for name, rev in checkpoints if name in drawn]
-    pruned = [
-        (name, rev)
-        for name, m in models.items() if m.get("prune", {}).get("enabled", False)
-        for rev in (m["revisions"] if m["prune"].get("revisions", "all") == "all" else m["prune"]["revisions"])
-    ]
+    # pruning (a study in a folder, counted with them below) is read by the export, the answer page and figures
+    pruned = _stage_runs(models, checkpoints, "prune")
     demo = [name for name, m in models.items() if "demo" in m]
     counts = Counter(probe_job(models[name]) for name, _ in checkpoints)
     for name, _ in checkpoints:
@@ -215,11 +212,9 @@ def expected_counts(cfg: dict) -> Counter:
         weights=sum(1 for name, _ in drawn_checkpoints if drawn[name].get("weight_protocols")),
         demo=int(bool(demo)))
     if pruned:
-        drawn_pruned = [(name, rev) for name, rev in pruned if name in drawn]
-        counts.update(prune_layers=len(pruned), aggregate_pruning=1)
         # the report's opening page: one per pruned model with figures of its own
         counts["summarise_answer"] = len({name for name, _ in pruned if name in drawn})
-        instances.update(prune=len(drawn_pruned), pruned=1)
+        instances.update(pruned=1)
         instances["pruning_trajectory"] = sum(
             1 for name, m in drawn.items()
             if m.get("trajectory", False) and sum(1 for n, _ in pruned if n == name) >= 2)
@@ -294,9 +289,9 @@ def expected_counts(cfg: dict) -> Counter:
         counts["prepare_demo_text"] = 1
     if cfg.get("snowball", {}).get("enabled", False):
         counts["build_demo_tasks"] = counts["prepare_demo_text"] = 1
-    # the HTML view of every results table (workflow/rules/report.smk): the aggregate, pruning and its agreement,
+    # the HTML view of every results table (workflow/rules/report.smk): the aggregate,
     # seeds, covariates and their correlations, and the tables of the studies kept in folders
-    counts["render_table"] = (1 + 2 * bool(pruned) + bool(seeded) + 2 * bool(measured)
+    counts["render_table"] = (1 + bool(seeded) + 2 * bool(measured)
                               + folder_tables)
     counts["all"] = 1
     counts.update(figure_counts(instances))
@@ -326,7 +321,7 @@ def plan_counts(cfg: dict) -> Counter:
         deletion=sum(plan.models[m]["deletion"] for m, _ in drawn(checkpoints)),
         weights=sum(bool(plan.models[m]["weight_protocols"]) for m, _ in drawn(checkpoints)),
         trajectory=len([m for m in plan.trajectory_models() if m not in members]),
-        model=len(plan.own_entries()), prune=len(drawn(plan.stage_checkpoints("prune"))),
+        model=len(plan.own_entries()),
         family=len(plan.seed_band_families()),
         pruning_trajectory=len([m for m in plan.pruning_trajectory_models() if m not in members]))
     for study in STUDIES.entries():  # the studies kept in folders: by their declared figure scope
@@ -335,7 +330,6 @@ def plan_counts(cfg: dict) -> Counter:
         if fig.scope == "global":
             instances[fig.targets] = len(figure_instances(plan, fig.targets))
     counts.update(figure_counts(instances))
-    counts["prune_layers"] = len(plan.stage_checkpoints("prune"))
     counts["summarise_answer"] = len(plan.answer_models())
     for study in STUDIES.entries():  # the studies kept in folders: every rule's jobs and table views, as declared
         units = plan.study_units(study.name)
@@ -367,10 +361,10 @@ def test_study_dry_run_lists_exactly_the_published_jobs():
     # wired in workflow/rules are listed here.
     per_stage = plan_counts(load(STUDY))
     assert counts == per_stage + Counter({
-        "aggregate_results": 1, "aggregate_pruning": 1, "summarise_seeds": 1, "aggregate_covariates": 1,
-        # render_table: the aggregate, pruning and its agreement, seeds, covariates and their correlations,
-        # recovery (the studies kept in folders: per_stage)
-        "fetch_paper_inputs": 1, "render_table": 6, "summarise_scorecard": 1, "all": 1,
+        "aggregate_results": 1, "summarise_seeds": 1, "aggregate_covariates": 1,
+        # render_table: the aggregate, seeds, covariates and their correlations (the studies kept in folders:
+        # per_stage)
+        "fetch_paper_inputs": 1, "render_table": 4, "summarise_scorecard": 1, "all": 1,
         # the demo corpus and tasks that the snowball construction is built on (offline)
         "prepare_demo_text": 1, "build_demo_tasks": 1,
     })

@@ -22,7 +22,7 @@ from swapkl.config import ConfigError
 from swapkl.pruning.feasible import max_budget
 from swapkl.pruning.guides.guide_registry import selecting_guides
 from swapkl.probes.pair_sets import pair_reach
-from swapkl.hub.revision_names import step_of
+from swapkl.hub.revision_names import chosen_revisions, step_of
 from swapkl.probes.protocols import weight_protocol_names
 
 #: config.json fields that hold the number of transformer blocks, by architecture family
@@ -111,7 +111,7 @@ def _check_layers(name: str, model: dict, n_layers: dict[str, int]) -> None:
     """Budgets, fixed sets and the clustered region against the known number of blocks."""
     prune = model["prune"]
     where = f"models.{name}.prune"
-    pruned = model["revisions"] if prune["revisions"] == "all" else prune["revisions"]
+    pruned = chosen_revisions(prune["revisions"], model["revisions"])
     known = {r: n_layers[r] for r in pruned if r in n_layers}
     fewest = min(known.values()) if known else None
     _check_fixed_sets(f"{where}.fixed_sets", prune["fixed_sets"], fewest)
@@ -168,7 +168,7 @@ def _check_seeds(name: str, model: dict, models: dict) -> None:
                                                 f"demo.steps={model['demo']['steps']}")
         pruned = model["prune"]["revisions"]
         if model["prune"]["enabled"] and pruned != "all":
-            missing = [r for r in pruned if r not in revisions]
+            missing = [r for r in chosen_revisions(pruned, model["revisions"]) if r not in revisions]
             if missing:
                 _fail(f"{where}.revisions", f"the members are pruned at models.{name}.prune.revisions, but "
                                             f"{missing} are not among their revisions {list(revisions)}")

@@ -11,7 +11,6 @@ import re
 
 import swapkl.studies  # noqa: F401  (every study folder registers itself)
 from swapkl.config import ConfigError
-from swapkl.probes.pair_sets import pair_reach
 from swapkl.hub.revision_names import step_of
 from swapkl.data.text_sources import source_key
 from swapkl.figures.figure_registry import figures as registered_figures
@@ -125,9 +124,6 @@ def _check_pruning(name: str, model: dict) -> None:
     prune, relevance = model["prune"], model["relevance"]
     if not model["deletion"] and (prune["enabled"] or relevance["enabled"]):
         _fail(f"models.{name}.deletion", "pruning and relevance need the deletion probe (and its BI baseline)")
-    if prune["score_pairs"] is not None and pair_reach(prune["score_pairs"]) > max(map(pair_reach, model["pair_sets"])):
-        _fail(f"models.{name}.prune.score_pairs", f"{prune['score_pairs']} is wider than the probed pair_sets "
-              f"{model['pair_sets']}")
 
 
 def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]]) -> None:
@@ -144,7 +140,6 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     if model["logits_dtype"] != "float32" and (model["covariates"] or model["relevance"]["enabled"]):
         _fail(f"models.{name}.logits_dtype", "applies to the probes and pruning only; the covariates and relevance "
               "jobs would form float32 logits: switch them off for this model")
-    _check_listed(name, model, "prune", model["prune"]["revisions"])
     for study in studies_of("model"):  # the studies kept in folders run on revisions of the model, and check the rest
         if model[study.name]["enabled"]:
             if study.follows is None:  # (one whose checkpoints follow another stage's has no list of its own)
@@ -155,9 +150,6 @@ def _check_model(name: str, model: dict, models: dict, files: dict[str, set[str]
     if model["max_memory"] is not None and model["device_map"] is None:
         _fail(f"models.{name}.max_memory", "caps devices for a device_map; set device_map: auto as well")
     _check_pruning(name, model)
-    region = model["prune"]["clustered_region"]
-    if region is not None and region[0] >= region[1]:
-        _fail(f"models.{name}.prune.clustered_region", f"{region} is not [lo, hi) with lo < hi")
     owner = model.get("same_weights_as")
     if owner is not None:
         other = models.get(owner)

@@ -22,8 +22,7 @@ from swapkl.model.model_job import default
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.probes.table_jobs import AggregateJob, DisagreementJob
 from swapkl.pruning.eval_spec import EvalSpec
-from swapkl.pruning.prune_jobs import CALIBRATION_SPLIT, AggregatePruningJob, PruneJob
-from swapkl.pruning.selection_options import SelectionOptions
+from swapkl.pruning.prune_jobs import AggregatePruningJob, PruneJob
 from swapkl.recovery.heal_settings import settings_from
 
 
@@ -39,13 +38,6 @@ def config_form(value):
 def pair_sets(pairs: str) -> list[str]:
     """ProbeJob's pair set (one string, sets joined by commas) as the config's list of pair sets."""
     return pairs.split(",")
-
-
-def max_budget(budgets) -> int:
-    """PruneJob's budgets 1..n as the config's ``max_budget`` n."""
-    if tuple(budgets) != tuple(range(1, len(budgets) + 1)):
-        raise ConfigError(f"PruneJob's default budgets {budgets} are not 1..n: the config cannot state them")
-    return len(budgets)
 
 
 def placement(key: str):
@@ -69,13 +61,6 @@ JOB_DEFAULTS = [
     ("model.device_map", [(ProbeJob, "placement")], placement("device_map")),
     ("model.max_memory", [(ProbeJob, "placement")], placement("max_memory")),
     *[(f"model.kl.{f}", [(KLOptions, f)], same) for f in ("positions", "clamp", "average")],
-    ("prune.max_budget", [(PruneJob, "budgets")], max_budget),
-    *[(f"prune.{f}", [(PruneJob, f)], same) for f in ("spacing", "n_random", "seed", "compute_dtype",
-                                                      "allow_overlap", "angular_metric")],
-    *[(f"prune.{f}", [(SelectionOptions, f)], same) for f in ("random_spacing", "random_interior", "score_pairs",
-                                                              "tie_break", "clustered_region", "fixed_sets")],
-    ("prune.eval#split", [(EvalSpec, "split")], same),
-    ("prune.calibration#split", [({"CALIBRATION_SPLIT": CALIBRATION_SPLIT}, "CALIBRATION_SPLIT")], same),
     ("heal_settings.preset", [(settings_from, "preset")], same),
     ("properties.probe.n_boot", [(AggregateJob, "n_boot"), (AggregatePruningJob, "n_boot"),
                                  (DisagreementJob, "n_boot")], same),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from swapkl.config import captions, job_settings, rule_jobs
 from swapkl.config.input_stamps import with_stamps
 from swapkl.config.job_settings import settings_hash, text_files, without_nulls
-from swapkl.layout import probe_file, progress_file, pruning_file, repr_file
+from swapkl.layout import probe_file, progress_file, pruning_file
 from swapkl.config.study_plan import PROBE_PROTOCOLS, StudyPlan
 from swapkl.figures.figure_registry import figure
 from swapkl.study import STUDIES
@@ -154,15 +154,6 @@ class RuleParams:
     def prune_metadata(self, wildcards) -> dict:
         return {"model": wildcards.model, "revision": wildcards.revision,
                 "config_sha256": settings_hash(self.prune_settings(wildcards.model))}
-
-    def prune_inputs(self, wildcards) -> dict:
-        model, revision, prune = wildcards.model, wildcards.revision, self._model(wildcards)["prune"]
-        return {
-            "checkpoint": self.checkpoint_input(wildcards),
-            "probes": self.probe_files(wildcards),
-            "representation": repr_file(model, revision),
-            "text": text_files(prune["eval"], prune["calibration"]),
-        }
 
     def prune_eval(self, wildcards) -> dict:
         """The model's pruning evaluation text (prune.eval) without its null keys: the EvalSpec keyword arguments of

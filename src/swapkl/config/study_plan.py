@@ -12,7 +12,7 @@ from swapkl.config.job_settings import canonical, config_text_files
 from swapkl.config.stages import STAGES
 from swapkl.study import STUDIES
 from swapkl.probes.pair_sets import widest_pair_set
-from swapkl.hub.revision_names import last_revision
+from swapkl.hub.revision_names import chosen_revisions, last_revision
 from swapkl.probes.protocols import protocol_names, weight_protocol_names
 
 #: the probe protocols every model runs (deletion unless switched off), before its weight-changing ones: every
@@ -117,10 +117,7 @@ class StudyPlan:
             return []
         if kind in STUDIES and STUDIES[kind].follows is not None:
             return STUDIES[kind].follows(self, model)
-        chosen = block["revisions"]
-        if chosen == "last":
-            chosen = [self.last_revision(model)]
-        return [r for r in self.revisions(model) if chosen == "all" or r in chosen]
+        return chosen_revisions(block["revisions"], self.revisions(model))
 
     def stage_checkpoints(self, kind: str) -> list[tuple[str, str]]:
         """Every enabled (model, revision) that the stage ``kind`` runs on, model by model."""

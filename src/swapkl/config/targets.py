@@ -3,7 +3,7 @@ tables of each stage, and the figures of the figure registry (:mod:`swapkl.figur
 
 from __future__ import annotations
 
-from swapkl.layout import agreement_file, covariate_file, export_dir, pruning_file
+from swapkl.layout import covariate_file, export_dir
 from swapkl.config.study_plan import StudyPlan
 from swapkl.study import STUDIES
 from swapkl.figures.figure_registry import ALWAYS_PRESENT, numbered_sections
@@ -18,8 +18,7 @@ def answer_file(model: str) -> str:
 #: the results tables of the stages wired in workflow/rules that the report shows as HTML (results/tables/{name}.html),
 #: as patterns of their names
 BUILT_IN_TABLES = (
-    "swapkl", "pruning", "pruning_agreement", "seeds", "covariates",
-    "covariate_correlations",
+    "swapkl", "seeds", "covariates", "covariate_correlations",
 )
 
 
@@ -44,13 +43,8 @@ def _measurement_outputs(plan: StudyPlan) -> list[str]:
     return outputs
 
 
-def _pruning_outputs(plan: StudyPlan) -> list[str]:
-    pruned = plan.stage_checkpoints("prune")
-    if not pruned:
-        return []
-    outputs = ["results/pruning.parquet", "results/pruning_agreement.parquet",
-               *[answer_file(model) for model in plan.answer_models()]]
-    return outputs + [f(model, revision) for model, revision in pruned for f in (pruning_file, agreement_file)]
+def _answer_outputs(plan: StudyPlan) -> list[str]:
+    return [answer_file(model) for model in plan.answer_models()]
 
 
 # ------------------------------------------------------------------------------------------------- figures
@@ -86,7 +80,6 @@ FIGURE_SELECTIONS = {
     "deletion": lambda plan: _checkpoints_with(plan, "deletion"),
     "weights": lambda plan: _checkpoints_with(plan, "weight_protocols"),
     "demo": lambda plan: _once(plan.models_with("demo")),
-    "prune": lambda plan: _each(_own(plan, plan.stage_checkpoints("prune")), "model", "revision"),
     "pruned": lambda plan: _once(plan.stage_checkpoints("prune")),
     "pruning_trajectory": lambda plan: _each(_own(plan, plan.pruning_trajectory_models()), "model"),
     "covariates": lambda plan: _once(plan.covariate_checkpoints()),
@@ -129,6 +122,6 @@ def final_outputs(plan: StudyPlan) -> list[str]:
     """Every file the README lists as an output, intermediate tables included, so that a deleted one is
     rebuilt (Snakemake would otherwise skip a missing intermediate whose consumers are up to date)."""
     return ["results/swapkl.parquet", "results/paper_scorecard.parquet", *plan.all_probe_files(),
-            *plan.all_repr_files(), *_export_outputs(plan), *_measurement_outputs(plan), *_pruning_outputs(plan),
+            *plan.all_repr_files(), *_export_outputs(plan), *_measurement_outputs(plan), *_answer_outputs(plan),
             *figure_targets(plan)]
 

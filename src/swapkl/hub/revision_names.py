@@ -22,3 +22,11 @@ def last_revision(revisions: list[str]) -> str:
     if all(step_of(r) is not None for r in revisions):
         return max(revisions, key=step_of)
     return revisions[-1]
+
+
+def chosen_revisions(choice, revisions: list[str]) -> list[str]:
+    """The revisions a section's ``revisions`` (a list, ``all`` or ``last``) chooses among a model's
+    ``revisions``, in the model's order."""
+    if choice == "last":
+        choice = [last_revision(revisions)]
+    return [r for r in revisions if choice == "all" or r in choice]

@@ -13,15 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.errors import ConfigError
-from swapkl.hub.revision_names import last_revision
+from swapkl.hub.revision_names import chosen_revisions
 from swapkl.study import Study, register_study
-
-
-def _chosen(revisions, model: dict) -> list[str]:
-    """The revisions of ``model`` that a section's ``revisions`` (a list, ``all`` or ``last``) names."""
-    if revisions == "last":
-        return [last_revision(model["revisions"])]
-    return list(model["revisions"]) if revisions == "all" else list(revisions)
 
 
 def check(name: str, model: dict, models: dict) -> None:
@@ -36,8 +29,9 @@ def check(name: str, model: dict, models: dict) -> None:
         raise ConfigError(f"{where}.reference: {reference!r} loads other weights than {name!r}; a slice prunes "
                           f"the same weights (set models.{name}.same_weights_as: {reference})")
     for owner, entry in ((name, model), (reference, other)):
-        pruned = _chosen(entry["prune"]["revisions"], entry) if entry["prune"]["enabled"] else []
-        missing = [r for r in _chosen(model["domain_slices"]["revisions"], model) if r not in pruned]
+        pruned = chosen_revisions(entry["prune"]["revisions"], entry["revisions"]) if entry["prune"]["enabled"] else []
+        missing = [r for r in chosen_revisions(model["domain_slices"]["revisions"], model["revisions"])
+                   if r not in pruned]
         if missing:
             raise ConfigError(f"{where}.revisions: {missing} not pruned by {owner!r} (models.{owner}.prune)")
 
