@@ -279,6 +279,27 @@ def test_a_study_of_the_whole_run_has_its_top_level_section_units_and_conditiona
     assert not any("pe_ablation" in path for path in final_outputs(plan))
 
 
+def test_a_models_study_rule_may_run_only_where_its_section_sets_a_key():
+    """Pruning's export rule (``only_with``) runs on the pruned checkpoints of the models whose section names guides
+    to export, and nowhere when none does; its other rules run on every pruned checkpoint."""
+    from direct_config import validated
+
+    from swapkl.config.study_plan import StudyPlan
+
+    def model(export):
+        return {"source": "org/model", "revisions": ["step1", "step2"],
+                "prune": {"enabled": True, "export_guides": export}}
+
+    plan = StudyPlan(*validated({"models": {"m": model(["interchange"]), "n": model([])}}))
+    pruned = plan.stage_checkpoints("prune")
+    assert len(pruned) == 4
+    assert plan.export_checkpoints() == [("m", "step1"), ("m", "step2")]
+    assert STUDIES["prune"].job_counts(pruned, plan.cfg) == {"prune_layers": 4, "aggregate_pruning": 1,
+                                                              "export_pruned_models": 2}
+    plan.models["m"]["prune"]["export_guides"] = []
+    assert plan.export_checkpoints() == [] and STUDIES["prune"].job_counts(pruned, plan.cfg)["export_pruned_models"] == 0
+
+
 def test_a_study_declaration_of_the_wrong_shape_is_refused():
     """A study of the whole run draws its figures once and runs no stage on a model entry's checkpoint; a model's
     study has no units; an unknown scope is refused."""
@@ -291,5 +312,7 @@ def test_a_study_declaration_of_the_wrong_shape_is_refused():
         Study("s", here, Stage("s", dict, "m:f", "s"), "x", scope="run", figures="once")
     with pytest.raises(ValueError, match="only_with names rules it has not"):
         Study("s", here, None, "x", scope="run", figures="once", only_with={"r": "k"})
+    with pytest.raises(ValueError, match="only_with names rules it has not"):
+        Study("s", here, None, "x", only_with={"r": "k"})
     with pytest.raises(ValueError, match="belong to a study of the whole run"):
         Study("s", here, None, "x", units=lambda cfg: [])

@@ -224,9 +224,8 @@ def expected_counts(cfg: dict) -> Counter:
         counts["summarise_seeds"] = 1
         instances["family"] = sum(all(models[m].get("trajectory", False) for m in members)
                                        for members in seeded.values())
+    # pruning's export rule (counted with the folders below) runs where the section names guides to export
     exported = [(name, rev) for name, rev in pruned if models[name]["prune"].get("export_guides")]
-    if exported:
-        counts["export_pruned_models"] = len(exported)
     # the studies kept in folders whose checkpoints follow another stage's (Study.follows), counted here: healing
     # runs on the exported checkpoints of the models whose section is enabled
     followed = {"heal": [(name, rev) for name, rev in exported if models[name].get("heal", {}).get("enabled", False)]}
@@ -263,6 +262,9 @@ def expected_counts(cfg: dict) -> Counter:
                 else _stage_runs(models, checkpoints, study.name, section_revisions(study)))
         if runs:
             counts.update({rule: len(runs) if per == "checkpoint" else 1 for rule, per in study.rules.items()})
+            for rule, key in study.only_with.items():  # a rule only on the checkpoints whose section sets a key
+                on = [(name, rev) for name, rev in runs if models[name][study.name].get(key)]
+                counts[rule] = len(on) if study.rules[rule] == "checkpoint" else int(bool(on))
             folder_tables += len(study.tables)
         own = [(name, rev) for name, rev in runs if name in drawn]
         instances[study.name] = {"checkpoint": len(own), "model": len({name for name, _ in own}),

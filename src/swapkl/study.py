@@ -158,7 +158,10 @@ class Study:
     The section's ``revisions`` is a list of the model's revisions, ``all``, or ``last`` (its final checkpoint,
     where the folder's schema allows it). A study whose checkpoints follow another stage's has no ``revisions``
     key: ``follows(plan, model)`` gives the revisions it runs on where its section is enabled (healing: those
-    the model prunes and exports)."""
+    the model prunes and exports). ``only_with``: {rule: key of its section}, a rule that runs only where that key
+    is set (on a study of the whole run, its section's; on a model's study, on the checkpoints of the models whose
+    section sets it: pruning's export, where `export_guides` names guides). ``units(cfg)``: a study of the whole
+    run's units (:meth:`run_units`)."""
 
     name: str
     folder: Path
@@ -189,6 +192,9 @@ class Study:
             raise ValueError(f"study {self.name!r}: figures {self.figures!r} is not one of {FIGURE_SCOPES}")
         if self.scope not in SCOPES:
             raise ValueError(f"study {self.name!r}: scope {self.scope!r} is not one of {SCOPES}")
+        if set(self.only_with) - set(self.rules):
+            raise ValueError(f"study {self.name!r}: only_with names rules it has not: "
+                             f"{sorted(set(self.only_with) - set(self.rules))}")
         if self.scope == "run":
             if self.figures != "once" or self.members or self.former:
                 raise ValueError(f"study {self.name!r}: a study of the whole run draws its figures once and has "
@@ -198,12 +204,9 @@ class Study:
             if self.stage is not None and (self.stage.on_checkpoint or self.stage.section is not None):
                 raise ValueError(f"study {self.name!r}: its stage {self.stage.kind!r} must run on no model entry's "
                                  "checkpoint (on_checkpoint=False, no section)")
-            if set(self.only_with) - set(self.rules):
-                raise ValueError(f"study {self.name!r}: only_with names rules it has not: "
-                                 f"{sorted(set(self.only_with) - set(self.rules))}")
         else:
-            if self.units is not None or self.only_with:
-                raise ValueError(f"study {self.name!r}: units and only_with belong to a study of the whole run")
+            if self.units is not None:
+                raise ValueError(f"study {self.name!r}: units belong to a study of the whole run")
             if self.stage is not None and (self.stage.section != self.name or self.stage.kind != self.name):
                 raise ValueError(f"study {self.name!r}: its stage is {self.stage.kind!r} on the section "
                                  f"{self.stage.section!r}; both must be the study's name")
@@ -232,12 +235,24 @@ class Study:
             return []
         return self.units(cfg) if self.units is not None else [{}]
 
+    def rule_units(self, rule: str, units, cfg: dict | None = None) -> list:
+        """The ones of ``units`` (the checkpoints its stage runs on, or a study of the whole run's
+        :meth:`run_units`) that ``rule`` runs on: all, or for a rule of :attr:`only_with` those where its key is
+        set (``cfg``: the config, its models seed-expanded)."""
+        key = self.only_with.get(rule)
+        if key is None:
+            return list(units)
+        if self.scope == "run":
+            return list(units) if cfg[self.name].get(key) else []
+        return [(model, revision) for model, revision in units if cfg["models"][model][self.name].get(key)]
+
     def job_counts(self, units, cfg: dict | None = None) -> dict[str, int]:
         """How many jobs each of its rules makes on ``units`` (the checkpoints its stage runs on, or a study of
         the whole run's :meth:`run_units`; ``cfg``: the config, for :attr:`only_with`)."""
-        counts = {rule: len(units) if per == "checkpoint" else int(bool(units)) for rule, per in self.rules.items()}
-        for rule, key in self.only_with.items():
-            counts[rule] *= bool(cfg[self.name].get(key))
+        counts = {}
+        for rule, per in self.rules.items():
+            on = self.rule_units(rule, units, cfg)
+            counts[rule] = len(on) if per == "checkpoint" else int(bool(on))
         return counts
 
     def per_checkpoint(self, output: str, checkpoints) -> list[str]:

@@ -19,8 +19,7 @@ from swapkl.config.input_stamps import STAMP_DIR, refresh as refresh_input_stamp
 from swapkl.config.hub_reachability import OFFLINE_DEMO, hub_downloads, hub_only, hub_unreachable, offline_lines
 from swapkl.config.job_settings import text_files
 from swapkl.layout import (DEMO_CORPUS_DIR, DEMO_CORPUS_FILES, DEMO_DIR, DEMO_LAST_WORD_FILE, DEMO_TOKENIZER_DIR,
-                           agreement_file, covariate_file, probe_file, pruning_file, recovery_file, relevance_file,
-                           repr_file)
+                           covariate_file, probe_file, repr_file)
 from swapkl.relevance.relevance_jobs import DEMO_TASKS
 from swapkl.progress import follow_dag
 from swapkl.hub.revision_names import REVISION_PATTERN as REVISION_REGEX

@@ -146,8 +146,9 @@ class StudyPlan:
         return last_revision(self.stage_revisions("prune", model))
 
     def export_checkpoints(self) -> list[tuple[str, str]]:
-        """Pruned checkpoints whose guides' choices are exported (prune.export_guides)."""
-        return [(m, r) for m, r in self.stage_checkpoints("prune") if self.models[m]["prune"]["export_guides"]]
+        """Pruned checkpoints whose guides' choices are exported (prune.export_guides): where the pruning study's
+        export rule runs."""
+        return STUDIES["prune"].rule_units("export_pruned_models", self.stage_checkpoints("prune"), self.cfg)
 
     # ------------------------------------------------------------------------------------------- seeds
 

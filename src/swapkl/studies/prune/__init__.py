@@ -4,9 +4,9 @@ costs in perplexity and KL; the gathered pruning table takes its bootstrap inter
 
 Here: its declaration (below), its rules (``rules.smk``), its config section's schema (``schema.yaml``) and its two
 tables' captions. The job and its run are :mod:`swapkl.pruning.prune_jobs` and :mod:`swapkl.pruning.prune` (the
-command ``swapkl prune`` runs them too), its figures the family :mod:`swapkl.figures.pruning`. The export of the
-guides' pruned models (``workflow/rules/export.smk``, on the checkpoints whose guides are exported) and the
-answer page (``workflow/rules/answer.smk``) read its tables.
+command ``swapkl prune`` runs them too), its figures the family :mod:`swapkl.figures.pruning`. Its export rule
+writes the pruned models of the guides in `export_guides` (:mod:`swapkl.export`, on the checkpoints whose section
+names some); the answer page (``workflow/rules/answer.smk``) reads its tables.
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ STUDY = register_study(Study(
             "KL cost, and how far the guides' sets agree",
     outputs={"pruning": pruning_file("{model}", "{revision}"), "agreement": agreement_file("{model}", "{revision}")},
     tables={"pruning": "pruning_table.rst", "pruning_agreement": "pruning_agreement_table.rst"},
-    rules={"prune_layers": "checkpoint", "aggregate_pruning": "once"},
+    rules={"prune_layers": "checkpoint", "aggregate_pruning": "once", "export_pruned_models": "checkpoint"},
+    only_with={"export_pruned_models": "export_guides"},
     inputs=_inputs, files=_files, check=check, members=True,
     defaults=(("max_budget", PruneJob, "budgets", max_budget_form),
               *[(key, PruneJob, key) for key in ("spacing", "n_random", "seed", "compute_dtype", "allow_overlap",
