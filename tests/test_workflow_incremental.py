@@ -125,7 +125,8 @@ def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
     assert {rule: counts[rule] for rule in expected} == expected, counts
     gpu = r"^\s+(\*\*engine_job\([^)]*)?gpu=(1|PARAMS\.job_gpus)\)?,?$"  # gpu=... alone or in the engine_job resources
     gpu_rules = {rule for rule, block in rule_blocks() if re.search(gpu, block, re.M)}
-    assert {"probe_checkpoint", "probe", "prune_layers"} <= gpu_rules  # the parser finds them
+    # the parser finds them, in workflow/rules and in the study folders
+    assert {"probe_checkpoint", "probe", "prune_layers", "heal_pruned_models", "score_relevance"} <= gpu_rules
     assert not gpu_rules & set(counts), counts
     # only statistics of the aggregates (their rules aggregate_*, summarise_*), figures drawn from them and the
     # HTML views of the changed tables (render_table)
@@ -135,9 +136,14 @@ def test_changing_the_bootstrap_settings_reruns_no_gpu_job(demo_run, tmp_path):
 
 
 def rule_blocks() -> list[tuple[str, str]]:
-    """(rule name, its text) of every rule in workflow/rules (a `use rule ... as NAME with:` block included)."""
+    """(rule name, its text) of every rule in workflow/rules and in the study folders' rule files (a `use rule ...
+    as NAME with:` block included)."""
+    import swapkl.studies  # noqa: F401  (the study folders register themselves)
+    from swapkl.study import STUDIES
+
     found = []
-    for smk in sorted((SMOKE_CONFIG.parents[1] / "workflow" / "rules").glob("*.smk")):
+    files = sorted((SMOKE_CONFIG.parents[1] / "workflow" / "rules").glob("*.smk"))
+    for smk in files + [study.rule_file for study in STUDIES.entries()]:
         for block in re.split(r"\n(?=rule \w+:|use rule )", smk.read_text()):
             name = re.match(r"(?:rule (\w+):|use rule \w+ as (\w+) with:)", block)
             if name:
