@@ -110,7 +110,7 @@ class StudyPlan:
     def stage_revisions(self, kind: str, model: str) -> list[str]:
         """The revisions of ``model`` that the stage ``kind`` (:data:`swapkl.config.stages.STAGES`, or a study kept
         in a folder without a stage of its own) runs on: by its
-        section's ``enabled`` and ``revisions`` (a list, ``all``, or ``last``: :meth:`last_revision`), in the order
+        section's ``enabled`` and ``revisions`` (a list, ``all``, or ``last``: :func:`~swapkl.hub.revision_names.chosen_revisions`), in the order
         of the model's revisions; a study whose checkpoints follow another stage's by its ``follows``."""
         block = self.models[model][STAGES[kind].section if kind in STAGES else STUDIES[kind].name]
         if not block["enabled"]:
@@ -178,10 +178,6 @@ class StudyPlan:
         """Enabled models other than seed family members (which copy their entry's settings)."""
         members = self.seed_members()
         return [m for m in self.enabled_models() if m not in members]
-
-    def last_revision(self, model: str) -> str:
-        """The model's final checkpoint: the latest stepN when every revision is one, else the last listed."""
-        return last_revision(self.revisions(model))
 
     def study_units(self, name: str) -> list:
         """What the study kept in folder ``name`` runs on: the (model, revision) checkpoints its section chooses,
