@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import pkgutil
+from pathlib import Path
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -14,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 import swapkl.figures
+import swapkl.studies
 from swapkl.figures.style import figure_style
 
 SLACK = 1.0  # pixels two boxes may share (antialiased edges)
@@ -21,10 +23,14 @@ SLACK = 1.0  # pixels two boxes may share (antialiased edges)
 
 @contextlib.contextmanager
 def captured_figures(monkeypatch):
-    """Every Figure passed to ``save_figure`` by any module of :mod:`swapkl.figures` or its families (still saved)."""
+    """Every Figure passed to ``save_figure`` by any module of :mod:`swapkl.figures` or its families, or by a study
+    folder's figures (``swapkl.studies.<study>.figures``; still saved)."""
     figs: list[Figure] = []
-    for info in pkgutil.walk_packages(swapkl.figures.__path__, "swapkl.figures."):
-        mod = importlib.import_module(info.name)
+    names = [info.name for info in pkgutil.walk_packages(swapkl.figures.__path__, "swapkl.figures.")]
+    names += [f"swapkl.studies.{folder.name}.figures" for folder in sorted(Path(swapkl.studies.__path__[0]).iterdir())
+              if (folder / "figures.py").is_file()]
+    for name in names:
+        mod = importlib.import_module(name)
         original = getattr(mod, "save_figure", None)
         if original is None:
             continue

@@ -140,7 +140,7 @@ def test_min_items_is_where_agreement_short_of_near_perfect_becomes_testable():
 
 
 def test_the_map_says_which_cells_are_too_few_to_test(monkeypatch, tmp_path):
-    import swapkl.figures.healing.third_test as fig_module
+    import swapkl.studies.healed_probes.figures as fig_module
 
     s, *_ = _random_scores(n_items=9)
     s.tests["c"] = ("block", [0, 1, 2], lambda idx: np.tile([0.1, 0.3, 0.2], (len(idx), 1)))  # 3 items only

@@ -253,7 +253,7 @@ def test_aggregate_refuses_overlapping_files(setup, tmp_path):
 def test_table_figure_shows_the_scores_of_every_model(table, tmp_path, monkeypatch):
     from figure_layout import captured_figures, layout_problems
 
-    from swapkl.figures.downstream.accuracy import plot_downstream
+    from swapkl.studies.downstream.figures import plot_downstream
 
     with captured_figures(monkeypatch) as figs:
         plot_downstream(table, tmp_path / "d.png", tmp_path / "d.pdf", model="tiny", revision="final")

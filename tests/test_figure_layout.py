@@ -628,7 +628,7 @@ def _healed_table() -> pd.DataFrame:
 def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
     """Readable titles (no internal protocol names), every curve at the table's KL as a share of the variant's KL
     before healing, and variants that end on the same share one end label instead of overprinting."""
-    from swapkl.figures.healing.third_test import PROTOCOL_TITLES, plot_healed_curves
+    from swapkl.studies.healed_probes.figures import PROTOCOL_TITLES, plot_healed_curves
 
     table = _healed_table()
     fig = _draw(tmp_path, "heal", lambda p, q: plot_healed_curves(table, p, q), figs)
@@ -653,7 +653,7 @@ def test_healed_curves_titles_data_and_end_labels(figs, tmp_path):
 
 
 def test_test_agreement_shows_readable_test_names_and_the_table_taus(figs, tmp_path):
-    from swapkl.figures.healing.third_test import plot_test_agreement, label_of_test
+    from swapkl.studies.healed_probes.figures import plot_test_agreement, label_of_test
 
     tests = ["replacement_max", "interchange", "healed_interchange", "interchange@toy-seed1"]
     rows = [dict(model="toy", revision="step400", level="pair", test_a=a, test_b=b, n_items=30, n_boot=100,
@@ -679,7 +679,7 @@ def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
     on an 8-test map like the demo's."""
     from matplotlib.colors import to_hex
 
-    from swapkl.figures.healing.third_test import TOO_FEW_GREY, plot_test_agreement
+    from swapkl.studies.healed_probes.figures import TOO_FEW_GREY, plot_test_agreement
 
     tests = ["replacement_max", "replacement_fwd", "interchange", "healed_replacement", "healed_interchange",
              "replacement_max@pythia-demo-seed1", "replacement_fwd@pythia-demo-seed1", "interchange@pythia-demo-seed1"]
@@ -719,7 +719,7 @@ def test_test_agreement_greys_cells_of_too_few_items(figs, tmp_path):
 
 
 def test_recovery_bars_at_the_table_values_with_guide_labels_and_no_legend_over_them(figs, tmp_path):
-    from swapkl.figures.healing.recovery import plot_recovery
+    from swapkl.studies.heal.figures import plot_recovery
 
     rows = []
     for guide, cost, healed in (("interchange", 0.57, 0.55), ("bi", 2.0, 1.2)):
@@ -790,7 +790,7 @@ def test_downstream_scores_in_whole_points_coloured_against_sampling_noise(figs,
     """Cells show the score in whole points; the colour is the change from the base model, its scale the largest
     half-width of the base score's 95% Wilson interval (scipy's), so a 1-point change on 100 items is pale."""
     from scipy.stats import binomtest
-    from swapkl.figures.downstream.accuracy import plot_downstream
+    from swapkl.studies.downstream.figures import plot_downstream
 
     rows = []
     for phase, guide, budget, removed, scores in (("base", None, 0, [], (0.29, 0.84)),

@@ -24,12 +24,14 @@ from matplotlib.figure import Figure as MplFigure
 
 from probe_fixtures import probe_files, random_values, write_checkpoint
 from repo_copy import repo_copy
+import swapkl.studies  # noqa: F401  (the study folders register the figures they hold)
 from swapkl.figures import figure_registry as registry
 from swapkl.probes.aggregate import aggregate
 from swapkl.probes.aggregate import AggregateJob
 from swapkl.figures.figure_registry import SECTIONS, Figure, figures, jobs, register
 from swapkl.figures.protocol.ratio import plot_ratio_by_distance
 from swapkl.figures.protocol.trajectory import plot_gap_trajectory
+from swapkl.study import STUDIES
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES_PACKAGE = REPO / "src" / "swapkl" / "figures"
@@ -67,17 +69,19 @@ def test_every_entry_names_a_plot_function_that_takes_the_one_call():
         assert not [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("draw_")], path
 
 
-# Imports each module of swapkl.figures in turn in a fresh interpreter and reads the registry as it stands (not
-# figures(), which imports every family); prints {figure: [module, plot]} of what each import registered.
+# In a fresh interpreter, wraps the registry's `register` before any family or study folder is imported, then
+# imports them all; prints {figure: [the module that registered it, its plot]}.
 WHO_REGISTERS = """
-import importlib, json, pkgutil
-import swapkl.figures as package
-from swapkl.figures.figure_registry import _REGISTRY as registered
+import json, sys
+from swapkl.figures import figure_registry
 found = {}
-for module in pkgutil.iter_modules(package.__path__):
-    before = set(registered)
-    importlib.import_module("swapkl.figures." + module.name)
-    found.update({name: [module.name, registered[name].plot] for name in set(registered) - before})
+register = figure_registry.register
+def recording(figure):
+    found[figure.name] = [sys._getframe(1).f_globals["__name__"], figure.plot]
+    return register(figure)
+figure_registry.register = recording
+import swapkl.studies
+figure_registry.figures()
 print(json.dumps(found))
 """
 
@@ -90,15 +94,23 @@ def test_each_figure_is_registered_by_the_family_that_draws_it():
     found = json.loads(proc.stdout)
     assert set(found) == set(figures())
     families = {p.parent.name for p in FIGURES_PACKAGE.glob("*/__init__.py")}
-    for name, (family, plot) in found.items():
-        assert family in families, (name, family)  # registered by a family, not by a helper module
-        assert plot.startswith(f"swapkl.figures.{family}."), (name, family, plot)
+    folders = {study.folder.name for study in STUDIES.entries()}
+    for name, (module, plot) in found.items():
+        # registered by a family or a study folder (its package), not by a helper module, beside the module that
+        # draws it
+        package, _, family = module.rpartition(".")
+        assert (package, family) in {("swapkl.figures", f) for f in families} | {("swapkl.studies", f) for f in folders}
+        assert plot.startswith(f"{module}."), (name, module, plot)
+    assert {"recovery", "downstream", "sequential_decisions"} <= {n for n, (m, _) in found.items()
+                                                                   if m.startswith("swapkl.studies.")}
 
 
 def test_every_entry_is_complete():
     for fig in figures().values():
         assert callable(fig.function()), fig.name
-        assert (REPO / "workflow" / "report" / fig.caption).is_file(), fig.name
+        assert Path(fig.caption_path(REPO / "workflow" / "report")).is_file(), fig.name
+        # a study folder's figure: its caption lies in the folder
+        assert not fig.in_study_folder or Path(fig.caption).parent == Path(fig.function().__code__.co_filename).parent
         assert fig.section in SECTIONS and fig.help, fig.name
         for name, pattern in fig.inputs.items():  # an expanded input's {model} is filled in by the expansion
             assert set(re.findall(r"{(\w+)}", pattern)) <= ({"model"} if name in fig.expand else set(fig.wildcards))

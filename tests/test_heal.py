@@ -215,7 +215,7 @@ def test_recovery_table_of_a_pruned_export_and_its_control(tmp_path):
     reloaded = AutoModelForCausalLM.from_pretrained(tmp_path / "healed" / "interchange-n2")
     assert reloaded.config.num_hidden_layers == 3
     assert pd.read_parquet(out).shape[0] == 4
-    from swapkl.figures.healing.recovery import plot_recovery
+    from swapkl.studies.heal.figures import plot_recovery
 
     plot_recovery(str(out), tmp_path / "recovery.png", tmp_path / "recovery.pdf")
     assert (tmp_path / "recovery.png").stat().st_size > 1000

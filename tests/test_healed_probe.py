@@ -169,7 +169,7 @@ def test_commands_write_the_healed_and_agreement_tables(tmp_path, capsys):
     df = pd.read_parquet(out)
     assert {"healed_interchange", "healed_replacement_max"} <= set(df["test_a"]) | set(df["test_b"])
     assert df["kendall"].between(-1, 1).any()
-    from swapkl.figures.healing.third_test import plot_healed_curves, plot_test_agreement
+    from swapkl.studies.healed_probes.figures import plot_healed_curves, plot_test_agreement
 
     plot_test_agreement(str(out), tmp_path / "map.png", tmp_path / "map.pdf")
     plot_healed_curves(str(healed), tmp_path / "curves.png", tmp_path / "curves.pdf")

@@ -1,4 +1,4 @@
-"""The sequential decisions figure (swapkl.figures.sequential) against the decisions table it draws: each pair's
+"""The sequential decisions figure (swapkl.studies.sequential.figures) against the decisions table it draws: each pair's
 gap and interval, coloured by its verdict, the windows each took, and each set's stability and blocks."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from figure_layout import captured_figures, layout_problems
 from swapkl.errors import SwapKLError
 from swapkl.figures.palette import BLUE, GREY, VERMILLION
-from swapkl.figures.sequential.decisions import plot_sequential_decisions
+from swapkl.studies.sequential.figures import plot_sequential_decisions
 from swapkl.figures.style import linear_threshold
 
 

@@ -1,9 +1,10 @@
 """A study is one folder of swapkl.studies (swapkl.study.Study): the declarations reach the workflow, the planner,
 the report and the docs.
 
-tests/toy_study is a complete study in six files (declaration, job, runner, rules, schema, caption). Dropped into a
-copy of the package as the only change, it gets a config section (with its defaults, refusing unknown keys), its
-rules in the dry-run DAG with the jobs its declaration says, its table among the report's HTML views, its row in
+tests/toy_study is a complete study in eight files (declaration, job, runner, rules, schema, its table's caption,
+its figure's drawing and caption). Dropped into a copy of the package as the only change, it gets a config section
+(with its defaults, refusing unknown keys), its rules in the dry-run DAG with the jobs its declaration says, its
+table among the report's HTML views, its figure among the report's figures and on the command line, its row in
 docs/studies.md's table, and its section's key reaches its runner through the rule's job.
 """
 
@@ -83,6 +84,7 @@ from swapkl.config.rule_jobs import build_job, job_settings, run_rule_job
 from swapkl.config.rule_params import RuleParams
 from swapkl.config.study_plan import StudyPlan
 from swapkl.config.validation import validate_config
+from swapkl.figures.figure_registry import figure
 from swapkl.study import studies_markdown
 
 def validated(cfg):
@@ -115,8 +117,8 @@ except ConfigError as err:
 print(json.dumps({"section": done["models"]["pythia-demo"]["toy_study"], "scale": settings["scale"],
                   "checkpoints": params.plan.stage_checkpoints("toy_study"),
                   "score": float(pd.read_parquet(out)["score"].iloc[0]), "refusal": refusal,
-                  "default_scale": default_scale,
-                  "docs": studies_markdown()}))
+                  "default_scale": default_scale, "docs": studies_markdown(),
+                  "figure_caption": figure("toy_score").caption_path("workflow/report")}))
 """
 
 
@@ -138,15 +140,25 @@ def test_a_toy_study_folder_reaches_the_schema_the_dag_the_report_and_the_docs(t
     assert seen["scale"] == 2.5 and seen["score"] == 2.5 * 6
     # the docs: a row of docs/studies.md's table
     assert "| `toy_study` | a toy: one number per checkpoint" in seen["docs"]
-    assert "6 files: `__init__.py`, `jobs.py`, `rules.smk`, `run.py`, `schema.yaml`, `toy_table.rst`" in seen["docs"]
+    assert ("8 files: `__init__.py`, `figures.py`, `jobs.py`, `rules.smk`, `run.py`, `schema.yaml`, `toy_score.rst`, "
+            "`toy_table.rst`") in seen["docs"]
+    # the figure: its caption is the folder's, and the command line draws it from the job's table
+    assert seen["figure_caption"] == str(tree / "src" / "swapkl" / "studies" / "toy_study" / "toy_score.rst")
+    drawn = subprocess.run([sys.executable, "-m", "swapkl", "figures", "toy-score", "--scores",
+                            str(tmp_path / "toy.parquet"), "--model", "pythia-demo", "--revision", "step60",
+                            "--out", str(tmp_path / "toy_score")], cwd=tree, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert drawn.returncode == 0, drawn.stderr[-3000:]
+    assert (tmp_path / "toy_score.png").stat().st_size > 0 and (tmp_path / "toy_score.pdf").stat().st_size > 0
 
     # the DAG: the jobs the declaration says, and the table's HTML view in the report; nothing else changes
     with_toy = _dry_run(tree, toy, env)
     plain = job_counts(_dry_run(tree, _config(tree, None), env))
     counts = job_counts(with_toy)
-    assert counts - plain == {"score_toy": 2, "aggregate_toy": 1, "render_table": 1}
+    assert counts - plain == {"score_toy": 2, "aggregate_toy": 1, "render_table": 1, "plot_toy_score": 2}
     assert plain - counts == {}
     assert "results/tables/toy_scores.html" in with_toy
+    assert "results/figures/toy_score/pythia-demo/step4.png" in with_toy  # in the report's targets (rule all)
     assert "results/toy_study/pythia-demo/step60.parquet" in with_toy
 
 

@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
+import swapkl.studies  # noqa: F401  (the study folders register the figures they hold)
 from swapkl.adapters import get_adapter
 from swapkl.data.data_spec import DataSpec
 from swapkl.data.windows import token_windows

@@ -1,7 +1,7 @@
 # Figures (PNG for the report, PDF for print): one plot_* rule per rule the figure registry names
-# (swapkl.figures.figure_registry; each figure family swapkl.figures.<family> registers its entries), each drawing
-# its figures with workflow/scripts/plot_figure.py. Captions: workflow/report/<figure>.rst, rendered with the
-# rule's params.
+# (swapkl.figures.figure_registry; each figure family swapkl.figures.<family> registers its entries, and a study
+# folder of swapkl.studies its own), each drawing its figures with workflow/scripts/plot_figure.py. Captions:
+# workflow/report/<figure>.rst, or the study folder's, rendered with the rule's params.
 
 from swapkl.figures.figure_registry import FORMATS as FIGURE_EXTENSIONS, job_inputs as figure_job_inputs
 from swapkl.figures.figure_registry import jobs as figure_jobs, output_key
@@ -38,7 +38,7 @@ def figure_output(fig, ext):
     path = f"{fig.stem()}.{ext}"
     if ext != "png":
         return path
-    return report(path, caption=f"../report/{fig.caption}", category=section(fig.section),
+    return report(path, caption=fig.caption_path("../report"), category=section(fig.section),
                   subcategory=fig.subcategory, labels=fig.report_labels() or None)
 
 

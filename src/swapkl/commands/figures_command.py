@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+import swapkl.studies  # noqa: F401  (the study folders register the figures they hold)
 from swapkl.commands import COMMANDS
 from swapkl.commands.paths import CHECK, SETS_PATHS, input_arg, output_arg
 from swapkl.errors import SwapKLError

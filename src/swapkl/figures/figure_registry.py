@@ -18,12 +18,21 @@ function as ``"swapkl.figures.<family>.<module>:<function>"``, imported only whe
 reads the registry to make its rules, and it must not import matplotlib, pandas or torch to do so (they are the
 drawing modules' imports; a family's ``__init__`` imports only this module). Adding a figure: its entry and plot
 function in a family (docs/extending.md), and a caption file in ``workflow/report/``.
+
+A study kept in a folder of :mod:`swapkl.studies` may hold its figures itself: its declaration registers the entry,
+its plot function is a module of the folder (``"swapkl.studies.<study>.<module>:<function>"``) and its caption a
+file of the folder, named by its path (:meth:`Figure.caption_path`). Those entries are registered when
+:mod:`swapkl.studies` is imported (a layer above this one, which therefore does not import it): whoever reads the
+registry imports that package first, as the workflow, the command line and the API do. Within a report section the
+families' figures come before the study folders' (each in the order of registration, the folders' in the order
+:mod:`swapkl.studies` imports them), so the order does not depend on which was imported first.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -82,6 +91,8 @@ FORMATS = ("png", "pdf")
 
 #: the package whose subpackages are the figure families (each registers its figures when imported)
 FIGURES_PACKAGE = "swapkl.figures"
+#: the package whose study folders may register figures of their own (imported by the registry's readers)
+STUDIES_PACKAGE = "swapkl.studies"
 
 AGGREGATE = "results/swapkl.parquet"
 PRUNING = "results/pruning.parquet"
@@ -91,7 +102,9 @@ PRUNING = "results/pruning.parquet"
 class Figure:
     """One report figure (a PNG for the report and a PDF for print).
 
-    ``inputs``: input name -> file pattern; a pattern may use the scope's wildcards, and an input named in
+    ``caption``: its caption file's name in ``workflow/report/`` (default ``<name>.rst``), or the file's absolute
+    path for a figure a study folder holds. ``inputs``: input name -> file pattern; a pattern may use the scope's
+    wildcards, and an input named in
     ``expand`` is a ``{model}`` pattern expanded over the models of the workflow's selection of that name.
     ``targets``: the workflow's selection of the instances the report gets (default: per scope, every checkpoint,
     model or family that is not a seed family member; one for a global figure). ``params``: names of values the
@@ -138,6 +151,16 @@ class Figure:
         unknown = set(self.reads or ()) - set(self.inputs)
         if unknown:
             raise SwapKLError(f"figure {self.name}: reads {sorted(unknown)} are not among its inputs")
+
+    def caption_path(self, report_dir) -> str:
+        """The caption file: ``caption`` itself where it is a path (a study folder's figure), else the file of that
+        name in ``report_dir`` (the workflow's ``workflow/report``, as the caller reaches it)."""
+        return self.caption if os.path.isabs(self.caption) else os.path.join(report_dir, self.caption)
+
+    @property
+    def in_study_folder(self) -> bool:
+        """Whether a study folder of :mod:`swapkl.studies` draws it (its plot function is the folder's)."""
+        return isinstance(self.plot, str) and self.plot.startswith(STUDIES_PACKAGE + ".")
 
     def function(self) -> Callable:
         """The plot function (imported from its module when the entry names it as ``"module:function"``)."""
@@ -187,7 +210,8 @@ class Figure:
         return {**{w: f"{{{w}}}" for w in self.wildcards}, **self.labels}
 
 
-_REGISTRY: Registry[Figure] = Registry("figure", order=lambda fig: list(SECTIONS).index(fig.section), same_again=True)
+_REGISTRY: Registry[Figure] = Registry("figure", order=lambda fig: (list(SECTIONS).index(fig.section),
+                                                                    fig.in_study_folder), same_again=True)
 
 
 def register(figure: Figure) -> Figure:

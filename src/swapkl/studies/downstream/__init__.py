@@ -3,10 +3,10 @@ checkpoint of a model with `downstream.enabled`, one job scores the tasks on the
 guides' pruned models (where the checkpoint is pruned) and on the healed models and their control (where it is
 healed), lm-eval's own task definitions deciding every score (docs/downstream.md).
 
-Here: its declaration (below), its rules (``rules.smk``), its config section's schema (``schema.yaml``) and its
-table's caption. The job and its run are :mod:`swapkl.relevance.downstream_jobs` and
-:mod:`swapkl.relevance.downstream` (the command ``swapkl downstream`` runs them too), its figure the family
-:mod:`swapkl.figures.downstream`.
+Here: its declaration (below), its rules (``rules.smk``), its config section's schema (``schema.yaml``), its
+table's caption and its figure (``figures.py`` draws it, ``downstream.rst`` is its caption). The job and its run
+are :mod:`swapkl.relevance.downstream_jobs` and :mod:`swapkl.relevance.downstream` (the command
+``swapkl downstream`` runs them too).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.errors import ConfigError
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.layout import DEMO_LAST_WORD_FILE, downstream_file, healed_models_dir, pruning_file
 from swapkl.relevance.downstream_jobs import DownstreamJob
 from swapkl.relevance.relevance_jobs import section_task_files
@@ -73,3 +74,9 @@ STUDY = register_study(Study(
     defaults=(("lm_eval_tasks", DownstreamJob, "lm_eval_tasks"), ("limit", DownstreamJob, "limit"),
               ("pruning_guides", DownstreamJob, "pruning_guides", guides_config_form)),
 ))
+
+register(Figure("downstream", "swapkl.studies.downstream.figures:plot_downstream",
+                {"downstream": STUDY.outputs["downstream"]}, "checkpoint", "recovery",
+                "downstream task scores of a checkpoint's base, pruned and healed models (a table figure)",
+                targets="downstream", labels={"figure": "downstream benchmarks"},
+                caption=str(STUDY.folder / "downstream.rst")))

@@ -1,8 +1,8 @@
 # Downstream benchmarks (the paper's section "Downstream Task Benchmarks"), the rules of the study's folder
 # (swapkl.studies.downstream): per scored checkpoint one engine job scores the tasks on the base model, the
 # pruning guides' pruned models (engine variants) and the healed models of the recovery stage (loaded); the
-# checkpoints' tables are gathered into results/downstream.parquet. Its figure (one per checkpoint) is the family
-# swapkl.figures.downstream.
+# checkpoints' tables are gathered into results/downstream.parquet. Its figure (one per checkpoint) is the folder's
+# (figures.py; its plot rule is made by workflow/rules/figures.smk from the figure registry).
 
 
 rule score_downstream:

@@ -3,10 +3,10 @@
 control with the same short fine-tune, then measures perplexity and KL to the base model (and the relevance
 tasks' accuracy, where the model is scored on them) before and after (docs/recovery.md).
 
-Here: its declaration (below), its rules (``rules.smk``), its config section's schema (``schema.yaml``) and its
-table's caption. The job and its run are :mod:`swapkl.recovery.recovery_jobs` and
-:mod:`swapkl.recovery.recovery_table`, the heal itself :mod:`swapkl.recovery.heal` (the command ``swapkl heal``
-heals one checkpoint the same way), its figure the family :mod:`swapkl.figures.healing` (``targets="heal"``).
+Here: its declaration (below), its rules (``rules.smk``), its config section's schema (``schema.yaml``), its
+table's caption and its figure (``figures.py`` draws it, ``recovery.rst`` is its caption). The job and its run are
+:mod:`swapkl.recovery.recovery_jobs` and :mod:`swapkl.recovery.recovery_table`, the heal itself
+:mod:`swapkl.recovery.heal` (the command ``swapkl heal`` heals one checkpoint the same way).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.errors import ConfigError
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.layout import export_dir, healed_models_dir, recovery_file
 from swapkl.recovery.heal_settings import TrainText
 from swapkl.recovery.recovery_jobs import RecoveryJob
@@ -71,3 +72,7 @@ STUDY = register_study(Study(
 
 #: where a checkpoint's healed models go (rule heal_pruned_models; the downstream benchmarks score them)
 HEALED_MODELS = healed_models_dir("{model}", "{revision}")
+
+register(Figure("recovery", "swapkl.studies.heal.figures:plot_recovery", {"recovery": "results/recovery.parquet"},
+                "global", "recovery", "the guides' delta PPL before and after healing", targets="heal",
+                caption=str(STUDY.folder / "recovery.rst")))

@@ -4,10 +4,11 @@ the base model's own predictions, and their KL to the base is measured along the
 the disagreement map ranks every pair and block by every test of the checkpoint and measures how far any two
 rankings agree.
 
-Here: its declaration (below), its rules (``rules.smk``), its config section's schema (``schema.yaml``) and its two
-tables' captions. The job and its run are :mod:`swapkl.recovery.healed_jobs` and :mod:`swapkl.recovery.healed`
-(the command ``swapkl healed-probe`` runs them too), the disagreement map :mod:`swapkl.probes.disagreement`, and
-the figures the family :mod:`swapkl.figures.healing` (``targets="healed_probes"``).
+Here: its declaration (below), its rules (``rules.smk``), its config section's schema (``schema.yaml``), its two
+tables' captions and its two figures (``figures.py`` draws them, one job per checkpoint: rule ``plot_third_test``;
+``test_agreement.rst`` and ``healed_curves.rst`` are their captions). The job and its run are
+:mod:`swapkl.recovery.healed_jobs` and :mod:`swapkl.recovery.healed` (the command ``swapkl healed-probe`` runs them
+too), the disagreement map :mod:`swapkl.probes.disagreement`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from swapkl.data.text_sources import source_key
 from swapkl.errors import ConfigError
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.layout import healed_file, relevance_file, repr_file, test_agreement_file
 from swapkl.recovery.healed_jobs import HealedProbeJob
 from swapkl.recovery.heal_settings import TrainText
@@ -80,3 +82,14 @@ STUDY = register_study(Study(
               ("selection", HealedProbeJob, "selection"), ("k", HealedProbeJob, "k"),
               ("seed", HealedProbeJob, "select_seed"), ("calibration#split", TrainText, "split")),
 ))
+
+register(Figure("test_agreement", "swapkl.studies.healed_probes.figures:plot_test_agreement",
+                {"agreement": OUTPUTS["test_agreement"]}, "checkpoint",
+                "third_test", "Kendall's tau between every two tests of one checkpoint (the disagreement map)",
+                rule="plot_third_test", targets="healed_probes", labels={"figure": "disagreement map"},
+                caption=str(STUDY.folder / "test_agreement.rst")))
+register(Figure("healed_curves", "swapkl.studies.healed_probes.figures:plot_healed_curves",
+                {"healed": OUTPUTS["healed"]}, "checkpoint",
+                "third_test", "the healed variants' recovery curves of one checkpoint", rule="plot_third_test",
+                targets="healed_probes", labels={"figure": "recovery curves"},
+                caption=str(STUDY.folder / "healed_curves.rst")))

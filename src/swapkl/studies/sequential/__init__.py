@@ -2,7 +2,8 @@
 variant measured only while a decision it takes part in is open.
 
 Here: its declaration (below), its job description (``jobs.py``), its runner (``probe.py``), its rules
-(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its statistics are in
+(``rules.smk``), its config section's schema (``schema.yaml``), its table's caption and its figure (``figures.py``
+draws it, ``sequential_decisions.rst`` is its caption). Its statistics are in
 :mod:`swapkl.stats.sequential`, its command in :mod:`swapkl.commands.sequential_command`.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.stats.sequential_design import Decisions, Design
 from swapkl.studies.sequential.jobs import SEQUENTIAL_DECISIONS, SEQUENTIAL_DESIGN, SequentialJob
 from swapkl.study import Stage, Study, register_study, without_nulls
@@ -54,3 +56,9 @@ STUDY = register_study(Study(
     defaults=(("pairs", SequentialJob, "pairs"), *((key, Design, key) for key in SEQUENTIAL_DESIGN),
               *((key, Decisions, key) for key in SEQUENTIAL_DECISIONS)),
 ))
+
+register(Figure("sequential_decisions", "swapkl.studies.sequential.figures:plot_sequential_decisions",
+                {"decisions": "results/decisions.parquet"}, "checkpoint", "answer",
+                "each decision of the sequential probe with its interval or stability and the windows it took, one "
+                "checkpoint", targets="sequential", subcategory="{model}", params={"setup": "model_setup"},
+                caption=str(STUDY.folder / "sequential_decisions.rst")))
