@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from figure_layout import captured_figures, layout_problems, legends_cover_data
-from swapkl.figures.construction.optimal_search import METHODS, OFFSET, plot_optimal_search
+from swapkl.studies.optimal_search.figures import METHODS, OFFSET, plot_optimal_search
 from swapkl.figures.palette import VERMILLION
-from swapkl.figures.construction.snowball import plot_snowball
+from swapkl.studies.snowball.figures import plot_snowball
 
 
 def _snowball_table() -> pd.DataFrame:

@@ -16,7 +16,8 @@ from swapkl.probes.aggregate import aggregate, read_aggregate
 from swapkl.probes.aggregate import AggregateJob
 from swapkl.errors import SwapKLError
 from swapkl.studies.convergence.stats import build_convergence, convergence_rows
-from swapkl.figures.scale.sweep import plot_convergence, plot_rope_counterfactual
+from swapkl.studies.convergence.figures import plot_convergence
+from swapkl.studies.rope_counterfactual.figures import plot_rope_counterfactual
 from swapkl.studies.rope_counterfactual.stats import counterfactual_table, sign_test
 
 

@@ -12,7 +12,7 @@ from scipy import stats
 
 from swapkl.studies.domain_slices.stats import build_domain_slices
 from swapkl.errors import SwapKLError
-from swapkl.figures.scale.sweep import plot_domain_slices
+from swapkl.studies.domain_slices.figures import plot_domain_slices
 from swapkl.tables.parquet_io import write_parquet
 from swapkl.tables.schemas import PRUNING_SCHEMA
 

@@ -533,7 +533,7 @@ def test_ratio_by_distance_shows_the_pairs_behind_each_median(agg, figs, tmp_pat
 def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path):
     """The full-set point (n = n_seqs, rho = 1 by construction) is drawn apart (hollow), the others at the table's
     medians; the rank axis reaches down to 0, so medians of 0.993-1.000 are not stretched over the panel."""
-    from swapkl.figures.scale.sweep import plot_convergence
+    from swapkl.studies.convergence.figures import plot_convergence
 
     rows = []
     for protocol, base in (("replacement", 0.993), ("interchange", 0.996)):
@@ -566,7 +566,7 @@ def test_convergence_marks_the_full_set_and_keeps_the_whole_range(figs, tmp_path
 def test_jacobian_draws_a_far_block_at_the_edge_with_its_value(figs, tmp_path):
     """Block 0 at 2e7 beside blocks at 0.4-10: the axis ends within a decade of the others, block 0 sits at the
     edge with its value written and named in the note; every other block at its table value."""
-    from swapkl.figures.scale.sweep import plot_jacobian
+    from swapkl.studies.jacobian.figures import plot_jacobian
 
     rng = np.random.default_rng(2)
     norms = np.r_[2.05e7, rng.uniform(0.4, 10.0, 11)]
@@ -814,7 +814,7 @@ def test_downstream_scores_in_whole_points_coloured_against_sampling_noise(figs,
 
 
 def test_optimal_search_says_when_every_method_found_the_same_sets(figs, tmp_path):
-    from swapkl.figures.construction.optimal_search import plot_optimal_search
+    from swapkl.studies.optimal_search.figures import plot_optimal_search
 
     rows = [dict(model="toy", revision="step400", n_layers=12, budget=n, method=m,
                  removed_layers=[3] if n == 1 else ([3, 6] if m != "greedy" else [3, 7]), cost=5.8 + 0.001 * n,
@@ -835,7 +835,7 @@ def test_optimal_search_says_when_every_method_found_the_same_sets(figs, tmp_pat
 
 @pytest.mark.parametrize("n_models", [2, 4])
 def test_scaling_says_when_there_are_too_few_models_for_a_trend(figs, tmp_path, n_models):
-    from swapkl.figures.scale.sweep import plot_scaling
+    from swapkl.studies.scaling.figures import plot_scaling
 
     table = pd.DataFrame(dict(model=[f"m{k}" for k in range(n_models)], n_params=[1e6 * 10 ** k for k in range(n_models)],
                               gap_mean=np.linspace(0.01, 0.02, n_models), ratio_ir_mean=np.linspace(0.2, 0.3, n_models),
@@ -852,7 +852,7 @@ def test_scaling_says_when_there_are_too_few_models_for_a_trend(figs, tmp_path, 
     ((124e6, 1.4e9, 8e9), "log", ["200M", "500M", "1B", "2B", "5B"]),  # GPT-2 small to an 8B model
 ])
 def test_scaling_writes_parameter_counts_as_read_aloud(figs, tmp_path, sizes, scale, labels):
-    from swapkl.figures.scale.sweep import parameter_count, plot_scaling
+    from swapkl.studies.scaling.figures import parameter_count, plot_scaling
 
     n = len(sizes)
     table = pd.DataFrame(dict(model=[f"m{k}" for k in range(n)], n_params=list(sizes),

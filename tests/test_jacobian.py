@@ -15,7 +15,7 @@ from swapkl.probes.covariates import eager_attention
 from swapkl.data.data_spec import DataSpec
 from swapkl.model.engine import ProbeEngine
 from swapkl.errors import SwapKLError
-from swapkl.figures.scale.sweep import block_swap_distances
+from swapkl.studies.jacobian.figures import block_swap_distances
 from swapkl.data.windows import load_windows
 from swapkl.studies.jacobian.jobs import JacobianJob
 from swapkl.studies.jacobian.run import block_norms, norm_exact, norm_finite_difference, residual_update, run_jacobian

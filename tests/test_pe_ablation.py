@@ -212,8 +212,8 @@ def test_the_figure_draws_the_tables_ratios_readably(tmp_path, monkeypatch):
     import pandas as pd
 
     from figure_layout import captured_figures, layout_problems, legends_cover_data
-    from swapkl.figures.pe_ablation.encodings import plot_pe_ablation
-    from swapkl.figures.scale.sweep import PE_COLOURS
+    from swapkl.studies.pe_ablation.figures import plot_pe_ablation
+    from swapkl.figures.palette import PE_COLOURS
 
     rng = np.random.default_rng(4)
     rows = [{"position_encoding": pe, "n_layers": depth, "distance": d, "ratio_ir_median": rng.uniform(0.1, 1.5),

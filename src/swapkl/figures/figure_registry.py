@@ -11,7 +11,7 @@ An entry names its plot function itself, which every caller draws through :meth:
 order (a file, a list of files for an expanded input, or a DataFrame the caller holds), the scope's wildcards the
 function names (``model``, ``revision``, ``family``), the entry's fixed ``options`` and the workflow's values of its
 ``plot_params``. The figures come in families, one subpackage of
-:mod:`swapkl.figures` each (``swapkl.figures.pruning``, ``swapkl.figures.scale``, ...): the family's ``__init__``
+:mod:`swapkl.figures` each (``swapkl.figures.pruning``, ``swapkl.figures.protocol``, ...): the family's ``__init__``
 registers its entries, and its other modules draw them, so an entry sits beside the code that draws it.
 :func:`figures` imports every subpackage, so no list of families has to be kept in step. An entry names its plot
 function as ``"swapkl.figures.<family>.<module>:<function>"``, imported only when the figure is drawn: Snakemake

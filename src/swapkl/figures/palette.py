@@ -9,6 +9,9 @@ PURPLE = "#CC79A7"
 SKY = "#56B4E9"
 GREY = "#7F7F7F"
 
+#: the colour of each position encoding (the scale sweep's and the position-encoding ablation's figures)
+PE_COLOURS = {"learned": BLUE, "alibi": GREEN, "rope": VERMILLION}
+
 #: the order in which figures hand out colours to a list of series (models, heads, training runs)
 CYCLE = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, GREY)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from swapkl.probes.aggregate import read_aggregate
 
@@ -12,6 +13,11 @@ from swapkl.probes.aggregate import read_aggregate
 def as_frame(agg: pd.DataFrame | str | Path) -> pd.DataFrame:
     """The aggregate as a DataFrame (a path is read with :func:`swapkl.probes.aggregate.read_aggregate`)."""
     return agg if isinstance(agg, pd.DataFrame) else read_aggregate(agg)
+
+
+def table_frame(table: pd.DataFrame | str | Path) -> pd.DataFrame:
+    """A results table as a DataFrame (a path is read whole with pyarrow)."""
+    return table if isinstance(table, pd.DataFrame) else pq.read_table(table).to_pandas()
 
 
 

@@ -4,8 +4,8 @@ pruning, by the rank correlation of the two pruning costs (docs/scale_and_mechan
 table (no forward pass of its own).
 
 Here: its declaration and the config checks of its section (below), its table (``stats.py``), its rule
-(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure is
-``domain_slices`` of the family :mod:`swapkl.figures.scale`.
+(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure is the folder's
+(``figures.py`` draws it, ``domain_slices.rst`` is its caption).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.errors import ConfigError
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.hub.revision_names import chosen_revisions
 from swapkl.study import Study, register_study
 
@@ -51,3 +52,8 @@ STUDY = register_study(Study(
     rules={"summarise_domain_slices": "once"}, figures="once", check=check,
     former={"domain_slice_of": "domain_slices: {enabled: true, reference: <model>}"},
 ))
+
+register(Figure("domain_slices", "swapkl.studies.domain_slices.figures:plot_domain_slices",
+                {"slices": "results/domain_slices.parquet"}, "global", "scale",
+                "pruning cost on the reference text against the second corpus", targets="domain_slices",
+                caption=str(STUDY.folder / "domain_slices.rst")))

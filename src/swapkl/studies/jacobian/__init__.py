@@ -3,14 +3,15 @@ value of the derivative of its residual update with respect to the whole sequenc
 (docs/scale_and_mechanisms.md), by exact power iteration or the paper's finite differences.
 
 Here: its declaration (below), its job (``jobs.py``), its measurement (``run.py``: torch), its rules
-(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure, the norms
-against the blocks' swap distances, is ``jacobian`` of the family :mod:`swapkl.figures.scale`.
+(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure is the folder's
+(``figures.py`` draws it, ``jacobian.rst`` is its caption).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 from swapkl.studies.jacobian.jobs import JacobianJob
 from swapkl.study import Stage, Study, probe_window_inputs, register_study, row_labels
 
@@ -31,3 +32,8 @@ STUDY = register_study(Study(
     inputs=probe_window_inputs, files=_files, figures="once",
     defaults=tuple((key, JacobianJob, key) for key in ("method", "iterations", "eps", "n_prompts")),
 ))
+
+register(Figure("jacobian", "swapkl.studies.jacobian.figures:plot_jacobian",
+                {"jacobian": "results/jacobian.parquet", "aggregate": AGGREGATE}, "global", "scale",
+                "||J_k|| per block and against the blocks' swap distances", targets="jacobian",
+                caption=str(STUDY.folder / "jacobian.rst")))

@@ -3,16 +3,17 @@ ways (greedy as SLEB iterates, a beam, best-first search, and exhaustive enumera
 every removal set scored by the calibration NLL of the pruned model (docs/optimal_search.md).
 
 Here: its declaration (below), its job (``jobs.py``), its measurement (``run.py``: torch), its rules
-(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. The searches themselves
-are :mod:`swapkl.pruning.optimal` and the cost model that projects them to large models
-:mod:`swapkl.pruning.search_cost`; its figure is ``optimal_search`` of the family
-:mod:`swapkl.figures.construction`.
+(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. The searches themselves are
+:mod:`swapkl.pruning.optimal` and the cost model that projects them to large models
+:mod:`swapkl.pruning.search_cost`; its figure is the folder's (``figures.py`` draws it, ``optimal_search.rst`` is
+its caption).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.studies.optimal_search.jobs import SearchJob
 from swapkl.study import Stage, Study, register_study, without_nulls
 
@@ -44,3 +45,8 @@ STUDY = register_study(Study(
     inputs=_inputs, files=_files, figures="once",
     defaults=tuple((key, SearchJob, key) for key in ("budgets", "beam_width", "max_evals")),
 ))
+
+register(Figure("optimal_search", "swapkl.studies.optimal_search.figures:plot_optimal_search",
+                {"optimal_search": "results/optimal_search.parquet"}, "global", "pruning",
+                "calibration NLL and evaluations of greedy, beam, best-first and exhaustive removal-set search",
+                targets="optimal_search", caption=str(STUDY.folder / "optimal_search.rst")))

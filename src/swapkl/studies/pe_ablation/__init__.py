@@ -4,14 +4,15 @@ at a few depths, each probed with replacement and interchange on every pair with
 ratio summarised by pair distance (docs/scale_and_mechanisms.md).
 
 Here: its declaration (below), its models' settings, files and checks (``models.py``), the summary table
-(``summary.py``), its rules (``rules.smk``), its top-level config section's schema (``schema.yaml``) and its
-table's caption. Its figure is ``pe_ablation`` of the family :mod:`swapkl.figures.pe_ablation`.
+(``summary.py``), its rules (``rules.smk``), its top-level config section's schema (``schema.yaml``) and its table's
+caption. Its figure is the folder's (``figures.py`` draws it, ``pe_ablation.rst`` is its caption).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.probes.probe_jobs import ProbeJob
 from swapkl.studies.pe_ablation.models import (PE_PROTOCOLS, check_pe_ablation, pe_checkpoint, pe_metadata,
                                                pe_models, pe_pairs, pe_probe_data, pe_probe_file)
@@ -44,3 +45,8 @@ STUDY = register_study(Study(
     only_with={"prepare_pe_text": "train_text"},
     units=_units, figures="once", check=check_pe_ablation,
 ))
+
+register(Figure("pe_ablation", "swapkl.studies.pe_ablation.figures:plot_pe_ablation",
+                {"pe_ablation": "results/pe_ablation.parquet"}, "global", "scale",
+                "I/R ratio by pair distance per position encoding and depth (models trained from scratch)",
+                targets="pe_ablation", caption=str(STUDY.folder / "pe_ablation.rst")))

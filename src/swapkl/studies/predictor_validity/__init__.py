@@ -4,15 +4,15 @@ text, and gives per protocol Spearman's rho between the pairs' scores (from the 
 the cheaper of their two blocks (docs/scale_and_mechanisms.md).
 
 Here: its declaration (below), its job (``jobs.py``), its measurement and statistics (``run.py``: torch), its rules
-(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure is
-``predictor_validity`` of the family :mod:`swapkl.figures.scale`.
+(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure is the folder's
+(``figures.py`` draws it, ``predictor_validity.rst`` is its caption).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from swapkl.figures.figure_registry import AGGREGATE
+from swapkl.figures.figure_registry import AGGREGATE, Figure, register
 from swapkl.studies.predictor_validity.jobs import PredictorValidityJob
 from swapkl.study import Stage, Study, register_study
 
@@ -42,3 +42,8 @@ STUDY = register_study(Study(
     rules={"measure_predictor_validity": "checkpoint", "combine_predictor_validity": "once"},
     inputs=_inputs, files=_files, figures="checkpoint",
 ))
+
+register(Figure("predictor_validity", "swapkl.studies.predictor_validity.figures:plot_predictor_validity",
+                {"validity": "results/predictor_validity/{model}/{revision}.parquet"}, "checkpoint", "scale",
+                "pair score against the cheaper block's removal cost", targets="predictor_validity",
+                caption=str(STUDY.folder / "predictor_validity.rst")))

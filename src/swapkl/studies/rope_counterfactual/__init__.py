@@ -4,8 +4,8 @@ adjacent pair, with the exact sign test of "the gap grows without RoPE" (docs/sc
 the two models' probes from the aggregate (no forward pass of its own).
 
 Here: its declaration and the config checks of its section (below), its table (``stats.py``), its rule
-(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure is
-``rope_counterfactual`` of the family :mod:`swapkl.figures.scale`.
+(``rules.smk``), its config section's schema (``schema.yaml``) and its table's caption. Its figure is the folder's
+(``figures.py`` draws it, ``rope_counterfactual.rst`` is its caption).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from swapkl.errors import ConfigError
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.study import Study, register_study
 
 
@@ -44,3 +45,8 @@ STUDY = register_study(Study(
     rules={"summarise_rope_counterfactual": "once"}, figures="checkpoint", check=check,
     former={"rope_pairs": "rope_counterfactual: {enabled: true, pairs: [[i, i+1], ...]}"},
 ))
+
+register(Figure("rope_counterfactual", "swapkl.studies.rope_counterfactual.figures:plot_rope_counterfactual",
+                {"rope": "results/rope_counterfactual.parquet"}, "checkpoint", "scale",
+                "per-pair I/R ratio with rotary embeddings on and off", targets="rope_counterfactual", constrained=True,
+                caption=str(STUDY.folder / "rope_counterfactual.rst")))

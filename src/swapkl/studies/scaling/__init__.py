@@ -4,13 +4,15 @@ from the checkpoint (docs/scale_and_mechanisms.md).
 
 Here: its declaration (below: a study without a job of its own, whose one rule reads the aggregate and the
 checkpoints its section chooses), its table (``stats.py``), its rule (``rules.smk``), its config section's schema
-(``schema.yaml``) and its table's caption. Its figure is ``scaling`` of the family :mod:`swapkl.figures.scale`.
+(``schema.yaml``) and its table's caption. Its figure is the folder's (``figures.py`` draws it, ``scaling.rst`` is
+its caption).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.study import Study, register_study
 
 STUDY = register_study(Study(
@@ -20,3 +22,7 @@ STUDY = register_study(Study(
     tables={"scaling": "scaling_table.rst"},
     rules={"summarise_scaling": "once"}, figures="once",
 ))
+
+register(Figure("scaling", "swapkl.studies.scaling.figures:plot_scaling", {"scaling": "results/scaling.parquet"},
+                "global", "scale", "mean gap and I/R ratio against parameters, coloured by position encoding", targets="scaling",
+                caption=str(STUDY.folder / "scaling.rst")))

@@ -4,14 +4,15 @@ The model is built, not trained: one CPU job (:func:`swapkl.relevance.snowball_t
 command ``swapkl construct``) writes every block's BI and the accuracy without it.
 
 Here: its declaration and settings (below), its rule (``rules.smk``), its top-level config section's schema
-(``schema.yaml``) and its table's caption. Its figure is ``snowball`` of the family
-:mod:`swapkl.figures.construction`.
+(``schema.yaml``) and its table's caption. Its figure is the folder's (``figures.py`` draws it, ``snowball.rst`` is
+its caption).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from swapkl.figures.figure_registry import Figure, register
 from swapkl.layout import DEMO_DIR
 from swapkl.study import Study, register_study
 
@@ -35,3 +36,8 @@ STUDY = register_study(Study(
     rules={"construct_snowball": "once"},
     figures="once",
 ))
+
+register(Figure("snowball", "swapkl.studies.snowball.figures:plot_snowball",
+                {"snowball": "results/snowball.parquet"}, "global", "relevance",
+                "block influence per block of the snowball model beside its accuracy without the block",
+                targets="snowball", caption=str(STUDY.folder / "snowball.rst")))

@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from swapkl.figures.palette import GREY
-from swapkl.figures.scale.sweep import PE_COLOURS
+from swapkl.figures.palette import GREY, PE_COLOURS
 from swapkl.figures.style import add_note, figure_style, fit_title, new_figure, save_figure
 from swapkl.tables.schemas import PE_ABLATION_SCHEMA, read_frame
 
