@@ -224,12 +224,12 @@ def test_a_toy_figure_family_reaches_the_command_line_the_dry_run_and_the_report
     its files among the final outputs."""
     tree = _tree_with_toy(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    swapkl = [sys.executable, "-m", "swapkl", "figures"]
-    kinds = subprocess.run([*swapkl, "--help"], env=env, cwd=tree, capture_output=True, text=True, check=True).stdout
+    cli = [sys.executable, "-m", "swapkl", "figures"]
+    kinds = subprocess.run([*cli, "--help"], env=env, cwd=tree, capture_output=True, text=True, check=True).stdout
     assert "toy-figure" in kinds and "toy-figure" not in subprocess.run(
-        [*swapkl, "--help"], capture_output=True, text=True, check=True).stdout
+        [*cli, "--help"], capture_output=True, text=True, check=True).stdout
     png, pdf = tmp_path / "cli.png", tmp_path / "cli.pdf"
-    subprocess.run([*swapkl, "toy-figure", "--aggregate", str(agg_path), "--model", "toy", "--revision", "step100",
+    subprocess.run([*cli, "toy-figure", "--aggregate", str(agg_path), "--model", "toy", "--revision", "step100",
                     "--out-png", str(png), "--out-pdf", str(pdf)], env=env, cwd=tree, check=True)
     _toy_draw()(str(agg_path), out_png=tmp_path / "direct.png", out_pdf=tmp_path / "direct.pdf", model="toy",
                 revision="step100")
