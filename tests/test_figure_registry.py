@@ -86,6 +86,34 @@ print(json.dumps(found))
 """
 
 
+# Prints the registry's order after the study folders and the figure families are imported in the order given.
+ORDER = """
+import json, sys
+from swapkl.figures.figure_registry import figures
+if sys.argv[1] == "studies first":
+    import swapkl.studies
+    print(json.dumps(list(figures())))
+else:
+    figures()
+    import swapkl.studies
+    print(json.dumps(list(figures())))
+"""
+
+
+def test_the_registry_order_does_not_depend_on_what_was_imported_first():
+    """Within a report section the families' figures come before the study folders' (each in its own order), so
+    importing swapkl.studies before or after the families gives the same list, section by section."""
+    orders = [json.loads(subprocess.run([sys.executable, "-c", ORDER, first], env={**os.environ,
+                                                                                    "PYTHONPATH": str(REPO / "src")},
+                                        capture_output=True, text=True, check=True).stdout)
+              for first in ("studies first", "families first")]
+    assert orders[0] == orders[1] == list(figures())
+    sections = [figures()[name].section for name in orders[0]]
+    assert sections == sorted(sections, key=list(SECTIONS).index)
+    for section in set(sections):
+        in_folders = [figures()[n].in_study_folder for n in orders[0] if figures()[n].section == section]
+        assert in_folders == sorted(in_folders), section  # False (a family's) before True (a folder's)
+
 def test_each_figure_is_registered_by_the_family_that_draws_it():
     """An entry sits beside its plot function: the family package whose import registers a figure holds the module
     of its plot function, and the plain helper modules register nothing."""
