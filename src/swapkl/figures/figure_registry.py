@@ -104,8 +104,8 @@ class Figure:
 
     ``caption``: its caption file's name in ``workflow/report/`` (default ``<name>.rst``), or the file's absolute
     path for a figure a study folder holds. ``inputs``: input name -> file pattern; a pattern may use the scope's
-    wildcards, and an input named in
-    ``expand`` is a ``{model}`` pattern expanded over the models of the workflow's selection of that name.
+    wildcards, and an input named in ``expand`` is a ``{model}`` pattern expanded over the models of the workflow's
+    selection of that name.
     ``targets``: the workflow's selection of the instances the report gets (default: per scope, every checkpoint,
     model or family that is not a seed family member; one for a global figure). ``params``: names of values the
     rule passes to the caption and the plot function (workflow/rules/figures.smk defines each name).
