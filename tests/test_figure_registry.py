@@ -25,6 +25,7 @@ from matplotlib.figure import Figure as MplFigure
 from probe_fixtures import probe_files, random_values, write_checkpoint
 from repo_copy import repo_copy
 import swapkl.studies  # noqa: F401  (the study folders register the figures they hold)
+from swapkl.errors import SwapKLError
 from swapkl.figures import figure_registry as registry
 from swapkl.probes.aggregate import aggregate
 from swapkl.probes.aggregate import AggregateJob
@@ -99,6 +100,19 @@ else:
     print(json.dumps(list(figures())))
 """
 
+
+def test_a_study_folders_figure_names_its_caption_by_its_path():
+    """A figure drawn by a study folder whose caption is a bare name (which would be looked for in
+    workflow/report/) is refused when it is declared, naming the figure."""
+    with pytest.raises(SwapKLError, match="figure toy_score: a study folder's figure names its caption file by its "
+                                          "path"):
+        Figure("toy_score", "swapkl.studies.toy_study.figures:plot_toy_score", {"scores": "s.parquet"},
+               "checkpoint", "scale", "a toy")
+    folder = Figure("toy_score", "swapkl.studies.toy_study.figures:plot_toy_score", {"scores": "s.parquet"},
+                    "checkpoint", "scale", "a toy", caption="/somewhere/toy_score.rst")
+    assert folder.in_study_folder and folder.caption_path("workflow/report") == "/somewhere/toy_score.rst"
+    family = Figure("toy_bars", "swapkl.figures.toy.bars:plot", {"a": "a.parquet"}, "checkpoint", "scale", "a toy")
+    assert not family.in_study_folder and family.caption_path("workflow/report") == "workflow/report/toy_bars.rst"
 
 def test_the_registry_order_does_not_depend_on_what_was_imported_first():
     """Within a report section the families' figures come before the study folders' (each in its own order), so

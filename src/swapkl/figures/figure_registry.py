@@ -151,6 +151,9 @@ class Figure:
         unknown = set(self.reads or ()) - set(self.inputs)
         if unknown:
             raise SwapKLError(f"figure {self.name}: reads {sorted(unknown)} are not among its inputs")
+        if self.in_study_folder and not os.path.isabs(self.caption):
+            raise SwapKLError(f"figure {self.name}: a study folder's figure names its caption file by its path "
+                              f"(caption=str(STUDY.folder / {self.caption!r})), not {self.caption!r}")
 
     def caption_path(self, report_dir) -> str:
         """The caption file: ``caption`` itself where it is a path (a study folder's figure), else the file of that
